@@ -1,0 +1,153 @@
+/* common.h - the whole public interface of libcommon.
+ *
+ * Logging, configuration (twinfs.conf), CRC32C, clocks and a small u64-keyed
+ * hash map.  Everything here is usable from any thread unless noted.
+ * Functions return 0 (or a count) on success and a negative errno on failure.
+ */
+#ifndef TWINFS_COMMON_H
+#define TWINFS_COMMON_H
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- logging */
+
+/* One line per event to stderr: "2026-11-22T10:54:01.123 twinfs-iod[3] WARN msg".
+ * Never log file contents. */
+enum tw_log_level { TW_LOG_ERR = 0, TW_LOG_WARN, TW_LOG_INFO, TW_LOG_DEBUG };
+
+/* progname appears on every line; lines above `level` are dropped.
+ * The environment variable TWINFS_LOG_LEVEL (err|warn|info|debug) overrides. */
+void tw_log_init(const char *progname, enum tw_log_level level);
+void tw_log(enum tw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Rate-limited: repeats of the same call site (same fmt pointer) within 5 s
+ * are counted instead of printed; the count is printed with the next line. */
+void tw_log_rl(enum tw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+bool tw_log_enabled(enum tw_log_level level);
+
+#define tw_err(...)   tw_log(TW_LOG_ERR, __VA_ARGS__)
+#define tw_warn(...)  tw_log(TW_LOG_WARN, __VA_ARGS__)
+#define tw_info(...)  tw_log(TW_LOG_INFO, __VA_ARGS__)
+#define tw_debug(...) do { if (tw_log_enabled(TW_LOG_DEBUG)) \
+	tw_log(TW_LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* ------------------------------------------------------------------ time */
+
+uint64_t tw_now_ns(void);          /* CLOCK_MONOTONIC, nanoseconds */
+uint64_t tw_now_ms(void);          /* CLOCK_MONOTONIC, milliseconds */
+void tw_realtime(int64_t *sec, uint32_t *nsec); /* CLOCK_REALTIME */
+
+/* ----------------------------------------------------------------- crc32c */
+
+/* CRC32C (Castagnoli), as iSCSI/ext4: start with crc = 0 for a fresh sum;
+ * chaining tw_crc32c(tw_crc32c(0, a, n), b, m) equals the sum over a||b.
+ * Uses SSE4.2 when the CPU has it. */
+uint32_t tw_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* ---------------------------------------------------------------- config */
+
+#define TW_MAX_IODS     64
+#define TW_MAX_GROUPS   (TW_MAX_IODS / 2)
+#define TW_HOST_MAX     64
+#define TW_NAME_MAX     255
+
+struct tw_conf_iod {
+	int id;                       /* 1..n, as the [iod N] section */
+	int group;                    /* twin group, 0-based */
+	int twin_index;               /* 0 or 1 within the group (ascending id) */
+	char host[TW_HOST_MAX];
+	int port;
+	char dir[PATH_MAX];           /* data directory */
+};
+
+enum tw_journal_mode { TW_JNL_JOURNAL = 0, TW_JNL_ORDERED, TW_JNL_WRITEBACK };
+
+struct tw_conf {
+	char cluster_name[64];        /* [cluster] name, default "twinfs" */
+	char secret[128];             /* [cluster] secret; "" = none */
+	uint32_t stripe_size;         /* [cluster] stripe_size, default 512K */
+	uint32_t stripe_count;        /* [cluster] stripe_count, 0 = all groups */
+	uint32_t monitor_interval_ms; /* [cluster] monitor_interval, 30s */
+	uint32_t down_after;          /* [cluster] down_after, 2 intervals */
+	uint32_t request_timeout_ms;  /* [cluster] request_timeout, 5s */
+	uint32_t mgr_timeout_ms;      /* [cluster] mgr_timeout, 120s */
+	uint32_t commit_interval_ms;  /* [cluster] commit_interval, 5s */
+	uint32_t session_timeout_ms;  /* [cluster] session_timeout, 3 x monitor */
+	bool auto_resync;             /* [cluster] auto_resync, true */
+	bool root_squash;             /* [cluster] root_squash, false */
+
+	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
+	int mgr_port;                 /* [mgrd] port, 7500 */
+	char mgr_dir[PATH_MAX];       /* [mgrd] dir */
+
+	enum tw_journal_mode journal_mode; /* [iod] journal_mode (all iods) */
+	uint64_t journal_size;        /* [iod] journal_size, default 256M */
+
+	int n_iods;
+	int n_groups;
+	struct tw_conf_iod iods[TW_MAX_IODS]; /* sorted by id; iods[i].id == i+1 */
+};
+
+/* Fill every field with its default (no iods). */
+void tw_conf_defaults(struct tw_conf *conf);
+
+/* Parse an INI file:
+ *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
+ *   [mgrd]     host, port, dir
+ *   [iod]      journal_mode, journal_size      (defaults for every iod)
+ *   [iod N]    host, port, dir, group          (N = 1, 2, ...)
+ * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
+ * holds exactly two iods, stripe_size a power of two in 64K..64M.
+ * On error returns -EINVAL (or -errno of open) and writes a message naming
+ * the file and line into err. */
+int tw_conf_load(const char *path, struct tw_conf *conf, char *err, size_t errlen);
+
+/* Parse "512K", "1M", "4096" -> bytes; "100ms", "30s", "2m", "5" (=s) -> ms. */
+int tw_parse_size(const char *s, uint64_t *out);
+int tw_parse_ms(const char *s, uint32_t *out);
+
+/* Find an iod by id; NULL if absent. */
+const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id);
+
+/* -------------------------------------------------------------- hash map */
+
+/* Open-addressing map from a nonzero uint64_t key to a pointer.  Not
+ * thread-safe: callers hold their own lock.  Pointers are owned by the
+ * caller. */
+struct tw_hmap {
+	uint64_t *keys;
+	void **vals;
+	size_t cap;    /* power of two, 0 when empty */
+	size_t count;
+};
+
+void tw_hmap_init(struct tw_hmap *m);
+void tw_hmap_free(struct tw_hmap *m);              /* frees the table only */
+void *tw_hmap_get(const struct tw_hmap *m, uint64_t key);
+int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val); /* replaces; -ENOMEM */
+void *tw_hmap_del(struct tw_hmap *m, uint64_t key);  /* returns old value or NULL */
+/* Iterate: for (size_t it = 0; tw_hmap_next(m, &it, &k, &v);) { ... }
+ * Deleting the current key during iteration is allowed. */
+bool tw_hmap_next(const struct tw_hmap *m, size_t *it, uint64_t *key, void **val);
+
+/* ------------------------------------------------------------------ misc */
+
+/* Write all of buf at off, retrying short writes and EINTR. */
+int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* Read up to len at off; returns bytes read (short only at EOF) or -errno. */
+long tw_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* mkdir -p with mode 0755; 0 if it exists. */
+int tw_mkdir_p(const char *path);
+/* Fill buf with len random bytes from getrandom(2). */
+int tw_random(void *buf, size_t len);
+
+#define TW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define TW_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TW_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

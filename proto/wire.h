@@ -1,0 +1,199 @@
+/* wire.h - the whole public interface of libproto.
+ *
+ * Frames (format in proto/FORMAT.md): a 32-byte little-endian header, a
+ * protobuf-c message (twinfs.proto), then raw bulk data.  On top of the codec,
+ * connections over libuv TCP streams with pipelined, multiplexed requests:
+ *
+ *   server side:  wire_listen() -> on_request(conn, msg) -> wire_reply()
+ *   client side:  wire_peer (one long-lived connection to host:port that
+ *                 reconnects on demand and sends HELLO first) -> wire_call()
+ *
+ * Threading: every function except the codec (wire_hdr_*, wire_type_*) must
+ * be called on the thread running the uv_loop the object was created on.
+ *
+ * Callback rule (libuv's): when a function that takes a callback returns an
+ * error, the callback is never called; otherwise it is called exactly once.
+ */
+#ifndef TWINFS_WIRE_H
+#define TWINFS_WIRE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <uv.h>
+
+#include "twinfs.pb-c.h"
+
+/* ------------------------------------------------------------ the frame */
+
+#define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
+#define WIRE_VERSION      1u
+#define WIRE_HDR_SIZE     32u
+#define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
+#define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
+#define WIRE_F_REPLY      0x1u
+#define WIRE_F_KNOWN      WIRE_F_REPLY  /* any other flag bit: -EPROTO */
+
+struct wire_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;       /* TWINFS__MSG_TYPE__* */
+	uint32_t flags;      /* WIRE_F_* */
+	int32_t status;      /* replies: 0 or -errno; requests: 0 */
+	uint64_t req_id;     /* chosen by the requester, echoed in the reply */
+	uint32_t msg_len;    /* protobuf bytes that follow the header */
+	uint32_t data_len;   /* bulk bytes that follow the protobuf */
+};
+
+void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_SIZE]);
+/* Validates before anyone allocates: -EPROTO for bad magic, version, flags,
+ * unknown type, msg_len > WIRE_MAX_MSG or data_len > WIRE_MAX_DATA, or a
+ * nonzero status on a request. */
+int wire_hdr_decode(const uint8_t in[WIRE_HDR_SIZE], struct wire_hdr *h);
+
+/* The protobuf descriptor of a request (reply = false) or reply body of a
+ * message type, or NULL when the type is unknown. */
+const ProtobufCMessageDescriptor *wire_type_desc(uint16_t type, bool reply);
+/* "WRITE", "LOOKUP", ... or "?" */
+const char *wire_type_name(uint16_t type);
+
+/* Decode a body of a known type: returns a new message (free with
+ * protobuf_c_message_free_unpacked(m, NULL)) or NULL if it does not decode. */
+ProtobufCMessage *wire_body_decode(uint16_t type, bool reply,
+				   const uint8_t *buf, size_t len);
+
+/* --------------------------------------------------------- a received frame */
+
+struct wire_msg {
+	struct wire_hdr hdr;
+	ProtobufCMessage *body;  /* decoded body, never NULL (empty message when
+				  * msg_len is 0 or a reply carries an error) */
+	uint8_t *data;           /* bulk data, data_len bytes, NULL if none */
+	uint32_t data_len;
+	/* private */
+	uint8_t *buf_;
+};
+/* Frees body, data and the msg itself. */
+void wire_msg_free(struct wire_msg *m);
+/* Take ownership of the bulk buffer (caller frees with free()). */
+uint8_t *wire_msg_take_data(struct wire_msg *m);
+
+/* ------------------------------------------------------------ connections */
+
+struct wire_conn;   /* one accepted connection (server side) */
+struct wire_server;
+
+struct wire_server_ops {
+	/* A request arrived.  The callee owns `m` (wire_msg_free) and must
+	 * answer it exactly once with wire_reply() on this conn, now or later;
+	 * it may hold a reference (wire_conn_ref) across asynchronous work.
+	 * HELLO is delivered here too: the server decides and replies. */
+	void (*on_request)(struct wire_conn *c, struct wire_msg *m, void *arg);
+	/* The connection closed (peer gone, or a protocol error).  Requests
+	 * already delivered may still be answered; those replies are dropped. */
+	void (*on_close)(struct wire_conn *c, void *arg);
+};
+
+/* Listen on host:port (IPv4 or IPv6 literal, or "localhost").
+ * Returns 0 and sets *out, or -errno (e.g. -EADDRINUSE). */
+int wire_listen(uv_loop_t *loop, const char *host, int port,
+		const struct wire_server_ops *ops, void *arg,
+		struct wire_server **out);
+/* Stop accepting and close every connection; `cb` runs when all handles are
+ * closed (may be NULL). */
+void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg);
+
+/* Send a reply to request `req_id` of type `type`.  `body` may be NULL (an
+ * empty body) and must be NULL when status < 0.  Data (iov, niov) is copied
+ * before return.  A reply on a closed connection is dropped and returns
+ * -ENOTCONN.  Returns 0 or -errno. */
+int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
+	       const ProtobufCMessage *body, const struct iovec *iov, int niov);
+
+void wire_conn_ref(struct wire_conn *c);
+void wire_conn_unref(struct wire_conn *c);
+bool wire_conn_is_open(const struct wire_conn *c);
+/* "127.0.0.1:40122" */
+const char *wire_conn_peer(const struct wire_conn *c);
+/* Per-connection user data (e.g. the session or peer role after HELLO). */
+void wire_conn_set_data(struct wire_conn *c, void *data);
+void *wire_conn_get_data(const struct wire_conn *c);
+/* Close the connection (after pending writes flush). */
+void wire_conn_close(struct wire_conn *c);
+
+/* Server-initiated message on an accepted connection (e.g. MSG_MAP_UPDATE
+ * pushed by mgrd).  Sent as a request with a fresh req_id; the peer's reply
+ * is ignored.  Returns 0 or -errno. */
+int wire_conn_push(struct wire_conn *c, uint16_t type,
+		   const ProtobufCMessage *body);
+
+/* ------------------------------------------------------------- the client */
+
+struct wire_peer;
+
+/* Called once per wire_call: status is the reply's status (0 or -errno) or
+ * a transport error: -ETIMEDOUT (deadline passed), -ECONNRESET (connection
+ * lost with the request outstanding), -ECONNREFUSED / -EHOSTUNREACH (could
+ * not connect), -ECANCELED (peer closed by its owner).  `reply` is NULL on
+ * transport errors; otherwise the callee owns it (wire_msg_free). */
+typedef void (*wire_reply_cb)(int status, struct wire_msg *reply, void *arg);
+
+struct wire_peer_opts {
+	const char *host;
+	int port;
+	/* The HELLO sent first on every new connection.  Copied. */
+	const Twinfs__Hello *hello;
+	/* Called when a HELLO reply arrives on a new connection (status 0) or
+	 * when connecting/hello fails (status < 0).  May be NULL. */
+	void (*on_connect)(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *reply, void *arg);
+	/* A server-initiated message arrived (e.g. MSG_MAP_UPDATE).  The
+	 * callee owns m.  May be NULL (such messages are then dropped). */
+	void (*on_push)(struct wire_peer *p, struct wire_msg *m, void *arg);
+	void *arg;
+	/* Cap on request bytes queued or unanswered; calls beyond it wait in a
+	 * local queue (they still count against their deadline). 0 = 64 MiB. */
+	uint64_t max_inflight_bytes;
+	/* Minimum delay between reconnect attempts, ms (0 = 100 ms). */
+	uint32_t reconnect_ms;
+};
+
+/* Create a peer; it connects on the first call (or wire_peer_connect). */
+int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *opts,
+		  struct wire_peer **out);
+/* Connect now if not connected (no-op if connected or connecting). */
+void wire_peer_connect(struct wire_peer *p);
+/* Send a request.  body must be non-NULL (use an Empty message).  Data
+ * (iov, niov) is copied before return.  timeout_ms 0 = no deadline.  On a
+ * disconnected peer the call waits for the connection and HELLO.
+ * Returns 0 (cb will run exactly once, never before this returns) or -errno. */
+int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
+	      const struct iovec *iov, int niov, uint32_t timeout_ms,
+	      wire_reply_cb cb, void *arg);
+/* Drop the connection: outstanding calls fail with -ECONNRESET; the next
+ * call reconnects. */
+void wire_peer_reset(struct wire_peer *p);
+bool wire_peer_connected(const struct wire_peer *p);
+/* "10.0.0.7:7503" */
+const char *wire_peer_name(const struct wire_peer *p);
+/* Fail every call with -ECANCELED, close, and free when handles are closed. */
+void wire_peer_free(struct wire_peer *p);
+
+/* ---------------------------------------------------------------- helpers */
+
+/* A blocking request on a private loop, for the CLI and tests: connects to
+ * host:port, sends hello, sends one request, waits.  Returns the status and
+ * sets *reply (caller frees) on status >= 0. */
+struct wire_sync;
+int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
+		   uint32_t timeout_ms, struct wire_sync **out);
+int wire_sync_call(struct wire_sync *s, uint16_t type,
+		   const ProtobufCMessage *body, const struct iovec *iov,
+		   int niov, struct wire_msg **reply);
+void wire_sync_close(struct wire_sync *s);
+
+/* Fill a Hello with this cluster name, version and role. */
+void wire_hello_init(Twinfs__Hello *h, const char *cluster,
+		     Twinfs__Role role, uint64_t incarnation);
+
+#endif
