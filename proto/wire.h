@@ -99,6 +99,8 @@ struct wire_server_ops {
 int wire_listen(uv_loop_t *loop, const char *host, int port,
 		const struct wire_server_ops *ops, void *arg,
 		struct wire_server **out);
+/* The port actually bound (useful after listening on port 0). */
+int wire_server_port(const struct wire_server *s);
 /* Stop accepting and close every connection; `cb` runs when all handles are
  * closed (may be NULL). */
 void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg);
@@ -161,6 +163,9 @@ struct wire_peer_opts {
 /* Create a peer; it connects on the first call (or wire_peer_connect). */
 int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *opts,
 		  struct wire_peer **out);
+/* Replace the HELLO sent on future connections (e.g. to carry the session
+ * id mgrd assigned, so a reconnect resumes the session).  Copied. */
+int wire_peer_set_hello(struct wire_peer *p, const Twinfs__Hello *hello);
 /* Connect now if not connected (no-op if connected or connecting). */
 void wire_peer_connect(struct wire_peer *p);
 /* Send a request.  body must be non-NULL (use an Empty message).  Data

@@ -1,0 +1,446 @@
+/* wire_codec.c - the frame format of proto/FORMAT.md: header encoding and
+ * validation, the table of message types, frame building and the stream
+ * reader shared by both ends of a connection.
+ *
+ * Every length in a header comes from a peer and is checked against
+ * WIRE_MAX_MSG / WIRE_MAX_DATA before anything is allocated.  Nothing here
+ * touches a socket except wire_stream_write.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "wire_int.h"
+
+/* ------------------------------------------------------------ header */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_SIZE])
+{
+	put32(out + 0, h->magic);
+	put16(out + 4, h->version);
+	put16(out + 6, h->type);
+	put32(out + 8, h->flags);
+	put32(out + 12, (uint32_t)h->status);
+	put64(out + 16, h->req_id);
+	put32(out + 24, h->msg_len);
+	put32(out + 28, h->data_len);
+}
+
+int wire_hdr_decode(const uint8_t in[WIRE_HDR_SIZE], struct wire_hdr *h)
+{
+	h->magic = get32(in + 0);
+	h->version = get16(in + 4);
+	h->type = get16(in + 6);
+	h->flags = get32(in + 8);
+	h->status = (int32_t)get32(in + 12);
+	h->req_id = get64(in + 16);
+	h->msg_len = get32(in + 24);
+	h->data_len = get32(in + 28);
+
+	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION)
+		return -EPROTO;
+	if (h->flags & ~WIRE_F_KNOWN)
+		return -EPROTO;
+	if (!wire_type_desc(h->type, false))
+		return -EPROTO;
+	if (h->msg_len > WIRE_MAX_MSG || h->data_len > WIRE_MAX_DATA)
+		return -EPROTO;
+	if (!(h->flags & WIRE_F_REPLY) && h->status != 0)
+		return -EPROTO;
+	/* Errnos are small positive numbers; anything else is garbage. */
+	if (h->status > 0 || h->status < -4095)
+		return -EPROTO;
+	return 0;
+}
+
+/* ------------------------------------------------------- message types */
+
+struct wire_type {
+	const char *name;
+	const ProtobufCMessageDescriptor *req;
+	const ProtobufCMessageDescriptor *rep;
+};
+
+#define T(id, nm, rq, rp) [TWINFS__MSG_TYPE__MSG_##id] = \
+	{ nm, &twinfs__##rq##__descriptor, &twinfs__##rp##__descriptor }
+
+/* The request and reply message of every type; FORMAT.md section 3 gives
+ * their meaning. */
+static const struct wire_type types[] = {
+	T(HELLO, "HELLO", hello, hello_reply),
+	T(PING, "PING", ping, ping),
+	T(LOOKUP, "LOOKUP", lookup, entry),
+	T(GETATTR, "GETATTR", getattr, entry),
+	T(SETATTR, "SETATTR", setattr, entry),
+	T(MKNOD, "MKNOD", mknod, entry),
+	T(MKDIR, "MKDIR", mkdir, entry),
+	T(UNLINK, "UNLINK", unlink, empty),
+	T(RMDIR, "RMDIR", unlink, empty),
+	T(SYMLINK, "SYMLINK", symlink, entry),
+	T(READLINK, "READLINK", getattr, readlink_reply),
+	T(LINK, "LINK", link, entry),
+	T(RENAME, "RENAME", rename, empty),
+	T(OPEN, "OPEN", open, open_reply),
+	T(RELEASE, "RELEASE", release, empty),
+	T(READDIR, "READDIR", readdir, readdir_reply),
+	T(STATFS, "STATFS", getattr, statfs_reply),
+	T(SETXATTR, "SETXATTR", xattr, empty),
+	T(GETXATTR, "GETXATTR", xattr, xattr_reply),
+	T(LISTXATTR, "LISTXATTR", xattr, xattr_reply),
+	T(REMOVEXATTR, "REMOVEXATTR", xattr, empty),
+	T(SIZE_REPORT, "SIZE_REPORT", size_report, entry),
+	T(GET_MAP, "GET_MAP", empty, cluster_map),
+	T(SETSTRIPE, "SETSTRIPE", setstripe, entry),
+	T(INO_PATH, "INO_PATH", getattr, ino_path),
+	T(SYNC, "SYNC", empty, empty),
+	T(IOD_REGISTER, "IOD_REGISTER", iod_register, cluster_map),
+	T(FSYNCDIR, "FSYNCDIR", getattr, empty),
+	T(WRITE, "WRITE", write, write_reply),
+	T(READ, "READ", read, read_reply),
+	T(TRUNCATE, "TRUNCATE", truncate, write_reply),
+	T(DELETE, "DELETE", delete, empty),
+	T(FSYNC, "FSYNC", fsync, empty),
+	T(SUBFILES, "SUBFILES", subfiles, subfiles_reply),
+	T(CHECKSUM, "CHECKSUM", checksum, checksum_reply),
+	T(IOD_STATFS, "IOD_STATFS", empty, statfs_reply),
+	T(MAP_UPDATE, "MAP_UPDATE", cluster_map, empty),
+};
+#undef T
+
+const ProtobufCMessageDescriptor *wire_type_desc(uint16_t type, bool reply)
+{
+	if (type >= TW_ARRAY_SIZE(types) || !types[type].name)
+		return NULL;
+	return reply ? types[type].rep : types[type].req;
+}
+
+const char *wire_type_name(uint16_t type)
+{
+	if (type >= TW_ARRAY_SIZE(types) || !types[type].name)
+		return "?";
+	return types[type].name;
+}
+
+ProtobufCMessage *wire_body_decode(uint16_t type, bool reply,
+				   const uint8_t *buf, size_t len)
+{
+	const ProtobufCMessageDescriptor *d = wire_type_desc(type, reply);
+
+	if (!d)
+		return NULL;
+	return protobuf_c_message_unpack(d, NULL, len, buf);
+}
+
+void wire_msg_free(struct wire_msg *m)
+{
+	if (!m)
+		return;
+	if (m->body)
+		protobuf_c_message_free_unpacked(m->body, NULL);
+	free(m->data);
+	free(m);
+}
+
+uint8_t *wire_msg_take_data(struct wire_msg *m)
+{
+	uint8_t *d = m->data;
+
+	m->data = NULL;
+	m->data_len = 0;
+	return d;
+}
+
+/* ------------------------------------------------------------ building */
+
+uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
+			  uint64_t req_id, const ProtobufCMessage *body,
+			  const struct iovec *iov, int niov, size_t *len,
+			  int *err)
+{
+	size_t msg_len = body ? protobuf_c_message_get_packed_size(body) : 0;
+	size_t data_len = 0;
+	struct wire_hdr h;
+	uint8_t *buf, *p;
+
+	for (int i = 0; i < niov; i++)
+		data_len += iov[i].iov_len;
+	if (msg_len > WIRE_MAX_MSG || data_len > WIRE_MAX_DATA) {
+		*err = -EMSGSIZE;
+		return NULL;
+	}
+	buf = malloc(WIRE_HDR_SIZE + msg_len + data_len);
+	if (!buf) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	h = (struct wire_hdr){
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION, .type = type,
+		.flags = flags, .status = status, .req_id = req_id,
+		.msg_len = (uint32_t)msg_len, .data_len = (uint32_t)data_len,
+	};
+	wire_hdr_encode(&h, buf);
+	p = buf + WIRE_HDR_SIZE;
+	if (body)
+		p += protobuf_c_message_pack(body, p);
+	for (int i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	*len = (size_t)(p - buf);
+	*err = 0;
+	return buf;
+}
+
+struct wire_wreq {
+	uv_write_t req;
+	uint8_t *buf;
+	size_t len;
+	void (*done)(void *arg, int status, size_t len);
+	void *arg;
+};
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct wire_wreq *w = (struct wire_wreq *)req;
+
+	if (w->done)
+		w->done(w->arg, status, w->len);
+	free(w->buf);
+	free(w);
+}
+
+int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
+		      void (*done)(void *arg, int status, size_t len),
+		      void *arg)
+{
+	struct wire_wreq *w = malloc(sizeof(*w));
+	uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+	int rc;
+
+	if (!w) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*w = (struct wire_wreq){ .buf = buf, .len = len, .done = done, .arg = arg };
+	rc = uv_write(&w->req, s, &b, 1, on_written);
+	if (rc < 0) {
+		free(buf);
+		free(w);
+	}
+	return rc;
+}
+
+void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen)
+{
+	struct sockaddr_storage ss;
+	int sl = sizeof(ss);
+	char ip[64] = "?";
+	int port = 0;
+
+	if (uv_tcp_getpeername(t, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+			uv_ip4_name(a, ip, sizeof(ip));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+			uv_ip6_name(a, ip, sizeof(ip));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	snprintf(out, outlen, "%s:%d", ip, port);
+}
+
+/* -------------------------------------------------------------- reader */
+
+int wire_reader_init(struct wire_reader *r)
+{
+	*r = (struct wire_reader){ .state = WIRE_R_HDR };
+	r->rbuf = malloc(WIRE_RBUF_SIZE);
+	return r->rbuf ? 0 : -ENOMEM;
+}
+
+void wire_reader_free(struct wire_reader *r)
+{
+	free(r->rbuf);
+	free(r->msg);
+	free(r->data);
+	*r = (struct wire_reader){ .state = WIRE_R_HDR };
+}
+
+/* Bodies are read straight into their own buffers once the staging buffer
+ * is drained, so a 1 MiB write is copied once (kernel -> body), not twice. */
+void wire_reader_alloc(struct wire_reader *r, uv_buf_t *buf)
+{
+	switch (r->state) {
+	case WIRE_R_MSG:
+		*buf = uv_buf_init((char *)r->msg + r->got,
+				   r->hdr.msg_len - (unsigned)r->got);
+		return;
+	case WIRE_R_DATA:
+		*buf = uv_buf_init((char *)r->data + r->got,
+				   r->hdr.data_len - (unsigned)r->got);
+		return;
+	case WIRE_R_HDR:
+		break;
+	}
+	*buf = uv_buf_init((char *)r->rbuf + r->rlen,
+			   WIRE_RBUF_SIZE - (unsigned)r->rlen);
+}
+
+/* Move to the next part of the frame, allocating exactly what the
+ * (already validated) header announced. */
+static int reader_start_part(struct wire_reader *r)
+{
+	r->got = 0;
+	if (r->state == WIRE_R_HDR) {
+		r->state = WIRE_R_MSG;
+		if (r->hdr.msg_len) {
+			r->msg = malloc(r->hdr.msg_len);
+			if (!r->msg)
+				return -ENOMEM;
+			return 0;
+		}
+	}
+	if (r->state == WIRE_R_MSG) {
+		r->state = WIRE_R_DATA;
+		if (r->hdr.data_len) {
+			r->data = malloc(r->hdr.data_len);
+			if (!r->data)
+				return -ENOMEM;
+			return 0;
+		}
+	}
+	return 1; /* frame complete */
+}
+
+static size_t part_len(const struct wire_reader *r)
+{
+	return r->state == WIRE_R_MSG ? r->hdr.msg_len : r->hdr.data_len;
+}
+
+static int reader_deliver(struct wire_reader *r, wire_frame_cb cb, void *arg,
+			  const char **why)
+{
+	bool reply = r->hdr.flags & WIRE_F_REPLY;
+	struct wire_msg *m = calloc(1, sizeof(*m));
+
+	if (!m) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	m->hdr = r->hdr;
+	/* An error reply has an empty body; decode it as the reply type's
+	 * empty message so body is never NULL. */
+	m->body = wire_body_decode(r->hdr.type, reply, r->msg, r->hdr.msg_len);
+	free(r->msg);
+	r->msg = NULL;
+	m->data = r->data;
+	m->data_len = r->hdr.data_len;
+	r->data = NULL;
+	r->state = WIRE_R_HDR;
+	r->got = 0;
+	if (!m->body) {
+		wire_msg_free(m);
+		*why = "body does not decode";
+		return -EPROTO;
+	}
+	r->first_seen = true;
+	return cb(m, arg);
+}
+
+int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
+		     void *arg, const char **why)
+{
+	size_t pos = 0;
+	int rc;
+
+	*why = "";
+	if (r->state != WIRE_R_HDR) {
+		/* Direct read into the body part. */
+		r->got += n;
+		if (r->got < part_len(r))
+			return 0;
+		rc = reader_start_part(r);
+		if (rc < 0)
+			goto nomem;
+		if (rc == 0)
+			return 0;
+		return reader_deliver(r, cb, arg, why);
+	}
+
+	r->rlen += n;
+	for (;;) {
+		if (r->state == WIRE_R_HDR) {
+			if (r->rlen - pos < WIRE_HDR_SIZE)
+				break;
+			rc = wire_hdr_decode(r->rbuf + pos, &r->hdr);
+			pos += WIRE_HDR_SIZE;
+			if (rc < 0) {
+				*why = "bad frame header (magic, version, "
+				       "type, flags or length)";
+				return rc;
+			}
+			rc = reader_start_part(r);
+			if (rc < 0)
+				goto nomem;
+		} else {
+			size_t need = part_len(r) - r->got;
+			size_t take = TW_MIN(need, r->rlen - pos);
+			uint8_t *dst = r->state == WIRE_R_MSG ? r->msg : r->data;
+
+			memcpy(dst + r->got, r->rbuf + pos, take);
+			r->got += take;
+			pos += take;
+			if (r->got < part_len(r))
+				break;
+			rc = reader_start_part(r);
+			if (rc < 0)
+				goto nomem;
+		}
+		if (rc == 1) {
+			rc = reader_deliver(r, cb, arg, why);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	memmove(r->rbuf, r->rbuf + pos, r->rlen - pos);
+	r->rlen -= pos;
+	return 0;
+nomem:
+	*why = "out of memory for a frame body";
+	return -ENOMEM;
+}
+
+void wire_hello_init(Twinfs__Hello *h, const char *cluster, Twinfs__Role role,
+		     uint64_t incarnation)
+{
+	twinfs__hello__init(h);
+	h->cluster = (char *)cluster;
+	h->proto_version = WIRE_VERSION;
+	h->role = role;
+	h->incarnation = incarnation;
+}

@@ -1,0 +1,60 @@
+/* wire_int.h - internals shared by the files of libproto; never included
+ * outside proto/.
+ *
+ * The frame reader is shared by the server side (wire_conn.c) and the client
+ * side (wire_peer.c): it turns a byte stream into validated frames, checking
+ * every header before it allocates anything for the body.
+ */
+#ifndef TWINFS_WIRE_INT_H
+#define TWINFS_WIRE_INT_H
+
+#include "wire.h"
+
+#define WIRE_RBUF_SIZE (64u << 10)
+
+enum wire_rstate { WIRE_R_HDR, WIRE_R_MSG, WIRE_R_DATA };
+
+struct wire_reader {
+	enum wire_rstate state;
+	uint8_t *rbuf;          /* staging buffer for headers and small bodies */
+	size_t rlen;            /* bytes valid in rbuf */
+	struct wire_hdr hdr;    /* header of the frame being read */
+	uint8_t *msg;           /* body being filled (msg_len bytes) */
+	uint8_t *data;          /* bulk being filled (data_len bytes) */
+	size_t got;             /* bytes filled in the current part */
+	bool first_seen;        /* a frame has been delivered */
+};
+
+/* Called for each complete frame; takes ownership of m.  Return 0 to go on,
+ * or a negative errno to stop reading (the reader's owner closes). */
+typedef int (*wire_frame_cb)(struct wire_msg *m, void *arg);
+
+int wire_reader_init(struct wire_reader *r);
+void wire_reader_free(struct wire_reader *r);
+/* The buffer libuv should read into next. */
+void wire_reader_alloc(struct wire_reader *r, uv_buf_t *buf);
+/* Account for n bytes just read into the buffer given by wire_reader_alloc
+ * and deliver every complete frame.  Returns 0, the callback's error, or
+ * -EPROTO / -ENOMEM with *why set to a static reason. */
+int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
+		     void *arg, const char **why);
+
+/* Build one frame (header, packed body, copied data) in a single malloc'd
+ * buffer.  Returns the buffer (free()) and sets *len, or NULL on -ENOMEM or
+ * an oversized body/data (*err set). */
+uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
+			  uint64_t req_id, const ProtobufCMessage *body,
+			  const struct iovec *iov, int niov, size_t *len,
+			  int *err);
+
+/* Write a built frame on a stream; takes ownership of buf (freed when the
+ * write completes).  done (may be NULL) runs after completion with the
+ * status. */
+int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
+		      void (*done)(void *arg, int status, size_t len),
+		      void *arg);
+
+/* "1.2.3.4:5678" of a connected TCP handle's peer. */
+void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);
+
+#endif

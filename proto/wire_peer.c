@@ -1,0 +1,686 @@
+/* wire_peer.c - the client side of TwinFS connections: one long-lived TCP
+ * connection to a server, opened on demand, HELLO first, then pipelined
+ * requests matched to replies by req_id, with per-call deadlines and a cap
+ * on request bytes outstanding.
+ *
+ * Call states:    queued --(pump)--> sent --(reply)--> done
+ *                    |                  |--(conn lost)--> done (-ECONNRESET)
+ *                    '------------------'--(deadline)---> done (-ETIMEDOUT)
+ * Every pending call is in `calls` (by req_id) and on the deadline list
+ * (sorted by deadline); queued calls are also on the send queue.  Each call's
+ * callback runs exactly once, never from inside wire_call().
+ *
+ * Connections are separate allocations (struct pconn) so that a connection
+ * being closed never confuses the next one: frames read from a dead
+ * connection are ignored.  Reconnects are spaced by reconnect_ms.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "wire_int.h"
+
+#define HELLO_REQ_ID 0u
+
+enum pstate { P_IDLE, P_CONNECTING, P_HELLO, P_READY };
+
+struct pcall {
+	struct pcall *dl_prev, *dl_next;  /* deadline list */
+	struct pcall *q_prev, *q_next;    /* send queue (queued calls only) */
+	uint64_t req_id;
+	uint64_t deadline;                /* ms, UINT64_MAX = none */
+	uint8_t *frame;                   /* until sent; then owned by the write */
+	size_t len;
+	bool sent;
+	wire_reply_cb cb;
+	void *arg;
+};
+
+struct pconn {
+	uv_tcp_t tcp;
+	uv_connect_t creq;
+	struct wire_peer *p;
+	struct wire_reader rd;
+	bool dead;                        /* detached from the peer */
+};
+
+struct wire_peer {
+	uv_loop_t *loop;
+	char host[TW_HOST_MAX];
+	int port;
+	char name[TW_HOST_MAX + 8];
+	Twinfs__Hello *hello;             /* our own copy (packed+unpacked) */
+	void (*on_connect)(struct wire_peer *, int, const Twinfs__HelloReply *, void *);
+	void (*on_push)(struct wire_peer *, struct wire_msg *, void *);
+	void *arg;
+	uint64_t max_inflight;
+	uint32_t reconnect_ms;
+
+	enum pstate state;
+	struct pconn *conn;
+	struct tw_hmap calls;             /* req_id -> pcall */
+	struct pcall *dl_head, *dl_tail;
+	struct pcall *q_head, *q_tail;
+	uint64_t next_id;
+	uint64_t inflight;                /* bytes of sent, unanswered calls */
+	uint64_t last_attempt;            /* ms */
+	uv_timer_t deadline_timer;
+	uv_timer_t connect_timer;
+	int handles;                      /* open uv handles we own */
+	int depth;                        /* nesting of our callbacks */
+	bool freeing;
+};
+
+static void peer_maybe_free(struct wire_peer *p);
+static void conn_lost(struct wire_peer *p, int err);
+static void pump(struct wire_peer *p);
+static void on_deadline(uv_timer_t *t);
+
+const char *wire_peer_name(const struct wire_peer *p)
+{
+	return p->name;
+}
+
+bool wire_peer_connected(const struct wire_peer *p)
+{
+	return p->state == P_READY;
+}
+
+/* ------------------------------------------------------------- lists */
+
+static void dl_insert(struct wire_peer *p, struct pcall *c)
+{
+	struct pcall *at = p->dl_tail;
+
+	/* Most calls share one timeout, so the right place is near the tail. */
+	while (at && at->deadline > c->deadline)
+		at = at->dl_prev;
+	c->dl_prev = at;
+	c->dl_next = at ? at->dl_next : p->dl_head;
+	if (c->dl_next)
+		c->dl_next->dl_prev = c;
+	else
+		p->dl_tail = c;
+	if (at)
+		at->dl_next = c;
+	else
+		p->dl_head = c;
+}
+
+static void dl_remove(struct wire_peer *p, struct pcall *c)
+{
+	if (c->dl_prev)
+		c->dl_prev->dl_next = c->dl_next;
+	else
+		p->dl_head = c->dl_next;
+	if (c->dl_next)
+		c->dl_next->dl_prev = c->dl_prev;
+	else
+		p->dl_tail = c->dl_prev;
+}
+
+static void q_push(struct wire_peer *p, struct pcall *c)
+{
+	c->q_next = NULL;
+	c->q_prev = p->q_tail;
+	if (p->q_tail)
+		p->q_tail->q_next = c;
+	else
+		p->q_head = c;
+	p->q_tail = c;
+}
+
+static void q_remove(struct wire_peer *p, struct pcall *c)
+{
+	if (c->q_prev)
+		c->q_prev->q_next = c->q_next;
+	else
+		p->q_head = c->q_next;
+	if (c->q_next)
+		c->q_next->q_prev = c->q_prev;
+	else
+		p->q_tail = c->q_prev;
+}
+
+/* Take a call out of every structure; the caller then completes it. */
+static void call_detach(struct wire_peer *p, struct pcall *c)
+{
+	tw_hmap_del(&p->calls, c->req_id);
+	dl_remove(p, c);
+	if (c->sent)
+		p->inflight -= c->len;
+	else
+		q_remove(p, c);
+	free(c->frame);
+	c->frame = NULL;
+}
+
+static void call_complete(struct wire_peer *p, struct pcall *c, int status,
+			  struct wire_msg *m)
+{
+	p->depth++;
+	c->cb(status, m, c->arg);
+	p->depth--;
+	free(c);
+}
+
+/* Fail every pending call (or only the sent ones).  Detach them all first:
+ * callbacks may issue new calls on this peer. */
+static void fail_calls(struct wire_peer *p, int err, bool sent_only)
+{
+	struct pcall *list = NULL, *c, *next;
+
+	for (c = p->dl_head; c; c = next) {
+		next = c->dl_next;
+		if (sent_only && !c->sent)
+			continue;
+		call_detach(p, c);
+		c->dl_next = list;
+		list = c;
+	}
+	/* Complete in the order they were issued (roughly): reverse. */
+	struct pcall *rev = NULL;
+	for (c = list; c; c = next) {
+		next = c->dl_next;
+		c->dl_next = rev;
+		rev = c;
+	}
+	for (c = rev; c; c = next) {
+		next = c->dl_next;
+		call_complete(p, c, err, NULL);
+	}
+}
+
+/* ---------------------------------------------------------- deadlines */
+
+static void arm_deadline(struct wire_peer *p)
+{
+	uint64_t now = tw_now_ms();
+
+	if (p->freeing)
+		return;
+	if (!p->dl_head || p->dl_head->deadline == UINT64_MAX) {
+		uv_timer_stop(&p->deadline_timer);
+		return;
+	}
+	uint64_t d = p->dl_head->deadline;
+	uv_timer_start(&p->deadline_timer, on_deadline,
+		       d > now ? d - now : 0, 0);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	struct wire_peer *p = t->data;
+	uint64_t now = tw_now_ms();
+	struct pcall *c;
+
+	while ((c = p->dl_head) && c->deadline <= now) {
+		call_detach(p, c);
+		tw_debug("wire: %s: request %llu timed out", p->name,
+			 (unsigned long long)c->req_id);
+		call_complete(p, c, -ETIMEDOUT, NULL);
+		if (p->freeing)
+			break;
+	}
+	arm_deadline(p);
+	pump(p);
+	peer_maybe_free(p);
+}
+
+/* ---------------------------------------------------------- connection */
+
+static void on_pconn_closed(uv_handle_t *h)
+{
+	struct pconn *pc = h->data;
+	struct wire_peer *p = pc->p;
+
+	wire_reader_free(&pc->rd);
+	free(pc);
+	p->handles--;
+	peer_maybe_free(p);
+}
+
+static void pconn_close(struct wire_peer *p, struct pconn *pc)
+{
+	pc->dead = true;
+	if (p->conn == pc)
+		p->conn = NULL;
+	uv_close((uv_handle_t *)&pc->tcp, on_pconn_closed);
+}
+
+static void on_written(void *arg, int status, size_t len)
+{
+	struct pconn *pc = arg;
+
+	(void)len;
+	if (status < 0 && !pc->dead) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s: write failed: %s",
+			  pc->p->name, uv_strerror(status));
+		conn_lost(pc->p, -ECONNRESET);
+	}
+}
+
+static int send_frame(struct wire_peer *p, uint8_t *buf, size_t len)
+{
+	return wire_stream_write((uv_stream_t *)&p->conn->tcp, buf, len,
+				 on_written, p->conn);
+}
+
+static void pump(struct wire_peer *p)
+{
+	struct pcall *c;
+
+	if (p->state != P_READY)
+		return;
+	while ((c = p->q_head)) {
+		/* A lone call larger than the cap still goes: the cap bounds
+		 * what is outstanding, it must not starve big requests. */
+		if (p->inflight && p->inflight + c->len > p->max_inflight)
+			break;
+		q_remove(p, c);
+		c->sent = true;
+		p->inflight += c->len;
+		uint8_t *buf = c->frame;
+		c->frame = NULL;
+		if (send_frame(p, buf, c->len) < 0) {
+			conn_lost(p, -ECONNRESET);
+			return;
+		}
+	}
+}
+
+static void conn_lost(struct wire_peer *p, int err)
+{
+	if (p->conn)
+		pconn_close(p, p->conn);
+	p->state = P_IDLE;
+	fail_calls(p, err, false);
+}
+
+static void handle_push(struct wire_peer *p, struct wire_msg *m)
+{
+	struct wire_hdr req = m->hdr;
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	p->depth++;
+	if (p->on_push)
+		p->on_push(p, m, p->arg);
+	else
+		wire_msg_free(m);
+	p->depth--;
+	if (!p->conn)
+		return;
+	buf = wire_frame_build(req.type, WIRE_F_REPLY, 0, req.req_id, NULL,
+			       NULL, 0, &len, &err);
+	if (buf)
+		send_frame(p, buf, len);
+}
+
+static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
+{
+	int status = m->hdr.status;
+
+	if (m->hdr.type != TWINFS__MSG_TYPE__MSG_HELLO) {
+		wire_msg_free(m);
+		return -EPROTO;
+	}
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s refused HELLO: %s", p->name,
+			  strerror(-status));
+		wire_msg_free(m);
+		if (p->on_connect) {
+			p->depth++;
+			p->on_connect(p, status, NULL, p->arg);
+			p->depth--;
+		}
+		if (p->conn)
+			pconn_close(p, p->conn);
+		p->state = P_IDLE;
+		fail_calls(p, status, false);
+		return -ECANCELED;
+	}
+	p->state = P_READY;
+	if (p->on_connect) {
+		p->depth++;
+		p->on_connect(p, 0, (Twinfs__HelloReply *)m->body, p->arg);
+		p->depth--;
+	}
+	wire_msg_free(m);
+	pump(p);
+	return 0;
+}
+
+static int on_frame(struct wire_msg *m, void *arg)
+{
+	struct pconn *pc = arg;
+	struct wire_peer *p = pc->p;
+	struct pcall *c;
+
+	if (pc->dead) {
+		wire_msg_free(m);
+		return -ECANCELED;
+	}
+	if (!(m->hdr.flags & WIRE_F_REPLY)) {
+		handle_push(p, m);
+		return pc->dead ? -ECANCELED : 0;
+	}
+	if (m->hdr.req_id == HELLO_REQ_ID && p->state == P_HELLO)
+		return on_hello_reply(p, m);
+	c = tw_hmap_get(&p->calls, m->hdr.req_id);
+	if (!c || !c->sent) {
+		/* Late reply to a call that already timed out. */
+		tw_debug("wire: %s: dropping reply to unknown request %llu",
+			 p->name, (unsigned long long)m->hdr.req_id);
+		wire_msg_free(m);
+		return 0;
+	}
+	call_detach(p, c);
+	arm_deadline(p);
+	call_complete(p, c, m->hdr.status, m);
+	pump(p);
+	return pc->dead ? -ECANCELED : 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	struct pconn *pc = h->data;
+
+	(void)hint;
+	wire_reader_alloc(&pc->rd, buf);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct pconn *pc = st->data;
+	struct wire_peer *p = pc->p;
+	const char *why;
+	int rc;
+
+	(void)buf;
+	if (n == 0 || pc->dead)
+		return;
+	if (n < 0) {
+		tw_debug("wire: %s: connection lost: %s", p->name,
+			 uv_strerror((int)n));
+		conn_lost(p, -ECONNRESET);
+		peer_maybe_free(p);
+		return;
+	}
+	p->depth++;
+	rc = wire_reader_feed(&pc->rd, (size_t)n, on_frame, pc, &why);
+	p->depth--;
+	if (rc < 0 && rc != -ECANCELED && !pc->dead) {
+		tw_log_rl(TW_LOG_WARN, "wire: closing connection to %s: %s",
+			  p->name, *why ? why : strerror(-rc));
+		conn_lost(p, -ECONNRESET);
+	}
+	peer_maybe_free(p);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+	struct pconn *pc = req->data;
+	struct wire_peer *p = pc->p;
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	if (pc->dead)
+		return;
+	if (status < 0) {
+		tw_debug("wire: cannot connect to %s: %s", p->name,
+			 uv_strerror(status));
+		pconn_close(p, pc);
+		p->state = P_IDLE;
+		if (p->on_connect) {
+			p->depth++;
+			p->on_connect(p, status, NULL, p->arg);
+			p->depth--;
+		}
+		fail_calls(p, status, false);
+		peer_maybe_free(p);
+		return;
+	}
+	uv_tcp_nodelay(&pc->tcp, 1);
+	uv_tcp_keepalive(&pc->tcp, 1, 10);
+	uv_read_start((uv_stream_t *)&pc->tcp, on_alloc, on_read);
+	p->state = P_HELLO;
+	buf = wire_frame_build(TWINFS__MSG_TYPE__MSG_HELLO, 0, 0, HELLO_REQ_ID,
+			       &p->hello->base, NULL, 0, &len, &err);
+	if (!buf) {
+		conn_lost(p, err);
+		return;
+	}
+	if (send_frame(p, buf, len) < 0)
+		conn_lost(p, -ECONNRESET);
+}
+
+static int resolve(struct wire_peer *p, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	char port[16];
+	int rc;
+
+	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)ss) == 0 ||
+	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)ss) == 0)
+		return 0;
+	snprintf(port, sizeof(port), "%d", p->port);
+	rc = getaddrinfo(p->host, port, &hints, &res);
+	if (rc != 0 || !res) {
+		tw_log_rl(TW_LOG_WARN, "wire: cannot resolve %s: %s", p->host,
+			  gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static void connect_now(struct wire_peer *p)
+{
+	struct sockaddr_storage ss;
+	struct pconn *pc;
+	int rc;
+
+	if (p->freeing || p->state != P_IDLE)
+		return;
+	p->last_attempt = tw_now_ms();
+	rc = resolve(p, &ss);
+	if (rc < 0) {
+		fail_calls(p, rc, false);
+		return;
+	}
+	pc = calloc(1, sizeof(*pc));
+	if (!pc || wire_reader_init(&pc->rd) < 0) {
+		free(pc);
+		fail_calls(p, -ENOMEM, false);
+		return;
+	}
+	pc->p = p;
+	uv_tcp_init(p->loop, &pc->tcp);
+	pc->tcp.data = pc;
+	pc->creq.data = pc;
+	p->handles++;
+	p->conn = pc;
+	p->state = P_CONNECTING;
+	rc = uv_tcp_connect(&pc->creq, &pc->tcp, (struct sockaddr *)&ss,
+			    on_connected);
+	if (rc < 0) {
+		pconn_close(p, pc);
+		p->state = P_IDLE;
+		fail_calls(p, rc, false);
+	}
+}
+
+static void on_connect_timer(uv_timer_t *t)
+{
+	struct wire_peer *p = t->data;
+
+	connect_now(p);
+	peer_maybe_free(p);
+}
+
+/* Connect from a timer, never synchronously, so that wire_call() never runs
+ * a callback and reconnects are spaced by reconnect_ms. */
+static void schedule_connect(struct wire_peer *p)
+{
+	uint64_t now = tw_now_ms(), at = p->last_attempt + p->reconnect_ms;
+
+	if (p->freeing || p->state != P_IDLE ||
+	    uv_is_active((uv_handle_t *)&p->connect_timer))
+		return;
+	uv_timer_start(&p->connect_timer, on_connect_timer,
+		       at > now ? at - now : 0, 0);
+}
+
+void wire_peer_connect(struct wire_peer *p)
+{
+	schedule_connect(p);
+}
+
+/* ------------------------------------------------------------ public */
+
+/* A deep copy by packing and unpacking: the caller's Hello may point to
+ * strings that do not outlive this call. */
+int wire_peer_set_hello(struct wire_peer *p, const Twinfs__Hello *hello)
+{
+	size_t len = protobuf_c_message_get_packed_size(&hello->base);
+	uint8_t *buf = malloc(len ? len : 1);
+	Twinfs__Hello *copy;
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(&hello->base, buf);
+	copy = twinfs__hello__unpack(NULL, len, buf);
+	free(buf);
+	if (!copy)
+		return -ENOMEM;
+	if (p->hello)
+		twinfs__hello__free_unpacked(p->hello, NULL);
+	p->hello = copy;
+	return 0;
+}
+
+int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *o,
+		  struct wire_peer **out)
+{
+	struct wire_peer *p;
+	int rc;
+
+	if (!o->host || strlen(o->host) >= TW_HOST_MAX || !o->hello ||
+	    o->port <= 0 || o->port > 65535)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->loop = loop;
+	snprintf(p->host, sizeof(p->host), "%s", o->host);
+	p->port = o->port;
+	snprintf(p->name, sizeof(p->name), "%s:%d", o->host, o->port);
+	p->on_connect = o->on_connect;
+	p->on_push = o->on_push;
+	p->arg = o->arg;
+	p->max_inflight = o->max_inflight_bytes ? o->max_inflight_bytes
+						: 64ull << 20;
+	p->reconnect_ms = o->reconnect_ms ? o->reconnect_ms : 100;
+	p->next_id = HELLO_REQ_ID;
+	tw_hmap_init(&p->calls);
+	rc = wire_peer_set_hello(p, o->hello);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	uv_timer_init(loop, &p->deadline_timer);
+	uv_timer_init(loop, &p->connect_timer);
+	p->deadline_timer.data = p;
+	p->connect_timer.data = p;
+	p->handles = 2;
+	*out = p;
+	return 0;
+}
+
+int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
+	      const struct iovec *iov, int niov, uint32_t timeout_ms,
+	      wire_reply_cb cb, void *arg)
+{
+	struct pcall *c;
+	int err;
+
+	assert(body && cb);
+	if (p->freeing)
+		return -ECANCELED;
+	if (!wire_type_desc(type, false) ||
+	    wire_type_desc(type, false) != body->descriptor)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (++p->next_id == HELLO_REQ_ID)
+		++p->next_id;
+	c->req_id = p->next_id;
+	c->frame = wire_frame_build(type, 0, 0, c->req_id, body, iov, niov,
+				    &c->len, &err);
+	if (!c->frame) {
+		free(c);
+		return err;
+	}
+	if (tw_hmap_put(&p->calls, c->req_id, c) < 0) {
+		free(c->frame);
+		free(c);
+		return -ENOMEM;
+	}
+	c->cb = cb;
+	c->arg = arg;
+	c->deadline = timeout_ms ? tw_now_ms() + timeout_ms : UINT64_MAX;
+	dl_insert(p, c);
+	q_push(p, c);
+	if (p->dl_head == c)
+		arm_deadline(p);
+	if (p->state == P_IDLE)
+		schedule_connect(p);
+	else
+		pump(p);
+	return 0;
+}
+
+void wire_peer_reset(struct wire_peer *p)
+{
+	if (p->state == P_IDLE && !p->conn)
+		return;
+	conn_lost(p, -ECONNRESET);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct wire_peer *p = h->data;
+
+	p->handles--;
+	peer_maybe_free(p);
+}
+
+static void peer_maybe_free(struct wire_peer *p)
+{
+	if (!p->freeing || p->depth > 0 || p->handles > 0)
+		return;
+	tw_hmap_free(&p->calls);
+	twinfs__hello__free_unpacked(p->hello, NULL);
+	free(p);
+}
+
+void wire_peer_free(struct wire_peer *p)
+{
+	if (p->freeing)
+		return;
+	p->freeing = true;
+	fail_calls(p, -ECANCELED, false);
+	if (p->conn)
+		pconn_close(p, p->conn);
+	p->state = P_IDLE;
+	uv_close((uv_handle_t *)&p->deadline_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&p->connect_timer, on_timer_closed);
+}

@@ -1,0 +1,527 @@
+/* test_wire.c - the frame codec (every malformed-frame case of
+ * proto/FORMAT.md), the stream reader fed byte by byte, and a server and a
+ * peer talking over loopback on one loop: pipelining, bulk data, deadlines,
+ * reconnects, and hostile bytes closing only the offending connection.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "../../proto/wire_int.h"
+
+static void build_ping(uint8_t **buf, size_t *len, uint64_t id, uint32_t flags)
+{
+	Twinfs__Ping ping = TWINFS__PING__INIT;
+	int err;
+
+	ping.epoch = 7;
+	*buf = wire_frame_build(TWINFS__MSG_TYPE__MSG_PING, flags, 0, id,
+				&ping.base, NULL, 0, len, &err);
+	cr_assert_not_null(*buf);
+}
+
+Test(codec, header_roundtrip)
+{
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+		.type = TWINFS__MSG_TYPE__MSG_WRITE, .flags = WIRE_F_REPLY,
+		.status = -ENOSPC, .req_id = 0x0123456789abcdefull,
+		.msg_len = 17, .data_len = WIRE_MAX_DATA,
+	}, g;
+	uint8_t b[WIRE_HDR_SIZE];
+
+	wire_hdr_encode(&h, b);
+	cr_assert_eq(b[0], 'T');
+	cr_assert_eq(b[1], 'W');
+	cr_assert_eq(b[2], 'F');
+	cr_assert_eq(b[3], 'S');
+	cr_assert_eq(wire_hdr_decode(b, &g), 0);
+	cr_assert_eq(memcmp(&h, &g, sizeof(h)), 0);
+}
+
+/* Each way a header can be invalid is refused before any allocation. */
+Test(codec, header_malformed)
+{
+	struct wire_hdr ok = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+		.type = TWINFS__MSG_TYPE__MSG_PING,
+	}, h, g;
+	uint8_t b[WIRE_HDR_SIZE];
+
+#define BAD(field, value) do { h = ok; h.field = value; \
+	wire_hdr_encode(&h, b); \
+	cr_assert_eq(wire_hdr_decode(b, &g), -EPROTO, #field " = " #value); \
+} while (0)
+	BAD(magic, 0x12345678);
+	BAD(version, 2);
+	BAD(version, 0);
+	BAD(type, 0);
+	BAD(type, 9);
+	BAD(type, 999);
+	BAD(type, 0xffff);
+	BAD(flags, 0x2);
+	BAD(flags, 0x80000000u);
+	BAD(msg_len, WIRE_MAX_MSG + 1);
+	BAD(msg_len, 0xffffffffu);
+	BAD(data_len, WIRE_MAX_DATA + 1);
+	BAD(data_len, 0xffffffffu);
+	BAD(status, -1);          /* a request with a status */
+#undef BAD
+	h = ok;
+	h.flags = WIRE_F_REPLY;
+	h.status = 5;             /* positive status */
+	wire_hdr_encode(&h, b);
+	cr_assert_eq(wire_hdr_decode(b, &g), -EPROTO);
+	h.status = -100000;
+	wire_hdr_encode(&h, b);
+	cr_assert_eq(wire_hdr_decode(b, &g), -EPROTO);
+	h.status = -EIO;
+	wire_hdr_encode(&h, b);
+	cr_assert_eq(wire_hdr_decode(b, &g), 0);
+}
+
+Test(codec, every_type_has_both_bodies)
+{
+	int n = 0;
+
+	for (unsigned t = 0; t < 1000; t++) {
+		if (!wire_type_desc((uint16_t)t, false))
+			continue;
+		cr_assert_not_null(wire_type_desc((uint16_t)t, true), "%u", t);
+		cr_assert_str_neq(wire_type_name((uint16_t)t), "?");
+		n++;
+	}
+	cr_assert_geq(n, 37);
+	cr_assert_str_eq(wire_type_name(9999), "?");
+}
+
+/* ------------------------------------------------------------- reader */
+
+struct collected {
+	int n;
+	struct wire_msg *m[16];
+};
+
+static int collect(struct wire_msg *m, void *arg)
+{
+	struct collected *c = arg;
+
+	cr_assert_lt(c->n, 16);
+	c->m[c->n++] = m;
+	return 0;
+}
+
+/* Feed `len` bytes into the reader in chunks of `step`, as libuv would. */
+static int feed(struct wire_reader *r, const uint8_t *bytes, size_t len,
+		size_t step, struct collected *c, const char **why)
+{
+	size_t pos = 0;
+
+	while (pos < len) {
+		uv_buf_t b;
+		wire_reader_alloc(r, &b);
+		size_t n = TW_MIN(TW_MIN(step, len - pos), b.len);
+		memcpy(b.base, bytes + pos, n);
+		pos += n;
+		int rc = wire_reader_feed(r, n, collect, c, why);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+Test(reader, frames_any_chunking)
+{
+	uint8_t data[3000];
+	Twinfs__Write w = TWINFS__WRITE__INIT;
+	struct iovec iov = { data, sizeof(data) };
+	uint8_t *f1, *f2, all[8192];
+	size_t l1, l2;
+	int err;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7);
+	w.ino = 42;
+	w.offset = 1ull << 40;
+	f1 = wire_frame_build(TWINFS__MSG_TYPE__MSG_WRITE, 0, 0, 5, &w.base,
+			      &iov, 1, &l1, &err);
+	build_ping(&f2, &l2, 6, 0);
+	memcpy(all, f1, l1);
+	memcpy(all + l1, f2, l2);
+
+	for (size_t step = 1; step <= l1 + l2; step += (step < 40 ? 1 : 97)) {
+		struct wire_reader r;
+		struct collected c = { 0 };
+		const char *why;
+
+		cr_assert_eq(wire_reader_init(&r), 0);
+		cr_assert_eq(feed(&r, all, l1 + l2, step, &c, &why), 0);
+		cr_assert_eq(c.n, 2, "step %zu", step);
+		Twinfs__Write *got = (Twinfs__Write *)c.m[0]->body;
+		cr_assert_eq(got->ino, 42);
+		cr_assert_eq(got->offset, 1ull << 40);
+		cr_assert_eq(c.m[0]->data_len, sizeof(data));
+		cr_assert_eq(memcmp(c.m[0]->data, data, sizeof(data)), 0);
+		cr_assert_eq(c.m[1]->hdr.req_id, 6);
+		cr_assert_eq(((Twinfs__Ping *)c.m[1]->body)->epoch, 7);
+		for (int i = 0; i < c.n; i++)
+			wire_msg_free(c.m[i]);
+		wire_reader_free(&r);
+	}
+	free(f1);
+	free(f2);
+}
+
+Test(reader, garbage_body_refused)
+{
+	uint8_t f[WIRE_HDR_SIZE + 4];
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+		.type = TWINFS__MSG_TYPE__MSG_LOOKUP, .msg_len = 4,
+	};
+	struct wire_reader r;
+	struct collected c = { 0 };
+	const char *why;
+
+	wire_hdr_encode(&h, f);
+	memset(f + WIRE_HDR_SIZE, 0xff, 4); /* not a valid protobuf */
+	cr_assert_eq(wire_reader_init(&r), 0);
+	cr_assert_eq(feed(&r, f, sizeof(f), 100, &c, &why), -EPROTO);
+	cr_assert_eq(c.n, 0);
+	wire_reader_free(&r);
+}
+
+Test(reader, oversized_length_refused_without_allocating)
+{
+	uint8_t f[WIRE_HDR_SIZE];
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+		.type = TWINFS__MSG_TYPE__MSG_WRITE, .data_len = 0xfffffff0u,
+	};
+	struct wire_reader r;
+	struct collected c = { 0 };
+	const char *why;
+
+	wire_hdr_encode(&h, f);
+	cr_assert_eq(wire_reader_init(&r), 0);
+	cr_assert_eq(feed(&r, f, sizeof(f), 7, &c, &why), -EPROTO);
+	cr_assert_null(r.data);
+	wire_reader_free(&r);
+}
+
+Test(reader, truncated_frame_waits)
+{
+	uint8_t *f;
+	size_t l;
+	struct wire_reader r;
+	struct collected c = { 0 };
+	const char *why;
+
+	build_ping(&f, &l, 1, 0);
+	cr_assert_eq(wire_reader_init(&r), 0);
+	cr_assert_eq(feed(&r, f, l - 1, 3, &c, &why), 0);
+	cr_assert_eq(c.n, 0);
+	wire_reader_free(&r);
+	free(f);
+}
+
+/* ----------------------------------------------------- loopback conns */
+
+struct srv_state {
+	int requests;
+	int closes;
+	struct wire_hdr held;       /* a request answered late */
+	struct wire_conn *held_conn;
+	bool hold_next;
+};
+
+static void srv_on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
+{
+	struct srv_state *st = arg;
+
+	st->requests++;
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_HELLO) {
+		Twinfs__HelloReply hr = TWINFS__HELLO_REPLY__INIT;
+		hr.session_id = 99;
+		wire_reply(c, &m->hdr, 0, &hr.base, NULL, 0);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_PING && st->hold_next) {
+		st->hold_next = false;
+		st->held = m->hdr;
+		st->held_conn = c;
+		wire_conn_ref(c);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_PING) {
+		wire_reply(c, &m->hdr, 0, m->body, NULL, 0);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE) {
+		/* Echo the bulk data back in a READ-shaped reply. */
+		Twinfs__WriteReply wr = TWINFS__WRITE_REPLY__INIT;
+		struct iovec iov = { m->data, m->data_len };
+		wr.sub_size = m->data_len;
+		wire_reply(c, &m->hdr, 0, &wr.base, &iov, 1);
+	} else {
+		wire_reply(c, &m->hdr, -EOPNOTSUPP, NULL, NULL, 0);
+	}
+	wire_msg_free(m);
+}
+
+static void srv_on_close(struct wire_conn *c, void *arg)
+{
+	struct srv_state *st = arg;
+
+	(void)c;
+	st->closes++;
+}
+
+struct cli_state {
+	int replies;
+	int status[64];
+	uint64_t sizes[64];
+	int connects;
+	uint64_t session;
+};
+
+struct cli_call {
+	struct cli_state *st;
+	int idx;
+	const uint8_t *expect;
+	size_t expect_len;
+};
+
+static void cli_on_reply(int status, struct wire_msg *m, void *arg)
+{
+	struct cli_call *cc = arg;
+
+	cc->st->status[cc->idx] = status;
+	if (m && cc->expect) {
+		cr_assert_eq(m->data_len, cc->expect_len);
+		cr_assert_eq(memcmp(m->data, cc->expect, cc->expect_len), 0);
+		cc->st->sizes[cc->idx] = ((Twinfs__WriteReply *)m->body)->sub_size;
+	}
+	cc->st->replies++;
+	wire_msg_free(m);
+}
+
+static void cli_on_connect(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *r, void *arg)
+{
+	struct cli_state *st = arg;
+
+	(void)p;
+	if (status == 0) {
+		st->connects++;
+		st->session = r->session_id;
+	}
+}
+
+static void run_until(uv_loop_t *loop, int *counter, int target)
+{
+	uint64_t end = tw_now_ms() + 10000;
+
+	while (*counter < target && tw_now_ms() < end)
+		uv_run(loop, UV_RUN_ONCE);
+	cr_assert_geq(*counter, target, "timed out waiting");
+}
+
+Test(conn, pipelined_calls_bulk_data_and_deadlines)
+{
+	uv_loop_t loop;
+	struct wire_server *srv;
+	struct srv_state ss = { 0 };
+	struct wire_server_ops ops = { srv_on_request, srv_on_close };
+	struct cli_state cs = { 0 };
+	struct wire_peer *peer;
+	Twinfs__Hello hello;
+	static uint8_t big[1 << 20];
+	struct cli_call calls[64];
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	cr_assert_eq(wire_listen(&loop, "127.0.0.1", 0, &ops, &ss, &srv), 0);
+	int port = wire_server_port(srv);
+	cr_assert_gt(port, 0);
+
+	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
+	struct wire_peer_opts po = {
+		.host = "127.0.0.1", .port = port, .hello = &hello,
+		.on_connect = cli_on_connect, .arg = &cs,
+		.max_inflight_bytes = 3 << 20,
+	};
+	cr_assert_eq(wire_peer_new(&loop, &po, &peer), 0);
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i ^ (i >> 9));
+	/* 20 writes of 1 MiB with a 3 MiB cap: the cap must queue, not drop. */
+	for (int i = 0; i < 20; i++) {
+		Twinfs__Write w = TWINFS__WRITE__INIT;
+		size_t len = sizeof(big) - (size_t)i * 1000;
+		struct iovec iov = { big, len };
+		calls[i] = (struct cli_call){ &cs, i, big, len };
+		cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_WRITE,
+				       &w.base, &iov, 1, 10000, cli_on_reply,
+				       &calls[i]), 0);
+	}
+	cr_assert_eq(cs.replies, 0, "no callback from inside wire_call");
+	run_until(&loop, &cs.replies, 20);
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(cs.status[i], 0);
+		cr_assert_eq(cs.sizes[i], sizeof(big) - (size_t)i * 1000);
+	}
+	cr_assert_eq(cs.connects, 1);
+	cr_assert_eq(cs.session, 99);
+
+	/* A request the server never answers times out; the late reply is
+	 * dropped and the connection keeps working. */
+	Twinfs__Ping ping = TWINFS__PING__INIT;
+	ss.hold_next = true;
+	calls[20] = (struct cli_call){ &cs, 20, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 200, cli_on_reply, &calls[20]), 0);
+	run_until(&loop, &cs.replies, 21);
+	cr_assert_eq(cs.status[20], -ETIMEDOUT);
+	wire_reply(ss.held_conn, &ss.held, 0, &ping.base, NULL, 0);
+	wire_conn_unref(ss.held_conn);
+	calls[21] = (struct cli_call){ &cs, 21, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[21]), 0);
+	run_until(&loop, &cs.replies, 22);
+	cr_assert_eq(cs.status[21], 0);
+
+	/* An error status travels back. */
+	Twinfs__Getattr ga = TWINFS__GETATTR__INIT;
+	calls[22] = (struct cli_call){ &cs, 22, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_GETATTR, &ga.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[22]), 0);
+	run_until(&loop, &cs.replies, 23);
+	cr_assert_eq(cs.status[22], -EOPNOTSUPP);
+
+	/* A mismatched body type is refused up front. */
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_LOOKUP, &ping.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[23]), -EINVAL);
+
+	/* Reset: the next call reconnects and says HELLO again. */
+	wire_peer_reset(peer);
+	calls[23] = (struct cli_call){ &cs, 23, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[23]), 0);
+	run_until(&loop, &cs.replies, 24);
+	cr_assert_eq(cs.status[23], 0);
+	cr_assert_eq(cs.connects, 2);
+
+	wire_peer_free(peer);
+	wire_server_close(srv, NULL, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+static void raw_send(int port, const void *buf, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+Test(conn, hostile_bytes_close_only_that_connection)
+{
+	uv_loop_t loop;
+	struct wire_server *srv;
+	struct srv_state ss = { 0 };
+	struct wire_server_ops ops = { srv_on_request, srv_on_close };
+	struct cli_state cs = { 0 };
+	struct wire_peer *peer;
+	Twinfs__Hello hello;
+	Twinfs__Ping ping = TWINFS__PING__INIT;
+	struct cli_call calls[8];
+	uint8_t bad[WIRE_HDR_SIZE];
+	uint8_t *f;
+	size_t l;
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	cr_assert_eq(wire_listen(&loop, "127.0.0.1", 0, &ops, &ss, &srv), 0);
+	int port = wire_server_port(srv);
+	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
+	struct wire_peer_opts po = {
+		.host = "127.0.0.1", .port = port, .hello = &hello,
+		.on_connect = cli_on_connect, .arg = &cs,
+	};
+	cr_assert_eq(wire_peer_new(&loop, &po, &peer), 0);
+	calls[0] = (struct cli_call){ &cs, 0, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[0]), 0);
+	run_until(&loop, &cs.replies, 1);
+
+	/* Bad magic; oversized; unknown type; a PING before HELLO. */
+	memset(bad, 0x41, sizeof(bad));
+	raw_send(port, bad, sizeof(bad));
+	struct wire_hdr h = { .magic = WIRE_MAGIC, .version = WIRE_VERSION,
+			      .type = TWINFS__MSG_TYPE__MSG_WRITE,
+			      .data_len = 0x7fffffff };
+	wire_hdr_encode(&h, bad);
+	raw_send(port, bad, sizeof(bad));
+	h.type = 777;
+	h.data_len = 0;
+	wire_hdr_encode(&h, bad);
+	raw_send(port, bad, sizeof(bad));
+	build_ping(&f, &l, 3, 0);
+	raw_send(port, f, l);
+	free(f);
+
+	int target = 4;
+	uint64_t end = tw_now_ms() + 5000;
+	while (ss.closes < target && tw_now_ms() < end)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_geq(ss.closes, target);
+
+	/* The well-behaved peer still gets answers on its connection. */
+	calls[1] = (struct cli_call){ &cs, 1, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[1]), 0);
+	run_until(&loop, &cs.replies, 2);
+	cr_assert_eq(cs.status[1], 0);
+	cr_assert_eq(cs.connects, 1);
+
+	wire_peer_free(peer);
+	wire_server_close(srv, NULL, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+Test(conn, refused_connection_fails_calls)
+{
+	uv_loop_t loop;
+	struct cli_state cs = { 0 };
+	struct wire_peer *peer;
+	Twinfs__Hello hello;
+	Twinfs__Ping ping = TWINFS__PING__INIT;
+	struct cli_call call = { &cs, 0, NULL, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+
+	/* Find a port nobody listens on: bind, read it, close. */
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	close(fd);
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
+	struct wire_peer_opts po = { .host = "127.0.0.1",
+				     .port = ntohs(a.sin_port),
+				     .hello = &hello };
+	cr_assert_eq(wire_peer_new(&loop, &po, &peer), 0);
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+			       NULL, 0, 5000, cli_on_reply, &call), 0);
+	run_until(&loop, &cs.replies, 1);
+	cr_assert_eq(cs.status[0], -ECONNREFUSED);
+	wire_peer_free(peer);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
