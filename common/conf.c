@@ -1,0 +1,707 @@
+/* conf.c - twinfs.conf: the INI file every daemon, the client and the CLI
+ * read (DESIGN.md "Operations").
+ *
+ * Grammar, one item per line:
+ *   [section]                 cluster | mgrd | iod | iod N   (N = 1..64)
+ *   key = value               value is trimmed; quotes are not special
+ *   # comment, ; comment      at line start, or after whitespace in a value
+ * Sizes take K/M/G suffixes (powers of 1024), times ms/s/m (bare = seconds).
+ * Unknown sections and keys, repeated sections and repeated keys are errors:
+ * a typo in a cluster file must not silently fall back to a default.
+ *
+ * After parsing, the cluster is validated as a whole: iod ids are dense from
+ * 1, every twin group 0..n_groups-1 holds exactly two iods (twin_index by
+ * ascending id), and no two servers share an address or an iod directory.
+ * Defaults not stated in common.h: an iod's host is 127.0.0.1, its port
+ * 7500 + N, its group (N - 1) / 2 (iods 1+2 form group 0, 3+4 group 1, ...).
+ * Every error names FILE:LINE and the cause.
+ */
+#include "common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CONF_LINE_MAX 4096
+#define IOD_DEF_PORT_BASE 7500
+
+enum sect { S_NONE, S_CLUSTER, S_MGRD, S_IOD_ALL, S_IOD };
+
+struct parse {
+	const char *path;
+	struct tw_conf *conf;
+	char *err;
+	size_t errlen;
+	int line;
+	enum sect sect;
+	int iod_id;                       /* current [iod N], when S_IOD */
+	uint64_t seen_keys;               /* bit per key of this section */
+	int sect_line[S_IOD];             /* first line of each plain section */
+	int iod_line[TW_MAX_IODS + 1];    /* line of [iod N], 0 = absent */
+	bool iod_group_set[TW_MAX_IODS + 1];
+	bool session_timeout_set;
+};
+
+static int fail(struct parse *p, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Write "path:line: message" (or "path: message" for line 0). */
+static int fail(struct parse *p, int line, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->err && p->errlen > 0) {
+		if (line > 0)
+			snprintf(p->err, p->errlen, "%s:%d: %s", p->path, line, msg);
+		else
+			snprintf(p->err, p->errlen, "%s: %s", p->path, msg);
+	}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------- value parsers */
+
+/* Leading decimal digits of s as u64; *end points past them. */
+static int parse_u64_prefix(const char *s, uint64_t *out, const char **end)
+{
+	uint64_t v = 0;
+	const char *q = s;
+
+	if (!isdigit((unsigned char)*q))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*q); q++) {
+		unsigned d = (unsigned)(*q - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	*end = q;
+	return 0;
+}
+
+int tw_parse_size(const char *s, uint64_t *out)
+{
+	const char *end;
+	uint64_t v, mult = 1;
+	int rc;
+
+	if (!s)
+		return -EINVAL;
+	rc = parse_u64_prefix(s, &v, &end);
+	if (rc < 0)
+		return rc;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		mult = 1ull << 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		mult = 1ull << 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		mult = 1ull << 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end != '\0')
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+int tw_parse_ms(const char *s, uint32_t *out)
+{
+	const char *end;
+	uint64_t v, mult;
+	int rc;
+
+	if (!s)
+		return -EINVAL;
+	rc = parse_u64_prefix(s, &v, &end);
+	if (rc < 0)
+		return rc;
+	if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "s") == 0 || *end == '\0')
+		mult = 1000;
+	else if (strcmp(end, "m") == 0)
+		mult = 60 * 1000;
+	else
+		return -EINVAL;
+	if (v > UINT32_MAX / mult)
+		return -ERANGE;
+	*out = (uint32_t)(v * mult);
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < TW_ARRAY_SIZE(yes); i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_int_range(const char *s, long lo, long hi, long *out)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64_prefix(s, &v, &end) < 0 || *end != '\0')
+		return -EINVAL;
+	if (v < (uint64_t)lo || v > (uint64_t)hi)
+		return -ERANGE;
+	*out = (long)v;
+	return 0;
+}
+
+/* ------------------------------------------------------------ defaults */
+
+void tw_conf_defaults(struct tw_conf *conf)
+{
+	memset(conf, 0, sizeof(*conf));
+	snprintf(conf->cluster_name, sizeof(conf->cluster_name), "twinfs");
+	conf->stripe_size = 512u << 10;
+	conf->stripe_count = 0;
+	conf->monitor_interval_ms = 30 * 1000;
+	conf->down_after = 2;
+	conf->request_timeout_ms = 5 * 1000;
+	conf->mgr_timeout_ms = 120 * 1000;
+	conf->commit_interval_ms = 5 * 1000;
+	conf->session_timeout_ms = 3 * conf->monitor_interval_ms;
+	conf->auto_resync = true;
+	conf->root_squash = false;
+	snprintf(conf->mgr_host, sizeof(conf->mgr_host), "127.0.0.1");
+	conf->mgr_port = 7500;
+	conf->journal_mode = TW_JNL_JOURNAL;
+	conf->journal_size = 256ull << 20;
+}
+
+const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id)
+{
+	if (id < 1 || id > conf->n_iods)
+		return NULL;
+	/* iods[] is sorted and dense after tw_conf_load. */
+	if (conf->iods[id - 1].id == id)
+		return &conf->iods[id - 1];
+	for (int i = 0; i < conf->n_iods; i++)
+		if (conf->iods[i].id == id)
+			return &conf->iods[i];
+	return NULL;
+}
+
+/* ----------------------------------------------------------- key tables */
+
+static int set_str(struct parse *p, const char *key, const char *val,
+		   char *dst, size_t size)
+{
+	size_t len = strlen(val);
+
+	if (len == 0)
+		return fail(p, p->line, "%s: empty value", key);
+	if (len >= size)
+		return fail(p, p->line, "%s: value longer than %zu bytes",
+			    key, size - 1);
+	memcpy(dst, val, len + 1);
+	return 0;
+}
+
+static int set_ms(struct parse *p, const char *key, const char *val,
+		  uint32_t *dst)
+{
+	uint32_t ms;
+
+	if (tw_parse_ms(val, &ms) < 0)
+		return fail(p, p->line, "%s: bad time '%s' (use e.g. 500ms, 5s, 2m)",
+			    key, val);
+	if (ms == 0)
+		return fail(p, p->line, "%s: must be greater than 0", key);
+	*dst = ms;
+	return 0;
+}
+
+static int set_port(struct parse *p, const char *key, const char *val,
+		    int *dst)
+{
+	long v;
+
+	if (parse_int_range(val, 1, 65535, &v) < 0)
+		return fail(p, p->line, "%s: bad port '%s' (1..65535)", key, val);
+	*dst = (int)v;
+	return 0;
+}
+
+static int set_bool(struct parse *p, const char *key, const char *val,
+		    bool *dst)
+{
+	if (parse_bool(val, dst) < 0)
+		return fail(p, p->line, "%s: bad boolean '%s' (true or false)",
+			    key, val);
+	return 0;
+}
+
+static int cluster_key(struct parse *p, int idx, const char *key,
+		       const char *val)
+{
+	struct tw_conf *c = p->conf;
+	uint64_t size;
+	long v;
+
+	switch (idx) {
+	case 0:
+		return set_str(p, key, val, c->cluster_name,
+			       sizeof(c->cluster_name));
+	case 1:
+		return set_str(p, key, val, c->secret, sizeof(c->secret));
+	case 2:
+		if (tw_parse_size(val, &size) < 0)
+			return fail(p, p->line, "%s: bad size '%s' (use e.g. 512K, 1M)",
+				    key, val);
+		/* Same rule as r0_layout_check; libcommon cannot use libraid. */
+		if (size < (64u << 10) || size > (64u << 20) ||
+		    (size & (size - 1)) != 0)
+			return fail(p, p->line,
+				    "%s: %s is not a power of two between 64K and 64M",
+				    key, val);
+		c->stripe_size = (uint32_t)size;
+		return 0;
+	case 3:
+		if (parse_int_range(val, 0, TW_MAX_GROUPS, &v) < 0)
+			return fail(p, p->line, "%s: bad count '%s' (0..%d, 0 = all groups)",
+				    key, val, TW_MAX_GROUPS);
+		c->stripe_count = (uint32_t)v;
+		return 0;
+	case 4:
+		return set_ms(p, key, val, &c->monitor_interval_ms);
+	case 5:
+		if (parse_int_range(val, 1, 1000, &v) < 0)
+			return fail(p, p->line, "%s: bad count '%s' (1..1000 intervals)",
+				    key, val);
+		c->down_after = (uint32_t)v;
+		return 0;
+	case 6:
+		return set_ms(p, key, val, &c->request_timeout_ms);
+	case 7:
+		return set_ms(p, key, val, &c->mgr_timeout_ms);
+	case 8:
+		return set_ms(p, key, val, &c->commit_interval_ms);
+	case 9:
+		p->session_timeout_set = true;
+		return set_ms(p, key, val, &c->session_timeout_ms);
+	case 10:
+		return set_bool(p, key, val, &c->auto_resync);
+	case 11:
+		return set_bool(p, key, val, &c->root_squash);
+	}
+	return -EINVAL;
+}
+
+static const char *const cluster_keys[] = {
+	"name", "secret", "stripe_size", "stripe_count", "monitor_interval",
+	"down_after", "request_timeout", "mgr_timeout", "commit_interval",
+	"session_timeout", "auto_resync", "root_squash",
+};
+
+static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
+{
+	struct tw_conf *c = p->conf;
+
+	switch (idx) {
+	case 0:
+		return set_str(p, key, val, c->mgr_host, sizeof(c->mgr_host));
+	case 1:
+		return set_port(p, key, val, &c->mgr_port);
+	case 2:
+		return set_str(p, key, val, c->mgr_dir, sizeof(c->mgr_dir));
+	}
+	return -EINVAL;
+}
+
+static const char *const mgrd_keys[] = { "host", "port", "dir" };
+
+static int iod_all_key(struct parse *p, int idx, const char *key,
+		       const char *val)
+{
+	struct tw_conf *c = p->conf;
+	uint64_t size;
+
+	switch (idx) {
+	case 0:
+		if (strcmp(val, "journal") == 0)
+			c->journal_mode = TW_JNL_JOURNAL;
+		else if (strcmp(val, "ordered") == 0)
+			c->journal_mode = TW_JNL_ORDERED;
+		else if (strcmp(val, "writeback") == 0)
+			c->journal_mode = TW_JNL_WRITEBACK;
+		else
+			return fail(p, p->line,
+				    "%s: '%s' is not journal, ordered or writeback",
+				    key, val);
+		return 0;
+	case 1:
+		if (tw_parse_size(val, &size) < 0)
+			return fail(p, p->line, "%s: bad size '%s' (use e.g. 256M, 1G)",
+				    key, val);
+		/* A transaction is at most a quarter of the journal and must
+		 * hold a 1 MiB write plus its descriptors. */
+		if (size < (8u << 20))
+			return fail(p, p->line, "%s: %s is below the minimum 8M",
+				    key, val);
+		c->journal_size = size;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const char *const iod_all_keys[] = { "journal_mode", "journal_size" };
+
+static int iod_key(struct parse *p, int idx, const char *key, const char *val)
+{
+	struct tw_conf_iod *d = &p->conf->iods[p->iod_id - 1];
+	long v;
+
+	switch (idx) {
+	case 0:
+		return set_str(p, key, val, d->host, sizeof(d->host));
+	case 1:
+		return set_port(p, key, val, &d->port);
+	case 2:
+		return set_str(p, key, val, d->dir, sizeof(d->dir));
+	case 3:
+		if (parse_int_range(val, 0, TW_MAX_GROUPS - 1, &v) < 0)
+			return fail(p, p->line, "%s: bad group '%s' (0..%d)",
+				    key, val, TW_MAX_GROUPS - 1);
+		d->group = (int)v;
+		p->iod_group_set[p->iod_id] = true;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const char *const iod_keys[] = { "host", "port", "dir", "group" };
+
+static int handle_key(struct parse *p, const char *key, const char *val)
+{
+	static const char *const sect_names[] = {
+		"", "[cluster]", "[mgrd]", "[iod]", "[iod N]",
+	};
+	const char *const *keys;
+	size_t n_keys;
+	int (*set)(struct parse *, int, const char *, const char *);
+
+	switch (p->sect) {
+	case S_CLUSTER:
+		keys = cluster_keys;
+		n_keys = TW_ARRAY_SIZE(cluster_keys);
+		set = cluster_key;
+		break;
+	case S_MGRD:
+		keys = mgrd_keys;
+		n_keys = TW_ARRAY_SIZE(mgrd_keys);
+		set = mgrd_key;
+		break;
+	case S_IOD_ALL:
+		keys = iod_all_keys;
+		n_keys = TW_ARRAY_SIZE(iod_all_keys);
+		set = iod_all_key;
+		break;
+	case S_IOD:
+		keys = iod_keys;
+		n_keys = TW_ARRAY_SIZE(iod_keys);
+		set = iod_key;
+		break;
+	default:
+		return fail(p, p->line, "'%s' outside of any section", key);
+	}
+	for (size_t i = 0; i < n_keys; i++) {
+		if (strcmp(key, keys[i]) != 0)
+			continue;
+		if (p->seen_keys & (1ull << i))
+			return fail(p, p->line, "%s set twice in this section", key);
+		p->seen_keys |= 1ull << i;
+		return set(p, (int)i, key, val);
+	}
+	return fail(p, p->line, "unknown key '%s' in %s", key, sect_names[p->sect]);
+}
+
+/* ------------------------------------------------------------- sections */
+
+static int open_iod_section(struct parse *p, const char *num)
+{
+	struct tw_conf_iod *d;
+	long id;
+
+	if (parse_int_range(num, 1, TW_MAX_IODS, &id) < 0)
+		return fail(p, p->line, "bad iod number '%s' (1..%d)", num,
+			    TW_MAX_IODS);
+	if (p->iod_line[id])
+		return fail(p, p->line, "duplicate section [iod %ld] (first at line %d)",
+			    id, p->iod_line[id]);
+	p->iod_line[id] = p->line;
+	p->sect = S_IOD;
+	p->iod_id = (int)id;
+	d = &p->conf->iods[id - 1];
+	d->id = (int)id;
+	d->group = (int)(id - 1) / 2;
+	d->port = IOD_DEF_PORT_BASE + (int)id;
+	snprintf(d->host, sizeof(d->host), "127.0.0.1");
+	return 0;
+}
+
+/* `name` is the text between the brackets, trimmed. */
+static int open_section(struct parse *p, char *name)
+{
+	static const char *const plain[] = { "", "cluster", "mgrd", "iod" };
+
+	p->seen_keys = 0;
+	if (strncmp(name, "iod", 3) == 0 && isspace((unsigned char)name[3])) {
+		char *num = name + 3;
+
+		while (isspace((unsigned char)*num))
+			num++;
+		return open_iod_section(p, num);
+	}
+	for (int s = S_CLUSTER; s <= S_IOD_ALL; s++) {
+		if (strcmp(name, plain[s]) != 0)
+			continue;
+		if (p->sect_line[s])
+			return fail(p, p->line, "duplicate section [%s] (first at line %d)",
+				    name, p->sect_line[s]);
+		p->sect_line[s] = p->line;
+		p->sect = (enum sect)s;
+		return 0;
+	}
+	return fail(p, p->line, "unknown section [%s]", name);
+}
+
+/* ----------------------------------------------------------------- lines */
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* Cut a comment: '#' or ';' at the start or after whitespace. */
+static void strip_comment(char *s)
+{
+	for (char *q = s; *q; q++) {
+		if ((*q == '#' || *q == ';') &&
+		    (q == s || isspace((unsigned char)q[-1]))) {
+			*q = '\0';
+			return;
+		}
+	}
+}
+
+static int parse_line(struct parse *p, char *raw)
+{
+	char *s, *eq, *key, *val;
+
+	strip_comment(raw);
+	s = trim(raw);
+	if (*s == '\0')
+		return 0;
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+
+		if (!close || close[1] != '\0')
+			return fail(p, p->line, "malformed section header '%s'", s);
+		*close = '\0';
+		return open_section(p, trim(s + 1));
+	}
+	eq = strchr(s, '=');
+	if (!eq)
+		return fail(p, p->line, "expected 'key = value', got '%s'", s);
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	if (*key == '\0')
+		return fail(p, p->line, "missing key before '='");
+	return handle_key(p, key, val);
+}
+
+/* ------------------------------------------------------------ validation */
+
+static int check_iods(struct parse *p)
+{
+	struct tw_conf *c = p->conf;
+	int members[TW_MAX_GROUPS] = { 0 };
+	int first[TW_MAX_GROUPS] = { 0 };
+	int second[TW_MAX_GROUPS] = { 0 };
+	int n = 0, max_group = -1;
+
+	for (int id = 1; id <= TW_MAX_IODS; id++)
+		if (p->iod_line[id])
+			n = id;
+	if (n == 0)
+		return fail(p, 0, "no [iod N] section: a cluster needs at least two iods");
+	for (int id = 1; id <= n; id++)
+		if (!p->iod_line[id])
+			return fail(p, p->iod_line[n],
+				    "[iod %d] defined but [iod %d] is missing (ids must be 1..N)",
+				    n, id);
+	c->n_iods = n;
+	for (int i = 0; i < n; i++) {
+		struct tw_conf_iod *d = &c->iods[i];
+
+		/* twin_index by ascending id: the first member seen is 0. */
+		d->twin_index = members[d->group]++;
+		if (d->twin_index == 0)
+			first[d->group] = d->id;
+		else if (d->twin_index == 1)
+			second[d->group] = d->id;
+		else
+			return fail(p, p->iod_line[d->id],
+				    "iod %d: group %d already holds iods %d and %d; a twin group holds exactly two",
+				    d->id, d->group, first[d->group],
+				    second[d->group]);
+		max_group = TW_MAX(max_group, d->group);
+	}
+	c->n_groups = max_group + 1;
+	for (int g = 0; g < c->n_groups; g++) {
+		if (members[g] == 0)
+			return fail(p, 0, "twin group %d has no iods (groups must be 0..%d)",
+				    g, c->n_groups - 1);
+		if (members[g] == 1)
+			return fail(p, p->iod_line[first[g]],
+				    "twin group %d has only iod %d; a twin group holds exactly two",
+				    g, first[g]);
+	}
+	return 0;
+}
+
+/* Two servers on one address, or two iods on one directory of one host,
+ * would fight over the same port or the same subfiles. */
+static int check_addresses(struct parse *p)
+{
+	struct tw_conf *c = p->conf;
+
+	for (int i = 0; i < c->n_iods; i++) {
+		const struct tw_conf_iod *a = &c->iods[i];
+
+		if (strcmp(a->host, c->mgr_host) == 0 && a->port == c->mgr_port)
+			return fail(p, p->iod_line[a->id],
+				    "iod %d uses %s:%d, the address of mgrd",
+				    a->id, a->host, a->port);
+		for (int j = 0; j < i; j++) {
+			const struct tw_conf_iod *b = &c->iods[j];
+
+			if (strcmp(a->host, b->host) != 0)
+				continue;
+			if (a->port == b->port)
+				return fail(p, p->iod_line[a->id],
+					    "iod %d uses %s:%d, the address of iod %d",
+					    a->id, a->host, a->port, b->id);
+			if (a->dir[0] && strcmp(a->dir, b->dir) == 0)
+				return fail(p, p->iod_line[a->id],
+					    "iod %d uses directory %s on %s, as iod %d does",
+					    a->id, a->dir, a->host, b->id);
+		}
+	}
+	return 0;
+}
+
+static int validate(struct parse *p)
+{
+	struct tw_conf *c = p->conf;
+	int rc;
+
+	rc = check_iods(p);
+	if (rc < 0)
+		return rc;
+	rc = check_addresses(p);
+	if (rc < 0)
+		return rc;
+	if (!p->session_timeout_set) {
+		uint64_t st = 3ull * c->monitor_interval_ms;
+
+		c->session_timeout_ms = st > UINT32_MAX ? UINT32_MAX : (uint32_t)st;
+	}
+	return 0;
+}
+
+int tw_conf_load(const char *path, struct tw_conf *conf, char *err,
+		 size_t errlen)
+{
+	struct parse *p;
+	char line[CONF_LINE_MAX];
+	FILE *f;
+	int rc = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	tw_conf_defaults(conf);
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	/* The parse state holds per-iod arrays; keep it off small stacks. */
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p->path = path;
+	p->conf = conf;
+	p->err = err;
+	p->errlen = errlen;
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+
+		p->line++;
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+			rc = fail(p, p->line, "line longer than %d bytes",
+				  CONF_LINE_MAX - 2);
+			goto out;
+		}
+		rc = parse_line(p, line);
+		if (rc < 0)
+			goto out;
+	}
+	if (ferror(f)) {
+		rc = fail(p, 0, "read error");
+		goto out;
+	}
+	rc = validate(p);
+out:
+	free(p);
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,139 @@
+/* util.c - clocks, whole-buffer positional I/O, mkdir -p and random bytes.
+ *
+ * Thin wrappers that turn the usual POSIX partial-success cases (short
+ * writes, EINTR) into "all or -errno", so callers have one error path.
+ * Nothing here allocates except tw_mkdir_p's path copy (on the stack).
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t tw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tw_now_ms(void)
+{
+	return tw_now_ns() / 1000000u;
+}
+
+void tw_realtime(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (sec)
+		*sec = (int64_t)ts.tv_sec;
+	if (nsec)
+		*nsec = (uint32_t)ts.tv_nsec;
+}
+
+int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t w = pwrite(fd, p, len, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* pwrite returning 0 for len > 0 would loop forever; the
+		 * kernel only does it when it cannot make progress. */
+		if (w == 0)
+			return -EIO;
+		p += w;
+		off += (uint64_t)w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+long tw_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pread(fd, p + done, len - done, (off_t)(off + done));
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break; /* EOF */
+		done += (size_t)r;
+	}
+	return (long)done;
+}
+
+static int mkdir_one(const char *path)
+{
+	struct stat st;
+
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	/* EEXIST is only success if it is a directory (or a link to one). */
+	if (stat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int tw_mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len;
+	int rc;
+
+	if (!path || !*path)
+		return -EINVAL;
+	len = strlen(path);
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	/* Create each prefix ending before a '/', skipping the root and
+	 * repeated slashes, then the whole path. */
+	for (size_t i = 1; i < len; i++) {
+		if (buf[i] != '/' || buf[i - 1] == '/')
+			continue;
+		buf[i] = '\0';
+		rc = mkdir_one(buf);
+		buf[i] = '/';
+		if (rc < 0)
+			return rc;
+	}
+	return mkdir_one(buf);
+}
+
+int tw_random(void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t r = getrandom(p, len, 0);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
