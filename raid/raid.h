@@ -98,4 +98,74 @@ static inline int r1_read_twin(uint64_t ino, uint32_t column, uint64_t unit)
 	return (int)((ino + column + unit) % 2);
 }
 
+/* --- RAID-1 twin states (DESIGN.md "Twins") ---
+ *
+ * mgrd owns each iod's state in the cluster map; every change bumps the
+ * epoch.  The rules below are the whole policy: mgrd applies events with
+ * r1_apply(), iods and clients route with r1_write_primary() and
+ * r1_read_pick().  Values match IodState in twinfs.proto.
+ *
+ *            ping missed           down_after misses / failed probe
+ *     up ------------------> suspect ------------------------------> down
+ *      ^  <------------------   |                                     |
+ *      |       ping ok          '----------- failed probe ------------'
+ *      |                                                              |
+ *      |   resync done                register / ping ok (rejoin)     |
+ *      '------------------ resyncing <--------------------------------'
+ *
+ * R1 invariant 1: a twin with needs_resync is never read and never a
+ *   primary (only r1_apply(R1_EV_ACCEPT_STALE) clears it without a resync).
+ * R1 invariant 2: whenever exactly one twin of a group can take writes,
+ *   the other has needs_resync set: it is missing those writes.
+ * R1 invariant 3: writes are acknowledged only when every writable twin
+ *   (up, suspect or resyncing) holds them; resyncing twins receive live
+ *   writes from the primary while their old regions are copied.
+ */
+enum r1_state { R1_UP = 0, R1_SUSPECT = 1, R1_DOWN = 2, R1_RESYNCING = 3 };
+
+struct r1_twin {
+	enum r1_state state;
+	bool needs_resync;      /* journaled by mgrd */
+};
+
+enum r1_event {
+	R1_EV_PING_OK,          /* answered a ping or probe */
+	R1_EV_PING_MISSED,      /* one missed ping (now `missed` in a row) */
+	R1_EV_PROBE_FAILED,     /* probe after a data-path report failed */
+	R1_EV_REGISTER,         /* (re)started: a new incarnation registered */
+	R1_EV_RESYNC_DONE,      /* every marked region copied */
+	R1_EV_ACCEPT_STALE,     /* admin: twinfsctl rebuild --accept-stale */
+};
+
+enum r1_health { R1_HEALTHY, R1_DEGRADED, R1_FAILED };
+
+/* Apply an event to twin `which` (0 or 1) of group t.  `missed` is the count
+ * of consecutive missed pings, `down_after` the configured threshold.
+ * Returns 1 when the map changed (mgrd bumps the epoch and journals), 0 when
+ * not, -EINVAL for an event that is not allowed in the current state (e.g.
+ * R1_EV_ACCEPT_STALE on a twin that is not stale). */
+int r1_apply(struct r1_twin t[2], int which, enum r1_event ev,
+	     uint32_t missed, uint32_t down_after);
+
+/* May take writes (receives them as primary or by forwarding). */
+bool r1_writable(const struct r1_twin *t);
+/* May serve reads and act as primary. */
+bool r1_readable(const struct r1_twin *t);
+
+/* The twin that orders writes for (ino, column): r1_primary() while both
+ * are readable, else the readable one; -EIO when neither may. */
+int r1_write_primary(const struct r1_twin t[2], uint64_t ino, uint32_t column);
+/* Whether the primary `p` must forward to its twin. */
+bool r1_must_forward(const struct r1_twin t[2], int p);
+/* The twin to read stripe unit `unit` from: alternating while both are up,
+ * avoiding a suspect twin while the other is up; -EIO if neither is
+ * readable. */
+int r1_read_pick(const struct r1_twin t[2], uint64_t ino, uint32_t column,
+		 uint64_t unit);
+/* After a read from `failed` failed: the other twin if readable, else
+ * -EIO. */
+int r1_read_fallback(const struct r1_twin t[2], int failed);
+enum r1_health r1_group_health(const struct r1_twin t[2]);
+const char *r1_state_name(enum r1_state s);
+
 #endif
