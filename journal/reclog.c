@@ -1,0 +1,912 @@
+/* reclog.c - the record-mode journal of mgrd: an append-only log of opaque
+ * records plus a snapshot of the caller's state.
+ *
+ * This file implements the files `journal` (log header + records) and
+ * `snapshot` of journal/FORMAT.md: appending and closing records (one
+ * pwrite each), syncing, replay with torn-tail cut-off, and the snapshot
+ * protocol (snapshot.tmp, fsync, rename, fsync dir; then the same dance for a
+ * fresh log).  It does not implement the block journal of the iods.  The
+ * byte layout, the validity rule, the numbered invariants cited by the
+ * asserts below ("invariant N") and the state diagram live in FORMAT.md.
+ *
+ * Every write-level operation on the log's files (pwrite, ftruncate, rename,
+ * fsync/fdatasync) goes through the op_* wrappers, which implement the fault
+ * injection of jnl_rec_inject_fault for the crash tests.
+ *
+ * Not thread-safe: one owner thread per log (journal.h).
+ */
+#include "journal.h"
+
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* ------------------------------------------------------------ on-disk */
+
+#define LOG_MAGIC     0x4c525754u   /* "TWRL" */
+#define REC_MAGIC     0x52525754u   /* "TWRR" */
+#define SNAP_MAGIC    0x53525754u   /* "TWRS" */
+#define LOG_VERSION   1
+#define SNAP_VERSION  1
+#define REC_TYPE_DATA 1
+
+/* Largest snapshot payload (FORMAT.md "Limits"). */
+#define SNAP_MAX      (16ull << 30)
+
+#define LOG_NAME      "journal"
+#define LOG_TMP_NAME  "journal.tmp"
+#define SNAP_NAME     "snapshot"
+#define SNAP_TMP_NAME "snapshot.tmp"
+
+/* Replay reads the log through a window of at least this many bytes. */
+#define READ_WINDOW   (1u << 20)
+
+/* All fields little-endian. */
+struct log_hdr {
+	uint32_t magic;          /* LOG_MAGIC */
+	uint16_t version;        /* LOG_VERSION */
+	uint16_t hdr_size;       /* sizeof(struct log_hdr) */
+	uint8_t log_id[16];      /* random, new for every log generation */
+	uint64_t base_seq;       /* seq of the first record of this log */
+	uint8_t reserved[28];    /* zero */
+	uint32_t crc;            /* crc32c(0, bytes 0..59) */
+};
+_Static_assert(sizeof(struct log_hdr) == 64, "log header is 64 bytes");
+
+struct rec_hdr {
+	uint32_t magic;          /* REC_MAGIC */
+	uint16_t type;           /* REC_TYPE_DATA */
+	uint16_t flags;          /* zero */
+	uint64_t seq;
+	uint32_t len;            /* payload bytes, <= JNL_REC_MAX */
+	uint32_t crc;            /* crc32c(seed(log_id), bytes 0..19 || payload) */
+};
+_Static_assert(sizeof(struct rec_hdr) == 24, "record header is 24 bytes");
+
+struct snap_hdr {
+	uint32_t magic;          /* SNAP_MAGIC */
+	uint16_t version;        /* SNAP_VERSION */
+	uint16_t hdr_size;       /* sizeof(struct snap_hdr) */
+	uint64_t seq;            /* last record included, 0 = none */
+	uint64_t len;            /* payload bytes, <= SNAP_MAX */
+	uint32_t reserved;       /* zero */
+	uint32_t crc;            /* crc32c(crc32c(0, bytes 0..27), payload) */
+};
+_Static_assert(sizeof(struct snap_hdr) == 32, "snapshot header is 32 bytes");
+
+#define LOG_HDR_SIZE  ((uint64_t)sizeof(struct log_hdr))
+#define REC_HDR_SIZE  ((uint64_t)sizeof(struct rec_hdr))
+#define SNAP_HDR_SIZE ((uint64_t)sizeof(struct snap_hdr))
+
+/* ------------------------------------------------------------ handle */
+
+enum fault_mode { FAULT_FAIL = 0, FAULT_TEAR = 1, FAULT_DROP = 2, FAULT_NONE = -1 };
+
+struct jnl_rec {
+	char *dir;
+	int dirfd;               /* holds the flock that excludes other owners */
+	int fd;                  /* the current log file (named `journal`) */
+	uint8_t log_id[16];
+	uint32_t crc_seed;       /* crc32c(0, log_id) */
+	uint64_t base_seq;       /* first seq of the current log file */
+	uint64_t next_seq;       /* seq of the next append (invariant 10) */
+	uint64_t end_off;        /* just after the last closed record (invariant 3) */
+	uint64_t snap_seq;       /* seq of the snapshot named `snapshot` */
+	bool aborted;            /* sticky -EIO (invariant 5) */
+
+	void *wbuf;              /* append buffer: header + payload */
+	size_t wbuf_cap;
+
+	unsigned fault_nth;      /* 0 = no fault armed */
+	int fault_mode;
+};
+
+/* ------------------------------------------------------ fault injection */
+
+/* Counts one write-level operation; returns the fault to apply to it. */
+static int fault_take(struct jnl_rec *j)
+{
+	if (j == NULL || j->fault_nth == 0)
+		return FAULT_NONE;
+	if (--j->fault_nth != 0)
+		return FAULT_NONE;
+	return j->fault_mode;
+}
+
+void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode)
+{
+	assert(nth == 0 || mode == FAULT_FAIL || mode == FAULT_TEAR ||
+	       mode == FAULT_DROP);
+	j->fault_nth = nth;
+	j->fault_mode = mode;
+}
+
+/* pwritev until done (allow_short) or exactly once (!allow_short: a short
+ * write is an error, the log's "one write(2) per record" rule). */
+static int write_iov(int fd, const struct iovec *iov_in, int cnt, uint64_t off,
+		     size_t limit, bool allow_short)
+{
+	struct iovec iov[2];
+	size_t left = limit;
+	int n = 0;
+
+	assert(cnt >= 1 && cnt <= 2);
+	for (int i = 0; i < cnt && left > 0; i++) {
+		iov[n] = iov_in[i];
+		if (iov[n].iov_len > left)
+			iov[n].iov_len = left;
+		left -= iov[n].iov_len;
+		n++;
+	}
+	for (int i = 0; i < n;) {
+		ssize_t w = pwritev(fd, iov + i, n - i, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		off += (uint64_t)w;
+		while (i < n && (size_t)w >= iov[i].iov_len) {
+			w -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (i < n) {
+			if (!allow_short)
+				return -EIO;
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* One write-level operation.  Faults: fail = nothing written, -EIO; tear =
+ * the first half (rounded down) written, -EIO; drop = nothing written, 0. */
+static int op_write(struct jnl_rec *j, int fd, const struct iovec *iov, int cnt,
+		    uint64_t off, bool allow_short)
+{
+	size_t total = 0;
+	int rc;
+
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	switch (fault_take(j)) {
+	case FAULT_FAIL:
+		return -EIO;
+	case FAULT_DROP:
+		return 0;
+	case FAULT_TEAR:
+		rc = write_iov(fd, iov, cnt, off, total / 2, true);
+		return rc < 0 ? rc : -EIO;
+	default:
+		return write_iov(fd, iov, cnt, off, total, allow_short);
+	}
+}
+
+/* For the operations below, tear means "took effect, then reported -EIO":
+ * the caller cannot know whether it happened, as after a real error. */
+static int op_fsync(struct jnl_rec *j, int fd, bool data_only)
+{
+	int mode = fault_take(j);
+
+	if (mode == FAULT_FAIL)
+		return -EIO;
+	if (mode == FAULT_DROP)
+		return 0;
+	if ((data_only ? fdatasync(fd) : fsync(fd)) < 0)
+		return -errno;
+	return mode == FAULT_TEAR ? -EIO : 0;
+}
+
+static int op_rename(struct jnl_rec *j, int dirfd, const char *from,
+		     const char *to)
+{
+	int mode = fault_take(j);
+
+	if (mode == FAULT_FAIL)
+		return -EIO;
+	if (mode == FAULT_DROP)
+		return 0;
+	if (renameat(dirfd, from, dirfd, to) < 0)
+		return -errno;
+	return mode == FAULT_TEAR ? -EIO : 0;
+}
+
+static int op_ftruncate(struct jnl_rec *j, int fd, uint64_t len)
+{
+	int mode = fault_take(j);
+
+	if (mode == FAULT_FAIL)
+		return -EIO;
+	if (mode == FAULT_DROP)
+		return 0;
+	if (ftruncate(fd, (off_t)len) < 0)
+		return -errno;
+	return mode == FAULT_TEAR ? -EIO : 0;
+}
+
+/* -------------------------------------------------------------- helpers */
+
+static void log_abort(struct jnl_rec *j, const char *what, int rc)
+{
+	if (!j->aborted)
+		tw_err("journal %s: %s failed (%s); log aborted, every later "
+		       "change fails with EIO", j->dir, what, strerror(-rc));
+	j->aborted = true;
+}
+
+static uint32_t log_hdr_crc(const struct log_hdr *h)
+{
+	return tw_crc32c(0, h, offsetof(struct log_hdr, crc));
+}
+
+static uint32_t snap_hdr_crc(const struct snap_hdr *h)
+{
+	return tw_crc32c(0, h, offsetof(struct snap_hdr, crc));
+}
+
+/* CRC of a record: header bytes before the crc field, then the payload,
+ * seeded with the log id so that records of another log never validate. */
+static uint32_t rec_crc(uint32_t seed, const struct rec_hdr *h,
+			const void *payload, size_t len)
+{
+	uint32_t crc = tw_crc32c(seed, h, offsetof(struct rec_hdr, crc));
+
+	return tw_crc32c(crc, payload, len);
+}
+
+/* pread exactly len bytes; -EIO on a short read (the caller checked size). */
+static int read_exact(int fd, void *buf, size_t len, uint64_t off)
+{
+	long n = tw_pread_full(fd, buf, len, off);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+static int unlink_tmp(int dirfd, const char *name)
+{
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Write a fresh log with base seq `base` as journal.tmp, fsync, rename it to
+ * `journal`, fsync the directory, and make it the current log.  *committed
+ * tells the caller whether the rename may have happened: if it may have and
+ * an error is returned, the name `journal` may denote a file the handle does
+ * not write to, so the caller must abort. */
+static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
+{
+	struct log_hdr h;
+	struct iovec iov;
+	uint8_t id[16];
+	int fd = -1, rc;
+
+	*committed = false;
+	rc = tw_random(id, sizeof(id));
+	if (rc < 0)
+		goto out;
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(LOG_MAGIC);
+	h.version = htole16(LOG_VERSION);
+	h.hdr_size = htole16(sizeof(h));
+	memcpy(h.log_id, id, sizeof(id));
+	h.base_seq = htole64(base);
+	h.crc = htole32(log_hdr_crc(&h));
+
+	fd = openat(j->dirfd, LOG_TMP_NAME, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	iov.iov_base = &h;
+	iov.iov_len = sizeof(h);
+	rc = op_write(j, fd, &iov, 1, 0, true);
+	if (rc < 0)
+		goto out;
+	rc = op_fsync(j, fd, false);
+	if (rc < 0)
+		goto out;
+	*committed = true;
+	rc = op_rename(j, j->dirfd, LOG_TMP_NAME, LOG_NAME);
+	if (rc < 0)
+		goto out;
+	rc = op_fsync(j, j->dirfd, false);
+	if (rc < 0)
+		goto out;
+
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = fd;
+	fd = -1;
+	memcpy(j->log_id, id, sizeof(id));
+	j->crc_seed = tw_crc32c(0, id, sizeof(id));
+	j->base_seq = base;
+	j->end_off = LOG_HDR_SIZE;
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink_tmp(j->dirfd, LOG_TMP_NAME);
+	}
+	return rc;
+}
+
+/* --------------------------------------------------------------- replay */
+
+/* Reads the snapshot, if any.  On success *present says whether there is
+ * one; then *payload (malloc'd, caller frees; may be NULL when len is 0),
+ * *len and *seq describe it. */
+static int read_snapshot(struct jnl_rec *j, bool *present, void **payload,
+			 uint64_t *len, uint64_t *seq)
+{
+	struct snap_hdr h;
+	struct stat st;
+	void *buf = NULL;
+	int fd, rc;
+
+	*present = false;
+	*payload = NULL;
+	fd = openat(j->dirfd, SNAP_NAME, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = errno == ENOENT ? 0 : -errno;
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = -EBADMSG;
+	if ((uint64_t)st.st_size < SNAP_HDR_SIZE) {
+		tw_err("journal %s: snapshot is %lld bytes, shorter than its "
+		       "header", j->dir, (long long)st.st_size);
+		goto out;
+	}
+	rc = read_exact(fd, &h, sizeof(h), 0);
+	if (rc < 0)
+		goto out;
+	/* Magic, then version (a newer format is unsupported, not corrupt),
+	 * then the fields.  The checksum covers header and payload, so it is
+	 * checked last; before allocating, the length must match the file
+	 * exactly and stay below SNAP_MAX (invariant 9). */
+	rc = -EBADMSG;
+	if (le32toh(h.magic) != SNAP_MAGIC) {
+		tw_err("journal %s: snapshot has a bad magic", j->dir);
+		goto out;
+	}
+	if (le16toh(h.version) != SNAP_VERSION) {
+		tw_err("journal %s: snapshot version %u unsupported", j->dir,
+		       le16toh(h.version));
+		rc = -EPROTONOSUPPORT;
+		goto out;
+	}
+	if (le16toh(h.hdr_size) != sizeof(h) || h.reserved != 0) {
+		tw_err("journal %s: snapshot header is corrupt", j->dir);
+		goto out;
+	}
+	if (le64toh(h.len) > SNAP_MAX || le64toh(h.len) > SIZE_MAX ||
+	    le64toh(h.len) != (uint64_t)st.st_size - SNAP_HDR_SIZE) {
+		tw_err("journal %s: snapshot length %" PRIu64 " does not match "
+		       "its file (%lld bytes)", j->dir, le64toh(h.len),
+		       (long long)st.st_size);
+		goto out;
+	}
+	if (h.len != 0) {
+		buf = malloc(le64toh(h.len));
+		if (buf == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = read_exact(fd, buf, le64toh(h.len), SNAP_HDR_SIZE);
+		if (rc < 0)
+			goto out;
+	}
+	if (tw_crc32c(snap_hdr_crc(&h), buf, le64toh(h.len)) != le32toh(h.crc)) {
+		tw_err("journal %s: snapshot checksum mismatch (seq %" PRIu64
+		       ", %" PRIu64 " bytes)", j->dir, le64toh(h.seq),
+		       le64toh(h.len));
+		rc = -EBADMSG;
+		goto out;
+	}
+	*present = true;
+	*payload = buf;
+	*len = le64toh(h.len);
+	*seq = le64toh(h.seq);
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Opens and validates the log file's header (invariant 1). */
+static int read_log_hdr(struct jnl_rec *j, int fd)
+{
+	struct log_hdr h;
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size < LOG_HDR_SIZE) {
+		tw_err("journal %s: log is %lld bytes, shorter than its header",
+		       j->dir, (long long)st.st_size);
+		return -EBADMSG;
+	}
+	rc = read_exact(fd, &h, sizeof(h), 0);
+	if (rc < 0)
+		return rc;
+	if (le32toh(h.magic) != LOG_MAGIC) {
+		tw_err("journal %s: log has a bad magic", j->dir);
+		return -EBADMSG;
+	}
+	if (le16toh(h.version) != LOG_VERSION) {
+		tw_err("journal %s: log version %u unsupported", j->dir,
+		       le16toh(h.version));
+		return -EPROTONOSUPPORT;
+	}
+	if (le16toh(h.hdr_size) != sizeof(h) ||
+	    le32toh(h.crc) != log_hdr_crc(&h) || h.base_seq == 0) {
+		tw_err("journal %s: log header is corrupt", j->dir);
+		return -EBADMSG;
+	}
+	memcpy(j->log_id, h.log_id, sizeof(h.log_id));
+	j->crc_seed = tw_crc32c(0, h.log_id, sizeof(h.log_id));
+	j->base_seq = le64toh(h.base_seq);
+	return 0;
+}
+
+/* A read window over the log file: [win_off, win_off + win_len). */
+struct reader {
+	int fd;
+	uint64_t size;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t win_off;
+	size_t win_len;
+};
+
+/* Makes [off, off + len) readable at *out.  The caller has checked that
+ * off + len <= size and len <= REC_HDR_SIZE + JNL_REC_MAX (invariant 9). */
+static int reader_get(struct reader *r, uint64_t off, size_t len,
+		      const uint8_t **out)
+{
+	size_t want;
+	long n;
+
+	assert(off + len <= r->size);              /* invariant 9 */
+	assert(len <= REC_HDR_SIZE + JNL_REC_MAX); /* invariant 9 */
+	if (off >= r->win_off && off + len <= r->win_off + r->win_len) {
+		*out = r->buf + (off - r->win_off);
+		return 0;
+	}
+	want = TW_MAX(len, (size_t)READ_WINDOW);
+	if (r->cap < want) {
+		uint8_t *nb = realloc(r->buf, want);
+
+		if (nb == NULL)
+			return -ENOMEM;
+		r->buf = nb;
+		r->cap = want;
+	}
+	want = (size_t)TW_MIN((uint64_t)r->cap, r->size - off);
+	n = tw_pread_full(r->fd, r->buf, want, off);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < len)
+		return -EIO;    /* the file shrank under us */
+	r->win_off = off;
+	r->win_len = (size_t)n;
+	*out = r->buf;
+	return 0;
+}
+
+/* Scans the records of the current log from its header on, delivering
+ * those after snap_seq.  Sets *end to the offset after the last valid
+ * record and *last to its seq (base - 1 when none). */
+static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
+		    uint64_t *end, uint64_t *last, uint64_t *replayed,
+		    uint64_t *size_out)
+{
+	struct reader r = { .fd = j->fd };
+	struct stat st;
+	uint64_t off = LOG_HDR_SIZE, expect = j->base_seq;
+	int rc = 0;
+
+	*replayed = 0;
+	if (fstat(j->fd, &st) < 0)
+		return -errno;
+	r.size = (uint64_t)st.st_size;
+	*size_out = r.size;
+	for (;;) {
+		const uint8_t *p;
+		struct rec_hdr h;
+		uint32_t len;
+
+		if (r.size - off < REC_HDR_SIZE)
+			break;
+		rc = reader_get(&r, off, REC_HDR_SIZE, &p);
+		if (rc < 0)
+			goto out;
+		memcpy(&h, p, sizeof(h));
+		len = le32toh(h.len);
+		/* Validity rule: magic, type, flags, seq, then the length
+		 * against the limit and the file before reading the payload
+		 * (invariant 9), then the checksum. */
+		if (le32toh(h.magic) != REC_MAGIC ||
+		    le16toh(h.type) != REC_TYPE_DATA || h.flags != 0 ||
+		    le64toh(h.seq) != expect || len > JNL_REC_MAX ||
+		    len > r.size - off - REC_HDR_SIZE)
+			break;
+		rc = reader_get(&r, off, REC_HDR_SIZE + len, &p);
+		if (rc < 0)
+			goto out;
+		if (rec_crc(j->crc_seed, &h, p + REC_HDR_SIZE, len) !=
+		    le32toh(h.crc))
+			break;
+		if (expect > j->snap_seq) {
+			rc = replay_cb ? replay_cb(expect, p + REC_HDR_SIZE, len,
+						   arg) : 0;
+			if (rc < 0)
+				goto out;
+			rc = 0;
+			(*replayed)++;
+		}
+		off += REC_HDR_SIZE + len;
+		expect++;
+	}
+	assert(off <= r.size);                       /* invariant 9 */
+	*end = off;
+	*last = expect - 1;
+out:
+	free(r.buf);
+	return rc;
+}
+
+/* fsync the directory holding `path`, so that a directory we just created
+ * survives power loss. */
+static int sync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		tw_err("journal %s: cannot sync its parent directory: %s", path,
+		       strerror(-rc));
+	free(copy);
+	return rc;
+}
+
+int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
+		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
+{
+	struct jnl_rec *j;
+	void *snap = NULL;
+	uint64_t snap_len = 0, end = 0, last = 0, replayed = 0, size = 0;
+	bool have_snap = false, committed;
+	int rc;
+
+	if (dir == NULL || out == NULL)
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return -ENOMEM;
+	j->dirfd = -1;
+	j->fd = -1;
+	j->dir = strdup(dir);
+	if (j->dir == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (mkdir(dir, 0755) == 0) {
+		rc = sync_parent(dir);
+		if (rc < 0)
+			goto out;
+	} else if (errno != EEXIST) {
+		rc = -errno;
+		tw_err("journal %s: mkdir: %s", dir, strerror(-rc));
+		goto out;
+	}
+	j->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->dirfd < 0) {
+		rc = -errno;
+		tw_err("journal %s: open: %s", dir, strerror(-rc));
+		goto out;
+	}
+	/* Two owners of one log would interleave records. */
+	if (flock(j->dirfd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		tw_err("journal %s: cannot lock: %s", dir,
+		       rc == -EBUSY ? "already open by another owner"
+				    : strerror(-rc));
+		goto out;
+	}
+	/* Temporaries are never part of the state (invariant 7). */
+	rc = unlink_tmp(j->dirfd, SNAP_TMP_NAME);
+	if (rc == 0)
+		rc = unlink_tmp(j->dirfd, LOG_TMP_NAME);
+	if (rc < 0)
+		goto out;
+
+	rc = read_snapshot(j, &have_snap, &snap, &snap_len, &j->snap_seq);
+	if (rc < 0)
+		goto out;
+
+	j->fd = openat(j->dirfd, LOG_NAME, O_RDWR | O_CLOEXEC);
+	if (j->fd < 0 && errno != ENOENT) {
+		rc = -errno;
+		goto out;
+	}
+	if (j->fd < 0) {
+		if (have_snap) {
+			/* We never remove the log; records after the
+			 * snapshot may be lost.  Refuse rather than guess. */
+			tw_err("journal %s: snapshot (seq %" PRIu64 ") without "
+			       "a log", dir, j->snap_seq);
+			rc = -EBADMSG;
+			goto out;
+		}
+		rc = create_log(j, 1, &committed);
+		if (rc < 0)
+			goto out;
+	} else {
+		rc = read_log_hdr(j, j->fd);
+		if (rc < 0)
+			goto out;
+	}
+	/* invariant 6: the log may start at or before snap_seq + 1, never
+	 * after it (that would be a hole between snapshot and log). */
+	if (j->base_seq > j->snap_seq + 1) {
+		tw_err("journal %s: log starts at seq %" PRIu64 " but the %s "
+		       "ends at %" PRIu64 "; records are missing", dir,
+		       j->base_seq, have_snap ? "snapshot" : "(absent) snapshot",
+		       j->snap_seq);
+		rc = -EBADMSG;
+		goto out;
+	}
+
+	if (have_snap && snap_cb != NULL) {
+		rc = snap_cb(snap, (size_t)snap_len, arg);
+		if (rc < 0)
+			goto out;
+	}
+	free(snap);
+	snap = NULL;
+
+	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size);
+	if (rc < 0)
+		goto out;
+	if (end < size) {
+		/* invariant 8: cut the torn tail so that later appends follow
+		 * the last valid record and a second replay sees the same. */
+		rc = op_ftruncate(j, j->fd, end);
+		if (rc == 0)
+			rc = op_fsync(j, j->fd, true);
+		if (rc < 0) {
+			tw_err("journal %s: cannot cut torn tail at offset %"
+			       PRIu64 ": %s", dir, end, strerror(-rc));
+			goto out;
+		}
+		tw_warn("journal %s: torn tail cut at offset %" PRIu64 " (%"
+			PRIu64 " bytes dropped); replayed %" PRIu64 " records "
+			"after snapshot seq %" PRIu64, dir, end, size - end,
+			replayed, j->snap_seq);
+	} else {
+		tw_info("journal %s: replayed %" PRIu64 " records after "
+			"snapshot seq %" PRIu64 "; log ends at offset %" PRIu64,
+			dir, replayed, j->snap_seq, end);
+	}
+	j->end_off = end;
+
+	/* invariant 10: when the log holds nothing after the snapshot (a crash
+	 * between the snapshot's rename and the log's, possibly followed by
+	 * the loss of the log's unsynced tail), start a fresh log at
+	 * snap_seq + 1, so that the next record never leaves a seq gap. */
+	if (j->base_seq <= j->snap_seq && last <= j->snap_seq) {
+		rc = create_log(j, j->snap_seq + 1, &committed);
+		if (rc < 0)
+			goto out;
+		last = j->snap_seq;
+	}
+	j->next_seq = TW_MAX(last, j->snap_seq) + 1;
+	assert(j->next_seq >= j->base_seq);   /* invariant 2 */
+	*out = j;
+	j = NULL;
+out:
+	free(snap);
+	if (j != NULL)
+		jnl_rec_close(j);
+	return rc;
+}
+
+/* --------------------------------------------------------------- append */
+
+int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
+		   uint64_t *seq)
+{
+	struct rec_hdr h;
+	struct iovec iov;
+	size_t total;
+	int rc;
+
+	if (j->aborted)
+		return -EIO;                     /* invariant 5 */
+	if (len > JNL_REC_MAX)
+		return -EMSGSIZE;
+	if (buf == NULL && len != 0)
+		return -EINVAL;
+	total = REC_HDR_SIZE + len;
+	if (j->wbuf_cap < total) {
+		void *nb = realloc(j->wbuf, total);
+
+		if (nb == NULL)
+			return -ENOMEM;
+		j->wbuf = nb;
+		j->wbuf_cap = total;
+	}
+	assert(j->end_off >= LOG_HDR_SIZE);      /* invariant 3 */
+	assert(j->next_seq > j->snap_seq);       /* invariant 10 */
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(REC_MAGIC);
+	h.type = htole16(REC_TYPE_DATA);
+	h.seq = htole64(j->next_seq);
+	h.len = htole32((uint32_t)len);
+	h.crc = htole32(rec_crc(j->crc_seed, &h, buf, len));
+	memcpy(j->wbuf, &h, sizeof(h));
+	if (len != 0)
+		memcpy((uint8_t *)j->wbuf + sizeof(h), buf, len);
+
+	/* invariant 4: one write(2) of header and payload at the end; the
+	 * record is closed when it returns in full. */
+	iov.iov_base = j->wbuf;
+	iov.iov_len = total;
+	rc = op_write(j, j->fd, &iov, 1, j->end_off, false);
+	if (rc < 0) {
+		log_abort(j, "append", rc);
+		return rc;
+	}
+	j->end_off += total;
+	if (seq != NULL)
+		*seq = j->next_seq;
+	j->next_seq++;                           /* invariant 2 */
+	return 0;
+}
+
+int jnl_rec_sync(struct jnl_rec *j)
+{
+	int rc;
+
+	if (j->aborted)
+		return -EIO;                     /* invariant 5 */
+	rc = op_fsync(j, j->fd, true);
+	if (rc < 0) {
+		/* After a failed fsync the kernel may have dropped the dirty
+		 * pages: nothing appended so far can be trusted to be synced. */
+		log_abort(j, "fdatasync", rc);
+		return rc;
+	}
+	return 0;
+}
+
+uint64_t jnl_rec_log_bytes(const struct jnl_rec *j)
+{
+	assert(j->end_off >= LOG_HDR_SIZE);      /* invariant 3 */
+	return j->end_off - LOG_HDR_SIZE;
+}
+
+/* ------------------------------------------------------------- snapshot */
+
+int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
+{
+	struct snap_hdr h;
+	struct iovec iov[2];
+	uint64_t seq;
+	bool committed;
+	int fd = -1, rc;
+
+	if (j->aborted)
+		return -EIO;                     /* invariant 5 */
+	if ((uint64_t)len > SNAP_MAX)
+		return -EFBIG;
+	if (buf == NULL && len != 0)
+		return -EINVAL;
+	seq = j->next_seq - 1;
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(SNAP_MAGIC);
+	h.version = htole16(SNAP_VERSION);
+	h.hdr_size = htole16(sizeof(h));
+	h.seq = htole64(seq);
+	h.len = htole64(len);
+	h.crc = htole32(tw_crc32c(snap_hdr_crc(&h), buf, len));
+
+	/* Step 1-2: the complete snapshot under a temporary name, synced. */
+	fd = openat(j->dirfd, SNAP_TMP_NAME,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_tmp;
+	}
+	iov[0].iov_base = &h;
+	iov[0].iov_len = sizeof(h);
+	iov[1].iov_base = (void *)buf;
+	iov[1].iov_len = len;
+	rc = op_write(j, fd, iov, len != 0 ? 2 : 1, 0, true);
+	if (rc < 0)
+		goto out_tmp;
+	rc = op_fsync(j, fd, false);
+	if (rc < 0)
+		goto out_tmp;
+	close(fd);
+	fd = -1;
+
+	/* Step 3-4: install it (invariant 7: before the log that needs it).
+	 * A failure from here to the log's rename leaves the old log in use;
+	 * it holds every record, so it is consistent with either snapshot. */
+	rc = op_rename(j, j->dirfd, SNAP_TMP_NAME, SNAP_NAME);
+	if (rc < 0)
+		goto out_tmp;
+	j->snap_seq = seq;
+	rc = op_fsync(j, j->dirfd, false);
+	if (rc < 0)
+		goto out;
+
+	/* Step 5-8: replace the log by a fresh one starting at seq + 1. */
+	rc = create_log(j, seq + 1, &committed);
+	if (rc < 0 && committed)
+		log_abort(j, "log replacement after snapshot", rc);
+	if (rc == 0)
+		assert(j->next_seq == j->base_seq); /* invariant 2 */
+	goto out;
+
+out_tmp:
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
+out:
+	if (rc < 0)
+		tw_err("journal %s: snapshot at seq %" PRIu64 " failed: %s%s",
+		       j->dir, seq, strerror(-rc),
+		       j->aborted ? "" : "; still logging to the old log");
+	return rc;
+}
+
+void jnl_rec_close(struct jnl_rec *j)
+{
+	if (j == NULL)
+		return;
+	if (j->fd >= 0)
+		close(j->fd);
+	if (j->dirfd >= 0)
+		close(j->dirfd);
+	free(j->wbuf);
+	free(j->dir);
+	free(j);
+}
