@@ -1,0 +1,527 @@
+/* iodpool.c - mgrd as a client of the iods: one wire_peer per configured
+ * iod (HELLO role MGRD), and the four things mgrd asks of them:
+ *
+ *   TRUNCATE  every column of a file at its primary, for SETATTR size
+ *             (the caller replies only after all answered);
+ *   DELETE    the subfiles of destroyed inodes, asynchronously, retried
+ *             with exponential backoff (1 s .. 60 s) until every column's
+ *             primary said yes; the list itself is journaled state
+ *             (mgr_ns.pdel), so it survives restarts;
+ *   STATFS    summed over groups, each group counted once (its smaller
+ *             twin), cached for STATFS_CACHE_MS;
+ *   FSYNC     ino 0 at every up iod, for MSG_SYNC.
+ *
+ * Fan-out bookkeeping: each request to several iods is a `struct fanout`
+ * that counts outstanding calls; its callback runs when the count reaches
+ * zero, exactly once.  Callbacks never run before the starting function
+ * returns (wire_call's rule), so callers may set up state after calling.
+ */
+#include "mgrd_int.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATFS_CACHE_MS   1000u
+#define PDEL_TICK_MS      1000u
+#define PDEL_BACKOFF_MAX  60000u
+#define PDEL_MAX_BUSY     64u      /* deletes in flight at once */
+
+struct mgr_iodpool {
+	uv_loop_t *loop;
+	const struct tw_conf *conf;
+	struct mgr_map *map;
+	struct mgr_ns *ns;
+	struct wire_peer *peers[TW_MAX_IODS];   /* [id - 1] */
+	uint32_t n_peers;
+	uint32_t timeout_ms;
+	mgr_pool_pdel_cb on_pdel_done;
+	void *arg;
+	uv_timer_t timer;
+	bool timer_init;
+	uint32_t pdel_busy;
+	/* statfs cache */
+	struct mgr_statfs sf;
+	uint64_t sf_ms;
+	bool sf_valid;
+	bool closing;
+};
+
+struct fanout {
+	struct mgr_iodpool *pool;
+	int pending;
+	int status;
+	/* what to call at the end */
+	mgr_pool_cb cb;
+	mgr_pool_trunc_cb trunc_cb;
+	mgr_pool_statfs_cb statfs_cb;
+	void *arg;
+	/* per-call results */
+	uint32_t n_cols;
+	uint64_t blocks[R0_MAX_STRIPE_COUNT];
+	uint64_t ino;                        /* pending delete */
+	struct {
+		bool answered;
+		struct mgr_statfs sf;
+	} iod[TW_MAX_IODS];
+};
+
+struct call {
+	struct fanout *f;
+	uint32_t index;   /* column (truncate) or iod index (statfs) */
+};
+
+static struct wire_peer *peer_of(struct mgr_iodpool *p,
+				 const struct mgr_map_iod *mi)
+{
+	return mi && mi->id >= 1 && mi->id <= p->n_peers ? p->peers[mi->id - 1]
+							 : NULL;
+}
+
+static void fanout_done(struct fanout *f)
+{
+	struct mgr_iodpool *p = f->pool;
+
+	if (--f->pending > 0)
+		return;
+	if (f->trunc_cb) {
+		f->trunc_cb(f->status, f->blocks, f->n_cols, f->arg);
+	} else if (f->statfs_cb) {
+		struct mgr_statfs sum = { .bsize = 4096 };
+		bool any = false;
+
+		/* Each group counts once, as its smaller twin: that is what
+		 * a mirrored write can still fill. */
+		for (uint32_t g = 0; g < p->map->n_groups; g++) {
+			const struct mgr_statfs *best = NULL;
+
+			for (uint32_t i = 0; i < p->map->n_iods; i++) {
+				const struct mgr_map_iod *mi = &p->map->iods[i];
+
+				if (mi->group != g || !f->iod[i].answered)
+					continue;
+				if (!best || f->iod[i].sf.blocks < best->blocks)
+					best = &f->iod[i].sf;
+			}
+			if (!best)
+				continue;
+			any = true;
+			sum.blocks += best->blocks;
+			sum.bfree += best->bfree;
+			sum.bavail += best->bavail;
+		}
+		if (any) {
+			p->sf = sum;
+			p->sf_ms = tw_now_ms();
+			p->sf_valid = true;
+		}
+		f->statfs_cb(any ? 0 : -EIO, &sum, f->arg);
+	} else if (f->cb) {
+		f->cb(f->status, f->arg);
+	}
+	free(f);
+}
+
+/* ------------------------------------------------------------- truncate */
+
+static void on_truncate(int status, struct wire_msg *reply, void *arg)
+{
+	struct call *c = arg;
+	struct fanout *f = c->f;
+
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: truncate ino %llu column %u: %s",
+			  (unsigned long long)f->ino, c->index,
+			  strerror(-status));
+		f->status = -EIO;
+	} else {
+		const Twinfs__WriteReply *wr =
+			(const Twinfs__WriteReply *)reply->body;
+
+		f->blocks[c->index] = wr->blocks;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	free(c);
+	fanout_done(f);
+}
+
+int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
+		      const struct r0_layout *l, uint64_t size, uint64_t gen,
+		      mgr_pool_trunc_cb cb, void *arg)
+{
+	struct fanout *f;
+	int rc = 0;
+
+	if (l->stripe_count == 0 || l->stripe_count > R0_MAX_STRIPE_COUNT)
+		return -EINVAL;
+	/* Every column needs a reachable primary, or nothing is sent. */
+	for (uint32_t k = 0; k < l->stripe_count; k++)
+		if (!peer_of(p, mgr_map_primary(p->map, l, ino, k)))
+			return -EIO;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->pool = p;
+	f->trunc_cb = cb;
+	f->arg = arg;
+	f->ino = ino;
+	f->n_cols = l->stripe_count;
+	f->pending = 1;  /* held until every call is sent */
+	for (uint32_t k = 0; k < l->stripe_count; k++) {
+		struct mgr_map_iod *mi = mgr_map_primary(p->map, l, ino, k);
+		Twinfs__Truncate t = TWINFS__TRUNCATE__INIT;
+		struct call *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			f->status = -ENOMEM;
+			break;
+		}
+		c->f = f;
+		c->index = k;
+		t.ino = ino;
+		t.column = k;
+		t.size = r0_subfile_size(l, k, size);
+		t.trunc_gen = gen;
+		t.epoch = p->map->epoch;
+		f->pending++;
+		rc = wire_call(peer_of(p, mi), TWINFS__MSG_TYPE__MSG_TRUNCATE,
+			       &t.base, NULL, 0, p->timeout_ms, on_truncate, c);
+		if (rc < 0) {
+			f->pending--;
+			free(c);
+			f->status = -EIO;
+			break;
+		}
+	}
+	/* From here the callback runs exactly once (maybe with an error). */
+	f->pending--;
+	if (f->pending == 0) {
+		/* Nothing was sent at all: the callback must not run. */
+		free(f);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- fsync */
+
+static void on_simple(int status, struct wire_msg *reply, void *arg)
+{
+	struct fanout *f = arg;
+
+	if (status < 0)
+		f->status = -EIO;
+	if (reply)
+		wire_msg_free(reply);
+	fanout_done(f);
+}
+
+int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg)
+{
+	struct fanout *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->pool = p;
+	f->cb = cb;
+	f->arg = arg;
+	f->pending = 1;
+	for (uint32_t i = 0; i < p->map->n_iods; i++) {
+		Twinfs__Fsync fs = TWINFS__FSYNC__INIT;
+
+		if (p->map->iods[i].state != MGR_IOD_UP || !p->peers[i])
+			continue;
+		fs.epoch = p->map->epoch;
+		f->pending++;
+		if (wire_call(p->peers[i], TWINFS__MSG_TYPE__MSG_FSYNC,
+			      &fs.base, NULL, 0, p->timeout_ms, on_simple,
+			      f) < 0) {
+			f->pending--;
+			f->status = -EIO;
+		}
+	}
+	if (f->pending == 1) {
+		/* No iod to ask: answer at once. */
+		int st = f->status;
+
+		free(f);
+		cb(st, arg);
+		return 1;
+	}
+	f->pending--;
+	return 0;
+}
+
+/* --------------------------------------------------------------- statfs */
+
+static void on_statfs(int status, struct wire_msg *reply, void *arg)
+{
+	struct call *c = arg;
+	struct fanout *f = c->f;
+
+	if (status == 0) {
+		const Twinfs__StatfsReply *r =
+			(const Twinfs__StatfsReply *)reply->body;
+		uint64_t bs = r->bsize ? r->bsize : 4096;
+
+		/* Normalise to 4 KiB blocks. */
+		f->iod[c->index].answered = true;
+		f->iod[c->index].sf.blocks = r->blocks * bs / 4096;
+		f->iod[c->index].sf.bfree = r->bfree * bs / 4096;
+		f->iod[c->index].sf.bavail = r->bavail * bs / 4096;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	free(c);
+	fanout_done(f);
+}
+
+int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg)
+{
+	struct fanout *f;
+
+	if (p->sf_valid && tw_now_ms() - p->sf_ms < STATFS_CACHE_MS) {
+		cb(0, &p->sf, arg);
+		return 1;  /* answered synchronously */
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->pool = p;
+	f->statfs_cb = cb;
+	f->arg = arg;
+	f->pending = 1;
+	for (uint32_t i = 0; i < p->map->n_iods; i++) {
+		Twinfs__Empty e = TWINFS__EMPTY__INIT;
+		struct call *c;
+
+		if (p->map->iods[i].state != MGR_IOD_UP || !p->peers[i])
+			continue;
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			break;
+		c->f = f;
+		c->index = i;
+		f->pending++;
+		if (wire_call(p->peers[i], TWINFS__MSG_TYPE__MSG_IOD_STATFS,
+			      &e.base, NULL, 0, p->timeout_ms, on_statfs,
+			      c) < 0) {
+			f->pending--;
+			free(c);
+		}
+	}
+	if (f->pending == 1) {
+		struct mgr_statfs none = { .bsize = 4096 };
+
+		free(f);
+		cb(p->sf_valid ? 0 : -EIO, p->sf_valid ? &p->sf : &none, arg);
+		return 1;
+	}
+	f->pending--;
+	return 0;
+}
+
+/* ------------------------------------------------------- pending deletes */
+
+static void on_delete(int status, struct wire_msg *reply, void *arg)
+{
+	struct call *c = arg;
+	struct fanout *f = c->f;
+
+	if (status < 0)
+		f->status = status;
+	if (reply)
+		wire_msg_free(reply);
+	free(c);
+	fanout_done(f);
+}
+
+/* A pending delete finished (all columns answered). */
+static void pdel_done(int status, void *arg)
+{
+	struct fanout *f = arg;   /* freed by fanout_done after this */
+	struct mgr_iodpool *p = f->pool;
+	struct mgr_pdel *pd;
+
+	p->pdel_busy--;
+	if (p->closing)
+		return;
+	pd = tw_hmap_get(&p->ns->pdel, f->ino);
+	if (!pd)
+		return;
+	pd->busy = false;
+	if (status == 0) {
+		p->on_pdel_done(pd->ino, p->arg);  /* journals, frees pd */
+		return;
+	}
+	pd->attempts++;
+	{
+		uint64_t backoff = 1000ull << TW_MIN(pd->attempts, 6u);
+
+		pd->next_try_ms = tw_now_ms() + TW_MIN(backoff,
+						       PDEL_BACKOFF_MAX);
+	}
+	tw_log_rl(TW_LOG_WARN, "mgrd: deleting subfiles of ino %llu failed "
+		  "(%s, attempt %u); retrying", (unsigned long long)pd->ino,
+		  strerror(-status), pd->attempts);
+}
+
+static void pdel_start(struct mgr_iodpool *p, struct mgr_pdel *pd)
+{
+	const struct r0_layout *l = &pd->layout;
+	struct fanout *f;
+
+	/* All primaries must be up: a down twin group gets it later. */
+	for (uint32_t k = 0; k < l->stripe_count; k++)
+		if (!peer_of(p, mgr_map_primary(p->map, l, pd->ino, k))) {
+			pd->next_try_ms = tw_now_ms() + PDEL_TICK_MS;
+			return;
+		}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	f->pool = p;
+	f->cb = pdel_done;
+	f->arg = f;
+	f->ino = pd->ino;
+	f->pending = 1;
+	pd->busy = true;
+	p->pdel_busy++;
+	for (uint32_t k = 0; k < l->stripe_count; k++) {
+		struct mgr_map_iod *mi = mgr_map_primary(p->map, l, pd->ino, k);
+		Twinfs__Delete d = TWINFS__DELETE__INIT;
+		uint32_t col = k;
+		struct call *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			f->status = -ENOMEM;
+			break;
+		}
+		c->f = f;
+		c->index = k;
+		d.ino = pd->ino;
+		d.n_columns = 1;
+		d.columns = &col;
+		d.epoch = p->map->epoch;
+		f->pending++;
+		if (wire_call(peer_of(p, mi), TWINFS__MSG_TYPE__MSG_DELETE,
+			      &d.base, NULL, 0, p->timeout_ms, on_delete,
+			      c) < 0) {
+			f->pending--;
+			free(c);
+			f->status = -EIO;
+			break;
+		}
+	}
+	/* Drop the hold: completes now if nothing was sent. */
+	fanout_done(f);
+}
+
+void mgr_pool_kick(struct mgr_iodpool *p)
+{
+	uint64_t now = tw_now_ms(), k;
+	void *v;
+
+	if (p->closing)
+		return;
+	for (size_t it = 0; tw_hmap_next(&p->ns->pdel, &it, &k, &v);) {
+		struct mgr_pdel *pd = v;
+
+		if (p->pdel_busy >= PDEL_MAX_BUSY)
+			break;
+		if (pd->busy || pd->next_try_ms > now)
+			continue;
+		/* pdel_start may complete synchronously and delete pd (the
+		 * map allows deleting the current key while iterating). */
+		pdel_start(p, pd);
+	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	mgr_pool_kick(t->data);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void on_iod_connect(struct wire_peer *peer, int status,
+			   const Twinfs__HelloReply *reply, void *arg)
+{
+	(void)arg;
+	(void)reply;
+	if (status < 0)
+		tw_log_rl(TW_LOG_WARN, "mgrd: cannot reach iod at %s: %s",
+			  wire_peer_name(peer), strerror(-status));
+	else
+		tw_debug("mgrd: connected to iod at %s", wire_peer_name(peer));
+}
+
+int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
+		 struct mgr_map *map, struct mgr_ns *ns, uint64_t incarnation,
+		 mgr_pool_pdel_cb on_pdel_done, void *arg,
+		 struct mgr_iodpool **out)
+{
+	struct mgr_iodpool *p = calloc(1, sizeof(*p));
+	Twinfs__Hello hello;
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	p->loop = loop;
+	p->conf = conf;
+	p->map = map;
+	p->ns = ns;
+	p->on_pdel_done = on_pdel_done;
+	p->arg = arg;
+	p->timeout_ms = conf->request_timeout_ms ? conf->request_timeout_ms
+						 : 5000;
+	wire_hello_init(&hello, conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
+			incarnation);
+	for (int i = 0; i < conf->n_iods; i++) {
+		struct wire_peer_opts o = {
+			.host = conf->iods[i].host,
+			.port = conf->iods[i].port,
+			.hello = &hello,
+			.on_connect = on_iod_connect,
+			.arg = p,
+		};
+
+		rc = wire_peer_new(loop, &o, &p->peers[i]);
+		if (rc < 0) {
+			tw_err("mgrd: iod %d (%s:%d): %s", conf->iods[i].id,
+			       conf->iods[i].host, conf->iods[i].port,
+			       strerror(-rc));
+			p->n_peers = (uint32_t)i;
+			mgr_pool_free(p);
+			return rc;
+		}
+	}
+	p->n_peers = (uint32_t)conf->n_iods;
+	uv_timer_init(loop, &p->timer);
+	p->timer_init = true;
+	p->timer.data = p;
+	uv_timer_start(&p->timer, on_tick, PDEL_TICK_MS, PDEL_TICK_MS);
+	*out = p;
+	return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void mgr_pool_free(struct mgr_iodpool *p)
+{
+	p->closing = true;
+	for (uint32_t i = 0; i < p->n_peers; i++)
+		if (p->peers[i])
+			wire_peer_free(p->peers[i]);
+	if (p->timer_init) {
+		uv_timer_stop(&p->timer);
+		uv_close((uv_handle_t *)&p->timer, on_timer_closed);
+	} else {
+		free(p);
+	}
+}

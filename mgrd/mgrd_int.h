@@ -1,0 +1,553 @@
+/* mgrd_int.h - internal interface of twinfs-mgrd (never installed).
+ *
+ * Modules, one job each:
+ *   ns.c       the namespace: inodes, directories, links, xattrs, layouts,
+ *              open counts, orphans.  Pure, in memory, no I/O, no clock:
+ *              every decision that is not a function of the state (time,
+ *              inode number, layout) is passed in or handed back, so a
+ *              journal replay re-applies it without re-deciding.
+ *   record.c   the journal record of each mutating operation (struct
+ *              mgr_op), its apply function (shared by the live path and
+ *              replay), and the snapshot of the whole state.  The byte
+ *              formats are in mgrd/FORMAT.md.
+ *   session.c  sessions, per-session reply cache (exactly-once) and open
+ *              handles; expiry.
+ *   map.c      the cluster map (iod states, UUIDs, epoch).
+ *   iodpool.c  mgrd as a client of the iods (TRUNCATE, DELETE, STATFS,
+ *              FSYNC).
+ *   server.c   connections, HELLO, dispatch, the commit path with
+ *              exactly-once, IOD_REGISTER and map pushes, session expiry,
+ *              timers, start and stop (server_int.h: shared with
+ *              handlers.c).
+ *   handlers.c one handler per client/admin request type.
+ *   main.c     command line, config, signals.
+ *
+ * Threading: everything runs on the one libuv loop thread.
+ *
+ * Lifetime rule for the live path of a mutating request (server.c):
+ *   build a struct mgr_op from the request -> mgr_op_apply (decides and
+ *   changes the state) -> pack the reply into the op -> mgr_op_commit
+ *   (journal record closed, reply cached) -> send the reply.
+ * Replay runs mgr_op_decode -> mgr_op_apply -> mgr_op_cache for each record.
+ */
+#ifndef TWINFS_MGRD_INT_H
+#define TWINFS_MGRD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "raid.h"
+
+/* ----------------------------------------------------------------- limits */
+
+#define MGR_ROOT_INO        1u
+#define MGR_NAME_MAX        255u
+#define MGR_SYMLINK_MAX     4095u           /* PATH_MAX - 1 */
+#define MGR_XATTR_NAME_MAX  255u
+#define MGR_XATTR_SIZE_MAX  (64u << 10)
+#define MGR_XATTR_TOTAL_MAX (1u << 20)      /* all values + names of one inode */
+#define MGR_LINK_MAX        65000u          /* as ext4 */
+#define MGR_UUID_MAX        64u
+#define MGR_REPLY_CACHE_MAX 1024u           /* replies kept per session */
+#define MGR_FIRST_COOKIE    3u              /* 1 and 2 are . and .. */
+
+#define MGR_RENAME_NOREPLACE 1u
+#define MGR_RENAME_EXCHANGE  2u
+#define MGR_XATTR_CREATE     1u
+#define MGR_XATTR_REPLACE    2u
+
+/* Setattr valid bits, as twinfs.proto SetattrValid (FUSE_SET_ATTR_*). */
+#define MGR_SA_MODE      1u
+#define MGR_SA_UID       2u
+#define MGR_SA_GID       4u
+#define MGR_SA_SIZE      8u
+#define MGR_SA_ATIME     16u
+#define MGR_SA_MTIME     32u
+#define MGR_SA_ATIME_NOW 128u
+#define MGR_SA_MTIME_NOW 256u
+#define MGR_SA_CTIME     1024u
+
+/* ------------------------------------------------------------- namespace */
+
+struct mgr_time {
+	int64_t sec;
+	uint32_t nsec;
+};
+
+struct mgr_xattr {
+	struct mgr_xattr *next;   /* insertion order */
+	char *name;
+	uint8_t *value;
+	uint32_t len;
+};
+
+struct mgr_dirent {
+	struct mgr_dirent *hnext; /* chain of the name hash bucket */
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t hash;
+	uint32_t slot;            /* index in mgr_dir.order */
+	uint16_t namelen;
+	char name[];              /* NUL-terminated */
+};
+
+/* A directory: entries hashed by name, and an array sorted by cookie (holes
+ * where entries were removed, compacted when half are holes) so that
+ * readdir resumes after any cookie by binary search. */
+struct mgr_dir {
+	struct mgr_dirent **buckets;
+	uint32_t nbuckets;        /* power of two */
+	uint32_t count;           /* live entries */
+	struct mgr_dirent **order;
+	uint32_t norder;          /* used slots, holes included */
+	uint32_t order_cap;
+	uint64_t next_cookie;     /* monotonic, from MGR_FIRST_COOKIE */
+	uint64_t parent;          /* ".." */
+	/* Layout policy for new files (setstripe on the directory). */
+	bool has_policy;
+	uint32_t pol_stripe_size;
+	uint32_t pol_stripe_count;  /* 0 = every group */
+	int32_t pol_first;          /* -1 = round robin */
+};
+
+struct mgr_inode {
+	uint64_t ino;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint32_t rdev;
+	uint64_t size;
+	uint64_t trunc_gen;
+	uint64_t data_version;
+	struct mgr_time atime, mtime, ctime;
+	struct r0_layout layout;  /* regular files (stripe_count 0 otherwise) */
+	uint64_t *col_blocks;     /* regular files: layout.stripe_count entries */
+	char *target;             /* symlinks */
+	struct mgr_dir *dir;      /* directories */
+	struct mgr_xattr *xattrs;
+	uint32_t xattr_bytes;
+	uint64_t parent;          /* directory of the newest name (INO_PATH) */
+	uint32_t open_count;      /* handles in all sessions */
+	bool orphan;              /* nlink 0 but open: destroyed at last close */
+	/* volatile, not journaled */
+	uint64_t trunc_pending;   /* truncates sent to iods, not yet applied */
+};
+
+/* A destroyed regular file whose subfiles still have to be deleted. */
+struct mgr_pdel {
+	uint64_t ino;
+	struct r0_layout layout;
+	/* volatile */
+	uint32_t attempts;
+	uint64_t next_try_ms;
+	bool busy;
+};
+
+struct mgr_ns {
+	struct tw_hmap inodes;    /* ino -> struct mgr_inode */
+	uint64_t next_ino;        /* never reused */
+	/* Numbers below ino_limit may have been handed out before a crash
+	 * that lost unsynced records: the limit is journaled and synced
+	 * before next_ino reaches it, and a restart continues from it. */
+	uint64_t ino_limit;
+	uint64_t rr_next;         /* round-robin first group of the next file */
+	uint32_t n_groups;
+	uint32_t def_stripe_size;
+	uint32_t def_stripe_count;  /* 0 = every group */
+	struct tw_hmap pdel;      /* ino -> struct mgr_pdel (pending deletes) */
+	uint32_t n_orphans;
+	/* Called when an inode is destroyed and a pending delete was queued
+	 * (iodpool kicks the deleter).  May be NULL. */
+	void (*on_pdel)(void *arg, struct mgr_pdel *pd);
+	void *on_pdel_arg;
+};
+
+/* What a create decides; zero/false fields are decided by mgr_ns_create
+ * and filled in (live), given ones are used as they are (replay). */
+struct mgr_create {
+	uint64_t parent;
+	const char *name;
+	uint32_t mode;            /* includes the type */
+	uint32_t rdev;
+	uint32_t uid, gid;
+	const char *target;       /* symlinks */
+	struct mgr_time now;
+	/* decided */
+	uint64_t ino;             /* 0 = allocate */
+	bool has_layout;          /* false = pick (regular files) */
+	struct r0_layout layout;
+	uint64_t rr_next;         /* the round-robin counter after the pick */
+};
+
+struct mgr_setattr {
+	uint32_t valid;           /* MGR_SA_* */
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct mgr_time atime, mtime, ctime;
+	uint64_t trunc_gen;       /* SA_SIZE: the generation the iods got */
+	uint32_t n_blocks;        /* SA_SIZE: per-column blocks after truncate */
+	const uint64_t *blocks;
+};
+
+int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
+		uint32_t def_stripe_count, const struct mgr_time *now);
+void mgr_ns_free(struct mgr_ns *ns);
+
+/* 0, -EINVAL (empty, '/', ".", "..") or -ENAMETOOLONG. */
+int mgr_name_check(const char *name);
+
+struct mgr_inode *mgr_ns_get(const struct mgr_ns *ns, uint64_t ino);
+/* -ESTALE: no such inode; -ENOTDIR; -ENOENT. */
+int mgr_ns_lookup(const struct mgr_ns *ns, uint64_t parent, const char *name,
+		  struct mgr_inode **out);
+struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name);
+/* The first entry with a cookie greater than `cookie`, or NULL. */
+struct mgr_dirent *mgr_dir_next(const struct mgr_dir *d, uint64_t cookie);
+
+int mgr_ns_create(struct mgr_ns *ns, struct mgr_create *c,
+		  struct mgr_inode **out);
+int mgr_ns_link(struct mgr_ns *ns, uint64_t ino, uint64_t newparent,
+		const char *newname, const struct mgr_time *now,
+		struct mgr_inode **out);
+int mgr_ns_unlink(struct mgr_ns *ns, uint64_t parent, const char *name,
+		  bool rmdir, const struct mgr_time *now);
+int mgr_ns_rename(struct mgr_ns *ns, uint64_t parent, const char *name,
+		  uint64_t newparent, const char *newname, uint32_t flags,
+		  const struct mgr_time *now);
+/* Validation only, for SA_SIZE before the iods are asked. */
+int mgr_ns_setattr_check(const struct mgr_ns *ns, uint64_t ino,
+			 uint32_t valid);
+int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
+		   const struct mgr_setattr *sa, const struct mgr_time *now,
+		   struct mgr_inode **out);
+/* Bump trunc_gen to at least gen (a truncate was started). */
+int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen);
+int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
+		       const struct mgr_time *mtime, uint64_t trunc_gen,
+		       bool wrote, uint32_t n, const uint32_t *cols,
+		       const uint64_t *blocks, struct mgr_inode **out);
+/* Directory: set its policy; regular file: its layout while never written
+ * (-EBUSY else).  `layout` is the decision for files (live: pass
+ * has_layout false and it is filled in). */
+int mgr_ns_setstripe(struct mgr_ns *ns, uint64_t ino, uint32_t stripe_size,
+		     uint32_t stripe_count, int32_t first, bool *has_layout,
+		     struct r0_layout *layout, uint64_t *rr_next,
+		     const struct mgr_time *now, struct mgr_inode **out);
+int mgr_ns_open(struct mgr_ns *ns, uint64_t ino);
+/* Drop one open count; destroys an orphan at the last close. */
+int mgr_ns_close(struct mgr_ns *ns, uint64_t ino);
+
+int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
+		    const void *value, uint32_t len, uint32_t flags,
+		    const struct mgr_time *now);
+/* Returns the value length; copies it when size >= length (size 0: only
+ * the length); -ERANGE when 0 < size < length; -ENODATA. */
+int mgr_ns_getxattr(const struct mgr_ns *ns, uint64_t ino, const char *name,
+		    void *buf, uint32_t size);
+int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
+		     uint32_t size);
+int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
+		       const struct mgr_time *now);
+
+/* Building blocks for loading a snapshot (record.c). */
+struct mgr_dir *mgr_dir_new(uint64_t parent);
+/* Add an entry with a given cookie, larger than any in d: -EBADMSG else. */
+int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
+		    uint64_t cookie);
+struct mgr_inode *mgr_inode_new(uint64_t ino, uint32_t mode);
+void mgr_inode_free(struct mgr_inode *in);
+int mgr_inode_set_layout(struct mgr_inode *in, const struct r0_layout *l);
+/* Append an xattr (snapshot load: no flags, no times). */
+int mgr_inode_add_xattr(struct mgr_inode *in, const char *name,
+			const void *value, uint32_t len);
+
+/* Pending deletes. */
+void mgr_ns_pdel_done(struct mgr_ns *ns, uint64_t ino);
+
+/* Path of an inode from the root, "/" for the root.  -ENOENT (orphan),
+ * -ENAMETOOLONG. */
+int mgr_ns_ino_path(const struct mgr_ns *ns, uint64_t ino, char *buf,
+		    size_t size);
+
+/* Sum of per-column blocks (512-byte units). */
+uint64_t mgr_inode_blocks(const struct mgr_inode *in);
+
+/* ------------------------------------------------------------- sessions */
+
+struct mgr_reply {
+	struct mgr_reply *next;   /* insertion order */
+	uint64_t seq;
+	int32_t status;
+	uint16_t type;            /* MsgType of the request */
+	uint32_t len;
+	uint8_t data[];           /* packed reply body */
+};
+
+struct mgr_handle {
+	uint64_t fh;
+	uint64_t ino;
+	uint32_t flags;
+};
+
+struct mgr_session {
+	uint64_t id;
+	uint64_t next_fh;
+	struct tw_hmap handles;   /* fh -> struct mgr_handle */
+	struct tw_hmap replies;   /* seq -> struct mgr_reply */
+	struct mgr_reply *rhead, *rtail;
+	uint32_t nreplies;
+	/* volatile */
+	uint32_t n_conns;
+	uint64_t idle_since_ms;   /* when n_conns dropped to 0 */
+	uint64_t grace_ms;        /* idle time allowed before expiry */
+};
+
+struct mgr_sessions {
+	struct tw_hmap by_id;     /* id -> struct mgr_session */
+	uint64_t next_id;
+};
+
+void mgr_sessions_init(struct mgr_sessions *ss);
+void mgr_sessions_free(struct mgr_sessions *ss);
+struct mgr_session *mgr_session_get(const struct mgr_sessions *ss, uint64_t id);
+/* Create session `id` (replay) or a new one (id 0). */
+struct mgr_session *mgr_session_create(struct mgr_sessions *ss, uint64_t id);
+void mgr_session_destroy(struct mgr_sessions *ss, struct mgr_session *s);
+const struct mgr_reply *mgr_session_reply(const struct mgr_session *s,
+					  uint64_t seq);
+/* Remember a reply (copied); trims replies with seq <= acked and keeps at
+ * most MGR_REPLY_CACHE_MAX. */
+int mgr_session_cache(struct mgr_session *s, uint64_t seq, uint64_t acked,
+		      uint16_t type, int32_t status, const void *data,
+		      uint32_t len);
+int mgr_session_add_handle(struct mgr_session *s, uint64_t fh, uint64_t ino,
+			   uint32_t flags);
+struct mgr_handle *mgr_session_handle(const struct mgr_session *s, uint64_t fh);
+void mgr_session_del_handle(struct mgr_session *s, uint64_t fh);
+/* Sorted ids/fhs for deterministic iteration (caller frees). */
+uint64_t *mgr_hmap_sorted_keys(const struct tw_hmap *m, size_t *n);
+
+/* ------------------------------------------------------------------ map */
+
+enum mgr_iod_state {
+	MGR_IOD_UP = 0,           /* values as twinfs.proto IodState */
+	MGR_IOD_SUSPECT = 1,
+	MGR_IOD_DOWN = 2,
+	MGR_IOD_RESYNCING = 3,
+};
+
+struct mgr_map_iod {
+	uint32_t id;              /* 1..n */
+	uint32_t group;
+	uint32_t twin_index;
+	char host[TW_HOST_MAX];
+	int port;
+	/* journaled */
+	enum mgr_iod_state state;
+	uint8_t uuid[MGR_UUID_MAX];
+	uint32_t uuid_len;        /* 0 = never registered */
+	uint64_t incarnation;
+	bool needs_resync;
+};
+
+struct mgr_map {
+	uint64_t epoch;           /* from 1, journaled */
+	uint32_t n_iods;
+	uint32_t n_groups;
+	uint32_t stripe_size, stripe_count;   /* cluster defaults */
+	struct mgr_map_iod iods[TW_MAX_IODS]; /* iods[i].id == i + 1 */
+};
+
+struct mgr_op;
+void mgr_map_init(struct mgr_map *m, const struct tw_conf *conf);
+struct mgr_map_iod *mgr_map_iod(struct mgr_map *m, uint32_t id);
+/* The twin of group g with twin index t, or NULL. */
+struct mgr_map_iod *mgr_map_twin(struct mgr_map *m, uint32_t group, int t);
+/* Twin that orders writes of (ino, column) now: r1_primary while both are
+ * up, else the survivor; NULL if neither is up. */
+struct mgr_map_iod *mgr_map_primary(struct mgr_map *m,
+				    const struct r0_layout *l, uint64_t ino,
+				    uint32_t column);
+
+/* IOD_REGISTER: decide.  Fills a MGR_OP_MAP_IOD op when the map changes
+ * (returns 1), returns 0 when nothing changes, -ENOENT for an unknown id,
+ * -EINVAL for a bad UUID, -EEXIST when the id is registered with another
+ * UUID. */
+int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
+		     uint32_t uuid_len, uint64_t incarnation,
+		     struct mgr_op *op);
+
+/* --------------------------------------------------------------- state */
+
+struct mgr_state {
+	struct mgr_ns ns;
+	struct mgr_sessions sessions;
+	struct mgr_map map;
+};
+
+int mgr_state_init(struct mgr_state *st, const struct tw_conf *conf,
+		   const struct mgr_time *now);
+void mgr_state_free(struct mgr_state *st);
+
+/* ------------------------------------------------------------ records */
+
+enum mgr_op_type {
+	MGR_OP_NONE = 0,
+	MGR_OP_SETATTR = 1,
+	MGR_OP_CREATE = 2,        /* MKNOD, MKDIR, SYMLINK */
+	MGR_OP_LINK = 3,
+	MGR_OP_UNLINK = 4,
+	MGR_OP_RMDIR = 5,
+	MGR_OP_RENAME = 6,
+	MGR_OP_OPEN = 7,
+	MGR_OP_RELEASE = 8,
+	MGR_OP_SETXATTR = 9,
+	MGR_OP_REMOVEXATTR = 10,
+	MGR_OP_SIZE_REPORT = 11,
+	MGR_OP_SETSTRIPE = 12,
+	MGR_OP_SESSION_NEW = 13,
+	MGR_OP_SESSION_EXPIRE = 14,
+	MGR_OP_MAP_IOD = 15,      /* one iod's journaled map fields + epoch */
+	MGR_OP_PDEL_DONE = 16,
+	MGR_OP_TRUNC_BEGIN = 17,
+	MGR_OP_INO_RESERVE = 18,  /* ino_limit = new_ino (synced before use) */
+	MGR_OP_MAX_
+};
+
+#define MGR_OP_MAX_COLS R0_MAX_STRIPE_COUNT
+
+/* One mutating operation: its inputs, its decided outputs and, for client
+ * requests, the exactly-once triple.  Strings and buffers are borrowed
+ * (from the request, or from the record buffer during replay). */
+struct mgr_op {
+	uint8_t type;
+	/* exactly-once; session 0 = not cached */
+	uint64_t session, seq, acked_seq;
+	int32_t status;
+	uint16_t reply_type;
+	const void *reply;
+	uint32_t reply_len;
+	/* inputs */
+	uint64_t ino, parent, newparent;
+	const char *name, *newname, *target;
+	const void *value;
+	uint32_t value_len;
+	uint32_t mode, rdev, uid, gid, flags, valid;
+	uint64_t size, trunc_gen;
+	struct mgr_time atime, mtime, ctime;
+	bool wrote;
+	bool open;                /* CREATE: create + open (reply has fh) */
+	uint32_t stripe_size, stripe_count;
+	int32_t first;
+	uint32_t n_cols;
+	uint32_t cols[MGR_OP_MAX_COLS];
+	uint64_t blocks[MGR_OP_MAX_COLS];
+	const void *uuid;
+	uint32_t uuid_len;
+	uint64_t incarnation;
+	uint32_t iod_state;
+	bool needs_resync;
+	/* decided */
+	struct mgr_time now;
+	uint64_t new_ino;         /* create; setattr/open: unused */
+	uint64_t fh;              /* open / create+open */
+	bool has_layout;
+	struct r0_layout layout;
+	uint64_t rr_next;
+	uint64_t epoch;
+	/* results of apply, not encoded */
+	struct mgr_inode *out;
+};
+
+/* Apply an op to the state: live (op decisions not set yet: they are
+ * filled in) or replay (decisions given).  Returns 0 or -errno; on replay
+ * of a record whose status is < 0 nothing is applied. */
+int mgr_op_apply(struct mgr_state *st, struct mgr_op *op);
+/* Put op's reply into its session's reply cache (no-op for session 0). */
+int mgr_op_cache(struct mgr_state *st, const struct mgr_op *op);
+
+/* Encode into a new buffer (*out, malloc'ed) / decode (op borrows buf). */
+int mgr_op_encode(const struct mgr_op *op, uint8_t **out, size_t *len);
+int mgr_op_decode(const void *buf, size_t len, struct mgr_op *op);
+
+/* Snapshot of the whole journaled state (canonical: equal states give
+ * equal bytes). */
+int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len);
+/* Decode into an initialised, freshly made state (replaces its ns,
+ * sessions and the journaled map fields). */
+int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len);
+
+/* The journal of a state: open/replay, commit (append + cache), snapshot. */
+struct jnl_rec;
+struct mgr_journal {
+	struct jnl_rec *log;
+	struct mgr_state *st;
+	uint64_t snapshot_bytes;  /* snapshot when the log exceeds this */
+	uint64_t records;         /* replayed + appended */
+	bool dirty;               /* appended since the last sync */
+};
+
+int mgr_journal_open(struct mgr_journal *j, const char *dir,
+		     struct mgr_state *st);
+/* Encode, append (closed on return), cache the reply; snapshot if the log
+ * grew too large.  An append failure is fatal to mgrd's guarantees: the
+ * caller must stop serving. */
+int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op);
+int mgr_journal_sync(struct mgr_journal *j);
+int mgr_journal_snapshot(struct mgr_journal *j);
+void mgr_journal_close(struct mgr_journal *j);
+
+/* ------------------------------------------------------------- iodpool */
+
+struct uv_loop_s;
+struct mgr_iodpool;
+
+struct mgr_statfs {
+	uint64_t bsize, blocks, bfree, bavail;
+};
+
+typedef void (*mgr_pool_cb)(int status, void *arg);
+/* blocks[k]: column k's allocated blocks after the truncate. */
+typedef void (*mgr_pool_trunc_cb)(int status, const uint64_t *blocks,
+				  uint32_t n, void *arg);
+typedef void (*mgr_pool_statfs_cb)(int status, const struct mgr_statfs *sf,
+				   void *arg);
+/* All columns of a pending delete are gone: journal it (server.c). */
+typedef void (*mgr_pool_pdel_cb)(uint64_t ino, void *arg);
+
+int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
+		 struct mgr_map *map, struct mgr_ns *ns, uint64_t incarnation,
+		 mgr_pool_pdel_cb on_pdel_done, void *arg,
+		 struct mgr_iodpool **out);
+/* Cancel outstanding calls (their callbacks run with -ECANCELED) and free
+ * the pool once its handles are closed. */
+void mgr_pool_free(struct mgr_iodpool *p);
+/* TRUNCATE every column of (ino, layout) to the size of a file of `size`
+ * bytes at the column's primary; cb once all answered (-EIO when any
+ * failed).  Returns 0 (cb will run) or -errno. */
+int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
+		      const struct r0_layout *l, uint64_t size, uint64_t gen,
+		      mgr_pool_trunc_cb cb, void *arg);
+/* The functions below return 0 (cb runs later, exactly once), 1 (cb has
+ * already run) or -errno (cb never runs). */
+/* FSYNC(ino 0) at every up iod. */
+int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg);
+/* Sum over groups of the smaller twin; cached about a second. */
+int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg);
+/* Try pending deletes now (after an iod registers or a file dies). */
+void mgr_pool_kick(struct mgr_iodpool *p);
+
+/* -------------------------------------------------------------- server */
+
+struct mgr_server;
+/* Open the state (replay), listen; runs on `loop` until mgr_server_stop. */
+int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
+		     struct mgr_server **out);
+/* Clean shutdown: stop listening, snapshot, close the journal; `done`
+ * runs when every handle is closed. */
+void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
+		     void *arg);
+
+#endif

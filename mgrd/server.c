@@ -1,0 +1,699 @@
+/* server.c - the network face of twinfs-mgrd: connections, HELLO and
+ * session binding, dispatch (client requests go to handlers.c), the commit
+ * path with exactly-once replay of retransmissions, IOD_REGISTER and map
+ * pushes, commit timer, session expiry, start and clean stop.
+ *
+ * Request path of a mutating operation (the guarantee "an mgrd reply means
+ * its journal record is closed", DESIGN.md):
+ *   dup_check (a cached reply for (session, seq) is re-sent as it is)
+ *   -> build a struct mgr_op, read the clock into op.now
+ *   -> mgr_op_apply (state changes, decisions filled in)
+ *   -> mgr_srv_finish(): pack the reply, mgr_journal_commit (record
+ *      closed, reply cached), then wire_reply.
+ * A journal append failure is fatal: the state in memory is ahead of the
+ * log, so mgrd exits at once (no snapshot) and restarts from the log.
+ *
+ * SETATTR with a size is asynchronous: a TRUNC_BEGIN record bumps
+ * trunc_gen, the iods truncate (iodpool.c), then the SETATTR record closes
+ * and the reply goes out.  A retransmission arriving meanwhile waits for the
+ * same answer (struct mgr_inflight).
+ *
+ * Sessions live while they have a connection; after session_timeout (after
+ * a restart: twice that, the grace for clients to come back) without one,
+ * a SESSION_EXPIRE record releases their handles (orphans die).
+ */
+#include "server_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SWEEP_MS            1000u
+#define INO_RESERVE_CHUNK   4096u
+
+/* ---------------------------------------------------------------- basics */
+
+void mgr_srv_now(struct mgr_time *t)
+{
+	tw_realtime(&t->sec, &t->nsec);
+}
+
+void mgr_srv_fatal(struct mgr_server *s, const char *what, int rc)
+{
+	(void)s;
+	tw_err("mgrd: journal %s failed: %s; exiting without a snapshot so "
+	       "that the next start replays only what was acknowledged", what,
+	       strerror(-rc));
+	_exit(2);
+}
+
+void mgr_srv_reply(struct wire_conn *c, const struct wire_hdr *h, int status,
+		  const ProtobufCMessage *body)
+{
+	if (status > 0)
+		status = 0;
+	wire_reply(c, h, status, status < 0 ? NULL : body, NULL, 0);
+}
+
+/* --------------------------------------------------------- exactly once */
+
+void mgr_srv_resend(struct wire_conn *c, const struct wire_hdr *h,
+		   const struct mgr_reply *r)
+{
+	ProtobufCMessage *body = NULL;
+
+	if (r->status < 0) {
+		mgr_srv_reply(c, h, r->status, NULL);
+		return;
+	}
+	if (r->len) {
+		body = wire_body_decode(r->type, true, r->data, r->len);
+		if (!body) {
+			mgr_srv_reply(c, h, -EIO, NULL);
+			return;
+		}
+	}
+	mgr_srv_reply(c, h, 0, body);
+	if (body)
+		protobuf_c_message_free_unpacked(body, NULL);
+}
+
+static struct mgr_inflight *inflight_find(struct mgr_server *s, uint64_t session,
+				      uint64_t seq)
+{
+	for (struct mgr_inflight *f = s->inflight; f; f = f->next)
+		if (f->session == session && f->seq == seq)
+			return f;
+	return NULL;
+}
+
+/* Fill op's exactly-once fields from ctx.  Returns true when the request
+ * has been answered (a retransmission). */
+bool mgr_srv_dup_check(struct mgr_server *s, struct wire_conn *c,
+		      const struct wire_msg *m, const Twinfs__Ctx *ctx,
+		      struct mgr_op *op)
+{
+	struct mgr_session *sess;
+	const struct mgr_reply *r;
+	struct mgr_inflight *f;
+
+	mgr_srv_now(&op->now);
+	if (!ctx || !ctx->session)
+		return false;
+	sess = mgr_session_get(&s->st.sessions, ctx->session);
+	if (!sess)
+		return false;  /* expired: served without exactly-once */
+	op->session = ctx->session;
+	op->seq = ctx->seq;
+	op->acked_seq = ctx->acked_seq;
+	if (!ctx->seq)
+		return false;
+	r = mgr_session_reply(sess, ctx->seq);
+	if (r) {
+		tw_debug("mgrd: session %llu seq %llu: retransmission, "
+			 "answered from the reply cache",
+			 (unsigned long long)ctx->session,
+			 (unsigned long long)ctx->seq);
+		mgr_srv_resend(c, &m->hdr, r);
+		return true;
+	}
+	f = inflight_find(s, ctx->session, ctx->seq);
+	if (f) {
+		struct mgr_waiter *w = calloc(1, sizeof(*w));
+
+		if (!w) {
+			mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+			return true;
+		}
+		w->wc = c;
+		w->hdr = m->hdr;
+		wire_conn_ref(c);
+		w->next = f->waiters;
+		f->waiters = w;
+		return true;
+	}
+	return false;
+}
+
+/* Journal op with its reply, then answer.  rc < 0 records a failure only
+ * for exactly-once requests (nothing changed). */
+void mgr_srv_finish(struct mgr_server *s, struct wire_conn *c,
+		   const struct wire_hdr *h, struct mgr_op *op, int rc,
+		   const ProtobufCMessage *body)
+{
+	uint8_t *packed = NULL;
+	size_t len = 0;
+	int jrc;
+
+	if (rc > 0)
+		rc = 0;
+	op->status = rc;
+	if (rc == 0 && body) {
+		len = protobuf_c_message_get_packed_size(body);
+		packed = malloc(len ? len : 1);
+		if (!packed)
+			mgr_srv_fatal(s, "reply", -ENOMEM);
+		protobuf_c_message_pack(body, packed);
+	}
+	op->reply = packed;
+	op->reply_len = (uint32_t)len;
+	op->reply_type = h ? h->type : 0;
+	if (rc == 0 || (op->session && op->seq)) {
+		jrc = mgr_journal_commit(&s->jnl, op);
+		if (jrc < 0)
+			mgr_srv_fatal(s, "append", jrc);
+	}
+	if (c)
+		mgr_srv_reply(c, h, rc, body);
+	free(packed);
+	if (s->kick_pdel) {
+		s->kick_pdel = false;
+		mgr_pool_kick(s->pool);
+	}
+}
+
+/* Apply and journal an internal op (no client, no reply). */
+int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op)
+{
+	int rc;
+
+	mgr_srv_now(&op->now);
+	rc = mgr_op_apply(&s->st, op);
+	if (rc < 0)
+		return rc;
+	mgr_srv_finish(s, NULL, NULL, op, 0, NULL);
+	return 0;
+}
+
+/* Before a create may use inode number next_ino, the limit above it must
+ * be durable (DESIGN.md "Metadata": a reserved range whose upper bound is
+ * journaled and synced before its first number is used). */
+void mgr_srv_ino_reserve(struct mgr_server *s)
+{
+	struct mgr_op op = { .type = MGR_OP_INO_RESERVE };
+	int rc;
+
+	if (s->st.ns.next_ino < s->st.ns.ino_limit)
+		return;
+	op.new_ino = s->st.ns.next_ino + INO_RESERVE_CHUNK;
+	if (mgr_srv_internal(s, &op) < 0)
+		mgr_srv_fatal(s, "reserve", -ENOMEM);
+	rc = mgr_journal_sync(&s->jnl);
+	if (rc < 0)
+		mgr_srv_fatal(s, "sync", rc);
+}
+
+static void on_pdel_queued(void *arg, struct mgr_pdel *pd)
+{
+	struct mgr_server *s = arg;
+
+	(void)pd;
+	/* Not now: we are inside an apply whose record is not written yet,
+	 * and a PDEL_DONE must never precede it in the log. */
+	s->kick_pdel = true;
+}
+
+static void on_pdel_done(uint64_t ino, void *arg)
+{
+	struct mgr_server *s = arg;
+	struct mgr_op op = { .type = MGR_OP_PDEL_DONE, .ino = ino };
+
+	if (mgr_srv_internal(s, &op) == 0)
+		tw_debug("mgrd: subfiles of ino %llu deleted",
+			 (unsigned long long)ino);
+}
+
+/* -------------------------------------------------------------- the map */
+
+struct map_buf {
+	Twinfs__ClusterMap cm;
+	Twinfs__IodInfo info[TW_MAX_IODS];
+	Twinfs__IodInfo *ptrs[TW_MAX_IODS];
+};
+
+static void fill_map(const struct mgr_server *s, struct map_buf *mb)
+{
+	const struct mgr_map *m = &s->st.map;
+
+	twinfs__cluster_map__init(&mb->cm);
+	mb->cm.epoch = m->epoch;
+	mb->cm.n_groups = m->n_groups;
+	mb->cm.stripe_size = m->stripe_size;
+	mb->cm.stripe_count = m->stripe_count;
+	for (uint32_t i = 0; i < m->n_iods; i++) {
+		const struct mgr_map_iod *mi = &m->iods[i];
+		Twinfs__IodInfo *ii = &mb->info[i];
+
+		twinfs__iod_info__init(ii);
+		ii->id = mi->id;
+		ii->group = mi->group;
+		ii->twin_index = mi->twin_index;
+		ii->host = (char *)mi->host;
+		ii->port = (uint32_t)mi->port;
+		ii->state = (Twinfs__IodState)mi->state;
+		ii->incarnation = mi->incarnation;
+		ii->needs_resync = mi->needs_resync;
+		mb->ptrs[i] = ii;
+	}
+	mb->cm.n_iods = m->n_iods;
+	mb->cm.iods = mb->ptrs;
+}
+
+static void push_map(struct mgr_server *s)
+{
+	struct map_buf mb;
+
+	fill_map(s, &mb);
+	for (struct mgr_conn *mc = s->conns; mc; mc = mc->next)
+		if (mc->control || mc->role == TWINFS__ROLE__ROLE_IOD)
+			wire_conn_push(mc->wc, TWINFS__MSG_TYPE__MSG_MAP_UPDATE,
+				       &mb.cm.base);
+}
+
+/* ------------------------------------------------------------- sessions */
+
+static void session_bind(struct mgr_server *s, struct mgr_conn *mc,
+			 struct mgr_session *sess)
+{
+	mc->session = sess->id;
+	sess->n_conns++;
+	/* The client is back: the restart grace is over. */
+	sess->grace_ms = s->session_timeout_ms;
+}
+
+static void session_unbind(struct mgr_server *s, struct mgr_conn *mc)
+{
+	struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+						   mc->session);
+
+	mc->session = 0;
+	if (!sess || sess->n_conns == 0)
+		return;
+	if (--sess->n_conns == 0)
+		sess->idle_since_ms = tw_now_ms();
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+	struct mgr_server *s = t->data;
+	uint64_t now = tw_now_ms(), *ids;
+	size_t n;
+
+	if (s->stopping)
+		return;
+	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
+	if (!ids)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+							   ids[i]);
+		struct mgr_op op = { .type = MGR_OP_SESSION_EXPIRE };
+		uint32_t handles;
+		uint64_t idle;
+
+		if (!sess || sess->n_conns > 0 ||
+		    now - sess->idle_since_ms < sess->grace_ms)
+			continue;
+		handles = (uint32_t)sess->handles.count;
+		idle = now - sess->idle_since_ms;
+		op.session = sess->id;
+		if (mgr_srv_internal(s, &op) == 0)
+			tw_info("mgrd: session %llu expired after %llu ms "
+				"without a connection; %u open handles "
+				"released", (unsigned long long)ids[i],
+				(unsigned long long)idle, handles);
+	}
+	free(ids);
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void h_hello(struct mgr_server *s, struct wire_conn *c,
+		    struct wire_msg *m)
+{
+	const Twinfs__Hello *h = (const Twinfs__Hello *)m->body;
+	Twinfs__HelloReply r = TWINFS__HELLO_REPLY__INIT;
+	struct mgr_conn *mc = wire_conn_get_data(c);
+	struct mgr_session *sess = NULL;
+
+	if (mc) {
+		mgr_srv_reply(c, &m->hdr, -EINVAL, NULL);  /* a second HELLO */
+		return;
+	}
+	if (strcmp(h->cluster, s->conf->cluster_name) != 0 ||
+	    h->proto_version != WIRE_VERSION) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: cluster \"%s\" "
+			  "version %u (we are \"%s\" version %u)",
+			  wire_conn_peer(c), h->cluster, h->proto_version,
+			  s->conf->cluster_name, WIRE_VERSION);
+		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
+		wire_conn_close(c);
+		return;
+	}
+	switch (h->role) {
+	case TWINFS__ROLE__ROLE_CLIENT:
+	case TWINFS__ROLE__ROLE_ADMIN:
+	case TWINFS__ROLE__ROLE_IOD:
+		break;
+	default:
+		tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: role %d",
+			  wire_conn_peer(c), h->role);
+		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
+		wire_conn_close(c);
+		return;
+	}
+	if (h->role == TWINFS__ROLE__ROLE_CLIENT ||
+	    (h->role == TWINFS__ROLE__ROLE_ADMIN && h->session_id)) {
+		sess = mgr_session_get(&s->st.sessions, h->session_id);
+		if (!sess && h->role == TWINFS__ROLE__ROLE_CLIENT) {
+			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
+
+			if (h->session_id)
+				tw_warn("mgrd: %s asks for session %llu, which "
+					"expired or never existed; giving it a "
+					"new one", wire_conn_peer(c),
+					(unsigned long long)h->session_id);
+			if (mgr_srv_internal(s, &op) < 0) {
+				mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+				return;
+			}
+			sess = mgr_session_get(&s->st.sessions, op.session);
+			sess->grace_ms = s->session_timeout_ms;
+			tw_info("mgrd: new session %llu for %s%s%s",
+				(unsigned long long)sess->id,
+				wire_conn_peer(c), h->hostname[0] ? " " : "",
+				h->hostname);
+		}
+	}
+	mc = calloc(1, sizeof(*mc));
+	if (!mc) {
+		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+		wire_conn_close(c);
+		return;
+	}
+	mc->wc = c;
+	mc->role = h->role;
+	mc->control = h->control;
+	mc->iod_id = h->role == TWINFS__ROLE__ROLE_IOD ? h->node_id : 0;
+	mc->next = s->conns;
+	if (s->conns)
+		s->conns->prev = mc;
+	s->conns = mc;
+	wire_conn_set_data(c, mc);
+	if (sess)
+		session_bind(s, mc, sess);
+	r.incarnation = s->incarnation;
+	r.session_id = mc->session;
+	r.epoch = s->st.map.epoch;
+	mgr_srv_reply(c, &m->hdr, 0, &r.base);
+}
+
+static void h_get_map(struct mgr_server *s, struct wire_conn *c,
+		      struct wire_msg *m)
+{
+	struct map_buf mb;
+
+	fill_map(s, &mb);
+	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
+}
+
+static void h_ping(struct mgr_server *s, struct wire_conn *c,
+		   struct wire_msg *m)
+{
+	Twinfs__Ping p = TWINFS__PING__INIT;
+
+	p.epoch = s->st.map.epoch;
+	p.incarnation = s->incarnation;
+	mgr_srv_reply(c, &m->hdr, 0, &p.base);
+}
+
+static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
+			   struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__IodRegister *q = (const Twinfs__IodRegister *)m->body;
+	struct mgr_op op;
+	struct map_buf mb;
+	int rc;
+
+	if (mc->role != TWINFS__ROLE__ROLE_IOD) {
+		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		return;
+	}
+	rc = mgr_map_register(&s->st.map, q->iod_id, q->uuid.data,
+			      (uint32_t)q->uuid.len, q->incarnation, &op);
+	if (rc == -EEXIST) {
+		tw_err("mgrd: iod %u at %s registers with a data directory "
+		       "whose UUID differs from the one recorded for iod %u: "
+		       "refused (wrong directory, or a replaced disk that "
+		       "needs `twinfsctl rebuild`)", q->iod_id,
+		       wire_conn_peer(c), q->iod_id);
+	} else if (rc == -ENOENT) {
+		tw_warn("mgrd: %s registers as iod %u, which is not in the "
+			"config: refused", wire_conn_peer(c), q->iod_id);
+	}
+	if (rc < 0) {
+		mgr_srv_reply(c, &m->hdr, rc, NULL);
+		return;
+	}
+	mc->iod_id = q->iod_id;
+	if (rc == 1) {
+		rc = mgr_srv_internal(s, &op);
+		if (rc < 0) {
+			mgr_srv_reply(c, &m->hdr, rc, NULL);
+			return;
+		}
+		tw_info("mgrd: iod %u registered from %s (incarnation %llx); "
+			"map epoch %llu", q->iod_id, wire_conn_peer(c),
+			(unsigned long long)q->incarnation,
+			(unsigned long long)s->st.map.epoch);
+		push_map(s);
+		mgr_pool_kick(s->pool);
+	}
+	fill_map(s, &mb);
+	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static bool client_role(const struct mgr_conn *mc)
+{
+	return mc->role == TWINFS__ROLE__ROLE_CLIENT ||
+	       mc->role == TWINFS__ROLE__ROLE_ADMIN;
+}
+
+static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
+{
+	struct mgr_server *s = arg;
+	struct mgr_conn *mc = wire_conn_get_data(c);
+	uint16_t t = m->hdr.type;
+
+	if (s->stopping) {
+		mgr_srv_reply(c, &m->hdr, -ESHUTDOWN, NULL);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_HELLO) {
+		h_hello(s, c, m);
+		goto out;
+	}
+	if (!mc) {
+		/* wire_conn enforces HELLO first; a refused HELLO leaves no
+		 * conn data and the connection is closing. */
+		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_PING) {
+		h_ping(s, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_GET_MAP) {
+		h_get_map(s, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_IOD_REGISTER) {
+		h_iod_register(s, mc, c, m);
+		goto out;
+	}
+	if (!client_role(mc)) {
+		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
+		goto out;
+	}
+	mgr_handle_client(s, c, m);
+out:
+	wire_msg_free(m);
+}
+
+static void on_close(struct wire_conn *c, void *arg)
+{
+	struct mgr_server *s = arg;
+	struct mgr_conn *mc = wire_conn_get_data(c);
+
+	if (!mc)
+		return;
+	wire_conn_set_data(c, NULL);
+	if (mc->session)
+		session_unbind(s, mc);
+	if (mc->prev)
+		mc->prev->next = mc->next;
+	else
+		s->conns = mc->next;
+	if (mc->next)
+		mc->next->prev = mc->prev;
+	free(mc);
+}
+
+/* ----------------------------------------------------------- lifecycle */
+
+static void on_commit_timer(uv_timer_t *t)
+{
+	struct mgr_server *s = t->data;
+	int rc = mgr_journal_sync(&s->jnl);
+
+	if (rc < 0)
+		mgr_srv_fatal(s, "sync", rc);
+}
+
+int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
+		     struct mgr_server **out)
+{
+	struct mgr_server *s = calloc(1, sizeof(*s));
+	struct wire_server_ops ops = { .on_request = on_request,
+				       .on_close = on_close };
+	struct mgr_time now;
+	uint64_t *ids;
+	size_t n;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->conf = conf;
+	s->session_timeout_ms = conf->session_timeout_ms
+				? conf->session_timeout_ms : 90000;
+	rc = tw_random(&s->incarnation, sizeof(s->incarnation));
+	if (rc < 0)
+		goto fail;
+	mgr_srv_now(&now);
+	rc = mgr_state_init(&s->st, conf, &now);
+	if (rc < 0)
+		goto fail;
+	s->st_init = true;
+	rc = tw_mkdir_p(conf->mgr_dir);
+	if (rc < 0) {
+		tw_err("mgrd: state directory %s: %s", conf->mgr_dir,
+		       strerror(-rc));
+		goto fail;
+	}
+	rc = mgr_journal_open(&s->jnl, conf->mgr_dir, &s->st);
+	if (rc < 0) {
+		tw_err("mgrd: cannot open the journal in %s: %s",
+		       conf->mgr_dir, strerror(-rc));
+		goto fail;
+	}
+	s->jnl_open = true;
+	/* Numbers up to the journaled limit may have been handed out by
+	 * records that a power loss took away: never use them again. */
+	if (s->st.ns.next_ino < s->st.ns.ino_limit)
+		s->st.ns.next_ino = s->st.ns.ino_limit;
+	s->st.ns.on_pdel = on_pdel_queued;
+	s->st.ns.on_pdel_arg = s;
+	tw_info("mgrd: state loaded from %s: %zu inodes, %u orphans, %zu "
+		"sessions, %zu pending deletes, next ino %llu, map epoch %llu",
+		conf->mgr_dir, s->st.ns.inodes.count, s->st.ns.n_orphans,
+		s->st.sessions.by_id.count, s->st.ns.pdel.count,
+		(unsigned long long)s->st.ns.next_ino,
+		(unsigned long long)s->st.map.epoch);
+	/* Grace after a restart: clients have two timeouts to come back
+	 * before their handles (and the orphans they keep) go. */
+	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
+	for (size_t i = 0; ids && i < n; i++) {
+		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+							   ids[i]);
+
+		sess->idle_since_ms = tw_now_ms();
+		sess->grace_ms = 2ull * s->session_timeout_ms;
+	}
+	free(ids);
+
+	rc = mgr_pool_new(loop, conf, &s->st.map, &s->st.ns, s->incarnation,
+			  on_pdel_done, s, &s->pool);
+	if (rc < 0)
+		goto fail;
+	rc = wire_listen(loop, conf->mgr_host, conf->mgr_port, &ops, s,
+			 &s->ws);
+	if (rc < 0) {
+		tw_err("mgrd: cannot listen on %s:%d: %s", conf->mgr_host,
+		       conf->mgr_port, strerror(-rc));
+		goto fail;
+	}
+	uv_timer_init(loop, &s->commit_timer);
+	s->commit_timer.data = s;
+	uv_timer_start(&s->commit_timer, on_commit_timer,
+		       conf->commit_interval_ms ? conf->commit_interval_ms
+						: 5000,
+		       conf->commit_interval_ms ? conf->commit_interval_ms
+						: 5000);
+	uv_timer_init(loop, &s->sweep_timer);
+	s->sweep_timer.data = s;
+	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+	tw_info("mgrd: cluster \"%s\" listening on %s:%d, %d iods in %d "
+		"groups", conf->cluster_name, conf->mgr_host, conf->mgr_port,
+		conf->n_iods, conf->n_groups);
+	*out = s;
+	return 0;
+fail:
+	if (s->pool)
+		mgr_pool_free(s->pool);
+	if (s->jnl_open)
+		mgr_journal_close(&s->jnl);
+	if (s->st_init)
+		mgr_state_free(&s->st);
+	free(s);
+	return rc;
+}
+
+static void stop_step(void *arg)
+{
+	struct mgr_server *s = arg;
+
+	if (--s->closing > 0)
+		return;
+	mgr_state_free(&s->st);
+	if (s->done)
+		s->done(s->done_arg);
+	free(s);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	stop_step(h->data);
+}
+
+void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
+		     void *arg)
+{
+	int rc;
+
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	s->done = done;
+	s->done_arg = arg;
+	/* The snapshot first: from here on nothing is journaled. */
+	rc = mgr_journal_snapshot(&s->jnl);
+	if (rc < 0)
+		tw_err("mgrd: final snapshot failed: %s; the journal still "
+		       "holds everything", strerror(-rc));
+	else
+		tw_info("mgrd: snapshot written; shutting down");
+	mgr_journal_sync(&s->jnl);
+	mgr_journal_close(&s->jnl);
+	s->closing = 3;
+	uv_timer_stop(&s->commit_timer);
+	uv_timer_stop(&s->sweep_timer);
+	uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&s->sweep_timer, on_handle_closed);
+	mgr_pool_free(s->pool);
+	wire_server_close(s->ws, stop_step, s);
+}

@@ -1,0 +1,90 @@
+/* server_int.h - what server.c shares with handlers.c (twinfs-mgrd
+ * internal; see mgrd_int.h for the module map).
+ *
+ * server.c owns connections, HELLO, sessions' liveness, the map pushes,
+ * exactly-once and the journal commit path; handlers.c holds one handler per
+ * client request type and calls back into the commit path below.
+ */
+#ifndef TWINFS_MGRD_SERVER_INT_H
+#define TWINFS_MGRD_SERVER_INT_H
+
+#include "mgrd_int.h"
+#include "wire.h"
+
+struct mgr_conn {
+	struct mgr_conn *next, *prev;
+	struct wire_conn *wc;
+	int role;                 /* TWINFS__ROLE__* */
+	bool control;
+	uint64_t session;         /* bound session, 0 = none */
+	uint32_t iod_id;
+};
+
+struct mgr_waiter {
+	struct mgr_waiter *next;
+	struct wire_conn *wc;     /* referenced */
+	struct wire_hdr hdr;
+};
+
+/* A mutating request being worked on asynchronously. */
+struct mgr_inflight {
+	struct mgr_inflight *next;
+	uint64_t session, seq;
+	struct mgr_waiter *waiters;   /* retransmissions waiting for the answer */
+};
+
+struct mgr_server {
+	uv_loop_t *loop;
+	const struct tw_conf *conf;
+	struct mgr_state st;
+	bool st_init;
+	struct mgr_journal jnl;
+	bool jnl_open;
+	struct wire_server *ws;
+	struct mgr_iodpool *pool;
+	uint64_t incarnation;
+	uv_timer_t commit_timer;
+	uv_timer_t sweep_timer;
+	struct mgr_conn *conns;
+	struct mgr_inflight *inflight;
+	uint32_t session_timeout_ms;
+	bool kick_pdel;
+	bool stopping;
+	int closing;              /* handles still closing at stop */
+	void (*done)(void *arg);
+	void *done_arg;
+};
+
+/* CLOCK_REALTIME into t. */
+void mgr_srv_now(struct mgr_time *t);
+/* A journal failure: memory is ahead of the log; exit without snapshot. */
+void mgr_srv_fatal(struct mgr_server *s, const char *what, int rc)
+	__attribute__((noreturn));
+/* wire_reply with status (> 0 means 0) and body only when status == 0. */
+void mgr_srv_reply(struct wire_conn *c, const struct wire_hdr *h, int status,
+		   const ProtobufCMessage *body);
+/* Send a cached reply again. */
+void mgr_srv_resend(struct wire_conn *c, const struct wire_hdr *h,
+		    const struct mgr_reply *r);
+/* Fill op's exactly-once fields and clock from ctx; true when the request
+ * was answered (a retransmission, from the cache or after an in-flight
+ * twin). */
+bool mgr_srv_dup_check(struct mgr_server *s, struct wire_conn *c,
+		       const struct wire_msg *m, const Twinfs__Ctx *ctx,
+		       struct mgr_op *op);
+/* Record op with its status and packed reply (journal closed), then answer
+ * on c (may be NULL).  Failed requests are recorded only when
+ * exactly-once applies. */
+void mgr_srv_finish(struct mgr_server *s, struct wire_conn *c,
+		    const struct wire_hdr *h, struct mgr_op *op, int rc,
+		    const ProtobufCMessage *body);
+/* Apply and record an internal op (no reply). */
+int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op);
+/* Make the inode-number limit durable before a create uses it. */
+void mgr_srv_ino_reserve(struct mgr_server *s);
+
+/* handlers.c: answer one request of a client or admin connection. */
+void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
+		       struct wire_msg *m);
+
+#endif
