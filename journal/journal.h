@@ -64,4 +64,237 @@ void jnl_rec_close(struct jnl_rec *j);
  * dropped silently (mode 2); 0 disables.  Test-only. */
 void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode);
 
+/* ===================================================== Block journal (iod)
+ *
+ * The ext3/JBD-style block journal of the iods (DESIGN.md "Journal", issue
+ * 4; byte format, validity rule, invariants J1.. and state diagram in
+ * journal/FORMAT-BLOCK.md).  A preallocated journal file of 4 KiB blocks
+ * holds a superblock and a circular log of transactions.  The caller (the
+ * iod's subfile store) names home objects by an opaque u64 (e.g.
+ * ino << 8 | column) and supplies their fds; the library journals whole
+ * blocks of them (data=journal) plus opaque metadata records, closes
+ * transactions (commit block written), syncs them (fdatasync), checkpoints
+ * them home with io_uring and replays them at open.
+ *
+ * Threading: not thread-safe; one owner thread (the iod's loop).  The
+ * library never blocks except in jbd_open, jbd_close, jbd_wait, the
+ * caller's own callbacks and the synchronous reads of jbd_read.
+ *
+ * Event loop: jbd_event_fd() is an eventfd that becomes readable when
+ * completions are ready; poll it (uv_poll, UV_READABLE) and call
+ * jbd_process().  Call jbd_tick() about every 100 ms-1 s (uv_timer) for
+ * the commit_interval sync.  Tests may instead call jbd_wait().
+ *
+ * Callbacks: when a function that takes a callback returns an error, the
+ * callback is never called.  Otherwise it is called exactly once, from
+ * jbd_process/jbd_wait/jbd_close (never from inside the call that
+ * registered it), with 0 or a negative errno (-EIO once aborted).
+ * Callbacks may begin and commit new requests, but must not call
+ * jbd_close or jbd_abandon.
+ */
+
+#include <stdbool.h>
+
+#define JBD_BLOCK_SIZE     4096u
+#define JBD_DEFAULT_SIZE   (256ull << 20)
+#define JBD_MIN_SIZE       (64ull * JBD_BLOCK_SIZE)
+#define JBD_REC_MAX        4048u            /* largest record payload */
+#define JBD_NO_CUT         UINT64_MAX       /* record that cuts nothing */
+
+enum jbd_mode {
+	JBD_MODE_JOURNAL = 0,   /* data + records through the log */
+	JBD_MODE_ORDERED,       /* data in place, synced before the commit */
+	JBD_MODE_WRITEBACK,     /* data in place, no ordering */
+};
+
+/* When a record is handed to ops.apply (FORMAT-BLOCK.md "Records"). */
+enum jbd_phase {
+	JBD_PHASE_CLOSE = 1,      /* ordered/writeback: right after closing */
+	JBD_PHASE_CHECKPOINT,     /* journal mode: at checkpoint, log order */
+	JBD_PHASE_REPLAY,         /* every mode: at replay, log order */
+};
+
+/* Kinds of write-level operations, for the test I/O layer. */
+enum jbd_io_kind {
+	JBD_IO_LOG = 1,         /* journal file (log blocks and superblock) */
+	JBD_IO_HOME,            /* a home object (checkpoint and replay) */
+};
+
+struct jbd;
+struct jbd_handle;
+
+/* The caller's home store.  All callbacks run on the owner thread and are
+ * synchronous; they return 0 or a negative errno. */
+struct jbd_ops {
+	/* An fd of object obj open for reading and writing.  The library
+	 * dup()s it when it needs it beyond the call, so the caller may
+	 * close or evict it afterwards.  create = false: -ENOENT when the
+	 * object does not exist.  Required. */
+	int (*home_fd)(void *arg, uint64_t obj, bool create, int *fd);
+	/* Make everything written to these objects (data, size, the
+	 * creation's directory entries) durable.  Called by the checkpoint
+	 * before the tail moves, at the end of replay, and in ordered mode
+	 * for the in-place objects before a transaction's commit.  Required. */
+	int (*home_sync)(void *arg, const uint64_t *objs, size_t n);
+	/* Apply one metadata record (payload rec, len bytes; cut as passed
+	 * to jbd_record) of transaction seq.  Replay may apply a record more
+	 * than once (after a crash during replay or checkpoint), so records
+	 * must be idempotent "set" operations.  Required when records are
+	 * used. */
+	int (*apply)(void *arg, enum jbd_phase phase, uint64_t seq,
+		     uint64_t obj, uint64_t cut, const void *rec, size_t len);
+	/* Free bytes on the home file system (statvfs f_bavail * f_frsize).
+	 * Optional: NULL disables admission control. */
+	int64_t (*free_space)(void *arg);
+	void *arg;
+};
+
+/* A synchronous I/O layer that replaces io_uring and plain pread/pwrite for
+ * every journal and home operation the library issues (tests inject
+ * faults and simulate power loss with it).  pwrite may write a prefix and
+ * return its length; the library retries the rest.  NULL = real I/O. */
+struct jbd_io_ops {
+	long (*pwrite)(void *arg, enum jbd_io_kind kind, int fd,
+		       const void *buf, size_t len, uint64_t off);
+	int (*fsync)(void *arg, enum jbd_io_kind kind, int fd);
+	long (*pread)(void *arg, enum jbd_io_kind kind, int fd, void *buf,
+		      size_t len, uint64_t off);
+	void *arg;
+};
+
+struct jbd_opts {
+	const char *path;            /* journal file (created if missing) */
+	uint64_t size;               /* bytes; 0 = JBD_DEFAULT_SIZE; an
+	                              * existing journal keeps its size */
+	enum jbd_mode mode;
+	uint32_t commit_interval_ms; /* 0 = 5000 */
+	uint64_t reserve;            /* bytes kept free at home (admission) */
+	unsigned max_inflight;       /* io_uring requests in flight; 0 = 64 */
+	struct jbd_ops ops;
+	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
+};
+
+/* What jbd_open replayed (also logged at INFO). */
+struct jbd_replay_info {
+	uint64_t txns;               /* committed transactions applied */
+	uint64_t first_seq, last_seq;
+	uint64_t blocks, records, skipped_cuts;
+	bool torn_tail;              /* the scan stopped at a bad block */
+};
+
+/* Open (creating and zero-filling) the journal, replay it into the home
+ * store through ops, reset the log.  info may be NULL.  Returns 0 or
+ * -errno; -EBADMSG when the superblock is corrupt, -EINVAL for bad opts,
+ * -EBUSY when another open holds the journal (flock). */
+int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
+	     struct jbd **out);
+
+/* Clean close: close, sync and checkpoint everything (blocking), then free.
+ * Returns 0, or -EIO when the journal was aborted (nothing more is written;
+ * the next open replays). */
+int jbd_close(struct jbd *j);
+
+/* Test only: free everything without any further I/O (process death). */
+void jbd_abandon(struct jbd *j);
+
+/* ---- transactions (one handle = one request, atomic) ---- */
+
+/* Start a request.  Returns 0 or -EIO (aborted). */
+int jbd_begin(struct jbd *j, struct jbd_handle **out);
+
+/* data=journal only: journal len bytes at off of obj (partial blocks are
+ * read-modify-written from the newest content).  -ENOSPC when the home
+ * file system lacks the space beyond the reserve (nothing journaled),
+ * -E2BIG when the request would exceed a quarter of the journal, -EINVAL
+ * in the other modes.  The handle stays usable after an error; commit or
+ * cancel it. */
+int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
+	      const void *buf, size_t len);
+
+/* A metadata record for obj (len <= JBD_REC_MAX, copied).  cut is the size
+ * obj has after this record when it truncates (0 for a delete), else
+ * JBD_NO_CUT; the library uses it for reads, sizes and the replay rule R
+ * (FORMAT-BLOCK.md).  A cut must come before the handle's writes to obj
+ * (-EINVAL otherwise). */
+int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
+	       const void *rec, size_t len);
+
+/* ordered/writeback: the caller has written data of obj in place (its
+ * pwrite returned).  In ordered mode home_sync(obj) runs before the commit
+ * block is written.  -EINVAL in journal mode. */
+int jbd_inplace(struct jbd_handle *h, uint64_t obj);
+
+#define JBD_COMMIT_SYNC  1u   /* call back when synced, not when closed */
+
+/* Hand the handle to the running transaction (consumes h, even on error).
+ * cb(arg, rc) runs once the transaction is closed (or synced with
+ * JBD_COMMIT_SYNC).  A full journal delays the callback until the
+ * checkpoint frees space; it never fails for space.  An empty handle is a
+ * barrier: cb runs once everything committed before it is closed (synced
+ * with JBD_COMMIT_SYNC).  Returns the transaction's sequence number (> 0)
+ * or -errno (cb not called). */
+typedef void (*jbd_done_cb)(void *arg, int rc);
+int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
+		   void *arg);
+
+/* Admission for data the caller writes in place (ordered/writeback): 0 when
+ * bytes more fit at home beyond the reserve and what the journal still has
+ * to checkpoint, else -ENOSPC.  jbd_write does this itself. */
+int jbd_admit(struct jbd *j, uint64_t bytes);
+
+/* Drop a handle without journaling anything. */
+void jbd_cancel(struct jbd_handle *h);
+
+/* Close the running transaction and fdatasync the journal: cb once every
+ * transaction committed before this call is synced.  cb may be NULL. */
+int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg);
+
+/* Sync, then checkpoint every transaction (the log becomes empty): cb once
+ * the tail has moved.  cb may be NULL. */
+int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg);
+
+/* ---- reads through the index of journal-resident blocks ---- */
+
+/* Logical size of obj: the home size with every journal-resident write and
+ * cut applied.  home_size: the object's size at home (0 when absent). */
+uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size);
+
+/* Patch buf (len bytes of obj at off, already read from home, zero-filled
+ * past the home end) with the journal-resident blocks and pending cuts. */
+void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+		 size_t len);
+
+/* Read from home (pread on home_fd) and overlay: the newest content.
+ * Returns the bytes up to the logical size (short at the end, 0 past it)
+ * or -errno. */
+long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+	      size_t len);
+
+/* ---- events ---- */
+
+int jbd_event_fd(const struct jbd *j);
+/* Reap completions, advance commits/syncs/checkpoints, run callbacks. */
+void jbd_process(struct jbd *j);
+/* Time-driven work: sync after commit_interval. */
+void jbd_tick(struct jbd *j);
+/* Block until some progress was made (or nothing is pending); returns 0,
+ * or 1 when idle.  Test and shutdown helper. */
+int jbd_wait(struct jbd *j);
+
+/* ---- state ---- */
+
+struct jbd_stats {
+	uint64_t nblocks;            /* journal size in blocks */
+	uint64_t used_blocks;        /* between tail and head */
+	uint64_t next_seq, closed_seq, synced_seq, checkpointed_seq;
+	uint64_t commits, syncs, checkpoints, full_waits;
+	uint64_t log_blocks;         /* blocks written to the log, ever */
+	uint64_t tail, head;         /* log block numbers */
+	int aborted;                 /* 0 or -EIO */
+};
+void jbd_stats(const struct jbd *j, struct jbd_stats *st);
+
+/* Sticky abort: 0, or -EIO after an I/O error on the journal. */
+int jbd_aborted(const struct jbd *j);
+
 #endif

@@ -1,0 +1,1104 @@
+/* jbd.c - the block journal's front: open and close, request handles,
+ * the index of journal-resident blocks and the reads that overlay it, the
+ * sticky abort and the callback queue.
+ *
+ * It does not write the log (jbd_commit.c), move data home
+ * (jbd_checkpoint.c) or replay (jbd_recovery.c).  The format, validity
+ * rule, invariants J1.. and the transaction state diagram are in
+ * journal/FORMAT-BLOCK.md.
+ *
+ * A handle collects one request's items (data blocks, in-place marks,
+ * records) privately; jbd_commit moves them into the running transaction
+ * all at once, so a request is never split across transactions (J9) and
+ * a failed request leaves nothing behind.  The index maps (obj, blk) to the
+ * newest copy in a live transaction's memory; entries go away when that
+ * transaction is checkpointed or a cut removes the block (J14).
+ */
+#include "jbd_int.h"
+
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct jbd_handle {
+	struct jbd *j;
+	struct jbd_item *items;
+	size_t n_items, cap_items;
+	struct jbd_layout lay;
+	uint64_t data_bytes;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+uint64_t jbd__log_next(const struct jbd *j, uint64_t blk, uint64_t n)
+{
+	/* log blocks are 1 .. nblocks-1 */
+	uint64_t x = (blk - 1 + n) % j->nlog;
+	return x + 1;
+}
+
+void jbd__super_encode(const struct jbd *j, uint8_t *block, uint64_t start,
+		       uint64_t seq)
+{
+	struct jbd_super_disk sb;
+	memset(block, 0, JBD_BLOCK_SIZE);
+	memset(&sb, 0, sizeof(sb));
+	sb.h.magic = htole32(JBD_MAGIC);
+	sb.h.type = htole16(JBD_T_SUPER);
+	sb.h.seq = htole64(seq);
+	sb.block_size = htole32(JBD_BLOCK_SIZE);
+	sb.version = htole16(JBD_VERSION);
+	sb.mode = htole16((uint16_t)j->opts.mode);
+	sb.nblocks = htole64(j->nblocks);
+	sb.start = htole64(start);
+	memcpy(sb.uuid, j->uuid, 16);
+	sb.crc = htole32(tw_crc32c(0, &sb, offsetof(struct jbd_super_disk, crc)));
+	memcpy(block, &sb, sizeof(sb));
+}
+
+void jbd__queue_cb(struct jbd *j, jbd_done_cb cb, void *arg, int rc)
+{
+	if (cb == NULL)
+		return;
+	struct jbd_waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		/* Out of memory for a deferred callback: call it now rather
+		 * than lose it (it is the only ordering we can keep). */
+		cb(arg, rc);
+		return;
+	}
+	w->cb = cb;
+	w->arg = arg;
+	w->seq = (uint64_t)(int64_t)rc;
+	if (j->cb_tail)
+		j->cb_tail->next = w;
+	else
+		j->cb_head = w;
+	j->cb_tail = w;
+}
+
+static void run_cbs(struct jbd *j)
+{
+	struct jbd_waiter *w;
+	while ((w = j->cb_head) != NULL) {
+		j->cb_head = w->next;
+		if (j->cb_head == NULL)
+			j->cb_tail = NULL;
+		int rc = (int)(int64_t)w->seq;
+		jbd_done_cb cb = w->cb;
+		void *arg = w->arg;
+		free(w);
+		cb(arg, rc);
+	}
+}
+
+static void fail_waiters(struct jbd *j, struct jbd_waiter **list, int rc)
+{
+	struct jbd_waiter *w;
+	while ((w = *list) != NULL) {
+		*list = w->next;
+		jbd__queue_cb(j, w->cb, w->arg, rc);
+		free(w);
+	}
+}
+
+/* J12: the first I/O error on the journal aborts it for good; every
+ * pending and later operation fails with -EIO. */
+void jbd__abort(struct jbd *j, int rc, const char *what)
+{
+	if (j->aborted)
+		return;
+	j->aborted = -EIO;
+	j->st.aborted = -EIO;
+	tw_err("journal %s: %s failed (%s); journal aborted, every later "
+	       "operation fails with EIO until restart and replay",
+	       j->opts.path, what, strerror(rc < 0 ? -rc : EIO));
+	if (j->running)
+		fail_waiters(j, &j->running->waiters, -EIO);
+	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
+		fail_waiters(j, &t->waiters, -EIO);
+	fail_waiters(j, &j->sync_waiters, -EIO);
+	fail_waiters(j, &j->cp_waiters, -EIO);
+}
+
+int jbd_aborted(const struct jbd *j)
+{
+	return j->aborted;
+}
+
+int jbd__home_dup(struct jbd *j, uint64_t obj, bool create, int *fd)
+{
+	int hfd = -1;
+	int rc = j->ops.home_fd(j->ops.arg, obj, create, &hfd);
+	if (rc < 0)
+		return rc;
+	int d = fcntl(hfd, F_DUPFD_CLOEXEC, 0);
+	if (d < 0)
+		return -errno;
+	*fd = d;
+	return 0;
+}
+
+/* -------------------------------------------------------------- index */
+
+struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create)
+{
+	struct jbd_obj *o = tw_hmap_get(&j->objs, obj + 1);
+	if (o != NULL || !create)
+		return o;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return NULL;
+	o->obj = obj;
+	tw_hmap_init(&o->blocks);
+	if (tw_hmap_put(&j->objs, obj + 1, o) < 0) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
+void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o)
+{
+	if (o->nref > 0 || o->blocks.count > 0 || o->n_cuts > 0)
+		return;
+	tw_hmap_del(&j->objs, o->obj + 1);
+	tw_hmap_free(&o->blocks);
+	free(o->cuts);
+	free(o);
+}
+
+static uint64_t min_cut(const struct jbd_obj *o)
+{
+	uint64_t m = JBD_NO_CUT;
+	for (size_t i = 0; i < o->n_cuts; i++)
+		if (o->cuts[i].cut < m)
+			m = o->cuts[i].cut;
+	return m;
+}
+
+uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+	if (o == NULL)
+		return home_size;
+	if (o->n_cuts > 0)
+		return o->wend;
+	if (o->has_wend && o->wend > home_size)
+		return o->wend;
+	return home_size;
+}
+
+/* The newest content of block blk of obj into out (4096 bytes): the index
+ * copy, else home bytes (already in out) masked by pending cuts. */
+static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
+{
+	if (o == NULL)
+		return;
+	struct jbd_ent *e = tw_hmap_get(&o->blocks, blk + 1);
+	if (e != NULL) {
+		memcpy(out, e->txn->items[e->item].buf, e->valid);
+		memset(out + e->valid, 0, JBD_BLOCK_SIZE - e->valid);
+		return;
+	}
+	uint64_t c = min_cut(o);
+	uint64_t base = blk * JBD_BLOCK_SIZE;
+	if (c == JBD_NO_CUT || c >= base + JBD_BLOCK_SIZE)
+		return;
+	uint64_t keep = c > base ? c - base : 0;
+	memset(out + keep, 0, JBD_BLOCK_SIZE - keep);
+}
+
+void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+		 size_t len)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+	if (o == NULL || len == 0)
+		return;
+	uint8_t blockbuf[JBD_BLOCK_SIZE];
+	uint8_t *p = buf;
+	uint64_t end = off + len;
+	for (uint64_t blk = off / JBD_BLOCK_SIZE;
+	     blk * JBD_BLOCK_SIZE < end; blk++) {
+		uint64_t b0 = blk * JBD_BLOCK_SIZE;
+		uint64_t lo = TW_MAX(b0, off), hi = TW_MIN(b0 + JBD_BLOCK_SIZE, end);
+		memset(blockbuf, 0, sizeof(blockbuf));
+		memcpy(blockbuf + (lo - b0), p + (lo - off), hi - lo);
+		overlay_block(o, blk, blockbuf);
+		memcpy(p + (lo - off), blockbuf + (lo - b0), hi - lo);
+	}
+}
+
+static int home_size_of(struct jbd *j, uint64_t obj, uint64_t *size, int *fdp)
+{
+	int fd = -1;
+	*size = 0;
+	if (fdp)
+		*fdp = -1;
+	int rc = j->ops.home_fd(j->ops.arg, obj, false, &fd);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	struct stat stb;
+	if (fstat(fd, &stb) < 0)
+		return -errno;
+	*size = (uint64_t)stb.st_size;
+	if (fdp)
+		*fdp = fd;
+	return 0;
+}
+
+long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+	      size_t len)
+{
+	uint64_t hsize;
+	int fd;
+	int rc = home_size_of(j, obj, &hsize, &fd);
+	if (rc < 0)
+		return rc;
+	if (fd >= 0) {
+		rc = jbd__pread_full(j, JBD_IO_HOME, fd, buf, len, off);
+		if (rc < 0)
+			return rc;
+	} else {
+		memset(buf, 0, len);
+	}
+	jbd_overlay(j, obj, off, buf, len);
+	uint64_t size = jbd_size(j, obj, hsize);
+	if (off >= size)
+		return 0;
+	return (long)TW_MIN((uint64_t)len, size - off);
+}
+
+/* ------------------------------------------------------------ handles */
+
+int jbd_begin(struct jbd *j, struct jbd_handle **out)
+{
+	if (j->aborted)
+		return j->aborted;
+	struct jbd_handle *h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return -ENOMEM;
+	h->j = j;
+	*out = h;
+	return 0;
+}
+
+static void items_free(struct jbd_item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(items[i].buf);
+	free(items);
+}
+
+void jbd_cancel(struct jbd_handle *h)
+{
+	if (h == NULL)
+		return;
+	items_free(h->items, h->n_items);
+	free(h);
+}
+
+static struct jbd_item *h_push(struct jbd_handle *h)
+{
+	if (h->n_items == h->cap_items) {
+		size_t cap = h->cap_items ? h->cap_items * 2 : 8;
+		struct jbd_item *n = realloc(h->items, cap * sizeof(*n));
+		if (n == NULL)
+			return NULL;
+		h->items = n;
+		h->cap_items = cap;
+	}
+	struct jbd_item *it = &h->items[h->n_items];
+	memset(it, 0, sizeof(*it));
+	return it;
+}
+
+/* Would the handle plus one more item of this kind exceed a quarter of the
+ * journal?  (J9; the commit block counts.) */
+static bool h_too_big(const struct jbd_handle *h, const struct jbd_item *it)
+{
+	struct jbd_layout l = h->lay;
+	jbd__layout_add(&l, it);
+	return l.blocks + 1 > h->j->max_txn;
+}
+
+static uint64_t h_cut(const struct jbd_handle *h, uint64_t obj)
+{
+	uint64_t m = JBD_NO_CUT;
+	for (size_t i = 0; i < h->n_items; i++)
+		if (h->items[i].kind == ITEM_REC && h->items[i].obj == obj &&
+		    h->items[i].cut < m)
+			m = h->items[i].cut;
+	return m;
+}
+
+/* Logical size of obj as this handle sees it so far. */
+static int h_size(struct jbd_handle *h, uint64_t obj, uint64_t *size)
+{
+	uint64_t hs;
+	int rc = home_size_of(h->j, obj, &hs, NULL);
+	if (rc < 0)
+		return rc;
+	uint64_t s = jbd_size(h->j, obj, hs);
+	/* the handle's own cuts and writes, in order */
+	for (size_t i = 0; i < h->n_items; i++) {
+		const struct jbd_item *it = &h->items[i];
+		if (it->obj != obj)
+			continue;
+		if (it->kind == ITEM_REC && it->cut != JBD_NO_CUT)
+			s = it->cut;
+		else if (it->kind == ITEM_DATA)
+			s = TW_MAX(s, it->blk * JBD_BLOCK_SIZE + it->len);
+	}
+	*size = s;
+	return 0;
+}
+
+/* The newest content of (obj, blk) including this handle's own items. */
+static int h_old_block(struct jbd_handle *h, uint64_t obj, uint64_t blk,
+		       uint8_t *out)
+{
+	for (size_t i = h->n_items; i-- > 0;) {
+		const struct jbd_item *it = &h->items[i];
+		if (it->kind == ITEM_DATA && it->obj == obj && it->blk == blk) {
+			memcpy(out, it->buf, JBD_BLOCK_SIZE);
+			return 0;
+		}
+	}
+	struct jbd *j = h->j;
+	memset(out, 0, JBD_BLOCK_SIZE);
+	int fd;
+	uint64_t hs;
+	int rc = home_size_of(j, obj, &hs, &fd);
+	if (rc < 0)
+		return rc;
+	if (fd >= 0 && blk * JBD_BLOCK_SIZE < hs) {
+		rc = jbd__pread_full(j, JBD_IO_HOME, fd, out, JBD_BLOCK_SIZE,
+				     blk * JBD_BLOCK_SIZE);
+		if (rc < 0)
+			return rc;
+	}
+	overlay_block(jbd__obj(j, obj, false), blk, out);
+	uint64_t c = h_cut(h, obj);
+	uint64_t base = blk * JBD_BLOCK_SIZE;
+	if (c != JBD_NO_CUT && c < base + JBD_BLOCK_SIZE) {
+		uint64_t keep = c > base ? c - base : 0;
+		memset(out + keep, 0, JBD_BLOCK_SIZE - keep);
+	}
+	return 0;
+}
+
+static int admit(struct jbd *j, uint64_t bytes)
+{
+	if (j->ops.free_space == NULL)
+		return 0;
+	int64_t free_b = j->ops.free_space(j->ops.arg);
+	if (free_b < 0)
+		return (int)free_b;
+	if ((uint64_t)free_b < j->opts.reserve + j->pending_home + bytes)
+		return -ENOSPC;
+	return 0;
+}
+
+int jbd_admit(struct jbd *j, uint64_t bytes)
+{
+	if (j->aborted)
+		return j->aborted;
+	return admit(j, bytes);
+}
+
+int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
+	      const void *buf, size_t len)
+{
+	struct jbd *j = h->j;
+	if (j->aborted)
+		return j->aborted;
+	if (j->opts.mode != JBD_MODE_JOURNAL || obj == UINT64_MAX)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	/* J13: admission before anything is journaled. */
+	int rc = admit(j, h->data_bytes + len);
+	if (rc < 0)
+		return rc;
+	uint64_t first = off / JBD_BLOCK_SIZE;
+	uint64_t last = (off + len - 1) / JBD_BLOCK_SIZE;
+	/* Size check first so a refused request leaves the handle as it was. */
+	{
+		struct jbd_layout l = h->lay;
+		struct jbd_item probe = { .kind = ITEM_DATA };
+		for (uint64_t b = first; b <= last; b++)
+			jbd__layout_add(&l, &probe);
+		if (l.blocks + 1 > j->max_txn)
+			return -E2BIG;
+	}
+	uint64_t size;
+	rc = h_size(h, obj, &size);
+	if (rc < 0)
+		return rc;
+	uint64_t new_size = TW_MAX(size, off + len);
+	size_t n0 = h->n_items;
+	const uint8_t *src = buf;
+	for (uint64_t b = first; b <= last; b++) {
+		uint64_t b0 = b * JBD_BLOCK_SIZE;
+		uint64_t lo = TW_MAX(b0, off), hi = TW_MIN(b0 + JBD_BLOCK_SIZE, off + len);
+		uint8_t *blk = malloc(JBD_BLOCK_SIZE);
+		if (blk == NULL) {
+			rc = -ENOMEM;
+			goto undo;
+		}
+		if (lo != b0 || hi != b0 + JBD_BLOCK_SIZE) {
+			rc = h_old_block(h, obj, b, blk);
+			if (rc < 0) {
+				free(blk);
+				goto undo;
+			}
+		}
+		memcpy(blk + (lo - b0), src + (lo - off), hi - lo);
+		struct jbd_item *it = h_push(h);
+		if (it == NULL) {
+			free(blk);
+			rc = -ENOMEM;
+			goto undo;
+		}
+		it->kind = ITEM_DATA;
+		it->obj = obj;
+		it->blk = b;
+		it->buf = blk;
+		it->len = (uint32_t)TW_MIN((uint64_t)JBD_BLOCK_SIZE, new_size - b0);
+		uint32_t m;
+		memcpy(&m, blk, 4);
+		it->escaped = le32toh(m) == JBD_MAGIC;
+		jbd__layout_add(&h->lay, it);
+		h->n_items++;
+	}
+	h->data_bytes += len;
+	return 0;
+undo:
+	for (size_t i = n0; i < h->n_items; i++)
+		free(h->items[i].buf);
+	h->n_items = n0;
+	/* layout is conservative after an undo: recompute */
+	memset(&h->lay, 0, sizeof(h->lay));
+	for (size_t i = 0; i < h->n_items; i++)
+		jbd__layout_add(&h->lay, &h->items[i]);
+	return rc;
+}
+
+int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
+	       const void *rec, size_t len)
+{
+	struct jbd *j = h->j;
+	if (j->aborted)
+		return j->aborted;
+	if (len > JBD_REC_MAX || obj == UINT64_MAX)
+		return -EINVAL;
+	if (cut != JBD_NO_CUT) {
+		for (size_t i = 0; i < h->n_items; i++)
+			if (h->items[i].kind == ITEM_DATA && h->items[i].obj == obj)
+				return -EINVAL;
+	}
+	struct jbd_item probe = { .kind = ITEM_REC, .len = (uint32_t)len };
+	if (h_too_big(h, &probe))
+		return -E2BIG;
+	uint8_t *copy = malloc(len ? len : 1);
+	if (copy == NULL)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, rec, len);
+	struct jbd_item *it = h_push(h);
+	if (it == NULL) {
+		free(copy);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_REC;
+	it->obj = obj;
+	it->cut = cut;
+	it->len = (uint32_t)len;
+	it->buf = copy;
+	jbd__layout_add(&h->lay, it);
+	h->n_items++;
+	return 0;
+}
+
+int jbd_inplace(struct jbd_handle *h, uint64_t obj)
+{
+	struct jbd *j = h->j;
+	if (j->aborted)
+		return j->aborted;
+	if (j->opts.mode == JBD_MODE_JOURNAL || obj == UINT64_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < h->n_items; i++)
+		if (h->items[i].kind == ITEM_INPLACE && h->items[i].obj == obj)
+			return 0;
+	struct jbd_item probe = { .kind = ITEM_INPLACE };
+	if (h_too_big(h, &probe))
+		return -E2BIG;
+	struct jbd_item *it = h_push(h);
+	if (it == NULL)
+		return -ENOMEM;
+	it->kind = ITEM_INPLACE;
+	it->obj = obj;
+	jbd__layout_add(&h->lay, it);
+	h->n_items++;
+	return 0;
+}
+
+static struct jbd_txn *txn_new(struct jbd *j)
+{
+	struct jbd_txn *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->seq = j->next_seq++;
+	t->state = TXN_RUNNING;
+	return t;
+}
+
+void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
+{
+	(void)j;
+	items_free(t->items, t->n_items);
+	if (t->esc) {
+		for (size_t i = 0; i < t->nblocks; i++)
+			free(t->esc[i]);
+		free(t->esc);
+	}
+	free(t->meta);
+	struct jbd_waiter *w;
+	while ((w = t->waiters) != NULL) {
+		t->waiters = w->next;
+		free(w);
+	}
+	free(t);
+}
+
+static void seal_running(struct jbd *j)
+{
+	struct jbd_txn *t = j->running;
+	j->running = NULL;
+	t->state = TXN_SEALED;
+	t->next = NULL;
+	if (j->txn_tail)
+		j->txn_tail->next = t;
+	else
+		j->txn_head = t;
+	j->txn_tail = t;
+}
+
+/* Index a data item that just joined txn t (data=journal). */
+static int index_data(struct jbd *j, struct jbd_txn *t, size_t idx)
+{
+	struct jbd_item *it = &t->items[idx];
+	struct jbd_obj *o = jbd__obj(j, it->obj, true);
+	if (o == NULL)
+		return -ENOMEM;
+	struct jbd_ent *e = tw_hmap_get(&o->blocks, it->blk + 1);
+	if (e == NULL) {
+		e = calloc(1, sizeof(*e));
+		if (e == NULL)
+			return -ENOMEM;
+		if (tw_hmap_put(&o->blocks, it->blk + 1, e) < 0) {
+			free(e);
+			return -ENOMEM;
+		}
+	}
+	e->txn = t;
+	e->item = idx;
+	e->valid = it->len;
+	e->frozen = false;
+	o->nref++;
+	uint64_t end = it->blk * JBD_BLOCK_SIZE + it->len;
+	if (!o->has_wend || end > o->wend)
+		o->wend = end;
+	o->has_wend = true;
+	return 0;
+}
+
+/* A cut record joined txn t: drop index entries past the cut, trim the
+ * straddling one, remember the cut for reads until it is checkpointed. */
+static int index_cut(struct jbd *j, struct jbd_txn *t, const struct jbd_item *it)
+{
+	struct jbd_obj *o = jbd__obj(j, it->obj, true);
+	if (o == NULL)
+		return -ENOMEM;
+	o->nref++;
+	if (it->cut == JBD_NO_CUT)
+		return 0;
+	if (o->n_cuts == o->cap_cuts) {
+		size_t cap = o->cap_cuts ? o->cap_cuts * 2 : 4;
+		struct jbd_cut *n = realloc(o->cuts, cap * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		o->cuts = n;
+		o->cap_cuts = cap;
+	}
+	o->cuts[o->n_cuts].seq = t->seq;
+	o->cuts[o->n_cuts].cut = it->cut;
+	o->n_cuts++;
+	o->wend = it->cut;
+	o->has_wend = true;
+	uint64_t key;
+	void *val;
+	for (size_t iter = 0; tw_hmap_next(&o->blocks, &iter, &key, &val);) {
+		struct jbd_ent *e = val;
+		uint64_t base = (key - 1) * JBD_BLOCK_SIZE;
+		if (base >= it->cut) {
+			tw_hmap_del(&o->blocks, key);
+			free(e);
+		} else if (base + e->valid > it->cut) {
+			e->valid = (uint32_t)(it->cut - base);
+			e->frozen = true;
+		} else {
+			e->frozen = true;
+		}
+	}
+	return 0;
+}
+
+static int txn_push(struct jbd_txn *t, struct jbd_item *it)
+{
+	if (t->n_items == t->cap_items) {
+		size_t cap = t->cap_items ? t->cap_items * 2 : 64;
+		struct jbd_item *n = realloc(t->items, cap * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		t->items = n;
+		t->cap_items = cap;
+	}
+	t->items[t->n_items++] = *it;
+	jbd__layout_add(&t->lay, it);
+	return 0;
+}
+
+int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
+		   void *arg)
+{
+	struct jbd *j = h->j;
+	int64_t rc;
+	struct jbd_waiter *w = NULL;
+	if (j->aborted) {
+		rc = j->aborted;
+		goto out_cancel;
+	}
+	if (h->n_items == 0 && (j->running == NULL || j->running->n_items == 0)) {
+		/* An empty request completes when everything committed
+		 * before it has (a barrier). */
+		jbd_cancel(h);
+		if (flags & JBD_COMMIT_SYNC) {
+			rc = jbd_sync(j, cb, arg);
+			return rc < 0 ? rc : (int64_t)TW_MAX(j->closed_seq, 1);
+		}
+		struct jbd_txn *last = j->txn_tail;
+		if (last != NULL && (last->state == TXN_SEALED ||
+				     last->state == TXN_CLOSING)) {
+			w = calloc(1, sizeof(*w));
+			if (w == NULL)
+				return -ENOMEM;
+			w->cb = cb;
+			w->arg = arg;
+			w->seq = last->seq;
+			w->next = last->waiters;
+			last->waiters = w;
+			return (int64_t)last->seq;
+		}
+		jbd__queue_cb(j, cb, arg, 0);
+		uint64_t one = 1;
+		ssize_t wr = write(j->efd, &one, sizeof(one));
+		(void)wr;
+		return (int64_t)TW_MAX(j->closed_seq, 1);
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		rc = -ENOMEM;
+		goto out_cancel;
+	}
+	/* Make room: a request never straddles transactions (J9). */
+	if (j->running != NULL && j->running->n_items > 0) {
+		struct jbd_layout l = j->running->lay;
+		for (size_t i = 0; i < h->n_items; i++)
+			jbd__layout_add(&l, &h->items[i]);
+		if (l.blocks + 1 > j->max_txn)
+			seal_running(j);
+	}
+	if (j->running == NULL) {
+		j->running = txn_new(j);
+		if (j->running == NULL) {
+			rc = -ENOMEM;
+			goto out_cancel;
+		}
+	}
+	struct jbd_txn *t = j->running;
+	for (size_t i = 0; i < h->n_items; i++) {
+		struct jbd_item *it = &h->items[i];
+		if (it->kind == ITEM_DATA) {
+			/* Update the running txn's copy in place when it
+			 * holds the newest one and no cut followed it. */
+			struct jbd_obj *o = jbd__obj(j, it->obj, false);
+			struct jbd_ent *e = o ? tw_hmap_get(&o->blocks, it->blk + 1)
+					      : NULL;
+			if (e != NULL && e->txn == t && !e->frozen) {
+				struct jbd_item *old = &t->items[e->item];
+				memcpy(old->buf, it->buf, JBD_BLOCK_SIZE);
+				old->len = TW_MAX(old->len, it->len);
+				old->escaped = it->escaped;
+				e->valid = old->len;
+				uint64_t end = it->blk * JBD_BLOCK_SIZE + it->len;
+				if (end > o->wend)
+					o->wend = end;
+				free(it->buf);
+				it->buf = NULL;
+				continue;
+			}
+		}
+		if (txn_push(t, it) < 0) {
+			/* Out of memory half-way: we cannot take back what
+			 * is already in the running txn; abort (J12). */
+			for (size_t k = i; k < h->n_items; k++) {
+				free(h->items[k].buf);
+				h->items[k].buf = NULL;
+			}
+			jbd__abort(j, -ENOMEM, "commit (out of memory)");
+			rc = -EIO;
+			free(w);
+			w = NULL;
+			goto out_free;
+		}
+		it->buf = NULL;     /* owned by the txn now */
+		size_t idx = t->n_items - 1;
+		int r = 0;
+		if (j->opts.mode == JBD_MODE_JOURNAL) {
+			if (t->items[idx].kind == ITEM_DATA) {
+				r = index_data(j, t, idx);
+				t->data_bytes += t->items[idx].len;
+				j->pending_home += t->items[idx].len;
+			} else if (t->items[idx].kind == ITEM_REC) {
+				r = index_cut(j, t, &t->items[idx]);
+			}
+		}
+		if (r < 0) {
+			jbd__abort(j, r, "index (out of memory)");
+			rc = -EIO;
+			free(w);
+			w = NULL;
+			goto out_free;
+		}
+	}
+	w->cb = cb;
+	w->arg = arg;
+	w->seq = t->seq;
+	w->sync = (flags & JBD_COMMIT_SYNC) != 0;
+	w->next = t->waiters;
+	t->waiters = w;
+	if (w->sync && j->want_sync < t->seq)
+		j->want_sync = t->seq;
+	rc = (int64_t)t->seq;
+	free(h->items);
+	free(h);
+	jbd__commit_kick(j);
+	return rc;
+out_cancel:
+	free(w);
+out_free:
+	jbd_cancel(h);
+	return rc;
+}
+
+/* ------------------------------------------------------------- events */
+
+int jbd_event_fd(const struct jbd *j)
+{
+	return j->efd;
+}
+
+void jbd_process(struct jbd *j)
+{
+	if (j->in_process)
+		return;
+	j->in_process = true;
+	for (;;) {
+		jbd__io_pump(j);
+		int n = jbd__io_reap(j, false);
+		jbd__commit_kick(j);
+		jbd__sync_kick(j);
+		jbd__cp_kick(j);
+		jbd__io_pump(j);
+		if (n == 0 && j->done_head == NULL)
+			break;
+	}
+	j->in_process = false;
+	run_cbs(j);
+}
+
+void jbd_tick(struct jbd *j)
+{
+	if (j->aborted)
+		return;
+	uint64_t now = tw_now_ms();
+	uint32_t iv = j->opts.commit_interval_ms;
+	if (j->closed_seq > j->synced_seq && now - j->last_sync_ms >= iv) {
+		if (j->want_sync < j->closed_seq)
+			j->want_sync = j->closed_seq;
+	}
+	jbd_process(j);
+}
+
+static bool pending_work(const struct jbd *j)
+{
+	if (jbd__io_busy(j))
+		return true;
+	if (j->aborted)
+		return false;
+	if (j->running && j->running->n_items > 0)
+		return true;
+	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
+		if (t->state == TXN_SEALED || t->state == TXN_CLOSING ||
+		    t->state == TXN_CHECKPOINTING)
+			return true;
+	if (j->sync_waiters || j->cp_waiters || j->cp_active)
+		return true;
+	if (j->want_sync > j->synced_seq && j->want_sync <= j->closed_seq)
+		return true;
+	return false;
+}
+
+int jbd_wait(struct jbd *j)
+{
+	jbd_process(j);
+	if (!pending_work(j)) {
+		run_cbs(j);
+		return 1;
+	}
+	if (j->io == NULL && j->inflight > 0)
+		jbd__io_reap(j, true);
+	jbd_process(j);
+	return 0;
+}
+
+void jbd_stats(const struct jbd *j, struct jbd_stats *st)
+{
+	*st = j->st;
+	st->nblocks = j->nblocks;
+	st->used_blocks = j->used;
+	st->next_seq = j->next_seq;
+	st->closed_seq = j->closed_seq;
+	st->synced_seq = j->synced_seq;
+	st->checkpointed_seq = j->checkpointed_seq;
+	st->tail = j->tail;
+	st->head = j->head;
+	st->aborted = j->aborted;
+}
+
+/* ------------------------------------------------------- open / close */
+
+static int create_journal(struct jbd *j, uint64_t size)
+{
+	int rc = 0;
+	/* Preallocate with zeros (DESIGN.md): write them, so later appends
+	 * never allocate and the log never reads stale bytes of another
+	 * file. */
+	uint8_t *zero = calloc(1, 1u << 20);
+	if (zero == NULL)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < size; off += 1u << 20) {
+		size_t n = (size_t)TW_MIN((uint64_t)(1u << 20), size - off);
+		rc = tw_pwrite_all(j->fd, zero, n, off);
+		if (rc < 0)
+			break;
+	}
+	free(zero);
+	if (rc < 0)
+		return rc;
+	rc = tw_random(j->uuid, sizeof(j->uuid));
+	if (rc < 0)
+		return rc;
+	j->nblocks = size / JBD_BLOCK_SIZE;
+	uint8_t block[JBD_BLOCK_SIZE];
+	jbd__super_encode(j, block, 1, 1);
+	rc = jbd__pwrite_sync(j, JBD_IO_LOG, j->fd, block, JBD_BLOCK_SIZE, 0);
+	if (rc < 0)
+		return rc;
+	if (fsync(j->fd) < 0)
+		return -errno;
+	/* the new name must survive too */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", j->opts.path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	tw_info("journal %s: created, %" PRIu64 " blocks of %u bytes",
+		j->opts.path, j->nblocks, JBD_BLOCK_SIZE);
+	return 0;
+}
+
+int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
+	     struct jbd **out)
+{
+	int rc;
+	struct jbd_replay_info dummy;
+	if (info == NULL)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	if (opts == NULL || opts->path == NULL || opts->ops.home_fd == NULL ||
+	    opts->ops.home_sync == NULL || opts->mode > JBD_MODE_WRITEBACK)
+		return -EINVAL;
+	uint64_t size = opts->size ? opts->size : JBD_DEFAULT_SIZE;
+	if (size < JBD_MIN_SIZE || size % JBD_BLOCK_SIZE != 0)
+		return -EINVAL;
+	struct jbd *j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return -ENOMEM;
+	j->opts = *opts;
+	j->ops = opts->ops;
+	j->io = opts->io;
+	j->fd = -1;
+	j->efd = -1;
+	if (j->opts.commit_interval_ms == 0)
+		j->opts.commit_interval_ms = 5000;
+	tw_hmap_init(&j->objs);
+	j->fd = open(opts->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (j->fd < 0) {
+		rc = -errno;
+		tw_err("journal %s: open: %s", opts->path, strerror(-rc));
+		goto fail;
+	}
+	/* One owner per journal: a second iod on the same directory would
+	 * interleave two logs. */
+	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		tw_err("journal %s: in use by another process (%s)", opts->path,
+		       strerror(-rc));
+		goto fail;
+	}
+	struct stat stb;
+	if (fstat(j->fd, &stb) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (stb.st_size == 0) {
+		rc = create_journal(j, size);
+		if (rc < 0) {
+			tw_err("journal %s: create: %s", opts->path, strerror(-rc));
+			goto fail;
+		}
+	} else if ((uint64_t)stb.st_size != size) {
+		tw_warn("journal %s: existing journal is %" PRIu64 " bytes, "
+			"not the configured %" PRIu64 "; keeping its size",
+			opts->path, (uint64_t)stb.st_size, size);
+	}
+	rc = jbd__io_init(j);
+	if (rc < 0) {
+		tw_err("journal %s: io_uring setup: %s", opts->path, strerror(-rc));
+		goto fail;
+	}
+	rc = jbd__recover(j, info);
+	if (rc < 0)
+		goto fail;
+	j->max_txn = j->nlog / 4;
+	j->last_sync_ms = tw_now_ms();
+	*out = j;
+	return 0;
+fail:
+	jbd_abandon(j);
+	return rc;
+}
+
+static void free_index(struct jbd *j)
+{
+	uint64_t key;
+	void *val;
+	for (size_t it = 0; tw_hmap_next(&j->objs, &it, &key, &val);) {
+		struct jbd_obj *o = val;
+		uint64_t k2;
+		void *v2;
+		for (size_t i2 = 0; tw_hmap_next(&o->blocks, &i2, &k2, &v2);)
+			free(v2);
+		tw_hmap_free(&o->blocks);
+		free(o->cuts);
+		free(o);
+	}
+	tw_hmap_free(&j->objs);
+}
+
+void jbd_abandon(struct jbd *j)
+{
+	if (j == NULL)
+		return;
+	jbd__cp_fini(j);
+	jbd__io_fini(j);
+	if (j->running)
+		jbd__txn_free(j, j->running);
+	struct jbd_txn *t;
+	while ((t = j->txn_head) != NULL) {
+		j->txn_head = t->next;
+		jbd__txn_free(j, t);
+	}
+	struct jbd_waiter *w;
+	while ((w = j->sync_waiters) != NULL) {
+		j->sync_waiters = w->next;
+		free(w);
+	}
+	while ((w = j->cp_waiters) != NULL) {
+		j->cp_waiters = w->next;
+		free(w);
+	}
+	while ((w = j->cb_head) != NULL) {
+		j->cb_head = w->next;
+		free(w);
+	}
+	free_index(j);
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+}
+
+static void close_done(void *arg, int rc)
+{
+	int *p = arg;
+	*p = rc == 0 ? 1 : rc;
+}
+
+int jbd_close(struct jbd *j)
+{
+	if (j == NULL)
+		return 0;
+	int rc = 0;
+	if (!j->aborted) {
+		int done = 0;
+		rc = jbd_checkpoint(j, close_done, &done);
+		if (rc == 0) {
+			while (done == 0 && !j->aborted)
+				if (jbd_wait(j) == 1 && done == 0)
+					break;
+			rc = done == 1 ? 0 : (done < 0 ? done : -EIO);
+		}
+	}
+	/* let in-flight requests finish before their buffers go */
+	while (j->io == NULL && j->inflight > 0)
+		jbd__io_reap(j, true);
+	run_cbs(j);
+	if (j->aborted)
+		rc = -EIO;
+	jbd_abandon(j);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/* jbd_checkpoint.c - moving synced transactions home and advancing the
+ * log tail.
+ *
+ * A checkpoint takes the oldest run of SYNCED transactions (never a closed
+ * but unsynced one: J7) and walks their items in log order: data blocks
+ * are written home with io_uring (at most max_inflight at once), records
+ * (data=journal) are handed to ops.apply once every earlier home write has
+ * completed, so home sees exactly the log order replay would produce (J10).
+ * Then ops.home_sync makes the objects durable, and only then the
+ * superblock gets the new tail and is fdatasynced (linked), after which the
+ * log blocks are free (J8) and the index entries of those transactions are
+ * dropped (J14).  A crash anywhere in between leaves the old tail, so
+ * replay simply applies the same transactions again (J15).
+ *
+ * Starts when the log is half used, when a close waits for space, and on
+ * jbd_checkpoint / jbd_close.
+ */
+#include "jbd_int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { CP_ITEMS = 1, CP_SUPER };
+
+#define CP_MAX_IOV 256          /* blocks per home writev */
+
+struct jbd_cp {
+	struct jbd_txn *first, *last;   /* inclusive, consecutive, SYNCED */
+	struct jbd_txn *cur;
+	size_t item;
+	unsigned inflight;
+	int state;
+	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
+	uint64_t *objs;
+	size_t n_objs, cap_objs;
+	uint64_t new_tail, new_seq, freed;
+	uint8_t sb[JBD_BLOCK_SIZE];
+};
+
+void jbd__cp_fini(struct jbd *j)
+{
+	struct jbd_cp *cp = j->cp;
+	if (cp == NULL)
+		return;
+	uint64_t key;
+	void *val;
+	for (size_t it = 0; tw_hmap_next(&cp->fds, &it, &key, &val);)
+		close((int)((intptr_t)val - 1));
+	tw_hmap_free(&cp->fds);
+	free(cp->objs);
+	free(cp);
+	j->cp = NULL;
+	j->cp_active = false;
+}
+
+static int cp_note_obj(struct jbd_cp *cp, uint64_t obj)
+{
+	for (size_t i = cp->n_objs; i-- > 0;)
+		if (cp->objs[i] == obj)
+			return 0;
+	if (cp->n_objs == cp->cap_objs) {
+		size_t cap = cp->cap_objs ? cp->cap_objs * 2 : 16;
+		uint64_t *n = realloc(cp->objs, cap * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		cp->objs = n;
+		cp->cap_objs = cap;
+	}
+	cp->objs[cp->n_objs++] = obj;
+	return 0;
+}
+
+static int cp_fd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int *fd)
+{
+	void *v = tw_hmap_get(&cp->fds, obj + 1);
+	if (v != NULL) {
+		*fd = (int)((intptr_t)v - 1);
+		return 0;
+	}
+	int rc = jbd__home_dup(j, obj, true, fd);
+	if (rc < 0)
+		return rc;
+	rc = tw_hmap_put(&cp->fds, obj + 1, (void *)(intptr_t)(*fd + 1));
+	if (rc < 0) {
+		close(*fd);
+		return rc;
+	}
+	return cp_note_obj(cp, obj);
+}
+
+static void cp_step(struct jbd *j);
+
+static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
+{
+	struct jbd_cp *cp = j->cp;
+	assert(cp != NULL && cp->inflight > 0);
+	cp->inflight--;
+	if (rc < 0) {
+		jbd__abort(j, rc, io->kind == JBD_IO_HOME ?
+			   "checkpoint write to a home object" :
+			   "writing the superblock");
+		return;
+	}
+	cp_step(j);
+}
+
+/* Everything home and durable: forget the checkpointed transactions. */
+static void cp_finish(struct jbd *j)
+{
+	struct jbd_cp *cp = j->cp;
+	struct jbd_txn *t = j->txn_head;
+	uint64_t last_seq = cp->last->seq;
+	while (t != NULL && t->seq <= last_seq) {
+		assert(t->state == TXN_CHECKPOINTING);
+		for (size_t i = 0; i < t->n_items; i++) {
+			struct jbd_item *it = &t->items[i];
+			struct jbd_obj *o = jbd__obj(j, it->obj, false);
+			if (o == NULL)
+				continue;   /* writeback/ordered keep no index */
+			if (it->kind == ITEM_DATA) {
+				struct jbd_ent *e = tw_hmap_get(&o->blocks, it->blk + 1);
+				if (e != NULL && e->txn == t && e->item == i) {
+					tw_hmap_del(&o->blocks, it->blk + 1);
+					free(e);
+				}
+				j->pending_home -= it->len;
+			} else if (it->kind == ITEM_REC && it->cut != JBD_NO_CUT) {
+				for (size_t c = 0; c < o->n_cuts; c++)
+					if (o->cuts[c].seq == t->seq &&
+					    o->cuts[c].cut == it->cut) {
+						memmove(&o->cuts[c], &o->cuts[c + 1],
+							(o->n_cuts - c - 1) *
+							sizeof(o->cuts[0]));
+						o->n_cuts--;
+						break;
+					}
+			}
+			if (it->kind != ITEM_INPLACE && o->nref > 0)
+				o->nref--;
+			jbd__obj_maybe_free(j, o);
+		}
+		j->txn_head = t->next;
+		if (j->txn_head == NULL)
+			j->txn_tail = NULL;
+		jbd__txn_free(j, t);
+		t = j->txn_head;
+	}
+	j->used -= cp->freed;
+	j->tail = cp->new_tail;
+	j->tail_seq = cp->new_seq;
+	j->checkpointed_seq = last_seq;
+	j->st.checkpoints++;
+	j->full_wait = false;
+	jbd__cp_fini(j);
+	struct jbd_waiter **pp = &j->cp_waiters;
+	while (*pp) {
+		struct jbd_waiter *w = *pp;
+		if (w->seq <= j->checkpointed_seq) {
+			*pp = w->next;
+			jbd__queue_cb(j, w->cb, w->arg, 0);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+	jbd__commit_kick(j);
+}
+
+static void cp_super(struct jbd *j)
+{
+	struct jbd_cp *cp = j->cp;
+	/* J6: the tail is the first transaction not checkpointed, or the
+	 * head (next write) when none is in the log yet. */
+	struct jbd_txn *nx = cp->last->next;
+	if (nx != NULL && (nx->state == TXN_CLOSING || nx->state == TXN_CLOSED ||
+			   nx->state == TXN_SYNCED))
+		cp->new_tail = nx->start;
+	else
+		cp->new_tail = j->head;
+	cp->new_seq = cp->last->seq + 1;
+	jbd__super_encode(j, cp->sb, cp->new_tail, cp->new_seq);
+	struct jbd_io *w = jbd__io_new(IO_WRITE, JBD_IO_LOG, j->fd, 0,
+				       cp_io_done, cp);
+	struct jbd_io *f = jbd__io_new(IO_FSYNC, JBD_IO_LOG, j->fd, 0,
+				       cp_io_done, cp);
+	if (w == NULL || f == NULL) {
+		free(w);
+		free(f);
+		jbd__abort(j, -ENOMEM, "queueing the superblock");
+		return;
+	}
+	w->iov[0].iov_base = cp->sb;
+	w->iov[0].iov_len = JBD_BLOCK_SIZE;
+	w->iovcnt = 1;
+	w->link = true;
+	cp->state = CP_SUPER;
+	cp->inflight += 2;
+	jbd__io_submit(j, w);
+	jbd__io_submit(j, f);
+}
+
+static void cp_step(struct jbd *j)
+{
+	struct jbd_cp *cp = j->cp;
+	if (j->aborted || cp == NULL)
+		return;
+	if (cp->state == CP_SUPER) {
+		if (cp->inflight == 0)
+			cp_finish(j);
+		return;
+	}
+	while (cp->cur != NULL) {
+		if (cp->item == cp->cur->n_items) {
+			cp->cur = cp->cur == cp->last ? NULL : cp->cur->next;
+			cp->item = 0;
+			continue;
+		}
+		struct jbd_item *it = &cp->cur->items[cp->item];
+		int rc = 0;
+		if (it->kind == ITEM_DATA) {
+			if (cp->inflight >= j->max_inflight)
+				return;
+			int fd;
+			rc = cp_fd(j, cp, it->obj, &fd);
+			if (rc < 0) {
+				jbd__abort(j, rc, "opening a home object");
+				return;
+			}
+			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
+							it->blk * JBD_BLOCK_SIZE,
+							cp_io_done, cp);
+			if (io == NULL) {
+				jbd__abort(j, -ENOMEM, "queueing a home write");
+				return;
+			}
+			/* Coalesce the following blocks of the same object that
+			 * continue this one into one writev. */
+			size_t run = 1;
+			while (run < CP_MAX_IOV && cp->item + run < cp->cur->n_items) {
+				const struct jbd_item *nx = &cp->cur->items[cp->item + run];
+				const struct jbd_item *pv = nx - 1;
+				if (nx->kind != ITEM_DATA || nx->obj != it->obj ||
+				    nx->blk != pv->blk + 1 || pv->len != JBD_BLOCK_SIZE)
+					break;
+				run++;
+			}
+			if (run > TW_ARRAY_SIZE(io->iov_inline)) {
+				io->iov_owned = calloc(run, sizeof(struct iovec));
+				if (io->iov_owned == NULL) {
+					jbd__io_free(io);
+					jbd__abort(j, -ENOMEM, "queueing a home write");
+					return;
+				}
+				io->iov = io->iov_owned;
+			}
+			/* only the valid bytes: never extend past the size */
+			for (size_t k = 0; k < run; k++) {
+				io->iov[k].iov_base = it[k].buf;
+				io->iov[k].iov_len = it[k].len;
+			}
+			io->iovcnt = (int)run;
+			cp->inflight++;
+			jbd__io_submit(j, io);
+			cp->item += run;
+			continue;
+		} else if (it->kind == ITEM_REC) {
+			if (cp->inflight > 0)
+				return;     /* J10: records after earlier blocks */
+			if (j->opts.mode == JBD_MODE_JOURNAL && j->ops.apply) {
+				rc = j->ops.apply(j->ops.arg, JBD_PHASE_CHECKPOINT,
+						  cp->cur->seq, it->obj, it->cut,
+						  it->buf, it->len);
+				if (rc < 0) {
+					jbd__abort(j, rc, "applying a record");
+					return;
+				}
+			}
+			rc = cp_note_obj(cp, it->obj);
+		} else {
+			rc = cp_note_obj(cp, it->obj);
+		}
+		if (rc < 0) {
+			jbd__abort(j, rc, "checkpoint (out of memory)");
+			return;
+		}
+		cp->item++;
+	}
+	if (cp->inflight > 0)
+		return;
+	int rc = j->ops.home_sync(j->ops.arg, cp->objs, cp->n_objs);
+	if (rc < 0) {
+		jbd__abort(j, rc, "syncing home objects");
+		return;
+	}
+	cp_super(j);
+}
+
+void jbd__cp_kick(struct jbd *j)
+{
+	if (j->aborted || j->cp_active)
+		goto out;
+	bool want = j->full_wait || j->used >= j->nlog / 2;
+	for (struct jbd_waiter *w = j->cp_waiters; w; w = w->next)
+		if (w->seq > j->checkpointed_seq)
+			want = true;
+	/* waiters whose target is already checkpointed (empty log) */
+	struct jbd_waiter **pp = &j->cp_waiters;
+	while (*pp) {
+		struct jbd_waiter *w = *pp;
+		if (w->seq <= j->checkpointed_seq) {
+			*pp = w->next;
+			jbd__queue_cb(j, w->cb, w->arg, 0);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+	if (!want)
+		goto out;
+	struct jbd_txn *first = j->txn_head;
+	if (first == NULL || first->state != TXN_SYNCED) {
+		/* J7: only synced transactions go home; ask for a sync */
+		if (first != NULL && first->state == TXN_CLOSED &&
+		    j->want_sync < j->closed_seq) {
+			j->want_sync = j->closed_seq;
+			jbd__sync_kick(j);
+		}
+		goto out;
+	}
+	struct jbd_cp *cp = calloc(1, sizeof(*cp));
+	if (cp == NULL) {
+		jbd__abort(j, -ENOMEM, "starting a checkpoint");
+		goto out;
+	}
+	tw_hmap_init(&cp->fds);
+	cp->first = first;
+	struct jbd_txn *t = first;
+	for (;;) {
+		t->state = TXN_CHECKPOINTING;
+		cp->freed += t->nblocks;
+		cp->last = t;
+		if (t->next == NULL || t->next->state != TXN_SYNCED)
+			break;
+		t = t->next;
+	}
+	cp->cur = first;
+	cp->state = CP_ITEMS;
+	j->cp = cp;
+	j->cp_active = true;
+	cp_step(j);
+out:
+	jbd__io_pump(j);
+}

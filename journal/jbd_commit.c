@@ -1,0 +1,546 @@
+/* jbd_commit.c - closing and syncing transactions of the block journal.
+ *
+ * close (jbd__commit_kick): the oldest sealed transaction, or the running
+ * one, is laid out as descriptor / data / record blocks and a commit block
+ * carrying the CRC32C of the whole transaction, and written to the log at
+ * the head with one batch of writev requests (J3, J5).  When every write
+ * has returned the transaction is CLOSED: its handles' callbacks run (the
+ * write may be acknowledged, DESIGN.md "Guarantees").  Only one transaction
+ * closes at a time, so everything committed meanwhile shares the next close
+ * (group commit).  A transaction that does not fit the free log space waits
+ * for the checkpoint (J8); it never fails for space.
+ *
+ * sync (jbd__sync_kick): fdatasync of the journal file, linked to the close
+ * when someone already waits for it; afterwards every closed transaction is
+ * SYNCED.  Syncs happen on demand (jbd_sync, JBD_COMMIT_SYNC), when a
+ * quarter of the log is closed but unsynced, and every commit_interval
+ * (jbd_tick).
+ *
+ * The format and invariants J1.. are in journal/FORMAT-BLOCK.md.
+ */
+#include "jbd_int.h"
+
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define IO_MAX_IOV   256      /* blocks per writev */
+
+void jbd__layout_add(struct jbd_layout *l, const struct jbd_item *it)
+{
+	if (it->kind == ITEM_REC) {
+		uint32_t need = (uint32_t)sizeof(struct jbd_rec_disk) +
+				JBD_REC_ALIGN(it->len);
+		if (l->cur != JBD_T_RECORD || l->rec_used + need > JBD_BLOCK_SIZE) {
+			l->cur = JBD_T_RECORD;
+			l->rec_used = sizeof(struct jbd_rechdr_disk);
+			l->blocks++;
+		}
+		l->rec_used += need;
+		return;
+	}
+	if (l->cur != JBD_T_DESC || l->tags == JBD_TAGS_PER_DESC) {
+		l->cur = JBD_T_DESC;
+		l->tags = 0;
+		l->blocks++;
+	}
+	l->tags++;
+	if (it->kind == ITEM_DATA)
+		l->blocks++;
+}
+
+static void hdr_put(uint8_t *block, uint16_t type, uint64_t seq)
+{
+	struct jbd_hdr_disk h = {
+		.magic = htole32(JBD_MAGIC),
+		.type = htole16(type),
+		.flags = 0,
+		.seq = htole64(seq),
+	};
+	memcpy(block, &h, sizeof(h));
+}
+
+/* Block i of the txn in log order: a metadata block or a data item. */
+struct slot {
+	int32_t meta;            /* index into t->meta, or -1 */
+	int32_t item;            /* data item, or -1 */
+};
+
+/* Lay out t (J3): fills t->meta and the slots; returns the block count
+ * including the commit block, which must equal t->lay.blocks + 1. */
+static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
+{
+	uint64_t n = t->lay.blocks + 1;
+	t->nblocks = n;          /* sizes t->esc for the frees */
+	struct slot *slots = calloc(n, sizeof(*slots));
+	size_t nmeta;
+	/* metadata blocks = all blocks minus data blocks */
+	size_t ndata = 0;
+	for (size_t i = 0; i < t->n_items; i++)
+		if (t->items[i].kind == ITEM_DATA)
+			ndata++;
+	nmeta = n - ndata;
+	t->meta = calloc(nmeta, JBD_BLOCK_SIZE);
+	t->esc = calloc(n, sizeof(*t->esc));
+	if (slots == NULL || t->meta == NULL || t->esc == NULL) {
+		free(slots);
+		return -ENOMEM;
+	}
+	size_t s = 0, m = 0;
+	int cur = 0;
+	uint8_t *desc = NULL, *recb = NULL;
+	struct jbd_tag_disk *last_tag = NULL;
+	uint32_t ntags = 0, rec_used = 0, nrec = 0;
+	for (size_t i = 0; i < t->n_items; i++) {
+		struct jbd_item *it = &t->items[i];
+		if (it->kind == ITEM_REC) {
+			uint32_t need = (uint32_t)sizeof(struct jbd_rec_disk) +
+					JBD_REC_ALIGN(it->len);
+			if (cur != JBD_T_RECORD || rec_used + need > JBD_BLOCK_SIZE) {
+				if (last_tag)
+					last_tag->flags |= htole32(JBD_TAG_LAST);
+				last_tag = NULL;
+				cur = JBD_T_RECORD;
+				recb = t->meta + m * JBD_BLOCK_SIZE;
+				hdr_put(recb, JBD_T_RECORD, t->seq);
+				rec_used = sizeof(struct jbd_rechdr_disk);
+				nrec = 0;
+				slots[s].meta = (int32_t)m++;
+				slots[s].item = -1;
+				s++;
+			}
+			struct jbd_rec_disk r = {
+				.obj = htole64(it->obj),
+				.cut = htole64(it->cut),
+				.len = htole32(it->len),
+			};
+			memcpy(recb + rec_used, &r, sizeof(r));
+			memcpy(recb + rec_used + sizeof(r), it->buf, it->len);
+			rec_used += need;
+			nrec++;
+			struct jbd_rechdr_disk *rh = (void *)recb;
+			rh->nrec = htole32(nrec);
+			rh->used = htole32(rec_used);
+			continue;
+		}
+		if (cur != JBD_T_DESC || ntags == JBD_TAGS_PER_DESC) {
+			if (last_tag)
+				last_tag->flags |= htole32(JBD_TAG_LAST);
+			cur = JBD_T_DESC;
+			desc = t->meta + m * JBD_BLOCK_SIZE;
+			hdr_put(desc, JBD_T_DESC, t->seq);
+			ntags = 0;
+			slots[s].meta = (int32_t)m++;
+			slots[s].item = -1;
+			s++;
+		}
+		struct jbd_tag_disk *tag = (void *)(desc +
+			sizeof(struct jbd_desc_disk) + ntags * sizeof(*tag));
+		tag->obj = htole64(it->obj);
+		tag->blk = htole64(it->blk);
+		uint32_t fl = 0;
+		if (it->kind == ITEM_INPLACE) {
+			fl |= JBD_TAG_INPLACE;
+			tag->len = 0;
+		} else {
+			tag->len = htole32(it->len);
+			if (it->escaped)
+				fl |= JBD_TAG_ESCAPED;
+		}
+		tag->flags = htole32(fl);
+		last_tag = tag;
+		ntags++;
+		((struct jbd_desc_disk *)desc)->ntags = htole32(ntags);
+		if (it->kind == ITEM_DATA) {
+			slots[s].meta = -1;
+			slots[s].item = (int32_t)i;
+			if (it->escaped) {
+				/* J4: the log copy starts with zeros */
+				t->esc[s] = malloc(JBD_BLOCK_SIZE);
+				if (t->esc[s] == NULL) {
+					free(slots);
+					return -ENOMEM;
+				}
+				memcpy(t->esc[s], it->buf, JBD_BLOCK_SIZE);
+				memset(t->esc[s], 0, 4);
+			}
+			s++;
+		}
+	}
+	if (last_tag)
+		last_tag->flags |= htole32(JBD_TAG_LAST);
+	/* commit block */
+	uint8_t *cb = t->meta + m * JBD_BLOCK_SIZE;
+	slots[s].meta = (int32_t)m++;
+	slots[s].item = -1;
+	s++;
+	assert(s == n && m == nmeta);   /* layout_add and build agree (J3) */
+	hdr_put(cb, JBD_T_COMMIT, t->seq);
+	struct jbd_commit_disk *c = (void *)cb;
+	c->nblocks = htole32((uint32_t)(n - 1));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->sec = (int64_t)htole64((uint64_t)ts.tv_sec);
+	c->nsec = htole32((uint32_t)ts.tv_nsec);
+	/* J5: CRC32C seeded with the UUID over every block, then commit
+	 * bytes 0..19. */
+	uint32_t crc = j->crc_seed;
+	for (size_t k = 0; k + 1 < n; k++) {
+		const uint8_t *b;
+		if (slots[k].meta >= 0)
+			b = t->meta + (size_t)slots[k].meta * JBD_BLOCK_SIZE;
+		else if (t->esc[k])
+			b = t->esc[k];
+		else
+			b = t->items[slots[k].item].buf;
+		crc = tw_crc32c(crc, b, JBD_BLOCK_SIZE);
+	}
+	crc = tw_crc32c(crc, cb, offsetof(struct jbd_commit_disk, crc));
+	c->crc = htole32(crc);
+	t->nblocks = n;
+	*slots_out = slots;
+	return 0;
+}
+
+static void free_close_bufs(struct jbd_txn *t)
+{
+	free(t->meta);
+	t->meta = NULL;
+	if (t->esc) {
+		for (size_t i = 0; i < t->nblocks; i++)
+			free(t->esc[i]);
+		free(t->esc);
+		t->esc = NULL;
+	}
+}
+
+static void sync_done(struct jbd *j, uint64_t target);
+
+static void close_finish(struct jbd *j, struct jbd_txn *t)
+{
+	t->state = TXN_CLOSED;
+	j->closing = false;
+	j->closed_seq = t->seq;
+	j->st.commits++;
+	j->st.log_blocks += t->nblocks;
+	j->unsynced_blocks += t->nblocks;
+	free_close_bufs(t);
+	/* ordered / writeback: the records take effect now, in log order
+	 * (FORMAT-BLOCK.md "Records"). */
+	if (j->opts.mode != JBD_MODE_JOURNAL && j->ops.apply != NULL) {
+		for (size_t i = 0; i < t->n_items; i++) {
+			struct jbd_item *it = &t->items[i];
+			if (it->kind != ITEM_REC)
+				continue;
+			int rc = j->ops.apply(j->ops.arg, JBD_PHASE_CLOSE, t->seq,
+					      it->obj, it->cut, it->buf, it->len);
+			if (rc < 0) {
+				jbd__abort(j, rc, "applying a record");
+				return;
+			}
+		}
+	}
+	struct jbd_waiter **pp = &t->waiters;
+	while (*pp) {
+		struct jbd_waiter *w = *pp;
+		if (!w->sync) {
+			*pp = w->next;
+			jbd__queue_cb(j, w->cb, w->arg, 0);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+	if (j->unsynced_blocks >= j->nlog / 4 && j->want_sync < j->closed_seq)
+		j->want_sync = j->closed_seq;
+}
+
+static void close_io_done(struct jbd *j, struct jbd_io *io, int rc)
+{
+	struct jbd_txn *t = io->ctx;
+	if (io->op == IO_FSYNC && rc == -ECANCELED) {
+		j->syncing = false;     /* jbd__sync_kick issues a new one */
+		return;
+	}
+	if (rc < 0)
+		jbd__abort(j, rc, "writing a transaction to the log");
+	if (io->op == IO_FSYNC) {
+		if (!j->aborted)
+			sync_done(j, t->seq);
+		return;
+	}
+	assert(t->ios_pending > 0);
+	if (--t->ios_pending == 0 && !j->aborted)
+		close_finish(j, t);
+}
+
+static struct jbd_txn *next_to_close(struct jbd *j)
+{
+	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
+		if (t->state == TXN_SEALED)
+			return t;
+	if (j->running && j->running->n_items > 0) {
+		struct jbd_txn *t = j->running;
+		j->running = NULL;
+		t->state = TXN_SEALED;
+		t->next = NULL;
+		if (j->txn_tail)
+			j->txn_tail->next = t;
+		else
+			j->txn_head = t;
+		j->txn_tail = t;
+		return t;
+	}
+	return NULL;
+}
+
+static int ordered_sync(struct jbd *j, struct jbd_txn *t)
+{
+	uint64_t *objs = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < t->n_items; i++)
+		if (t->items[i].kind == ITEM_INPLACE)
+			n++;
+	if (n == 0)
+		return 0;
+	objs = malloc(n * sizeof(*objs));
+	if (objs == NULL)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < t->n_items; i++)
+		if (t->items[i].kind == ITEM_INPLACE)
+			objs[n++] = t->items[i].obj;
+	/* J11: in-place data is durable before the commit block is written */
+	int rc = j->ops.home_sync(j->ops.arg, objs, n);
+	free(objs);
+	return rc;
+}
+
+void jbd__commit_kick(struct jbd *j)
+{
+	if (j->aborted || j->closing)
+		goto out;
+	/* peek without sealing first: the space check must not reorder */
+	struct jbd_txn *t = NULL;
+	for (struct jbd_txn *x = j->txn_head; x; x = x->next)
+		if (x->state == TXN_SEALED) {
+			t = x;
+			break;
+		}
+	uint64_t need;
+	if (t == NULL && j->running && j->running->n_items > 0)
+		need = j->running->lay.blocks + 1;
+	else if (t != NULL)
+		need = t->lay.blocks + 1;
+	else
+		goto out;
+	/* J8: never write over blocks not yet checkpointed. */
+	if (j->nlog - j->used < need) {
+		if (!j->full_wait)
+			j->st.full_waits++;
+		j->full_wait = true;
+		if (j->want_sync < j->closed_seq)
+			j->want_sync = j->closed_seq;
+		goto out;
+	}
+	t = next_to_close(j);
+	assert(t != NULL && t->lay.blocks + 1 == need);
+	if (j->opts.mode == JBD_MODE_ORDERED) {
+		int rc = ordered_sync(j, t);
+		if (rc < 0) {
+			jbd__abort(j, rc, "syncing in-place data before a commit");
+			goto out;
+		}
+	}
+	struct slot *slots = NULL;
+	int rc = build(j, t, &slots);
+	if (rc < 0) {
+		jbd__abort(j, rc, "laying out a transaction");
+		goto out;
+	}
+	t->start = j->head;
+	t->state = TXN_CLOSING;
+	j->closing = true;
+	j->head = jbd__log_next(j, j->head, t->nblocks);
+	j->used += t->nblocks;
+	/* writev runs: contiguous in the file, at most IO_MAX_IOV blocks */
+	uint64_t k = 0;
+	while (k < t->nblocks) {
+		uint64_t pos = jbd__log_next(j, t->start, k);
+		uint64_t run = TW_MIN(t->nblocks - k, j->nblocks - pos);
+		run = TW_MIN(run, (uint64_t)IO_MAX_IOV);
+		struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_LOG, j->fd,
+						pos * JBD_BLOCK_SIZE,
+						close_io_done, t);
+		struct iovec *iov = io ? calloc(run, sizeof(*iov)) : NULL;
+		if (iov == NULL) {
+			free(io);
+			free(slots);
+			jbd__abort(j, -ENOMEM, "queueing log writes");
+			goto out;
+		}
+		for (uint64_t b = 0; b < run; b++) {
+			struct slot *sl = &slots[k + b];
+			void *p;
+			if (sl->meta >= 0)
+				p = t->meta + (size_t)sl->meta * JBD_BLOCK_SIZE;
+			else if (t->esc[k + b])
+				p = t->esc[k + b];
+			else
+				p = t->items[sl->item].buf;
+			iov[b].iov_base = p;
+			iov[b].iov_len = JBD_BLOCK_SIZE;
+		}
+		/* the iovec array lives in the request (freed with it) */
+		io->iov = iov;
+		io->iov_owned = iov;
+		io->iovcnt = (int)run;
+		t->ios_pending++;
+		jbd__io_submit(j, io);
+		k += run;
+	}
+	free(slots);
+	/* A waiting fsync rides on the close as a linked request. */
+	if (j->want_sync >= t->seq && !j->syncing && t->ios_pending <= 8) {
+		struct jbd_io *fs = jbd__io_new(IO_FSYNC, JBD_IO_LOG, j->fd, 0,
+						close_io_done, t);
+		if (fs != NULL) {
+			for (struct jbd_io *x = j->q_head; x; x = x->next)
+				if (x->ctx == t)
+					x->link = true;
+			j->syncing = true;
+			j->sync_target = t->seq;
+			jbd__io_submit(j, fs);
+		}
+	}
+out:
+	jbd__io_pump(j);
+}
+
+static void sync_io_done(struct jbd *j, struct jbd_io *io, int rc)
+{
+	if (rc < 0) {
+		jbd__abort(j, rc, "fdatasync of the log");
+		return;
+	}
+	sync_done(j, (uint64_t)(uintptr_t)io->ctx);
+}
+
+static void sync_done(struct jbd *j, uint64_t target)
+{
+	j->syncing = false;
+	if (target <= j->synced_seq)
+		return;
+	j->synced_seq = target;
+	j->last_sync_ms = tw_now_ms();
+	j->st.syncs++;
+	for (struct jbd_txn *t = j->txn_head; t; t = t->next) {
+		if (t->seq > target)
+			break;
+		if (t->state != TXN_CLOSED)
+			continue;
+		t->state = TXN_SYNCED;
+		j->unsynced_blocks -= t->nblocks;
+		struct jbd_waiter *w;
+		while ((w = t->waiters) != NULL) {
+			t->waiters = w->next;
+			jbd__queue_cb(j, w->cb, w->arg, 0);
+			free(w);
+		}
+	}
+	struct jbd_waiter **pp = &j->sync_waiters;
+	while (*pp) {
+		struct jbd_waiter *w = *pp;
+		if (w->seq <= target) {
+			*pp = w->next;
+			jbd__queue_cb(j, w->cb, w->arg, 0);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void jbd__sync_kick(struct jbd *j)
+{
+	if (j->aborted || j->syncing)
+		return;
+	if (j->want_sync <= j->synced_seq || j->closed_seq <= j->synced_seq)
+		return;
+	struct jbd_io *io = jbd__io_new(IO_FSYNC, JBD_IO_LOG, j->fd, 0,
+					sync_io_done,
+					(void *)(uintptr_t)j->closed_seq);
+	if (io == NULL) {
+		jbd__abort(j, -ENOMEM, "queueing fdatasync");
+		return;
+	}
+	j->syncing = true;
+	j->sync_target = j->closed_seq;
+	jbd__io_submit(j, io);
+	jbd__io_pump(j);
+}
+
+/* The highest sequence holding anything (0 when the journal is idle). */
+static uint64_t last_seq(const struct jbd *j)
+{
+	if (j->running && j->running->n_items > 0)
+		return j->running->seq;
+	uint64_t s = j->closed_seq;
+	if (j->txn_tail && j->txn_tail->seq > s)
+		s = j->txn_tail->seq;
+	return s;
+}
+
+int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg)
+{
+	if (j->aborted)
+		return j->aborted;
+	uint64_t target = last_seq(j);
+	if (target <= j->synced_seq) {
+		jbd__queue_cb(j, cb, arg, 0);
+		uint64_t one = 1;
+		ssize_t w = write(j->efd, &one, sizeof(one));
+		(void)w;
+		return 0;
+	}
+	struct jbd_waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->cb = cb;
+	w->arg = arg;
+	w->seq = target;
+	w->next = j->sync_waiters;
+	j->sync_waiters = w;
+	if (j->want_sync < target)
+		j->want_sync = target;
+	jbd__commit_kick(j);
+	jbd__sync_kick(j);
+	return 0;
+}
+
+int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg)
+{
+	if (j->aborted)
+		return j->aborted;
+	struct jbd_waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	uint64_t target = last_seq(j);
+	w->cb = cb;
+	w->arg = arg;
+	w->seq = target;
+	w->next = j->cp_waiters;
+	j->cp_waiters = w;
+	if (j->want_sync < target)
+		j->want_sync = target;
+	jbd__commit_kick(j);
+	jbd__sync_kick(j);
+	jbd__cp_kick(j);
+	uint64_t one = 1;
+	ssize_t wr = write(j->efd, &one, sizeof(one));
+	(void)wr;
+	return 0;
+}

@@ -1,0 +1,302 @@
+/* jbd_int.h - internals of the block journal, shared by jbd.c (handles,
+ * index, reads), jbd_io.c (io_uring and the test I/O layer), jbd_commit.c
+ * (close, sync), jbd_checkpoint.c and jbd_recovery.c.  Never included
+ * outside journal/.  The on-disk structs mirror journal/FORMAT-BLOCK.md;
+ * "J<n>" in comments cites its numbered invariants.
+ *
+ * Everything runs on the owner thread: no locks.
+ */
+#ifndef TWINFS_JBD_INT_H
+#define TWINFS_JBD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <liburing.h>
+
+#include "common.h"
+#include "journal.h"
+
+/* ------------------------------------------------------------ on disk */
+
+#define JBD_MAGIC        0x4a425754u   /* "TWBJ" as little-endian bytes */
+#define JBD_VERSION      1
+#define JBD_T_SUPER      1
+#define JBD_T_DESC       2
+#define JBD_T_COMMIT     3
+#define JBD_T_RECORD     4
+
+#define JBD_TAG_ESCAPED  0x1u
+#define JBD_TAG_LAST     0x2u
+#define JBD_TAG_INPLACE  0x4u
+#define JBD_TAG_KNOWN    (JBD_TAG_ESCAPED | JBD_TAG_LAST | JBD_TAG_INPLACE)
+
+struct jbd_hdr_disk {            /* every metadata block starts with it */
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags;          /* zero */
+	uint64_t seq;
+};
+_Static_assert(sizeof(struct jbd_hdr_disk) == 16, "block header");
+
+struct jbd_super_disk {
+	struct jbd_hdr_disk h;   /* seq = sequence expected at start */
+	uint32_t block_size;     /* 4096 */
+	uint16_t version;        /* JBD_VERSION */
+	uint16_t mode;           /* informational: enum jbd_mode */
+	uint64_t nblocks;        /* journal blocks including this one */
+	uint64_t start;          /* log block of the oldest live txn (tail) */
+	uint8_t uuid[16];
+	uint8_t reserved[68];
+	uint32_t crc;            /* crc32c(0, bytes 0..123) */
+};
+_Static_assert(sizeof(struct jbd_super_disk) == 128, "superblock");
+
+struct jbd_desc_disk {
+	struct jbd_hdr_disk h;
+	uint32_t ntags;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct jbd_desc_disk) == 24, "descriptor header");
+
+struct jbd_tag_disk {
+	uint64_t obj;
+	uint64_t blk;            /* block number within the object */
+	uint32_t len;            /* valid bytes 1..4096; 0 with INPLACE */
+	uint32_t flags;
+};
+_Static_assert(sizeof(struct jbd_tag_disk) == 24, "tag");
+
+#define JBD_TAGS_PER_DESC \
+	((JBD_BLOCK_SIZE - sizeof(struct jbd_desc_disk)) / sizeof(struct jbd_tag_disk))
+
+struct jbd_rechdr_disk {         /* record block header */
+	struct jbd_hdr_disk h;
+	uint32_t nrec;
+	uint32_t used;           /* bytes used in the block, incl. headers */
+};
+_Static_assert(sizeof(struct jbd_rechdr_disk) == 24, "record block header");
+
+struct jbd_rec_disk {            /* one record, payload follows, padded to 8 */
+	uint64_t obj;
+	uint64_t cut;
+	uint32_t len;
+	uint32_t flags;          /* zero */
+};
+_Static_assert(sizeof(struct jbd_rec_disk) == 24, "record header");
+_Static_assert(JBD_REC_MAX == JBD_BLOCK_SIZE - 2 * 24, "JBD_REC_MAX");
+
+struct jbd_commit_disk {
+	struct jbd_hdr_disk h;
+	uint32_t nblocks;        /* blocks of the txn before this one */
+	uint32_t crc;            /* see FORMAT-BLOCK.md "Checksum" */
+	int64_t sec;             /* realtime of the close, informational */
+	uint32_t nsec;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct jbd_commit_disk) == 40, "commit block");
+
+#define JBD_REC_ALIGN(n) (((n) + 7u) & ~7u)
+
+/* ------------------------------------------------------------ in memory */
+
+enum { ITEM_DATA = 1, ITEM_INPLACE, ITEM_REC };
+
+struct jbd_item {
+	uint8_t kind;
+	bool escaped;            /* DATA: first 4 bytes equal the magic */
+	uint32_t len;            /* DATA: valid bytes; REC: payload bytes */
+	uint64_t obj;
+	uint64_t blk;            /* DATA */
+	uint64_t cut;            /* REC */
+	uint8_t *buf;            /* DATA: 4096 bytes; REC: payload (owned) */
+};
+
+/* Incremental layout of a transaction in log blocks (descriptors, data,
+ * record blocks, commit), so admission never walks a whole txn. */
+struct jbd_layout {
+	int cur;                 /* 0, T_DESC or T_RECORD: open metadata block */
+	uint32_t tags;           /* tags in the open descriptor */
+	uint32_t rec_used;       /* bytes used in the open record block */
+	uint64_t blocks;         /* excluding the commit block */
+};
+
+enum jbd_txn_state {
+	TXN_RUNNING = 0,         /* accepting handles */
+	TXN_SEALED,              /* full, waiting to close (FIFO) */
+	TXN_CLOSING,             /* log writes in flight */
+	TXN_CLOSED,              /* commit block written */
+	TXN_SYNCED,              /* fdatasync done */
+	TXN_CHECKPOINTING,       /* being written home */
+};
+
+struct jbd_waiter {
+	jbd_done_cb cb;
+	void *arg;
+	uint64_t seq;            /* for sync / checkpoint waiters */
+	bool sync;               /* handle waiter: wants synced */
+	struct jbd_waiter *next;
+};
+
+struct jbd_txn {
+	uint64_t seq;
+	enum jbd_txn_state state;
+	struct jbd_item *items;
+	size_t n_items, cap_items;
+	struct jbd_layout lay;
+	uint64_t data_bytes;     /* admission accounting */
+	uint64_t start;          /* first log block (from CLOSING on) */
+	uint64_t nblocks;        /* log blocks including the commit */
+	struct jbd_waiter *waiters;   /* handle callbacks */
+	/* CLOSING: */
+	uint8_t *meta;           /* metadata blocks, in log order */
+	uint8_t **esc;           /* escaped copies (NULL where none) */
+	unsigned ios_pending;
+	struct jbd_txn *next;    /* seq order */
+};
+
+/* Index entry: the newest journal-resident copy of (obj, blk). */
+struct jbd_ent {
+	struct jbd_txn *txn;
+	size_t item;             /* index into txn->items */
+	uint32_t valid;          /* bytes of the copy that are current */
+	bool frozen;             /* a cut followed: never update in place */
+};
+
+struct jbd_cut {
+	uint64_t seq;
+	uint64_t cut;
+};
+
+/* Per-object journal state (data=journal only). */
+struct jbd_obj {
+	uint64_t obj;
+	struct tw_hmap blocks;   /* blk + 1 -> struct jbd_ent * */
+	uint64_t wend;           /* logical size from writes/cuts */
+	bool has_wend;
+	struct jbd_cut *cuts;    /* cuts not yet checkpointed, seq order */
+	size_t n_cuts, cap_cuts;
+	uint64_t nref;           /* items in live txns */
+};
+
+/* One I/O request of the I/O layer. */
+enum { IO_WRITE = 1, IO_FSYNC };
+
+struct jbd_io;
+typedef void (*jbd_io_done)(struct jbd *j, struct jbd_io *io, int rc);
+
+struct jbd_io {
+	int op;
+	enum jbd_io_kind kind;
+	int fd;
+	struct iovec *iov;       /* advanced on short writes */
+	int iovcnt;
+	struct iovec iov_inline[4];
+	struct iovec *iov_owned;  /* heap vector (freed with the request) */
+	uint64_t off;
+	bool link;               /* IOSQE_IO_LINK to the next request */
+	jbd_io_done done;
+	void *ctx;
+	int rc;                  /* set on completion */
+	struct jbd_io *next;
+};
+
+struct jbd {
+	struct jbd_opts opts;
+	struct jbd_ops ops;
+	const struct jbd_io_ops *io;
+	int fd;                  /* journal file */
+	int efd;                 /* eventfd */
+	struct io_uring ring;
+	bool ring_ok;
+	uint8_t uuid[16];
+	uint32_t crc_seed;
+	uint64_t nblocks;        /* total, incl. the superblock */
+	uint64_t nlog;           /* log blocks: 1 .. nblocks-1 */
+	uint64_t max_txn;        /* blocks incl. commit: nlog / 4 (J9) */
+	int aborted;             /* 0 or -EIO: sticky (J12) */
+
+	/* log space: [tail, head) modulo the log, used blocks */
+	uint64_t tail, head, used;
+	uint64_t tail_seq;       /* seq expected at tail (the superblock's) */
+
+	uint64_t next_seq;
+	uint64_t closed_seq, synced_seq, checkpointed_seq;
+	struct jbd_txn *running;
+	struct jbd_txn *txn_head, *txn_tail; /* sealed..checkpointing, seq order */
+	bool closing;
+
+	/* sync */
+	bool syncing;
+	uint64_t sync_target;
+	struct jbd_waiter *sync_waiters;
+	uint64_t want_sync;      /* highest seq someone wants synced */
+	uint64_t last_sync_ms;
+	uint64_t unsynced_blocks;
+
+	/* checkpoint */
+	bool cp_active;
+	bool want_cp_all;
+	struct jbd_waiter *cp_waiters;
+	struct jbd_cp *cp;
+	bool full_wait;          /* a close waits for log space */
+
+	/* index (data=journal) */
+	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */
+	uint64_t pending_home;   /* data bytes not yet checkpointed */
+
+	/* I/O layer */
+	struct jbd_io *q_head, *q_tail;  /* not yet submitted */
+	struct jbd_io *done_head, *done_tail; /* completed (sync layer) */
+	unsigned inflight, max_inflight;
+
+	/* deferred callbacks */
+	struct jbd_waiter *cb_head, *cb_tail;
+	bool in_process;
+
+	struct jbd_stats st;
+};
+
+/* jbd.c */
+struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
+void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
+void jbd__abort(struct jbd *j, int rc, const char *what);
+void jbd__queue_cb(struct jbd *j, jbd_done_cb cb, void *arg, int rc);
+void jbd__txn_free(struct jbd *j, struct jbd_txn *t);
+uint64_t jbd__log_next(const struct jbd *j, uint64_t blk, uint64_t n);
+void jbd__super_encode(const struct jbd *j, uint8_t *block, uint64_t start,
+		       uint64_t seq);
+int jbd__home_dup(struct jbd *j, uint64_t obj, bool create, int *fd);
+
+/* jbd_io.c */
+int jbd__io_init(struct jbd *j);
+void jbd__io_fini(struct jbd *j);
+struct jbd_io *jbd__io_new(int op, enum jbd_io_kind kind, int fd,
+			   uint64_t off, jbd_io_done done, void *ctx);
+void jbd__io_free(struct jbd_io *io);
+void jbd__io_submit(struct jbd *j, struct jbd_io *io);
+void jbd__io_pump(struct jbd *j);
+/* Reap completions; returns how many were handled. */
+int jbd__io_reap(struct jbd *j, bool wait);
+bool jbd__io_busy(const struct jbd *j);
+/* Synchronous helpers (open, replay): through the test layer when set. */
+int jbd__pwrite_sync(struct jbd *j, enum jbd_io_kind kind, int fd,
+		     const void *buf, size_t len, uint64_t off);
+int jbd__fsync_sync(struct jbd *j, enum jbd_io_kind kind, int fd);
+int jbd__pread_full(struct jbd *j, enum jbd_io_kind kind, int fd, void *buf,
+		    size_t len, uint64_t off);
+
+/* jbd_commit.c */
+void jbd__layout_add(struct jbd_layout *l, const struct jbd_item *it);
+void jbd__commit_kick(struct jbd *j);
+void jbd__sync_kick(struct jbd *j);
+
+/* jbd_checkpoint.c */
+void jbd__cp_kick(struct jbd *j);
+void jbd__cp_fini(struct jbd *j);
+
+/* jbd_recovery.c */
+int jbd__recover(struct jbd *j, struct jbd_replay_info *info);
+
+#endif

@@ -1,0 +1,373 @@
+/* jbd_io.c - the I/O layer of the block journal: every write and fsync the
+ * journal issues (log appends, the superblock, checkpoint home writes) goes
+ * through jbd__io_submit, which runs it on io_uring, or, when the caller set
+ * jbd_opts.io (tests), synchronously through that table so a fault layer
+ * can fail, tear or drop the N-th write and keep a shadow of synced bytes.
+ *
+ * Requests wait in a software queue and are submitted in batches with at
+ * most max_inflight in the kernel; a full ring is a normal condition (we
+ * submit what we have and retry later, never assert).  Completions follow
+ * liburing's io_uring-cp pattern: error / short (resubmit the rest) /
+ * complete.  The eventfd registered with the ring (or written by the
+ * synchronous layer) tells the owner's loop that completions are ready.
+ */
+#include "jbd_int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 256
+
+int jbd__io_init(struct jbd *j)
+{
+	j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->efd < 0)
+		return -errno;
+	j->max_inflight = j->opts.max_inflight ? j->opts.max_inflight : 64;
+	if (j->max_inflight > RING_ENTRIES)
+		j->max_inflight = RING_ENTRIES;
+	if (j->io != NULL)
+		return 0;
+	int rc = io_uring_queue_init(RING_ENTRIES, &j->ring, 0);
+	if (rc < 0)
+		return rc;
+	j->ring_ok = true;
+	rc = io_uring_register_eventfd(&j->ring, j->efd);
+	if (rc < 0)
+		return rc;
+	return 0;
+}
+
+void jbd__io_fini(struct jbd *j)
+{
+	if (j->ring_ok)
+		io_uring_queue_exit(&j->ring);
+	j->ring_ok = false;
+	if (j->efd >= 0)
+		close(j->efd);
+	j->efd = -1;
+	struct jbd_io *io;
+	while ((io = j->q_head) != NULL) {
+		j->q_head = io->next;
+		jbd__io_free(io);
+	}
+	while ((io = j->done_head) != NULL) {
+		j->done_head = io->next;
+		jbd__io_free(io);
+	}
+}
+
+struct jbd_io *jbd__io_new(int op, enum jbd_io_kind kind, int fd,
+			   uint64_t off, jbd_io_done done, void *ctx)
+{
+	struct jbd_io *io = calloc(1, sizeof(*io));
+	if (io == NULL)
+		return NULL;
+	io->op = op;
+	io->kind = kind;
+	io->fd = fd;
+	io->off = off;
+	io->done = done;
+	io->ctx = ctx;
+	io->iov = io->iov_inline;
+	return io;
+}
+
+void jbd__io_free(struct jbd_io *io)
+{
+	if (io == NULL)
+		return;
+	free(io->iov_owned);
+	free(io);
+}
+
+static size_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+	for (int i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* Drop the first n bytes of io's vector (after a short write). */
+static void iov_advance(struct jbd_io *io, size_t n)
+{
+	io->off += n;
+	while (n > 0 && io->iovcnt > 0) {
+		if (n >= io->iov[0].iov_len) {
+			n -= io->iov[0].iov_len;
+			io->iov++;
+			io->iovcnt--;
+		} else {
+			io->iov[0].iov_base = (uint8_t *)io->iov[0].iov_base + n;
+			io->iov[0].iov_len -= n;
+			n = 0;
+		}
+	}
+}
+
+void jbd__io_submit(struct jbd *j, struct jbd_io *io)
+{
+	io->next = NULL;
+	if (j->q_tail)
+		j->q_tail->next = io;
+	else
+		j->q_head = io;
+	j->q_tail = io;
+}
+
+static void push_front(struct jbd *j, struct jbd_io *io)
+{
+	io->next = j->q_head;
+	j->q_head = io;
+	if (j->q_tail == NULL)
+		j->q_tail = io;
+}
+
+static void done_push(struct jbd *j, struct jbd_io *io, int rc)
+{
+	io->rc = rc;
+	io->next = NULL;
+	if (j->done_tail)
+		j->done_tail->next = io;
+	else
+		j->done_head = io;
+	j->done_tail = io;
+}
+
+/* Run one request through the synchronous test layer. */
+static void run_sync(struct jbd *j, struct jbd_io *io)
+{
+	const struct jbd_io_ops *x = j->io;
+	if (io->op == IO_FSYNC) {
+		done_push(j, io, x->fsync(x->arg, io->kind, io->fd));
+		return;
+	}
+	while (io->iovcnt > 0) {
+		if (io->iov[0].iov_len == 0) {
+			io->iov++;
+			io->iovcnt--;
+			continue;
+		}
+		long n = x->pwrite(x->arg, io->kind, io->fd, io->iov[0].iov_base,
+				   io->iov[0].iov_len, io->off);
+		if (n < 0) {
+			done_push(j, io, (int)n);
+			return;
+		}
+		if (n == 0) {
+			done_push(j, io, -EIO);
+			return;
+		}
+		iov_advance(io, (size_t)n);
+	}
+	done_push(j, io, 0);
+}
+
+static unsigned chain_len(const struct jbd_io *io)
+{
+	unsigned n = 1;
+	while (io->link && io->next) {
+		io = io->next;
+		n++;
+	}
+	return n;
+}
+
+void jbd__io_pump(struct jbd *j)
+{
+	if (j->io != NULL) {
+		bool any = false;
+		struct jbd_io *io;
+		while ((io = j->q_head) != NULL) {
+			j->q_head = io->next;
+			if (j->q_head == NULL)
+				j->q_tail = NULL;
+			run_sync(j, io);
+			any = true;
+		}
+		if (any) {
+			uint64_t one = 1;
+			ssize_t w = write(j->efd, &one, sizeof(one));
+			(void)w;
+		}
+		return;
+	}
+	if (!j->ring_ok)
+		return;
+	unsigned queued = 0;
+	while (j->q_head != NULL) {
+		unsigned n = chain_len(j->q_head);
+		if (j->inflight + n > j->max_inflight && j->inflight > 0)
+			break;
+		if (io_uring_sq_space_left(&j->ring) < n)
+			break;          /* full ring: submit what we have */
+		for (unsigned i = 0; i < n; i++) {
+			struct jbd_io *io = j->q_head;
+			j->q_head = io->next;
+			if (j->q_head == NULL)
+				j->q_tail = NULL;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&j->ring);
+			assert(sqe != NULL); /* space checked above */
+			if (io->op == IO_FSYNC)
+				io_uring_prep_fsync(sqe, io->fd,
+						    IORING_FSYNC_DATASYNC);
+			else
+				io_uring_prep_writev(sqe, io->fd, io->iov,
+						     (unsigned)io->iovcnt, io->off);
+			if (io->link && i + 1 < n)
+				sqe->flags |= IOSQE_IO_LINK;
+			io_uring_sqe_set_data(sqe, io);
+			j->inflight++;
+			queued++;
+		}
+	}
+	if (queued > 0) {
+		int rc;
+		do {
+			rc = io_uring_submit(&j->ring);
+		} while (rc == -EINTR);
+		if (rc < 0)
+			jbd__abort(j, rc, "io_uring_submit");
+	}
+}
+
+bool jbd__io_busy(const struct jbd *j)
+{
+	return j->inflight > 0 || j->q_head != NULL || j->done_head != NULL;
+}
+
+/* Handle one completion: error / short / complete. */
+static void complete(struct jbd *j, struct jbd_io *io, int res)
+{
+	if (res == -EINTR || res == -EAGAIN ||
+	    (res == -ECANCELED && io->op == IO_WRITE)) {
+		/* A linked write is cancelled when an earlier link was
+		 * short; run it again.  A cancelled linked fsync goes to
+		 * its owner, which issues a fresh one after the writes. */
+		io->link = false;
+		jbd__io_submit(j, io);
+		return;
+	}
+	if (res < 0) {
+		io->done(j, io, res);
+		jbd__io_free(io);
+		return;
+	}
+	if (io->op == IO_WRITE) {
+		size_t total = iov_total(io->iov, io->iovcnt);
+		if (res == 0 && total > 0) {
+			io->done(j, io, -EIO);
+			jbd__io_free(io);
+			return;
+		}
+		if ((size_t)res < total) {
+			iov_advance(io, (size_t)res);
+			io->link = false;
+			push_front(j, io);
+			return;
+		}
+	}
+	io->done(j, io, 0);
+	jbd__io_free(io);
+}
+
+int jbd__io_reap(struct jbd *j, bool wait)
+{
+	int handled = 0;
+	if (j->efd >= 0) {
+		uint64_t v;
+		ssize_t r = read(j->efd, &v, sizeof(v));
+		(void)r;
+	}
+	if (j->io != NULL) {
+		struct jbd_io *io;
+		while ((io = j->done_head) != NULL) {
+			j->done_head = io->next;
+			if (j->done_head == NULL)
+				j->done_tail = NULL;
+			io->done(j, io, io->rc);
+			jbd__io_free(io);
+			handled++;
+		}
+		return handled;
+	}
+	if (!j->ring_ok)
+		return 0;
+	struct io_uring_cqe *cqe;
+	if (wait && j->inflight > 0) {
+		int rc;
+		do {
+			rc = io_uring_wait_cqe(&j->ring, &cqe);
+		} while (rc == -EINTR);
+		if (rc < 0) {
+			jbd__abort(j, rc, "io_uring_wait_cqe");
+			return 0;
+		}
+	}
+	while (io_uring_peek_cqe(&j->ring, &cqe) == 0) {
+		struct jbd_io *io = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&j->ring, cqe);
+		j->inflight--;
+		complete(j, io, res);
+		handled++;
+	}
+	return handled;
+}
+
+int jbd__pwrite_sync(struct jbd *j, enum jbd_io_kind kind, int fd,
+		     const void *buf, size_t len, uint64_t off)
+{
+	if (j->io == NULL)
+		return tw_pwrite_all(fd, buf, len, off);
+	const uint8_t *p = buf;
+	while (len > 0) {
+		long n = j->io->pwrite(j->io->arg, kind, fd, p, len, off);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int jbd__fsync_sync(struct jbd *j, enum jbd_io_kind kind, int fd)
+{
+	if (j->io != NULL)
+		return j->io->fsync(j->io->arg, kind, fd);
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+int jbd__pread_full(struct jbd *j, enum jbd_io_kind kind, int fd, void *buf,
+		    size_t len, uint64_t off)
+{
+	long n;
+	if (j->io != NULL && j->io->pread != NULL) {
+		size_t got = 0;
+		while (got < len) {
+			n = j->io->pread(j->io->arg, kind, fd, (uint8_t *)buf + got,
+					 len - got, off + got);
+			if (n < 0)
+				return (int)n;
+			if (n == 0)
+				break;
+			got += (size_t)n;
+		}
+		n = (long)got;
+	} else {
+		n = tw_pread_full(fd, buf, len, off);
+		if (n < 0)
+			return (int)n;
+	}
+	if ((size_t)n < len)
+		memset((uint8_t *)buf + n, 0, len - (size_t)n);
+	return (int)n;
+}

@@ -1,0 +1,1415 @@
+/* test_jbd.c - unit tests of the block journal (journal.h "Block journal
+ * (iod)", journal/FORMAT-BLOCK.md).
+ *
+ * Crash tests in SQLite's style: a fault layer (struct jbd_io_ops) sits
+ * under every write and fsync the journal issues, and under the fake home
+ * store's own writes (record application, home fsync).  For every N of a
+ * workload of mixed transactions it fails, tears or drops the N-th
+ * operation; tearing and dropping also kill the "process" (every later
+ * operation is silently lost).  Optionally a power loss follows: every
+ * file goes back to what its last fsync made durable (a shadow copy).
+ * Then the journal is reopened (replay) on the surviving files and the
+ * numbered checks run:
+ *
+ *   C1  the recovered state equals the model after some prefix k of the
+ *       committed transactions: nothing uncommitted is visible and no block
+ *       is half-old half-new (the whole state matches one prefix);
+ *   C2  k >= the last transaction acknowledged closed before the crash
+ *       (process crash) or synced (power loss);
+ *   C3  a second open (replay again) yields the same state;
+ *   C4  a crash during replay followed by a clean replay yields the same
+ *       state as a clean replay.
+ *
+ * The home store is in memory: memfds, one per object.  Other tests run
+ * the real io_uring path: wraparound, a full journal making writers wait,
+ * ENOSPC admission, the sticky abort, ordered mode's rule R, overlay
+ * reads.
+ */
+#include <criterion/criterion.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "journal.h"
+
+#define MAGIC_LE   0x4a425754u   /* FORMAT-BLOCK.md: "TWBJ" */
+#define N_OBJS     4             /* objects 1..3 (0 unused) */
+#define MAXSZ      (64u << 10)
+#define BS         JBD_BLOCK_SIZE
+
+/* ------------------------------------------------------- fault layer */
+
+enum fmode { F_NONE = 0, F_FAIL, F_TEAR, F_DROP };
+enum { HIT_NONE = 0, HIT_LOG, HIT_SUPER, HIT_LOG_SYNC, HIT_HOME, HIT_HOME_SYNC,
+       HIT_APPLY, HIT_MAX };
+
+struct fobj {
+	int fd;                  /* memfd: the current (page cache) content */
+	ino_t ino;
+	bool exists;
+	bool s_exists;           /* shadow: what the last fsync made durable */
+	uint8_t *s_data;
+	uint64_t s_size;
+};
+
+struct fault {
+	/* counters */
+	unsigned ops;            /* write-level operations so far */
+	unsigned nth;            /* 0 = no fault */
+	enum fmode mode;
+	bool dead;               /* the process "died": drop everything */
+	bool failed;
+	int hit;                 /* what the N-th operation was (HIT_*) */
+	/* journal file */
+	char path[256];
+	ino_t log_ino;
+	bool log_loaded;
+	uint8_t *log_cur, *log_shadow;
+	uint64_t log_size;
+	/* home store */
+	struct fobj obj[N_OBJS];
+	/* ordering probes */
+	unsigned home_syncs, log_writes_after_home_sync;
+	int64_t free_space;      /* < 0: no admission */
+};
+
+static struct fault F;
+
+static int fault_take_hit(int hit)
+{
+	if (F.dead)
+		return F_DROP;
+	F.ops++;
+	if (F.nth != 0 && F.ops == F.nth) {
+		F.hit = hit;
+		if (F.mode == F_TEAR || F.mode == F_DROP)
+			F.dead = true;
+		if (F.mode == F_FAIL)
+			F.failed = true;
+		return F.mode;
+	}
+	return F_NONE;
+}
+
+static void log_load(int fd)
+{
+	if (F.log_loaded)
+		return;
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	F.log_size = (uint64_t)st.st_size;
+	free(F.log_cur);
+	free(F.log_shadow);
+	F.log_cur = malloc(F.log_size);
+	F.log_shadow = malloc(F.log_size);
+	cr_assert_eq(pread(fd, F.log_cur, F.log_size, 0), (ssize_t)F.log_size);
+	memcpy(F.log_shadow, F.log_cur, F.log_size);
+	F.log_ino = st.st_ino;
+	F.log_loaded = true;
+}
+
+static struct fobj *fobj_of_fd(int fd)
+{
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	for (int i = 1; i < N_OBJS; i++)
+		if (F.obj[i].fd >= 0 && F.obj[i].ino == st.st_ino)
+			return &F.obj[i];
+	return NULL;
+}
+
+static long f_pwrite(void *arg, enum jbd_io_kind kind, int fd,
+		     const void *buf, size_t len, uint64_t off)
+{
+	if (kind == JBD_IO_LOG)
+		log_load(fd);
+	int f = fault_take_hit(kind == JBD_IO_HOME ? HIT_HOME :
+			       off == 0 ? HIT_SUPER : HIT_LOG);
+	if (f == F_DROP)
+		return (long)len;   /* lost, but the caller cannot tell */
+	if (f == F_FAIL)
+		return -EIO;
+	size_t n = f == F_TEAR ? len / 2 : len;   /* a torn write: a prefix */
+	if (f == F_TEAR && n == 0)
+		return (long)len;
+	ssize_t w = pwrite(fd, buf, n, (off_t)off);
+	cr_assert_eq(w, (ssize_t)n);
+	if (kind == JBD_IO_LOG) {
+		memcpy(F.log_cur + off, buf, n);
+		if (F.home_syncs > 0)
+			F.log_writes_after_home_sync++;
+	}
+	return (long)n;
+}
+
+static void shadow_obj(struct fobj *o)
+{
+	struct stat st;
+	cr_assert_eq(fstat(o->fd, &st), 0);
+	free(o->s_data);
+	o->s_size = (uint64_t)st.st_size;
+	o->s_data = malloc(o->s_size + 1);
+	cr_assert_eq(pread(o->fd, o->s_data, o->s_size, 0), (ssize_t)o->s_size);
+	o->s_exists = o->exists;
+}
+
+static int f_fsync(void *arg, enum jbd_io_kind kind, int fd)
+{
+	if (kind == JBD_IO_LOG)
+		log_load(fd);
+	int f = fault_take_hit(kind == JBD_IO_HOME ? HIT_HOME_SYNC : HIT_LOG_SYNC);
+	if (f == F_DROP || f == F_TEAR)
+		return 0;
+	if (f == F_FAIL)
+		return -EIO;
+	if (kind == JBD_IO_LOG) {
+		memcpy(F.log_shadow, F.log_cur, F.log_size);
+	} else {
+		struct fobj *o = fobj_of_fd(fd);
+		if (o)
+			shadow_obj(o);
+	}
+	return 0;
+}
+
+static long f_pread(void *arg, enum jbd_io_kind kind, int fd, void *buf,
+		    size_t len, uint64_t off)
+{
+	return pread(fd, buf, len, (off_t)off);
+}
+
+static const struct jbd_io_ops fault_io = {
+	.pwrite = f_pwrite, .fsync = f_fsync, .pread = f_pread, .arg = NULL,
+};
+
+/* Power loss: every file back to its last synced content. */
+static void power_loss(void)
+{
+	if (F.log_loaded) {
+		int fd = open(F.path, O_WRONLY);
+		cr_assert(fd >= 0);
+		cr_assert_eq(pwrite(fd, F.log_shadow, F.log_size, 0),
+			     (ssize_t)F.log_size);
+		close(fd);
+		F.log_loaded = false;
+	}
+	for (int i = 1; i < N_OBJS; i++) {
+		struct fobj *o = &F.obj[i];
+		if (o->fd < 0)
+			continue;
+		cr_assert_eq(ftruncate(o->fd, 0), 0);
+		if (o->s_size)
+			cr_assert_eq(pwrite(o->fd, o->s_data, o->s_size, 0),
+				     (ssize_t)o->s_size);
+		o->exists = o->s_exists;
+	}
+}
+
+/* ------------------------------------------------- the fake home store */
+
+enum { REC_TRUNC = 1, REC_DELETE, REC_NOTE };
+
+struct rec {
+	uint32_t op;
+	uint32_t pad;
+	uint64_t size;
+};
+
+static int h_home_fd(void *arg, uint64_t obj, bool create, int *fd)
+{
+	cr_assert(obj >= 1 && obj < N_OBJS, "obj %lu", (unsigned long)obj);
+	struct fobj *o = &F.obj[obj];
+	if (o->fd < 0) {
+		if (!create)
+			return -ENOENT;
+		o->fd = memfd_create("obj", MFD_CLOEXEC);
+		cr_assert(o->fd >= 0);
+		struct stat st;
+		fstat(o->fd, &st);
+		o->ino = st.st_ino;
+	}
+	if (!o->exists) {
+		if (!create)
+			return -ENOENT;
+		o->exists = true;
+		cr_assert_eq(ftruncate(o->fd, 0), 0);
+	}
+	*fd = o->fd;
+	return 0;
+}
+
+static int h_home_sync(void *arg, const uint64_t *objs, size_t n)
+{
+	F.home_syncs++;
+	for (size_t i = 0; i < n; i++) {
+		struct fobj *o = &F.obj[objs[i]];
+		if (o->fd < 0)
+			continue;
+		int rc = f_fsync(NULL, JBD_IO_HOME, o->fd);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static unsigned applied_close, applied_cp, applied_replay;
+
+static int h_apply(void *arg, enum jbd_phase phase, uint64_t seq,
+		   uint64_t obj, uint64_t cut, const void *buf, size_t len)
+{
+	struct rec r;
+	cr_assert_eq(len, sizeof(r));
+	memcpy(&r, buf, sizeof(r));
+	if (phase == JBD_PHASE_CLOSE)
+		applied_close++;
+	else if (phase == JBD_PHASE_CHECKPOINT)
+		applied_cp++;
+	else
+		applied_replay++;
+	if (r.op == REC_NOTE)
+		return 0;
+	struct fobj *o = &F.obj[obj];
+	int f = fault_take_hit(HIT_APPLY);
+	if (f == F_DROP || f == F_TEAR)
+		return 0;
+	if (f == F_FAIL)
+		return -EIO;
+	if (o->fd < 0 || !o->exists)
+		return 0;
+	if (r.op == REC_TRUNC) {
+		cr_assert_eq(ftruncate(o->fd, (off_t)r.size), 0);
+	} else {
+		cr_assert_eq(ftruncate(o->fd, 0), 0);
+		o->exists = false;
+	}
+	return 0;
+}
+
+static int64_t h_free_space(void *arg)
+{
+	return F.free_space < 0 ? INT64_MAX / 2 : F.free_space;
+}
+
+static char tmpdir[128];
+
+static void fault_reset(void)
+{
+	for (int i = 1; i < N_OBJS; i++) {
+		if (F.obj[i].fd >= 0)
+			close(F.obj[i].fd);
+		free(F.obj[i].s_data);
+	}
+	free(F.log_cur);
+	free(F.log_shadow);
+	memset(&F, 0, sizeof(F));
+	for (int i = 0; i < N_OBJS; i++)
+		F.obj[i].fd = -1;
+	F.free_space = -1;
+	snprintf(F.path, sizeof(F.path), "%s/journal", tmpdir);
+}
+
+static void setup(void)
+{
+	tw_log_init("test_jbd", TW_LOG_ERR);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_jbd.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	memset(&F, 0, sizeof(F));
+	for (int i = 0; i < N_OBJS; i++)
+		F.obj[i].fd = -1;
+	fault_reset();
+}
+
+static void teardown(void)
+{
+	fault_reset();
+	char p[300];
+	snprintf(p, sizeof(p), "%s/journal", tmpdir);
+	unlink(p);
+	rmdir(tmpdir);
+}
+
+static struct jbd_opts mkopts(uint64_t size, enum jbd_mode mode, bool faulty)
+{
+	struct jbd_opts o = {
+		.path = F.path,
+		.size = size,
+		.mode = mode,
+		.commit_interval_ms = 100000,
+		.ops = {
+			.home_fd = h_home_fd,
+			.home_sync = h_home_sync,
+			.apply = h_apply,
+			.free_space = h_free_space,
+		},
+		.io = faulty ? &fault_io : NULL,
+	};
+	return o;
+}
+
+/* ---------------------------------------------------------- the model */
+
+struct mstate {
+	uint8_t data[N_OBJS][MAXSZ];
+	uint64_t size[N_OBJS];
+};
+
+enum { OP_W = 1, OP_T, OP_D, OP_N };
+
+struct mop {
+	int op;
+	uint64_t obj, off, len;
+	uint32_t seed;
+	bool magic;
+	int64_t seq;             /* transaction, from jbd_commit */
+};
+
+#define MAX_MOPS 512
+static struct mop mops[MAX_MOPS];
+static int n_mops;
+
+static void fill(uint8_t *p, const struct mop *m)
+{
+	uint32_t x = m->seed * 2654435761u + 1;
+	for (uint64_t i = 0; i < m->len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+	if (m->magic) {
+		/* jbd2 escaping: blocks whose first 4 bytes are the magic */
+		uint32_t mg = htole32(MAGIC_LE);
+		for (uint64_t o = (m->off + BS - 1) / BS * BS; o + 4 <= m->off + m->len;
+		     o += BS)
+			memcpy(p + (o - m->off), &mg, 4);
+	}
+}
+
+static void model_apply(struct mstate *s, const struct mop *m)
+{
+	uint64_t o = m->obj;
+	switch (m->op) {
+	case OP_W: {
+		uint8_t buf[MAXSZ];
+		fill(buf, m);
+		if (m->off > s->size[o])
+			memset(s->data[o] + s->size[o], 0, m->off - s->size[o]);
+		memcpy(s->data[o] + m->off, buf, m->len);
+		if (m->off + m->len > s->size[o])
+			s->size[o] = m->off + m->len;
+		break;
+	}
+	case OP_T:
+		if (m->len > s->size[o])
+			memset(s->data[o] + s->size[o], 0, m->len - s->size[o]);
+		s->size[o] = m->len;
+		break;
+	case OP_D:
+		s->size[o] = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+static void model_at(struct mstate *s, int64_t k)
+{
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < n_mops; i++)
+		if (mops[i].seq > 0 && mops[i].seq <= k)
+			model_apply(s, &mops[i]);
+}
+
+/* Read the whole recovered state through the journal. */
+static void read_state(struct jbd *j, struct mstate *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (uint64_t o = 1; o < N_OBJS; o++) {
+		long n = jbd_read(j, o, 0, s->data[o], MAXSZ);
+		cr_assert(n >= 0, "read obj %lu: %ld", (unsigned long)o, n);
+		s->size[o] = (uint64_t)n;
+		memset(s->data[o] + n, 0, MAXSZ - (size_t)n);
+	}
+}
+
+static bool state_eq(const struct mstate *a, const struct mstate *b)
+{
+	for (int o = 1; o < N_OBJS; o++) {
+		if (a->size[o] != b->size[o])
+			return false;
+		if (memcmp(a->data[o], b->data[o], a->size[o]) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------- the workload */
+
+enum { S_W = 1, S_T, S_D, S_N, S_TW, S_GROUP, S_SYNC, S_CP, S_WSYNC };
+
+struct step {
+	int kind;
+	uint64_t obj, off, len;
+	bool magic;
+	uint64_t off2, len2;     /* S_TW: the write after the cut */
+};
+
+static const struct step workload[] = {
+	{ S_W, 1, 0, 8192, false, 0, 0 },
+	{ S_W, 2, 100, 5000, true, 0, 0 },
+	{ S_GROUP, 3, 0, 0, false, 0, 0 },
+	{ S_W, 1, 4000, 300, false, 0, 0 },
+	{ S_W, 3, 0, 4096, true, 0, 0 },
+	{ S_N, 2, 0, 0, false, 0, 0 },
+	{ S_SYNC, 0, 0, 0, false, 0, 0 },
+	{ S_W, 1, 2048, 6000, false, 0, 0 },
+	{ S_T, 1, 0, 5000, false, 0, 0 },
+	{ S_W, 1, 6000, 100, false, 0, 0 },
+	{ S_CP, 0, 0, 0, false, 0, 0 },
+	{ S_TW, 2, 0, 1000, false, 3000, 4000 },
+	{ S_D, 3, 0, 0, false, 0, 0 },
+	{ S_W, 3, 8192, 4096, true, 0, 0 },
+	{ S_WSYNC, 1, 0, 12288, true, 0, 0 },
+	{ S_GROUP, 2, 0, 0, false, 0, 0 },
+	{ S_T, 2, 0, 0, false, 0, 0 },
+	{ S_W, 2, 0, 4096, false, 0, 0 },
+	{ S_W, 1, 30000, 9000, false, 0, 0 },
+	{ S_SYNC, 0, 0, 0, false, 0, 0 },
+	{ S_W, 2, 1, 3, false, 0, 0 },
+	{ S_D, 1, 0, 0, false, 0, 0 },
+	{ S_CP, 0, 0, 0, false, 0, 0 },
+	{ S_W, 1, 0, 100, false, 0, 0 },
+	{ S_T, 3, 0, 9000, false, 0, 0 },
+	{ S_W, 3, 8000, 5000, true, 0, 0 },
+	{ S_W, 2, 0, 20000, false, 0, 0 },
+	{ S_W, 2, 16384, 20000, true, 0, 0 },
+	{ S_W, 3, 0, 16384, false, 0, 0 },
+	{ S_W, 1, 4096, 24576, false, 0, 0 },
+	{ S_T, 2, 0, 10000, false, 0, 0 },
+	{ S_W, 2, 9000, 2000, false, 0, 0 },
+	{ S_W, 3, 100, 40000, false, 0, 0 },
+	{ S_SYNC, 0, 0, 0, false, 0, 0 },
+	{ S_W, 1, 0, 4096, true, 0, 0 },
+	{ S_T, 1, 0, 2, false, 0, 0 },
+	{ S_W, 1, 10, 10, false, 0, 0 },
+};
+
+struct wl {
+	struct jbd *j;
+	int64_t acked_closed;    /* C2, process crash */
+	int64_t acked_synced;    /* C2, power loss */
+	int64_t last_seq;
+	bool stop;
+};
+
+struct ackctx {
+	struct wl *w;
+	int64_t seq;
+	bool sync;
+	bool done;
+	int rc;
+};
+
+static struct ackctx acks[MAX_MOPS];
+static int n_acks;
+
+static void ack_cb(void *arg, int rc)
+{
+	struct ackctx *a = arg;
+	a->done = true;
+	a->rc = rc;
+	if (rc != 0 || F.dead)
+		return;
+	if (a->seq > a->w->acked_closed)
+		a->w->acked_closed = a->seq;
+	if (a->sync && a->seq > a->w->acked_synced)
+		a->w->acked_synced = a->seq;
+}
+
+static void wait_done(struct jbd *j, struct ackctx *a)
+{
+	while (!a->done)
+		if (jbd_wait(j) == 1 && !a->done)
+			break;
+}
+
+static void wait_all(struct wl *w)
+{
+	for (int i = 0; i < n_acks; i++)
+		wait_done(w->j, &acks[i]);
+}
+
+/* Add one request (one step) to a handle and record its model ops. */
+static int do_ops(struct jbd_handle *h, const struct step *s, uint32_t seed,
+		  int *first_mop)
+{
+	struct mop m = { .obj = s->obj, .seed = seed, .magic = s->magic };
+	*first_mop = n_mops;
+	int rc = 0;
+	uint8_t buf[MAXSZ];
+	struct rec r = { 0 };
+	switch (s->kind) {
+	case S_W:
+	case S_WSYNC:
+		m.op = OP_W;
+		m.off = s->off;
+		m.len = s->len;
+		fill(buf, &m);
+		rc = jbd_write(h, s->obj, s->off, buf, s->len);
+		mops[n_mops++] = m;
+		break;
+	case S_T:
+	case S_TW:
+		m.op = OP_T;
+		m.len = s->len;
+		r.op = REC_TRUNC;
+		r.size = s->len;
+		rc = jbd_record(h, s->obj, s->len, &r, sizeof(r));
+		mops[n_mops++] = m;
+		if (rc == 0 && s->kind == S_TW) {
+			struct mop m2 = { .op = OP_W, .obj = s->obj, .off = s->off2,
+					  .len = s->len2, .seed = seed + 7 };
+			fill(buf, &m2);
+			rc = jbd_write(h, s->obj, s->off2, buf, s->len2);
+			mops[n_mops++] = m2;
+		}
+		break;
+	case S_D:
+		m.op = OP_D;
+		r.op = REC_DELETE;
+		rc = jbd_record(h, s->obj, 0, &r, sizeof(r));
+		mops[n_mops++] = m;
+		break;
+	case S_N:
+		m.op = OP_N;
+		r.op = REC_NOTE;
+		rc = jbd_record(h, s->obj, JBD_NO_CUT, &r, sizeof(r));
+		mops[n_mops++] = m;
+		break;
+	}
+	return rc;
+}
+
+/* Run one request: begin, ops, commit; returns false to stop. */
+static bool request(struct wl *w, const struct step *s, uint32_t seed,
+		    bool wait)
+{
+	struct jbd_handle *h;
+	if (jbd_begin(w->j, &h) != 0)
+		return false;
+	int first;
+	int rc = do_ops(h, s, seed, &first);
+	if (rc != 0) {
+		cr_assert_eq(rc, -EIO, "op: %d", rc);
+		jbd_cancel(h);
+		n_mops = first;
+		return false;
+	}
+	struct ackctx *a = &acks[n_acks++];
+	memset(a, 0, sizeof(*a));
+	a->w = w;
+	a->sync = s->kind == S_WSYNC;
+	int64_t seq = jbd_commit(h, a->sync ? JBD_COMMIT_SYNC : 0, ack_cb, a);
+	if (seq < 0) {
+		n_acks--;
+		n_mops = first;
+		return false;
+	}
+	a->seq = seq;
+	for (int i = first; i < n_mops; i++)
+		mops[i].seq = seq;
+	if (seq > w->last_seq)
+		w->last_seq = seq;
+	if (wait)
+		wait_done(w->j, a);
+	return !F.dead && !jbd_aborted(w->j);
+}
+
+static void sync_cb(void *arg, int rc)
+{
+	struct ackctx *a = arg;
+	a->done = true;
+	a->rc = rc;
+	if (rc == 0 && !F.dead && a->seq > a->w->acked_synced)
+		a->w->acked_synced = a->seq;
+}
+
+static void run_workload(struct wl *w, int repeat)
+{
+	n_mops = 0;
+	n_acks = 0;
+	uint32_t seed = 1;
+	for (int r = 0; r < repeat; r++) {
+		for (size_t i = 0; i < TW_ARRAY_SIZE(workload); i++) {
+			const struct step *s = &workload[i];
+			if (s->kind == S_GROUP) {
+				/* the next s->obj requests share one close */
+				size_t k;
+				for (k = 1; k <= s->obj && i + k < TW_ARRAY_SIZE(workload); k++)
+					if (!request(w, &workload[i + k], seed++, false))
+						return;
+				wait_all(w);
+				i += k - 1;
+			} else if (s->kind == S_SYNC || s->kind == S_CP) {
+				struct ackctx a = { .w = w, .seq = w->last_seq };
+				int rc = s->kind == S_SYNC ? jbd_sync(w->j, sync_cb, &a)
+							   : jbd_checkpoint(w->j, sync_cb, &a);
+				if (rc != 0)
+					return;
+				wait_done(w->j, &a);
+			} else if (!request(w, s, seed++, true)) {
+				return;
+			}
+			if (F.dead || jbd_aborted(w->j))
+				return;
+		}
+	}
+}
+
+/* ------------------------------------------------------- crash tests */
+
+/* Count the write-level operations of the fault-free workload. */
+static unsigned count_ops(uint64_t jsize)
+{
+	fault_reset();
+	struct jbd_opts o = mkopts(jsize, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	unsigned base = F.ops;
+	struct wl w = { .j = j };
+	run_workload(&w, 2);
+	unsigned n = F.ops - base;
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	/* the crash runs go round the circular log more than twice */
+	cr_assert(st.log_blocks > 2 * st.nblocks, "log blocks %lu",
+		  (unsigned long)st.log_blocks);
+	cr_assert(st.checkpoints > 3);
+	/* and the state is the model's */
+	struct mstate got, want;
+	read_state(j, &got);
+	model_at(&want, w.last_seq);
+	cr_assert(state_eq(&got, &want), "fault-free run differs from the model");
+	cr_assert_eq(jbd_close(j), 0);
+	return n;
+}
+
+static struct mstate g_got, g_want, g_again;
+
+/* What the crash runs exercised, checked so the test cannot pass vacuously. */
+static struct {
+	unsigned runs, lost_unacked, replayed, torn, with_acks;
+	unsigned hit[HIT_MAX];
+} crash_stats;
+
+static void crash_one(uint64_t jsize, enum fmode mode, unsigned nth,
+		      bool powerloss)
+{
+	fault_reset();
+	struct jbd_opts o = mkopts(jsize, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	F.nth = F.ops + nth;
+	F.mode = mode;
+	struct wl w = { .j = j };
+	run_workload(&w, 2);
+	if (!F.dead) {
+		/* FAIL: the process goes on aborted; now it dies */
+		F.dead = true;
+	}
+	jbd_abandon(j);
+	if (powerloss)
+		power_loss();
+	F.dead = false;
+	F.nth = 0;
+	F.log_loaded = false;
+
+	struct jbd_replay_info info;
+	int rc = jbd_open(&o, &info, &j);
+	cr_assert_eq(rc, 0, "reopen after crash (mode %d n %u): %d", mode, nth, rc);
+	read_state(j, &g_got);
+	int64_t lo = powerloss ? w.acked_synced : w.acked_closed;
+	int64_t k;
+	bool found = false;
+	for (k = w.last_seq; k >= 0 && k >= lo; k--) {
+		model_at(&g_want, k);
+		if (state_eq(&g_got, &g_want)) {
+			found = true;
+			break;
+		}
+	}
+	/* C1 + C2 */
+	cr_assert(found, "mode %d n %u powerloss %d: recovered state matches no "
+		  "prefix in [%ld, %ld]", mode, nth, powerloss, (long)lo,
+		  (long)w.last_seq);
+	crash_stats.runs++;
+	crash_stats.hit[F.hit]++;
+	if (k < w.last_seq)
+		crash_stats.lost_unacked++;
+	if (info.txns > 0)
+		crash_stats.replayed++;
+	if (info.torn_tail)
+		crash_stats.torn++;
+	if (lo > 0)
+		crash_stats.with_acks++;
+	cr_assert_eq(jbd_close(j), 0);
+	/* C3: replay again, same state */
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	read_state(j, &g_again);
+	cr_assert(state_eq(&g_got, &g_again), "second open changed the state");
+	jbd_abandon(j);
+}
+
+static void crash_all(enum fmode mode, bool powerloss)
+{
+	uint64_t jsize = 96 * BS;
+	unsigned total = count_ops(jsize);
+	cr_assert(total > 50, "workload too small: %u ops", total);
+	memset(&crash_stats, 0, sizeof(crash_stats));
+	for (unsigned n = 1; n <= total + 1; n++)
+		crash_one(jsize, mode, n, powerloss);
+	if (getenv("JBD_TEST_VERBOSE"))
+		fprintf(stderr, "mode %d powerloss %d: %u ops, %u runs, %u lost "
+			"unacknowledged work, %u replayed, %u torn tails, %u "
+			"with acknowledgements\n", mode, powerloss, total,
+			crash_stats.runs, crash_stats.lost_unacked,
+			crash_stats.replayed, crash_stats.torn,
+			crash_stats.with_acks);
+	if (getenv("JBD_TEST_VERBOSE"))
+		fprintf(stderr, "  crashed at: log %u, superblock %u, log sync %u, "
+			"home write %u, home sync %u, record apply %u\n",
+			crash_stats.hit[HIT_LOG], crash_stats.hit[HIT_SUPER],
+			crash_stats.hit[HIT_LOG_SYNC], crash_stats.hit[HIT_HOME],
+			crash_stats.hit[HIT_HOME_SYNC], crash_stats.hit[HIT_APPLY]);
+	/* commit, checkpoint (home writes, records, home sync, the tail
+	 * write) and sync were all hit */
+	for (int h = HIT_LOG; h < HIT_MAX; h++)
+		cr_assert(crash_stats.hit[h] > 0, "no crash at kind %d", h);
+	cr_assert(crash_stats.replayed > total / 4);
+	cr_assert(crash_stats.with_acks > total / 2);
+}
+
+TestSuite(jbd_crash, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(jbd_crash, tear_process) { crash_all(F_TEAR, false); }
+Test(jbd_crash, drop_process) { crash_all(F_DROP, false); }
+Test(jbd_crash, fail_process) { crash_all(F_FAIL, false); }
+Test(jbd_crash, tear_powerloss) { crash_all(F_TEAR, true); }
+Test(jbd_crash, drop_powerloss) { crash_all(F_DROP, true); }
+Test(jbd_crash, fail_powerloss) { crash_all(F_FAIL, true); }
+
+/* C4: crash during replay, for every write of the replay. */
+Test(jbd_crash, during_replay)
+{
+	uint64_t jsize = 256 * BS;
+	/* a log full of committed, never checkpointed transactions */
+	fault_reset();
+	struct jbd_opts o = mkopts(jsize, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	struct wl w = { .j = j };
+	/* only the first part, which fits without an automatic checkpoint */
+	n_mops = 0;
+	n_acks = 0;
+	for (size_t i = 0; i < 12; i++) {
+		const struct step *s = &workload[i];
+		if (s->kind == S_W || s->kind == S_T || s->kind == S_D ||
+		    s->kind == S_TW || s->kind == S_N)
+			cr_assert(request(&w, s, (uint32_t)i + 1, true));
+	}
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.checkpoints, 0);
+	F.dead = true;
+	jbd_abandon(j);
+	F.dead = false;
+	F.log_loaded = false;
+	/* keep the crashed files to restart from each time */
+	int lfd = open(F.path, O_RDONLY);
+	uint8_t *log0 = malloc(jsize);
+	cr_assert_eq(pread(lfd, log0, jsize, 0), (ssize_t)jsize);
+	close(lfd);
+	model_at(&g_want, w.acked_closed);
+	/* count the replay's operations */
+	unsigned base = F.ops;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	unsigned total = F.ops - base;
+	read_state(j, &g_got);
+	cr_assert(state_eq(&g_got, &g_want), "clean replay differs from model");
+	jbd_abandon(j);
+	cr_assert(total > 10);
+	for (int mode = F_FAIL; mode <= F_DROP; mode++) {
+		for (unsigned n = 1; n <= total; n++) {
+			/* back to the crashed files: fresh objects, old log */
+			for (int i = 1; i < N_OBJS; i++) {
+				if (F.obj[i].fd >= 0)
+					cr_assert_eq(ftruncate(F.obj[i].fd, 0), 0);
+				F.obj[i].exists = false;
+			}
+			lfd = open(F.path, O_WRONLY);
+			cr_assert_eq(pwrite(lfd, log0, jsize, 0), (ssize_t)jsize);
+			close(lfd);
+			F.log_loaded = false;
+			F.dead = false;
+			F.ops = 0;
+			F.nth = n;
+			F.mode = (enum fmode)mode;
+			int rc = jbd_open(&o, NULL, &j);
+			if (rc == 0)
+				jbd_abandon(j);
+			F.dead = false;
+			F.nth = 0;
+			F.log_loaded = false;
+			cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+			read_state(j, &g_got);
+			cr_assert(state_eq(&g_got, &g_want),
+				  "replay crashed at op %u (mode %d) then replayed: "
+				  "state differs", n, mode);
+			jbd_abandon(j);
+		}
+	}
+	free(log0);
+}
+
+/* ------------------------------------------------------- other tests */
+
+TestSuite(jbd, .init = setup, .fini = teardown, .timeout = 60);
+
+static void cnt_cb(void *arg, int rc)
+{
+	int *p = arg;
+	if (rc == 0)
+		(*p)++;
+	else
+		*p = -1000;
+}
+
+static void write1(struct jbd *j, uint64_t obj, uint64_t off, const void *buf,
+		   size_t len, int *cnt)
+{
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, obj, off, buf, len), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, cnt) > 0);
+}
+
+static void drain(struct jbd *j)
+{
+	while (jbd_wait(j) == 0)
+		;
+}
+
+/* io_uring path: overlay reads before the checkpoint, group commit, the
+ * escape, the data home after close, and across a reopen. */
+Test(jbd, uring_basic)
+{
+	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert(jbd_event_fd(j) >= 0);
+	uint8_t a[3 * BS], b[100];
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i * 7);
+	uint32_t mg = htole32(MAGIC_LE);
+	memcpy(a + BS, &mg, 4);              /* an escaped block */
+	memset(b, 0xab, sizeof(b));
+	int cnt = 0;
+	write1(j, 1, 0, a, sizeof(a), &cnt);
+	write1(j, 1, 5000, b, sizeof(b), &cnt);  /* joins the running txn */
+	write1(j, 2, 10, b, sizeof(b), &cnt);
+	cr_assert_eq(cnt, 0, "callbacks never run inside the call");
+	/* the loop's way: poll the eventfd, then jbd_process */
+	for (int spins = 0; cnt < 3 && spins < 100; spins++) {
+		struct pollfd pfd = { .fd = jbd_event_fd(j), .events = POLLIN };
+		cr_assert(poll(&pfd, 1, 5000) == 1, "eventfd never became readable");
+		jbd_process(j);
+	}
+	cr_assert_eq(cnt, 3);
+	drain(j);
+	cr_assert_eq(cnt, 3);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert(st.commits >= 1 && st.commits <= 3);
+	/* nothing is home yet, reads see the journal */
+	cr_assert_eq(F.obj[1].fd, -1);
+	uint8_t r[3 * BS];
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), (long)sizeof(r));
+	uint8_t want[3 * BS];
+	memcpy(want, a, sizeof(a));
+	memcpy(want + 5000, b, sizeof(b));
+	cr_assert_eq(memcmp(r, want, sizeof(r)), 0);
+	cr_assert_eq(jbd_read(j, 2, 0, r, 200), 110);
+	/* the escaped block is zeroed at its start in the log file */
+	int lfd = open(F.path, O_RDONLY);
+	uint8_t *log = malloc(1 << 20);
+	cr_assert_eq(pread(lfd, log, 1 << 20, 0), 1 << 20);
+	close(lfd);
+	bool found_zeroed = false;
+	for (size_t blk = 1; blk < (1 << 20) / BS; blk++)
+		if (memcmp(log + blk * BS + 4, a + BS + 4, BS - 4) == 0 &&
+		    memcmp(log + blk * BS, "\0\0\0\0", 4) == 0)
+			found_zeroed = true;
+	cr_assert(found_zeroed);
+	free(log);
+	cr_assert_eq(jbd_close(j), 0);
+	/* checkpointed home: exact sizes, no rounding to blocks */
+	struct stat sb;
+	fstat(F.obj[1].fd, &sb);
+	cr_assert_eq(sb.st_size, 3 * BS);
+	fstat(F.obj[2].fd, &sb);
+	cr_assert_eq(sb.st_size, 110);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), (long)sizeof(r));
+	cr_assert_eq(memcmp(r, want, sizeof(r)), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Wraparound many times with io_uring, automatic checkpoints and syncs. */
+Test(jbd, uring_wraparound)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t model[3][16 * BS];
+	uint8_t buf[3 * BS];
+	int cnt = 0, issued = 0;
+	uint32_t x = 1;
+	for (int i = 0; i < 600; i++) {
+		uint64_t obj = 1 + (uint64_t)(i % 2);
+		x = x * 1103515245u + 12345u;
+		uint64_t off = (x >> 8) % (13 * BS);
+		size_t len = 1 + (x >> 4) % (2 * BS);
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (uint8_t)(x + k * 31);
+		memcpy(model[obj] + off, buf, len);
+		write1(j, obj, off, buf, len, &cnt);
+		issued++;
+		if (i % 7 == 0)
+			drain(j);
+		if (i % 50 == 0)
+			jbd_tick(j);
+	}
+	drain(j);
+	cr_assert_eq(cnt, issued);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	/* 63 log blocks: the head went round many times */
+	cr_assert(st.checkpoints > 20, "checkpoints %lu", (unsigned long)st.checkpoints);
+	cr_assert(st.next_seq > 60, "seq %lu", (unsigned long)st.next_seq);
+	uint8_t r[16 * BS];
+	for (uint64_t obj = 1; obj <= 2; obj++) {
+		long n = jbd_read(j, obj, 0, r, sizeof(r));
+		cr_assert(n > 0);
+		cr_assert_eq(memcmp(r, model[obj], (size_t)n), 0, "obj %lu", (unsigned long)obj);
+	}
+	cr_assert_eq(jbd_close(j), 0);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	for (uint64_t obj = 1; obj <= 2; obj++) {
+		long n = jbd_read(j, obj, 0, r, sizeof(r));
+		cr_assert_eq(memcmp(r, model[obj], (size_t)n), 0);
+	}
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* A full journal makes writers wait for the checkpoint; none fails. */
+Test(jbd, full_journal_waits)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[3 * BS];
+	memset(buf, 0x5a, sizeof(buf));
+	int cnt = 0;
+	/* 60 requests of 3 blocks, no waiting: ~4x the journal */
+	for (int i = 0; i < 60; i++) {
+		struct jbd_handle *h;
+		cr_assert_eq(jbd_begin(j, &h), 0);
+		cr_assert_eq(jbd_write(h, 1 + (uint64_t)(i % 3), (uint64_t)i * BS,
+				       buf, sizeof(buf)), 0);
+		cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	}
+	drain(j);
+	cr_assert_eq(cnt, 60);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert(st.full_waits > 0);
+	cr_assert(st.checkpoints > 0);
+	/* a request larger than a quarter of the journal is refused */
+	struct jbd_handle *h;
+	static uint8_t big[20 * BS];
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, big, sizeof(big)), -E2BIG);
+	jbd_cancel(h);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Admission: ENOSPC before journaling, nothing in the log. */
+Test(jbd, enospc_admission)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	o.reserve = 8 * BS;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	F.free_space = 10 * BS;
+	uint8_t buf[2 * BS];
+	memset(buf, 1, sizeof(buf));
+	int cnt = 0;
+	write1(j, 1, 0, buf, sizeof(buf), &cnt);  /* 2 blocks fit */
+	drain(j);
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, 1), -ENOSPC,
+		     "pending journal bytes count against the free space");
+	jbd_cancel(h);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	uint64_t seq = st.next_seq;
+	F.free_space = 100 * BS;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, 1), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) == (int64_t)seq);
+	drain(j);
+	cr_assert_eq(cnt, 2);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Sticky abort: an I/O error on the journal fails everything after. */
+Test(jbd, sticky_abort)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[BS];
+	memset(buf, 3, sizeof(buf));
+	int ok = 0, bad = 0;
+	write1(j, 1, 0, buf, sizeof(buf), &ok);
+	drain(j);
+	cr_assert_eq(ok, 1);
+	F.nth = F.ops + 1;
+	F.mode = F_FAIL;
+	write1(j, 1, 0, buf, sizeof(buf), &bad);
+	drain(j);
+	cr_assert_eq(bad, -1000, "the callback got the error");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), -EIO);
+	cr_assert_eq(jbd_sync(j, NULL, NULL), -EIO);
+	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
+	/* replay keeps what was closed */
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t r[BS];
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), BS);
+	cr_assert_eq(memcmp(r, buf, BS), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Torn tail: garbage after the last commit is never applied. */
+Test(jbd, torn_tail_discarded)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t a[BS], b[BS];
+	memset(a, 'a', BS);
+	memset(b, 'b', BS);
+	int cnt = 0;
+	write1(j, 1, 0, a, BS, &cnt);
+	drain(j);
+	/* the second transaction's data block is torn, then the process dies
+	 * (a torn commit block whose first 40 bytes landed would be valid:
+	 * everything before it is complete) */
+	F.nth = F.ops + 2;
+	F.mode = F_TEAR;
+	write1(j, 1, 0, b, BS, &cnt);
+	drain(j);
+	cr_assert(F.dead);
+	jbd_abandon(j);
+	F.dead = false;
+	F.nth = 0;
+	F.log_loaded = false;
+	struct jbd_replay_info info;
+	cr_assert_eq(jbd_open(&o, &info, &j), 0);
+	cr_assert_eq(info.txns, 1, "txns %lu torn %d", (unsigned long)info.txns, info.torn_tail);
+	cr_assert(info.torn_tail);
+	uint8_t r[BS];
+	cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+	cr_assert_eq(memcmp(r, a, BS), 0, "never half-old half-new");
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* ordered mode: in-place data is synced before the commit; a cut followed
+ * by in-place data of the same object is not replayed (rule R). */
+Test(jbd, ordered_rule_r)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_ORDERED, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int fd;
+	cr_assert_eq(h_home_fd(NULL, 1, true, &fd), 0);
+	uint8_t a[2 * BS];
+	memset(a, 'x', sizeof(a));
+	cr_assert_eq(pwrite(fd, a, sizeof(a), 0), (ssize_t)sizeof(a));
+	int cnt = 0;
+	struct jbd_handle *h;
+	/* txn 1: truncate to 0 (applied at close) */
+	struct rec r = { .op = REC_TRUNC, .size = 0 };
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, a, 1), -EINVAL);
+	cr_assert_eq(jbd_record(h, 1, 0, &r, sizeof(r)), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(applied_close, 1);
+	struct stat sb;
+	fstat(fd, &sb);
+	cr_assert_eq(sb.st_size, 0);
+	/* txn 2: new data in place, then its metadata transaction */
+	uint8_t b[BS];
+	memset(b, 'y', sizeof(b));
+	cr_assert_eq(pwrite(fd, b, sizeof(b), 0), BS);
+	unsigned syncs0 = F.home_syncs;
+	F.log_writes_after_home_sync = 0;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_inplace(h, 1), 0);
+	struct rec note = { .op = REC_NOTE };
+	cr_assert_eq(jbd_record(h, 1, JBD_NO_CUT, &note, sizeof(note)), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 2);
+	cr_assert_eq(F.home_syncs, syncs0 + 1, "in-place data synced before commit");
+	cr_assert(F.log_writes_after_home_sync > 0, "the commit came after");
+	struct ackctx a2 = { 0 };
+	struct wl w = { .j = j };
+	a2.w = &w;
+	cr_assert_eq(jbd_sync(j, sync_cb, &a2), 0);
+	wait_done(j, &a2);
+	/* crash + power loss: the replay must not cut the new data */
+	F.dead = true;
+	jbd_abandon(j);
+	F.dead = false;
+	power_loss();
+	F.log_loaded = false;
+	struct jbd_replay_info info;
+	cr_assert_eq(jbd_open(&o, &info, &j), 0);
+	cr_assert_eq(info.txns, 2);
+	cr_assert_eq(info.skipped_cuts, 1);
+	uint8_t got[BS];
+	cr_assert_eq(jbd_read(j, 1, 0, got, BS), BS);
+	cr_assert_eq(memcmp(got, b, BS), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* writeback mode: records only, no ordering syncs. */
+Test(jbd, writeback_records)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_WRITEBACK, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int fd;
+	cr_assert_eq(h_home_fd(NULL, 2, true, &fd), 0);
+	uint8_t a[BS];
+	memset(a, 'w', sizeof(a));
+	cr_assert_eq(pwrite(fd, a, sizeof(a), 0), BS);
+	unsigned s0 = F.home_syncs;
+	int cnt = 0;
+	struct jbd_handle *h;
+	struct rec r = { .op = REC_TRUNC, .size = 100 };
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_inplace(h, 2), 0);
+	cr_assert_eq(jbd_record(h, 2, 100, &r, sizeof(r)), 0);
+	cr_assert(jbd_commit(h, JBD_COMMIT_SYNC, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 1);
+	cr_assert_eq(F.home_syncs, s0, "writeback never syncs data before commit");
+	uint8_t got[BS];
+	cr_assert_eq(jbd_read(j, 2, 0, got, BS), 100);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Many concurrent requests share one close (group commit). */
+Test(jbd, group_commit)
+{
+	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[512];
+	memset(buf, 9, sizeof(buf));
+	int cnt = 0;
+	for (int i = 0; i < 40; i++)
+		write1(j, 1 + (uint64_t)(i % 3), (uint64_t)i * 512, buf, sizeof(buf), &cnt);
+	drain(j);
+	cr_assert_eq(cnt, 40);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert(st.commits <= 3, "commits %lu for 40 requests",
+		  (unsigned long)st.commits);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* A corrupt superblock is refused, never "repaired". */
+Test(jbd, bad_superblock)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	struct jbd *j2;
+	cr_assert_eq(jbd_open(&o, NULL, &j2), -EBUSY, "one owner per journal");
+	cr_assert_eq(jbd_close(j), 0);
+	int fd = open(F.path, O_WRONLY);
+	cr_assert_eq(pwrite(fd, "X", 1, 40), 1);
+	close(fd);
+	cr_assert_eq(jbd_open(&o, NULL, &j), -EBADMSG);
+}
+
+static void record1(struct jbd *j, uint64_t obj, uint64_t cut, int *cnt)
+{
+	struct rec r = { .op = cut == 0 ? REC_DELETE : REC_TRUNC, .size = cut };
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_record(h, obj, cut, &r, sizeof(r)), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, cnt) > 0);
+}
+
+/* Pending cuts hide home data from reads until checkpointed; a write after
+ * a cut in the same running transaction is never moved before the cut. */
+Test(jbd, cut_overlay_and_order)
+{
+	struct jbd_opts o = mkopts(128 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t a[4 * BS], r[4 * BS], want[4 * BS];
+	memset(a, 'a', sizeof(a));
+	int cnt = 0;
+	write1(j, 1, 0, a, sizeof(a), &cnt);
+	drain(j);
+	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
+	drain(j);
+	struct stat sb;
+	fstat(F.obj[1].fd, &sb);
+	cr_assert_eq(sb.st_size, 4 * BS, "home holds the data");
+	/* cut to 5000, then grow to 12000: home still has 'a' up to 16K */
+	record1(j, 1, 5000, &cnt);
+	record1(j, 1, 12000, &cnt);
+	drain(j);
+	fstat(F.obj[1].fd, &sb);
+	cr_assert_eq(sb.st_size, 4 * BS, "records wait for the checkpoint");
+	memset(want, 0, sizeof(want));
+	memset(want, 'a', 5000);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), 12000);
+	cr_assert_eq(memcmp(r, want, sizeof(r)), 0);
+	/* one running transaction: W(block 0), cut(100), W(200..300) */
+	uint8_t b[BS], c[100];
+	memset(b, 'b', sizeof(b));
+	memset(c, 'c', sizeof(c));
+	write1(j, 2, 0, a, 10, &cnt);        /* keeps a close in flight */
+	write1(j, 2, 0, b, BS, &cnt);
+	record1(j, 2, 100, &cnt);
+	write1(j, 2, 200, c, sizeof(c), &cnt);
+	drain(j);
+	memset(want, 0, sizeof(want));
+	memset(want, 'b', 100);
+	memset(want + 200, 'c', 100);
+	cr_assert_eq(jbd_read(j, 2, 0, r, sizeof(r)), 300);
+	cr_assert_eq(memcmp(r, want, 300), 0);
+	/* crash (process): replay gives the same */
+	F.dead = true;
+	jbd_abandon(j);
+	F.dead = false;
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_read(j, 2, 0, r, sizeof(r)), 300);
+	cr_assert_eq(memcmp(r, want, 300), 0);
+	memset(want, 0, sizeof(want));
+	memset(want, 'a', 5000);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), 12000);
+	cr_assert_eq(memcmp(r, want, sizeof(r)), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* commit_interval: closed transactions get synced by jbd_tick. */
+Test(jbd, commit_interval_sync)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	o.commit_interval_ms = 20;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[100] = { 1 };
+	int cnt = 0;
+	write1(j, 1, 0, buf, sizeof(buf), &cnt);
+	drain(j);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(cnt, 1);
+	cr_assert(st.closed_seq > st.synced_seq, "closed, not yet synced");
+	jbd_tick(j);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert(st.closed_seq > st.synced_seq, "not before the interval");
+	usleep(30 * 1000);
+	jbd_tick(j);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.closed_seq, st.synced_seq);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* An empty request is a barrier, never stuck. */
+Test(jbd, empty_handle_barrier)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int cnt = 0;
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 1);
+	uint8_t buf[10] = { 0 };
+	write1(j, 1, 0, buf, sizeof(buf), &cnt);
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert(jbd_commit(h, JBD_COMMIT_SYNC, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 3);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.synced_seq, st.closed_seq);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* A tiny cap on requests in flight: everything queues, nothing is lost. */
+Test(jbd, inflight_cap)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	o.max_inflight = 1;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t buf[12 * BS], r[12 * BS];
+	int cnt = 0;
+	for (int i = 0; i < 30; i++) {
+		memset(buf, 'a' + i % 26, sizeof(buf));
+		write1(j, 1 + (uint64_t)(i % 2), 0, buf, sizeof(buf), &cnt);
+	}
+	drain(j);
+	cr_assert_eq(cnt, 30);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), (long)sizeof(r));
+	memset(buf, 'a' + 28 % 26, sizeof(buf));
+	cr_assert_eq(memcmp(r, buf, sizeof(r)), 0);
+	cr_assert_eq(jbd_close(j), 0);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_read(j, 2, 0, r, sizeof(r)), (long)sizeof(r));
+	memset(buf, 'a' + 29 % 26, sizeof(buf));
+	cr_assert_eq(memcmp(r, buf, sizeof(r)), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
