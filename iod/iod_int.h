@@ -1,0 +1,233 @@
+/* iod_int.h - internal interface of twinfs-iod (never installed, used only
+ * inside iod/).
+ *
+ * Modules:
+ *   store.c   subfiles on the local file system (pure local disk; no network)
+ *   twin.c    the server-driven twin protocol (primary applies, forwards)
+ *   mgr.c     registration with mgrd and the cluster map
+ *   server.c  the listener, HELLO, validation and dispatch
+ *   main.c    command line, signals, the loop
+ *
+ * Everything runs on one thread, the libuv loop thread.  That single thread
+ * is what makes the twin ordering invariant hold (twin.c, invariant T1).
+ */
+#ifndef TWINFS_IOD_INT_H
+#define TWINFS_IOD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/statvfs.h>
+
+#include <uv.h>
+
+#include "common.h"
+#include "raid.h"
+#include "wire.h"
+
+/* ------------------------------------------------------------------ store */
+
+#define IOD_MAX_COLUMNS      R0_MAX_STRIPE_COUNT   /* columns are 0..31 */
+#define IOD_MAX_OFFSET       ((uint64_t)INT64_MAX) /* off + len must stay below */
+#define IOD_FD_CACHE_DEFAULT 256
+#define IOD_UUID_LEN         16
+#define IOD_CLUSTER_MAX      64                    /* as tw_conf.cluster_name */
+/* Checksum regions: bounds on region_size and on the number of regions one
+ * reply may carry (4 bytes each, well under WIRE_MAX_MSG). */
+#define IOD_CSUM_REGION_MIN  (4u << 10)
+#define IOD_CSUM_REGION_MAX  (64u << 20)
+#define IOD_CSUM_MAX_REGIONS (200u * 1000u)
+
+struct iod_store;
+
+/* The layout recorded in a subfile's xattr (a copy of the file's layout at
+ * the subfile's creation). */
+struct iod_sub_layout {
+	uint32_t stripe_size;
+	uint32_t stripe_count;
+	uint32_t n_groups;
+	uint32_t groups[IOD_MAX_COLUMNS];
+};
+
+struct iod_sub_stat {
+	uint64_t size;      /* bytes */
+	uint64_t blocks;    /* 512-byte blocks allocated (st_blocks) */
+	uint64_t trunc_gen; /* from the xattr; 0 when absent */
+	bool exists;
+};
+
+struct iod_sub_info {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t size;
+	uint64_t blocks;
+};
+
+struct iod_store_opts {
+	const char *dir;       /* data directory (created if missing) */
+	uint32_t iod_id;
+	const char *cluster;   /* cluster name, < IOD_CLUSTER_MAX bytes */
+	unsigned max_fds;      /* fd cache size; 0 = IOD_FD_CACHE_DEFAULT */
+};
+
+/* Open the store: create DIR and DIR/subfiles if missing, check or create
+ * DIR/twinfs-id.  Refuses (-EINVAL, with an error log naming both) a
+ * directory that belongs to another iod id or cluster, and (-EBADMSG) one
+ * whose identity file is corrupt.  Returns 0 and sets *out, or -errno. */
+int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out);
+/* Close every cached fd (without syncing) and free the store. */
+void iod_store_close(struct iod_store *s);
+/* The data directory's 16-byte UUID. */
+const uint8_t *iod_store_uuid(const struct iod_store *s);
+/* Whether the identity file was created by this open (a new directory). */
+bool iod_store_is_new(const struct iod_store *s);
+
+/* Validation shared by the server and the store: column < 32, and
+ * off + len <= IOD_MAX_OFFSET without overflow.  0 or -EINVAL. */
+int iod_check_range(uint32_t column, uint64_t off, uint64_t len);
+
+/* Write len bytes at off of subfile (ino, column), creating it (with its
+ * xattr recording `layout`, which must be non-NULL for a creation) on the
+ * first write.  A trunc_gen older than the subfile's is refused with
+ * -ESTALE; a newer one is stored.  On success the data is in the subfile
+ * (it survives the death of this process) and *st (if non-NULL) holds the
+ * size and blocks after the write. */
+int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, const void *buf, size_t len,
+		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
+		    struct iod_sub_stat *st);
+
+/* Read up to len bytes at off into a new buffer (*out, caller frees; NULL
+ * when 0 bytes).  Returns the number of bytes (short at the subfile's end,
+ * 0 for an absent subfile) or -errno; *st gets the subfile's size. */
+long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, size_t len, uint8_t **out,
+		    struct iod_sub_stat *st);
+
+/* Cut (or extend with a hole) subfile (ino, column) to size and record
+ * trunc_gen.  An absent subfile is left absent (0).  A trunc_gen older than
+ * the subfile's is refused with -ESTALE. */
+int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t size, uint64_t trunc_gen,
+		       struct iod_sub_stat *st);
+
+/* Unlink subfile (ino, column); an absent one is fine (0).  column
+ * UINT32_MAX: every column of ino. */
+int iod_store_delete(struct iod_store *s, uint64_t ino, uint32_t column);
+
+/* Make the data of every subfile of ino written since the last sync
+ * durable (ino 0: of every subfile), including new directory entries. */
+int iod_store_fsync(struct iod_store *s, uint64_t ino);
+
+/* Size, blocks and trunc_gen of a subfile (exists = false when absent). */
+int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct iod_sub_stat *st);
+
+/* Up to max subfiles whose (ino, column) is greater than (after_ino,
+ * after_column), in ascending (ino, column) order.  Returns the count and
+ * sets *eof when no further subfile exists. */
+int iod_store_list(struct iod_store *s, uint64_t after_ino,
+		   uint32_t after_column, uint32_t max,
+		   struct iod_sub_info *out, bool *eof);
+
+/* CRC32C of each region_size bytes of the subfile's contents (the last
+ * region may be short).  Returns the number of regions and sets *crcs (new
+ * array, caller frees; NULL when 0) and *size, or -errno (-EINVAL for a bad
+ * region_size, -E2BIG when there would be more than IOD_CSUM_MAX_REGIONS).
+ * An absent subfile has size 0 and no regions. */
+long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint32_t region_size, uint64_t *size, uint32_t **crcs);
+
+int iod_store_statfs(struct iod_store *s, struct statvfs *out);
+
+/* Relative path of a subfile under DIR ("subfiles/ab/cd/<ino>.<col>"),
+ * exposed for tests.  Returns the length or -ENAMETOOLONG. */
+int iod_store_subpath(uint64_t ino, uint32_t column, char *buf, size_t len);
+
+/* ---------------------------------------------------------- the daemon */
+
+/* One iod as the cluster map describes it (mgr.c keeps it current). */
+struct iod_map_iod {
+	bool present;
+	uint32_t group;
+	uint32_t twin_index;
+	char host[TW_HOST_MAX];
+	int port;
+	int state;                 /* TWINFS__IOD_STATE__* == enum r1_state */
+	bool needs_resync;
+	uint64_t incarnation;
+};
+
+struct iod_map {
+	uint64_t epoch;
+	uint32_t n_groups;
+	struct iod_map_iod iods[TW_MAX_IODS + 1];   /* by id; [0] unused */
+};
+
+/* What a connection's HELLO said (wire_conn_set_data). */
+struct iod_conn {
+	bool hello_ok;
+	int role;                  /* TWINFS__ROLE__* */
+	uint32_t node_id;
+};
+
+struct iod {
+	uv_loop_t *loop;
+	const struct tw_conf *conf;
+	const struct tw_conf_iod *me;
+	uint32_t id;
+	uint32_t twin_id;          /* the other iod of our group (config) */
+	uint64_t incarnation;      /* random per process start */
+	struct iod_store *store;
+	struct wire_server *server;
+	bool no_mgr;               /* test mode: no mgrd, map from the config */
+	bool closing;
+
+	/* mgr.c */
+	struct iod_map map;
+	bool registered;           /* serve data requests only when true */
+	bool ever_registered;
+	bool reg_inflight, map_inflight;
+	struct wire_peer *mgr_peer;
+	uv_timer_t mgr_timer;
+	bool mgr_timer_init;
+
+	/* twin.c */
+	struct wire_peer *twin_peer;
+	char twin_host[TW_HOST_MAX];
+	int twin_port;
+	uint64_t n_forwarded;      /* requests forwarded, for logs */
+};
+
+/* server.c */
+int iod_server_start(struct iod *d);
+void iod_server_stop(struct iod *d);
+/* Fill hello with this iod's identity (ROLE_IOD, node_id = our id). */
+void iod_hello(const struct iod *d, Twinfs__Hello *hello);
+/* A reply built only from a status (no body). */
+void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
+
+/* mgr.c */
+/* Fill the map from the config (epoch 0, everyone up): --no-mgr, and the
+ * twin's address until mgrd answers. */
+void iod_map_from_conf(struct iod *d);
+/* Validate and install a map pushed or returned by mgrd; an older epoch
+ * is ignored.  Returns 0 or -EPROTO for a malformed map. */
+int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m);
+int iod_mgr_start(struct iod *d);
+/* Ask mgrd for the map now (a request carried a newer epoch). */
+void iod_mgr_refresh(struct iod *d);
+void iod_mgr_stop(struct iod *d);
+
+/* twin.c */
+int iod_twin_start(struct iod *d);
+/* The map changed: follow the twin's address. */
+void iod_twin_map_changed(struct iod *d);
+void iod_twin_stop(struct iod *d);
+/* Whether our map lets this iod serve reads (R1 invariant 1). */
+bool iod_twin_self_readable(const struct iod *d);
+/* WRITE, TRUNCATE, DELETE, FSYNC after validation: apply (and forward when
+ * we are the primary), reply exactly once.  Takes ownership of m. */
+void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
+
+#endif

@@ -1,0 +1,181 @@
+/* main.c - twinfs-iod: command line, start-up, signals.
+ *
+ *   twinfs-iod -c CONF -i ID [-v] [--no-mgr]
+ *
+ * Runs in the foreground and logs to stderr.  Opens its data directory
+ * ([iod ID] dir, store.c), registers with mgrd (mgr.c), connects to its twin
+ * (twin.c) and serves [iod ID] host:port (server.c), all on one libuv loop.
+ * SIGTERM or SIGINT: stop accepting, fail outstanding forwards, sync the
+ * store, exit 0.  --no-mgr is for tests: no mgrd, map from the config.
+ */
+#include "iod_int.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct iod daemon_state;
+static uv_signal_t sig_term, sig_int;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: twinfs-iod -c CONF -i ID [-v] [--no-mgr]\n"
+		"  -c CONF     cluster configuration (twinfs.conf)\n"
+		"  -i ID       serve as [iod ID] of CONF\n"
+		"  -v          debug logging\n"
+		"  --no-mgr    tests only: run without mgrd, map from CONF\n");
+}
+
+static void shutdown_daemon(struct iod *d)
+{
+	if (d->closing)
+		return;
+	d->closing = true;
+	tw_info("iod %" PRIu32 ": shutting down", d->id);
+	iod_server_stop(d);
+	iod_twin_stop(d);
+	iod_mgr_stop(d);
+	uv_close((uv_handle_t *)&sig_term, NULL);
+	uv_close((uv_handle_t *)&sig_int, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	(void)signum;
+	shutdown_daemon(s->data);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "no-mgr", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct iod *d = &daemon_state;
+	struct iod_store_opts so = { 0 };
+	struct tw_conf *conf = NULL;
+	const char *conf_path = NULL;
+	char err[512], *end;
+	long id = -1;
+	bool verbose = false, no_mgr = false;
+	int opt, rc, status = 1;
+
+	while ((opt = getopt_long(argc, argv, "c:i:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			conf_path = optarg;
+			break;
+		case 'i':
+			errno = 0;
+			id = strtol(optarg, &end, 10);
+			if (errno || *end || id < 1 || id > TW_MAX_IODS) {
+				fprintf(stderr, "twinfs-iod: bad iod id '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'N':
+			no_mgr = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!conf_path || id < 0 || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	tw_log_init("twinfs-iod", verbose ? TW_LOG_DEBUG : TW_LOG_INFO);
+
+	conf = malloc(sizeof(*conf));
+	if (!conf) {
+		tw_err("out of memory");
+		return 1;
+	}
+	rc = tw_conf_load(conf_path, conf, err, sizeof(err));
+	if (rc < 0) {
+		tw_err("%s", err[0] ? err : strerror(-rc));
+		goto out;
+	}
+	memset(d, 0, sizeof(*d));
+	d->conf = conf;
+	d->id = (uint32_t)id;
+	d->me = tw_conf_iod(conf, (int)id);
+	d->no_mgr = no_mgr;
+	if (!d->me) {
+		tw_err("%s: no [iod %ld] section", conf_path, id);
+		goto out;
+	}
+	for (int i = 0; i < conf->n_iods; i++)
+		if (conf->iods[i].group == d->me->group &&
+		    conf->iods[i].id != d->me->id)
+			d->twin_id = (uint32_t)conf->iods[i].id;
+	if (d->twin_id == 0) {
+		tw_err("%s: iod %ld has no twin in group %d", conf_path, id,
+		       d->me->group);
+		goto out;
+	}
+	do {
+		rc = tw_random(&d->incarnation, sizeof(d->incarnation));
+	} while (rc == 0 && d->incarnation == 0);
+	if (rc < 0) {
+		tw_err("getrandom: %s", strerror(-rc));
+		goto out;
+	}
+
+	so.dir = d->me->dir;
+	so.iod_id = d->id;
+	so.cluster = conf->cluster_name;
+	rc = iod_store_open(&so, &d->store);
+	if (rc < 0) {
+		tw_err("iod %ld: cannot use data directory %s: %s", id,
+		       d->me->dir, strerror(-rc));
+		goto out;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	d->loop = uv_default_loop();
+	uv_signal_init(d->loop, &sig_term);
+	uv_signal_init(d->loop, &sig_int);
+	sig_term.data = sig_int.data = d;
+	uv_signal_start(&sig_term, on_signal, SIGTERM);
+	uv_signal_start(&sig_int, on_signal, SIGINT);
+
+	if (iod_mgr_start(d) < 0 || iod_twin_start(d) < 0 ||
+	    iod_server_start(d) < 0) {
+		shutdown_daemon(d);
+		uv_run(d->loop, UV_RUN_DEFAULT);
+		goto out;
+	}
+	tw_info("iod %ld (group %d, twin %d; twin is iod %" PRIu32 ") "
+		"incarnation %016" PRIx64, id, d->me->group, d->me->twin_index,
+		d->twin_id, d->incarnation);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+
+	/* A clean stop leaves everything acknowledged on stable storage. */
+	rc = iod_store_fsync(d->store, 0);
+	if (rc < 0)
+		tw_err("iod %ld: final sync failed: %s", id, strerror(-rc));
+	status = rc < 0 ? 1 : 0;
+	tw_info("iod %ld: stopped (%" PRIu64 " requests forwarded to the twin)",
+		id, d->n_forwarded);
+out:
+	if (d->loop) {
+		uv_loop_close(d->loop);
+	}
+	iod_store_close(d->store);
+	free(conf);
+	return status;
+}

@@ -1,0 +1,305 @@
+/* mgr.c - the iod's registration with mgrd and its copy of the cluster map.
+ *
+ * At start the iod sends IOD_REGISTER{iod_id, uuid, incarnation} to mgrd
+ * over one wire_peer (HELLO role IOD, node_id = our id), retrying every
+ * second until mgrd answers with the ClusterMap; until then server.c
+ * answers everything but HELLO, PING and MAP_UPDATE with -EAGAIN.  After
+ * every reconnection to mgrd (an mgrd restart; the timer reconnects within a
+ * second) the iod registers again with the same incarnation, so mgrd learns
+ * it is alive and pushes it map updates again; the incarnation changes
+ * only when the iod process restarts (random 64 bits at start).
+ *
+ * The map changes only by mgrd's word: the IOD_REGISTER reply, GET_MAP
+ * replies (asked when a request or HELLO reply carries a newer epoch), and
+ * MAP_UPDATE pushes, either on our peer (on_push) or as a request on a
+ * connection mgrd opened to us (server.c).  A map older than ours is
+ * ignored.  Maps are validated before use: ids, groups, hosts and ports in
+ * range.
+ *
+ * --no-mgr (tests only): the map comes from the config with epoch 0 and
+ * every iod up, and the iod serves at once.
+ */
+#include "iod_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REGISTER_RETRY_MS 1000u
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case TWINFS__IOD_STATE__IOD_UP: return "up";
+	case TWINFS__IOD_STATE__IOD_SUSPECT: return "suspect";
+	case TWINFS__IOD_STATE__IOD_DOWN: return "down";
+	case TWINFS__IOD_STATE__IOD_RESYNCING: return "resyncing";
+	default: return "?";
+	}
+}
+
+void iod_map_from_conf(struct iod *d)
+{
+	memset(&d->map, 0, sizeof(d->map));
+	d->map.epoch = 0;
+	d->map.n_groups = (uint32_t)d->conf->n_groups;
+	for (int i = 0; i < d->conf->n_iods && i < TW_MAX_IODS; i++) {
+		const struct tw_conf_iod *ci = &d->conf->iods[i];
+		struct iod_map_iod *mi;
+
+		if (ci->id < 1 || ci->id > TW_MAX_IODS)
+			continue;
+		mi = &d->map.iods[ci->id];
+		mi->present = true;
+		mi->group = (uint32_t)ci->group;
+		mi->twin_index = (uint32_t)ci->twin_index;
+		snprintf(mi->host, sizeof(mi->host), "%s", ci->host);
+		mi->port = ci->port;
+		mi->state = TWINFS__IOD_STATE__IOD_UP;
+	}
+}
+
+int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
+{
+	struct iod_map *nm;
+	const struct iod_map_iod *me, *twin;
+	int old_twin_state;
+
+	if (m->epoch < d->map.epoch) {
+		tw_debug("map epoch %" PRIu64 " older than ours (%" PRIu64
+			 "): ignored", m->epoch, d->map.epoch);
+		return 0;
+	}
+	if (m->n_iods > TW_MAX_IODS || m->n_groups > TW_MAX_GROUPS)
+		return -EPROTO;
+	nm = calloc(1, sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	nm->epoch = m->epoch;
+	nm->n_groups = m->n_groups;
+	for (size_t i = 0; i < m->n_iods; i++) {
+		const Twinfs__IodInfo *ii = m->iods[i];
+		struct iod_map_iod *mi;
+
+		if (!ii || ii->id < 1 || ii->id > TW_MAX_IODS ||
+		    ii->group >= TW_MAX_GROUPS || ii->twin_index > 1 ||
+		    !ii->host || strlen(ii->host) >= TW_HOST_MAX ||
+		    ii->port < 1 || ii->port > 65535 ||
+		    (int)ii->state < 0 || ii->state > TWINFS__IOD_STATE__IOD_RESYNCING ||
+		    nm->iods[ii->id].present) {
+			tw_log_rl(TW_LOG_ERR, "map epoch %" PRIu64 " from mgrd "
+				  "is malformed (iod entry %zu); ignored",
+				  m->epoch, i);
+			free(nm);
+			return -EPROTO;
+		}
+		mi = &nm->iods[ii->id];
+		mi->present = true;
+		mi->group = ii->group;
+		mi->twin_index = ii->twin_index;
+		snprintf(mi->host, sizeof(mi->host), "%s", ii->host);
+		mi->port = (int)ii->port;
+		mi->state = ii->state;
+		mi->needs_resync = ii->needs_resync;
+		mi->incarnation = ii->incarnation;
+	}
+	me = &nm->iods[d->id];
+	if (me->present && (me->group != (uint32_t)d->me->group ||
+			    me->twin_index != (uint32_t)d->me->twin_index))
+		tw_log_rl(TW_LOG_ERR, "map epoch %" PRIu64 " places iod %" PRIu32
+			  " in group %" PRIu32 " twin %" PRIu32 ", the config "
+			  "says group %d twin %d; using the config", m->epoch,
+			  d->id, me->group, me->twin_index, d->me->group,
+			  d->me->twin_index);
+	old_twin_state = d->map.iods[d->twin_id].state;
+	if (nm->epoch != d->map.epoch)
+		tw_info("cluster map epoch %" PRIu64 " (was %" PRIu64 ")",
+			nm->epoch, d->map.epoch);
+	d->map = *nm;
+	free(nm);
+	twin = &d->map.iods[d->twin_id];
+	if (twin->present && twin->state != old_twin_state)
+		tw_info("twin iod %" PRIu32 " is %s in epoch %" PRIu64,
+			d->twin_id, state_name(twin->state), d->map.epoch);
+	iod_twin_map_changed(d);
+	return 0;
+}
+
+/* ----------------------------------------------------------- register */
+
+static void send_register(struct iod *d);
+
+static void on_register_reply(int status, struct wire_msg *reply, void *arg)
+{
+	struct iod *d = arg;
+	int rc;
+
+	d->reg_inflight = false;
+	if (status < 0 || !reply || !reply->body ||
+	    reply->body->descriptor != &twinfs__cluster_map__descriptor) {
+		if (status == 0)
+			status = -EPROTO;
+		if (status != -ECANCELED)
+			tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": registration "
+				  "with mgrd %s:%d failed: %s; retrying",
+				  d->id, d->conf->mgr_host, d->conf->mgr_port,
+				  strerror(-status));
+		goto out;
+	}
+	rc = iod_map_apply(d, (const Twinfs__ClusterMap *)reply->body);
+	if (rc < 0)
+		goto out;
+	if (!d->registered)
+		tw_info("iod %" PRIu32 " registered with mgrd %s:%d (epoch %"
+			PRIu64 ", incarnation %016" PRIx64 ")", d->id,
+			d->conf->mgr_host, d->conf->mgr_port, d->map.epoch,
+			d->incarnation);
+	d->registered = true;
+	d->ever_registered = true;
+out:
+	if (reply)
+		wire_msg_free(reply);
+}
+
+static void send_register(struct iod *d)
+{
+	Twinfs__IodRegister r = TWINFS__IOD_REGISTER__INIT;
+	int rc;
+
+	if (d->reg_inflight || d->closing || !d->mgr_peer)
+		return;
+	r.iod_id = d->id;
+	r.uuid.data = (uint8_t *)iod_store_uuid(d->store);
+	r.uuid.len = IOD_UUID_LEN;
+	r.incarnation = d->incarnation;
+	rc = wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_IOD_REGISTER, &r.base,
+		       NULL, 0, REGISTER_RETRY_MS * 3, on_register_reply, d);
+	if (rc < 0) {
+		tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": cannot send "
+			  "IOD_REGISTER: %s", d->id, strerror(-rc));
+		return;
+	}
+	d->reg_inflight = true;
+}
+
+static void on_map_reply(int status, struct wire_msg *reply, void *arg)
+{
+	struct iod *d = arg;
+
+	d->map_inflight = false;
+	if (status == 0 && reply && reply->body &&
+	    reply->body->descriptor == &twinfs__cluster_map__descriptor)
+		iod_map_apply(d, (const Twinfs__ClusterMap *)reply->body);
+	else if (status != -ECANCELED)
+		tw_log_rl(TW_LOG_WARN, "GET_MAP from mgrd failed: %s",
+			  strerror(status < 0 ? -status : EPROTO));
+	if (reply)
+		wire_msg_free(reply);
+}
+
+void iod_mgr_refresh(struct iod *d)
+{
+	Twinfs__Empty e = TWINFS__EMPTY__INIT;
+
+	if (d->no_mgr || !d->mgr_peer || d->map_inflight || d->closing)
+		return;
+	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_GET_MAP, &e.base,
+		      NULL, 0, d->conf->request_timeout_ms, on_map_reply,
+		      d) == 0)
+		d->map_inflight = true;
+}
+
+static void on_mgr_connect(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *reply, void *arg)
+{
+	struct iod *d = arg;
+
+	(void)p;
+	if (status < 0)
+		return;   /* the retry timer tries again */
+	/* After an mgrd restart: tell it we are alive (same incarnation). */
+	if (d->ever_registered)
+		send_register(d);
+	if (reply && reply->epoch > d->map.epoch)
+		iod_mgr_refresh(d);
+}
+
+static void on_mgr_push(struct wire_peer *p, struct wire_msg *m, void *arg)
+{
+	struct iod *d = arg;
+
+	(void)p;
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_MAP_UPDATE && m->body &&
+	    m->body->descriptor == &twinfs__cluster_map__descriptor)
+		iod_map_apply(d, (const Twinfs__ClusterMap *)m->body);
+	else
+		tw_log_rl(TW_LOG_WARN, "mgrd pushed %s; ignored",
+			  wire_type_name(m->hdr.type));
+	wire_msg_free(m);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct iod *d = t->data;
+
+	if (!d->registered) {
+		send_register(d);
+		return;
+	}
+	/* Stay connected: mgrd pushes map updates only to iods connected to
+	 * it, and a reconnection re-registers (on_mgr_connect). */
+	if (!wire_peer_connected(d->mgr_peer))
+		wire_peer_connect(d->mgr_peer);
+}
+
+int iod_mgr_start(struct iod *d)
+{
+	Twinfs__Hello hello;
+	struct wire_peer_opts o = { 0 };
+	int rc;
+
+	if (d->no_mgr) {
+		iod_map_from_conf(d);
+		d->registered = true;
+		tw_warn("iod %" PRIu32 ": --no-mgr: serving without mgrd, map "
+			"from the config (tests only)", d->id);
+		return 0;
+	}
+	/* The twin's address is known from the config until mgrd answers,
+	 * but nothing is served before registration. */
+	iod_map_from_conf(d);
+	iod_hello(d, &hello);
+	o.host = d->conf->mgr_host;
+	o.port = d->conf->mgr_port;
+	o.hello = &hello;
+	o.on_connect = on_mgr_connect;
+	o.on_push = on_mgr_push;
+	o.arg = d;
+	o.reconnect_ms = REGISTER_RETRY_MS;
+	rc = wire_peer_new(d->loop, &o, &d->mgr_peer);
+	if (rc < 0) {
+		tw_err("mgrd %s:%d: %s", o.host, o.port, strerror(-rc));
+		return rc;
+	}
+	uv_timer_init(d->loop, &d->mgr_timer);
+	d->mgr_timer.data = d;
+	d->mgr_timer_init = true;
+	uv_timer_start(&d->mgr_timer, on_timer, REGISTER_RETRY_MS,
+		       REGISTER_RETRY_MS);
+	send_register(d);
+	return 0;
+}
+
+void iod_mgr_stop(struct iod *d)
+{
+	if (d->mgr_timer_init) {
+		uv_timer_stop(&d->mgr_timer);
+		uv_close((uv_handle_t *)&d->mgr_timer, NULL);
+		d->mgr_timer_init = false;
+	}
+	if (d->mgr_peer) {
+		wire_peer_free(d->mgr_peer);
+		d->mgr_peer = NULL;
+	}
+}

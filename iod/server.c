@@ -1,0 +1,437 @@
+/* server.c - the iod's listener: HELLO, validation and dispatch.
+ *
+ * Every request is validated here before any module sees it: sizes against
+ * the wire limits, columns against IOD_MAX_COLUMNS, offsets + lengths
+ * against 2^63, layouts against raid.h's bounds.  Reads, listings,
+ * checksums and statfs are answered here from the store; WRITE, TRUNCATE,
+ * DELETE and FSYNC go to twin.c, which orders them with the twin.
+ *
+ * Rules (proto/FORMAT.md section 2): the first frame must be HELLO; until a
+ * HELLO is accepted nothing else is served (the connection is closed);
+ * a wrong cluster name or protocol version gets -EPROTO and the connection
+ * is closed.  Before registration with mgrd only HELLO, PING and MAP_UPDATE
+ * are served, the rest get -EAGAIN.  Every request gets exactly one reply.
+ */
+#include "iod_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUBFILES_MAX     4096u   /* entries per SUBFILES reply */
+#define SUBFILES_DEFAULT 1024u
+
+void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc)
+{
+	/* wire_reply needs a status <= 0; a positive one is a bug here. */
+	if (rc > 0)
+		rc = -EIO;
+	wire_reply(c, &m->hdr, rc, NULL, NULL, 0);
+}
+
+void iod_hello(const struct iod *d, Twinfs__Hello *hello)
+{
+	wire_hello_init(hello, d->conf->cluster_name, TWINFS__ROLE__ROLE_IOD,
+			d->incarnation);
+	hello->node_id = d->id;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static bool body_is(const struct wire_msg *m, const ProtobufCMessageDescriptor *desc)
+{
+	return m->body && m->body->descriptor == desc;
+}
+
+static int check_layout(const struct iod *d, const Twinfs__Layout *l,
+			uint32_t column)
+{
+	uint32_t s;
+
+	if (!l)
+		return -EINVAL;
+	s = l->stripe_size;
+	if (s < R0_MIN_STRIPE_SIZE || s > R0_MAX_STRIPE_SIZE || (s & (s - 1)))
+		return -EINVAL;
+	if (l->stripe_count == 0 || l->stripe_count > R0_MAX_STRIPE_COUNT ||
+	    column >= l->stripe_count || l->n_groups != l->stripe_count)
+		return -EINVAL;
+	for (size_t i = 0; i < l->n_groups; i++)
+		if (l->groups[i] >= TW_MAX_GROUPS)
+			return -EINVAL;
+	/* Column k is stored by group groups[k]: it must be ours, or the
+	 * sender routed it to the wrong iod. */
+	if (l->groups[column] != (uint32_t)d->me->group)
+		return -EINVAL;
+	return 0;
+}
+
+/* 0 or -EINVAL; done before anything is applied or forwarded. */
+static int validate_mutation(const struct iod *d, const struct wire_msg *m)
+{
+	switch (m->hdr.type) {
+	case TWINFS__MSG_TYPE__MSG_WRITE: {
+		const Twinfs__Write *w = (const Twinfs__Write *)m->body;
+
+		if (!body_is(m, &twinfs__write__descriptor) || w->ino == 0 ||
+		    m->data_len > WIRE_MAX_DATA ||
+		    iod_check_range(w->column, w->offset, m->data_len) < 0)
+			return -EINVAL;
+		return check_layout(d, w->layout, w->column);
+	}
+	case TWINFS__MSG_TYPE__MSG_TRUNCATE: {
+		const Twinfs__Truncate *t = (const Twinfs__Truncate *)m->body;
+
+		if (!body_is(m, &twinfs__truncate__descriptor) || t->ino == 0 ||
+		    m->data_len != 0 || iod_check_range(t->column, t->size, 0) < 0)
+			return -EINVAL;
+		return 0;
+	}
+	case TWINFS__MSG_TYPE__MSG_DELETE: {
+		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
+
+		if (!body_is(m, &twinfs__delete__descriptor) || x->ino == 0 ||
+		    m->data_len != 0 || x->n_columns > IOD_MAX_COLUMNS)
+			return -EINVAL;
+		for (size_t i = 0; i < x->n_columns; i++)
+			if (x->columns[i] >= IOD_MAX_COLUMNS)
+				return -EINVAL;
+		return 0;
+	}
+	case TWINFS__MSG_TYPE__MSG_FSYNC:
+		if (!body_is(m, &twinfs__fsync__descriptor) || m->data_len != 0)
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ---------------------------------------------------------------- HELLO */
+
+static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Hello *h = (const Twinfs__Hello *)m->body;
+	Twinfs__HelloReply r = TWINFS__HELLO_REPLY__INIT;
+	struct iod_conn *ic = wire_conn_get_data(c);
+
+	if (ic && ic->hello_ok) {
+		/* A second HELLO: the state it would change is already set. */
+		iod_reply_status(c, m, -EPROTO);
+		wire_conn_close(c);
+		return;
+	}
+	if (!body_is(m, &twinfs__hello__descriptor) || !h->cluster ||
+	    strcmp(h->cluster, d->conf->cluster_name) != 0 ||
+	    h->proto_version != WIRE_VERSION) {
+		tw_log_rl(TW_LOG_WARN, "HELLO from %s refused: cluster '%s' "
+			  "version %" PRIu32 " (we are '%s' version %u)",
+			  wire_conn_peer(c),
+			  body_is(m, &twinfs__hello__descriptor) && h->cluster
+				  ? h->cluster : "?",
+			  body_is(m, &twinfs__hello__descriptor)
+				  ? h->proto_version : 0,
+			  d->conf->cluster_name, WIRE_VERSION);
+		iod_reply_status(c, m, -EPROTO);
+		wire_conn_close(c);
+		return;
+	}
+	if (!ic) {
+		ic = calloc(1, sizeof(*ic));
+		if (!ic) {
+			iod_reply_status(c, m, -ENOMEM);
+			wire_conn_close(c);
+			return;
+		}
+		wire_conn_set_data(c, ic);
+	}
+	ic->hello_ok = true;
+	ic->role = h->role;
+	ic->node_id = h->node_id;
+	r.incarnation = d->incarnation;
+	r.node_id = d->id;
+	r.epoch = d->map.epoch;
+	tw_debug("HELLO from %s: role %d node %" PRIu32, wire_conn_peer(c),
+		 (int)h->role, h->node_id);
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
+}
+
+/* ------------------------------------------------------------ local ops */
+
+static void on_ping(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	Twinfs__Ping p = TWINFS__PING__INIT;
+
+	p.epoch = d->map.epoch;
+	p.incarnation = d->incarnation;
+	wire_reply(c, &m->hdr, 0, &p.base, NULL, 0);
+}
+
+static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Read *r = (const Twinfs__Read *)m->body;
+	Twinfs__ReadReply rr = TWINFS__READ_REPLY__INIT;
+	struct iod_sub_stat st;
+	struct iovec iov;
+	uint8_t *buf = NULL;
+	long n;
+
+	if (!body_is(m, &twinfs__read__descriptor) || r->ino == 0 ||
+	    r->length > WIRE_MAX_DATA || m->data_len != 0 ||
+	    iod_check_range(r->column, r->offset, r->length) < 0) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	if (r->epoch < d->map.epoch) {
+		iod_reply_status(c, m, -ESTALE);
+		return;
+	}
+	if (r->epoch > d->map.epoch)
+		iod_mgr_refresh(d);
+	else if (!iod_twin_self_readable(d)) {
+		/* R1 invariant 1: a twin that missed writes is never read. */
+		iod_reply_status(c, m, -ESTALE);
+		return;
+	}
+	n = iod_store_read(d->store, r->ino, r->column, r->offset, r->length,
+			   &buf, &st);
+	if (n < 0) {
+		tw_log_rl(TW_LOG_ERR, "read ino %" PRIu64 " column %" PRIu32
+			  " at %" PRIu64 ": %s", r->ino, r->column, r->offset,
+			  strerror((int)-n));
+		iod_reply_status(c, m, (int)n);
+		return;
+	}
+	rr.sub_size = st.size;
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)n;
+	wire_reply(c, &m->hdr, 0, &rr.base, &iov, n > 0 ? 1 : 0);
+	free(buf);
+}
+
+static void on_subfiles(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Subfiles *q = (const Twinfs__Subfiles *)m->body;
+	Twinfs__SubfilesReply r = TWINFS__SUBFILES_REPLY__INIT;
+	struct iod_sub_info *info = NULL;
+	Twinfs__SubfileInfo *msgs = NULL;
+	Twinfs__SubfileInfo **ptrs = NULL;
+	uint32_t max;
+	bool eof;
+	int n;
+
+	if (!body_is(m, &twinfs__subfiles__descriptor) ||
+	    q->after_column >= IOD_MAX_COLUMNS || m->data_len != 0) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	max = q->max == 0 ? SUBFILES_DEFAULT : TW_MIN(q->max, SUBFILES_MAX);
+	info = calloc(max, sizeof(*info));
+	msgs = calloc(max, sizeof(*msgs));
+	ptrs = calloc(max, sizeof(*ptrs));
+	if (!info || !msgs || !ptrs) {
+		iod_reply_status(c, m, -ENOMEM);
+		goto out;
+	}
+	n = iod_store_list(d->store, q->after_ino, q->after_column, max, info,
+			   &eof);
+	if (n < 0) {
+		iod_reply_status(c, m, n);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		twinfs__subfile_info__init(&msgs[i]);
+		msgs[i].ino = info[i].ino;
+		msgs[i].column = info[i].column;
+		msgs[i].size = info[i].size;
+		msgs[i].blocks = info[i].blocks;
+		ptrs[i] = &msgs[i];
+	}
+	r.n_subfiles = (size_t)n;
+	r.subfiles = ptrs;
+	r.eof = eof;
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
+out:
+	free(info);
+	free(msgs);
+	free(ptrs);
+}
+
+static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Checksum *q = (const Twinfs__Checksum *)m->body;
+	Twinfs__ChecksumReply r = TWINFS__CHECKSUM_REPLY__INIT;
+	uint32_t *crcs = NULL;
+	uint64_t size;
+	long n;
+
+	if (!body_is(m, &twinfs__checksum__descriptor) || q->ino == 0 ||
+	    q->column >= IOD_MAX_COLUMNS || m->data_len != 0) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
+			       &size, &crcs);
+	if (n < 0) {
+		iod_reply_status(c, m, (int)n);
+		return;
+	}
+	r.size = size;
+	r.n_crcs = (size_t)n;
+	r.crcs = crcs;
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
+	free(crcs);
+}
+
+static void on_statfs(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	Twinfs__StatfsReply r = TWINFS__STATFS_REPLY__INIT;
+	struct statvfs sv;
+	int rc = iod_store_statfs(d->store, &sv);
+
+	if (rc < 0) {
+		iod_reply_status(c, m, rc);
+		return;
+	}
+	r.bsize = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+	r.blocks = sv.f_blocks;
+	r.bfree = sv.f_bfree;
+	r.bavail = sv.f_bavail;
+	r.files = sv.f_files;
+	r.ffree = sv.f_ffree;
+	r.namemax = (uint32_t)sv.f_namemax;
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
+}
+
+static void on_map_update(struct iod *d, struct wire_conn *c,
+			  struct wire_msg *m)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+	int rc;
+
+	/* Only mgrd changes the map (DESIGN.md "Twins"). */
+	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
+		iod_reply_status(c, m, -EPERM);
+		return;
+	}
+	if (!body_is(m, &twinfs__cluster_map__descriptor)) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	rc = iod_map_apply(d, (const Twinfs__ClusterMap *)m->body);
+	iod_reply_status(c, m, rc);
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
+{
+	struct iod *d = arg;
+	const struct iod_conn *ic = wire_conn_get_data(c);
+	uint16_t type = m->hdr.type;
+	int rc;
+
+	if (type == TWINFS__MSG_TYPE__MSG_HELLO) {
+		on_hello(d, c, m);
+		goto out;
+	}
+	if (!ic || !ic->hello_ok) {
+		tw_log_rl(TW_LOG_WARN, "%s: %s before an accepted HELLO; "
+			  "closing", wire_conn_peer(c), wire_type_name(type));
+		wire_conn_close(c);
+		goto out;
+	}
+	if (d->closing) {
+		iod_reply_status(c, m, -ESHUTDOWN);
+		goto out;
+	}
+	switch (type) {
+	case TWINFS__MSG_TYPE__MSG_PING:
+		on_ping(d, c, m);
+		goto out;
+	case TWINFS__MSG_TYPE__MSG_MAP_UPDATE:
+		on_map_update(d, c, m);
+		goto out;
+	case TWINFS__MSG_TYPE__MSG_WRITE:
+	case TWINFS__MSG_TYPE__MSG_READ:
+	case TWINFS__MSG_TYPE__MSG_TRUNCATE:
+	case TWINFS__MSG_TYPE__MSG_DELETE:
+	case TWINFS__MSG_TYPE__MSG_FSYNC:
+	case TWINFS__MSG_TYPE__MSG_SUBFILES:
+	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
+	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
+		break;
+	default:
+		iod_reply_status(c, m, -EOPNOTSUPP);
+		goto out;
+	}
+	/* "Serve nothing until registered" (DESIGN.md "Twins"). */
+	if (!d->registered) {
+		iod_reply_status(c, m, -EAGAIN);
+		goto out;
+	}
+	switch (type) {
+	case TWINFS__MSG_TYPE__MSG_READ:
+		on_read(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_SUBFILES:
+		on_subfiles(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
+		on_checksum(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
+		on_statfs(d, c, m);
+		break;
+	default:
+		rc = validate_mutation(d, m);
+		if (rc < 0) {
+			tw_log_rl(TW_LOG_WARN, "%s: invalid %s refused",
+				  wire_conn_peer(c), wire_type_name(type));
+			iod_reply_status(c, m, rc);
+			break;
+		}
+		iod_twin_request(d, c, m);   /* takes m */
+		return;
+	}
+out:
+	wire_msg_free(m);
+}
+
+static void on_close(struct wire_conn *c, void *arg)
+{
+	struct iod_conn *ic = wire_conn_get_data(c);
+
+	(void)arg;
+	wire_conn_set_data(c, NULL);
+	free(ic);
+}
+
+static const struct wire_server_ops server_ops = {
+	.on_request = on_request,
+	.on_close = on_close,
+};
+
+int iod_server_start(struct iod *d)
+{
+	int rc = wire_listen(d->loop, d->me->host, d->me->port, &server_ops, d,
+			     &d->server);
+
+	if (rc < 0) {
+		tw_err("iod %" PRIu32 ": cannot listen on %s:%d: %s", d->id,
+		       d->me->host, d->me->port, strerror(-rc));
+		return rc;
+	}
+	tw_info("iod %" PRIu32 " listening on %s:%d, data in %s", d->id,
+		d->me->host, d->me->port, d->me->dir);
+	return 0;
+}
+
+void iod_server_stop(struct iod *d)
+{
+	if (d->server) {
+		wire_server_close(d->server, NULL, NULL);
+		d->server = NULL;
+	}
+}

@@ -1,0 +1,1220 @@
+/* store.c - subfiles on the iod's local file system.
+ *
+ * Implements the pure local-disk part of twinfs-iod: where a subfile lives,
+ * its xattr, the data directory's identity file, an fd cache, a dirty set
+ * for fsync, listing and region checksums.  It does not know about the
+ * network, the twin or epochs (twin.c and server.c do), and it does not yet
+ * journal: every operation is a synchronous system call on the loop thread.
+ * The ext3-style journal (DESIGN.md "Journal") will slot in below this
+ * interface (iod_int.h): reads, listing and checksums will consult the
+ * journal's index before the subfile, writes will go through a transaction.
+ *
+ * Layout of the data directory DIR:
+ *
+ *   DIR/twinfs-id                       identity (format below)
+ *   DIR/subfiles/<ab>/<cd>/<ino>.<col>  one subfile per (ino, column)
+ *
+ * <ino> is the inode number as 16 lowercase hex digits, <col> the column in
+ * decimal (0..31), <ab> and <cd> the top two bytes (hex) of a 64-bit mix of
+ * ino, so that all columns of one file share a directory and no directory
+ * grows past ~1/65536 of the files.
+ *
+ * Invariants:
+ *   S1  Every path the store touches is built by snprintf from numbers only
+ *       (iod_store_subpath); nothing a peer sends is ever part of a name,
+ *       and subfiles are opened relative to DIR/subfiles with O_NOFOLLOW, so
+ *       no request can make the iod touch a path outside DIR.
+ *   S2  A subfile's xattr is written before its first byte of data, and a
+ *       newer trunc_gen is stored in it before the write or truncate that
+ *       carries it is applied, so a crash never leaves data of a newer
+ *       generation under an older recorded one.
+ *   S3  Every subfile written, truncated or created since the last sync of
+ *       its inode is in the dirty set: either a cached entry with `dirty`
+ *       set or a record in `evicted`; or `evicted_overflow` is set.
+ *
+ * Subfile xattr "user.twinfs.sub" (176 bytes, little-endian):
+ *
+ *   off size field
+ *     0    4 magic        0x42535754 ("TWSB")
+ *     4    2 version      1
+ *     6    2 length       176
+ *     8    8 ino
+ *    16    4 column
+ *    20    4 stripe_size
+ *    24    8 trunc_gen    the generation of the last truncate (or newer write)
+ *    32    4 stripe_count
+ *    36    4 n_groups     entries of groups[] in use (== stripe_count)
+ *    40  128 groups[32]
+ *   168    4 reserved     0
+ *   172    4 crc32c       over bytes 0..171
+ *
+ * Valid iff magic, version, length and crc match.  A subfile whose xattr is
+ * missing or invalid (a crash between create and setxattr, or damage) is
+ * served with trunc_gen 0 and gets a fresh xattr on its next write.
+ *
+ * Identity file DIR/twinfs-id (128 bytes, little-endian):
+ *
+ *   off size field
+ *     0    4 magic        0x44495754 ("TWID")
+ *     4    2 version      1
+ *     6    2 reserved     0
+ *     8    4 iod_id
+ *    12    4 reserved     0
+ *    16   16 uuid         random at creation
+ *    32   64 cluster      cluster name, NUL-padded (at most 63 bytes)
+ *    96   28 reserved     0
+ *   124    4 crc32c       over bytes 0..123
+ *
+ * Written once, to twinfs-id.tmp, fsynced, renamed, the directory fsynced.
+ * Valid iff magic, version and crc match; an invalid one is never replaced
+ * automatically (it may be another daemon's directory).
+ */
+#include "iod_int.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define SUB_XATTR        "user.twinfs.sub"
+#define SUB_MAGIC        0x42535754u
+#define SUB_VERSION      1u
+#define ID_MAGIC         0x44495754u
+#define ID_VERSION       1u
+#define ID_FILE          "twinfs-id"
+#define ID_TMP           "twinfs-id.tmp"
+#define SUBDIR           "subfiles"
+#define HASH_BUCKETS     1024u
+#define EVICTED_MAX      4096u
+#define CSUM_CHUNK       (1u << 20)
+
+struct sub_xattr_disk {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t length;
+	uint64_t ino;
+	uint32_t column;
+	uint32_t stripe_size;
+	uint64_t trunc_gen;
+	uint32_t stripe_count;
+	uint32_t n_groups;
+	uint32_t groups[IOD_MAX_COLUMNS];
+	uint32_t reserved;
+	uint32_t crc;
+};
+_Static_assert(sizeof(struct sub_xattr_disk) == 176, "subfile xattr layout");
+
+struct id_disk {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved0;
+	uint32_t iod_id;
+	uint32_t reserved1;
+	uint8_t uuid[IOD_UUID_LEN];
+	char cluster[IOD_CLUSTER_MAX];
+	uint8_t reserved2[28];
+	uint32_t crc;
+};
+_Static_assert(sizeof(struct id_disk) == 128, "identity file layout");
+
+/* Bits of sub.dirsync / evicted.dirsync: directories whose entries changed
+ * when the subfile was created and must be fsynced with it. */
+#define DS_CD   1u   /* subfiles/ab/cd (the new file's entry) */
+#define DS_AB   2u   /* subfiles/ab (a new cd) */
+#define DS_TOP  4u   /* subfiles (a new ab) */
+
+/* One cached subfile. */
+struct sub {
+	uint64_t ino;
+	uint32_t column;
+	int fd;
+	uint64_t trunc_gen;        /* from the xattr (0 when invalid) */
+	bool xattr_valid;
+	bool dirty;                /* written since the last sync (S3) */
+	uint8_t dirsync;           /* DS_* */
+	struct sub *hnext;         /* hash chain */
+	struct sub *prev, *next;   /* LRU list: head = most recent */
+};
+
+struct evicted {
+	uint64_t ino;
+	uint32_t column;
+	uint8_t dirsync;
+};
+
+struct iod_store {
+	char dir[PATH_MAX];
+	int dir_fd;                /* DIR */
+	int sub_fd;                /* DIR/subfiles */
+	uint32_t iod_id;
+	uint8_t uuid[IOD_UUID_LEN];
+	bool is_new;
+
+	struct sub *buckets[HASH_BUCKETS];
+	struct sub lru;            /* sentinel */
+	unsigned n_cached, max_cached;
+
+	/* Dirty subfiles whose fd was evicted from the cache (S3). */
+	struct evicted *evicted;
+	unsigned n_evicted;
+	bool evicted_overflow;     /* evicted overflowed: sync everything */
+	bool unlinks_unsynced;     /* unlinks since the last full sync */
+};
+
+/* ------------------------------------------------------------ utilities */
+
+static uint64_t mix64(uint64_t x)
+{
+	/* splitmix64's finaliser: every input bit affects the top bytes. */
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+int iod_check_range(uint32_t column, uint64_t off, uint64_t len)
+{
+	if (column >= IOD_MAX_COLUMNS)
+		return -EINVAL;
+	if (off > IOD_MAX_OFFSET || len > IOD_MAX_OFFSET - off)
+		return -EINVAL;
+	return 0;
+}
+
+/* Directory part "ab/cd" and file name "<ino>.<col>" (S1: numbers only). */
+static void sub_dirs(uint64_t ino, unsigned *ab, unsigned *cd)
+{
+	uint64_t h = mix64(ino);
+
+	*ab = (unsigned)(h >> 56);
+	*cd = (unsigned)((h >> 48) & 0xff);
+}
+
+int iod_store_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
+{
+	unsigned ab, cd;
+	int n;
+
+	sub_dirs(ino, &ab, &cd);
+	n = snprintf(buf, len, SUBDIR "/%02x/%02x/%016" PRIx64 ".%" PRIu32,
+		     ab, cd, ino, column);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return n;
+}
+
+/* Path relative to DIR/subfiles (skips the "subfiles/" prefix). */
+static int rel_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
+{
+	char full[64];
+	int n = iod_store_subpath(ino, column, full, sizeof(full));
+
+	if (n < 0)
+		return n;
+	if ((size_t)n - strlen(SUBDIR "/") + 1 > len)
+		return -ENAMETOOLONG;
+	memcpy(buf, full + strlen(SUBDIR "/"), (size_t)n - strlen(SUBDIR "/") + 1);
+	return 0;
+}
+
+static void xattr_encode(struct sub_xattr_disk *d, uint64_t ino,
+			 uint32_t column, uint64_t trunc_gen,
+			 const struct iod_sub_layout *l)
+{
+	memset(d, 0, sizeof(*d));
+	d->magic = htole32(SUB_MAGIC);
+	d->version = htole16(SUB_VERSION);
+	d->length = htole16((uint16_t)sizeof(*d));
+	d->ino = htole64(ino);
+	d->column = htole32(column);
+	d->trunc_gen = htole64(trunc_gen);
+	if (l) {
+		uint32_t n = TW_MIN(l->n_groups, (uint32_t)IOD_MAX_COLUMNS);
+
+		d->stripe_size = htole32(l->stripe_size);
+		d->stripe_count = htole32(l->stripe_count);
+		d->n_groups = htole32(n);
+		for (uint32_t i = 0; i < n; i++)
+			d->groups[i] = htole32(l->groups[i]);
+	}
+	d->crc = htole32(tw_crc32c(0, d, offsetof(struct sub_xattr_disk, crc)));
+}
+
+/* 0 and the fields, or -EBADMSG. */
+static int xattr_decode(const struct sub_xattr_disk *d, uint64_t ino,
+			uint32_t column, uint64_t *trunc_gen)
+{
+	if (le32toh(d->magic) != SUB_MAGIC ||
+	    le16toh(d->version) != SUB_VERSION ||
+	    le16toh(d->length) != sizeof(*d) ||
+	    le32toh(d->crc) != tw_crc32c(0, d, offsetof(struct sub_xattr_disk, crc)))
+		return -EBADMSG;
+	/* A subfile that claims another identity was renamed by hand. */
+	if (le64toh(d->ino) != ino || le32toh(d->column) != column)
+		return -EBADMSG;
+	*trunc_gen = le64toh(d->trunc_gen);
+	return 0;
+}
+
+static int fsync_dirat(int base_fd, const char *rel)
+{
+	int fd = openat(base_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* ------------------------------------------------------------- identity */
+
+static int id_create(struct iod_store *s, const char *cluster)
+{
+	struct id_disk d;
+	int fd, rc;
+
+	memset(&d, 0, sizeof(d));
+	rc = tw_random(s->uuid, sizeof(s->uuid));
+	if (rc < 0)
+		return rc;
+	d.magic = htole32(ID_MAGIC);
+	d.version = htole16(ID_VERSION);
+	d.iod_id = htole32(s->iod_id);
+	memcpy(d.uuid, s->uuid, sizeof(d.uuid));
+	strncpy(d.cluster, cluster, sizeof(d.cluster) - 1);
+	d.crc = htole32(tw_crc32c(0, &d, offsetof(struct id_disk, crc)));
+
+	fd = openat(s->dir_fd, ID_TMP, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = tw_pwrite_all(fd, &d, sizeof(d), 0);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc == 0 && renameat(s->dir_fd, ID_TMP, s->dir_fd, ID_FILE) < 0)
+		rc = -errno;
+	if (rc == 0 && fsync(s->dir_fd) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlinkat(s->dir_fd, ID_TMP, 0);
+		return rc;
+	}
+	s->is_new = true;
+	tw_info("data directory %s is new: iod %" PRIu32 " of cluster '%s'",
+		s->dir, s->iod_id, cluster);
+	return 0;
+}
+
+static int id_check(struct iod_store *s, const char *cluster)
+{
+	struct id_disk d;
+	char theirs[IOD_CLUSTER_MAX];
+	long n;
+	int fd;
+
+	fd = openat(s->dir_fd, ID_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return id_create(s, cluster);
+		tw_err("data directory %s: cannot open %s: %s", s->dir,
+		       ID_FILE, strerror(errno));
+		return -errno;
+	}
+	n = tw_pread_full(fd, &d, sizeof(d), 0);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n != sizeof(d) || le32toh(d.magic) != ID_MAGIC ||
+	    le16toh(d.version) != ID_VERSION ||
+	    le32toh(d.crc) != tw_crc32c(0, &d, offsetof(struct id_disk, crc))) {
+		tw_err("data directory %s: %s is not a valid TwinFS identity "
+		       "file (damaged or another version); refusing to start",
+		       s->dir, ID_FILE);
+		return -EBADMSG;
+	}
+	memcpy(theirs, d.cluster, sizeof(theirs));
+	theirs[sizeof(theirs) - 1] = '\0';
+	if (le32toh(d.iod_id) != s->iod_id || strcmp(theirs, cluster) != 0) {
+		tw_err("data directory %s belongs to iod %" PRIu32 " of cluster "
+		       "'%s', not to iod %" PRIu32 " of cluster '%s'; refusing "
+		       "to start (check -i and the [iod N] dir in the config)",
+		       s->dir, le32toh(d.iod_id), theirs, s->iod_id, cluster);
+		return -EINVAL;
+	}
+	memcpy(s->uuid, d.uuid, sizeof(s->uuid));
+	return 0;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
+{
+	struct iod_store *s;
+	int rc;
+
+	if (!opts->dir || !opts->cluster ||
+	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||
+	    strlen(opts->dir) >= PATH_MAX)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->dir_fd = s->sub_fd = -1;
+	s->iod_id = opts->iod_id;
+	s->max_cached = opts->max_fds ? opts->max_fds : IOD_FD_CACHE_DEFAULT;
+	s->lru.prev = s->lru.next = &s->lru;
+	memcpy(s->dir, opts->dir, strlen(opts->dir) + 1);
+
+	rc = tw_mkdir_p(s->dir);
+	if (rc < 0) {
+		tw_err("data directory %s: cannot create: %s", s->dir,
+		       strerror(-rc));
+		goto fail;
+	}
+	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0) {
+		rc = -errno;
+		tw_err("data directory %s: %s", s->dir, strerror(-rc));
+		goto fail;
+	}
+	rc = id_check(s, opts->cluster);
+	if (rc < 0)
+		goto fail;
+	if (mkdirat(s->dir_fd, SUBDIR, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		goto fail;
+	}
+	s->sub_fd = openat(s->dir_fd, SUBDIR, O_RDONLY | O_DIRECTORY |
+			   O_NOFOLLOW | O_CLOEXEC);
+	if (s->sub_fd < 0) {
+		rc = -errno;
+		tw_err("data directory %s: %s/: %s", s->dir, SUBDIR,
+		       strerror(-rc));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	free(s);
+	return rc;
+}
+
+static void lru_unlink(struct sub *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+}
+
+static void lru_push_front(struct iod_store *s, struct sub *e)
+{
+	e->next = s->lru.next;
+	e->prev = &s->lru;
+	s->lru.next->prev = e;
+	s->lru.next = e;
+}
+
+static unsigned bucket_of(uint64_t ino, uint32_t column)
+{
+	return (unsigned)(mix64(ino * 33u + column) % HASH_BUCKETS);
+}
+
+static void cache_remove(struct iod_store *s, struct sub *e)
+{
+	struct sub **pp = &s->buckets[bucket_of(e->ino, e->column)];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	lru_unlink(e);
+	s->n_cached--;
+}
+
+void iod_store_close(struct iod_store *s)
+{
+	if (!s)
+		return;
+	while (s->lru.next != &s->lru) {
+		struct sub *e = s->lru.next;
+
+		cache_remove(s, e);
+		close(e->fd);
+		free(e);
+	}
+	free(s->evicted);
+	if (s->sub_fd >= 0)
+		close(s->sub_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	free(s);
+}
+
+const uint8_t *iod_store_uuid(const struct iod_store *s)
+{
+	return s->uuid;
+}
+
+bool iod_store_is_new(const struct iod_store *s)
+{
+	return s->is_new;
+}
+
+/* ------------------------------------------------------------- fd cache */
+
+static void remember_evicted(struct iod_store *s, const struct sub *e)
+{
+	if (s->n_evicted == EVICTED_MAX) {
+		/* Too many to track one by one: the next sync syncs the whole
+		 * file system instead (still S3). */
+		s->evicted_overflow = true;
+		s->n_evicted = 0;
+	}
+	if (!s->evicted) {
+		s->evicted = calloc(EVICTED_MAX, sizeof(*s->evicted));
+		if (!s->evicted) {
+			s->evicted_overflow = true;
+			return;
+		}
+	}
+	s->evicted[s->n_evicted++] = (struct evicted){
+		.ino = e->ino, .column = e->column, .dirsync = e->dirsync };
+}
+
+static void evict_one(struct iod_store *s)
+{
+	struct sub *e = s->lru.prev;
+
+	assert(e != &s->lru);
+	if (e->dirty)
+		remember_evicted(s, e);
+	cache_remove(s, e);
+	close(e->fd);
+	free(e);
+}
+
+static struct sub *cache_find(struct iod_store *s, uint64_t ino,
+			      uint32_t column)
+{
+	struct sub *e = s->buckets[bucket_of(ino, column)];
+
+	for (; e; e = e->hnext)
+		if (e->ino == ino && e->column == column)
+			return e;
+	return NULL;
+}
+
+static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
+{
+	unsigned ab, cd;
+	char rel[8];
+
+	sub_dirs(ino, &ab, &cd);
+	snprintf(rel, sizeof(rel), "%02x", ab);
+	if (mkdirat(s->sub_fd, rel, 0755) == 0)
+		*dirsync |= DS_TOP;
+	else if (errno != EEXIST)
+		return -errno;
+	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+	if (mkdirat(s->sub_fd, rel, 0755) == 0)
+		*dirsync |= DS_AB;
+	else if (errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Open (ino, column) without creating it: an fd of a regular file, or
+ * -ENOENT. */
+static int open_existing(struct iod_store *s, const char *rel)
+{
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: a fifo planted in the tree must not block the loop;
+	 * it has no effect on regular files. */
+	fd = openat(s->sub_fd, rel, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -EIO : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		tw_log_rl(TW_LOG_ERR, "data directory: %s is not a regular "
+			  "file; not serving it", rel);
+		return -EIO;
+	}
+	return fd;
+}
+
+/* Find or open a subfile; with `layout` non-NULL create it if absent
+ * (writing its xattr first, S2) with trunc_gen.  Returns 0 and sets *out,
+ * -ENOENT when absent and not creating, or -errno. */
+static int get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
+		   const struct iod_sub_layout *layout, uint64_t trunc_gen,
+		   struct sub **out)
+{
+	struct sub_xattr_disk xd;
+	char rel[48];
+	struct sub *e;
+	uint8_t dirsync = 0;
+	bool created = false;
+	int fd, rc;
+	ssize_t n;
+
+	e = cache_find(s, ino, column);
+	if (e) {
+		lru_unlink(e);
+		lru_push_front(s, e);
+		*out = e;
+		return 0;
+	}
+	rc = rel_subpath(ino, column, rel, sizeof(rel));
+	if (rc < 0)
+		return rc;
+	fd = open_existing(s, rel);
+	if (fd == -ENOENT && layout) {
+		rc = mkdir_fanout(s, ino, &dirsync);
+		if (rc < 0)
+			return rc;
+		fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -errno;
+		created = true;
+		dirsync |= DS_CD;
+		xattr_encode(&xd, ino, column, trunc_gen, layout);
+		if (fsetxattr(fd, SUB_XATTR, &xd, sizeof(xd), 0) < 0) {
+			rc = -errno;
+			close(fd);
+			unlinkat(s->sub_fd, rel, 0);
+			tw_log_rl(TW_LOG_ERR, "data directory %s: cannot set "
+				  "xattr " SUB_XATTR " on %s: %s", s->dir, rel,
+				  strerror(-rc));
+			return rc;
+		}
+	}
+	if (fd < 0)
+		return fd;
+
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		close(fd);
+		return -ENOMEM;
+	}
+	e->ino = ino;
+	e->column = column;
+	e->fd = fd;
+	e->dirsync = dirsync;
+	e->dirty = created;
+	if (created) {
+		e->trunc_gen = trunc_gen;
+		e->xattr_valid = true;
+	} else {
+		n = fgetxattr(fd, SUB_XATTR, &xd, sizeof(xd));
+		if (n == (ssize_t)sizeof(xd) &&
+		    xattr_decode(&xd, ino, column, &e->trunc_gen) == 0) {
+			e->xattr_valid = true;
+		} else {
+			tw_log_rl(TW_LOG_WARN, "data directory %s: subfile %s "
+				  "has no valid " SUB_XATTR "; serving it with "
+				  "trunc_gen 0", s->dir, rel);
+			e->trunc_gen = 0;
+		}
+	}
+	while (s->n_cached >= s->max_cached)
+		evict_one(s);
+	e->hnext = s->buckets[bucket_of(ino, column)];
+	s->buckets[bucket_of(ino, column)] = e;
+	lru_push_front(s, e);
+	s->n_cached++;
+	*out = e;
+	return 0;
+}
+
+/* Record a newer trunc_gen (S2), or refuse an older one. */
+static int apply_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
+		     const struct iod_sub_layout *layout)
+{
+	struct sub_xattr_disk xd;
+
+	if (trunc_gen < e->trunc_gen)
+		return -ESTALE;
+	if (trunc_gen == e->trunc_gen && e->xattr_valid)
+		return 0;
+	if (!e->xattr_valid && !layout) {
+		/* Keep the gen in memory; the next write rewrites the xattr
+		 * with its layout. */
+		e->trunc_gen = trunc_gen;
+		return 0;
+	}
+	if (e->xattr_valid) {
+		/* Rewrite keeping the stored layout. */
+		ssize_t n = fgetxattr(e->fd, SUB_XATTR, &xd, sizeof(xd));
+		uint64_t old;
+
+		if (n != (ssize_t)sizeof(xd) ||
+		    xattr_decode(&xd, e->ino, e->column, &old) < 0)
+			return -EIO;
+		xd.trunc_gen = htole64(trunc_gen);
+		xd.crc = htole32(tw_crc32c(0, &xd,
+				offsetof(struct sub_xattr_disk, crc)));
+	} else {
+		xattr_encode(&xd, e->ino, e->column, trunc_gen, layout);
+	}
+	if (fsetxattr(e->fd, SUB_XATTR, &xd, sizeof(xd), 0) < 0)
+		return -errno;
+	e->trunc_gen = trunc_gen;
+	e->xattr_valid = true;
+	e->dirty = true;
+	return 0;
+}
+
+static int fill_stat(struct sub *e, struct iod_sub_stat *st)
+{
+	struct stat sb;
+
+	if (!st)
+		return 0;
+	if (fstat(e->fd, &sb) < 0)
+		return -errno;
+	st->size = (uint64_t)sb.st_size;
+	st->blocks = (uint64_t)sb.st_blocks;
+	st->trunc_gen = e->trunc_gen;
+	st->exists = true;
+	return 0;
+}
+
+static void stat_absent(struct iod_store *s, struct iod_sub_stat *st)
+{
+	(void)s;
+	if (st)
+		*st = (struct iod_sub_stat){ .exists = false };
+}
+
+/* ------------------------------------------------------------ operations */
+
+int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, const void *buf, size_t len,
+		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
+		    struct iod_sub_stat *st)
+{
+	struct sub *e;
+	int rc;
+
+	rc = iod_check_range(column, off, len);
+	if (rc < 0)
+		return rc;
+	rc = get_sub(s, ino, column, layout, trunc_gen, &e);
+	if (rc == -ENOENT)
+		return -EINVAL;       /* absent and no layout to create it */
+	if (rc < 0)
+		return rc;
+	rc = apply_gen(s, e, trunc_gen, layout);
+	if (rc < 0)
+		return rc;
+	rc = tw_pwrite_all(e->fd, buf, len, off);
+	e->dirty = true;              /* even a failed write may have landed */
+	if (rc < 0)
+		return rc;
+	return fill_stat(e, st);
+}
+
+long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, size_t len, uint8_t **out,
+		    struct iod_sub_stat *st)
+{
+	struct iod_sub_stat local;
+	struct sub *e;
+	uint8_t *buf;
+	uint64_t want;
+	long n;
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		st = &local;
+	rc = iod_check_range(column, off, len);
+	if (rc < 0)
+		return rc;
+	rc = get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == -ENOENT) {
+		stat_absent(s, st);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	rc = fill_stat(e, st);
+	if (rc < 0)
+		return rc;
+	if (off >= st->size || len == 0)
+		return 0;
+	/* Allocate what the subfile holds, not what the peer asked for. */
+	want = TW_MIN((uint64_t)len, st->size - off);
+	buf = malloc((size_t)want);
+	if (!buf)
+		return -ENOMEM;
+	n = tw_pread_full(e->fd, buf, (size_t)want, off);
+	if (n <= 0) {
+		free(buf);
+		return n;
+	}
+	*out = buf;
+	return n;
+}
+
+int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t size, uint64_t trunc_gen,
+		       struct iod_sub_stat *st)
+{
+	struct sub *e;
+	int rc;
+
+	rc = iod_check_range(column, size, 0);
+	if (rc < 0)
+		return rc;
+	rc = get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == -ENOENT) {
+		stat_absent(s, st);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	rc = apply_gen(s, e, trunc_gen, NULL);
+	if (rc < 0)
+		return rc;
+	if (ftruncate(e->fd, (off_t)size) < 0)
+		return -errno;
+	e->dirty = true;
+	return fill_stat(e, st);
+}
+
+static int delete_one(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	struct sub *e = cache_find(s, ino, column);
+	char rel[48];
+	int rc;
+
+	if (e) {
+		cache_remove(s, e);
+		close(e->fd);
+		free(e);
+	}
+	rc = rel_subpath(ino, column, rel, sizeof(rel));
+	if (rc < 0)
+		return rc;
+	if (unlinkat(s->sub_fd, rel, 0) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* The unlink is durable at the next full sync (syncfs). */
+	s->unlinks_unsynced = true;
+	return 0;
+}
+
+int iod_store_delete(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	int rc, first = 0;
+
+	if (column != UINT32_MAX)
+		return column < IOD_MAX_COLUMNS ? delete_one(s, ino, column)
+						: -EINVAL;
+	for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++) {
+		rc = delete_one(s, ino, k);
+		if (rc < 0 && first == 0)
+			first = rc;
+	}
+	return first;
+}
+
+static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
+{
+	unsigned ab, cd;
+	char rel[8];
+	int rc = 0, r;
+
+	if (!dirsync)
+		return 0;
+	sub_dirs(ino, &ab, &cd);
+	if (dirsync & DS_CD) {
+		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+		r = fsync_dirat(s->sub_fd, rel);
+		rc = rc ? rc : r;
+	}
+	if (dirsync & DS_AB) {
+		snprintf(rel, sizeof(rel), "%02x", ab);
+		r = fsync_dirat(s->sub_fd, rel);
+		rc = rc ? rc : r;
+	}
+	if ((dirsync & DS_TOP) && fsync(s->sub_fd) < 0)
+		rc = rc ? rc : -errno;
+	return rc;
+}
+
+int iod_store_fsync(struct iod_store *s, uint64_t ino)
+{
+	int rc = 0;
+	unsigned keep = 0;
+
+	if (ino == 0 && (s->evicted_overflow || s->unlinks_unsynced)) {
+		/* Covers unlinks and evicted entries we stopped tracking. */
+		if (syncfs(s->sub_fd) < 0)
+			return -errno;
+		s->evicted_overflow = false;
+		s->unlinks_unsynced = false;
+		s->n_evicted = 0;
+	}
+	for (struct sub *e = s->lru.next; e != &s->lru; e = e->next) {
+		if (!e->dirty || (ino != 0 && e->ino != ino))
+			continue;
+		if (fsync(e->fd) < 0) {
+			rc = rc ? rc : -errno;
+			continue;   /* stays dirty */
+		}
+		int r = sync_dirs(s, e->ino, e->dirsync);
+
+		if (r < 0) {
+			rc = rc ? rc : r;
+			continue;
+		}
+		e->dirty = false;
+		e->dirsync = 0;
+	}
+	for (unsigned i = 0; i < s->n_evicted; i++) {
+		struct evicted *v = &s->evicted[i];
+		char rel[48];
+		int fd, r = 0;
+
+		if (ino != 0 && v->ino != ino) {
+			s->evicted[keep++] = *v;
+			continue;
+		}
+		if (rel_subpath(v->ino, v->column, rel, sizeof(rel)) < 0)
+			continue;
+		fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fsync(fd) < 0)
+				r = -errno;
+			close(fd);
+		} else if (errno != ENOENT) {
+			r = -errno;
+		}
+		if (r == 0)
+			r = sync_dirs(s, v->ino, v->dirsync);
+		if (r < 0) {
+			rc = rc ? rc : r;
+			s->evicted[keep++] = *v;
+		}
+	}
+	s->n_evicted = keep;
+	if (ino != 0 && s->evicted_overflow && rc == 0) {
+		/* An untracked evicted subfile of this ino may exist. */
+		if (syncfs(s->sub_fd) < 0)
+			rc = -errno;
+		else
+			s->evicted_overflow = false;
+	}
+	return rc;
+}
+
+int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct iod_sub_stat *st)
+{
+	struct sub *e;
+	int rc;
+
+	if (column >= IOD_MAX_COLUMNS)
+		return -EINVAL;
+	rc = get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == -ENOENT) {
+		stat_absent(s, st);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	return fill_stat(e, st);
+}
+
+/* --------------------------------------------------------------- listing */
+
+struct key {
+	uint64_t ino;
+	uint32_t column;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (x->column != y->column)
+		return x->column < y->column ? -1 : 1;
+	return 0;
+}
+
+static bool key_after(uint64_t ino, uint32_t column, uint64_t a_ino,
+		      uint32_t a_column)
+{
+	return ino > a_ino || (ino == a_ino && column > a_column);
+}
+
+/* "ab" -> 0..255, or -1 unless exactly two lowercase hex digits. */
+static int parse_hex2(const char *n)
+{
+	int v = 0;
+
+	for (int i = 0; i < 2; i++) {
+		char c = n[i];
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (c - 'a' + 10);
+		else
+			return -1;
+	}
+	return n[2] == '\0' ? v : -1;
+}
+
+/* "<16 hex>.<col>" -> 0, or -1 for any other name. */
+static int parse_subname(const char *n, uint64_t *ino, uint32_t *column)
+{
+	uint64_t v = 0;
+	uint32_t c = 0;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		char ch = n[i];
+
+		if (ch >= '0' && ch <= '9')
+			v = v * 16 + (uint64_t)(ch - '0');
+		else if (ch >= 'a' && ch <= 'f')
+			v = v * 16 + (uint64_t)(ch - 'a' + 10);
+		else
+			return -1;
+	}
+	if (n[i++] != '.')
+		return -1;
+	if (n[i] < '0' || n[i] > '9' || (n[i] == '0' && n[i + 1] != '\0'))
+		return -1;
+	for (; n[i]; i++) {
+		if (n[i] < '0' || n[i] > '9')
+			return -1;
+		c = c * 10 + (uint32_t)(n[i] - '0');
+		if (c >= IOD_MAX_COLUMNS)
+			return -1;
+	}
+	*ino = v;
+	*column = c;
+	return 0;
+}
+
+struct collect {
+	struct key *keys;
+	size_t n, cap;   /* cap = 2 * max + 1 */
+	uint32_t max;
+	bool truncated;  /* some candidate was dropped: not eof */
+};
+
+static void collect_add(struct collect *c, uint64_t ino, uint32_t column)
+{
+	if (c->n == c->cap) {
+		/* Keep the max smallest: sort, drop the rest. */
+		qsort(c->keys, c->n, sizeof(*c->keys), key_cmp);
+		c->n = c->max;
+		c->truncated = true;
+	}
+	c->keys[c->n++] = (struct key){ ino, column };
+}
+
+static int scan_cd(struct iod_store *s, int ab, int cd, uint64_t after_ino,
+		   uint32_t after_column, struct collect *c)
+{
+	char rel[8];
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+	fd = openat(s->sub_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		uint64_t ino;
+		uint32_t column;
+		unsigned a, b;
+
+		if (parse_subname(de->d_name, &ino, &column) < 0)
+			continue;
+		sub_dirs(ino, &a, &b);
+		if ((int)a != ab || (int)b != cd)
+			continue;   /* misplaced: not ours to serve */
+		if (!key_after(ino, column, after_ino, after_column))
+			continue;
+		collect_add(c, ino, column);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
+{
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	memset(present, 0, 256 * sizeof(bool));
+	fd = openat(dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL) {
+		int v = parse_hex2(de->d_name);
+
+		if (v >= 0)
+			present[v] = true;
+	}
+	closedir(d);
+	return 0;
+}
+
+int iod_store_list(struct iod_store *s, uint64_t after_ino,
+		   uint32_t after_column, uint32_t max,
+		   struct iod_sub_info *out, bool *eof)
+{
+	struct collect c = { .max = max };
+	bool ab_present[256], cd_present[256];
+	char rel[8];
+	int rc = 0;
+	size_t n;
+
+	*eof = true;
+	if (max == 0)
+		return 0;
+	c.cap = 2 * (size_t)max + 1;
+	c.keys = malloc(c.cap * sizeof(*c.keys));
+	if (!c.keys)
+		return -ENOMEM;
+	rc = scan_dir_names(s->sub_fd, ".", ab_present);
+	for (int ab = 0; rc == 0 && ab < 256; ab++) {
+		if (!ab_present[ab])
+			continue;
+		snprintf(rel, sizeof(rel), "%02x", ab);
+		rc = scan_dir_names(s->sub_fd, rel, cd_present);
+		for (int cd = 0; rc == 0 && cd < 256; cd++)
+			if (cd_present[cd])
+				rc = scan_cd(s, ab, cd, after_ino,
+					     after_column, &c);
+	}
+	if (rc < 0)
+		goto out;
+	qsort(c.keys, c.n, sizeof(*c.keys), key_cmp);
+	n = TW_MIN(c.n, (size_t)max);
+	*eof = !c.truncated && c.n <= max;
+	for (size_t i = 0; i < n; i++) {
+		struct iod_sub_stat st;
+		int r = iod_store_stat(s, c.keys[i].ino, c.keys[i].column, &st);
+
+		out[i] = (struct iod_sub_info){
+			.ino = c.keys[i].ino, .column = c.keys[i].column,
+			.size = r == 0 ? st.size : 0,
+			.blocks = r == 0 ? st.blocks : 0 };
+	}
+	rc = (int)n;
+out:
+	free(c.keys);
+	return rc;
+}
+
+/* ------------------------------------------------------------- checksums */
+
+long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint32_t region_size, uint64_t *size, uint32_t **crcs)
+{
+	struct iod_sub_stat st = { 0 };
+	struct sub *e;
+	uint64_t n_regions, off = 0;
+	uint32_t *out = NULL;
+	uint8_t *buf = NULL;
+	long rc;
+
+	*crcs = NULL;
+	*size = 0;
+	if (column >= IOD_MAX_COLUMNS || region_size < IOD_CSUM_REGION_MIN ||
+	    region_size > IOD_CSUM_REGION_MAX)
+		return -EINVAL;
+	rc = get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = fill_stat(e, &st);
+	if (rc < 0)
+		return rc;
+	n_regions = st.size / region_size + (st.size % region_size != 0);
+	if (n_regions > IOD_CSUM_MAX_REGIONS)
+		return -E2BIG;
+	*size = st.size;
+	if (n_regions == 0)
+		return 0;
+	out = calloc((size_t)n_regions, sizeof(*out));
+	buf = malloc(CSUM_CHUNK);
+	if (!out || !buf) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint64_t r = 0; r < n_regions; r++) {
+		uint64_t end = TW_MIN(st.size, (r + 1) * region_size);
+		uint32_t crc = 0;
+
+		while (off < end) {
+			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
+						     end - off);
+			long got = tw_pread_full(e->fd, buf, want, off);
+
+			if (got < 0) {
+				rc = got;
+				goto fail;
+			}
+			if (got == 0)
+				break;  /* shrank under us: sum what is there */
+			crc = tw_crc32c(crc, buf, (size_t)got);
+			off += (uint64_t)got;
+		}
+		out[r] = crc;
+		off = end;
+	}
+	free(buf);
+	*crcs = out;
+	return (long)n_regions;
+fail:
+	free(buf);
+	free(out);
+	*size = 0;
+	return rc;
+}
+
+int iod_store_statfs(struct iod_store *s, struct statvfs *out)
+{
+	return fstatvfs(s->dir_fd, out) < 0 ? -errno : 0;
+}
