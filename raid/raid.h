@@ -91,8 +91,11 @@ static inline int r1_primary(uint64_t ino, uint32_t column)
 	return (int)((ino + column) % 2);
 }
 
-/* Twin index to read stripe unit `unit` of (ino, column) from while both are
- * up: units alternate between the twins (the seed's split read). */
+/* Twin index to read from while both are up: consecutive units of one
+ * subfile alternate between the twins (the seed's split read).  `unit` is
+ * the row within the subfile (sub_off / stripe_size), not the file-wide
+ * unit: with an even stripe count the file-wide units of one column all
+ * have the same parity and would never alternate. */
 static inline int r1_read_twin(uint64_t ino, uint32_t column, uint64_t unit)
 {
 	return (int)((ino + column + unit) % 2);

@@ -1,0 +1,490 @@
+/* client_int.h - internals of the twinfs FUSE client; included only by the
+ * files of fuse-client/.
+ *
+ * Threads and who owns what (DESIGN.md "Client (fuse-client)"):
+ *   - FUSE worker threads (fuse_session_loop_mt) run the fc_<op> handlers.
+ *     They never touch the network: each handler copies what it needs into
+ *     an op (struct fc_op and a per-kind extension) and hands it to the I/O
+ *     loop with fc_loop_submit().  A few answers that need no server are
+ *     given on the worker thread (forget, opendir, releasedir, a cached
+ *     absent security.capability).
+ *   - The I/O loop thread (libuv) owns every wire_peer, the cluster map, the
+ *     open-file state that changes with writes, the mgrd sequence numbers and
+ *     all timers.  Every wire_* call and every fuse_reply_* of an op happens
+ *     there.  Anything marked [loop] is touched only on that thread.
+ *   - The inode table is shared: [ino_lock] fields are guarded by
+ *     fc_client.ino_lock.  Lock order: queue_lock and ino_lock are leaves;
+ *     never hold both.
+ *
+ * Exactly one fuse_reply_* per request: an op's reply goes through
+ * fc_op_reply_*() (loop.c), which disarms the interrupt callback first and
+ * frees the op after replying, so a second reply cannot happen.
+ */
+#ifndef TWINFS_CLIENT_INT_H
+#define TWINFS_CLIENT_INT_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "common.h"
+#include "raid.h"
+#include "wire.h"
+
+#define FC_DEFAULT_PORT        7500
+#define FC_MAX_IO              (1u << 20)   /* max_write / max_read */
+#define FC_READDIR_BATCH       256          /* entries per READDIR round trip */
+#define FC_REPORT_INTERVAL_MS  1000         /* size reports while dirty */
+#define FC_MGR_RETRY_MIN_MS    100
+#define FC_MGR_RETRY_MAX_MS    2000
+#define FC_TAKEOVER_POLL_MS    500          /* write retry while a twin fails */
+#define FC_LAYOUT_XATTR        "twinfs.layout"
+
+/* ------------------------------------------------------------- options */
+
+struct fc_opts {
+	char mgr_host[TW_HOST_MAX];
+	int mgr_port;
+	char *cluster;                  /* -o cluster=, default "twinfs" */
+	unsigned request_timeout_ms;    /* -o request_timeout=, 5000 */
+	unsigned mgr_timeout_ms;        /* -o mgr_timeout=, 120000 */
+	unsigned monitor_interval_ms;   /* -o monitor_interval=, 30000 */
+	double attr_timeout;            /* -o attr_timeout=, seconds, 1.0 */
+	double entry_timeout;           /* -o entry_timeout=, seconds, 1.0 */
+	int writeback_cache;            /* -o writeback_cache */
+	char *mountpoint;
+	int foreground;                 /* -f */
+};
+
+/* ---------------------------------------------------------- attributes */
+
+/* The attributes of an inode as mgrd last told them, unpacked from
+ * Twinfs__Attr.  `layout` is valid for regular files when has_layout; for a
+ * directory it holds the policy (stripe_count may be 0 = every group,
+ * policy_first the first group or -1 = round robin). */
+struct fc_attr {
+	uint64_t ino;
+	uint32_t mode, nlink, uid, gid, rdev;
+	uint64_t size, blocks;
+	int64_t atime_sec, mtime_sec, ctime_sec;
+	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+	uint64_t trunc_gen, data_version, generation;
+	bool has_layout;
+	struct r0_layout layout;
+	int policy_first;
+};
+
+/* One cached inode.  Exists while the kernel holds lookups on it (nlookup >
+ * 0); freed when forget brings nlookup to 0.  Never pointed to across an
+ * asynchronous step: ops keep the inode number and look it up again. */
+struct fc_inode {
+	uint64_t ino;
+	uint64_t nlookup;          /* [ino_lock] entries the kernel accepted */
+	struct fc_attr attr;       /* [ino_lock] */
+	/* Highest end written by this client under local_gen: folded into the
+	 * size we report until mgrd's size catches up. */
+	uint64_t local_size;       /* [ino_lock] */
+	uint64_t local_gen;        /* [ino_lock] trunc_gen of local_size */
+	/* Bit i: the i-th name of fc_cached_xattrs is known absent while the
+	 * ctime is unchanged (setting or removing an xattr changes ctime). */
+	uint32_t xattr_absent;     /* [ino_lock] */
+	int64_t xattr_ctime_sec;   /* [ino_lock] */
+	uint32_t xattr_ctime_nsec; /* [ino_lock] */
+};
+
+/* --------------------------------------------------------- open files */
+
+/* fi->fh of a regular file: created by open/create, freed at release once
+ * no asynchronous report holds it (refs).  All fields [loop] except the
+ * immutable ones set before the open reply. */
+struct fc_file {
+	uint64_t ino;              /* immutable */
+	uint64_t mgr_fh;           /* immutable: mgrd's handle */
+	int flags;                 /* immutable: open flags */
+	int refs;                  /* [loop] base ref + reports in flight */
+	uint64_t end;              /* [loop] highest end written under end_gen */
+	uint64_t end_gen;          /* [loop] trunc_gen of those writes */
+	uint64_t write_gen;        /* [loop] bumped by every completed write */
+	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
+	int64_t mtime_sec;         /* [loop] time of the last write */
+	uint32_t mtime_nsec;
+	uint32_t cols_seen;        /* [loop] bit k: col_blocks[k] is known */
+	uint64_t col_blocks[R0_MAX_STRIPE_COUNT]; /* [loop] from WriteReply */
+	bool on_dirty_list;        /* [loop] */
+	bool timer_report;         /* [loop] a timer report is in flight */
+	struct fc_file *dirty_prev, *dirty_next; /* [loop] */
+};
+
+/* fi->fh of a directory: one cached READDIR batch.  Touched by the readdir
+ * op on the loop thread and freed by releasedir on a worker: the kernel
+ * runs one readdir of an open directory at a time (f_pos lock) and sends
+ * releasedir only after the last one was answered; the op touches nothing
+ * of the directory after its reply. */
+struct fc_dir {
+	uint64_t ino;
+	struct wire_msg *batch;    /* ReaddirReply or NULL */
+	uint64_t batch_from;       /* cookie the batch was asked after */
+	bool batch_plus;
+};
+
+/* ------------------------------------------------------- the cluster map */
+
+struct fc_iod {
+	uint32_t id;               /* 0 = slot unused */
+	uint32_t group, twin;
+	char host[TW_HOST_MAX];
+	int port;
+	int state;                 /* TWINFS__IOD_STATE__* */
+	bool needs_resync;
+	struct wire_peer *peer;
+};
+
+struct fc_map_waiter {
+	struct fc_map_waiter *next;
+	void (*cb)(void *arg, int status);
+	void *arg;
+};
+
+/* ------------------------------------------------------------ mgrd calls */
+
+struct fc_op;
+struct fc_mgr_call;
+struct fc_mgr_flight {
+	struct fc_mgr_call *mc;    /* NULL once abandoned */
+};
+/* status: mgrd's status, or -EIO when mgr_timeout passed, -EINTR when the
+ * FUSE request was interrupted while waiting to retransmit.  The callee
+ * owns reply (NULL when status < 0). */
+typedef void (*fc_mgr_cb)(struct fc_mgr_call *mc, int status,
+			  struct wire_msg *reply);
+
+/* One mgrd request with its sequence number; embedded in the op that sends
+ * it and alive until its callback runs.  The body is owned by the caller and
+ * must live until the callback (it is re-sent on retransmission). [loop] */
+struct fc_mgr_call {
+	struct fc_client *cl;
+	uint16_t type;
+	ProtobufCMessage *body;
+	Twinfs__Ctx ctx;           /* body's ctx field points here */
+	uint64_t start_ms;
+	uint64_t deadline_ms;
+	uint32_t backoff_ms;
+	uint64_t retry_at_ms;
+	int attempts;
+	struct fc_op *op;          /* for interrupts; may be NULL */
+	fc_mgr_cb cb;
+	void *arg;
+	bool in_seq_list, in_retry_list;
+	struct fc_mgr_call *seq_prev, *seq_next;  /* outstanding, by seq */
+	struct fc_mgr_call *retry_next;
+	/* The attempt on the wire; an interrupted call is detached from it
+	 * (flight->mc = NULL) so its late reply is dropped. */
+	struct fc_mgr_flight *flight;
+	struct fc_mgr_call *intr_next;
+};
+
+/* --------------------------------------------------------------- ops */
+
+typedef void (*fc_op_fn)(struct fc_op *op);
+
+/* The head of every handed-off request.  Allocated by the handler with
+ * fc_op_new (which captures the caller's context), then owned by the loop
+ * thread from fc_loop_submit on; freed by the fc_op_reply_* functions (or
+ * fc_op_free for ops with no FUSE request). */
+struct fc_op {
+	struct fc_op *next;        /* [queue_lock] handoff queue */
+	fc_op_fn run;              /* first step, on the loop thread */
+	void (*cleanup)(struct fc_op *op); /* frees the extension's buffers */
+	struct fc_client *cl;
+	fuse_req_t req;            /* NULL for internal ops */
+	atomic_int interrupted;
+	uint32_t uid, gid, pid, umask;
+	uint64_t later_at;         /* [loop] fc_op_later */
+	struct fc_op *later_next;  /* [loop] */
+};
+
+/* ----------------------------------------------------------- the client */
+
+struct fc_deferred {
+	struct fc_deferred *next;
+	wire_reply_cb cb;
+	void *arg;
+	int status;
+};
+
+struct fc_client {
+	struct fc_opts opts;
+	struct fuse_session *se;
+	uint64_t incarnation;
+	char hostname[TW_HOST_MAX];
+
+	/* handoff: any thread -> loop thread */
+	pthread_mutex_t queue_lock;
+	struct fc_op *q_head, *q_tail;     /* [queue_lock] */
+	bool stop_requested;               /* [queue_lock] */
+	uv_loop_t loop;
+	uv_async_t async;
+	pthread_t thread;
+	bool thread_started;
+
+	/* [loop] state below */
+	bool stopping;                     /* peers are gone: fail every call */
+	atomic_int intr_pending;           /* any thread: an op was interrupted */
+	long ops_outstanding;              /* submitted, not yet finished */
+	struct fc_deferred *def_head, *def_tail;
+	struct fc_op *later_head;
+	uv_timer_t later_timer;
+
+	/* mgrd */
+	struct wire_peer *mgr, *ctl;
+	uint64_t session;
+	uint64_t mgr_incarnation;
+	uint64_t next_seq;
+	uint64_t last_answered_seq;
+	struct fc_mgr_call *seq_head, *seq_tail;
+	struct fc_mgr_call *retry_head;
+	uv_timer_t retry_timer;
+	bool mgr_down_logged;
+	int mgr_last_connect_err;
+
+	/* map */
+	uint64_t epoch;
+	uint32_t n_groups;
+	uint32_t def_stripe_size, def_stripe_count;
+	bool have_map;
+	struct fc_iod iods[TW_MAX_IODS + 1];   /* by id */
+	int group_iod[TW_MAX_GROUPS][2];       /* iod id of each twin, 0 none */
+	bool map_refreshing;
+	struct fc_map_waiter *map_waiters;
+	struct fc_mgr_call map_mc;          /* the GET_MAP in flight */
+	Twinfs__Empty map_body;
+
+	/* monitor */
+	uv_timer_t ping_timer;
+	bool ctl_ok;
+
+	/* open files with unreported writes */
+	struct fc_file *dirty_head;
+	uv_timer_t report_timer;
+	bool report_timer_on;
+	int handles_open;
+
+	/* start-up: the main thread waits for the first contact */
+	pthread_mutex_t start_lock;
+	pthread_cond_t start_cond;
+	bool start_done;                   /* [start_lock] */
+	int start_status;                  /* [start_lock] */
+	char start_msg[256];               /* [start_lock] */
+	/* shutdown flush */
+	bool flush_done;                   /* [start_lock] */
+
+	/* inodes */
+	pthread_mutex_t ino_lock;
+	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
+	/* statistics for blksize of directories */
+	atomic_uint blksize;
+};
+
+/* ------------------------------------------------------------- loop.c */
+
+int fc_loop_start(struct fc_client *cl);
+/* Stop the loop thread: finish every op (with errors), close every peer and
+ * handle, join.  Idempotent.  Call from the main thread only. */
+void fc_loop_stop(struct fc_client *cl);
+/* Any thread: hand op to the loop thread. */
+void fc_loop_submit(struct fc_client *cl, struct fc_op *op);
+/* Allocate a zeroed op of `size` bytes (>= sizeof(struct fc_op)), with the
+ * request's context captured.  req may be NULL (internal op).  Returns NULL
+ * on ENOMEM (then the caller replies ENOMEM itself). */
+void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
+		fc_op_fn run);
+/* Loop thread: reply and free the op.  Each returns what fuse_reply_*
+ * returned (a negative errno when the kernel did not take the reply). */
+int fc_op_reply_err(struct fc_op *op, int err);   /* err >= 0 */
+int fc_op_reply_entry(struct fc_op *op, const struct fuse_entry_param *e);
+int fc_op_reply_create(struct fc_op *op, const struct fuse_entry_param *e,
+		       const struct fuse_file_info *fi);
+int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout);
+int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi);
+int fc_op_reply_write(struct fc_op *op, size_t count);
+int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
+int fc_op_reply_readlink(struct fc_op *op, const char *target);
+int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st);
+int fc_op_reply_xattr(struct fc_op *op, size_t count);
+/* Free an op without a reply (internal ops, or after replying by hand). */
+void fc_op_free(struct fc_op *op);
+bool fc_op_interrupted(const struct fc_op *op);
+/* Loop thread: run op->run again after ms (at once when stopping). */
+void fc_op_later(struct fc_op *op, uint32_t ms);
+
+/* Loop thread: wire_call that always ends in cb, exactly once: when
+ * wire_call fails at once (or the client is stopping), cb runs later from
+ * the loop with that status.  peer may be NULL (-ENOTCONN). */
+void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
+	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
+	     uint32_t timeout_ms, wire_reply_cb cb, void *arg);
+
+/* -------------------------------------------------------------- mgr.c */
+
+/* Create the mgrd peers (data and control); no connection yet. */
+int fc_mgr_init(struct fc_client *cl);
+/* Send a request to mgrd with a fresh seq, retransmitting with the same seq
+ * across transport errors until mgr_timeout (or timeout_ms when nonzero)
+ * passes.  ctx_field: the body's ctx member (NULL for bodies without one).
+ * op: the FUSE request's op (context, interrupts) or NULL.  cb runs exactly
+ * once. */
+void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
+		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
+		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg);
+/* Fail queued retransmissions (stopping). */
+void fc_mgr_shutdown(struct fc_client *cl);
+/* Answer -EINTR for every mgrd call whose FUSE request was interrupted:
+ * the waiting ends now, a late reply is dropped. */
+void fc_mgr_interrupts(struct fc_client *cl);
+bool fc_is_transport_err(int status);
+void fc_mgr_start_monitor(struct fc_client *cl);
+
+/* Map (mgr.c): install a ClusterMap (creates/updates iod peers). */
+void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map);
+/* Refresh the map with GET_MAP; concurrent refreshes share one request.
+ * w (caller-owned, cb and arg set; may be NULL) is called back exactly
+ * once, later, with 0 or -errno; it must live until then. */
+void fc_map_refresh(struct fc_client *cl, struct fc_map_waiter *w);
+/* The iod to send writes of column `column` of ino to (its primary, or the
+ * surviving twin); NULL when neither twin can take writes. */
+struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
+				uint32_t group, uint32_t column);
+/* The twin to read unit `unit` from; `avoid` (may be NULL) is one that just
+ * failed.  NULL if no twin is readable. */
+struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
+			       uint32_t group, uint32_t column, uint64_t unit,
+			       const struct fc_iod *avoid);
+/* "iod 3 (127.0.0.1:7503)" */
+const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
+/* Human cause of a data-path error: "timed out after 5 s", "Connection
+ * refused", ... into buf. */
+const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len);
+
+/* ------------------------------------------------------------ inode.c */
+
+void fc_inodes_init(struct fc_client *cl);
+void fc_inodes_free(struct fc_client *cl);
+/* Unpack a Twinfs__Attr; -EIO if it is missing or its layout is invalid for
+ * a regular file. */
+int fc_attr_from_pb(const Twinfs__Attr *pb, struct fc_attr *out);
+/* Fill a struct stat from attributes and a merged size. */
+void fc_attr_to_stat(struct fc_client *cl, const struct fc_attr *a,
+		     uint64_t size, struct stat *st);
+/* An entry is about to be replied: find or create the inode, store attr,
+ * nlookup += 1 and fill e.  Undo with fc_inode_forget(ino, 1) if the kernel
+ * did not take the reply. */
+void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
+		    struct fuse_entry_param *e);
+/* Refresh the cached attributes of ino if it is cached (no lookup change).
+ * Fills *st when st is non-NULL with the merged size.  Returns the merged
+ * size. */
+uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
+			 struct stat *st);
+/* forget: nlookup -= n; frees at zero. */
+void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
+/* Copy the cached attributes; false if ino is not cached. *size gets the
+ * merged size (attr size or our own writes, whichever is larger). */
+bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
+		  uint64_t *size);
+/* A write [.., end) under trunc_gen completed: raise the local size. */
+void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
+			 uint64_t trunc_gen);
+/* Absence cache for the xattr names the kernel asks for all the time:
+ * security.capability (before every write) and security.selinux (ls -l).
+ * fc_xattr_cache_index: the name's bit, or -1 when it is not cached. */
+int fc_xattr_cache_index(const char *name);
+bool fc_inode_xattr_absent(struct fc_client *cl, uint64_t ino, int idx);
+void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
+			       bool absent);
+/* Merged size rule, pure (unit-tested): the size to show for attributes a
+ * when this client wrote up to local_size under local_gen. */
+uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
+		       uint64_t local_size, uint64_t local_gen);
+
+/* ----------------------------------------------------------- ops_*.c */
+
+extern const struct fuse_lowlevel_ops fc_ops;
+
+void fc_init(void *userdata, struct fuse_conn_info *conn);
+void fc_destroy(void *userdata);
+void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fc_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fc_forget_multi(fuse_req_t req, size_t count,
+		     struct fuse_forget_data *forgets);
+void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi);
+void fc_readlink(fuse_req_t req, fuse_ino_t ino);
+void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev);
+void fc_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode);
+void fc_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fc_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fc_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		const char *name);
+void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+void fc_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+	     const char *newname);
+void fc_statfs(fuse_req_t req, fuse_ino_t ino);
+void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 const char *value, size_t size, int flags);
+void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 size_t size);
+void fc_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+void fc_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi);
+void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi);
+void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi);
+void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
+
+void fc_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fc_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void fc_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+
+/* ops_data.c helpers used by main.c / loop.c */
+/* Loop thread: send final size reports of every dirty file; done(arg) runs
+ * once all are answered (or failed). */
+void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
+/* Loop thread: mark f dirty after a completed write (ops_data.c). */
+void fc_file_put(struct fc_client *cl, struct fc_file *f);
+
+/* ops_meta.c: shared helper to answer an Entry reply. */
+int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
+			struct fc_attr *a);
+
+/* main.c: the Ctx of the first contact etc. */
+int fc_client_connect(struct fc_client *cl);
+
+/* Map a remote status to what the FUSE caller should see. */
+static inline int fc_errno(int status)
+{
+	return status < 0 ? -status : (status ? status : 0);
+}
+
+#endif

@@ -1,0 +1,318 @@
+/* inode.c - the client's inode table: attributes as mgrd last gave them,
+ * the lookup count the kernel holds, this client's own unreported writes
+ * and the cached absence of a few xattrs.
+ *
+ * nodeid == mgrd inode number (root = 1), generation from Attr.  Lookup
+ * counts are exact (DESIGN.md "Client"): +1 for every entry the kernel
+ * accepts (lookup, create, mknod, mkdir, symlink, link, each READDIRPLUS
+ * entry except . and ..), -n on forget; the inode is freed at zero.  The
+ * root is never forgotten by the kernel; it is created with one lookup at
+ * mount.
+ *
+ * Size: a writer's data reaches the iods before its size reaches mgrd (the
+ * next SIZE_REPORT).  Until then the size we show is the larger of mgrd's
+ * and the highest end this client wrote under the same trunc_gen
+ * (fc_merge_size); a truncate bumps trunc_gen and drops the local size.
+ *
+ * Locking: every field behind ino_lock; no other lock is taken under it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+void fc_inodes_init(struct fc_client *cl)
+{
+	pthread_mutex_init(&cl->ino_lock, NULL);
+	tw_hmap_init(&cl->inodes);
+}
+
+void fc_inodes_free(struct fc_client *cl)
+{
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	while (tw_hmap_next(&cl->inodes, &it, &k, &v))
+		free(v);
+	tw_hmap_free(&cl->inodes);
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
+		       uint64_t local_size, uint64_t local_gen)
+{
+	if (local_gen == attr_gen && local_size > attr_size)
+		return local_size;
+	return attr_size;
+}
+
+int fc_attr_from_pb(const Twinfs__Attr *pb, struct fc_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (!pb || pb->ino == 0)
+		return -EIO;
+	a->ino = pb->ino;
+	a->mode = pb->mode;
+	a->nlink = pb->nlink;
+	a->uid = pb->uid;
+	a->gid = pb->gid;
+	a->rdev = pb->rdev;
+	a->size = pb->size;
+	a->blocks = pb->blocks;
+	a->atime_sec = pb->atime_sec;
+	a->atime_nsec = pb->atime_nsec;
+	a->mtime_sec = pb->mtime_sec;
+	a->mtime_nsec = pb->mtime_nsec;
+	a->ctime_sec = pb->ctime_sec;
+	a->ctime_nsec = pb->ctime_nsec;
+	a->trunc_gen = pb->trunc_gen;
+	a->data_version = pb->data_version;
+	a->generation = pb->generation;
+	a->policy_first = -1;
+	if (!pb->layout)
+		return 0;
+	if (S_ISREG(pb->mode)) {
+		const Twinfs__Layout *l = pb->layout;
+		size_t k;
+
+		/* Validated, never trusted: a bad layout makes the file's
+		 * data unreachable (EIO), not the client crash. */
+		if (l->stripe_count == 0 ||
+		    l->stripe_count > R0_MAX_STRIPE_COUNT ||
+		    l->n_groups != l->stripe_count ||
+		    l->stripe_size < R0_MIN_STRIPE_SIZE ||
+		    l->stripe_size > R0_MAX_STRIPE_SIZE ||
+		    (l->stripe_size & (l->stripe_size - 1)))
+			return 0;
+		a->layout.stripe_size = l->stripe_size;
+		a->layout.stripe_count = l->stripe_count;
+		for (k = 0; k < l->n_groups; k++) {
+			if (l->groups[k] >= TW_MAX_GROUPS)
+				return 0;
+			a->layout.groups[k] = l->groups[k];
+		}
+		a->has_layout = true;
+	} else if (S_ISDIR(pb->mode)) {
+		a->layout.stripe_size = pb->layout->stripe_size;
+		a->layout.stripe_count = pb->layout->stripe_count;
+		if (pb->layout->n_groups >= 1 &&
+		    pb->layout->groups[0] < TW_MAX_GROUPS)
+			a->policy_first = (int)pb->layout->groups[0];
+		a->has_layout = pb->layout->stripe_size != 0;
+	}
+	return 0;
+}
+
+void fc_attr_to_stat(struct fc_client *cl, const struct fc_attr *a,
+		     uint64_t size, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_atim.tv_sec = a->atime_sec;
+	st->st_atim.tv_nsec = a->atime_nsec;
+	st->st_mtim.tv_sec = a->mtime_sec;
+	st->st_mtim.tv_nsec = a->mtime_nsec;
+	st->st_ctim.tv_sec = a->ctime_sec;
+	st->st_ctim.tv_nsec = a->ctime_nsec;
+	if (S_ISREG(a->mode) && a->has_layout)
+		st->st_blksize = a->layout.stripe_size;
+	else if (S_ISDIR(a->mode) && a->has_layout)
+		st->st_blksize = a->layout.stripe_size;
+	else
+		st->st_blksize = atomic_load(&cl->blksize);
+	if (st->st_blksize == 0)
+		st->st_blksize = R0_DEF_STRIPE_SIZE;
+}
+
+/* Store new attributes; drop the local size when a truncate superseded it.
+ * Returns the merged size. */
+static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
+{
+	/* A reply that raced with a newer one must not roll back trunc_gen
+	 * (the iods would refuse our writes until the next refresh). */
+	if (a->trunc_gen < in->attr.trunc_gen && in->attr.ino)
+		return fc_merge_size(in->attr.size, in->attr.trunc_gen,
+				     in->local_size, in->local_gen);
+	if (in->xattr_absent && (a->ctime_sec != in->xattr_ctime_sec ||
+				 a->ctime_nsec != in->xattr_ctime_nsec))
+		in->xattr_absent = 0;
+	in->attr = *a;
+	if (in->local_gen != a->trunc_gen) {
+		in->local_size = 0;
+		in->local_gen = a->trunc_gen;
+	}
+	return fc_merge_size(a->size, a->trunc_gen, in->local_size,
+			     in->local_gen);
+}
+
+void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
+		    struct fuse_entry_param *e)
+{
+	struct fc_inode *in;
+	uint64_t size = a->size;
+
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, a->ino);
+	if (!in) {
+		in = calloc(1, sizeof(*in));
+		if (in && tw_hmap_put(&cl->inodes, a->ino, in) < 0) {
+			free(in);
+			in = NULL;
+		}
+		if (in) {
+			in->ino = a->ino;
+			in->local_gen = a->trunc_gen;
+		}
+	}
+	if (in) {
+		size = store_attr_locked(in, a);
+		in->nlookup++;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	/* Without memory for the table the entry is still answered: the
+	 * kernel's later forget of an unknown inode is ignored. */
+	e->ino = a->ino;
+	e->generation = a->generation;
+	e->attr_timeout = cl->opts.attr_timeout;
+	e->entry_timeout = cl->opts.entry_timeout;
+	fc_attr_to_stat(cl, a, size, &e->attr);
+}
+
+uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
+			 struct stat *st)
+{
+	struct fc_inode *in;
+	uint64_t size = a->size;
+	struct fc_attr cur = *a;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, a->ino);
+	if (in) {
+		size = store_attr_locked(in, a);
+		cur = in->attr;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	if (st)
+		fc_attr_to_stat(cl, &cur, size, st);
+	return size;
+}
+
+void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		if (n >= in->nlookup) {
+			tw_hmap_del(&cl->inodes, ino);
+			free(in);
+		} else {
+			in->nlookup -= n;
+		}
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
+		  uint64_t *size)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		if (a)
+			*a = in->attr;
+		if (size)
+			*size = fc_merge_size(in->attr.size,
+					      in->attr.trunc_gen,
+					      in->local_size, in->local_gen);
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	return in != NULL;
+}
+
+void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
+			 uint64_t trunc_gen)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in && trunc_gen == in->attr.trunc_gen) {
+		if (in->local_gen != trunc_gen) {
+			in->local_gen = trunc_gen;
+			in->local_size = 0;
+		}
+		if (end > in->local_size)
+			in->local_size = end;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+static const char *const cached_xattrs[] = {
+	"security.capability",
+	"security.selinux",
+};
+
+int fc_xattr_cache_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < TW_ARRAY_SIZE(cached_xattrs); i++)
+		if (strcmp(name, cached_xattrs[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool fc_inode_xattr_absent(struct fc_client *cl, uint64_t ino, int idx)
+{
+	struct fc_inode *in;
+	bool absent = false;
+
+	if (idx < 0)
+		return false;
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		absent = (in->xattr_absent >> idx) & 1;
+	pthread_mutex_unlock(&cl->ino_lock);
+	return absent;
+}
+
+void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
+			       bool absent)
+{
+	struct fc_inode *in;
+
+	if (idx < 0)
+		return;
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		if (absent) {
+			/* Bits cached under another ctime are stale. */
+			if (in->xattr_ctime_sec != in->attr.ctime_sec ||
+			    in->xattr_ctime_nsec != in->attr.ctime_nsec)
+				in->xattr_absent = 0;
+			in->xattr_absent |= 1u << idx;
+			in->xattr_ctime_sec = in->attr.ctime_sec;
+			in->xattr_ctime_nsec = in->attr.ctime_nsec;
+		} else {
+			in->xattr_absent &= ~(1u << idx);
+		}
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}

@@ -1,0 +1,395 @@
+/* loop.c - the client's I/O loop thread and the handoff queue.
+ *
+ * FUSE worker threads never block on the network: a handler packs its
+ * request into an op and calls fc_loop_submit(), which appends it to a
+ * mutex-protected queue and wakes the loop with uv_async_send().  The loop
+ * thread drains the queue and runs each op's first step; from then on the op
+ * lives on the loop thread until one of the fc_op_reply_*() functions
+ * answers the kernel and frees it.  This file also owns deferred callbacks
+ * (fc_call: a wire_call that fails at once still completes through its
+ * callback, later) and the orderly stop of the loop.
+ *
+ * Interrupts: fc_loop_submit registers an interrupt callback that only sets
+ * op->interrupted.  Before replying, fc_op_reply_*() re-registers NULL,
+ * which takes libfuse's per-request lock and so waits out a running
+ * callback; after that nothing can touch the op, and it is freed.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+/* ------------------------------------------------------------ handoff */
+
+static void interrupt_cb(fuse_req_t req, void *data)
+{
+	struct fc_op *op = data;
+
+	(void)req;
+	atomic_store(&op->interrupted, 1);
+	atomic_store(&op->cl->intr_pending, 1);
+	uv_async_send(&op->cl->async);
+}
+
+void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
+		fc_op_fn run)
+{
+	struct fc_op *op = calloc(1, size);
+
+	if (!op)
+		return NULL;
+	op->cl = cl;
+	op->req = req;
+	op->run = run;
+	atomic_init(&op->interrupted, 0);
+	if (req) {
+		const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+		op->uid = ctx->uid;
+		op->gid = ctx->gid;
+		op->pid = (uint32_t)ctx->pid;
+		op->umask = ctx->umask;
+	}
+	return op;
+}
+
+void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
+{
+	if (op->req)
+		fuse_req_interrupt_func(op->req, interrupt_cb, op);
+	pthread_mutex_lock(&cl->queue_lock);
+	op->next = NULL;
+	if (cl->q_tail)
+		cl->q_tail->next = op;
+	else
+		cl->q_head = op;
+	cl->q_tail = op;
+	pthread_mutex_unlock(&cl->queue_lock);
+	uv_async_send(&cl->async);
+}
+
+bool fc_op_interrupted(const struct fc_op *op)
+{
+	return atomic_load(&((struct fc_op *)op)->interrupted) != 0;
+}
+
+void fc_op_free(struct fc_op *op)
+{
+	struct fc_client *cl = op->cl;
+
+	if (op->cleanup)
+		op->cleanup(op);
+	cl->ops_outstanding--;
+	free(op);
+}
+
+/* Disarm the interrupt callback: after this returns no interrupt callback
+ * runs or will run for op->req. */
+static void disarm(struct fc_op *op)
+{
+	if (op->req)
+		fuse_req_interrupt_func(op->req, NULL, NULL);
+}
+
+#define REPLY(op, call) do {                     \
+		int rc_;                         \
+		disarm(op);                      \
+		rc_ = (call);                    \
+		fc_op_free(op);                  \
+		return rc_;                      \
+	} while (0)
+
+int fc_op_reply_err(struct fc_op *op, int err)
+{
+	REPLY(op, fuse_reply_err(op->req, err));
+}
+
+int fc_op_reply_entry(struct fc_op *op, const struct fuse_entry_param *e)
+{
+	REPLY(op, fuse_reply_entry(op->req, e));
+}
+
+int fc_op_reply_create(struct fc_op *op, const struct fuse_entry_param *e,
+		       const struct fuse_file_info *fi)
+{
+	REPLY(op, fuse_reply_create(op->req, e, fi));
+}
+
+int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout)
+{
+	REPLY(op, fuse_reply_attr(op->req, st, timeout));
+}
+
+int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi)
+{
+	REPLY(op, fuse_reply_open(op->req, fi));
+}
+
+int fc_op_reply_write(struct fc_op *op, size_t count)
+{
+	REPLY(op, fuse_reply_write(op->req, count));
+}
+
+int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size)
+{
+	REPLY(op, fuse_reply_buf(op->req, buf, size));
+}
+
+int fc_op_reply_readlink(struct fc_op *op, const char *target)
+{
+	REPLY(op, fuse_reply_readlink(op->req, target));
+}
+
+int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st)
+{
+	REPLY(op, fuse_reply_statfs(op->req, st));
+}
+
+int fc_op_reply_xattr(struct fc_op *op, size_t count)
+{
+	REPLY(op, fuse_reply_xattr(op->req, count));
+}
+
+/* ------------------------------------------------------- deferred calls */
+
+void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
+	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
+	     uint32_t timeout_ms, wire_reply_cb cb, void *arg)
+{
+	struct fc_deferred *d;
+	int rc = -ENOTCONN;
+
+	if (cl->stopping)
+		rc = -ECANCELED;
+	else if (peer)
+		rc = wire_call(peer, type, body, iov, niov, timeout_ms, cb, arg);
+	if (rc == 0)
+		return;
+	/* Complete through the callback later, from the loop, so callers see
+	 * one path.  Without memory we cannot defer: complete now (callers
+	 * tolerate it; this is the only synchronous completion). */
+	d = malloc(sizeof(*d));
+	if (!d) {
+		cb(rc, NULL, arg);
+		return;
+	}
+	d->cb = cb;
+	d->arg = arg;
+	d->status = rc;
+	d->next = NULL;
+	if (cl->def_tail)
+		cl->def_tail->next = d;
+	else
+		cl->def_head = d;
+	cl->def_tail = d;
+	uv_async_send(&cl->async);
+}
+
+static void run_deferred(struct fc_client *cl)
+{
+	/* Callbacks may defer more; run until empty. */
+	while (cl->def_head) {
+		struct fc_deferred *d = cl->def_head;
+
+		cl->def_head = d->next;
+		if (!cl->def_head)
+			cl->def_tail = NULL;
+		d->cb(d->status, NULL, d->arg);
+		free(d);
+	}
+}
+
+/* ------------------------------------------------------------ later */
+
+static void later_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+	struct fc_op **pp = &cl->later_head, *op, *due = NULL;
+	uint64_t now = tw_now_ms();
+
+	while ((op = *pp)) {
+		if (op->later_at <= now || cl->stopping) {
+			*pp = op->later_next;
+			op->later_next = due;
+			due = op;
+		} else {
+			pp = &op->later_next;
+		}
+	}
+	while ((op = due)) {
+		due = op->later_next;
+		op->run(op);
+	}
+	run_deferred(cl);
+	if (!cl->later_head)
+		uv_timer_stop(t);
+}
+
+void fc_op_later(struct fc_op *op, uint32_t ms)
+{
+	struct fc_client *cl = op->cl;
+
+	op->later_at = tw_now_ms() + ms;
+	op->later_next = cl->later_head;
+	cl->later_head = op;
+	if (!uv_is_active((uv_handle_t *)&cl->later_timer))
+		uv_timer_start(&cl->later_timer, later_cb, 50, 50);
+}
+
+/* ---------------------------------------------------------- the thread */
+
+static void close_cb(uv_handle_t *h)
+{
+	struct fc_client *cl = h->data;
+
+	cl->handles_open--;
+}
+
+static void maybe_close_handles(struct fc_client *cl)
+{
+	if (!cl->stopping || cl->ops_outstanding > 0 || cl->def_head ||
+	    cl->handles_open == 0 || uv_is_closing((uv_handle_t *)&cl->async))
+		return;
+	uv_close((uv_handle_t *)&cl->retry_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->ping_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->report_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->later_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->async, close_cb);
+}
+
+static void stop_poll_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+
+	run_deferred(cl);
+	if (cl->later_head)
+		later_cb(&cl->later_timer);
+	maybe_close_handles(cl);
+}
+
+static void stop_now(struct fc_client *cl)
+{
+	uint32_t i;
+
+	if (cl->stopping)
+		return;
+	cl->stopping = true;
+	uv_timer_stop(&cl->ping_timer);
+	uv_timer_stop(&cl->report_timer);
+	fc_mgr_shutdown(cl);
+	/* Poll every 10 ms until every op has finished, then close. */
+	uv_timer_start(&cl->retry_timer, stop_poll_cb, 10, 10);
+	/* Freeing a peer fails its calls with -ECANCELED; the ops answer the
+	 * kernel (or nobody, if the session is gone) and finish. */
+	if (cl->mgr) {
+		wire_peer_free(cl->mgr);
+		cl->mgr = NULL;
+	}
+	if (cl->ctl) {
+		wire_peer_free(cl->ctl);
+		cl->ctl = NULL;
+	}
+	for (i = 0; i <= TW_MAX_IODS; i++) {
+		if (cl->iods[i].peer) {
+			wire_peer_free(cl->iods[i].peer);
+			cl->iods[i].peer = NULL;
+		}
+	}
+}
+
+static void async_cb(uv_async_t *a)
+{
+	struct fc_client *cl = a->data;
+	struct fc_op *op;
+	bool stop;
+
+	for (;;) {
+		pthread_mutex_lock(&cl->queue_lock);
+		op = cl->q_head;
+		if (op) {
+			cl->q_head = op->next;
+			if (!cl->q_head)
+				cl->q_tail = NULL;
+		}
+		stop = cl->stop_requested;
+		pthread_mutex_unlock(&cl->queue_lock);
+		if (!op)
+			break;
+		cl->ops_outstanding++;
+		op->run(op);
+		run_deferred(cl);
+	}
+	run_deferred(cl);
+	if (atomic_exchange(&cl->intr_pending, 0)) {
+		fc_mgr_interrupts(cl);
+		run_deferred(cl);
+	}
+	if (stop)
+		stop_now(cl);
+	/* Deferred failures and freed peers may finish ops on later turns;
+	 * the retry timer (running while stopping) calls maybe_close too. */
+	maybe_close_handles(cl);
+}
+
+
+static void *loop_main(void *arg)
+{
+	struct fc_client *cl = arg;
+
+	uv_run(&cl->loop, UV_RUN_DEFAULT);
+	return NULL;
+}
+
+int fc_loop_start(struct fc_client *cl)
+{
+	sigset_t all, old;
+	int rc;
+
+	rc = uv_loop_init(&cl->loop);
+	if (rc < 0)
+		return rc;
+	cl->loop.data = cl;
+	rc = uv_async_init(&cl->loop, &cl->async, async_cb);
+	if (rc < 0)
+		return rc;
+	cl->async.data = cl;
+	uv_timer_init(&cl->loop, &cl->retry_timer);
+	cl->retry_timer.data = cl;
+	uv_timer_init(&cl->loop, &cl->ping_timer);
+	cl->ping_timer.data = cl;
+	uv_timer_init(&cl->loop, &cl->report_timer);
+	cl->report_timer.data = cl;
+	uv_timer_init(&cl->loop, &cl->later_timer);
+	cl->later_timer.data = cl;
+	cl->handles_open = 5;
+	rc = fc_mgr_init(cl);
+	if (rc < 0)
+		return rc;
+	/* Signals belong to the main thread (libfuse's exit handler must
+	 * interrupt fuse_session_loop_mt's wait there). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&cl->thread, NULL, loop_main, cl);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	cl->thread_started = true;
+	return 0;
+}
+
+void fc_loop_stop(struct fc_client *cl)
+{
+	if (!cl->thread_started)
+		return;
+	pthread_mutex_lock(&cl->queue_lock);
+	cl->stop_requested = true;
+	pthread_mutex_unlock(&cl->queue_lock);
+	uv_async_send(&cl->async);
+	pthread_join(cl->thread, NULL);
+	cl->thread_started = false;
+	/* Everything was closed by the loop; free what is left of the loop. */
+	uv_loop_close(&cl->loop);
+}
+

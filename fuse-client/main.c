@@ -1,0 +1,598 @@
+/* main.c - the twinfs client program: options, first contact with mgrd,
+ * mount, the FUSE session loop and an orderly exit.
+ *
+ *   twinfs MGRHOST[:PORT] MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ *
+ * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
+ * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
+ * attr_timeout=, entry_timeout=, writeback_cache) are taken here; the rest
+ * go to libfuse.  default_permissions is always on (mgrd checks no
+ * permissions, FORMAT.md "Namespace").
+ *
+ * Daemonising: the process forks first (before any thread exists); the
+ * child contacts mgrd (HELLO, GET_MAP, GETATTR of the root) and mounts, and
+ * only then tells the waiting parent to exit 0.  A failed contact or mount
+ * is printed on the terminal, naming mgrd's address and the cause, and the
+ * parent exits 1.  (fuse_daemonize cannot do this: its parent always exits
+ * 0, and forking after the I/O thread started would lose the thread.)
+ *
+ * Exit: fusermount3 -u (or a signal) ends the session loop; final size
+ * reports go out, every outstanding op is answered, the loop thread stops,
+ * then the session is unmounted and destroyed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_int.h"
+
+const struct fuse_lowlevel_ops fc_ops = {
+	.init = fc_init,
+	.destroy = fc_destroy,
+	.lookup = fc_lookup,
+	.forget = fc_forget,
+	.forget_multi = fc_forget_multi,
+	.getattr = fc_getattr,
+	.setattr = fc_setattr,
+	.readlink = fc_readlink,
+	.mknod = fc_mknod,
+	.mkdir = fc_mkdir,
+	.unlink = fc_unlink,
+	.rmdir = fc_rmdir,
+	.symlink = fc_symlink,
+	.rename = fc_rename,
+	.link = fc_link,
+	.open = fc_open,
+	.create = fc_create,
+	.read = fc_read,
+	.write = fc_write,
+	.flush = fc_flush,
+	.release = fc_release,
+	.fsync = fc_fsync,
+	.opendir = fc_opendir,
+	.readdir = fc_readdir,
+	.readdirplus = fc_readdirplus,
+	.releasedir = fc_releasedir,
+	.fsyncdir = fc_fsyncdir,
+	.statfs = fc_statfs,
+	.setxattr = fc_setxattr,
+	.getxattr = fc_getxattr,
+	.listxattr = fc_listxattr,
+	.removexattr = fc_removexattr,
+};
+
+/* ------------------------------------------------------------- options */
+
+struct cmdline {
+	char *mgr_addr;
+	char *cluster;
+	unsigned request_timeout;
+	unsigned mgr_timeout;
+	unsigned monitor_interval;
+	double attr_timeout;
+	double entry_timeout;
+	int writeback_cache;
+	int help;
+	int version;
+};
+
+enum { KEY_HELP, KEY_VERSION };
+
+#define OPT(t, p) { t, offsetof(struct cmdline, p), 1 }
+static const struct fuse_opt optspec[] = {
+	OPT("cluster=%s", cluster),
+	OPT("request_timeout=%u", request_timeout),
+	OPT("mgr_timeout=%u", mgr_timeout),
+	OPT("monitor_interval=%u", monitor_interval),
+	OPT("attr_timeout=%lf", attr_timeout),
+	OPT("entry_timeout=%lf", entry_timeout),
+	OPT("writeback_cache", writeback_cache),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct cmdline *c = data;
+
+	(void)outargs;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!c->mgr_addr) {
+			c->mgr_addr = strdup(arg);
+			return 0;
+		}
+		return 1;   /* the mountpoint, for fuse_parse_cmdline */
+	case KEY_HELP:
+		c->help = 1;
+		return 0;
+	case KEY_VERSION:
+		c->version = 1;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s MGRHOST[:PORT] MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+	       "\n"
+	       "TwinFS options:\n"
+	       "    -o cluster=NAME          cluster name (default \"twinfs\")\n"
+	       "    -o request_timeout=MS    data-path deadline (default 5000)\n"
+	       "    -o mgr_timeout=MS        how long mgrd requests are retried "
+	       "(default 120000)\n"
+	       "    -o monitor_interval=MS   ping interval (default 30000)\n"
+	       "    -o attr_timeout=SECONDS  attribute cache time (default 1.0)\n"
+	       "    -o entry_timeout=SECONDS name cache time (default 1.0)\n"
+	       "    -o writeback_cache       kernel writeback cache (single "
+	       "writer only)\n"
+	       "\n", prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* "host", "host:port", "[v6]:port", "[v6]" */
+static int parse_mgr_addr(const char *s, char *host, size_t hostlen, int *port)
+{
+	const char *colon, *h = s;
+	size_t hl;
+	char *end;
+	long p = FC_DEFAULT_PORT;
+
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb)
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(rb - h);
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+		if (rb[1] && !colon)
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') != colon)
+			colon = NULL;   /* bare IPv6 literal */
+		hl = colon ? (size_t)(colon - s) : strlen(s);
+	}
+	if (colon) {
+		errno = 0;
+		p = strtol(colon + 1, &end, 10);
+		if (errno || *end || p <= 0 || p > 65535)
+			return -EINVAL;
+	}
+	if (hl == 0 || hl >= hostlen)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
+/* --------------------------------------------------------- first contact */
+
+struct connect_op {
+	struct fc_op op;
+	struct fc_mgr_call mc;
+	Twinfs__Empty empty;
+	Twinfs__Getattr ga;
+	uint64_t deadline;
+	int last_err;
+};
+
+static void start_finish(struct fc_client *cl, int status, const char *msg)
+{
+	pthread_mutex_lock(&cl->start_lock);
+	cl->start_status = status;
+	if (msg)
+		snprintf(cl->start_msg, sizeof(cl->start_msg), "%s", msg);
+	cl->start_done = true;
+	pthread_cond_broadcast(&cl->start_cond);
+	pthread_mutex_unlock(&cl->start_lock);
+}
+
+static void connect_step(struct fc_op *op);
+
+static void connect_fail(struct connect_op *c, int status, const char *what)
+{
+	struct fc_client *cl = c->op.cl;
+	char msg[256];
+	int err = cl->mgr_last_connect_err ? cl->mgr_last_connect_err : status;
+
+	if (err == -EPROTO)
+		snprintf(msg, sizeof(msg), "mgrd %s:%d refused the client: %s "
+			 "(is the cluster name \"%s\" right?)",
+			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err),
+			 cl->opts.cluster);
+	else
+		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s: %s",
+			 cl->opts.mgr_host, cl->opts.mgr_port, what,
+			 err == -ETIMEDOUT ? "no answer (timed out)" :
+			 strerror(-err));
+	start_finish(cl, status < 0 ? status : -EIO, msg);
+	fc_op_free(&c->op);
+}
+
+static void root_done(struct fc_mgr_call *mc, int status,
+		      struct wire_msg *reply)
+{
+	struct connect_op *c = mc->arg;
+	struct fc_client *cl = c->op.cl;
+	struct fuse_entry_param e;
+	struct fc_attr a;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status == 0 && !S_ISDIR(a.mode))
+		status = -ENOTDIR;
+	if (status < 0) {
+		connect_fail(c, status, "GETATTR of the root failed");
+		return;
+	}
+	/* The kernel holds the root without a lookup: count one. */
+	fc_inode_entry(cl, &a, &e);
+	fc_mgr_start_monitor(cl);
+	/* Not on the terminal of every mount command: info only in the
+	 * foreground (-f), where stderr is the log. */
+	tw_log(cl->opts.foreground ? TW_LOG_INFO : TW_LOG_DEBUG,
+	       "connected to mgrd %s:%d, session %" PRIu64 ", map epoch %"
+	       PRIu64 ", %u groups", cl->opts.mgr_host, cl->opts.mgr_port,
+	       cl->session, cl->epoch, cl->n_groups);
+	start_finish(cl, 0, NULL);
+	fc_op_free(&c->op);
+}
+
+static void map_done(int status, struct wire_msg *reply, void *arg)
+{
+	struct connect_op *c = arg;
+	struct fc_client *cl = c->op.cl;
+
+	if (status == 0 &&
+	    reply->body->descriptor != &twinfs__cluster_map__descriptor)
+		status = -EPROTO;
+	if (status == 0)
+		fc_map_install(cl, (const void *)reply->body);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		c->last_err = status;
+		/* mgrd may still be starting: retry transport errors until
+		 * request_timeout, then fail with the cause. */
+		if (fc_is_transport_err(status) && tw_now_ms() < c->deadline &&
+		    cl->mgr_last_connect_err != -EPROTO) {
+			c->op.run = connect_step;
+			fc_op_later(&c->op, 250);
+			return;
+		}
+		connect_fail(c, status, "cannot get the cluster map");
+		return;
+	}
+	twinfs__getattr__init(&c->ga);
+	c->ga.ino = FUSE_ROOT_ID;
+	fc_mgr_send(cl, &c->mc, TWINFS__MSG_TYPE__MSG_GETATTR, &c->ga.base,
+		    &c->ga.ctx, NULL, cl->opts.request_timeout_ms, root_done, c);
+}
+
+static void connect_step(struct fc_op *op)
+{
+	struct connect_op *c = (struct connect_op *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t left = c->deadline > tw_now_ms() ?
+		c->deadline - tw_now_ms() : 1;
+
+	/* GET_MAP without retransmission: the first contact reports its
+	 * cause (refused, timed out, wrong cluster) instead of retrying. */
+	twinfs__empty__init(&c->empty);
+	fc_call(cl, cl->mgr, TWINFS__MSG_TYPE__MSG_GET_MAP, &c->empty.base,
+		NULL, 0, (uint32_t)left, map_done, c);
+}
+
+static void connect_run(struct fc_op *op)
+{
+	struct connect_op *c = (struct connect_op *)op;
+
+	c->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	connect_step(op);
+}
+
+int fc_client_connect(struct fc_client *cl)
+{
+	struct connect_op *c = fc_op_new(cl, NULL, sizeof(*c), connect_run);
+	struct timespec ts;
+	int rc = 0;
+
+	if (!c)
+		return -ENOMEM;
+	fc_loop_submit(cl, &c->op);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2 * (cl->opts.request_timeout_ms / 1000) + 10;
+	pthread_mutex_lock(&cl->start_lock);
+	while (!cl->start_done && rc == 0)
+		rc = pthread_cond_timedwait(&cl->start_cond, &cl->start_lock,
+					    &ts);
+	if (!cl->start_done) {
+		snprintf(cl->start_msg, sizeof(cl->start_msg),
+			 "mgrd %s:%d: no answer", cl->opts.mgr_host,
+			 cl->opts.mgr_port);
+		cl->start_status = -ETIMEDOUT;
+	}
+	rc = cl->start_status;
+	pthread_mutex_unlock(&cl->start_lock);
+	return rc;
+}
+
+/* ------------------------------------------------------------ shutdown */
+
+struct flush_op {
+	struct fc_op op;
+};
+
+static void flush_all_done(void *arg)
+{
+	struct fc_client *cl = arg;
+
+	pthread_mutex_lock(&cl->start_lock);
+	cl->flush_done = true;
+	pthread_cond_broadcast(&cl->start_cond);
+	pthread_mutex_unlock(&cl->start_lock);
+}
+
+static void flush_run(struct fc_op *op)
+{
+	struct fc_client *cl = op->cl;
+
+	fc_op_free(op);
+	fc_flush_all(cl, flush_all_done, cl);
+}
+
+/* Send the last size reports (bounded wait), then stop the loop: every op
+ * still outstanding is answered with an error. */
+static void client_shutdown(struct fc_client *cl)
+{
+	struct flush_op *f;
+	struct timespec ts;
+	int rc = 0;
+
+	if (!cl->thread_started)
+		return;
+	f = fc_op_new(cl, NULL, sizeof(*f), flush_run);
+	if (f) {
+		fc_loop_submit(cl, &f->op);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		pthread_mutex_lock(&cl->start_lock);
+		while (!cl->flush_done && rc == 0)
+			rc = pthread_cond_timedwait(&cl->start_cond,
+						    &cl->start_lock, &ts);
+		pthread_mutex_unlock(&cl->start_lock);
+	}
+	fc_loop_stop(cl);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void notify_parent(int *fd, char status)
+{
+	if (*fd < 0)
+		return;
+	if (write(*fd, &status, 1) != 1 && status == 0)
+		status = 1;
+	close(*fd);
+	*fd = -1;
+}
+
+/* Fork; the parent waits for the child's verdict and exits with it. */
+static int daemon_fork(int *notify_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		char c = 1;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1;
+		_exit(c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	if (chdir("/") < 0) {
+		/* nothing to do: the mount does not depend on the cwd */
+	}
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts fopts;
+	struct cmdline c;
+	struct fc_client *cl;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *cfg;
+	char opt[TW_HOST_MAX + 32];
+	int notify_fd = -1, rc, ret = 1;
+	const char *prog = "twinfs";
+
+	memset(&c, 0, sizeof(c));
+	memset(&fopts, 0, sizeof(fopts));
+	c.request_timeout = 5000;
+	c.mgr_timeout = 120000;
+	c.monitor_interval = 30000;
+	c.attr_timeout = 1.0;
+	c.entry_timeout = 1.0;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	pthread_mutex_init(&cl->queue_lock, NULL);
+	pthread_mutex_init(&cl->start_lock, NULL);
+	pthread_cond_init(&cl->start_cond, NULL);
+	fc_inodes_init(cl);
+	atomic_init(&cl->blksize, R0_DEF_STRIPE_SIZE);
+	if (fuse_opt_parse(&args, &c, optspec, opt_proc) < 0)
+		return 1;
+	if (c.help) {
+		usage(argv[0]);
+		return 0;
+	}
+	if (c.version) {
+		printf("twinfs %s\n", "0.1.0");
+		printf("FUSE library version %s\n", fuse_pkgversion());
+		return 0;
+	}
+	if (!c.mgr_addr) {
+		fprintf(stderr, "%s: missing MGRHOST[:PORT]\n", prog);
+		fprintf(stderr, "usage: %s MGRHOST[:PORT] MOUNTPOINT "
+			"[-o OPTIONS] [-f] [-d]\n", prog);
+		return 1;
+	}
+	if (parse_mgr_addr(c.mgr_addr, cl->opts.mgr_host,
+			   sizeof(cl->opts.mgr_host), &cl->opts.mgr_port) < 0) {
+		fprintf(stderr, "%s: bad mgrd address '%s' (want "
+			"HOST[:PORT])\n", prog, c.mgr_addr);
+		return 1;
+	}
+	if (c.request_timeout == 0 || c.mgr_timeout == 0 ||
+	    c.monitor_interval < 100 || c.attr_timeout < 0 ||
+	    c.entry_timeout < 0) {
+		fprintf(stderr, "%s: bad option value (timeouts must be "
+			"positive, monitor_interval >= 100 ms)\n", prog);
+		return 1;
+	}
+	cl->opts.cluster = c.cluster ? c.cluster : strdup("twinfs");
+	cl->opts.request_timeout_ms = c.request_timeout;
+	cl->opts.mgr_timeout_ms = c.mgr_timeout;
+	cl->opts.monitor_interval_ms = c.monitor_interval;
+	cl->opts.attr_timeout = c.attr_timeout;
+	cl->opts.entry_timeout = c.entry_timeout;
+	cl->opts.writeback_cache = c.writeback_cache;
+
+	/* Ours first, so the user's own -o fsname=... wins. */
+	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,
+		 cl->opts.mgr_port);
+	if (fuse_opt_insert_arg(&args, 1, opt) < 0 ||
+	    fuse_opt_insert_arg(&args, 2, "-osubtype=twinfs") < 0 ||
+	    fuse_opt_insert_arg(&args, 3, "-odefault_permissions") < 0)
+		return 1;
+	if (fuse_parse_cmdline(&args, &fopts) != 0)
+		return 1;
+	if (!fopts.mountpoint) {
+		fprintf(stderr, "%s: missing MOUNTPOINT\n", prog);
+		return 1;
+	}
+	cl->opts.mountpoint = fopts.mountpoint;
+	cl->opts.foreground = fopts.foreground;
+	tw_log_init(prog, fopts.debug ? TW_LOG_DEBUG : TW_LOG_INFO);
+
+	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
+	if (!se)
+		return 1;   /* libfuse printed why */
+	signal(SIGPIPE, SIG_IGN);
+
+	if (!fopts.foreground) {
+		rc = daemon_fork(&notify_fd);
+		if (rc < 0) {
+			fprintf(stderr, "%s: cannot fork: %s\n", prog,
+				strerror(-rc));
+			goto out;
+		}
+	}
+
+	if (getrandom(&cl->incarnation, sizeof(cl->incarnation), 0) !=
+	    sizeof(cl->incarnation))
+		cl->incarnation = tw_now_ns() ^ (uint64_t)getpid();
+	if (gethostname(cl->hostname, sizeof(cl->hostname) - 1) < 0)
+		snprintf(cl->hostname, sizeof(cl->hostname), "?");
+
+	rc = fc_loop_start(cl);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", prog,
+			strerror(-rc));
+		goto out;
+	}
+	rc = fc_client_connect(cl);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot mount %s: %s\n", prog,
+			fopts.mountpoint, cl->start_msg);
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, fopts.mountpoint) != 0) {
+		fprintf(stderr, "%s: cannot mount %s (see the message "
+			"above)\n", prog, fopts.mountpoint);
+		fuse_remove_signal_handlers(se);
+		goto out;
+	}
+	notify_parent(&notify_fd, 0);
+	if (!fopts.foreground)
+		detach_stdio();
+
+	if (fopts.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		cfg = fuse_loop_cfg_create();
+		if (!cfg) {
+			ret = 1;
+		} else {
+			fuse_loop_cfg_set_clone_fd(cfg, fopts.clone_fd);
+			fuse_loop_cfg_set_max_threads(cfg, fopts.max_threads);
+			ret = fuse_session_loop_mt(se, cfg);
+			fuse_loop_cfg_destroy(cfg);
+		}
+	}
+	ret = ret != 0;
+	client_shutdown(cl);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+out:
+	notify_parent(&notify_fd, 1);
+	client_shutdown(cl);
+	if (se)
+		fuse_session_destroy(se);
+	fc_inodes_free(cl);
+	fuse_opt_free_args(&args);
+	free(fopts.mountpoint);
+	free(c.mgr_addr);
+	free(cl->opts.cluster);
+	free(cl);
+	return ret;
+}

@@ -1,0 +1,679 @@
+/* mgr.c - the client's side of mgrd: sessions, numbered requests with
+ * retransmission, the cluster map and the monitor pings.
+ *
+ * Exactly once (proto/FORMAT.md "Sessions and exactly-once"): every request
+ * gets the next seq of the session when first sent and keeps it across
+ * retransmissions.  A request that fails with a transport error is sent
+ * again (same seq) after a backoff, until its deadline (mgr_timeout) passes;
+ * then it fails with EIO.  acked_seq is one less than the oldest request
+ * still waiting for its reply, so mgrd may drop every reply below it.
+ * The session id comes from mgrd's first HELLO reply and is put into the
+ * HELLO of both mgrd peers (wire_peer_set_hello) so reconnects resume it.
+ *
+ * The map: GET_MAP at start, again on MAP_UPDATE pushes, on -ESTALE from an
+ * iod and when a ping shows a newer epoch.  One wire_peer per iod, created
+ * from the map.
+ *
+ * Everything here runs on the loop thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+bool fc_is_transport_err(int status)
+{
+	switch (status) {
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENOTCONN:
+	case -EPIPE:
+	case -ECONNABORTED:
+	case -EAGAIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len)
+{
+	if (status == -ETIMEDOUT)
+		snprintf(buf, len, "timed out after %u s",
+			 (cl->opts.request_timeout_ms + 999) / 1000);
+	else
+		snprintf(buf, len, "failed: %s", strerror(-status));
+	return buf;
+}
+
+const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len)
+{
+	snprintf(buf, len, "iod %u (%s:%d)", iod->id, iod->host, iod->port);
+	return buf;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static void fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
+{
+	wire_hello_init(h, cl->opts.cluster, TWINFS__ROLE__ROLE_CLIENT,
+			cl->incarnation);
+	h->session_id = cl->session;
+	h->hostname = cl->hostname;
+	h->control = control;
+}
+
+/* mgrd named the session bound to a connection: normally ours; a new one
+ * when mgrd lost ours (then exactly-once and open handles of the old one
+ * are gone).  Future HELLOs carry it. */
+static void adopt_session(struct fc_client *cl, struct wire_peer *p,
+			  uint64_t session)
+{
+	Twinfs__Hello h;
+
+	if (session == 0 || session == cl->session)
+		return;
+	if (cl->session)
+		tw_warn("mgrd %s did not resume session %" PRIu64
+			" (now %" PRIu64 "): open files may have been released",
+			wire_peer_name(p), cl->session, session);
+	cl->session = session;
+	fill_hello(cl, &h, false);
+	if (cl->mgr)
+		wire_peer_set_hello(cl->mgr, &h);
+	fill_hello(cl, &h, true);
+	if (cl->ctl)
+		wire_peer_set_hello(cl->ctl, &h);
+}
+
+static void on_mgr_connect(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *reply, void *arg)
+{
+	struct fc_client *cl = arg;
+
+	if (status < 0) {
+		cl->mgr_last_connect_err = status;
+		return;
+	}
+	cl->mgr_last_connect_err = 0;
+	if (cl->mgr_down_logged) {
+		tw_info("mgrd %s reachable again", wire_peer_name(p));
+		cl->mgr_down_logged = false;
+	}
+	if (cl->mgr_incarnation && reply->incarnation != cl->mgr_incarnation)
+		tw_info("mgrd %s restarted; resuming session %" PRIu64,
+			wire_peer_name(p), cl->session);
+	cl->mgr_incarnation = reply->incarnation;
+	adopt_session(cl, p, reply->session_id);
+}
+
+static void map_push(struct fc_client *cl, struct wire_msg *m)
+{
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_MAP_UPDATE && m->body &&
+	    m->body->descriptor == &twinfs__cluster_map__descriptor) {
+		const Twinfs__ClusterMap *map = (const void *)m->body;
+
+		tw_debug("map update pushed: epoch %" PRIu64, map->epoch);
+		fc_map_install(cl, map);
+	}
+	wire_msg_free(m);
+}
+
+static void on_mgr_push(struct wire_peer *p, struct wire_msg *m, void *arg)
+{
+	(void)p;
+	map_push(arg, m);
+}
+
+static void on_ctl_connect(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *reply, void *arg)
+{
+	struct fc_client *cl = arg;
+
+	cl->ctl_ok = status == 0;
+	if (status < 0)
+		return;
+	adopt_session(cl, p, reply->session_id);
+	if (reply->epoch > cl->epoch && !cl->stopping)
+		fc_map_refresh(cl, NULL);
+}
+
+int fc_mgr_init(struct fc_client *cl)
+{
+	struct wire_peer_opts o;
+	Twinfs__Hello h;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.host = cl->opts.mgr_host;
+	o.port = cl->opts.mgr_port;
+	o.hello = &h;
+	o.on_connect = on_mgr_connect;
+	o.on_push = on_mgr_push;
+	o.arg = cl;
+	o.reconnect_ms = 200;
+	fill_hello(cl, &h, false);
+	rc = wire_peer_new(&cl->loop, &o, &cl->mgr);
+	if (rc < 0)
+		return rc;
+	fill_hello(cl, &h, true);
+	o.on_connect = on_ctl_connect;
+	rc = wire_peer_new(&cl->loop, &o, &cl->ctl);
+	if (rc < 0)
+		return rc;
+	cl->next_seq = 1;
+	return 0;
+}
+
+/* --------------------------------------------------- numbered requests */
+
+static void seq_list_remove(struct fc_client *cl, struct fc_mgr_call *mc)
+{
+	if (!mc->in_seq_list)
+		return;
+	if (mc->seq_prev)
+		mc->seq_prev->seq_next = mc->seq_next;
+	else
+		cl->seq_head = mc->seq_next;
+	if (mc->seq_next)
+		mc->seq_next->seq_prev = mc->seq_prev;
+	else
+		cl->seq_tail = mc->seq_prev;
+	mc->in_seq_list = false;
+}
+
+static uint64_t acked_seq(struct fc_client *cl)
+{
+	if (cl->seq_head)
+		return cl->seq_head->ctx.seq - 1;
+	return cl->next_seq - 1;
+}
+
+static void mgr_attempt(struct fc_mgr_call *mc);
+static void retry_timer_cb(uv_timer_t *t);
+static void schedule_retry(struct fc_mgr_call *mc, uint64_t now, bool at_once);
+
+static void mgr_finish(struct fc_mgr_call *mc, int status,
+		       struct wire_msg *reply)
+{
+	seq_list_remove(mc->cl, mc);
+	mc->cb(mc, status, reply);
+}
+
+static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
+{
+	struct fc_mgr_flight *fl = arg;
+	struct fc_mgr_call *mc = fl->mc;
+	struct fc_client *cl;
+	uint64_t now = tw_now_ms();
+
+	free(fl);
+	if (!mc) {
+		/* Abandoned after an interrupt: nobody waits any more. */
+		if (reply)
+			wire_msg_free(reply);
+		return;
+	}
+	mc->flight = NULL;
+	cl = mc->cl;
+
+	if (!fc_is_transport_err(status) || cl->stopping) {
+		if (status == -ECANCELED)
+			status = -EIO;
+		mgr_finish(mc, status, reply);
+		return;
+	}
+	/* Transport error: the request may or may not have been applied;
+	 * retransmit with the same seq so mgrd answers from its record. */
+	if (!cl->mgr_down_logged) {
+		char cause[64];
+
+		tw_log_rl(TW_LOG_WARN, "mgrd %s: %s; retrying for up to "
+			  "%.1f s", cl->mgr ? wire_peer_name(cl->mgr) : "?",
+			  fc_cause(cl, status, cause, sizeof(cause)),
+			  (mc->deadline_ms > now ?
+			   mc->deadline_ms - now : 0) / 1000.0);
+		cl->mgr_down_logged = true;
+	}
+	if (now >= mc->deadline_ms) {
+		tw_log_rl(TW_LOG_ERR, "mgrd %s: %s request gave up after "
+			  "%.1f s", cl->mgr ? wire_peer_name(cl->mgr) : "?",
+			  wire_type_name(mc->type),
+			  (now - mc->start_ms) / 1000.0);
+		mgr_finish(mc, -EIO, NULL);
+		return;
+	}
+	if (mc->op && fc_op_interrupted(mc->op)) {
+		mgr_finish(mc, -EINTR, NULL);
+		return;
+	}
+	schedule_retry(mc, now, status == -ETIMEDOUT);
+}
+
+static void schedule_retry(struct fc_mgr_call *mc, uint64_t now, bool at_once)
+{
+	struct fc_client *cl = mc->cl;
+
+	mc->backoff_ms = mc->backoff_ms ? mc->backoff_ms * 2 : FC_MGR_RETRY_MIN_MS;
+	if (mc->backoff_ms > FC_MGR_RETRY_MAX_MS)
+		mc->backoff_ms = FC_MGR_RETRY_MAX_MS;
+	/* A timed-out attempt already waited; retry at once. */
+	mc->retry_at_ms = at_once ? now : now + mc->backoff_ms;
+	if (mc->retry_at_ms > mc->deadline_ms)
+		mc->retry_at_ms = mc->deadline_ms;
+	mc->retry_next = cl->retry_head;
+	cl->retry_head = mc;
+	mc->in_retry_list = true;
+	if (!uv_is_active((uv_handle_t *)&cl->retry_timer))
+		uv_timer_start(&cl->retry_timer, retry_timer_cb, 50, 50);
+}
+
+static void retry_timer_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+	struct fc_mgr_call **pp = &cl->retry_head, *due = NULL, *mc;
+	uint64_t now = tw_now_ms();
+
+	while ((mc = *pp)) {
+		bool intr = mc->op && fc_op_interrupted(mc->op);
+
+		if (mc->retry_at_ms <= now || intr) {
+			*pp = mc->retry_next;
+			mc->in_retry_list = false;
+			mc->retry_next = due;
+			due = mc;
+		} else {
+			pp = &mc->retry_next;
+		}
+	}
+	while ((mc = due)) {
+		due = mc->retry_next;
+		if (mc->op && fc_op_interrupted(mc->op))
+			mgr_finish(mc, -EINTR, NULL);
+		else
+			mgr_attempt(mc);
+	}
+	if (!cl->retry_head)
+		uv_timer_stop(t);
+}
+
+static void mgr_attempt(struct fc_mgr_call *mc)
+{
+	struct fc_client *cl = mc->cl;
+	uint64_t now = tw_now_ms();
+	uint64_t left = mc->deadline_ms > now ? mc->deadline_ms - now : 1;
+	/* One attempt waits at most this long before we retransmit: long
+	 * enough for a slow mgrd (it may itself wait on iods for a truncate),
+	 * short enough to notice a silent peer. */
+	uint64_t attempt = TW_MAX(2ull * cl->opts.request_timeout_ms, 10000ull);
+
+	if (attempt > left)
+		attempt = left;
+	mc->attempts++;
+	mc->ctx.acked_seq = acked_seq(cl);
+	mc->flight = malloc(sizeof(*mc->flight));
+	if (!mc->flight) {
+		/* Never complete from inside the call: try again later. */
+		schedule_retry(mc, now, false);
+		return;
+	}
+	mc->flight->mc = mc;
+	fc_call(cl, cl->mgr, mc->type, mc->body, NULL, 0, (uint32_t)attempt,
+		mgr_reply_cb, mc->flight);
+}
+
+void fc_mgr_interrupts(struct fc_client *cl)
+{
+	struct fc_mgr_call *mc, *victims = NULL, **pp;
+
+	for (mc = cl->seq_head; mc; mc = mc->seq_next) {
+		if (!mc->op || !fc_op_interrupted(mc->op))
+			continue;
+		mc->intr_next = victims;
+		victims = mc;
+	}
+	while ((mc = victims)) {
+		victims = mc->intr_next;
+		if (mc->flight) {
+			mc->flight->mc = NULL;
+			mc->flight = NULL;
+		}
+		if (mc->in_retry_list) {
+			for (pp = &cl->retry_head; *pp; pp = &(*pp)->retry_next)
+				if (*pp == mc) {
+					*pp = mc->retry_next;
+					break;
+				}
+			mc->in_retry_list = false;
+		}
+		mgr_finish(mc, -EINTR, NULL);
+	}
+}
+
+void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
+		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
+		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
+{
+	memset(mc, 0, sizeof(*mc));
+	mc->cl = cl;
+	mc->type = type;
+	mc->body = body;
+	mc->op = op;
+	mc->cb = cb;
+	mc->arg = arg;
+	mc->start_ms = tw_now_ms();
+	mc->deadline_ms = mc->start_ms +
+		(timeout_ms ? timeout_ms : cl->opts.mgr_timeout_ms);
+	twinfs__ctx__init(&mc->ctx);
+	if (ctx_field) {
+		*ctx_field = &mc->ctx;
+		mc->ctx.session = cl->session;
+		mc->ctx.seq = cl->next_seq++;
+		if (op) {
+			mc->ctx.uid = op->uid;
+			mc->ctx.gid = op->gid;
+			mc->ctx.umask = op->umask;
+			mc->ctx.pid = op->pid;
+		}
+		mc->seq_prev = cl->seq_tail;
+		if (cl->seq_tail)
+			cl->seq_tail->seq_next = mc;
+		else
+			cl->seq_head = mc;
+		cl->seq_tail = mc;
+		mc->in_seq_list = true;
+	}
+	/* Interrupted before this step began: let the loop end it soon. */
+	if (op && fc_op_interrupted(op)) {
+		atomic_store(&cl->intr_pending, 1);
+		uv_async_send(&cl->async);
+	}
+	mgr_attempt(mc);
+}
+
+void fc_mgr_shutdown(struct fc_client *cl)
+{
+	struct fc_mgr_call *mc;
+
+	while ((mc = cl->retry_head)) {
+		cl->retry_head = mc->retry_next;
+		mc->in_retry_list = false;
+		mgr_finish(mc, -EIO, NULL);
+	}
+}
+
+/* ---------------------------------------------------------------- map */
+
+static void iod_connect_cb(struct wire_peer *p, int status,
+			   const Twinfs__HelloReply *reply, void *arg)
+{
+	(void)reply;
+	(void)arg;
+	if (status < 0)
+		tw_log_rl(TW_LOG_WARN, "iod %s: cannot connect: %s",
+			  wire_peer_name(p), strerror(-status));
+}
+
+void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
+{
+	bool seen[TW_MAX_IODS + 1] = { false };
+	size_t i;
+	uint32_t id;
+
+	if (cl->have_map && map->epoch < cl->epoch) {
+		tw_debug("ignoring map epoch %" PRIu64 " older than %" PRIu64,
+			 map->epoch, cl->epoch);
+		return;
+	}
+	if (cl->have_map && map->epoch != cl->epoch)
+		tw_info("cluster map epoch %" PRIu64 " -> %" PRIu64,
+			cl->epoch, map->epoch);
+	cl->epoch = map->epoch;
+	cl->n_groups = TW_MIN(map->n_groups, (uint32_t)TW_MAX_GROUPS);
+	cl->def_stripe_size = map->stripe_size;
+	cl->def_stripe_count = map->stripe_count;
+	if (map->stripe_size)
+		atomic_store(&cl->blksize, map->stripe_size);
+	memset(cl->group_iod, 0, sizeof(cl->group_iod));
+	for (i = 0; i < map->n_iods; i++) {
+		const Twinfs__IodInfo *in = map->iods[i];
+		struct fc_iod *iod;
+
+		if (!in || in->id == 0 || in->id > TW_MAX_IODS ||
+		    in->group >= TW_MAX_GROUPS || in->twin_index > 1 ||
+		    !in->host || strlen(in->host) >= TW_HOST_MAX ||
+		    in->port == 0 || in->port > 65535) {
+			tw_log_rl(TW_LOG_WARN, "map: ignoring invalid iod entry");
+			continue;
+		}
+		iod = &cl->iods[in->id];
+		seen[in->id] = true;
+		if (iod->peer && (strcmp(iod->host, in->host) != 0 ||
+				  iod->port != (int)in->port)) {
+			wire_peer_free(iod->peer);
+			iod->peer = NULL;
+		}
+		iod->id = in->id;
+		iod->group = in->group;
+		iod->twin = in->twin_index;
+		snprintf(iod->host, sizeof(iod->host), "%s", in->host);
+		iod->port = (int)in->port;
+		iod->state = in->state;
+		iod->needs_resync = in->needs_resync;
+		cl->group_iod[in->group][in->twin_index] = (int)in->id;
+		if (!iod->peer && !cl->stopping) {
+			struct wire_peer_opts o;
+			Twinfs__Hello h;
+
+			memset(&o, 0, sizeof(o));
+			fill_hello(cl, &h, false);
+			o.host = iod->host;
+			o.port = iod->port;
+			o.hello = &h;
+			o.on_connect = iod_connect_cb;
+			o.arg = cl;
+			o.reconnect_ms = 200;
+			if (wire_peer_new(&cl->loop, &o, &iod->peer) < 0) {
+				tw_err("iod %u: cannot create peer", iod->id);
+				iod->peer = NULL;
+			}
+		}
+	}
+	for (id = 1; id <= TW_MAX_IODS; id++) {
+		if (!seen[id] && cl->iods[id].id) {
+			if (cl->iods[id].peer)
+				wire_peer_free(cl->iods[id].peer);
+			memset(&cl->iods[id], 0, sizeof(cl->iods[id]));
+		}
+	}
+	cl->have_map = true;
+}
+
+static void map_reply_cb(struct fc_mgr_call *mc, int status,
+			 struct wire_msg *reply)
+{
+	struct fc_client *cl = mc->cl;
+	struct fc_map_waiter *w;
+
+	if (status == 0) {
+		if (reply->body->descriptor == &twinfs__cluster_map__descriptor)
+			fc_map_install(cl, (const void *)reply->body);
+		else
+			status = -EPROTO;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	cl->map_refreshing = false;
+	w = cl->map_waiters;
+	cl->map_waiters = NULL;
+	while (w) {
+		struct fc_map_waiter *next = w->next;
+
+		w->cb(w->arg, status);
+		w = next;
+	}
+}
+
+void fc_map_refresh(struct fc_client *cl, struct fc_map_waiter *w)
+{
+	if (w) {
+		w->next = cl->map_waiters;
+		cl->map_waiters = w;
+	}
+	if (cl->map_refreshing)
+		return;
+	cl->map_refreshing = true;
+	twinfs__empty__init(&cl->map_body);
+	/* Bounded by request_timeout: callers hold a data-path deadline. */
+	fc_mgr_send(cl, &cl->map_mc, TWINFS__MSG_TYPE__MSG_GET_MAP,
+		    &cl->map_body.base, NULL, NULL,
+		    cl->opts.request_timeout_ms, map_reply_cb, NULL);
+}
+
+static bool can_write(const struct fc_iod *iod)
+{
+	return iod && iod->id && (iod->state == TWINFS__IOD_STATE__IOD_UP ||
+				  iod->state == TWINFS__IOD_STATE__IOD_SUSPECT);
+}
+
+static bool can_read(const struct fc_iod *iod)
+{
+	return can_write(iod) && !iod->needs_resync;
+}
+
+static struct fc_iod *twin(struct fc_client *cl, uint32_t group, int t)
+{
+	int id;
+
+	if (group >= TW_MAX_GROUPS)
+		return NULL;
+	id = cl->group_iod[group][t];
+	return id ? &cl->iods[id] : NULL;
+}
+
+struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
+				uint32_t group, uint32_t column)
+{
+	struct fc_iod *p = twin(cl, group, r1_primary(ino, column));
+	struct fc_iod *s = twin(cl, group, 1 - r1_primary(ino, column));
+
+	/* The primary orders writes while it is up; when it is down or
+	 * resyncing, the survivor takes them (and forwards to a resyncing
+	 * twin itself). */
+	if (can_write(p))
+		return p;
+	if (can_write(s))
+		return s;
+	return NULL;
+}
+
+struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
+			       uint32_t group, uint32_t column, uint64_t unit,
+			       const struct fc_iod *avoid)
+{
+	int t = r1_read_twin(ino, column, unit);
+	struct fc_iod *a = twin(cl, group, t);
+	struct fc_iod *b = twin(cl, group, 1 - t);
+
+	if (a == avoid)
+		a = NULL;
+	if (b == avoid)
+		b = NULL;
+	if (can_read(a))
+		return a;
+	if (can_read(b))
+		return b;
+	return NULL;
+}
+
+/* ------------------------------------------------------------- monitor */
+
+struct fc_ping {
+	struct fc_client *cl;
+	struct fc_iod *iod;   /* NULL: mgrd */
+	Twinfs__Ping body;
+};
+
+static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
+{
+	struct fc_ping *pg = arg;
+	struct fc_client *cl = pg->cl;
+
+	if (!pg->iod) {
+		bool was_ok = cl->ctl_ok;
+
+		cl->ctl_ok = status == 0;
+		if (status == 0 && reply->body->descriptor ==
+		    &twinfs__ping__descriptor) {
+			const Twinfs__Ping *p = (const void *)reply->body;
+
+			if (p->epoch > cl->epoch && !cl->stopping)
+				fc_map_refresh(cl, NULL);
+		} else if (status < 0 && was_ok && !cl->stopping) {
+			char cause[64];
+
+			tw_log_rl(TW_LOG_WARN, "mgrd %s: ping %s",
+				  cl->ctl ? wire_peer_name(cl->ctl) : "?",
+				  fc_cause(cl, status, cause, sizeof(cause)));
+		}
+	} else if (status < 0 && status != -ECANCELED && !cl->stopping) {
+		char name[96], cause[64];
+		uint32_t id = (uint32_t)(pg->iod - cl->iods);
+
+		/* The slot may have been reused; name it from the slot. */
+		if (cl->iods[id].id)
+			tw_log_rl(TW_LOG_WARN, "%s: ping %s",
+				  fc_iod_name(&cl->iods[id], name, sizeof(name)),
+				  fc_cause(cl, status, cause, sizeof(cause)));
+	}
+	if (reply)
+		wire_msg_free(reply);
+	free(pg);
+}
+
+static void send_ping(struct fc_client *cl, struct fc_iod *iod)
+{
+	struct fc_ping *pg = calloc(1, sizeof(*pg));
+
+	if (!pg)
+		return;
+	pg->cl = cl;
+	pg->iod = iod;
+	twinfs__ping__init(&pg->body);
+	pg->body.epoch = cl->epoch;
+	pg->body.incarnation = cl->incarnation;
+	fc_call(cl, iod ? iod->peer : cl->ctl, TWINFS__MSG_TYPE__MSG_PING,
+		&pg->body.base, NULL, 0, cl->opts.request_timeout_ms,
+		ping_reply_cb, pg);
+}
+
+static void ping_timer_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+	uint32_t id;
+
+	if (cl->stopping)
+		return;
+	send_ping(cl, NULL);
+	/* Iods the map already calls down are mgrd's business. */
+	for (id = 1; id <= TW_MAX_IODS; id++)
+		if (cl->iods[id].id && cl->iods[id].peer &&
+		    cl->iods[id].state != TWINFS__IOD_STATE__IOD_DOWN)
+			send_ping(cl, &cl->iods[id]);
+	/* While the control connection is down, try it every second so the
+	 * session does not expire and map pushes resume soon. */
+	uv_timer_start(t, ping_timer_cb,
+		       cl->ctl_ok ? cl->opts.monitor_interval_ms : 1000, 0);
+}
+
+void fc_mgr_start_monitor(struct fc_client *cl)
+{
+	wire_peer_connect(cl->ctl);
+	uv_timer_start(&cl->ping_timer, ping_timer_cb, 1000, 0);
+}

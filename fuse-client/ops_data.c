@@ -1,0 +1,1271 @@
+/* ops_data.c - open files and the data path: open, create, read, write,
+ * flush, release, fsync, and the size reports that carry a writer's size
+ * and mtime to mgrd.
+ *
+ * Write: the range is split into stripe-unit pieces (r0_split); each piece
+ * goes to the primary iod of its column's group (fc_map_write_iod), all in
+ * parallel, with one deadline (request_timeout) for the whole request.  The
+ * reply is sent when every piece succeeded.  -ESTALE (old trunc_gen or
+ * epoch) refreshes the map and the attributes and retries (a few rounds);
+ * a transport error or EIO (a primary whose twin died fails writes until
+ * mgrd demotes the twin) re-polls the map every 500 ms and retries the
+ * failed pieces until the deadline; anything else, or the deadline, is an
+ * error, logged with the file, the iod and the cause.
+ *
+ * Read: clamped to the size known (mgrd's or our own writes); each piece
+ * goes to twin r1_read_twin of its group, and on failure to the other twin;
+ * holes and short pieces are zero-filled up to the clamped size.
+ *
+ * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
+ * second while a file has unreported writes (FORMAT.md "Size, truncate").
+ *
+ * Lifetimes: struct fc_file (fi->fh) is freed when its last reference
+ * goes: the open's own (dropped at release) or a write or report in
+ * flight.  Everything here runs on the loop thread except the handlers'
+ * packing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+struct dop;
+
+/* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
+ * to a new epoch (possibly while a failed twin was being demoted). */
+#define FC_STALE_TRIES 3
+
+struct piece {
+	struct dop *d;
+	struct r0_piece p;
+	struct fc_iod *iod;      /* where the current attempt went */
+	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
+	int attempts;
+};
+
+struct dop {
+	struct fc_op op;
+	struct fc_mgr_call mc;
+	struct fc_map_waiter mw;
+	struct fc_file *f;       /* holds a reference while the op runs */
+	uint64_t ino;
+	struct fuse_file_info fi;
+	char *name;              /* create */
+	union {
+		Twinfs__Open open;
+		Twinfs__Mknod mknod;
+		Twinfs__Release release;
+		Twinfs__Getattr getattr;
+	} m;
+	/* read / write */
+	uint64_t off;
+	size_t size;             /* requested; for reads the clamped length */
+	uint8_t *buf;            /* write: the data (copied); read: result */
+	struct fc_attr attr;     /* layout and trunc_gen used */
+	struct piece *pieces;
+	int npieces, pending;
+	int tries;               /* attribute fetches and takeover rounds */
+	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
+	int refresh_pending;
+	uint64_t deadline;
+	/* fsync / flush / release */
+	int err;
+	bool datasync;
+};
+
+static struct fc_client *client(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void dop_cleanup(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	if (d->f)
+		fc_file_put(op->cl, d->f);
+	free(d->name);
+	free(d->buf);
+	free(d->pieces);
+}
+
+static struct dop *dop_new(fuse_req_t req, fc_op_fn run)
+{
+	struct dop *d = fc_op_new(client(req), req, sizeof(*d), run);
+
+	if (d)
+		d->op.cleanup = dop_cleanup;
+	return d;
+}
+
+static void submit(fuse_req_t req, struct dop *d, bool ok)
+{
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!ok) {
+		free(d->name);
+		free(d->buf);
+		free(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fc_loop_submit(d->op.cl, &d->op);
+}
+
+static uint64_t remaining_ms(const struct dop *d)
+{
+	uint64_t now = tw_now_ms();
+
+	return d->deadline > now ? d->deadline - now : 0;
+}
+
+/* ------------------------------------------------------------- files */
+
+static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
+				const struct fc_attr *a)
+{
+	struct fc_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->ino = ino;
+	f->mgr_fh = mgr_fh;
+	f->flags = flags;
+	f->refs = 1;
+	f->end_gen = a->trunc_gen;
+	return f;
+}
+
+static struct fc_file *fh_file(const struct fuse_file_info *fi)
+{
+	return (struct fc_file *)(uintptr_t)fi->fh;
+}
+
+static void dirty_add(struct fc_client *cl, struct fc_file *f);
+
+static void dirty_remove(struct fc_client *cl, struct fc_file *f)
+{
+	if (!f->on_dirty_list)
+		return;
+	if (f->dirty_prev)
+		f->dirty_prev->dirty_next = f->dirty_next;
+	else
+		cl->dirty_head = f->dirty_next;
+	if (f->dirty_next)
+		f->dirty_next->dirty_prev = f->dirty_prev;
+	f->on_dirty_list = false;
+	f->dirty_prev = f->dirty_next = NULL;
+}
+
+void fc_file_put(struct fc_client *cl, struct fc_file *f)
+{
+	if (--f->refs > 0)
+		return;
+	dirty_remove(cl, f);
+	free(f);
+}
+
+/* ------------------------------------------------------- size reports */
+
+struct report {
+	struct fc_client *cl;
+	struct fc_file *f;
+	struct fc_mgr_call mc;
+	Twinfs__SizeReport sr;
+	Twinfs__ColumnBlocks cb[R0_MAX_STRIPE_COUNT];
+	Twinfs__ColumnBlocks *cbp[R0_MAX_STRIPE_COUNT];
+	uint64_t gen;
+	bool from_timer;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+static bool file_dirty(const struct fc_file *f)
+{
+	return f->write_gen != f->reported_gen;
+}
+
+static void report_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct report *r = mc->arg;
+	struct fc_client *cl = r->cl;
+	struct fc_file *f = r->f;
+	struct fc_attr a;
+
+	if (status == 0) {
+		if (fc_entry_from_reply(cl, reply, &a) == 0)
+			fc_inode_update(cl, &a, NULL);
+		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
+			f->reported_gen = r->gen;
+		if (!file_dirty(f))
+			dirty_remove(cl, f);
+	} else if (status != -EIO || !cl->stopping) {
+		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
+			  f->ino, strerror(-status));
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (r->from_timer)
+		f->timer_report = false;
+	if (r->done)
+		r->done(r->arg, status);
+	fc_file_put(cl, f);
+	free(r);
+}
+
+/* Send f's size report if it has unreported writes.  Returns true when a
+ * report was sent (done runs later), false when there was nothing to do
+ * or no memory (done never runs; *err says which). */
+static bool report_start(struct fc_client *cl, struct fc_file *f,
+			 bool from_timer, void (*done)(void *, int),
+			 void *arg, int *err)
+{
+	struct report *r;
+	uint32_t k;
+	size_t n = 0;
+
+	*err = 0;
+	if (!file_dirty(f))
+		return false;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = -ENOMEM;
+		return false;
+	}
+	r->cl = cl;
+	r->f = f;
+	r->gen = f->write_gen;
+	r->from_timer = from_timer;
+	r->done = done;
+	r->arg = arg;
+	f->refs++;
+	if (from_timer)
+		f->timer_report = true;
+	twinfs__size_report__init(&r->sr);
+	r->sr.ino = f->ino;
+	r->sr.size = f->end;
+	r->sr.trunc_gen = f->end_gen;
+	r->sr.mtime_sec = f->mtime_sec;
+	r->sr.mtime_nsec = f->mtime_nsec;
+	r->sr.wrote = true;
+	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
+		if (!(f->cols_seen & (1u << k)))
+			continue;
+		twinfs__column_blocks__init(&r->cb[n]);
+		r->cb[n].column = k;
+		r->cb[n].blocks = f->col_blocks[k];
+		r->cbp[n] = &r->cb[n];
+		n++;
+	}
+	r->sr.n_blocks = n;
+	r->sr.blocks = n ? r->cbp : NULL;
+	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
+		    &r->sr.ctx, NULL, 0, report_done, r);
+	return true;
+}
+
+static void report_timer_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+	struct fc_file *f, *next;
+	int err;
+
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (!f->timer_report)
+			report_start(cl, f, true, NULL, NULL, &err);
+	}
+	if (!cl->dirty_head) {
+		uv_timer_stop(t);
+		cl->report_timer_on = false;
+	}
+}
+
+static void dirty_add(struct fc_client *cl, struct fc_file *f)
+{
+	if (!f->on_dirty_list) {
+		f->dirty_prev = NULL;
+		f->dirty_next = cl->dirty_head;
+		if (cl->dirty_head)
+			cl->dirty_head->dirty_prev = f;
+		cl->dirty_head = f;
+		f->on_dirty_list = true;
+	}
+	if (!cl->report_timer_on && !cl->stopping) {
+		uv_timer_start(&cl->report_timer, report_timer_cb,
+			       FC_REPORT_INTERVAL_MS, FC_REPORT_INTERVAL_MS);
+		cl->report_timer_on = true;
+	}
+}
+
+struct flush_all {
+	int pending;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void flush_all_one(void *arg, int status)
+{
+	struct flush_all *fa = arg;
+
+	(void)status;
+	if (--fa->pending == 0) {
+		fa->done(fa->arg);
+		free(fa);
+	}
+}
+
+void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
+{
+	struct flush_all *fa = calloc(1, sizeof(*fa));
+	struct fc_file *f, *next;
+	int err;
+
+	if (!fa) {
+		done(arg);
+		return;
+	}
+	fa->done = done;
+	fa->arg = arg;
+	fa->pending = 1;
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (report_start(cl, f, false, flush_all_one, fa, &err))
+			fa->pending++;
+	}
+	flush_all_one(fa, 0);
+}
+
+/* ---------------------------------------------------------- open/create */
+
+static void release_only_done(struct fc_mgr_call *mc, int status,
+			      struct wire_msg *reply)
+{
+	(void)status;
+	if (reply)
+		wire_msg_free(reply);
+	free(mc->arg);
+}
+
+/* The kernel refused an open/create reply (the syscall was interrupted):
+ * close mgrd's handle again. */
+static void release_orphan(struct fc_client *cl, uint64_t ino, uint64_t fh)
+{
+	struct {
+		struct fc_mgr_call mc;
+		Twinfs__Release rel;
+	} *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	twinfs__release__init(&r->rel);
+	r->rel.ino = ino;
+	r->rel.fh = fh;
+	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_RELEASE, &r->rel.base,
+		    &r->rel.ctx, NULL, 0, release_only_done, r);
+}
+
+static void open_done(struct fc_mgr_call *mc, int status,
+		      struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+	struct fc_client *cl = d->op.cl;
+	const Twinfs__OpenReply *r;
+	struct fc_attr old, a;
+	bool had;
+	struct fc_file *f;
+	uint64_t fh;
+
+	if (status == 0 &&
+	    reply->body->descriptor != &twinfs__open_reply__descriptor)
+		status = -EIO;
+	if (status < 0) {
+		if (reply)
+			wire_msg_free(reply);
+		fc_op_reply_err(&d->op, -status);
+		return;
+	}
+	r = (const void *)reply->body;
+	fh = r->fh;
+	status = fc_attr_from_pb(r->attr, &a);
+	wire_msg_free(reply);
+	if (status < 0) {
+		release_orphan(cl, d->ino, fh);
+		fc_op_reply_err(&d->op, EIO);
+		return;
+	}
+	/* Close-to-open: keep the kernel's cached pages only if nobody
+	 * changed the data since we last saw the attributes. */
+	had = fc_inode_get(cl, d->ino, &old, NULL);
+	d->fi.keep_cache = had && old.size == a.size &&
+		old.mtime_sec == a.mtime_sec &&
+		old.mtime_nsec == a.mtime_nsec &&
+		old.data_version == a.data_version &&
+		old.trunc_gen == a.trunc_gen;
+	fc_inode_update(cl, &a, NULL);
+	f = file_new(d->ino, fh, d->fi.flags, &a);
+	if (!f) {
+		release_orphan(cl, d->ino, fh);
+		fc_op_reply_err(&d->op, ENOMEM);
+		return;
+	}
+	d->fi.fh = (uintptr_t)f;
+	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	if (d->fi.direct_io)
+		d->fi.keep_cache = 0;
+	if (fc_op_reply_open(&d->op, &d->fi) < 0) {
+		release_orphan(cl, f->ino, fh);
+		fc_file_put(cl, f);
+	}
+}
+
+static void open_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	twinfs__open__init(&d->m.open);
+	d->m.open.ino = d->ino;
+	d->m.open.flags = (uint32_t)d->fi.flags;
+	fc_mgr_send(op->cl, &d->mc, TWINFS__MSG_TYPE__MSG_OPEN,
+		    &d->m.open.base, &d->m.open.ctx, op, 0, open_done, d);
+}
+
+void fc_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dop *d = dop_new(req, open_run);
+
+	if (d) {
+		d->ino = ino;
+		d->fi = *fi;
+	}
+	submit(req, d, true);
+}
+
+static void create_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+	struct fc_client *cl = d->op.cl;
+	struct fuse_entry_param e;
+	struct fc_attr a;
+	struct fc_file *f;
+	uint64_t fh = 0;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (status == 0)
+		fh = ((const Twinfs__Entry *)reply->body)->fh;
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		fc_op_reply_err(&d->op, -status);
+		return;
+	}
+	f = file_new(a.ino, fh, d->fi.flags, &a);
+	if (!f) {
+		release_orphan(cl, a.ino, fh);
+		fc_op_reply_err(&d->op, ENOMEM);
+		return;
+	}
+	fc_inode_entry(cl, &a, &e);
+	d->fi.fh = (uintptr_t)f;
+	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	d->fi.keep_cache = 0;
+	if (fc_op_reply_create(&d->op, &e, &d->fi) < 0) {
+		release_orphan(cl, a.ino, fh);
+		fc_inode_forget(cl, a.ino, 1);
+		fc_file_put(cl, f);
+	}
+}
+
+static void create_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->m.mknod.parent = d->ino;
+	d->m.mknod.name = d->name;
+	fc_mgr_send(op->cl, &d->mc, TWINFS__MSG_TYPE__MSG_MKNOD,
+		    &d->m.mknod.base, &d->m.mknod.ctx, op, 0, create_done, d);
+}
+
+void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi)
+{
+	struct dop *d;
+	size_t len = strlen(name);
+
+	if (len == 0 || len > TW_NAME_MAX) {
+		fuse_reply_err(req, len ? ENAMETOOLONG : EINVAL);
+		return;
+	}
+	d = dop_new(req, create_run);
+	if (d) {
+		d->ino = parent;
+		d->fi = *fi;
+		d->name = strdup(name);
+		twinfs__mknod__init(&d->m.mknod);
+		d->m.mknod.mode = (mode & ~S_IFMT) | S_IFREG;
+		d->m.mknod.open = true;
+		d->m.mknod.open_flags = (uint32_t)fi->flags;
+		d->m.mknod.excl = (fi->flags & O_EXCL) != 0;
+	}
+	submit(req, d, d && d->name);
+}
+
+/* --------------------------------------------------- attribute refresh */
+
+/* Data ops need the layout and trunc_gen: from the cache, or GETATTR. */
+static void attr_refresh_done(struct fc_mgr_call *mc, int status,
+			      struct wire_msg *reply);
+
+static void need_attr(struct dop *d, fc_op_fn next)
+{
+	struct fc_client *cl = d->op.cl;
+
+	d->op.run = next;
+	twinfs__getattr__init(&d->m.getattr);
+	d->m.getattr.ino = d->ino;
+	d->refresh_pending++;
+	fc_mgr_send(cl, &d->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
+		    &d->m.getattr.base, &d->m.getattr.ctx, &d->op,
+		    (uint32_t)TW_MAX(remaining_ms(d), 1), attr_refresh_done, d);
+}
+
+static void refresh_step_done(struct dop *d, int status);
+
+static void attr_refresh_done(struct fc_mgr_call *mc, int status,
+			      struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+	struct fc_attr a;
+
+	if (status == 0)
+		status = fc_entry_from_reply(d->op.cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status == 0)
+		fc_inode_update(d->op.cl, &a, NULL);
+	refresh_step_done(d, status);
+}
+
+static void map_refresh_done(void *arg, int status)
+{
+	refresh_step_done(arg, status);
+}
+
+/* Refresh attributes and (when want_map) the map, then run d->op.run. */
+static void refresh(struct dop *d, bool want_map, fc_op_fn next)
+{
+	d->err = 0;
+	d->refresh_pending = 1;   /* guard while starting both */
+	if (want_map) {
+		d->refresh_pending++;
+		d->mw.cb = map_refresh_done;
+		d->mw.arg = d;
+		fc_map_refresh(d->op.cl, &d->mw);
+	}
+	need_attr(d, next);
+	refresh_step_done(d, 0);
+}
+
+static void refresh_step_done(struct dop *d, int status)
+{
+	if (status < 0 && !d->err)
+		d->err = status;
+	if (--d->refresh_pending > 0)
+		return;
+	d->op.run(&d->op);
+}
+
+/* Load d->attr from the cache; false when it must be fetched first. */
+static bool load_attr(struct dop *d)
+{
+	return fc_inode_get(d->op.cl, d->ino, &d->attr, NULL) &&
+		S_ISREG(d->attr.mode) && d->attr.has_layout;
+}
+
+/* ---------------------------------------------------------------- write */
+
+static void write_issue(struct fc_op *op);
+
+static void log_piece_err(struct dop *d, const char *what,
+			  const struct piece *pc)
+{
+	struct fc_client *cl = d->op.cl;
+	char name[96], cause[64];
+
+	if (pc->iod)
+		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": %s %s", what,
+			  d->ino, fc_iod_name(pc->iod, name, sizeof(name)),
+			  fc_cause(cl, pc->status, cause, sizeof(cause)));
+	else
+		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": no twin of group "
+			  "%u is up", what, d->ino,
+			  d->attr.layout.groups[pc->p.column]);
+}
+
+/* What the application sees for an iod's error. */
+static int user_err(int status)
+{
+	switch (status) {
+	case -ENOSPC:
+	case -EDQUOT:
+	case -EFBIG:
+	case -EROFS:
+	case -EINTR:
+		return -status;
+	default:
+		return EIO;
+	}
+}
+
+static void write_takeover(struct fc_op *op)
+{
+	refresh((struct dop *)op, true, write_issue);
+}
+
+static void write_finish(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	struct fc_file *f = d->f;
+	bool stale = false, transport = false;
+	int i, err = 0;
+	struct piece *bad = NULL;
+
+	for (i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+
+		if (pc->status == 0)
+			continue;
+		if (pc->status == -ESTALE)
+			stale = true;
+		else if (fc_is_transport_err(pc->status) ||
+			 pc->status == -EIO || pc->status == -EBUSY ||
+			 pc->status == -ECANCELED)
+			/* A dead twin makes its primary fail the write (EIO)
+			 * until mgrd demotes it in a new epoch; then the
+			 * survivor takes writes alone. */
+			transport = true;
+		if (!bad)
+			bad = pc;
+	}
+	if (!bad) {
+		uint64_t end = d->off + d->size;
+
+		if (f->end_gen != d->attr.trunc_gen) {
+			f->end_gen = d->attr.trunc_gen;
+			f->end = 0;
+		}
+		if (end > f->end)
+			f->end = end;
+		f->write_gen++;
+		tw_realtime(&f->mtime_sec, &f->mtime_nsec);
+		fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
+		dirty_add(cl, f);
+		fc_op_reply_write(&d->op, d->size);
+		return;
+	}
+	/* One stale round (a truncate moved trunc_gen, or the map moved on).
+	 * Transport errors and EIO: retry the failed pieces while the
+	 * deadline allows, refreshing the map each time, since mgrd may have
+	 * demoted the failed twin by then (one deadline per request). */
+	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
+		d->stale_tries++;
+		refresh(d, true, write_issue);
+		return;
+	}
+	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
+	    !cl->stopping && !fc_op_interrupted(&d->op)) {
+		d->tries++;
+		d->op.run = write_takeover;
+		fc_op_later(&d->op, FC_TAKEOVER_POLL_MS);
+		return;
+	}
+	log_piece_err(d, "write", bad);
+	err = bad->status == -ESTALE ? EIO : user_err(bad->status);
+	if (fc_op_interrupted(&d->op) && transport)
+		err = EINTR;
+	fc_op_reply_err(&d->op, err);
+}
+
+static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
+{
+	struct piece *pc = arg;
+	struct dop *d = pc->d;
+
+	pc->status = status;
+	if (status == 0) {
+		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
+			const Twinfs__WriteReply *wr = (const void *)reply->body;
+			uint32_t k = pc->p.column;
+
+			d->f->col_blocks[k] = wr->blocks;
+			d->f->cols_seen |= 1u << k;
+		} else {
+			pc->status = -EIO;
+		}
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (--d->pending == 0)
+		write_finish(d);
+}
+
+static void write_issue(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t left;
+	int i, n;
+
+	if (!load_attr(d)) {
+		if (d->tries++ > 1 || cl->stopping) {
+			tw_log_rl(TW_LOG_WARN, "write ino %" PRIu64
+				  ": no usable layout", d->ino);
+			fc_op_reply_err(op, EIO);
+			return;
+		}
+		refresh(d, !cl->have_map, write_issue);
+		return;
+	}
+	if (!d->pieces) {
+		uint64_t cnt = r0_piece_count(&d->attr.layout, d->off, d->size);
+
+		d->pieces = calloc(cnt ? cnt : 1, sizeof(*d->pieces));
+		if (!d->pieces) {
+			fc_op_reply_err(op, ENOMEM);
+			return;
+		}
+		n = 0;
+		{
+			struct r0_piece *tmp = calloc(cnt ? cnt : 1,
+						      sizeof(*tmp));
+
+			if (tmp)
+				n = r0_split(&d->attr.layout, d->off, d->size,
+					     tmp, (int)cnt);
+			for (i = 0; tmp && i < n; i++) {
+				d->pieces[i].d = d;
+				d->pieces[i].p = tmp[i];
+				d->pieces[i].status = 1;
+			}
+			free(tmp);
+			if (!tmp || n < 0) {
+				fc_op_reply_err(op, tmp ? EIO : ENOMEM);
+				return;
+			}
+		}
+		d->npieces = n;
+		if (n == 0) {
+			fc_op_reply_write(op, 0);
+			return;
+		}
+	} else {
+		/* A new round: layouts never change once written, but
+		 * trunc_gen and the map may have. */
+		for (i = 0; i < d->npieces; i++)
+			if (d->pieces[i].status != 0)
+				d->pieces[i].status = 1;
+	}
+	left = remaining_ms(d);
+	if (left == 0)
+		left = 1;
+	d->pending = 1;   /* guard while issuing */
+	for (i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+		Twinfs__Write w;
+		Twinfs__Layout lpb;
+		struct iovec iov;
+		uint32_t k = pc->p.column;
+
+		if (pc->status != 1)
+			continue;
+		pc->iod = fc_map_write_iod(cl, d->ino,
+					   d->attr.layout.groups[k], k);
+		pc->attempts++;
+		d->pending++;
+		twinfs__write__init(&w);
+		twinfs__layout__init(&lpb);
+		lpb.stripe_size = d->attr.layout.stripe_size;
+		lpb.stripe_count = d->attr.layout.stripe_count;
+		lpb.n_groups = d->attr.layout.stripe_count;
+		lpb.groups = d->attr.layout.groups;
+		w.ino = d->ino;
+		w.column = k;
+		w.offset = pc->p.sub_off;
+		w.trunc_gen = d->attr.trunc_gen;
+		w.epoch = cl->epoch;
+		w.sync = (d->f->flags & O_DSYNC) != 0;
+		w.layout = &lpb;
+		iov.iov_base = d->buf + (pc->p.file_off - d->off);
+		iov.iov_len = pc->p.len;
+		fc_call(cl, pc->iod ? pc->iod->peer : NULL,
+			TWINFS__MSG_TYPE__MSG_WRITE, &w.base, &iov, 1,
+			(uint32_t)left, write_piece_cb, pc);
+	}
+	if (--d->pending == 0)
+		write_finish(d);
+}
+
+static void write_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->f->refs++;
+	write_issue(op);
+}
+
+void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	struct dop *d;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	d = dop_new(req, write_run);
+	if (d) {
+		d->ino = ino;
+		d->f = fh_file(fi);
+		d->off = (uint64_t)off;
+		d->size = size;
+		d->buf = malloc(size ? size : 1);
+		if (d->buf)
+			memcpy(d->buf, buf, size);
+		/* The reference on d->f is taken on the loop thread
+		 * (write_run); submit() frees a failed op without cleanup. */
+	}
+	submit(req, d, d && d->buf);
+}
+
+/* ----------------------------------------------------------------- read */
+
+static void read_send(struct dop *d, struct piece *pc);
+
+/* The unit's index within its subfile (its stripe row), for
+ * r1_read_twin: with the file-wide unit number u, u mod C == column, so
+ * for an even stripe_count (ino + column + u) mod 2 would be the same for
+ * every unit of a column and reads would never alternate between twins. */
+static uint64_t read_row(const struct dop *d, const struct piece *pc)
+{
+	return pc->p.unit / d->attr.layout.stripe_count;
+}
+static void read_issue(struct fc_op *op);
+
+static void read_finish(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	bool stale = false;
+	int i;
+	struct piece *bad = NULL;
+
+	for (i = 0; i < d->npieces; i++) {
+		if (d->pieces[i].status == 0)
+			continue;
+		if (d->pieces[i].status == -ESTALE)
+			stale = true;
+		if (!bad)
+			bad = &d->pieces[i];
+	}
+	if (!bad) {
+		fc_op_reply_buf(&d->op, d->buf, d->size);
+		return;
+	}
+	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
+		d->stale_tries++;
+		refresh(d, true, read_issue);
+		return;
+	}
+	log_piece_err(d, "read", bad);
+	fc_op_reply_err(&d->op, fc_op_interrupted(&d->op) ? EINTR :
+			user_err(bad->status));
+}
+
+static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
+{
+	struct piece *pc = arg;
+	struct dop *d = pc->d;
+	uint8_t *dst = d->buf + (pc->p.file_off - d->off);
+	uint32_t got = 0;
+
+	if (status == 0) {
+		got = TW_MIN(reply->data_len, pc->p.len);
+		if (got)
+			memcpy(dst, reply->data, got);
+	} else if (status == -ENOENT) {
+		/* Subfiles are created by the first write: a missing one
+		 * reads as zeros. */
+		status = 0;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (status == 0) {
+		if (got < pc->p.len)
+			memset(dst + got, 0, pc->p.len - got);
+		pc->status = 0;
+	} else {
+		struct fc_client *cl = d->op.cl;
+		struct fc_iod *other = NULL;
+
+		pc->status = status;
+		if (status != -ESTALE && !cl->stopping &&
+		    !fc_op_interrupted(&d->op) && remaining_ms(d) > 0 &&
+		    pc->attempts < 2) {
+			uint32_t k = pc->p.column;
+
+			other = fc_map_read_iod(cl, d->ino,
+						d->attr.layout.groups[k], k,
+						read_row(d, pc), pc->iod);
+		}
+		if (other && pc->iod) {
+			char name[96], cause[64];
+
+			tw_log_rl(TW_LOG_WARN, "read ino %" PRIu64 ": %s %s; "
+				  "trying its twin iod %u", d->ino,
+				  fc_iod_name(pc->iod, name, sizeof(name)),
+				  fc_cause(cl, status, cause, sizeof(cause)),
+				  other->id);
+		}
+		if (other) {
+			pc->iod = other;
+			read_send(d, pc);
+			return;
+		}
+	}
+	if (--d->pending == 0)
+		read_finish(d);
+}
+
+static void read_send(struct dop *d, struct piece *pc)
+{
+	struct fc_client *cl = d->op.cl;
+	Twinfs__Read r;
+	uint64_t left = remaining_ms(d);
+	uint32_t k = pc->p.column;
+
+	if (left == 0)
+		left = 1;
+	/* First attempt: half the deadline when the twin could take over,
+	 * so both twins down still fails within request_timeout. */
+	if (pc->attempts == 0 && fc_map_read_iod(cl, d->ino,
+						  d->attr.layout.groups[k], k,
+						  read_row(d, pc), pc->iod))
+		left = TW_MAX(left / 2, 1);
+	pc->attempts++;
+	twinfs__read__init(&r);
+	r.ino = d->ino;
+	r.column = k;
+	r.offset = pc->p.sub_off;
+	r.length = pc->p.len;
+	r.epoch = cl->epoch;
+	fc_call(cl, pc->iod ? pc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_READ,
+		&r.base, NULL, 0, (uint32_t)left, read_piece_cb, pc);
+}
+
+static void read_issue(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t size;
+	int i, n;
+
+	if (!load_attr(d)) {
+		if (d->tries++ > 1 || cl->stopping) {
+			tw_log_rl(TW_LOG_WARN, "read ino %" PRIu64
+				  ": no usable layout", d->ino);
+			fc_op_reply_err(op, EIO);
+			return;
+		}
+		refresh(d, !cl->have_map, read_issue);
+		return;
+	}
+	if (!d->pieces) {
+		uint64_t cnt;
+		struct r0_piece *tmp;
+
+		fc_inode_get(cl, d->ino, NULL, &size);
+		if (d->off >= size) {
+			fc_op_reply_buf(op, NULL, 0);
+			return;
+		}
+		if (d->size > size - d->off)
+			d->size = (size_t)(size - d->off);
+		d->buf = malloc(d->size ? d->size : 1);
+		cnt = r0_piece_count(&d->attr.layout, d->off, d->size);
+		d->pieces = calloc(cnt ? cnt : 1, sizeof(*d->pieces));
+		tmp = calloc(cnt ? cnt : 1, sizeof(*tmp));
+		if (!d->buf || !d->pieces || !tmp) {
+			free(tmp);
+			fc_op_reply_err(op, ENOMEM);
+			return;
+		}
+		n = r0_split(&d->attr.layout, d->off, d->size, tmp, (int)cnt);
+		for (i = 0; i < n; i++) {
+			d->pieces[i].d = d;
+			d->pieces[i].p = tmp[i];
+		}
+		free(tmp);
+		if (n < 0) {
+			fc_op_reply_err(op, EIO);
+			return;
+		}
+		d->npieces = n;
+		if (n == 0) {
+			fc_op_reply_buf(op, NULL, 0);
+			return;
+		}
+	}
+	d->pending = 1;
+	for (i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+		uint32_t k = pc->p.column;
+
+		if (pc->status == 0 && pc->attempts)
+			continue;
+		pc->attempts = 0;
+		pc->iod = NULL;
+		pc->iod = fc_map_read_iod(cl, d->ino, d->attr.layout.groups[k],
+					  k, read_row(d, pc), NULL);
+		d->pending++;
+		read_send(d, pc);
+	}
+	if (--d->pending == 0)
+		read_finish(d);
+}
+
+static void read_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	read_issue(op);
+}
+
+void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct dop *d;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	d = dop_new(req, read_run);
+	if (d) {
+		d->ino = ino;
+		d->off = (uint64_t)off;
+		d->size = size;
+	}
+	submit(req, d, true);
+}
+
+/* ------------------------------------------------ flush, release, fsync */
+
+static void flush_report_done(void *arg, int status)
+{
+	struct dop *d = arg;
+
+	fc_op_reply_err(&d->op, status < 0 ? user_err(status) : 0);
+}
+
+static void flush_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	int err;
+
+	d->f->refs++;
+	if (!report_start(op->cl, d->f, false, flush_report_done, d, &err))
+		fc_op_reply_err(op, -err);
+}
+
+void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dop *d = dop_new(req, flush_run);
+
+	if (d) {
+		d->ino = ino;
+		d->f = fh_file(fi);
+	}
+	submit(req, d, true);
+}
+
+static void release_done(struct fc_mgr_call *mc, int status,
+			 struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0 && !d->err)
+		d->err = status;
+	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
+}
+
+static void release_send(struct dop *d)
+{
+	twinfs__release__init(&d->m.release);
+	d->m.release.ino = d->ino;
+	d->m.release.fh = d->f->mgr_fh;
+	fc_mgr_send(d->op.cl, &d->mc, TWINFS__MSG_TYPE__MSG_RELEASE,
+		    &d->m.release.base, &d->m.release.ctx, NULL, 0,
+		    release_done, d);
+}
+
+static void release_report_done(void *arg, int status)
+{
+	struct dop *d = arg;
+
+	if (status < 0)
+		d->err = status;
+	release_send(d);
+}
+
+static void release_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	int err;
+
+	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
+	 * op owns the open's reference from here (dropped at cleanup). */
+	if (!report_start(op->cl, d->f, false, release_report_done, d, &err))
+		release_send(d);
+}
+
+void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dop *d = dop_new(req, release_run);
+
+	if (d) {
+		d->ino = ino;
+		d->f = fh_file(fi);
+	}
+	submit(req, d, true);
+}
+
+static void fsync_one_done(struct dop *d, int status)
+{
+	if (status < 0 && !d->err)
+		d->err = status;
+	if (--d->pending > 0)
+		return;
+	if (d->err)
+		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
+			  strerror(-d->err));
+	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
+}
+
+static void fsync_iod_cb(int status, struct wire_msg *reply, void *arg)
+{
+	if (reply)
+		wire_msg_free(reply);
+	fsync_one_done(arg, status);
+}
+
+static void fsync_mgr_done(struct fc_mgr_call *mc, int status,
+			   struct wire_msg *reply)
+{
+	if (reply)
+		wire_msg_free(reply);
+	fsync_one_done(mc->arg, status);
+}
+
+/* mgrd closes a size report's record before replying but syncs its
+ * journal only every commit_interval; FSYNCDIR (any inode) syncs it now,
+ * so the size is durable when fsync returns (DESIGN.md "Guarantees"). */
+static void fsync_mgr_sync(struct dop *d)
+{
+	twinfs__getattr__init(&d->m.getattr);
+	d->m.getattr.ino = d->ino;
+	fc_mgr_send(d->op.cl, &d->mc, TWINFS__MSG_TYPE__MSG_FSYNCDIR,
+		    &d->m.getattr.base, &d->m.getattr.ctx, NULL, 0,
+		    fsync_mgr_done, d);
+}
+
+static void fsync_report_done(void *arg, int status)
+{
+	struct dop *d = arg;
+
+	if (status < 0) {
+		fsync_one_done(d, status);
+		return;
+	}
+	fsync_mgr_sync(d);
+}
+
+static void fsync_issue(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	bool sent[TW_MAX_IODS + 1] = { false };
+	uint32_t k;
+	int err;
+
+	if (!load_attr(d)) {
+		if (d->tries++ == 0) {
+			refresh(d, !cl->have_map, fsync_issue);
+			return;
+		}
+		fc_op_reply_err(op, EIO);
+		return;
+	}
+	d->err = 0;
+	d->pending = 2;   /* the mgrd step and the guard while issuing */
+	if (!report_start(cl, d->f, false, fsync_report_done, d, &err)) {
+		if (err)
+			d->err = err;
+		fsync_mgr_sync(d);
+	}
+	/* Every iod holding a column: its primary syncs and forwards to its
+	 * twin, so both twins hold the data synced when this replies. */
+	for (k = 0; k < d->attr.layout.stripe_count; k++) {
+		struct fc_iod *iod = fc_map_write_iod(cl, d->ino,
+						      d->attr.layout.groups[k],
+						      k);
+		Twinfs__Fsync fs;
+
+		if (iod && sent[iod->id])
+			continue;
+		if (iod)
+			sent[iod->id] = true;
+		twinfs__fsync__init(&fs);
+		fs.ino = d->ino;
+		fs.epoch = cl->epoch;
+		d->pending++;
+		fc_call(cl, iod ? iod->peer : NULL, TWINFS__MSG_TYPE__MSG_FSYNC,
+			&fs.base, NULL, 0, cl->opts.request_timeout_ms,
+			fsync_iod_cb, d);
+	}
+	fsync_one_done(d, 0);
+}
+
+static void fsync_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->f->refs++;
+	fsync_issue(op);
+}
+
+void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	struct dop *d = dop_new(req, fsync_run);
+
+	if (d) {
+		d->ino = ino;
+		d->f = fh_file(fi);
+		d->datasync = datasync != 0;
+	}
+	submit(req, d, true);
+}

@@ -1,0 +1,927 @@
+/* ops_meta.c - namespace and attribute operations: init, lookup, forget,
+ * getattr, setattr, readlink, mknod, mkdir, unlink, rmdir, symlink, rename,
+ * link, statfs and the xattr calls (with the client-side twinfs.layout and
+ * the cached absence of security.capability and security.selinux).
+ *
+ * Every handler copies its arguments into a struct mop and hands it to the
+ * loop (fc_loop_submit); the loop sends one mgrd request (mgr.c numbers and
+ * retransmits it) and the completion replies.  Entry replies add one lookup
+ * before fuse_reply_entry and take it back when the kernel refused the
+ * reply.  open/create/read/write live in ops_data.c, directories in
+ * ops_dir.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include "client_int.h"
+
+struct mop {
+	struct fc_op op;
+	struct fc_mgr_call mc;
+	char *name, *name2;      /* owned */
+	uint8_t *value;          /* owned */
+	size_t size;
+	uint64_t ino;
+	int kind;
+	union {
+		Twinfs__Lookup lookup;
+		Twinfs__Getattr getattr;
+		Twinfs__Setattr setattr;
+		Twinfs__Mknod mknod;
+		Twinfs__Mkdir mkdir;
+		Twinfs__Unlink unlink;
+		Twinfs__Symlink symlink;
+		Twinfs__Link link;
+		Twinfs__Rename rename;
+		Twinfs__Xattr xattr;
+		Twinfs__Setstripe setstripe;
+	} m;
+	Twinfs__Layout layout_pb;
+};
+
+enum { XK_GET = 1, XK_SET, XK_LIST, XK_REMOVE, XK_LAYOUT_GET,
+       XK_LAYOUT_SET };
+
+static struct fc_client *client(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void mop_cleanup(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	free(m->name);
+	free(m->name2);
+	free(m->value);
+}
+
+static struct mop *mop_new(fuse_req_t req, fc_op_fn run)
+{
+	struct mop *m = fc_op_new(client(req), req, sizeof(*m), run);
+
+	if (m)
+		m->op.cleanup = mop_cleanup;
+	return m;
+}
+
+/* Names are checked here as mgrd would (FORMAT.md "Namespace"), so a bad
+ * name costs no round trip. */
+static int check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0)
+		return -EINVAL;
+	if (len > TW_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void submit_or_enomem(fuse_req_t req, struct mop *m, bool ok)
+{
+	if (!m) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!ok) {
+		/* Never submitted: free by hand (not counted as outstanding). */
+		mop_cleanup(&m->op);
+		free(m);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fc_loop_submit(m->op.cl, &m->op);
+}
+
+int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
+			struct fc_attr *a)
+{
+	const Twinfs__Entry *e;
+
+	(void)cl;
+	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
+		return -EIO;
+	e = (const void *)reply->body;
+	return fc_attr_from_pb(e->attr, a);
+}
+
+/* ---------------------------------------------------------------- init */
+
+void fc_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fc_client *cl = userdata;
+
+	conn->max_write = FC_MAX_IO;
+	conn->max_readahead = FC_MAX_IO;
+	if (conn->max_background < 64)
+		conn->max_background = 64;
+	if (conn->congestion_threshold < 48)
+		conn->congestion_threshold = 48;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* O_TRUNC must arrive as setattr(size) so it goes through mgrd's
+	 * truncate (trunc_gen); suid/sgid clearing is left to the kernel. */
+	conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_EXPORT_SUPPORT |
+			FUSE_CAP_HANDLE_KILLPRIV);
+	/* The kernel's writeback cache owns size and mtime and ignores other
+	 * clients (DESIGN.md): only on request. */
+	if (cl->opts.writeback_cache &&
+	    (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->time_gran = 1;
+}
+
+void fc_destroy(void *userdata)
+{
+	/* The orderly shutdown (final size reports, closing the peers) is run
+	 * by main.c before the session is destroyed. */
+	(void)userdata;
+}
+
+/* ------------------------------------------------------ entry replies */
+
+static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
+{
+	struct fc_client *cl = m->op.cl;
+	struct fuse_entry_param e;
+	struct fc_attr a;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		fc_op_reply_err(&m->op, -status);
+		return;
+	}
+	fc_inode_entry(cl, &a, &e);
+	if (fc_op_reply_entry(&m->op, &e) < 0)
+		fc_inode_forget(cl, a.ino, 1);
+}
+
+static void entry_done(struct fc_mgr_call *mc, int status,
+		       struct wire_msg *reply)
+{
+	reply_entry_from(mc->arg, status, reply);
+}
+
+static void empty_done(struct fc_mgr_call *mc, int status,
+		       struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	if (reply)
+		wire_msg_free(reply);
+	fc_op_reply_err(&m->op, status < 0 ? -status : 0);
+}
+
+#define SEND(m, TYPE, field, cb) \
+	fc_mgr_send((m)->op.cl, &(m)->mc, TWINFS__MSG_TYPE__MSG_##TYPE, \
+		    &(m)->m.field.base, &(m)->m.field.ctx, &(m)->op, 0, \
+		    (cb), (m))
+
+/* -------------------------------------------------------------- lookup */
+
+static void lookup_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__lookup__init(&m->m.lookup);
+	m->m.lookup.parent = m->ino;
+	m->m.lookup.name = m->name;
+	SEND(m, LOOKUP, lookup, entry_done);
+}
+
+void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, lookup_run);
+	if (m) {
+		m->ino = parent;
+		m->name = strdup(name);
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+/* -------------------------------------------------------------- forget */
+
+void fc_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fc_inode_forget(client(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void fc_forget_multi(fuse_req_t req, size_t count,
+		     struct fuse_forget_data *forgets)
+{
+	struct fc_client *cl = client(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		fc_inode_forget(cl, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ------------------------------------------------------------- getattr */
+
+static void attr_done(struct fc_mgr_call *mc, int status,
+		      struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+	struct fc_client *cl = m->op.cl;
+	struct fc_attr a;
+	struct stat st;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		fc_op_reply_err(&m->op, -status);
+		return;
+	}
+	fc_inode_update(cl, &a, &st);
+	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
+}
+
+static void getattr_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__getattr__init(&m->m.getattr);
+	m->m.getattr.ino = m->ino;
+	SEND(m, GETATTR, getattr, attr_done);
+}
+
+void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mop *m = mop_new(req, getattr_run);
+
+	(void)fi;
+	if (m)
+		m->ino = ino;
+	submit_or_enomem(req, m, true);
+}
+
+/* ------------------------------------------------------------- setattr */
+
+static void setattr_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	if (m->m.setattr.valid == 0) {
+		/* Nothing mgrd stores (e.g. only KILL_SUID bits, which the
+		 * kernel turns into a mode change itself): answer attrs. */
+		twinfs__getattr__init(&m->m.getattr);
+		m->m.getattr.ino = m->ino;
+		SEND(m, GETATTR, getattr, attr_done);
+		return;
+	}
+	m->m.setattr.ino = m->ino;
+	SEND(m, SETATTR, setattr, attr_done);
+}
+
+void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi)
+{
+	struct mop *m = mop_new(req, setattr_run);
+	Twinfs__Setattr *s;
+	int64_t now_sec;
+	uint32_t now_nsec;
+	const int known = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+		FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME |
+		FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+
+	(void)fi;
+	if (!m) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	m->ino = ino;
+	s = &m->m.setattr;
+	twinfs__setattr__init(s);
+	/* SA_* are FUSE_SET_ATTR_* (twinfs.proto). */
+	s->valid = (uint32_t)(to_set & known);
+	tw_realtime(&now_sec, &now_nsec);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		s->mode = attr->st_mode;
+	if (to_set & FUSE_SET_ATTR_UID)
+		s->uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		s->gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		s->size = (uint64_t)attr->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		/* Both bits and our clock: mgrd may use either. */
+		s->valid |= TWINFS__SETATTR_VALID__SA_ATIME;
+		s->atime_sec = now_sec;
+		s->atime_nsec = now_nsec;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		s->atime_sec = attr->st_atim.tv_sec;
+		s->atime_nsec = (uint32_t)attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		s->valid |= TWINFS__SETATTR_VALID__SA_MTIME;
+		s->mtime_sec = now_sec;
+		s->mtime_nsec = now_nsec;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		s->mtime_sec = attr->st_mtim.tv_sec;
+		s->mtime_nsec = (uint32_t)attr->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		s->ctime_sec = attr->st_ctim.tv_sec;
+		s->ctime_nsec = (uint32_t)attr->st_ctim.tv_nsec;
+	}
+	submit_or_enomem(req, m, true);
+}
+
+/* ------------------------------------------------------------ readlink */
+
+static void readlink_done(struct fc_mgr_call *mc, int status,
+			  struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	if (status == 0 &&
+	    reply->body->descriptor == &twinfs__readlink_reply__descriptor) {
+		const Twinfs__ReadlinkReply *r = (const void *)reply->body;
+
+		fc_op_reply_readlink(&m->op, r->target ? r->target : "");
+	} else {
+		fc_op_reply_err(&m->op, status < 0 ? -status : EIO);
+	}
+	if (reply)
+		wire_msg_free(reply);
+}
+
+static void readlink_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__getattr__init(&m->m.getattr);
+	m->m.getattr.ino = m->ino;
+	SEND(m, READLINK, getattr, readlink_done);
+}
+
+void fc_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mop *m = mop_new(req, readlink_run);
+
+	if (m)
+		m->ino = ino;
+	submit_or_enomem(req, m, true);
+}
+
+/* ------------------------------------------------- mknod, mkdir, ... */
+
+static void mknod_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	m->m.mknod.parent = m->ino;
+	m->m.mknod.name = m->name;
+	SEND(m, MKNOD, mknod, entry_done);
+}
+
+void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, mknod_run);
+	if (m) {
+		m->ino = parent;
+		m->name = strdup(name);
+		twinfs__mknod__init(&m->m.mknod);
+		/* The kernel applied the umask (no FUSE_CAP_DONT_MASK). */
+		m->m.mknod.mode = mode;
+		m->m.mknod.rdev = (uint32_t)rdev;
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+static void mkdir_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	m->m.mkdir.parent = m->ino;
+	m->m.mkdir.name = m->name;
+	SEND(m, MKDIR, mkdir, entry_done);
+}
+
+void fc_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, mkdir_run);
+	if (m) {
+		m->ino = parent;
+		m->name = strdup(name);
+		twinfs__mkdir__init(&m->m.mkdir);
+		m->m.mkdir.mode = mode | S_IFDIR;
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+static void unlink_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__unlink__init(&m->m.unlink);
+	m->m.unlink.parent = m->ino;
+	m->m.unlink.name = m->name;
+	if (m->kind)
+		SEND(m, RMDIR, unlink, empty_done);
+	else
+		SEND(m, UNLINK, unlink, empty_done);
+}
+
+static void unlink_common(fuse_req_t req, fuse_ino_t parent,
+			  const char *name, int is_rmdir)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, unlink_run);
+	if (m) {
+		m->ino = parent;
+		m->kind = is_rmdir;
+		m->name = strdup(name);
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+void fc_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unlink_common(req, parent, name, 0);
+}
+
+void fc_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unlink_common(req, parent, name, 1);
+}
+
+static void symlink_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__symlink__init(&m->m.symlink);
+	m->m.symlink.parent = m->ino;
+	m->m.symlink.name = m->name;
+	m->m.symlink.target = m->name2;
+	SEND(m, SYMLINK, symlink, entry_done);
+}
+
+void fc_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		const char *name)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (strlen(link) >= PATH_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	m = mop_new(req, symlink_run);
+	if (m) {
+		m->ino = parent;
+		m->name = strdup(name);
+		m->name2 = strdup(link);
+	}
+	submit_or_enomem(req, m, m && m->name && m->name2);
+}
+
+static void rename_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	SEND(m, RENAME, rename, empty_done);
+}
+
+void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct mop *m;
+	int rc = check_name(name);
+
+	if (rc == 0)
+		rc = check_name(newname);
+	/* RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2 on the wire as in Linux;
+	 * RENAME_WHITEOUT (overlayfs) is not supported. */
+	if (rc == 0 && (flags & ~3u))
+		rc = -EINVAL;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, rename_run);
+	if (m) {
+		m->name = strdup(name);
+		m->name2 = strdup(newname);
+		twinfs__rename__init(&m->m.rename);
+		m->m.rename.parent = parent;
+		m->m.rename.name = m->name;
+		m->m.rename.newparent = newparent;
+		m->m.rename.newname = m->name2;
+		m->m.rename.flags = flags;
+	}
+	submit_or_enomem(req, m, m && m->name && m->name2);
+}
+
+static void link_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	SEND(m, LINK, link, entry_done);
+}
+
+void fc_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+	     const char *newname)
+{
+	struct mop *m;
+	int rc = check_name(newname);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	m = mop_new(req, link_run);
+	if (m) {
+		m->name = strdup(newname);
+		twinfs__link__init(&m->m.link);
+		m->m.link.ino = ino;
+		m->m.link.newparent = newparent;
+		m->m.link.newname = m->name;
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+/* -------------------------------------------------------------- statfs */
+
+static void statfs_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	if (status == 0 &&
+	    reply->body->descriptor == &twinfs__statfs_reply__descriptor) {
+		const Twinfs__StatfsReply *r = (const void *)reply->body;
+		struct statvfs st;
+
+		memset(&st, 0, sizeof(st));
+		st.f_bsize = r->bsize ? r->bsize : 4096;
+		st.f_frsize = st.f_bsize;
+		st.f_blocks = r->blocks;
+		st.f_bfree = r->bfree;
+		st.f_bavail = r->bavail;
+		st.f_files = r->files;
+		st.f_ffree = r->ffree;
+		st.f_favail = r->ffree;
+		st.f_namemax = r->namemax ? r->namemax : TW_NAME_MAX;
+		fc_op_reply_statfs(&m->op, &st);
+	} else {
+		fc_op_reply_err(&m->op, status < 0 ? -status : EIO);
+	}
+	if (reply)
+		wire_msg_free(reply);
+}
+
+static void statfs_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+
+	twinfs__getattr__init(&m->m.getattr);
+	m->m.getattr.ino = m->ino;
+	SEND(m, STATFS, getattr, statfs_done);
+}
+
+void fc_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mop *m = mop_new(req, statfs_run);
+
+	if (m)
+		m->ino = ino;
+	submit_or_enomem(req, m, true);
+}
+
+/* -------------------------------------------------------------- xattrs */
+
+static bool is_layout(const char *name)
+{
+	return strcmp(name, FC_LAYOUT_XATTR) == 0;
+}
+
+/* POSIX ACLs are not supported (no FUSE_CAP_POSIX_ACL): since Linux 6.2
+ * the kernel still passes system.posix_acl_* through as plain xattrs, and
+ * storing them would silently ignore the mode they carry (cp -a sets the
+ * mode that way).  EOPNOTSUPP makes tools fall back to chmod. */
+static bool is_posix_acl(const char *name)
+{
+	return strncmp(name, "system.posix_acl_", 17) == 0;
+}
+
+
+/* Answer a get/list with `value` of `len` bytes for a caller buffer of
+ * m->size bytes (0 = ask the size). */
+static void reply_value(struct mop *m, const void *value, size_t len)
+{
+	if (m->size == 0)
+		fc_op_reply_xattr(&m->op, len);
+	else if (len > m->size)
+		fc_op_reply_err(&m->op, ERANGE);
+	else
+		fc_op_reply_buf(&m->op, value, len);
+}
+
+static void xattr_done(struct fc_mgr_call *mc, int status,
+		       struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+	struct fc_client *cl = m->op.cl;
+
+	if (m->kind == XK_GET && m->name && status == -ENODATA)
+		fc_inode_set_xattr_absent(cl, m->ino,
+					  fc_xattr_cache_index(m->name), true);
+	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && m->name)
+		fc_inode_set_xattr_absent(cl, m->ino,
+					  fc_xattr_cache_index(m->name), false);
+	if (status < 0) {
+		if (reply)
+			wire_msg_free(reply);
+		fc_op_reply_err(&m->op, -status);
+		return;
+	}
+	if (m->kind == XK_GET || m->kind == XK_LIST) {
+		const Twinfs__XattrReply *r = (const void *)reply->body;
+
+		if (reply->body->descriptor != &twinfs__xattr_reply__descriptor) {
+			fc_op_reply_err(&m->op, EIO);
+		} else if (m->size == 0 && r->value.len == 0) {
+			fc_op_reply_xattr(&m->op, r->size);
+		} else {
+			reply_value(m, r->value.data, r->value.len);
+		}
+	} else {
+		fc_op_reply_err(&m->op, 0);
+	}
+	wire_msg_free(reply);
+}
+
+static void layout_get_done(struct fc_mgr_call *mc, int status,
+			    struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+	struct fc_client *cl = m->op.cl;
+	struct fc_attr a;
+	char buf[512];
+	int len;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		fc_op_reply_err(&m->op, -status);
+		return;
+	}
+	fc_inode_update(cl, &a, NULL);
+	if (S_ISREG(a.mode) && a.has_layout) {
+		len = r0_layout_format(&a.layout, buf, sizeof(buf));
+	} else if (S_ISDIR(a.mode)) {
+		/* A directory's policy: what its new files get.  groups is
+		 * empty when new files start at a round-robin group. */
+		uint32_t size = a.has_layout ? a.layout.stripe_size :
+			cl->def_stripe_size;
+		uint32_t count = a.has_layout ? a.layout.stripe_count :
+			cl->def_stripe_count;
+		uint32_t k;
+
+		if (count == 0 || count > cl->n_groups)
+			count = cl->n_groups;
+		len = snprintf(buf, sizeof(buf),
+			       "stripe_size=%u stripe_count=%u groups=",
+			       size ? size : R0_DEF_STRIPE_SIZE, count);
+		for (k = 0; a.policy_first >= 0 && k < count &&
+		     len < (int)sizeof(buf) - 8; k++)
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+					"%s%u", k ? "," : "",
+					((uint32_t)a.policy_first + k) %
+					TW_MAX(cl->n_groups, 1u));
+	} else {
+		fc_op_reply_err(&m->op, ENODATA);
+		return;
+	}
+	if (len < 0) {
+		fc_op_reply_err(&m->op, EIO);
+		return;
+	}
+	reply_value(m, buf, (size_t)len);
+}
+
+static void setstripe_done(struct fc_mgr_call *mc, int status,
+			   struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+	struct fc_client *cl = m->op.cl;
+	struct fc_attr a;
+
+	if (status == 0 && fc_entry_from_reply(cl, reply, &a) == 0)
+		fc_inode_update(cl, &a, NULL);
+	if (reply)
+		wire_msg_free(reply);
+	fc_op_reply_err(&m->op, status < 0 ? -status : 0);
+}
+
+static void xattr_run(struct fc_op *op)
+{
+	struct mop *m = (struct mop *)op;
+	Twinfs__Xattr *x = &m->m.xattr;
+
+	switch (m->kind) {
+	case XK_LAYOUT_GET:
+		twinfs__getattr__init(&m->m.getattr);
+		m->m.getattr.ino = m->ino;
+		SEND(m, GETATTR, getattr, layout_get_done);
+		return;
+	case XK_LAYOUT_SET:
+		SEND(m, SETSTRIPE, setstripe, setstripe_done);
+		return;
+	default:
+		break;
+	}
+	x->ino = m->ino;
+	x->name = m->name ? m->name : (char *)"";
+	switch (m->kind) {
+	case XK_GET:
+		x->size = (uint32_t)m->size;
+		SEND(m, GETXATTR, xattr, xattr_done);
+		break;
+	case XK_LIST:
+		x->size = (uint32_t)m->size;
+		SEND(m, LISTXATTR, xattr, xattr_done);
+		break;
+	case XK_SET:
+		x->value.data = m->value;
+		SEND(m, SETXATTR, xattr, xattr_done);
+		break;
+	default:
+		SEND(m, REMOVEXATTR, xattr, xattr_done);
+		break;
+	}
+}
+
+void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 size_t size)
+{
+	struct fc_client *cl = client(req);
+	struct mop *m;
+
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	/* The kernel asks for security.capability before every write; its
+	 * absence is answered from the cache (DESIGN.md). */
+	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name))) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	m = mop_new(req, xattr_run);
+	if (m) {
+		m->ino = ino;
+		m->size = size;
+		m->kind = is_layout(name) ? XK_LAYOUT_GET : XK_GET;
+		m->name = strdup(name);
+		twinfs__xattr__init(&m->m.xattr);
+	}
+	submit_or_enomem(req, m, m && m->name);
+}
+
+void fc_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct mop *m = mop_new(req, xattr_run);
+
+	if (m) {
+		m->ino = ino;
+		m->size = size;
+		m->kind = XK_LIST;
+		twinfs__xattr__init(&m->m.xattr);
+	}
+	submit_or_enomem(req, m, true);
+}
+
+void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 const char *value, size_t size, int flags)
+{
+	struct mop *m;
+
+	if (is_layout(name)) {
+		char buf[128];
+		uint32_t ss, sc, first;
+
+		if (size >= sizeof(buf)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(buf, value, size);
+		buf[size] = '\0';
+		if (r0_layout_parse_policy(buf, &ss, &sc, &first) < 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		m = mop_new(req, xattr_run);
+		if (m) {
+			m->ino = ino;
+			m->kind = XK_LAYOUT_SET;
+			twinfs__setstripe__init(&m->m.setstripe);
+			m->m.setstripe.ino = ino;
+			m->m.setstripe.stripe_size = ss;
+			m->m.setstripe.stripe_count = sc;
+			m->m.setstripe.first = first == UINT32_MAX ? -1 :
+				(int32_t)first;
+		}
+		submit_or_enomem(req, m, true);
+		return;
+	}
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	m = mop_new(req, xattr_run);
+	if (m) {
+		m->ino = ino;
+		m->kind = XK_SET;
+		m->name = strdup(name);
+		m->value = malloc(size ? size : 1);
+		if (m->value)
+			memcpy(m->value, value, size);
+		twinfs__xattr__init(&m->m.xattr);
+		m->m.xattr.value.len = size;
+		m->m.xattr.flags = (uint32_t)(flags & (XATTR_CREATE |
+							XATTR_REPLACE));
+	}
+	submit_or_enomem(req, m, m && m->name && m->value);
+}
+
+void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct mop *m;
+
+	if (is_layout(name)) {
+		/* Never stored, so never removable. */
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	m = mop_new(req, xattr_run);
+	if (m) {
+		m->ino = ino;
+		m->kind = XK_REMOVE;
+		m->name = strdup(name);
+		twinfs__xattr__init(&m->m.xattr);
+	}
+	submit_or_enomem(req, m, m && m->name);
+}

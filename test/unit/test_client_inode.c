@@ -1,0 +1,160 @@
+/* test_client_inode.c - the client's pure inode rules: the merged size
+ * (mgrd's size vs this client's unreported writes under one trunc_gen) and
+ * the validation of attributes and layouts that arrive from mgrd. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "client_int.h"
+
+Test(client_inode, merge_size_same_gen_takes_larger)
+{
+	cr_assert_eq(fc_merge_size(100, 3, 200, 3), 200);
+	cr_assert_eq(fc_merge_size(300, 3, 200, 3), 300);
+	cr_assert_eq(fc_merge_size(0, 0, 0, 0), 0);
+}
+
+Test(client_inode, merge_size_truncate_drops_local)
+{
+	/* A truncate (new trunc_gen) supersedes writes made before it. */
+	cr_assert_eq(fc_merge_size(10, 4, 5000, 3), 10);
+	cr_assert_eq(fc_merge_size(10, 3, 5000, 4), 10);
+}
+
+static void fill_attr(Twinfs__Attr *a, Twinfs__Layout *l, uint32_t *groups)
+{
+	twinfs__attr__init(a);
+	twinfs__layout__init(l);
+	a->ino = 42;
+	a->mode = S_IFREG | 0644;
+	a->nlink = 1;
+	a->size = 12345;
+	a->trunc_gen = 7;
+	a->generation = 1;
+	l->stripe_size = 512 << 10;
+	l->stripe_count = 2;
+	l->n_groups = 2;
+	groups[0] = 1;
+	groups[1] = 0;
+	l->groups = groups;
+	a->layout = l;
+}
+
+Test(client_inode, attr_from_pb_regular_file)
+{
+	Twinfs__Attr a;
+	Twinfs__Layout l;
+	uint32_t groups[2];
+	struct fc_attr out;
+
+	fill_attr(&a, &l, groups);
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_eq(out.ino, 42);
+	cr_assert_eq(out.size, 12345);
+	cr_assert_eq(out.trunc_gen, 7);
+	cr_assert(out.has_layout);
+	cr_assert_eq(out.layout.stripe_size, 512u << 10);
+	cr_assert_eq(out.layout.stripe_count, 2);
+	cr_assert_eq(out.layout.groups[0], 1);
+	cr_assert_eq(out.layout.groups[1], 0);
+}
+
+Test(client_inode, attr_from_pb_rejects_bad_layouts)
+{
+	Twinfs__Attr a;
+	Twinfs__Layout l;
+	uint32_t groups[2];
+	struct fc_attr out;
+
+	fill_attr(&a, &l, groups);
+	l.n_groups = 1;                     /* fewer groups than columns */
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_not(out.has_layout);
+
+	fill_attr(&a, &l, groups);
+	l.stripe_size = 100000;             /* not a power of two */
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_not(out.has_layout);
+
+	fill_attr(&a, &l, groups);
+	l.stripe_count = 0;
+	l.n_groups = 0;
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_not(out.has_layout);
+
+	fill_attr(&a, &l, groups);
+	groups[1] = 1000;                   /* group out of range */
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_not(out.has_layout);
+
+	cr_assert_eq(fc_attr_from_pb(NULL, &out), -EIO);
+	fill_attr(&a, &l, groups);
+	a.ino = 0;
+	cr_assert_eq(fc_attr_from_pb(&a, &out), -EIO);
+}
+
+Test(client_inode, attr_from_pb_directory_policy)
+{
+	Twinfs__Attr a;
+	Twinfs__Layout l;
+	uint32_t groups[2];
+	struct fc_attr out;
+
+	fill_attr(&a, &l, groups);
+	a.mode = S_IFDIR | 0755;
+	l.stripe_count = 0;
+	l.n_groups = 1;
+	groups[0] = 1;
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert(out.has_layout);
+	cr_assert_eq(out.policy_first, 1);
+	cr_assert_eq(out.layout.stripe_count, 0);
+
+	l.n_groups = 0;
+	cr_assert_eq(fc_attr_from_pb(&a, &out), 0);
+	cr_assert_eq(out.policy_first, -1);
+}
+
+Test(client_inode, inode_table_counts_lookups)
+{
+	struct fc_client *cl = calloc(1, sizeof(*cl));
+	Twinfs__Attr a;
+	Twinfs__Layout l;
+	uint32_t groups[2];
+	struct fc_attr at, got;
+	struct fuse_entry_param e;
+	uint64_t size;
+
+	cr_assert_not_null(cl);
+	fc_inodes_init(cl);
+	atomic_init(&cl->blksize, 65536);
+	cl->opts.attr_timeout = 1.0;
+	cl->opts.entry_timeout = 1.0;
+	fill_attr(&a, &l, groups);
+	cr_assert_eq(fc_attr_from_pb(&a, &at), 0);
+
+	fc_inode_entry(cl, &at, &e);
+	cr_assert_eq(e.ino, 42);
+	cr_assert_eq(e.attr.st_size, 12345);
+	cr_assert_eq(e.attr.st_blksize, 512 << 10);
+	fc_inode_entry(cl, &at, &e);
+
+	/* Our write beyond mgrd's size shows until a truncate. */
+	fc_inode_note_write(cl, 42, 99999, 7);
+	cr_assert(fc_inode_get(cl, 42, &got, &size));
+	cr_assert_eq(size, 99999);
+	at.trunc_gen = 8;
+	at.size = 0;
+	cr_assert_eq(fc_inode_update(cl, &at, NULL), 0);
+	/* A late reply with the older trunc_gen does not roll back. */
+	at.trunc_gen = 7;
+	at.size = 5;
+	cr_assert_eq(fc_inode_update(cl, &at, NULL), 0);
+
+	fc_inode_forget(cl, 42, 1);
+	cr_assert(fc_inode_get(cl, 42, NULL, NULL));
+	fc_inode_forget(cl, 42, 1);
+	cr_assert_not(fc_inode_get(cl, 42, NULL, NULL));
+	fc_inodes_free(cl);
+	free(cl);
+}
