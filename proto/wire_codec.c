@@ -117,6 +117,7 @@ static const struct wire_type types[] = {
 	T(SYNC, "SYNC", empty, empty),
 	T(IOD_REGISTER, "IOD_REGISTER", iod_register, cluster_map),
 	T(FSYNCDIR, "FSYNCDIR", getattr, empty),
+	T(REPORT, "REPORT", report, empty),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),
