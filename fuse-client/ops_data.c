@@ -271,6 +271,54 @@ static bool report_start(struct fc_client *cl, struct fc_file *f,
 	return true;
 }
 
+/* fc_report_ino: the reports of one inode's dirty files, counted down. */
+struct ino_reports {
+	int pending;
+	int status;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+static void ino_report_done(void *arg, int status)
+{
+	struct ino_reports *ir = arg;
+
+	if (status < 0 && ir->status == 0)
+		ir->status = status;
+	if (--ir->pending > 0)
+		return;
+	ir->done(ir->arg, ir->status);
+	free(ir);
+}
+
+bool fc_report_ino(struct fc_client *cl, uint64_t ino,
+		   void (*done)(void *arg, int status), void *arg)
+{
+	struct ino_reports *ir = calloc(1, sizeof(*ir));
+	struct fc_file *f, *next;
+	int err;
+
+	if (!ir)
+		return false;
+	ir->done = done;
+	ir->arg = arg;
+	/* Hold one count ourselves so a report that completes at once (it
+	 * cannot today, but the rule is cheap) does not finish early. */
+	ir->pending = 1;
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (f->ino == ino &&
+		    report_start(cl, f, false, ino_report_done, ir, &err))
+			ir->pending++;
+	}
+	if (ir->pending == 1) {
+		free(ir);
+		return false;
+	}
+	ir->pending--;
+	return true;
+}
+
 static void report_timer_cb(uv_timer_t *t)
 {
 	struct fc_client *cl = t->data;
@@ -420,6 +468,15 @@ static void open_done(struct fc_mgr_call *mc, int status,
 	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
 	if (d->fi.direct_io)
 		d->fi.keep_cache = 0;
+	/* Without keep_cache the kernel drops the cached pages, but it keeps
+	 * its cached attributes (i_size!) until attr_timeout: invalidate them
+	 * so the next stat, or a read past the old size, asks us again.
+	 * Close-to-open demands it (another mount may have truncated).  This
+	 * one invalidation is sent from the loop, unlike DESIGN.md's rule for
+	 * the others: it is attributes only (offset -1: no page locks) for a
+	 * file being opened, and the kernel holds no lock across OPEN. */
+	if (!d->fi.keep_cache && cl->se)
+		fuse_lowlevel_notify_inval_inode(cl->se, d->ino, -1, 0);
 	if (fc_op_reply_open(&d->op, &d->fi) < 0) {
 		release_orphan(cl, f->ino, fh);
 		fc_file_put(cl, f);
