@@ -199,6 +199,13 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
  * stays marked). */
 uint64_t iod_store_intent_epoch(struct iod_store *s);
 int iod_store_intent_clear(struct iod_store *s, uint64_t token);
+/* The twin missed a write of [off, off + len) (len UINT64_MAX: anything of
+ * the subfile, e.g. a truncate): its regions are never cleared by a cycle,
+ * only by the twin's resync (next issue).  In memory only: after a restart
+ * of this iod, mgrd's journaled needs_resync of the twin keeps the cycle
+ * from running (twin.c) while the marks themselves are persisted. */
+int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
+			 uint64_t off, uint64_t len);
 /* Regions marked now; count = UINT64_MAX: the whole subfile (the
  * persisted list overflowed).  Order unspecified.  cb returns 0 to go on. */
 typedef int (*iod_intent_cb)(void *arg, uint64_t ino, uint32_t column,

@@ -80,6 +80,9 @@ enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
 #define CLEAR_MAX        240u          /* ranges per clear record */
 #define CSUM_CHUNK       (1u << 20)
 #define SCAN_PAGE        4096u
+/* Stored touch generation (gen + 1) that no token reaches: a region the
+ * twin missed is never cleared by a cycle (iod_store_intent_pin). */
+#define PINNED           UINT64_MAX
 
 struct rec_hdr {
 	uint16_t op;
@@ -368,12 +371,16 @@ static int intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 	if (!in)
 		return -ENOMEM;
 	if (in->all) {
-		in->all_gen = s->touch_gen;
+		if (in->all_gen != PINNED - 1)
+			in->all_gen = s->touch_gen;
 		return 0;
 	}
 	for (uint64_t r = first; r <= last; r++) {
-		bool fresh = tw_hmap_get(&in->regions, r + 1) == NULL;
+		void *old = tw_hmap_get(&in->regions, r + 1);
+		bool fresh = old == NULL;
 
+		if ((uint64_t)(uintptr_t)old == PINNED)
+			continue;     /* pinned stays pinned */
 		if (tw_hmap_put(&in->regions, r + 1,
 				(void *)(uintptr_t)(s->touch_gen + 1)) < 0)
 			return -ENOMEM;
@@ -381,6 +388,35 @@ static int intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 			s->n_marked++;
 	}
 	return 0;
+}
+
+int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
+			 uint64_t off, uint64_t len)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct intent *in;
+	uint64_t saved = s->touch_gen;
+	int rc;
+
+	if (check_ids(ino, column) < 0)
+		return -EINVAL;
+	in = intent_get(s, obj, true);
+	if (!in)
+		return -ENOMEM;
+	if (len == UINT64_MAX) {
+		if (!in->all)
+			s->n_marked++;
+		in->all = true;
+		in->all_gen = PINNED - 1;
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	s->touch_gen = PINNED - 1;    /* stored as touch_gen + 1 */
+	rc = intent_touch(s, obj, off >> IOD_REGION_SHIFT,
+			  (off + len - 1) >> IOD_REGION_SHIFT);
+	s->touch_gen = saved;
+	return rc;
 }
 
 uint64_t iod_store_intent_epoch(struct iod_store *s)

@@ -81,7 +81,26 @@ struct op {
 	struct iod_sub_stat st;
 	int pending;               /* completions still to come: local, twin */
 	int rc;                    /* the first error */
+	uint64_t off, len;         /* WRITE: the range (write-intent pins) */
 };
+
+/* The twin does not hold what we applied: keep the regions marked until
+ * its resync (never cleared by intent_cycle). */
+static void pin_missed(struct iod *d, const struct op *o)
+{
+	uint64_t len;
+
+	if (o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE)
+		len = o->len;
+	else if (o->hdr.type == TWINFS__MSG_TYPE__MSG_TRUNCATE)
+		len = UINT64_MAX;
+	else
+		return;
+	if (iod_store_intent_pin(d->store, o->ino, o->column, o->off, len) < 0)
+		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
+			  PRIu64 " column %" PRIu32 ": the twin will need a "
+			  "full resync", o->ino, o->column);
+}
 
 static const char *type_name(uint16_t t)
 {
@@ -235,6 +254,8 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 
 	if (reply)
 		wire_msg_free(reply);
+	if (status < 0)
+		pin_missed(d, f);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -409,6 +430,10 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	o->ino = ino;
 	o->column = column;
 	o->has_stat = has_stat;
+	if (type == TWINFS__MSG_TYPE__MSG_WRITE) {
+		o->off = ((const Twinfs__Write *)m->body)->offset;
+		o->len = m->data_len;
+	}
 
 	if (*forwarded) {
 		/* Only our twin may hand us an already ordered request. */
@@ -465,6 +490,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	}
 	wire_conn_ref(c);
 	if (!forward) {
+		pin_missed(d, o);
 		tw_log_rl(TW_LOG_INFO, "twin iod %" PRIu32 " is not writable in "
 			  "epoch %" PRIu64 ": completing requests alone",
 			  d->twin_id, d->map.epoch);
@@ -485,6 +511,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			  "twin iod %" PRIu32 ": %s", type_name(type), ino,
 			  d->twin_id, strerror(-rc));
 		/* The local commit still completes and answers (-EIO). */
+		pin_missed(d, o);
 		op_done(o, -EIO);
 	} else {
 		d->n_forwarded++;
@@ -555,9 +582,14 @@ static void on_intent_timer(uv_timer_t *t)
 	struct icycle *ic;
 	int rc;
 
+	const struct iod_map_iod *tw = twin_info(d);
+
+	/* A twin that is not up, or that mgrd says missed writes, cannot
+	 * have synced what we hold: nothing may be cleared. */
 	if (d->intent_busy || d->closing || !d->registered ||
 	    iod_store_n_marked(d->store) == 0 || !d->twin_peer ||
-	    iod_store_aborted(d->store))
+	    iod_store_aborted(d->store) ||
+	    (tw && (tw->state != TWINFS__IOD_STATE__IOD_UP || tw->needs_resync)))
 		return;
 	ic = calloc(1, sizeof(*ic));
 	if (!ic)

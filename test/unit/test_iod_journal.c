@@ -470,3 +470,30 @@ Test(iod_journal, enospc_before_journaling)
 	}
 	st = NULL;
 }
+
+/* A region the twin missed (a failed forward) is never cleared by a
+ * cycle; a truncate the twin missed pins the whole subfile. */
+Test(iod_journal, write_intent_pinned_regions_stay)
+{
+	uint8_t b[16] = { 1 };
+	struct marks m;
+	uint64_t token;
+
+	fresh(0);
+	cr_assert_eq(s_write(st, 40, 1, 0, b, 1, 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 40, 1, 2ull * MIB, b, 1, 0, &L, NULL), 0);
+	cr_assert_eq(iod_store_intent_pin(st, 40, 1, 2ull * MIB, 1), 0);
+	token = iod_store_intent_epoch(st);
+	/* a later write to the pinned region does not unpin it */
+	cr_assert_eq(s_write(st, 40, 1, 2ull * MIB, b, 1, 0, &L, NULL), 0);
+	token = iod_store_intent_epoch(st);
+	cr_assert_eq(iod_store_intent_clear(st, token), 0);
+	m = marked();
+	cr_assert_eq(m.n, 1);
+	cr_assert_eq(m.regions[0], 2);
+	cr_assert_eq(iod_store_intent_pin(st, 40, 1, 0, UINT64_MAX), 0);
+	token = iod_store_intent_epoch(st);
+	cr_assert_eq(iod_store_intent_clear(st, token), 0);
+	m = marked();
+	cr_assert(m.all);
+}
