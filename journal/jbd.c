@@ -5,7 +5,7 @@
  * It does not write the log (jbd_commit.c), move data home
  * (jbd_checkpoint.c) or replay (jbd_recovery.c).  The format, validity
  * rule, invariants J1.. and the transaction state diagram are in
- * journal/FORMAT-BLOCK.md.
+ * journal/FORMAT.md (part 2).
  *
  * A handle collects one request's items (data blocks, in-place marks,
  * records) privately; jbd_commit moves them into the running transaction

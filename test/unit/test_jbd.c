@@ -1,5 +1,5 @@
 /* test_jbd.c - unit tests of the block journal (journal.h "Block journal
- * (iod)", journal/FORMAT-BLOCK.md).
+ * (iod)", journal/FORMAT.md (part 2)).
  *
  * Crash tests in SQLite's style: a fault layer (struct jbd_io_ops) sits
  * under every write and fsync the journal issues, and under the fake home
@@ -41,7 +41,7 @@
 #include "common.h"
 #include "journal.h"
 
-#define MAGIC_LE   0x4a425754u   /* FORMAT-BLOCK.md: "TWBJ" */
+#define MAGIC_LE   0x4a425754u   /* FORMAT.md (part 2): "TWBJ" */
 #define N_OBJS     4             /* objects 1..3 (0 unused) */
 #define MAXSZ      (64u << 10)
 #define BS         JBD_BLOCK_SIZE
