@@ -2,7 +2,11 @@
  * inside iod/).
  *
  * Modules:
- *   store.c   subfiles on the local file system (pure local disk; no network)
+ *   store.c   subfiles on the local file system: paths, xattrs, identity,
+ *             fd cache, listing scan (the "home" side; no network)
+ *   store_journal.c  every mutation through the block journal (DIR/journal),
+ *             reads/sizes/listing/checksums through its index, records,
+ *             the write-intent log
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   mgr.c     registration with mgrd and the cluster map
  *   server.c  the listener, HELLO, validation and dispatch
