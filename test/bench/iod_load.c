@@ -8,6 +8,9 @@
  *       offset) (pattern below).  Errors do not stop it: it prints the
  *       acknowledged prefix and every failed range, and the rate in MB/s
  *       (acknowledged bytes / time until the last reply, FSYNC included).
+ *       With IOD_LOAD_SYNC=1 in the environment every WRITE carries
+ *       Write.sync (O_SYNC: answered once synced on both twins); the
+ *       mean latency per write is printed too.
  *   iod_load check  HOST PORT INO SIZE [CLUSTER]
  *       CHECKSUM of (INO, 0) on that iod in 1 MiB regions, compared with
  *       the pattern: prints the regions that differ and "check: OK" when
@@ -44,10 +47,10 @@ struct ctx {
 	int depth, inflight;
 	uint8_t *buf;
 	uint64_t t0, t_end;
-	bool fsync_sent, done;
+	bool fsync_sent, done, sync;
+	uint64_t n_acked;
 	int errors;
-	uint64_t *ok_off;           /* per-request result: 1 ok, 2 failed */
-	uint8_t *res;
+	uint8_t *res;               /* per request: 1 acknowledged, 2 failed */
 };
 
 static void issue(struct ctx *c);
@@ -63,6 +66,7 @@ static void on_write(int status, struct wire_msg *reply, void *arg)
 	c->inflight--;
 	if (status == 0) {
 		c->res[idx] = 1;
+		c->n_acked++;
 		c->acked_bytes += TW_MIN(c->bs, c->size - idx * c->bs);
 	} else {
 		c->res[idx] = 2;
@@ -105,6 +109,7 @@ static void issue(struct ctx *c)
 		w.column = 0;
 		w.offset = c->next;
 		w.epoch = c->epoch;
+		w.sync = c->sync;
 		w.layout = &l;
 		pattern(c->ino, c->next, c->buf, len);
 		iov.iov_base = c->buf;
@@ -161,6 +166,7 @@ static int do_write(const char *host, int port, uint64_t ino, uint64_t size,
 	c.depth = depth;
 	c.buf = malloc(bs);
 	c.res = calloc(nreq + 1, 1);
+	c.sync = getenv("IOD_LOAD_SYNC") && strcmp(getenv("IOD_LOAD_SYNC"), "1") == 0;
 	wire_hello_init(&hello, cluster, TWINFS__ROLE__ROLE_CLIENT, 1);
 	o.host = host;
 	o.port = port;
@@ -186,6 +192,13 @@ static int do_write(const char *host, int port, uint64_t ino, uint64_t size,
 		       (double)c.acked_bytes / 1e6 /
 		       ((double)(c.t_end - c.t0) / 1e9),
 		       c.acked_bytes, (double)(c.t_end - c.t0) / 1e9);
+	if (c.t_end > c.t0 && c.n_acked)
+		printf("writes=%" PRIu64 " %s, %.3f ms per write at depth %d\n",
+		       c.n_acked, c.sync ? "O_SYNC" : "plain",
+		       (double)(c.t_end - c.t0) / 1e6 / (double)c.n_acked *
+		       depth, depth);
+	free(c.buf);
+	free(c.res);
 	return c.errors ? 2 : 0;
 }
 
@@ -237,6 +250,7 @@ static int do_check(const char *host, int port, uint64_t ino, uint64_t size,
 	printf("check: %s\n", bad ? "FAILED" : "OK");
 	wire_msg_free(reply);
 	wire_sync_close(s);
+	free(buf);
 	return bad ? 2 : 0;
 }
 
