@@ -43,6 +43,7 @@
 #define IOD_CSUM_MAX_REGIONS (200u * 1000u)
 
 struct iod_store;
+struct jbd_io_ops;
 
 /* The layout recorded in a subfile's xattr (a copy of the file's layout at
  * the subfile's creation). */
@@ -81,6 +82,9 @@ struct iod_store_opts {
 	 * from then on every mutation fails with -EIO.  May be NULL. */
 	void (*on_abort)(void *arg);
 	void *abort_arg;
+	/* Tests only: the journal's synchronous I/O layer (fault injection,
+	 * journal.h struct jbd_io_ops); NULL = io_uring. */
+	const struct jbd_io_ops *test_io;
 };
 
 #define IOD_MAX_INO          ((1ull << 56) - 1)    /* journal ids: ino << 8 */

@@ -940,6 +940,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;
+	jo.io = opts->test_io;
 	/* Replay runs in here, before the iod registers with mgrd or
 	 * serves anything. */
 	rc = jbd_open(&jo, &info, &s->j);

@@ -20,6 +20,7 @@
 
 #include "iod_int.h"
 #include "iod_store_sync.h"
+#include "journal.h"
 
 #define MIB (1u << 20)
 
@@ -496,4 +497,96 @@ Test(iod_journal, write_intent_pinned_regions_stay)
 	cr_assert_eq(iod_store_intent_clear(st, token), 0);
 	m = marked();
 	cr_assert(m.all);
+}
+
+/* ---- sticky abort (J12): an I/O error on the journal ---- */
+
+static bool fail_log;
+
+static long t_pwrite(void *arg, enum jbd_io_kind kind, int fd,
+		     const void *buf, size_t len, uint64_t off)
+{
+	(void)arg;
+	if (fail_log && kind == JBD_IO_LOG)
+		return -EIO;
+	return pwrite(fd, buf, len, (off_t)off);
+}
+
+static int t_fsync(void *arg, enum jbd_io_kind kind, int fd)
+{
+	(void)arg;
+	(void)kind;
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+static long t_pread(void *arg, enum jbd_io_kind kind, int fd, void *buf,
+		    size_t len, uint64_t off)
+{
+	(void)arg;
+	(void)kind;
+	return pread(fd, buf, len, (off_t)off);
+}
+
+static const struct jbd_io_ops test_io = {
+	.pwrite = t_pwrite, .fsync = t_fsync, .pread = t_pread,
+};
+
+static int aborts;
+
+static void on_abort(void *arg)
+{
+	(void)arg;
+	aborts++;
+}
+
+Test(iod_journal, sticky_abort_refuses_writes)
+{
+	uint8_t a[8192], b[100];
+	struct iod_store_opts o = {
+		.iod_id = 1, .cluster = "test", .journal_size = 16u << 20,
+		.test_io = &test_io, .on_abort = on_abort,
+	};
+
+	fill(a, sizeof(a), 11);
+	fill(b, sizeof(b), 12);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		iod_store_close(st);
+		o.dir = datadir;
+		o.journal_mode = mode;
+		fail_log = false;
+		aborts = 0;
+		cr_assert_eq(iod_store_open(&o, &st), 0);
+		cr_assert_eq(s_write(st, 60, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+		fail_log = true;
+		cr_assert_eq(s_write(st, 60, 0, 0, b, sizeof(b), 0, &L, NULL),
+			     -EIO, "%s: the write of a failed close fails",
+			     mode_names[mode]);
+		cr_assert_eq(aborts, 1, "the hook runs once");
+		cr_assert_eq(iod_store_aborted(st), -EIO);
+		/* every later mutation is refused at once */
+		cr_assert_eq(s_write(st, 61, 0, 0, b, 1, 0, &L, NULL), -EIO);
+		cr_assert_eq(s_truncate(st, 60, 0, 0, 0, NULL), -EIO);
+		cr_assert_eq(s_delete(st, 60, 0), -EIO);
+		cr_assert_eq(s_fsync(st, 0), -EIO);
+		cr_assert_eq(aborts, 1);
+		/* restart and replay: what was acknowledged is there */
+		fail_log = false;
+		iod_store_close(st);
+		st = NULL;
+		cr_assert_eq(open_mode(mode, &st), 0);
+		struct iod_sub_stat ss;
+		uint8_t *out;
+
+		cr_assert_eq(iod_store_read(st, 60, 0, 0, sizeof(a), &out, &ss),
+			     (long)sizeof(a));
+		if (mode == 0)
+			cr_assert_arr_eq(out, a, sizeof(a),
+					 "journal mode: nothing of the failed "
+					 "write is visible");
+		else
+			cr_assert_arr_eq(out + sizeof(b), a + sizeof(b),
+					 sizeof(a) - sizeof(b));
+		free(out);
+	}
 }
