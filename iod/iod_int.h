@@ -5,8 +5,8 @@
  *   store.c   subfiles on the local file system: paths, xattrs, identity,
  *             fd cache, listing scan (the "home" side; no network)
  *   store_journal.c  every mutation through the block journal (DIR/journal),
- *             reads/sizes/listing/checksums through its index, records,
- *             the write-intent log
+ *             reads/sizes/listing/checksums through its index, records
+ *   store_intent.c   the write-intent log (marked regions, clearing)
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   mgr.c     registration with mgrd and the cluster map
  *   server.c  the listener, HELLO, validation and dispatch

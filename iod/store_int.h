@@ -122,4 +122,70 @@ int store_wil_get(struct sub *e, struct wil_range *r, unsigned *n, bool *all);
 int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
 		  bool all);
 
+
+/* ---- iod journal records (payload format: store_journal.c) ---- */
+enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
+#define REC_VERSION      1u
+#define CLEAR_ALL        1u
+#define CLEAR_MAX        240u          /* ranges per clear record */
+
+struct rec_hdr {
+	uint16_t op;
+	uint16_t version;
+	uint32_t reserved;
+	uint64_t trunc_gen;
+};
+_Static_assert(sizeof(struct rec_hdr) == 16, "record header");
+
+struct rec_create {
+	struct rec_hdr h;
+	uint32_t stripe_size, stripe_count, n_groups, reserved;
+	uint32_t groups[IOD_MAX_COLUMNS];
+};
+_Static_assert(sizeof(struct rec_create) == 160, "create record");
+
+struct rec_mark {
+	struct rec_hdr h;
+	uint64_t first, count;
+};
+_Static_assert(sizeof(struct rec_mark) == 32, "mark record");
+
+struct rec_clear {
+	struct rec_hdr h;
+	uint32_t n, flags;
+	struct { uint64_t first, count; } r[CLEAR_MAX];
+};
+_Static_assert(sizeof(struct rec_clear) <= JBD_REC_MAX, "clear record");
+
+struct rec_trunc {
+	struct rec_hdr h;
+	uint64_t size;
+};
+_Static_assert(sizeof(struct rec_trunc) == 24, "truncate record");
+
+/* store_journal.c */
+int store_check_ids(uint64_t ino, uint32_t column);
+void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen);
+/* One more pending record of obj that does not change its logical state
+ * (SJ1). */
+int store_meta_keep(struct iod_store *s, uint64_t obj);
+
+/* store_intent.c: the live write-intent set and its persisted part */
+struct intent *store_intent_get(struct iod_store *s, uint64_t obj,
+				bool create);
+void store_intent_drop(struct iod_store *s, struct intent *in);
+/* Are regions first..last all in the live set? */
+bool store_intent_covers(struct iod_store *s, uint64_t obj, uint64_t first,
+			 uint64_t last);
+/* Add (or re-touch with the current generation) regions first..last. */
+int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
+		       uint64_t last);
+/* Apply a mark (add) or clear to the persisted set of e (everything: a
+ * clear of all). */
+int store_wil_change(struct sub *e, bool add, const struct wil_range *chg,
+		     unsigned n_chg, bool everything);
+/* At open, after replay: the live set from every subfile's xattr. */
+int store_intents_rebuild(struct iod_store *s);
+void store_intents_free(struct iod_store *s);
+
 #endif

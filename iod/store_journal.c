@@ -4,9 +4,10 @@
  *
  * It implements the store's public operations (iod_int.h) on top of the
  * home side (store.c): the journal's callbacks (home_fd, home_sync, apply,
- * free_space), the iod's metadata records, the logical state of subfiles
- * whose records are not yet applied at home, and the write-intent log.  It
- * does not do networking or ordering between twins (twin.c).
+ * free_space), the iod's metadata records and the logical state of
+ * subfiles whose records are not yet applied at home.  The write-intent
+ * log's live set and clearing are in store_intent.c.  It does not do
+ * networking or ordering between twins (twin.c).
  *
  * One request = one journal handle = all or nothing after a crash: a WRITE
  * is (create record if the subfile is new) + (mark record for the 1 MiB
@@ -74,49 +75,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
-#define REC_VERSION      1u
-#define CLEAR_ALL        1u
-#define CLEAR_MAX        240u          /* ranges per clear record */
 #define CSUM_CHUNK       (1u << 20)
-#define SCAN_PAGE        4096u
-/* Stored touch generation (gen + 1) that no token reaches: a region the
- * twin missed is never cleared by a cycle (iod_store_intent_pin). */
-#define PINNED           UINT64_MAX
-
-struct rec_hdr {
-	uint16_t op;
-	uint16_t version;
-	uint32_t reserved;
-	uint64_t trunc_gen;
-};
-_Static_assert(sizeof(struct rec_hdr) == 16, "record header");
-
-struct rec_create {
-	struct rec_hdr h;
-	uint32_t stripe_size, stripe_count, n_groups, reserved;
-	uint32_t groups[IOD_MAX_COLUMNS];
-};
-_Static_assert(sizeof(struct rec_create) == 160, "create record");
-
-struct rec_mark {
-	struct rec_hdr h;
-	uint64_t first, count;
-};
-_Static_assert(sizeof(struct rec_mark) == 32, "mark record");
-
-struct rec_clear {
-	struct rec_hdr h;
-	uint32_t n, flags;
-	struct { uint64_t first, count; } r[CLEAR_MAX];
-};
-_Static_assert(sizeof(struct rec_clear) <= JBD_REC_MAX, "clear record");
-
-struct rec_trunc {
-	struct rec_hdr h;
-	uint64_t size;
-};
-_Static_assert(sizeof(struct rec_trunc) == 24, "truncate record");
 
 /* One request waiting for its transaction. */
 struct sreq {
@@ -177,12 +136,12 @@ static int commit(struct iod_store *s, struct jbd_handle *h, bool sync,
 	return 0;
 }
 
-static int check_ids(uint64_t ino, uint32_t column)
+int store_check_ids(uint64_t ino, uint32_t column)
 {
 	return column < IOD_MAX_COLUMNS && ino <= IOD_MAX_INO ? 0 : -EINVAL;
 }
 
-static void hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen)
+void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen)
 {
 	memset(h, 0, sizeof(*h));
 	h->op = htole16((uint16_t)op);
@@ -264,7 +223,7 @@ static void meta_applied(struct iod_store *s, uint64_t obj)
 }
 
 /* One more pending record that does not change the logical state. */
-static int meta_keep(struct iod_store *s, uint64_t obj)
+int store_meta_keep(struct iod_store *s, uint64_t obj)
 {
 	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
 	struct lstate ls;
@@ -318,392 +277,6 @@ static int stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 	return 0;
 }
 
-/* ------------------------------------------------ write-intent (SJ2) */
-
-static struct intent *intent_get(struct iod_store *s, uint64_t obj,
-				 bool create)
-{
-	struct intent *in = tw_hmap_get(&s->intents, obj + 1);
-
-	if (in || !create)
-		return in;
-	in = calloc(1, sizeof(*in));
-	if (!in)
-		return NULL;
-	in->obj = obj;
-	tw_hmap_init(&in->regions);
-	if (tw_hmap_put(&s->intents, obj + 1, in) < 0) {
-		free(in);
-		return NULL;
-	}
-	return in;
-}
-
-static void intent_drop(struct iod_store *s, struct intent *in)
-{
-	s->n_marked -= in->regions.count + (in->all ? 1 : 0);
-	tw_hmap_del(&s->intents, in->obj + 1);
-	tw_hmap_free(&in->regions);
-	free(in);
-}
-
-static bool intent_covers(struct iod_store *s, uint64_t obj, uint64_t first,
-			  uint64_t last)
-{
-	struct intent *in = intent_get(s, obj, false);
-
-	if (!in)
-		return false;
-	if (in->all)
-		return true;
-	for (uint64_t r = first; r <= last; r++)
-		if (!tw_hmap_get(&in->regions, r + 1))
-			return false;
-	return true;
-}
-
-/* Mark (or re-touch) regions first..last in the live set. */
-static int intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
-			uint64_t last)
-{
-	struct intent *in = intent_get(s, obj, true);
-
-	if (!in)
-		return -ENOMEM;
-	if (in->all) {
-		if (in->all_gen != PINNED - 1)
-			in->all_gen = s->touch_gen;
-		return 0;
-	}
-	for (uint64_t r = first; r <= last; r++) {
-		void *old = tw_hmap_get(&in->regions, r + 1);
-		bool fresh = old == NULL;
-
-		if ((uint64_t)(uintptr_t)old == PINNED)
-			continue;     /* pinned stays pinned */
-		if (tw_hmap_put(&in->regions, r + 1,
-				(void *)(uintptr_t)(s->touch_gen + 1)) < 0)
-			return -ENOMEM;
-		if (fresh)
-			s->n_marked++;
-	}
-	return 0;
-}
-
-int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
-			 uint64_t off, uint64_t len)
-{
-	uint64_t obj = store_obj(ino, column);
-	struct intent *in;
-	uint64_t saved = s->touch_gen;
-	int rc;
-
-	if (check_ids(ino, column) < 0)
-		return -EINVAL;
-	in = intent_get(s, obj, true);
-	if (!in)
-		return -ENOMEM;
-	if (len == UINT64_MAX) {
-		if (!in->all)
-			s->n_marked++;
-		in->all = true;
-		in->all_gen = PINNED - 1;
-		return 0;
-	}
-	if (len == 0)
-		return 0;
-	s->touch_gen = PINNED - 1;    /* stored as touch_gen + 1 */
-	rc = intent_touch(s, obj, off >> IOD_REGION_SHIFT,
-			  (off + len - 1) >> IOD_REGION_SHIFT);
-	s->touch_gen = saved;
-	return rc;
-}
-
-uint64_t iod_store_intent_epoch(struct iod_store *s)
-{
-	return s->touch_gen++;
-}
-
-uint64_t iod_store_n_marked(const struct iod_store *s)
-{
-	return s->n_marked;
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void clear_cb(void *arg, int rc)
-{
-	(void)arg;
-	(void)rc;
-}
-
-/* Journal a clear of the given sorted regions (or everything) of obj. */
-static int clear_obj(struct iod_store *s, uint64_t obj, const uint64_t *regs,
-		     size_t n, bool everything)
-{
-	struct rec_clear *c = calloc(1, sizeof(*c));
-	struct jbd_handle *h = NULL;
-	size_t i = 0;
-	int rc = 0;
-
-	if (!c)
-		return -ENOMEM;
-	do {
-		size_t k = 0;
-
-		hdr_init(&c->h, REC_CLEAR, 0);
-		c->flags = htole32(everything ? CLEAR_ALL : 0);
-		while (i < n && k < CLEAR_MAX) {
-			uint64_t first = regs[i], count = 1;
-
-			while (i + count < n && regs[i + count] == first + count)
-				count++;
-			c->r[k].first = htole64(first);
-			c->r[k].count = htole64(count);
-			k++;
-			i += count;
-		}
-		c->n = htole32((uint32_t)k);
-		rc = jbd_begin(s->j, &h);
-		if (rc < 0)
-			break;
-		rc = jbd_record(h, obj, JBD_NO_CUT, c,
-				offsetof(struct rec_clear, r) + 16 * k);
-		if (rc < 0) {
-			jbd_cancel(h);
-			break;
-		}
-		if (jbd_commit(h, 0, clear_cb, NULL) < 0) {
-			rc = -EIO;
-			break;
-		}
-		rc = meta_keep(s, obj);
-		if (rc < 0)
-			break;
-	} while (i < n);
-	free(c);
-	return rc;
-}
-
-int iod_store_intent_clear(struct iod_store *s, uint64_t token)
-{
-	uint64_t key;
-	void *val;
-	int rc = 0;
-
-	if (jbd_aborted(s->j))
-		return -EIO;
-	for (size_t it = 0; rc == 0 && tw_hmap_next(&s->intents, &it, &key, &val);) {
-		struct intent *in = val;
-		uint64_t *regs = NULL;
-		size_t n = 0;
-
-		if (in->all) {
-			if (in->all_gen > token)
-				continue;
-		} else {
-			uint64_t rk;
-			void *rv;
-
-			regs = malloc((in->regions.count + 1) * sizeof(*regs));
-			if (!regs)
-				return -ENOMEM;
-			for (size_t i2 = 0; tw_hmap_next(&in->regions, &i2, &rk, &rv);)
-				if ((uint64_t)(uintptr_t)rv - 1 <= token)
-					regs[n++] = rk - 1;
-			if (n == 0) {
-				free(regs);
-				continue;
-			}
-			qsort(regs, n, sizeof(*regs), u64_cmp);
-		}
-		/* Emptying the set clears everything persisted, which also
-		 * repairs an overflowed ("all") xattr. */
-		bool everything = in->all || n == in->regions.count;
-
-		rc = clear_obj(s, in->obj, regs, everything ? 0 : n, everything);
-		if (rc == 0) {
-			if (everything) {
-				intent_drop(s, in);
-			} else {
-				for (size_t i = 0; i < n; i++)
-					tw_hmap_del(&in->regions, regs[i] + 1);
-				s->n_marked -= n;
-			}
-		}
-		free(regs);
-	}
-	return rc;
-}
-
-int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg)
-{
-	uint64_t key, rk;
-	void *val, *rv;
-	int rc;
-
-	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
-		struct intent *in = val;
-		uint64_t ino = in->obj >> 8;
-		uint32_t col = (uint32_t)(in->obj & 0xff);
-
-		if (in->all) {
-			rc = cb(arg, ino, col, 0, UINT64_MAX);
-			if (rc)
-				return rc;
-			continue;
-		}
-		for (size_t i2 = 0; tw_hmap_next(&in->regions, &i2, &rk, &rv);) {
-			rc = cb(arg, ino, col, rk - 1, 1);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-/* Persisted set (user.twinfs.wil): add or remove ranges. */
-static int wil_change(struct sub *e, bool add, const struct wil_range *chg,
-		      unsigned n_chg, bool everything)
-{
-	struct wil_range cur[WIL_MAX_RANGES];
-	uint64_t *regs = NULL;
-	size_t n_regs = 0, cap = 0;
-	unsigned n;
-	bool all;
-	int rc;
-
-	if (!add && everything)
-		return store_wil_set(e, NULL, 0, false);
-	rc = store_wil_get(e, cur, &n, &all);
-	if (rc < 0)
-		return rc;
-	if (all)
-		return 0;            /* stays "everything" until cleared so */
-	/* Small sets: expand to regions, edit, compress again. */
-	for (unsigned pass = 0; pass < 2; pass++) {
-		const struct wil_range *src = pass == 0 ? cur : chg;
-		unsigned cnt = pass == 0 ? n : n_chg;
-
-		if (pass == 1 && !add)
-			break;
-		for (unsigned i = 0; i < cnt; i++) {
-			if (src[i].count > (1u << 16) ||
-			    n_regs + src[i].count > (1u << 20)) {
-				free(regs);
-				return store_wil_set(e, NULL, 0, true);
-			}
-			if (n_regs + src[i].count > cap) {
-				size_t nc = TW_MAX(cap * 2, n_regs + src[i].count + 16);
-				uint64_t *x = realloc(regs, nc * sizeof(*x));
-
-				if (!x) {
-					free(regs);
-					return -ENOMEM;
-				}
-				regs = x;
-				cap = nc;
-			}
-			for (uint64_t r = 0; r < src[i].count; r++)
-				regs[n_regs++] = src[i].first + r;
-		}
-	}
-	if (!add) {
-		size_t k = 0;
-
-		for (size_t i = 0; i < n_regs; i++) {
-			bool gone = false;
-
-			for (unsigned c = 0; c < n_chg && !gone; c++)
-				gone = regs[i] >= chg[c].first &&
-				       regs[i] - chg[c].first < chg[c].count;
-			if (!gone)
-				regs[k++] = regs[i];
-		}
-		n_regs = k;
-	}
-	if (n_regs)
-		qsort(regs, n_regs, sizeof(*regs), u64_cmp);
-	n = 0;
-	all = false;
-	for (size_t i = 0; i < n_regs; i++) {
-		if (n > 0 && regs[i] < cur[n - 1].first + cur[n - 1].count)
-			continue;                  /* duplicate */
-		if (n > 0 && regs[i] == cur[n - 1].first + cur[n - 1].count) {
-			cur[n - 1].count++;
-			continue;
-		}
-		if (n == WIL_MAX_RANGES) {
-			all = true;                /* overflow: everything */
-			n = 0;
-			break;
-		}
-		cur[n].first = regs[i];
-		cur[n].count = 1;
-		n++;
-	}
-	free(regs);
-	return store_wil_set(e, cur, n, all);
-}
-
-/* At open (after replay): the live set from every subfile's xattr. */
-static int intents_rebuild(struct iod_store *s)
-{
-	uint64_t after_ino = 0;
-	uint32_t after_col = 0;
-	int rc = 0;
-
-	for (;;) {
-		struct store_key *keys;
-		size_t n;
-		bool more;
-
-		rc = store_scan(s, after_ino, after_col, SCAN_PAGE, &keys, &n,
-				&more);
-		if (rc < 0)
-			return rc;
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			struct wil_range r[WIL_MAX_RANGES];
-			unsigned nr;
-			bool all;
-			struct sub *e;
-			uint64_t obj = store_obj(keys[i].ino, keys[i].column);
-
-			if (store_get_sub(s, keys[i].ino, keys[i].column, NULL, 0,
-					  &e) < 0)
-				continue;
-			if (store_wil_get(e, r, &nr, &all) < 0)
-				continue;
-			if (all) {
-				struct intent *in = intent_get(s, obj, true);
-
-				if (!in)
-					return -ENOMEM;
-				if (!in->all)
-					s->n_marked++;
-				in->all = true;
-				continue;
-			}
-			for (unsigned k = 0; k < nr && rc == 0; k++)
-				if (r[k].count > 0)
-					rc = intent_touch(s, obj, r[k].first,
-							  r[k].first + r[k].count - 1);
-		}
-		if (n > 0) {
-			after_ino = keys[n - 1].ino;
-			after_col = keys[n - 1].column;
-		}
-		free(keys);
-		if (rc < 0 || !more)
-			return rc;
-	}
-}
-
 /* ------------------------------------------------ journal callbacks */
 
 static int op_home_fd(void *arg, uint64_t obj, bool create, int *fd)
@@ -717,7 +290,7 @@ static int op_home_fd(void *arg, uint64_t obj, bool create, int *fd)
 	struct sub *e;
 	int rc;
 
-	if (check_ids(ino, column) < 0)
+	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	if (create)
 		l = m && m->has_layout ? &m->layout : &none;
@@ -757,7 +330,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 	int rc, op;
 	uint64_t gen;
 
-	if (len < sizeof(h) || check_ids(ino, column) < 0)
+	if (len < sizeof(h) || store_check_ids(ino, column) < 0)
 		return -EBADMSG;
 	memcpy(&h, rec, sizeof(h));
 	op = le16toh(h.op);
@@ -803,7 +376,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		}
 		r.first = le64toh(mk.first);
 		r.count = le64toh(mk.count);
-		return r.count ? wil_change(e, true, &r, 1, false) : 0;
+		return r.count ? store_wil_change(e, true, &r, 1, false) : 0;
 	}
 	case REC_CLEAR: {
 		struct rec_clear c;
@@ -826,7 +399,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 			r[i].first = le64toh(c.r[i].first);
 			r[i].count = le64toh(c.r[i].count);
 		}
-		return wil_change(e, false, r, n,
+		return store_wil_change(e, false, r, n,
 				  (le32toh(c.flags) & CLEAR_ALL) != 0);
 	}
 	case REC_TRUNC: {
@@ -888,13 +461,7 @@ static void free_state(struct iod_store *s)
 	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);)
 		free(val);
 	tw_hmap_free(&s->smeta);
-	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
-		struct intent *in = val;
-
-		tw_hmap_free(&in->regions);
-		free(in);
-	}
-	tw_hmap_free(&s->intents);
+	store_intents_free(s);
 }
 
 int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
@@ -948,7 +515,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		tw_err("data directory %s: journal: %s", s->dir, strerror(-rc));
 		goto fail;
 	}
-	rc = intents_rebuild(s);
+	rc = store_intents_rebuild(s);
 	if (rc < 0) {
 		tw_err("data directory %s: rebuilding the write-intent log: %s",
 		       s->dir, strerror(-rc));
@@ -1036,7 +603,7 @@ static int rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 	uint32_t n = TW_MIN(l->n_groups, (uint32_t)IOD_MAX_COLUMNS);
 
 	memset(&c, 0, sizeof(c));
-	hdr_init(&c.h, REC_CREATE, gen);
+	store_hdr_init(&c.h, REC_CREATE, gen);
 	c.stripe_size = htole32(l->stripe_size);
 	c.stripe_count = htole32(l->stripe_count);
 	c.n_groups = htole32(n);
@@ -1063,7 +630,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	int rc;
 
 	rc = iod_check_range(column, off, len);
-	if (rc < 0 || check_ids(ino, column) < 0)
+	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	if (jbd_aborted(s->j)) {
 		check_abort(s);
@@ -1078,7 +645,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		return -ESTALE;
 	gen = TW_MAX(trunc_gen, ls.trunc_gen);
 	create = !ls.exists || (!ls.xattr_valid && layout);
-	mark = len > 0 && !intent_covers(s, obj, first, last);
+	mark = len > 0 && !store_intent_covers(s, obj, first, last);
 	if (s->mode != JBD_MODE_JOURNAL && len > 0) {
 		/* J13 for in-place data: before anything changes. */
 		rc = jbd_admit(s->j, len);
@@ -1100,7 +667,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (mark || (gen > ls.trunc_gen && !create)) {
 		struct rec_mark mk;
 
-		hdr_init(&mk.h, REC_MARK, gen);
+		store_hdr_init(&mk.h, REC_MARK, gen);
 		mk.first = htole64(mark ? first : 0);
 		mk.count = htole64(mark ? last - first + 1 : 0);
 		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
@@ -1137,7 +704,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	/* Out of memory below leaves the request journaled: it is still
 	 * answered by its callback; only our bookkeeping is short. */
 	if (meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
-	    (len > 0 && intent_touch(s, obj, first, last) < 0))
+	    (len > 0 && store_intent_touch(s, obj, first, last) < 0))
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
 			  ino, column);
@@ -1164,7 +731,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!st)
 		st = &local;
 	rc = iod_check_range(column, off, len);
-	if (rc < 0 || check_ids(ino, column) < 0)
+	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	rc = stat_logical(s, ino, column, st);
 	if (rc < 0)
@@ -1215,7 +782,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	int rc;
 
 	rc = iod_check_range(column, size, 0);
-	if (rc < 0 || check_ids(ino, column) < 0)
+	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	if (jbd_aborted(s->j)) {
 		check_abort(s);
@@ -1238,7 +805,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = jbd_begin(s->j, &h);
 	if (rc < 0)
 		goto fail;
-	hdr_init(&t.h, REC_TRUNC, gen);
+	store_hdr_init(&t.h, REC_TRUNC, gen);
 	t.size = htole64(size);
 	rc = jbd_record(h, obj, size, &t, sizeof(t));
 	if (rc < 0)
@@ -1304,7 +871,7 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 	rc = jbd_begin(s->j, &h);
 	if (rc < 0)
 		goto fail;
-	hdr_init(&rh, REC_DELETE, 0);
+	store_hdr_init(&rh, REC_DELETE, 0);
 	for (size_t i = 0; i < n; i++) {
 		struct lstate ls;
 		bool dup = false;
@@ -1337,11 +904,11 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		return rc;
 	for (size_t k = 0; k < n_gone; k++) {
 		uint64_t obj = store_obj(ino, gone[k]);
-		struct intent *in = intent_get(s, obj, false);
+		struct intent *in = store_intent_get(s, obj, false);
 
 		/* The intent marks go with the subfile (its xattr). */
 		if (in)
-			intent_drop(s, in);
+			store_intent_drop(s, in);
 		if (meta_install(s, obj, false, 0, NULL, 1) < 0)
 			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
 				  "memory tracking a delete", s->dir);
@@ -1394,7 +961,7 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
 		   struct iod_sub_stat *st)
 {
-	if (check_ids(ino, column) < 0)
+	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	return stat_logical(s, ino, column, st);
 }
@@ -1495,7 +1062,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 
 	*crcs = NULL;
 	*size = 0;
-	if (check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
+	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
 	rc = stat_logical(s, ino, column, &st);
