@@ -82,6 +82,7 @@ static const char *errno_cause(int rc)
 	case -ECONNRESET:   return "connection reset";
 	case -EHOSTUNREACH: return "host unreachable";
 	case -EPROTO:       return "protocol error (wrong cluster name or version?)";
+	case -ENOTCONN:     return "answers, but not registered with mgrd yet";
 	default:            return strerror(-rc);
 	}
 }
@@ -227,8 +228,18 @@ static void probe_iod(struct ctl *ctl, const Twinfs__IodInfo *info,
 	t0 = tw_now_ns();
 	rc = ctl_call(s, what, addr, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
 		      &reply, true);
-	if (rc >= 0)
+	if (rc >= 0) {
+		const Twinfs__Ping *pr = (const Twinfs__Ping *)reply->body;
+
 		p->rtt_ms = elapsed_ms(t0);
+		/* An iod answers pings before it has registered (it holds
+		 * no map: epoch 0) and, after a restart, with a new
+		 * incarnation mgrd has not seen yet; it serves no data in
+		 * either case, so it is not counted as up. */
+		if (pr->epoch == 0 || (info->incarnation &&
+		    pr->incarnation != info->incarnation))
+			rc = -ENOTCONN;
+	}
 out:
 	p->rc = rc < 0 ? rc : 0;
 	p->reachable = rc >= 0;

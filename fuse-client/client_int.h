@@ -271,6 +271,10 @@ struct fc_client {
 
 	/* open files with unreported writes */
 	struct fc_file *dirty_head;
+	/* Size reports in flight per inode, and the SETATTRs waiting for an
+	 * inode's count to reach zero (fc_report_ino). */
+	struct tw_hmap reports_inflight;   /* [loop] ino -> count */
+	struct fc_report_barrier *barriers; /* [loop] */
 	uv_timer_t report_timer;
 	bool report_timer_on;
 	int handles_open;
@@ -416,13 +420,17 @@ uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
 
 extern const struct fuse_lowlevel_ops fc_ops;
 
-/* Send the size reports of every dirty open file of `ino` (loop thread).
- * Returns true when reports were sent: done(arg, status) runs once after
- * the last reply.  False: nothing to report, done never runs.  A SETATTR
- * of size or mtime waits for these, so a report of earlier writes cannot
- * land after it and overwrite the mtime it set (cp -a, tar x). */
+/* Send the size reports of every dirty open file of `ino` and wait until
+ * every report of `ino` in flight, these and earlier ones still being
+ * retransmitted, has its reply (loop thread).  Returns true when there was
+ * something to wait for: done(arg, 0) runs once, later.  False: nothing in
+ * flight, done never runs.  A SETATTR of size or mtime waits for this, so
+ * a report of earlier writes cannot reach mgrd after it (retransmissions
+ * after an mgrd restart are not ordered) and overwrite the mtime it set
+ * (cp -a, tar x). */
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg);
+struct fc_report_barrier;
 
 void fc_init(void *userdata, struct fuse_conn_info *conn);
 void fc_destroy(void *userdata);

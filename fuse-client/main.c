@@ -466,6 +466,7 @@ int main(int argc, char *argv[])
 	pthread_mutex_init(&cl->start_lock, NULL);
 	pthread_cond_init(&cl->start_cond, NULL);
 	fc_inodes_init(cl);
+	tw_hmap_init(&cl->reports_inflight);
 	atomic_init(&cl->blksize, R0_DEF_STRIPE_SIZE);
 	if (fuse_opt_parse(&args, &c, optspec, opt_proc) < 0)
 		return 1;
@@ -590,6 +591,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	fc_inodes_free(cl);
+	tw_hmap_free(&cl->reports_inflight);
 	fuse_opt_free_args(&args);
 	free(fopts.mountpoint);
 	free(c.mgr_addr);

@@ -186,6 +186,47 @@ struct report {
 	void *arg;
 };
 
+struct fc_report_barrier {
+	struct fc_report_barrier *next;
+	uint64_t ino;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+/* Add delta to ino's count of reports in flight; returns the new count. */
+static uintptr_t inflight_add(struct fc_client *cl, uint64_t ino, int delta)
+{
+	uintptr_t n = (uintptr_t)tw_hmap_get(&cl->reports_inflight, ino);
+
+	n += (uintptr_t)(intptr_t)delta;
+	if (n == 0)
+		tw_hmap_del(&cl->reports_inflight, ino);
+	else if (tw_hmap_put(&cl->reports_inflight, ino, (void *)n) < 0)
+		tw_log_rl(TW_LOG_ERR, "out of memory tracking size reports");
+	return n;
+}
+
+/* ino has no report in flight any more: release the SETATTRs waiting. */
+static void barriers_fire(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_report_barrier **pp = &cl->barriers, *b, *ready = NULL;
+
+	while ((b = *pp)) {
+		if (b->ino == ino) {
+			*pp = b->next;
+			b->next = ready;
+			ready = b;
+		} else {
+			pp = &b->next;
+		}
+	}
+	while ((b = ready)) {
+		ready = b->next;
+		b->done(b->arg, 0);
+		free(b);
+	}
+}
+
 static bool file_dirty(const struct fc_file *f)
 {
 	return f->write_gen != f->reported_gen;
@@ -216,6 +257,8 @@ static void report_done(struct fc_mgr_call *mc, int status,
 		f->timer_report = false;
 	if (r->done)
 		r->done(r->arg, status);
+	if (inflight_add(cl, f->ino, -1) == 0)
+		barriers_fire(cl, f->ino);
 	fc_file_put(cl, f);
 	free(r);
 }
@@ -246,6 +289,7 @@ static bool report_start(struct fc_client *cl, struct fc_file *f,
 	r->done = done;
 	r->arg = arg;
 	f->refs++;
+	inflight_add(cl, f->ino, 1);
 	if (from_timer)
 		f->timer_report = true;
 	twinfs__size_report__init(&r->sr);
@@ -271,51 +315,28 @@ static bool report_start(struct fc_client *cl, struct fc_file *f,
 	return true;
 }
 
-/* fc_report_ino: the reports of one inode's dirty files, counted down. */
-struct ino_reports {
-	int pending;
-	int status;
-	void (*done)(void *arg, int status);
-	void *arg;
-};
-
-static void ino_report_done(void *arg, int status)
-{
-	struct ino_reports *ir = arg;
-
-	if (status < 0 && ir->status == 0)
-		ir->status = status;
-	if (--ir->pending > 0)
-		return;
-	ir->done(ir->arg, ir->status);
-	free(ir);
-}
-
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg)
 {
-	struct ino_reports *ir = calloc(1, sizeof(*ir));
+	struct fc_report_barrier *b;
 	struct fc_file *f, *next;
 	int err;
 
-	if (!ir)
-		return false;
-	ir->done = done;
-	ir->arg = arg;
-	/* Hold one count ourselves so a report that completes at once (it
-	 * cannot today, but the rule is cheap) does not finish early. */
-	ir->pending = 1;
 	for (f = cl->dirty_head; f; f = next) {
 		next = f->dirty_next;
-		if (f->ino == ino &&
-		    report_start(cl, f, false, ino_report_done, ir, &err))
-			ir->pending++;
+		if (f->ino == ino)
+			report_start(cl, f, false, NULL, NULL, &err);
 	}
-	if (ir->pending == 1) {
-		free(ir);
+	if (!tw_hmap_get(&cl->reports_inflight, ino))
 		return false;
-	}
-	ir->pending--;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return false;  /* best effort: the SETATTR goes out now */
+	b->ino = ino;
+	b->done = done;
+	b->arg = arg;
+	b->next = cl->barriers;
+	cl->barriers = b;
 	return true;
 }
 
