@@ -11,6 +11,10 @@
  *             twin), cached for STATFS_CACHE_MS;
  *   FSYNC     ino 0 at every up iod, for MSG_SYNC.
  *
+ * The monitor (monitor.c) sends its pings and probes over the same peers
+ * (mgr_pool_peer): mgrd's own traffic to an iod is a few small requests,
+ * never bulk data, so a ping does not wait behind megabytes.
+ *
  * Fan-out bookkeeping: each request to several iods is a `struct fanout`
  * that counts outstanding calls; its callback runs when the count reaches
  * zero, exactly once.  Callbacks never run before the starting function
@@ -442,6 +446,11 @@ void mgr_pool_kick(struct mgr_iodpool *p)
 static void on_tick(uv_timer_t *t)
 {
 	mgr_pool_kick(t->data);
+}
+
+struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id)
+{
+	return id >= 1 && id <= p->n_peers ? p->peers[id - 1] : NULL;
 }
 
 /* ------------------------------------------------------------ lifecycle */
