@@ -43,7 +43,8 @@
 #define FC_REPORT_INTERVAL_MS  1000         /* size reports while dirty */
 #define FC_MGR_RETRY_MIN_MS    100
 #define FC_MGR_RETRY_MAX_MS    2000
-#define FC_TAKEOVER_POLL_MS    500          /* write retry while a twin fails */
+#define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
+#define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
 #define FC_LAYOUT_XATTR        "twinfs.layout"
 
 /* ------------------------------------------------------------- options */
@@ -143,6 +144,8 @@ struct fc_iod {
 	int state;                 /* TWINFS__IOD_STATE__* */
 	bool needs_resync;
 	struct wire_peer *peer;
+	uint64_t report_epoch;     /* last MSG_REPORT about it: epoch, time */
+	uint64_t report_ms;
 };
 
 struct fc_map_waiter {
@@ -365,6 +368,15 @@ struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
 struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
 			       uint32_t group, uint32_t column, uint64_t unit,
 			       const struct fc_iod *avoid);
+/* Whether neither twin of the group may serve (r1_group_health FAILED). */
+bool fc_group_failed(struct fc_client *cl, uint32_t group);
+/* "group 1: iod 3 (...) is down, iod 4 (...) is down and stale (epoch 9)" */
+const char *fc_group_desc(struct fc_client *cl, uint32_t group, char *buf,
+			  size_t len);
+/* Tell mgrd that iod failed on the data path (or missed a ping) with
+ * status; rate-limited per iod.  mgrd probes it and demotes it only if the
+ * probe fails. */
+void fc_report(struct fc_client *cl, struct fc_iod *iod, int status);
 /* "iod 3 (127.0.0.1:7503)" */
 const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
 /* Human cause of a data-path error: "timed out after 5 s", "Connection

@@ -2,19 +2,33 @@
  * flush, release, fsync, and the size reports that carry a writer's size
  * and mtime to mgrd.
  *
+ * Failover budget (DESIGN.md "Twins", issue 3): one deadline per read,
+ * write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.  Each attempt
+ * on an iod waits at most request_timeout / 2 (attempt_ms); the iod's
+ * forward to its twin and mgrd's probe use the same half, so a hung server
+ * is noticed (rt/2), reported, probed and demoted by mgrd (rt/2) within one
+ * request_timeout, and the op still has request_timeout left to finish on
+ * the survivor.  A killed server (connection refused/reset) is noticed,
+ * probed and demoted in milliseconds.
+ *
  * Write: the range is split into stripe-unit pieces (r0_split); each piece
- * goes to the primary iod of its column's group (fc_map_write_iod), all in
- * parallel, with one deadline (request_timeout) for the whole request.  The
- * reply is sent when every piece succeeded.  -ESTALE (old trunc_gen or
- * epoch) refreshes the map and the attributes and retries (a few rounds);
- * a transport error or EIO (a primary whose twin died fails writes until
- * mgrd demotes the twin) re-polls the map every 500 ms and retries the
- * failed pieces until the deadline; anything else, or the deadline, is an
- * error, logged with the file, the iod and the cause.
+ * goes to the iod r1_write_primary picks in the map (fc_map_write_iod), all
+ * in parallel.  The reply is sent when every piece succeeded.  -ESTALE (old
+ * trunc_gen or epoch) refreshes the map and the attributes and retries (a
+ * few rounds).  A transport error is reported to mgrd at once (fc_report);
+ * then, like EIO (a primary whose twin died fails writes until mgrd demotes
+ * the twin), the op waits for a map with a higher epoch (pushed, or polled
+ * with GET_MAP every FC_TAKEOVER_POLL_MS) and sends the failed pieces again
+ * with it; after attempt_ms + 500 ms without a new map (mgrd's probe found
+ * the server alive) it retries anyway.  When the map says neither twin of a
+ * group may serve, the op fails at once with EIO and a log line naming the
+ * group and both iods.  The deadline ends every wait.
  *
  * Read: clamped to the size known (mgrd's or our own writes); each piece
- * goes to twin r1_read_twin of its group, and on failure to the other twin;
- * holes and short pieces are zero-filled up to the clamped size.
+ * goes to the twin r1_read_pick chooses, and on failure (reported like a
+ * write's) at once to the other one (r1_read_fallback); if neither can
+ * serve now, the op waits for a new map as writes do.  Holes and short
+ * pieces are zero-filled up to the clamped size.
  *
  * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
  * second while a file has unreported writes (FORMAT.md "Size, truncate").
@@ -72,6 +86,11 @@ struct dop {
 	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
 	int refresh_pending;
 	uint64_t deadline;
+	/* takeover: waiting for mgrd to demote a failed iod */
+	uint64_t issue_epoch;    /* map epoch of the last round of pieces */
+	uint64_t wait_since;     /* when the wait for a new map began */
+	bool map_polled;         /* the map was fetched during this op */
+	fc_op_fn reissue;        /* the round to run once the map moved */
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
@@ -123,6 +142,87 @@ static uint64_t remaining_ms(const struct dop *d)
 	uint64_t now = tw_now_ms();
 
 	return d->deadline > now ? d->deadline - now : 0;
+}
+
+/* The deadline of a whole data op: see the top of this file. */
+#define FC_OP_DEADLINE(rt) (2ull * (rt))
+
+/* How long one attempt on one iod may take: half the request timeout,
+ * capped by what is left of the op's deadline. */
+static uint32_t attempt_ms(const struct dop *d)
+{
+	uint64_t half = TW_MAX(d->op.cl->opts.request_timeout_ms / 2, 1u);
+	uint64_t left = remaining_ms(d);
+
+	return (uint32_t)TW_MAX(TW_MIN(half, left), 1);
+}
+
+/* Errors after which another round may succeed once mgrd has moved the
+ * map on: the server is unreachable, or (EIO) a primary could not reach
+ * its twin.  -EHOSTDOWN marks a piece whose group has no usable twin in a
+ * freshly fetched map: final. */
+static bool takeover_err(int status)
+{
+	return fc_is_transport_err(status) || status == -EIO ||
+	       status == -EBUSY || status == -ECANCELED;
+}
+
+static void takeover_poll(struct fc_op *op);
+
+static void takeover_map_done(void *arg, int status)
+{
+	struct dop *d = arg;
+	struct fc_client *cl = d->op.cl;
+	uint64_t waited = tw_now_ms() - d->wait_since;
+
+	(void)status;
+	d->map_polled = true;
+	if (cl->epoch > d->issue_epoch || waited >= attempt_ms(d) + 500u ||
+	    remaining_ms(d) <= FC_TAKEOVER_POLL_MS || cl->stopping ||
+	    fc_op_interrupted(&d->op)) {
+		d->op.run = d->reissue;
+		d->op.run(&d->op);
+		return;
+	}
+	d->op.run = takeover_poll;
+	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS);
+}
+
+static void takeover_poll(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	/* A MAP_UPDATE push may already have brought the new epoch. */
+	if (op->cl->epoch > d->issue_epoch) {
+		takeover_map_done(d, 0);
+		return;
+	}
+	d->mw.cb = takeover_map_done;
+	d->mw.arg = d;
+	fc_map_refresh(op->cl, &d->mw);
+}
+
+/* Wait for mgrd to demote what failed, then run `reissue`. */
+static void takeover_start(struct dop *d, fc_op_fn reissue)
+{
+	d->reissue = reissue;
+	d->wait_since = tw_now_ms();
+	d->op.run = takeover_poll;
+	/* A killed server is demoted within milliseconds: look soon. */
+	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS / 4);
+}
+
+/* The piece's group has no usable twin: one log line naming both. */
+static void log_group_failed(struct dop *d, const char *what,
+			     const struct piece *pc)
+{
+	struct fc_client *cl = d->op.cl;
+	char desc[320];
+
+	tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": no twin can serve: %s; "
+		  "answering EIO", what, d->ino,
+		  fc_group_desc(cl, d->attr.layout.groups[pc->p.column], desc,
+				sizeof(desc)));
 }
 
 /* ------------------------------------------------------------- files */
@@ -626,11 +726,6 @@ static int user_err(int status)
 	}
 }
 
-static void write_takeover(struct fc_op *op)
-{
-	refresh((struct dop *)op, true, write_issue);
-}
-
 static void write_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
@@ -644,14 +739,14 @@ static void write_finish(struct dop *d)
 
 		if (pc->status == 0)
 			continue;
+		if (pc->status == -EHOSTDOWN) {
+			log_group_failed(d, "write", pc);
+			fc_op_reply_err(&d->op, EIO);
+			return;
+		}
 		if (pc->status == -ESTALE)
 			stale = true;
-		else if (fc_is_transport_err(pc->status) ||
-			 pc->status == -EIO || pc->status == -EBUSY ||
-			 pc->status == -ECANCELED)
-			/* A dead twin makes its primary fail the write (EIO)
-			 * until mgrd demotes it in a new epoch; then the
-			 * survivor takes writes alone. */
+		else if (takeover_err(pc->status))
 			transport = true;
 		if (!bad)
 			bad = pc;
@@ -673,9 +768,8 @@ static void write_finish(struct dop *d)
 		return;
 	}
 	/* One stale round (a truncate moved trunc_gen, or the map moved on).
-	 * Transport errors and EIO: retry the failed pieces while the
-	 * deadline allows, refreshing the map each time, since mgrd may have
-	 * demoted the failed twin by then (one deadline per request). */
+	 * Transport errors and EIO: wait for mgrd's new map and retry the
+	 * failed pieces while the deadline allows (one deadline per op). */
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
 		d->stale_tries++;
 		refresh(d, true, write_issue);
@@ -683,9 +777,7 @@ static void write_finish(struct dop *d)
 	}
 	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
 	    !cl->stopping && !fc_op_interrupted(&d->op)) {
-		d->tries++;
-		d->op.run = write_takeover;
-		fc_op_later(&d->op, FC_TAKEOVER_POLL_MS);
+		takeover_start(d, write_issue);
 		return;
 	}
 	log_piece_err(d, "write", bad);
@@ -701,6 +793,8 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 	struct dop *d = pc->d;
 
 	pc->status = status;
+	if (status < 0 && fc_is_transport_err(status))
+		fc_report(d->op.cl, pc->iod, status);
 	if (status == 0) {
 		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
 			const Twinfs__WriteReply *wr = (const void *)reply->body;
@@ -774,9 +868,8 @@ static void write_issue(struct fc_op *op)
 			if (d->pieces[i].status != 0)
 				d->pieces[i].status = 1;
 	}
-	left = remaining_ms(d);
-	if (left == 0)
-		left = 1;
+	left = attempt_ms(d);
+	d->issue_epoch = cl->epoch;
 	d->pending = 1;   /* guard while issuing */
 	for (i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
@@ -789,6 +882,11 @@ static void write_issue(struct fc_op *op)
 			continue;
 		pc->iod = fc_map_write_iod(cl, d->ino,
 					   d->attr.layout.groups[k], k);
+		if (!pc->iod && d->map_polled &&
+		    fc_group_failed(cl, d->attr.layout.groups[k])) {
+			pc->status = -EHOSTDOWN;
+			continue;
+		}
 		pc->attempts++;
 		d->pending++;
 		twinfs__write__init(&w);
@@ -818,7 +916,8 @@ static void write_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
 	write_issue(op);
 }
@@ -864,17 +963,26 @@ static void read_issue(struct fc_op *op);
 static void read_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
-	bool stale = false;
+	bool stale = false, transport = false;
 	int i;
 	struct piece *bad = NULL;
 
 	for (i = 0; i < d->npieces; i++) {
-		if (d->pieces[i].status == 0)
+		struct piece *pc = &d->pieces[i];
+
+		if (pc->status == 0)
 			continue;
-		if (d->pieces[i].status == -ESTALE)
+		if (pc->status == -EHOSTDOWN) {
+			log_group_failed(d, "read", pc);
+			fc_op_reply_err(&d->op, EIO);
+			return;
+		}
+		if (pc->status == -ESTALE)
 			stale = true;
+		else if (takeover_err(pc->status))
+			transport = true;
 		if (!bad)
-			bad = &d->pieces[i];
+			bad = pc;
 	}
 	if (!bad) {
 		fc_op_reply_buf(&d->op, d->buf, d->size);
@@ -883,6 +991,11 @@ static void read_finish(struct dop *d)
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
 		d->stale_tries++;
 		refresh(d, true, read_issue);
+		return;
+	}
+	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
+	    !cl->stopping && !fc_op_interrupted(&d->op)) {
+		takeover_start(d, read_issue);
 		return;
 	}
 	log_piece_err(d, "read", bad);
@@ -917,6 +1030,8 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 		struct fc_iod *other = NULL;
 
 		pc->status = status;
+		if (fc_is_transport_err(status))
+			fc_report(cl, pc->iod, status);
 		if (status != -ESTALE && !cl->stopping &&
 		    !fc_op_interrupted(&d->op) && remaining_ms(d) > 0 &&
 		    pc->attempts < 2) {
@@ -925,6 +1040,8 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 			other = fc_map_read_iod(cl, d->ino,
 						d->attr.layout.groups[k], k,
 						read_row(d, pc), pc->iod);
+			if (other == pc->iod)
+				other = NULL;
 		}
 		if (other && pc->iod) {
 			char name[96], cause[64];
@@ -949,17 +1066,8 @@ static void read_send(struct dop *d, struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
 	Twinfs__Read r;
-	uint64_t left = remaining_ms(d);
 	uint32_t k = pc->p.column;
 
-	if (left == 0)
-		left = 1;
-	/* First attempt: half the deadline when the twin could take over,
-	 * so both twins down still fails within request_timeout. */
-	if (pc->attempts == 0 && fc_map_read_iod(cl, d->ino,
-						  d->attr.layout.groups[k], k,
-						  read_row(d, pc), pc->iod))
-		left = TW_MAX(left / 2, 1);
 	pc->attempts++;
 	twinfs__read__init(&r);
 	r.ino = d->ino;
@@ -968,7 +1076,7 @@ static void read_send(struct dop *d, struct piece *pc)
 	r.length = pc->p.len;
 	r.epoch = cl->epoch;
 	fc_call(cl, pc->iod ? pc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_READ,
-		&r.base, NULL, 0, (uint32_t)left, read_piece_cb, pc);
+		&r.base, NULL, 0, attempt_ms(d), read_piece_cb, pc);
 }
 
 static void read_issue(struct fc_op *op)
@@ -1024,6 +1132,7 @@ static void read_issue(struct fc_op *op)
 			return;
 		}
 	}
+	d->issue_epoch = cl->epoch;
 	d->pending = 1;
 	for (i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
@@ -1032,9 +1141,14 @@ static void read_issue(struct fc_op *op)
 		if (pc->status == 0 && pc->attempts)
 			continue;
 		pc->attempts = 0;
-		pc->iod = NULL;
 		pc->iod = fc_map_read_iod(cl, d->ino, d->attr.layout.groups[k],
 					  k, read_row(d, pc), NULL);
+		if (!pc->iod && d->map_polled &&
+		    fc_group_failed(cl, d->attr.layout.groups[k])) {
+			pc->status = -EHOSTDOWN;
+			pc->attempts = 1;
+			continue;
+		}
 		d->pending++;
 		read_send(d, pc);
 	}
@@ -1046,7 +1160,8 @@ static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	read_issue(op);
 }
 
@@ -1252,7 +1367,8 @@ static void fsync_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
 	fsync_issue(op);
 }

@@ -14,8 +14,8 @@
  *   connection refused / reset             -> R1_EV_PING_MISSED(missed in a
  *                                             row): suspect, then down after
  *                                             down_after
- *   probe failed (same deadline rules,     -> R1_EV_PROBE_FAILED: down
- *   request_timeout)
+ *   probe failed (no answer within         -> R1_EV_PROBE_FAILED: down
+ *   request_timeout / 2, or refused/reset)
  *
  * One report never demotes a server mgrd can reach: only a failed probe
  * does.  Probes are rate-limited per iod: one in flight, and none within
@@ -216,7 +216,10 @@ int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out)
 	m->interval_ms = s->conf->monitor_interval_ms
 			 ? TW_MAX(s->conf->monitor_interval_ms, 100u) : 30000;
 	m->ping_timeout_ms = TW_MIN(m->interval_ms, rt);
-	m->probe_timeout_ms = rt;
+	/* Half the request timeout: the reporter waited rt/2 for its
+	 * attempt, so detection plus demotion fit in one request_timeout
+	 * (fuse-client/ops_data.c, "Failover budget"). */
+	m->probe_timeout_ms = TW_MAX(rt / 2, 1u);
 	uv_timer_init(s->loop, &m->timer);
 	m->timer.data = m;
 	uv_timer_start(&m->timer, on_tick, m->interval_ms, m->interval_ms);
