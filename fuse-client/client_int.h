@@ -368,6 +368,10 @@ struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
 struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
 			       uint32_t group, uint32_t column, uint64_t unit,
 			       const struct fc_iod *avoid);
+/* The group's twins and their states and flags as one number (changes
+ * whenever the map changes anything about the group); *settled is false
+ * while a twin is suspect (mgrd has not decided yet). */
+uint32_t fc_group_sig(struct fc_client *cl, uint32_t group, bool *settled);
 /* Whether neither twin of the group may serve (r1_group_health FAILED). */
 bool fc_group_failed(struct fc_client *cl, uint32_t group);
 /* "group 1: iod 3 (...) is down, iod 4 (...) is down and stale (epoch 9)" */

@@ -614,6 +614,18 @@ const char *fc_group_desc(struct fc_client *cl, uint32_t group, char *buf,
 	return buf;
 }
 
+uint32_t fc_group_sig(struct fc_client *cl, uint32_t group, bool *settled)
+{
+	struct r1_twin t[2];
+	struct fc_iod *tw[2];
+
+	group_twins(cl, group, t, tw);
+	*settled = t[0].state != R1_SUSPECT && t[1].state != R1_SUSPECT;
+	return (uint32_t)t[0].state | (uint32_t)t[0].needs_resync << 2 |
+	       (uint32_t)t[1].state << 3 | (uint32_t)t[1].needs_resync << 5 |
+	       (tw[0] ? tw[0]->id : 0) << 8 | (tw[1] ? tw[1]->id : 0) << 16;
+}
+
 bool fc_group_failed(struct fc_client *cl, uint32_t group)
 {
 	struct r1_twin t[2];

@@ -59,6 +59,7 @@ struct piece {
 	struct fc_iod *iod;      /* where the current attempt went */
 	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
 	int attempts;
+	uint32_t fail_sig;       /* fc_group_sig when the takeover wait began */
 };
 
 struct dop {
@@ -87,10 +88,10 @@ struct dop {
 	int refresh_pending;
 	uint64_t deadline;
 	/* takeover: waiting for mgrd to demote a failed iod */
-	uint64_t issue_epoch;    /* map epoch of the last round of pieces */
 	uint64_t wait_since;     /* when the wait for a new map began */
 	bool map_polled;         /* the map was fetched during this op */
 	fc_op_fn reissue;        /* the round to run once the map moved */
+	bool is_read;
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
@@ -168,6 +169,44 @@ static bool takeover_err(int status)
 }
 
 static void takeover_poll(struct fc_op *op);
+static uint64_t read_row(const struct dop *d, const struct piece *pc);
+
+/* Whether the map has moved on for some failed piece: it goes elsewhere
+ * than the attempt that failed (or nowhere: its group failed), or its
+ * group changed and no twin of it is suspect any more (e.g. the primary
+ * answered EIO because its twin died, and mgrd has now demoted that twin:
+ * same target, but it completes alone).  A map that only makes the failed
+ * iod suspect is not enough: the policy still routes to a suspect
+ * primary. */
+static bool takeover_rerouted(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+
+	for (int i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+		uint32_t k = pc->p.column;
+		struct fc_iod *now;
+
+		if (pc->status >= 0)
+			continue;
+		now = d->is_read
+		      ? fc_map_read_iod(cl, d->ino, d->attr.layout.groups[k],
+					k, read_row(d, pc), NULL)
+		      : fc_map_write_iod(cl, d->ino, d->attr.layout.groups[k],
+					 k);
+		if (now != pc->iod)
+			return true;
+		{
+			bool settled;
+			uint32_t sig = fc_group_sig(cl, d->attr.layout.groups[k],
+						    &settled);
+
+			if (settled && sig != pc->fail_sig)
+				return true;
+		}
+	}
+	return false;
+}
 
 static void takeover_map_done(void *arg, int status)
 {
@@ -177,7 +216,7 @@ static void takeover_map_done(void *arg, int status)
 
 	(void)status;
 	d->map_polled = true;
-	if (cl->epoch > d->issue_epoch || waited >= attempt_ms(d) + 500u ||
+	if (takeover_rerouted(d) || waited >= attempt_ms(d) + 500u ||
 	    remaining_ms(d) <= FC_TAKEOVER_POLL_MS || cl->stopping ||
 	    fc_op_interrupted(&d->op)) {
 		d->op.run = d->reissue;
@@ -192,8 +231,8 @@ static void takeover_poll(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	/* A MAP_UPDATE push may already have brought the new epoch. */
-	if (op->cl->epoch > d->issue_epoch) {
+	/* A MAP_UPDATE push may already have moved the pieces. */
+	if (takeover_rerouted(d)) {
 		takeover_map_done(d, 0);
 		return;
 	}
@@ -207,6 +246,14 @@ static void takeover_start(struct dop *d, fc_op_fn reissue)
 {
 	d->reissue = reissue;
 	d->wait_since = tw_now_ms();
+	for (int i = 0; i < d->npieces; i++) {
+		bool settled;
+
+		d->pieces[i].fail_sig =
+			fc_group_sig(d->op.cl,
+				     d->attr.layout.groups[d->pieces[i].p.column],
+				     &settled);
+	}
 	d->op.run = takeover_poll;
 	/* A killed server is demoted within milliseconds: look soon. */
 	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS / 4);
@@ -869,7 +916,6 @@ static void write_issue(struct fc_op *op)
 				d->pieces[i].status = 1;
 	}
 	left = attempt_ms(d);
-	d->issue_epoch = cl->epoch;
 	d->pending = 1;   /* guard while issuing */
 	for (i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
@@ -1132,7 +1178,6 @@ static void read_issue(struct fc_op *op)
 			return;
 		}
 	}
-	d->issue_epoch = cl->epoch;
 	d->pending = 1;
 	for (i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
@@ -1162,6 +1207,7 @@ static void read_run(struct fc_op *op)
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
+	d->is_read = true;
 	read_issue(op);
 }
 
