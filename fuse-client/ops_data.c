@@ -178,7 +178,7 @@ static uint64_t read_row(const struct dop *d, const struct piece *pc);
  * same target, but it completes alone).  A map that only makes the failed
  * iod suspect is not enough: the policy still routes to a suspect
  * primary. */
-static bool takeover_rerouted(struct dop *d)
+static bool takeover_rerouted(struct dop *d, bool fetched)
 {
 	struct fc_client *cl = d->op.cl;
 
@@ -195,6 +195,10 @@ static bool takeover_rerouted(struct dop *d)
 		      : fc_map_write_iod(cl, d->ino, d->attr.layout.groups[k],
 					 k);
 		if (now != pc->iod)
+			return true;
+		/* Still no twin to use, in a map just fetched: the group has
+		 * failed; answer EIO now rather than at the deadline. */
+		if (!now && fetched)
 			return true;
 		{
 			bool settled;
@@ -216,7 +220,7 @@ static void takeover_map_done(void *arg, int status)
 
 	(void)status;
 	d->map_polled = true;
-	if (takeover_rerouted(d) || waited >= attempt_ms(d) + 500u ||
+	if (takeover_rerouted(d, true) || waited >= attempt_ms(d) + 500u ||
 	    remaining_ms(d) <= FC_TAKEOVER_POLL_MS || cl->stopping ||
 	    fc_op_interrupted(&d->op)) {
 		d->op.run = d->reissue;
@@ -232,7 +236,7 @@ static void takeover_poll(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 
 	/* A MAP_UPDATE push may already have moved the pieces. */
-	if (takeover_rerouted(d)) {
+	if (takeover_rerouted(d, false)) {
 		takeover_map_done(d, 0);
 		return;
 	}
