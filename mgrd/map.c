@@ -22,6 +22,16 @@
  *   needs_resync come first, so a crash between them leaves a map that is
  *   only more conservative (a stale flag too many, never one too few).
  *
+ *   mgrd restarts.  At the first registration of an iod since mgrd started
+ *   (`seen` is volatile), a new incarnation of an iod the journal calls up
+ *   or suspect keeps that state: the whole cluster (or the group) was
+ *   restarted together, and mgrd never let its partner complete a write
+ *   alone while it was up in the map (a demotion is journaled before any
+ *   iod acts on it), so it missed no acknowledged write.  What it may lack
+ *   are writes that were in flight and never acknowledged when it stopped;
+ *   the write-intent log resync (part B) will cover those.  From then on a
+ *   new incarnation is a failure plus a rejoin (R1_EV_REGISTER).
+ *
  * Pushing the map to clients and iods is server.c's job.
  */
 #include "mgrd_int.h"
@@ -179,9 +189,21 @@ int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 	/* The same process again (it reconnected, or mgrd restarted): not
 	 * an event.  If it is down, the monitor's next answered ping brings
 	 * it back. */
-	if (mi->uuid_len && mi->incarnation == incarnation)
+	if (mi->uuid_len && mi->incarnation == incarnation) {
+		mi->seen = true;
 		return 0;
+	}
 	o = mgr_map_twin(m, mi->group, !mi->twin_index);
+	if (mi->uuid_len && !mi->seen &&
+	    (mi->state == MGR_IOD_UP || mi->state == MGR_IOD_SUSPECT)) {
+		/* First registration since mgrd started: keep the journaled
+		 * state, record the new incarnation (see the top). */
+		mi->seen = true;
+		op_for(m, mi, mi->state, mi->needs_resync, &ops[0]);
+		ops[0].incarnation = incarnation;
+		return 1;
+	}
+	mi->seen = true;
 	group_twins(m, mi, t, tw);
 	if (o && !o->uuid_len) {
 		/* Formation: wait for the partner's first registration. */

@@ -352,6 +352,8 @@ struct mgr_map_iod {
 	uint32_t uuid_len;        /* 0 = never registered */
 	uint64_t incarnation;
 	bool needs_resync;
+	/* volatile: registered since this mgrd started (map.c, restarts) */
+	bool seen;
 };
 
 struct mgr_map {
@@ -387,8 +389,9 @@ int mgr_map_event(struct mgr_map *m, uint32_t id, enum r1_event ev,
 
 /* IOD_REGISTER: decide, as mgr_map_event (ops[], count; 0 when nothing
  * changes: the same incarnation again).  A new incarnation is
- * R1_EV_REGISTER (failure plus rejoin), except while the group forms (see
- * map.c).  -ENOENT for an unknown id, -EINVAL for a bad UUID, -EEXIST when
+ * R1_EV_REGISTER (failure plus rejoin), except while the group forms and
+ * at the first registration since mgrd started (see map.c).  Marks the iod
+ * seen.  -ENOENT for an unknown id, -EINVAL for a bad UUID, -EEXIST when
  * the id is registered with another UUID.  ops[].uuid borrows `uuid`. */
 int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 		     uint32_t uuid_len, uint64_t incarnation,

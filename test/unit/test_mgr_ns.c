@@ -1206,6 +1206,25 @@ Test(persist, map_register)
 		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
 		cr_assert_eq(st.map.epoch, 4);
 		cr_assert_eq(mgr_map_primary(&st.map, &l, 4, 0)->id, 2);
+		/* mgrd restarts (seen is volatile): the first registration
+		 * of the up twin keeps its state; the resyncing one stays
+		 * resyncing; a second restart is a failure plus a rejoin
+		 * again (alone with a resyncing partner: back up, since it
+		 * holds every write). */
+		st.map.iods[0].seen = st.map.iods[1].seen = false;
+		n = mgr_map_register(&st.map, 2, u2, 16, 8, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_UP);
+		cr_assert_eq(ops[0].incarnation, 8);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
+		n = mgr_map_register(&st.map, 1, u1, 16, 3, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_RESYNCING);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
+		n = mgr_map_register(&st.map, 2, u2, 16, 9, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_UP);
+		cr_assert_eq(ops[0].incarnation, 9);
 		mgr_state_free(&st);
 	}
 }
