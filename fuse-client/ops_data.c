@@ -92,6 +92,8 @@ struct dop {
 	bool map_polled;         /* the map was fetched during this op */
 	fc_op_fn reissue;        /* the round to run once the map moved */
 	bool is_read;
+	uint64_t wait_epoch;     /* map epoch when the wait began */
+	int iod_err;             /* fsync: first error from an iod */
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
@@ -182,6 +184,9 @@ static bool takeover_rerouted(struct dop *d, bool fetched)
 {
 	struct fc_client *cl = d->op.cl;
 
+	/* fsync has no pieces: any new map may route it elsewhere. */
+	if (d->npieces == 0)
+		return cl->epoch != d->wait_epoch;
 	for (int i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
 		uint32_t k = pc->p.column;
@@ -250,6 +255,7 @@ static void takeover_start(struct dop *d, fc_op_fn reissue)
 {
 	d->reissue = reissue;
 	d->wait_since = tw_now_ms();
+	d->wait_epoch = d->op.cl->epoch;
 	for (int i = 0; i < d->npieces; i++) {
 		bool settled;
 
@@ -1317,23 +1323,54 @@ void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	submit(req, d, true);
 }
 
+static void fsync_issue(struct fc_op *op);
+
 static void fsync_one_done(struct dop *d, int status)
 {
+	struct fc_client *cl = d->op.cl;
+
 	if (status < 0 && !d->err)
 		d->err = status;
 	if (--d->pending > 0)
 		return;
+	/* Only iods failed: wait for mgrd's new map and sync again (the
+	 * mgrd step is idempotent), within the op's deadline. */
+	if (d->iod_err && d->err == d->iod_err && takeover_err(d->iod_err) &&
+	    remaining_ms(d) > FC_TAKEOVER_POLL_MS && !cl->stopping &&
+	    !fc_op_interrupted(&d->op)) {
+		d->err = 0;
+		d->iod_err = 0;
+		takeover_start(d, fsync_issue);
+		return;
+	}
 	if (d->err)
 		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
 			  strerror(-d->err));
 	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
 }
 
+struct fsync_call {
+	struct dop *d;
+	struct fc_iod *iod;
+};
+
 static void fsync_iod_cb(int status, struct wire_msg *reply, void *arg)
 {
+	struct fsync_call *fc = arg;
+	struct dop *d = fc->d;
+
 	if (reply)
 		wire_msg_free(reply);
-	fsync_one_done(arg, status);
+	if (status < 0) {
+		if (fc_is_transport_err(status))
+			fc_report(d->op.cl, fc->iod, status);
+		if (!d->iod_err)
+			d->iod_err = status;
+		if (!d->err)
+			d->err = status;
+	}
+	free(fc);
+	fsync_one_done(d, 0);
 }
 
 static void fsync_mgr_done(struct fc_mgr_call *mc, int status,
@@ -1372,6 +1409,7 @@ static void fsync_issue(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 	struct fc_client *cl = op->cl;
 	bool sent[TW_MAX_IODS + 1] = { false };
+	struct fsync_call *fc;
 	uint32_t k;
 	int err;
 
@@ -1405,10 +1443,17 @@ static void fsync_issue(struct fc_op *op)
 		twinfs__fsync__init(&fs);
 		fs.ino = d->ino;
 		fs.epoch = cl->epoch;
+		fc = calloc(1, sizeof(*fc));
+		if (!fc) {
+			if (!d->err)
+				d->err = -ENOMEM;
+			continue;
+		}
+		fc->d = d;
+		fc->iod = iod;
 		d->pending++;
 		fc_call(cl, iod ? iod->peer : NULL, TWINFS__MSG_TYPE__MSG_FSYNC,
-			&fs.base, NULL, 0, cl->opts.request_timeout_ms,
-			fsync_iod_cb, d);
+			&fs.base, NULL, 0, attempt_ms(d), fsync_iod_cb, fc);
 	}
 	fsync_one_done(d, 0);
 }
