@@ -264,6 +264,9 @@ struct fc_client {
 	struct fc_iod iods[TW_MAX_IODS + 1];   /* by id */
 	int group_iod[TW_MAX_GROUPS][2];       /* iod id of each twin, 0 none */
 	bool map_refreshing;
+	/* Called when the map moves to a new epoch (fc_data_map_changed in
+	 * the client; NULL in unit tests). */
+	void (*map_changed)(struct fc_client *cl);
 	struct fc_map_waiter *map_waiters;
 	struct fc_mgr_call map_mc;          /* the GET_MAP in flight */
 	Twinfs__Empty map_body;
@@ -325,6 +328,9 @@ void fc_op_free(struct fc_op *op);
 bool fc_op_interrupted(const struct fc_op *op);
 /* Loop thread: run op->run again after ms (at once when stopping). */
 void fc_op_later(struct fc_op *op, uint32_t ms);
+/* Loop thread: ops waiting in fc_op_later to run `run` become due now
+ * (they run at the next tick of the later timer, within 50 ms). */
+void fc_op_later_wake(struct fc_client *cl, fc_op_fn run);
 
 /* Loop thread: wire_call that always ends in cb, exactly once: when
  * wire_call fails at once (or the client is stopping), cb runs later from
@@ -487,6 +493,9 @@ void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 /* Loop thread: send final size reports of every dirty file; done(arg) runs
  * once all are answered (or failed). */
 void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
+/* Loop thread: the map moved to a new epoch; data ops waiting for mgrd to
+ * demote a failed iod look at it now (ops_data.c). */
+void fc_data_map_changed(struct fc_client *cl);
 /* Loop thread: mark f dirty after a completed write (ops_data.c). */
 void fc_file_put(struct fc_client *cl, struct fc_file *f);
 

@@ -429,6 +429,7 @@ static void iod_connect_cb(struct wire_peer *p, int status,
 void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 {
 	bool seen[TW_MAX_IODS + 1] = { false };
+	uint64_t old_epoch = cl->epoch;
 	size_t i;
 	uint32_t id;
 
@@ -499,6 +500,8 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 		}
 	}
 	cl->have_map = true;
+	if (map->epoch != old_epoch && cl->map_changed)
+		cl->map_changed(cl);
 }
 
 static void map_reply_cb(struct fc_mgr_call *mc, int status,

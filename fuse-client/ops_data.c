@@ -51,7 +51,7 @@ struct dop;
 
 /* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
  * to a new epoch (possibly while a failed twin was being demoted). */
-#define FC_STALE_TRIES 3
+#define FC_STALE_TRIES 8
 
 struct piece {
 	struct dop *d;
@@ -248,6 +248,11 @@ static void takeover_poll(struct fc_op *op)
 	d->mw.cb = takeover_map_done;
 	d->mw.arg = d;
 	fc_map_refresh(op->cl, &d->mw);
+}
+
+void fc_data_map_changed(struct fc_client *cl)
+{
+	fc_op_later_wake(cl, takeover_poll);
 }
 
 /* Wait for mgrd to demote what failed, then run `reissue`. */
