@@ -59,7 +59,7 @@ struct piece {
 	struct fc_iod *iod;      /* where the current attempt went */
 	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
 	int attempts;
-	uint32_t fail_sig;       /* fc_group_sig when the takeover wait began */
+	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
 };
 
 struct dop {
@@ -94,6 +94,7 @@ struct dop {
 	bool is_read;
 	uint64_t wait_epoch;     /* map epoch when the wait began */
 	int iod_err;             /* fsync: first error from an iod */
+	bool timed_out;          /* a failed piece timed out (costly retry) */
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
@@ -175,7 +176,8 @@ static uint64_t read_row(const struct dop *d, const struct piece *pc);
 
 /* Whether the map has moved on for some failed piece: it goes elsewhere
  * than the attempt that failed (or nowhere: its group failed), or its
- * group changed and no twin of it is suspect any more (e.g. the primary
+ * group changed since the attempt was sent and no twin of it is suspect
+ * any more (e.g. the primary
  * answered EIO because its twin died, and mgrd has now demoted that twin:
  * same target, but it completes alone).  A map that only makes the failed
  * iod suspect is not enough: the policy still routes to a suspect
@@ -210,7 +212,7 @@ static bool takeover_rerouted(struct dop *d, bool fetched)
 			uint32_t sig = fc_group_sig(cl, d->attr.layout.groups[k],
 						    &settled);
 
-			if (settled && sig != pc->fail_sig)
+			if (settled && sig != pc->issue_sig)
 				return true;
 		}
 	}
@@ -225,7 +227,13 @@ static void takeover_map_done(void *arg, int status)
 
 	(void)status;
 	d->map_polled = true;
-	if (takeover_rerouted(d, true) || waited >= attempt_ms(d) + 500u ||
+	/* A retry that fails fast (refused, EIO) is cheap: after one poll
+	 * interval go again even if the map looks the same (the iod may be
+	 * behind mgrd's map).  One that timed out costs attempt_ms: wait for
+	 * the map to move, or for mgrd's probe to have found it alive. */
+	if (takeover_rerouted(d, true) ||
+	    (!d->timed_out && waited >= FC_TAKEOVER_POLL_MS) ||
+	    waited >= attempt_ms(d) + 500u ||
 	    remaining_ms(d) <= FC_TAKEOVER_POLL_MS || cl->stopping ||
 	    fc_op_interrupted(&d->op)) {
 		d->op.run = d->reissue;
@@ -261,14 +269,10 @@ static void takeover_start(struct dop *d, fc_op_fn reissue)
 	d->reissue = reissue;
 	d->wait_since = tw_now_ms();
 	d->wait_epoch = d->op.cl->epoch;
-	for (int i = 0; i < d->npieces; i++) {
-		bool settled;
-
-		d->pieces[i].fail_sig =
-			fc_group_sig(d->op.cl,
-				     d->attr.layout.groups[d->pieces[i].p.column],
-				     &settled);
-	}
+	d->timed_out = false;
+	for (int i = 0; i < d->npieces; i++)
+		if (d->pieces[i].status == -ETIMEDOUT)
+			d->timed_out = true;
 	d->op.run = takeover_poll;
 	/* A killed server is demoted within milliseconds: look soon. */
 	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS / 4);
@@ -949,6 +953,12 @@ static void write_issue(struct fc_op *op)
 			continue;
 		}
 		pc->attempts++;
+		{
+			bool settled;
+
+			pc->issue_sig = fc_group_sig(cl, d->attr.layout.groups[k],
+						     &settled);
+		}
 		d->pending++;
 		twinfs__write__init(&w);
 		twinfs__layout__init(&lpb);
@@ -1130,6 +1140,12 @@ static void read_send(struct dop *d, struct piece *pc)
 	uint32_t k = pc->p.column;
 
 	pc->attempts++;
+	{
+		bool settled;
+
+		pc->issue_sig = fc_group_sig(cl, d->attr.layout.groups[k],
+					     &settled);
+	}
 	twinfs__read__init(&r);
 	r.ino = d->ino;
 	r.column = k;
