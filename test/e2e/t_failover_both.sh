@@ -3,7 +3,8 @@
 # a file of that group fails with EIO within request_timeout + 1 s, a file
 # placed only on the other group still works, nothing hangs; when the twins
 # return, the group serves again without a remount (the twin demoted first
-# is stale and rejoins as resyncing; the other comes back up).
+# is stale and rejoins as resyncing; the other comes back up).  Then the
+# same with both twins of the other group hung by SIGSTOP.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_both
@@ -63,4 +64,22 @@ echo "# after restart: iod 3 $s3, iod 4 $s4"
 drop_caches
 assert_same_file both-group-serves-again "$T/src" "$M/g1/f"
 check both-group-writes-again cp "$T/src" "$M/g1/new"
+
+# Both twins of group 0 hung (SIGSTOP: silence, no reset): EIO within
+# request_timeout + 1 s all the same; group 1 (one twin up) still serves;
+# SIGCONT brings group 0 back.
+(cd / && lc stop-iod 1 >/dev/null && lc stop-iod 2 >/dev/null)
+errno_within both-hung-write-eio $((RT_MS + 1000)) "fd = os.open('$M/g0/new', os.O_WRONLY)
+os.pwrite(fd, b'x' * 65536, 0)
+os.close(fd)"
+check both-hung-other-group-works cp "$T/src" "$M/g1/new2"
+(cd / && lc cont-iod 1 >/dev/null && lc cont-iod 2 >/dev/null)
+for ((i = 0; i < 100; i++)); do
+	s1=$(iod_state 1) s2=$(iod_state 2)
+	[[ $s1 == up || $s2 == up ]] && break
+	sleep 0.1
+done
+echo "# after SIGCONT: iod 1 $s1, iod 2 $s2"
+check both-hung-group-writes-again cp "$T/src" "$M/g0/new3"
+assert_same_file both-hung-group-bytes "$T/src" "$M/g0/new3"
 e2e_end
