@@ -2,7 +2,8 @@
 # t_failover_hang.sh - issue 3 part A, a hung iod (SIGSTOP: no reset, only
 # silence) during writes: I/O resumes within request_timeout + 1 s (the
 # longest 1 MiB write is timed), the bytes are right, the map says down and
-# needing resync, and SIGCONT brings it back as `resyncing`.
+# needing resync, and SIGCONT brings it back as `resyncing` (at mgrd's next
+# answered ping: within monitor_interval).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_hang
@@ -38,10 +39,10 @@ else
 	fail hang-resumes-in-time "writer failed: $(tail -n 2 "$T/w.out" | tr '\n' ' ')"
 fi
 assert_same_file hang-bytes "$T/src" "$M/f"
-out=$(wait_state 2 '^down,needs-resync' 5000) && pass hang-map-down ||
+out=$(wait_state 2 '^down,needs-resync' $((2 * MI_MS + RT_MS + 1000))) && pass hang-map-down ||
 	fail hang-map-down "$out"
 (cd / && lc cont-iod 2 >/dev/null)
-out=$(wait_state 2 '^resyncing' 5000) && pass hang-sigcont-resyncing ||
+out=$(wait_state 2 '^resyncing' $((2 * MI_MS + RT_MS + 1000))) && pass hang-sigcont-resyncing ||
 	fail hang-sigcont-resyncing "$out"
 drop_caches
 assert_same_file hang-bytes-after-sigcont "$T/src" "$M/f"
