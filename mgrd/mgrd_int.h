@@ -535,10 +535,14 @@ typedef void (*mgr_pool_statfs_cb)(int status, const struct mgr_statfs *sf,
 /* All columns of a pending delete are gone: journal it (server.c). */
 typedef void (*mgr_pool_pdel_cb)(uint64_t ino, void *arg);
 
+/* An iod did not answer one of mgrd's own calls (unreachable, timed
+ * out): treat it as a report (server.c -> monitor probe). */
+typedef void (*mgr_pool_failed_cb)(uint32_t iod_id, void *arg);
+
 int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 		 struct mgr_map *map, struct mgr_ns *ns, uint64_t incarnation,
-		 mgr_pool_pdel_cb on_pdel_done, void *arg,
-		 struct mgr_iodpool **out);
+		 mgr_pool_pdel_cb on_pdel_done, mgr_pool_failed_cb on_iod_failed,
+		 void *arg, struct mgr_iodpool **out);
 /* Cancel outstanding calls (their callbacks run with -ECANCELED) and free
  * the pool once its handles are closed. */
 void mgr_pool_free(struct mgr_iodpool *p);

@@ -226,6 +226,14 @@ static void on_pdel_done(uint64_t ino, void *arg)
 			 (unsigned long long)ino);
 }
 
+static void on_iod_failed(uint32_t iod_id, void *arg)
+{
+	struct mgr_server *s = arg;
+
+	if (s->mon && !s->stopping)
+		mgr_monitor_report(s->mon, iod_id);
+}
+
 /* -------------------------------------------------------------- the map */
 
 struct map_buf {
@@ -702,7 +710,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	free(ids);
 
 	rc = mgr_pool_new(loop, conf, &s->st.map, &s->st.ns, s->incarnation,
-			  on_pdel_done, s, &s->pool);
+			  on_pdel_done, on_iod_failed, s, &s->pool);
 	if (rc < 0)
 		goto fail;
 	rc = mgr_monitor_start(s, &s->mon);
