@@ -496,8 +496,17 @@ void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
 /* Loop thread: the map moved to a new epoch; data ops waiting for mgrd to
  * demote a failed iod look at it now (ops_data.c). */
 void fc_data_map_changed(struct fc_client *cl);
-/* Loop thread: mark f dirty after a completed write (ops_data.c). */
+/* Loop thread (report.c): drop a reference to f; frees it at zero. */
 void fc_file_put(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (report.c): f has a completed, unreported write: put it on
+ * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
+void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (report.c): send f's size report if it has unreported
+ * writes.  Returns true when a report was sent (done runs later), false
+ * when there was nothing to do or no memory (done never runs; *err says
+ * which). */
+bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
+		     void (*done)(void *arg, int status), void *arg, int *err);
 
 /* ops_meta.c: shared helper to answer an Entry reply. */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,

@@ -31,7 +31,8 @@
  * pieces are zero-filled up to the clamped size.
  *
  * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
- * second while a file has unreported writes (FORMAT.md "Size, truncate").
+ * second while a file has unreported writes (FORMAT.md "Size, truncate");
+ * they live in report.c.
  *
  * Lifetimes: struct fc_file (fi->fh) is freed when its last reference
  * goes: the open's own (dropped at release) or a write or report in
@@ -311,202 +312,6 @@ static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
 static struct fc_file *fh_file(const struct fuse_file_info *fi)
 {
 	return (struct fc_file *)(uintptr_t)fi->fh;
-}
-
-static void dirty_add(struct fc_client *cl, struct fc_file *f);
-
-static void dirty_remove(struct fc_client *cl, struct fc_file *f)
-{
-	if (!f->on_dirty_list)
-		return;
-	if (f->dirty_prev)
-		f->dirty_prev->dirty_next = f->dirty_next;
-	else
-		cl->dirty_head = f->dirty_next;
-	if (f->dirty_next)
-		f->dirty_next->dirty_prev = f->dirty_prev;
-	f->on_dirty_list = false;
-	f->dirty_prev = f->dirty_next = NULL;
-}
-
-void fc_file_put(struct fc_client *cl, struct fc_file *f)
-{
-	if (--f->refs > 0)
-		return;
-	dirty_remove(cl, f);
-	free(f);
-}
-
-/* ------------------------------------------------------- size reports */
-
-struct report {
-	struct fc_client *cl;
-	struct fc_file *f;
-	struct fc_mgr_call mc;
-	Twinfs__SizeReport sr;
-	Twinfs__ColumnBlocks cb[R0_MAX_STRIPE_COUNT];
-	Twinfs__ColumnBlocks *cbp[R0_MAX_STRIPE_COUNT];
-	uint64_t gen;
-	bool from_timer;
-	void (*done)(void *arg, int status);
-	void *arg;
-};
-
-static bool file_dirty(const struct fc_file *f)
-{
-	return f->write_gen != f->reported_gen;
-}
-
-static void report_done(struct fc_mgr_call *mc, int status,
-			struct wire_msg *reply)
-{
-	struct report *r = mc->arg;
-	struct fc_client *cl = r->cl;
-	struct fc_file *f = r->f;
-	struct fc_attr a;
-
-	if (status == 0) {
-		if (fc_entry_from_reply(cl, reply, &a) == 0)
-			fc_inode_update(cl, &a, NULL);
-		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
-			f->reported_gen = r->gen;
-		if (!file_dirty(f))
-			dirty_remove(cl, f);
-	} else if (status != -EIO || !cl->stopping) {
-		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
-			  f->ino, strerror(-status));
-	}
-	if (reply)
-		wire_msg_free(reply);
-	if (r->from_timer)
-		f->timer_report = false;
-	if (r->done)
-		r->done(r->arg, status);
-	fc_file_put(cl, f);
-	free(r);
-}
-
-/* Send f's size report if it has unreported writes.  Returns true when a
- * report was sent (done runs later), false when there was nothing to do
- * or no memory (done never runs; *err says which). */
-static bool report_start(struct fc_client *cl, struct fc_file *f,
-			 bool from_timer, void (*done)(void *, int),
-			 void *arg, int *err)
-{
-	struct report *r;
-	uint32_t k;
-	size_t n = 0;
-
-	*err = 0;
-	if (!file_dirty(f))
-		return false;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		*err = -ENOMEM;
-		return false;
-	}
-	r->cl = cl;
-	r->f = f;
-	r->gen = f->write_gen;
-	r->from_timer = from_timer;
-	r->done = done;
-	r->arg = arg;
-	f->refs++;
-	if (from_timer)
-		f->timer_report = true;
-	twinfs__size_report__init(&r->sr);
-	r->sr.ino = f->ino;
-	r->sr.size = f->end;
-	r->sr.trunc_gen = f->end_gen;
-	r->sr.mtime_sec = f->mtime_sec;
-	r->sr.mtime_nsec = f->mtime_nsec;
-	r->sr.wrote = true;
-	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
-		if (!(f->cols_seen & (1u << k)))
-			continue;
-		twinfs__column_blocks__init(&r->cb[n]);
-		r->cb[n].column = k;
-		r->cb[n].blocks = f->col_blocks[k];
-		r->cbp[n] = &r->cb[n];
-		n++;
-	}
-	r->sr.n_blocks = n;
-	r->sr.blocks = n ? r->cbp : NULL;
-	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
-		    &r->sr.ctx, NULL, 0, report_done, r);
-	return true;
-}
-
-static void report_timer_cb(uv_timer_t *t)
-{
-	struct fc_client *cl = t->data;
-	struct fc_file *f, *next;
-	int err;
-
-	for (f = cl->dirty_head; f; f = next) {
-		next = f->dirty_next;
-		if (!f->timer_report)
-			report_start(cl, f, true, NULL, NULL, &err);
-	}
-	if (!cl->dirty_head) {
-		uv_timer_stop(t);
-		cl->report_timer_on = false;
-	}
-}
-
-static void dirty_add(struct fc_client *cl, struct fc_file *f)
-{
-	if (!f->on_dirty_list) {
-		f->dirty_prev = NULL;
-		f->dirty_next = cl->dirty_head;
-		if (cl->dirty_head)
-			cl->dirty_head->dirty_prev = f;
-		cl->dirty_head = f;
-		f->on_dirty_list = true;
-	}
-	if (!cl->report_timer_on && !cl->stopping) {
-		uv_timer_start(&cl->report_timer, report_timer_cb,
-			       FC_REPORT_INTERVAL_MS, FC_REPORT_INTERVAL_MS);
-		cl->report_timer_on = true;
-	}
-}
-
-struct flush_all {
-	int pending;
-	void (*done)(void *arg);
-	void *arg;
-};
-
-static void flush_all_one(void *arg, int status)
-{
-	struct flush_all *fa = arg;
-
-	(void)status;
-	if (--fa->pending == 0) {
-		fa->done(fa->arg);
-		free(fa);
-	}
-}
-
-void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
-{
-	struct flush_all *fa = calloc(1, sizeof(*fa));
-	struct fc_file *f, *next;
-	int err;
-
-	if (!fa) {
-		done(arg);
-		return;
-	}
-	fa->done = done;
-	fa->arg = arg;
-	fa->pending = 1;
-	for (f = cl->dirty_head; f; f = next) {
-		next = f->dirty_next;
-		if (report_start(cl, f, false, flush_all_one, fa, &err))
-			fa->pending++;
-	}
-	flush_all_one(fa, 0);
 }
 
 /* ---------------------------------------------------------- open/create */
@@ -829,7 +634,7 @@ static void write_finish(struct dop *d)
 		f->write_gen++;
 		tw_realtime(&f->mtime_sec, &f->mtime_nsec);
 		fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
-		dirty_add(cl, f);
+		fc_file_dirty(cl, f);
 		fc_op_reply_write(&d->op, d->size);
 		return;
 	}
@@ -1276,7 +1081,7 @@ static void flush_run(struct fc_op *op)
 	int err;
 
 	d->f->refs++;
-	if (!report_start(op->cl, d->f, false, flush_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
 		fc_op_reply_err(op, -err);
 }
 
@@ -1329,7 +1134,7 @@ static void release_run(struct fc_op *op)
 
 	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
 	 * op owns the open's reference from here (dropped at cleanup). */
-	if (!report_start(op->cl, d->f, false, release_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, release_report_done, d, &err))
 		release_send(d);
 }
 
@@ -1444,7 +1249,7 @@ static void fsync_issue(struct fc_op *op)
 	}
 	d->err = 0;
 	d->pending = 2;   /* the mgrd step and the guard while issuing */
-	if (!report_start(cl, d->f, false, fsync_report_done, d, &err)) {
+	if (!fc_report_start(cl, d->f, false, fsync_report_done, d, &err)) {
 		if (err)
 			d->err = err;
 		fsync_mgr_sync(d);
