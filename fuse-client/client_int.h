@@ -438,6 +438,14 @@ uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
 
 extern const struct fuse_lowlevel_ops fc_ops;
 
+/* Send the size reports of every dirty open file of `ino` (loop thread).
+ * Returns true when reports were sent: done(arg, status) runs once after
+ * the last reply.  False: nothing to report, done never runs.  A SETATTR
+ * of size or mtime waits for these, so a report of earlier writes cannot
+ * land after it and overwrite the mtime it set (cp -a, tar x). */
+bool fc_report_ino(struct fc_client *cl, uint64_t ino,
+		   void (*done)(void *arg, int status), void *arg);
+
 void fc_init(void *userdata, struct fuse_conn_info *conn);
 void fc_destroy(void *userdata);
 void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -524,6 +524,7 @@ int main(int argc, char *argv[])
 	tw_log_init(prog, fopts.debug ? TW_LOG_DEBUG : TW_LOG_INFO);
 
 	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
+	cl->se = se;   /* for kernel cache invalidations */
 	if (!se)
 		return 1;   /* libfuse printed why */
 	signal(SIGPIPE, SIG_IGN);

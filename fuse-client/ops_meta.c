@@ -285,10 +285,30 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* ------------------------------------------------------------- setattr */
 
+static void setattr_run(struct fc_op *op);
+
+static void setattr_reported(void *arg, int status)
+{
+	struct mop *m = arg;
+
+	/* A failed report is logged by the report itself; the SETATTR
+	 * still goes out (it is what the caller asked for). */
+	(void)status;
+	setattr_run(&m->op);
+}
+
 static void setattr_run(struct fc_op *op)
 {
 	struct mop *m = (struct mop *)op;
+	const uint32_t ordered = TWINFS__SETATTR_VALID__SA_SIZE |
+		TWINFS__SETATTR_VALID__SA_MTIME;
 
+	/* Earlier writes are reported first (fc_report_ino says why). */
+	if ((m->m.setattr.valid & ordered) && !m->kind) {
+		m->kind = 1;
+		if (fc_report_ino(op->cl, m->ino, setattr_reported, m))
+			return;
+	}
 	if (m->m.setattr.valid == 0) {
 		/* Nothing mgrd stores (e.g. only KILL_SUID bits, which the
 		 * kernel turns into a mode change itself): answer attrs. */

@@ -134,6 +134,54 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	return true;
 }
 
+/* fc_report_ino: the reports of one inode's dirty files, counted down. */
+struct ino_reports {
+	int pending;
+	int status;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+static void ino_report_done(void *arg, int status)
+{
+	struct ino_reports *ir = arg;
+
+	if (status < 0 && ir->status == 0)
+		ir->status = status;
+	if (--ir->pending > 0)
+		return;
+	ir->done(ir->arg, ir->status);
+	free(ir);
+}
+
+bool fc_report_ino(struct fc_client *cl, uint64_t ino,
+		   void (*done)(void *arg, int status), void *arg)
+{
+	struct ino_reports *ir = calloc(1, sizeof(*ir));
+	struct fc_file *f, *next;
+	int err;
+
+	if (!ir)
+		return false;
+	ir->done = done;
+	ir->arg = arg;
+	/* Hold one count ourselves so a report that completes at once (it
+	 * cannot today, but the rule is cheap) does not finish early. */
+	ir->pending = 1;
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (f->ino == ino &&
+		    fc_report_start(cl, f, false, ino_report_done, ir, &err))
+			ir->pending++;
+	}
+	if (ir->pending == 1) {
+		free(ir);
+		return false;
+	}
+	ir->pending--;
+	return true;
+}
+
 static void report_timer_cb(uv_timer_t *t)
 {
 	struct fc_client *cl = t->data;

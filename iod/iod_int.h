@@ -2,7 +2,11 @@
  * inside iod/).
  *
  * Modules:
- *   store.c   subfiles on the local file system (pure local disk; no network)
+ *   store.c   subfiles on the local file system: paths, xattrs, identity,
+ *             fd cache, listing scan (the "home" side; no network)
+ *   store_journal.c  every mutation through the block journal (DIR/journal),
+ *             reads/sizes/listing/checksums through its index, records
+ *   store_intent.c   the write-intent log (marked regions, clearing)
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   mgr.c     registration with mgrd and the cluster map
  *   server.c  the listener, HELLO, validation and dispatch
@@ -39,6 +43,7 @@
 #define IOD_CSUM_MAX_REGIONS (200u * 1000u)
 
 struct iod_store;
+struct jbd_io_ops;
 
 /* The layout recorded in a subfile's xattr (a copy of the file's layout at
  * the subfile's creation). */
@@ -68,75 +73,154 @@ struct iod_store_opts {
 	uint32_t iod_id;
 	const char *cluster;   /* cluster name, < IOD_CLUSTER_MAX bytes */
 	unsigned max_fds;      /* fd cache size; 0 = IOD_FD_CACHE_DEFAULT */
+	/* The block journal DIR/journal (DESIGN.md "Journal"): */
+	uint64_t journal_size;         /* 0 = JBD_DEFAULT_SIZE */
+	int journal_mode;              /* enum tw_journal_mode */
+	uint32_t commit_interval_ms;   /* 0 = 5 s */
+	uint64_t reserve;              /* home bytes kept free; 0 = default */
+	/* Called once, on the loop thread, when the journal aborts (J12):
+	 * from then on every mutation fails with -EIO.  May be NULL. */
+	void (*on_abort)(void *arg);
+	void *abort_arg;
+	/* Tests only: the journal's synchronous I/O layer (fault injection,
+	 * journal.h struct jbd_io_ops); NULL = io_uring. */
+	const struct jbd_io_ops *test_io;
 };
 
+#define IOD_MAX_INO          ((1ull << 56) - 1)    /* journal ids: ino << 8 */
+#define IOD_RESERVE_DEFAULT  (64ull << 20)
+#define IOD_REGION_SHIFT     20                    /* write-intent: 1 MiB */
+
 /* Open the store: create DIR and DIR/subfiles if missing, check or create
- * DIR/twinfs-id.  Refuses (-EINVAL, with an error log naming both) a
- * directory that belongs to another iod id or cluster, and (-EBADMSG) one
- * whose identity file is corrupt.  Returns 0 and sets *out, or -errno. */
+ * DIR/twinfs-id, open the journal DIR/journal and replay it (so nothing is
+ * served before replay has finished), then rebuild the write-intent set.
+ * Refuses (-EINVAL, with an error log naming both) a directory that
+ * belongs to another iod id or cluster, and (-EBADMSG) one whose identity
+ * file or journal superblock is corrupt.  Returns 0 and sets *out, or
+ * -errno. */
 int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out);
-/* Close every cached fd (without syncing) and free the store. */
+/* Clean close: close, sync and checkpoint the journal (blocking), close
+ * every cached fd, free the store. */
 void iod_store_close(struct iod_store *s);
+/* Test only: free everything without any further I/O (process death). */
+void iod_store_abandon(struct iod_store *s);
 /* The data directory's 16-byte UUID. */
 const uint8_t *iod_store_uuid(const struct iod_store *s);
 /* Whether the identity file was created by this open (a new directory). */
 bool iod_store_is_new(const struct iod_store *s);
 
+/* The journal's event loop hooks (journal.h "Event loop"): poll the fd
+ * for UV_READABLE and call iod_store_process; call iod_store_tick a few
+ * times per second.  iod_store_wait blocks until some progress was made
+ * (returns 1 when idle): tests and shutdown. */
+int iod_store_event_fd(const struct iod_store *s);
+void iod_store_process(struct iod_store *s);
+void iod_store_tick(struct iod_store *s);
+int iod_store_wait(struct iod_store *s);
+/* 0, or -EIO once the journal has aborted (sticky). */
+int iod_store_aborted(const struct iod_store *s);
+
 /* Validation shared by the server and the store: column < 32, and
  * off + len <= IOD_MAX_OFFSET without overflow.  0 or -EINVAL. */
 int iod_check_range(uint32_t column, uint64_t off, uint64_t len);
 
+/* Completion of a mutation: rc is 0 once the request is in a CLOSED
+ * journal transaction (survives the death of the process), or SYNCED when
+ * the request asked for it; or a negative errno (-EIO after an abort).
+ * Runs from iod_store_process/iod_store_wait, never from inside the call
+ * that started the request.  As in libuv: when the call returns an error
+ * the callback is never called. */
+typedef void (*iod_store_cb)(void *arg, int rc);
+
 /* Write len bytes at off of subfile (ino, column), creating it (with its
  * xattr recording `layout`, which must be non-NULL for a creation) on the
  * first write.  A trunc_gen older than the subfile's is refused with
- * -ESTALE; a newer one is stored.  On success the data is in the subfile
- * (it survives the death of this process) and *st (if non-NULL) holds the
- * size and blocks after the write. */
+ * -ESTALE; a newer one is recorded.  The write, its creation, its
+ * trunc_gen and its write-intent mark are ONE journal transaction's worth
+ * (one handle): all or nothing after a crash.  sync: cb only once synced.
+ * *st (if non-NULL) holds the logical size and blocks after the write.
+ * buf is copied (journal mode) or written in place before the return. */
 int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, const void *buf, size_t len,
 		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
-		    struct iod_sub_stat *st);
+		    bool sync, struct iod_sub_stat *st, iod_store_cb cb,
+		    void *arg);
 
 /* Read up to len bytes at off into a new buffer (*out, caller frees; NULL
- * when 0 bytes).  Returns the number of bytes (short at the subfile's end,
- * 0 for an absent subfile) or -errno; *st gets the subfile's size. */
+ * when 0 bytes), through the journal's index: the newest acknowledged
+ * content.  Returns the number of bytes (short at the subfile's end, 0 for
+ * an absent subfile) or -errno; *st gets the subfile's logical size. */
 long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, size_t len, uint8_t **out,
 		    struct iod_sub_stat *st);
 
 /* Cut (or extend with a hole) subfile (ino, column) to size and record
- * trunc_gen.  An absent subfile is left absent (0).  A trunc_gen older than
- * the subfile's is refused with -ESTALE. */
+ * trunc_gen.  An absent subfile is left absent (cb still runs, with 0, as a
+ * barrier).  A trunc_gen older than the subfile's is refused with -ESTALE. */
 int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 		       uint64_t size, uint64_t trunc_gen,
-		       struct iod_sub_stat *st);
+		       struct iod_sub_stat *st, iod_store_cb cb, void *arg);
 
-/* Unlink subfile (ino, column); an absent one is fine (0).  column
- * UINT32_MAX: every column of ino. */
-int iod_store_delete(struct iod_store *s, uint64_t ino, uint32_t column);
+/* Delete subfiles (ino, columns[0..n-1]); n = 0: every column of ino.
+ * Absent ones are fine. */
+int iod_store_delete(struct iod_store *s, uint64_t ino,
+		     const uint32_t *columns, size_t n, iod_store_cb cb,
+		     void *arg);
 
-/* Make the data of every subfile of ino written since the last sync
- * durable (ino 0: of every subfile), including new directory entries. */
-int iod_store_fsync(struct iod_store *s, uint64_t ino);
+/* cb once everything acknowledged so far is synced (ino 0: every
+ * subfile; the journal is one log, so ino only matters in writeback mode,
+ * where the subfiles of ino are fsynced in place first). */
+int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
+		    void *arg);
 
-/* Size, blocks and trunc_gen of a subfile (exists = false when absent). */
+/* Logical size, blocks and trunc_gen of a subfile (exists = false when
+ * absent).  Until a checkpoint, blocks counts journal-resident blocks
+ * past the home size as allocated (an estimate). */
 int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
 		   struct iod_sub_stat *st);
 
 /* Up to max subfiles whose (ino, column) is greater than (after_ino,
- * after_column), in ascending (ino, column) order.  Returns the count and
- * sets *eof when no further subfile exists. */
+ * after_column), in ascending (ino, column) order, as a reader sees them
+ * (created or deleted in the journal but not yet at home included).
+ * Returns the count and sets *eof when no further subfile exists. */
 int iod_store_list(struct iod_store *s, uint64_t after_ino,
 		   uint32_t after_column, uint32_t max,
 		   struct iod_sub_info *out, bool *eof);
 
-/* CRC32C of each region_size bytes of the subfile's contents (the last
- * region may be short).  Returns the number of regions and sets *crcs (new
- * array, caller frees; NULL when 0) and *size, or -errno (-EINVAL for a bad
- * region_size, -E2BIG when there would be more than IOD_CSUM_MAX_REGIONS).
- * An absent subfile has size 0 and no regions. */
+/* CRC32C of each region_size bytes of the subfile's contents as a reader
+ * sees them (through the journal), the last region may be short.  Returns
+ * the number of regions and sets *crcs (new array, caller frees; NULL when
+ * 0) and *size, or -errno (-EINVAL for a bad region_size, -E2BIG when there
+ * would be more than IOD_CSUM_MAX_REGIONS).  An absent subfile has size 0
+ * and no regions. */
 long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			uint32_t region_size, uint64_t *size, uint32_t **crcs);
+
+/* ---- write-intent log (DESIGN.md "Twins"; store_journal.c) ----
+ *
+ * A 1 MiB region of a subfile is marked in the same transaction as a write
+ * that touches it, and cleared once both twins have synced it.  Clearing
+ * is two steps: iod_store_intent_epoch() returns a token and starts a new
+ * generation; once a sync of this iod AND of its twin, both started after
+ * the call, have completed, iod_store_intent_clear(token) journals the
+ * clearing of every region not touched since (a region written meanwhile
+ * stays marked). */
+uint64_t iod_store_intent_epoch(struct iod_store *s);
+int iod_store_intent_clear(struct iod_store *s, uint64_t token);
+/* The twin missed a write of [off, off + len) (len UINT64_MAX: anything of
+ * the subfile, e.g. a truncate): its regions are never cleared by a cycle,
+ * only by the twin's resync (next issue).  In memory only: after a restart
+ * of this iod, mgrd's journaled needs_resync of the twin keeps the cycle
+ * from running (twin.c) while the marks themselves are persisted. */
+int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
+			 uint64_t off, uint64_t len);
+/* Regions marked now; count = UINT64_MAX: the whole subfile (the
+ * persisted list overflowed).  Order unspecified.  cb returns 0 to go on. */
+typedef int (*iod_intent_cb)(void *arg, uint64_t ino, uint32_t column,
+			     uint64_t first_region, uint64_t count);
+int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg);
+/* Number of marked regions (an "all" subfile counts once). */
+uint64_t iod_store_n_marked(const struct iod_store *s);
 
 int iod_store_statfs(struct iod_store *s, struct statvfs *out);
 
@@ -194,8 +278,16 @@ struct iod {
 	uint64_t report_epoch;     /* last MSG_REPORT about the twin */
 	uint64_t report_ms;
 
+	/* main.c: the journal's loop hooks */
+	uv_poll_t jnl_poll;
+	uv_timer_t jnl_timer;
+	bool jnl_handles;
+
 	/* twin.c */
 	struct wire_peer *twin_peer;
+	uv_timer_t intent_timer;   /* write-intent clearing cycle */
+	bool intent_timer_init;
+	bool intent_busy;
 	char twin_host[TW_HOST_MAX];
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
@@ -225,8 +317,16 @@ void iod_mgr_stop(struct iod *d);
 #define IOD_REPORT_GAP_MS 200u
 void iod_mgr_report(struct iod *d, uint32_t iod_id, int status);
 
+/* main.c */
+/* The journal aborted (J12): the store refuses writes with EIO from now on.
+ * Logs it; reporting to mgrd (so that the twin takes over) is the hook's
+ * next job (issue: iod abort reporting). */
+void iod_journal_aborted(void *arg);
+
 /* twin.c */
 int iod_twin_start(struct iod *d);
+/* Start the write-intent clearing cycle (every commit_interval). */
+int iod_twin_intent_start(struct iod *d);
 /* The map changed: follow the twin's address. */
 void iod_twin_map_changed(struct iod *d);
 void iod_twin_stop(struct iod *d);

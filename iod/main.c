@@ -5,8 +5,12 @@
  * Runs in the foreground and logs to stderr.  Opens its data directory
  * ([iod ID] dir, store.c), registers with mgrd (mgr.c), connects to its twin
  * (twin.c) and serves [iod ID] host:port (server.c), all on one libuv loop.
- * SIGTERM or SIGINT: stop accepting, fail outstanding forwards, sync the
- * store, exit 0.  --no-mgr is for tests: no mgrd, map from the config.
+ * The store's journal is opened and replayed before anything else starts,
+ * so nothing is served (or registered with mgrd) before replay finished.
+ * SIGTERM or SIGINT: stop accepting, fail outstanding forwards, let every
+ * journaled request complete, then close the journal (sync + checkpoint),
+ * exit 0 (1 when the journal had aborted).  --no-mgr is for tests: no
+ * mgrd, map from the config.
  */
 #include "iod_int.h"
 
@@ -30,6 +34,70 @@ static void usage(FILE *f)
 		"  --no-mgr    tests only: run without mgrd, map from CONF\n");
 }
 
+void iod_journal_aborted(void *arg)
+{
+	struct iod *d = arg;
+
+	tw_err("iod %" PRIu32 ": journal aborted: refusing every write, "
+	       "truncate and delete with EIO until restarted", d->id);
+	/* Next issue: report to mgrd here (IOD_REPORT of ourselves), so that
+	 * it demotes us in a new epoch and our twin completes writes alone. */
+}
+
+static void on_jnl_poll(uv_poll_t *p, int status, int events)
+{
+	struct iod *d = p->data;
+
+	(void)status;
+	(void)events;
+	iod_store_process(d->store);
+}
+
+static void on_jnl_tick(uv_timer_t *t)
+{
+	struct iod *d = t->data;
+
+	iod_store_tick(d->store);
+}
+
+static int jnl_handles_start(struct iod *d)
+{
+	int rc = uv_poll_init(d->loop, &d->jnl_poll,
+			      iod_store_event_fd(d->store));
+
+	if (rc < 0)
+		return rc;
+	d->jnl_poll.data = d;
+	uv_timer_init(d->loop, &d->jnl_timer);
+	d->jnl_timer.data = d;
+	d->jnl_handles = true;
+	rc = uv_poll_start(&d->jnl_poll, UV_READABLE, on_jnl_poll);
+	if (rc == 0)
+		rc = uv_timer_start(&d->jnl_timer, on_jnl_tick, 200, 200);
+	return rc;
+}
+
+static void jnl_handles_stop(struct iod *d)
+{
+	if (!d->jnl_handles)
+		return;
+	d->jnl_handles = false;
+	uv_poll_stop(&d->jnl_poll);
+	uv_timer_stop(&d->jnl_timer);
+	uv_close((uv_handle_t *)&d->jnl_poll, NULL);
+	uv_close((uv_handle_t *)&d->jnl_timer, NULL);
+}
+
+static void on_final_sync(void *arg, int rc)
+{
+	struct iod *d = arg;
+
+	if (rc < 0)
+		tw_err("iod %" PRIu32 ": final sync failed: %s", d->id,
+		       strerror(-rc));
+	jnl_handles_stop(d);
+}
+
 static void shutdown_daemon(struct iod *d)
 {
 	if (d->closing)
@@ -41,6 +109,11 @@ static void shutdown_daemon(struct iod *d)
 	iod_mgr_stop(d);
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
+	/* Keep the journal's loop hooks until everything already journaled
+	 * has completed (its callbacks reply on connections), then stop. */
+	if (!d->jnl_handles ||
+	    iod_store_fsync(d->store, 0, on_final_sync, d) < 0)
+		jnl_handles_stop(d);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -138,6 +211,12 @@ int main(int argc, char **argv)
 	so.dir = d->me->dir;
 	so.iod_id = d->id;
 	so.cluster = conf->cluster_name;
+	so.journal_size = conf->journal_size;
+	so.journal_mode = (int)conf->journal_mode;
+	so.commit_interval_ms = conf->commit_interval_ms;
+	so.on_abort = iod_journal_aborted;
+	so.abort_arg = d;
+	/* Replay happens in here, before registration (mgr.c) and serving. */
 	rc = iod_store_open(&so, &d->store);
 	if (rc < 0) {
 		tw_err("iod %ld: cannot use data directory %s: %s", id,
@@ -153,7 +232,8 @@ int main(int argc, char **argv)
 	uv_signal_start(&sig_term, on_signal, SIGTERM);
 	uv_signal_start(&sig_int, on_signal, SIGINT);
 
-	if (iod_mgr_start(d) < 0 || iod_twin_start(d) < 0 ||
+	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
+	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||
 	    iod_server_start(d) < 0) {
 		shutdown_daemon(d);
 		uv_run(d->loop, UV_RUN_DEFAULT);
@@ -164,10 +244,9 @@ int main(int argc, char **argv)
 		d->twin_id, d->incarnation);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 
-	/* A clean stop leaves everything acknowledged on stable storage. */
-	rc = iod_store_fsync(d->store, 0);
-	if (rc < 0)
-		tw_err("iod %ld: final sync failed: %s", id, strerror(-rc));
+	/* A clean stop leaves everything acknowledged on stable storage and
+	 * checkpointed (iod_store_close below). */
+	rc = iod_store_aborted(d->store);
 	status = rc < 0 ? 1 : 0;
 	tw_info("iod %ld: stopped (%" PRIu64 " requests forwarded to the twin)",
 		id, d->n_forwarded);
@@ -175,7 +254,7 @@ out:
 	if (d->loop) {
 		uv_loop_close(d->loop);
 	}
-	iod_store_close(d->store);
+	iod_store_close(d->store);   /* jbd_close: sync + checkpoint */
 	free(conf);
 	return status;
 }

@@ -1,13 +1,13 @@
-/* store.c - subfiles on the iod's local file system.
+/* store.c - the home side of the iod's subfile store: where a subfile
+ * lives on the local file system, its xattrs, the data directory's identity
+ * file, an fd cache, durability of files and directories, and the scan that
+ * listing builds on.
  *
- * Implements the pure local-disk part of twinfs-iod: where a subfile lives,
- * its xattr, the data directory's identity file, an fd cache, a dirty set
- * for fsync, listing and region checksums.  It does not know about the
- * network, the twin or epochs (twin.c and server.c do), and it does not yet
- * journal: every operation is a synchronous system call on the loop thread.
- * The ext3-style journal (DESIGN.md "Journal") will slot in below this
- * interface (iod_int.h): reads, listing and checksums will consult the
- * journal's index before the subfile, writes will go through a transaction.
+ * It does not change subfiles on its own initiative: every mutation goes
+ * through the block journal (store_journal.c), which calls back into the
+ * helpers here when it checkpoints or replays (and, in ordered/writeback
+ * modes, when the store writes in place).  It knows nothing of the network,
+ * the twin or epochs (twin.c and server.c do).
  *
  * Layout of the data directory DIR:
  *
@@ -28,9 +28,10 @@
  *       newer trunc_gen is stored in it before the write or truncate that
  *       carries it is applied, so a crash never leaves data of a newer
  *       generation under an older recorded one.
- *   S3  Every subfile written, truncated or created since the last sync of
- *       its inode is in the dirty set: either a cached entry with `dirty`
- *       set or a record in `evicted`; or `evicted_overflow` is set.
+ *   S3  A creation's new directory entries are made durable with the
+ *       subfile by store_sync_objs: exactly (sub.dirsync) while the entry is
+ *       cached, conservatively (its cd, ab and the top directory) after an
+ *       eviction.  Durability of data is the journal's business (J7, J11).
  *
  * Subfile xattr "user.twinfs.sub" (176 bytes, little-endian):
  *
@@ -52,6 +53,21 @@
  * missing or invalid (a crash between create and setxattr, or damage) is
  * served with trunc_gen 0 and gets a fresh xattr on its next write.
  *
+ * Write-intent xattr "user.twinfs.wil" (the persisted part of the
+ * write-intent log, store_journal.c; absent = nothing marked):
+ *
+ *   off size field
+ *     0    4 magic        0x4c495754 ("TWIL")
+ *     4    2 version      1
+ *     6    2 n            ranges that follow, <= 120
+ *     8    4 flags        bit 0 ALL: the whole subfile is marked
+ *    12    4 crc32c       over bytes 0..11 and the ranges
+ *    16 16*n ranges       (first region, count), regions of 1 MiB,
+ *                         sorted, disjoint, not adjacent
+ *
+ * Valid iff magic, version, n and crc match; an invalid one counts as ALL
+ * (a resync copies too much rather than too little).
+ *
  * Identity file DIR/twinfs-id (128 bytes, little-endian):
  *
  *   off size field
@@ -69,7 +85,7 @@
  * Valid iff magic, version and crc match; an invalid one is never replaced
  * automatically (it may be another daemon's directory).
  */
-#include "iod_int.h"
+#include "store_int.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -84,17 +100,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define SUB_XATTR        "user.twinfs.sub"
 #define SUB_MAGIC        0x42535754u
 #define SUB_VERSION      1u
+#define WIL_MAGIC        0x4c495754u
+#define WIL_VERSION      1u
+#define WIL_F_ALL        1u
 #define ID_MAGIC         0x44495754u
 #define ID_VERSION       1u
 #define ID_FILE          "twinfs-id"
 #define ID_TMP           "twinfs-id.tmp"
-#define SUBDIR           "subfiles"
-#define HASH_BUCKETS     1024u
-#define EVICTED_MAX      4096u
-#define CSUM_CHUNK       (1u << 20)
 
 struct sub_xattr_disk {
 	uint32_t magic;
@@ -125,49 +139,16 @@ struct id_disk {
 };
 _Static_assert(sizeof(struct id_disk) == 128, "identity file layout");
 
-/* Bits of sub.dirsync / evicted.dirsync: directories whose entries changed
- * when the subfile was created and must be fsynced with it. */
-#define DS_CD   1u   /* subfiles/ab/cd (the new file's entry) */
-#define DS_AB   2u   /* subfiles/ab (a new cd) */
-#define DS_TOP  4u   /* subfiles (a new ab) */
-
-/* One cached subfile. */
-struct sub {
-	uint64_t ino;
-	uint32_t column;
-	int fd;
-	uint64_t trunc_gen;        /* from the xattr (0 when invalid) */
-	bool xattr_valid;
-	bool dirty;                /* written since the last sync (S3) */
-	uint8_t dirsync;           /* DS_* */
-	struct sub *hnext;         /* hash chain */
-	struct sub *prev, *next;   /* LRU list: head = most recent */
+struct wil_disk {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t n;
+	uint32_t flags;
+	uint32_t crc;
+	struct { uint64_t first, count; } r[WIL_MAX_RANGES];
 };
-
-struct evicted {
-	uint64_t ino;
-	uint32_t column;
-	uint8_t dirsync;
-};
-
-struct iod_store {
-	char dir[PATH_MAX];
-	int dir_fd;                /* DIR */
-	int sub_fd;                /* DIR/subfiles */
-	uint32_t iod_id;
-	uint8_t uuid[IOD_UUID_LEN];
-	bool is_new;
-
-	struct sub *buckets[HASH_BUCKETS];
-	struct sub lru;            /* sentinel */
-	unsigned n_cached, max_cached;
-
-	/* Dirty subfiles whose fd was evicted from the cache (S3). */
-	struct evicted *evicted;
-	unsigned n_evicted;
-	bool evicted_overflow;     /* evicted overflowed: sync everything */
-	bool unlinks_unsynced;     /* unlinks since the last full sync */
-};
+_Static_assert(sizeof(struct wil_disk) == 16 + 16 * WIL_MAX_RANGES,
+	       "write-intent xattr layout");
 
 /* ------------------------------------------------------------ utilities */
 
@@ -359,18 +340,17 @@ static int id_check(struct iod_store *s, const char *cluster)
 
 /* ------------------------------------------------------------ open/close */
 
-int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
+/* Fill s (allocated and zeroed by the caller) from opts: the data
+ * directory, its identity, DIR/subfiles.  On error everything opened here
+ * is closed again. */
+int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 {
-	struct iod_store *s;
 	int rc;
 
 	if (!opts->dir || !opts->cluster ||
 	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||
 	    strlen(opts->dir) >= PATH_MAX)
 		return -EINVAL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
 	s->dir_fd = s->sub_fd = -1;
 	s->iod_id = opts->iod_id;
 	s->max_cached = opts->max_fds ? opts->max_fds : IOD_FD_CACHE_DEFAULT;
@@ -404,12 +384,11 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		       strerror(-rc));
 		goto fail;
 	}
-	*out = s;
 	return 0;
 fail:
 	if (s->dir_fd >= 0)
 		close(s->dir_fd);
-	free(s);
+	s->dir_fd = -1;
 	return rc;
 }
 
@@ -443,10 +422,9 @@ static void cache_remove(struct iod_store *s, struct sub *e)
 	s->n_cached--;
 }
 
-void iod_store_close(struct iod_store *s)
+/* Close every cached fd (without syncing) and the directories. */
+void store_home_close(struct iod_store *s)
 {
-	if (!s)
-		return;
 	while (s->lru.next != &s->lru) {
 		struct sub *e = s->lru.next;
 
@@ -454,12 +432,11 @@ void iod_store_close(struct iod_store *s)
 		close(e->fd);
 		free(e);
 	}
-	free(s->evicted);
 	if (s->sub_fd >= 0)
 		close(s->sub_fd);
 	if (s->dir_fd >= 0)
 		close(s->dir_fd);
-	free(s);
+	s->sub_fd = s->dir_fd = -1;
 }
 
 const uint8_t *iod_store_uuid(const struct iod_store *s)
@@ -474,32 +451,13 @@ bool iod_store_is_new(const struct iod_store *s)
 
 /* ------------------------------------------------------------- fd cache */
 
-static void remember_evicted(struct iod_store *s, const struct sub *e)
-{
-	if (s->n_evicted == EVICTED_MAX) {
-		/* Too many to track one by one: the next sync syncs the whole
-		 * file system instead (still S3). */
-		s->evicted_overflow = true;
-		s->n_evicted = 0;
-	}
-	if (!s->evicted) {
-		s->evicted = calloc(EVICTED_MAX, sizeof(*s->evicted));
-		if (!s->evicted) {
-			s->evicted_overflow = true;
-			return;
-		}
-	}
-	s->evicted[s->n_evicted++] = (struct evicted){
-		.ino = e->ino, .column = e->column, .dirsync = e->dirsync };
-}
-
 static void evict_one(struct iod_store *s)
 {
 	struct sub *e = s->lru.prev;
 
 	assert(e != &s->lru);
-	if (e->dirty)
-		remember_evicted(s, e);
+	/* S3: its dirsync bits are lost; store_sync_objs then syncs every
+	 * directory on the path of an uncached subfile. */
 	cache_remove(s, e);
 	close(e->fd);
 	free(e);
@@ -560,9 +518,9 @@ static int open_existing(struct iod_store *s, const char *rel)
 /* Find or open a subfile; with `layout` non-NULL create it if absent
  * (writing its xattr first, S2) with trunc_gen.  Returns 0 and sets *out,
  * -ENOENT when absent and not creating, or -errno. */
-static int get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
-		   const struct iod_sub_layout *layout, uint64_t trunc_gen,
-		   struct sub **out)
+int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
+		  const struct iod_sub_layout *layout, uint64_t trunc_gen,
+		  struct sub **out)
 {
 	struct sub_xattr_disk xd;
 	char rel[48];
@@ -616,7 +574,6 @@ static int get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	e->column = column;
 	e->fd = fd;
 	e->dirsync = dirsync;
-	e->dirty = created;
 	if (created) {
 		e->trunc_gen = trunc_gen;
 		e->xattr_valid = true;
@@ -642,15 +599,13 @@ static int get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	return 0;
 }
 
-/* Record a newer trunc_gen (S2), or refuse an older one. */
-static int apply_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
-		     const struct iod_sub_layout *layout)
+int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
+		    const struct iod_sub_layout *layout)
 {
 	struct sub_xattr_disk xd;
 
-	if (trunc_gen < e->trunc_gen)
-		return -ESTALE;
-	if (trunc_gen == e->trunc_gen && e->xattr_valid)
+	(void)s;
+	if (trunc_gen <= e->trunc_gen && (e->xattr_valid || !layout))
 		return 0;
 	if (!e->xattr_valid && !layout) {
 		/* Keep the gen in memory; the next write rewrites the xattr
@@ -658,6 +613,7 @@ static int apply_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 		e->trunc_gen = trunc_gen;
 		return 0;
 	}
+	trunc_gen = TW_MAX(trunc_gen, e->trunc_gen);
 	if (e->xattr_valid) {
 		/* Rewrite keeping the stored layout. */
 		ssize_t n = fgetxattr(e->fd, SUB_XATTR, &xd, sizeof(xd));
@@ -676,11 +632,10 @@ static int apply_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 		return -errno;
 	e->trunc_gen = trunc_gen;
 	e->xattr_valid = true;
-	e->dirty = true;
 	return 0;
 }
 
-static int fill_stat(struct sub *e, struct iod_sub_stat *st)
+int store_home_stat(struct sub *e, struct iod_sub_stat *st)
 {
 	struct stat sb;
 
@@ -695,111 +650,7 @@ static int fill_stat(struct sub *e, struct iod_sub_stat *st)
 	return 0;
 }
 
-static void stat_absent(struct iod_store *s, struct iod_sub_stat *st)
-{
-	(void)s;
-	if (st)
-		*st = (struct iod_sub_stat){ .exists = false };
-}
-
-/* ------------------------------------------------------------ operations */
-
-int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
-		    uint64_t off, const void *buf, size_t len,
-		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
-		    struct iod_sub_stat *st)
-{
-	struct sub *e;
-	int rc;
-
-	rc = iod_check_range(column, off, len);
-	if (rc < 0)
-		return rc;
-	rc = get_sub(s, ino, column, layout, trunc_gen, &e);
-	if (rc == -ENOENT)
-		return -EINVAL;       /* absent and no layout to create it */
-	if (rc < 0)
-		return rc;
-	rc = apply_gen(s, e, trunc_gen, layout);
-	if (rc < 0)
-		return rc;
-	rc = tw_pwrite_all(e->fd, buf, len, off);
-	e->dirty = true;              /* even a failed write may have landed */
-	if (rc < 0)
-		return rc;
-	return fill_stat(e, st);
-}
-
-long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
-		    uint64_t off, size_t len, uint8_t **out,
-		    struct iod_sub_stat *st)
-{
-	struct iod_sub_stat local;
-	struct sub *e;
-	uint8_t *buf;
-	uint64_t want;
-	long n;
-	int rc;
-
-	*out = NULL;
-	if (!st)
-		st = &local;
-	rc = iod_check_range(column, off, len);
-	if (rc < 0)
-		return rc;
-	rc = get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == -ENOENT) {
-		stat_absent(s, st);
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	rc = fill_stat(e, st);
-	if (rc < 0)
-		return rc;
-	if (off >= st->size || len == 0)
-		return 0;
-	/* Allocate what the subfile holds, not what the peer asked for. */
-	want = TW_MIN((uint64_t)len, st->size - off);
-	buf = malloc((size_t)want);
-	if (!buf)
-		return -ENOMEM;
-	n = tw_pread_full(e->fd, buf, (size_t)want, off);
-	if (n <= 0) {
-		free(buf);
-		return n;
-	}
-	*out = buf;
-	return n;
-}
-
-int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
-		       uint64_t size, uint64_t trunc_gen,
-		       struct iod_sub_stat *st)
-{
-	struct sub *e;
-	int rc;
-
-	rc = iod_check_range(column, size, 0);
-	if (rc < 0)
-		return rc;
-	rc = get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == -ENOENT) {
-		stat_absent(s, st);
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	rc = apply_gen(s, e, trunc_gen, NULL);
-	if (rc < 0)
-		return rc;
-	if (ftruncate(e->fd, (off_t)size) < 0)
-		return -errno;
-	e->dirty = true;
-	return fill_stat(e, st);
-}
-
-static int delete_one(struct iod_store *s, uint64_t ino, uint32_t column)
+int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column)
 {
 	struct sub *e = cache_find(s, ino, column);
 	char rel[48];
@@ -815,24 +666,7 @@ static int delete_one(struct iod_store *s, uint64_t ino, uint32_t column)
 		return rc;
 	if (unlinkat(s->sub_fd, rel, 0) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	/* The unlink is durable at the next full sync (syncfs). */
-	s->unlinks_unsynced = true;
 	return 0;
-}
-
-int iod_store_delete(struct iod_store *s, uint64_t ino, uint32_t column)
-{
-	int rc, first = 0;
-
-	if (column != UINT32_MAX)
-		return column < IOD_MAX_COLUMNS ? delete_one(s, ino, column)
-						: -EINVAL;
-	for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++) {
-		rc = delete_one(s, ino, k);
-		if (rc < 0 && first == 0)
-			first = rc;
-	}
-	return first;
 }
 
 static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
@@ -859,100 +693,56 @@ static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
 	return rc;
 }
 
-int iod_store_fsync(struct iod_store *s, uint64_t ino)
+/* ops.home_sync of the journal: every object's data and xattrs, the
+ * directory entries of its creation (S3) or of its unlink. */
+int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 {
 	int rc = 0;
-	unsigned keep = 0;
 
-	if (ino == 0 && (s->evicted_overflow || s->unlinks_unsynced)) {
-		/* Covers unlinks and evicted entries we stopped tracking. */
-		if (syncfs(s->sub_fd) < 0)
-			return -errno;
-		s->evicted_overflow = false;
-		s->unlinks_unsynced = false;
-		s->n_evicted = 0;
-	}
-	for (struct sub *e = s->lru.next; e != &s->lru; e = e->next) {
-		if (!e->dirty || (ino != 0 && e->ino != ino))
-			continue;
-		if (fsync(e->fd) < 0) {
-			rc = rc ? rc : -errno;
-			continue;   /* stays dirty */
-		}
-		int r = sync_dirs(s, e->ino, e->dirsync);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino = objs[i] >> 8;
+		uint32_t column = (uint32_t)(objs[i] & 0xff);
+		struct sub *e = cache_find(s, ino, column);
+		uint8_t ds = DS_CD | DS_AB | DS_TOP;   /* unknown: all */
+		int r = 0;
 
-		if (r < 0) {
-			rc = rc ? rc : r;
-			continue;
-		}
-		e->dirty = false;
-		e->dirsync = 0;
-	}
-	for (unsigned i = 0; i < s->n_evicted; i++) {
-		struct evicted *v = &s->evicted[i];
-		char rel[48];
-		int fd, r = 0;
+		if (e == NULL) {
+			char rel[48];
+			int fd;
 
-		if (ino != 0 && v->ino != ino) {
-			s->evicted[keep++] = *v;
-			continue;
-		}
-		if (rel_subpath(v->ino, v->column, rel, sizeof(rel)) < 0)
-			continue;
-		fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0) {
-			if (fsync(fd) < 0)
+			if (rel_subpath(ino, column, rel, sizeof(rel)) < 0)
+				continue;
+			fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW |
+				    O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0) {
+				if (fsync(fd) < 0)
+					r = -errno;
+				close(fd);
+			} else if (errno != ENOENT) {
 				r = -errno;
-			close(fd);
-		} else if (errno != ENOENT) {
-			r = -errno;
+			} else {
+				ds = DS_CD;   /* unlinked: its entry */
+			}
+		} else {
+			if (fsync(e->fd) < 0)
+				r = -errno;
+			ds = e->dirsync;
 		}
 		if (r == 0)
-			r = sync_dirs(s, v->ino, v->dirsync);
-		if (r < 0) {
-			rc = rc ? rc : r;
-			s->evicted[keep++] = *v;
-		}
-	}
-	s->n_evicted = keep;
-	if (ino != 0 && s->evicted_overflow && rc == 0) {
-		/* An untracked evicted subfile of this ino may exist. */
-		if (syncfs(s->sub_fd) < 0)
-			rc = -errno;
-		else
-			s->evicted_overflow = false;
+			r = sync_dirs(s, ino, ds);
+		if (r == 0 && e != NULL)
+			e->dirsync = 0;
+		if (r < 0 && rc == 0)
+			rc = r;
 	}
 	return rc;
 }
 
-int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
-		   struct iod_sub_stat *st)
-{
-	struct sub *e;
-	int rc;
-
-	if (column >= IOD_MAX_COLUMNS)
-		return -EINVAL;
-	rc = get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == -ENOENT) {
-		stat_absent(s, st);
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	return fill_stat(e, st);
-}
-
 /* --------------------------------------------------------------- listing */
 
-struct key {
-	uint64_t ino;
-	uint32_t column;
-};
-
-static int key_cmp(const void *a, const void *b)
+int store_key_cmp(const void *a, const void *b)
 {
-	const struct key *x = a, *y = b;
+	const struct store_key *x = a, *y = b;
 
 	if (x->ino != y->ino)
 		return x->ino < y->ino ? -1 : 1;
@@ -1019,9 +809,9 @@ static int parse_subname(const char *n, uint64_t *ino, uint32_t *column)
 }
 
 struct collect {
-	struct key *keys;
+	struct store_key *keys;
 	size_t n, cap;   /* cap = 2 * max + 1 */
-	uint32_t max;
+	size_t max;
 	bool truncated;  /* some candidate was dropped: not eof */
 };
 
@@ -1029,11 +819,11 @@ static void collect_add(struct collect *c, uint64_t ino, uint32_t column)
 {
 	if (c->n == c->cap) {
 		/* Keep the max smallest: sort, drop the rest. */
-		qsort(c->keys, c->n, sizeof(*c->keys), key_cmp);
+		qsort(c->keys, c->n, sizeof(*c->keys), store_key_cmp);
 		c->n = c->max;
 		c->truncated = true;
 	}
-	c->keys[c->n++] = (struct key){ ino, column };
+	c->keys[c->n++] = (struct store_key){ ino, column };
 }
 
 static int scan_cd(struct iod_store *s, int ab, int cd, uint64_t after_ino,
@@ -1098,20 +888,18 @@ static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
 	return 0;
 }
 
-int iod_store_list(struct iod_store *s, uint64_t after_ino,
-		   uint32_t after_column, uint32_t max,
-		   struct iod_sub_info *out, bool *eof)
+int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
+	       size_t max, struct store_key **keys, size_t *n, bool *truncated)
 {
 	struct collect c = { .max = max };
 	bool ab_present[256], cd_present[256];
 	char rel[8];
 	int rc = 0;
-	size_t n;
 
-	*eof = true;
-	if (max == 0)
-		return 0;
-	c.cap = 2 * (size_t)max + 1;
+	*keys = NULL;
+	*n = 0;
+	*truncated = false;
+	c.cap = 2 * max + 1;
 	c.keys = malloc(c.cap * sizeof(*c.keys));
 	if (!c.keys)
 		return -ENOMEM;
@@ -1126,92 +914,81 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 				rc = scan_cd(s, ab, cd, after_ino,
 					     after_column, &c);
 	}
-	if (rc < 0)
-		goto out;
-	qsort(c.keys, c.n, sizeof(*c.keys), key_cmp);
-	n = TW_MIN(c.n, (size_t)max);
-	*eof = !c.truncated && c.n <= max;
-	for (size_t i = 0; i < n; i++) {
-		struct iod_sub_stat st;
-		int r = iod_store_stat(s, c.keys[i].ino, c.keys[i].column, &st);
-
-		out[i] = (struct iod_sub_info){
-			.ino = c.keys[i].ino, .column = c.keys[i].column,
-			.size = r == 0 ? st.size : 0,
-			.blocks = r == 0 ? st.blocks : 0 };
+	if (rc < 0) {
+		free(c.keys);
+		return rc;
 	}
-	rc = (int)n;
-out:
-	free(c.keys);
-	return rc;
+	qsort(c.keys, c.n, sizeof(*c.keys), store_key_cmp);
+	*truncated = c.truncated || c.n > max;
+	*n = TW_MIN(c.n, max);
+	*keys = c.keys;
+	return 0;
 }
 
-/* ------------------------------------------------------------- checksums */
+/* --------------------------------------------------- write-intent xattr */
 
-long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
-			uint32_t region_size, uint64_t *size, uint32_t **crcs)
+static uint32_t wil_crc(const struct wil_disk *d, unsigned n)
 {
-	struct iod_sub_stat st = { 0 };
-	struct sub *e;
-	uint64_t n_regions, off = 0;
-	uint32_t *out = NULL;
-	uint8_t *buf = NULL;
-	long rc;
+	uint32_t crc = tw_crc32c(0, d, 12);
 
-	*crcs = NULL;
-	*size = 0;
-	if (column >= IOD_MAX_COLUMNS || region_size < IOD_CSUM_REGION_MIN ||
-	    region_size > IOD_CSUM_REGION_MAX)
+	return tw_crc32c(crc, d->r, 16u * n);
+}
+
+int store_wil_get(struct sub *e, struct wil_range *r, unsigned *n, bool *all)
+{
+	struct wil_disk d;
+	ssize_t got = fgetxattr(e->fd, WIL_XATTR, &d, sizeof(d));
+	unsigned cnt;
+
+	*n = 0;
+	*all = false;
+	if (got < 0)
+		return errno == ENODATA ? 0 : -errno;
+	cnt = got >= 16 ? le16toh(d.n) : 0;
+	if (got < 16 || le32toh(d.magic) != WIL_MAGIC ||
+	    le16toh(d.version) != WIL_VERSION || cnt > WIL_MAX_RANGES ||
+	    (size_t)got != 16u + 16u * cnt ||
+	    le32toh(d.crc) != wil_crc(&d, cnt)) {
+		tw_log_rl(TW_LOG_WARN, "subfile %016" PRIx64 ".%" PRIu32
+			  ": invalid " WIL_XATTR "; treating the whole "
+			  "subfile as marked", e->ino, e->column);
+		*all = true;
+		return 0;
+	}
+	*all = (le32toh(d.flags) & WIL_F_ALL) != 0;
+	for (unsigned i = 0; i < cnt; i++) {
+		r[i].first = le64toh(d.r[i].first);
+		r[i].count = le64toh(d.r[i].count);
+	}
+	*n = cnt;
+	return 0;
+}
+
+int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
+		  bool all)
+{
+	struct wil_disk d;
+
+	if (n == 0 && !all) {
+		if (fremovexattr(e->fd, WIL_XATTR) < 0 && errno != ENODATA)
+			return -errno;
+		return 0;
+	}
+	if (n > WIL_MAX_RANGES)
 		return -EINVAL;
-	rc = get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc < 0)
-		return rc;
-	rc = fill_stat(e, &st);
-	if (rc < 0)
-		return rc;
-	n_regions = st.size / region_size + (st.size % region_size != 0);
-	if (n_regions > IOD_CSUM_MAX_REGIONS)
-		return -E2BIG;
-	*size = st.size;
-	if (n_regions == 0)
-		return 0;
-	out = calloc((size_t)n_regions, sizeof(*out));
-	buf = malloc(CSUM_CHUNK);
-	if (!out || !buf) {
-		rc = -ENOMEM;
-		goto fail;
+	memset(&d, 0, sizeof(d));
+	d.magic = htole32(WIL_MAGIC);
+	d.version = htole16(WIL_VERSION);
+	d.n = htole16((uint16_t)n);
+	d.flags = htole32(all ? WIL_F_ALL : 0);
+	for (unsigned i = 0; i < n; i++) {
+		d.r[i].first = htole64(r[i].first);
+		d.r[i].count = htole64(r[i].count);
 	}
-	for (uint64_t r = 0; r < n_regions; r++) {
-		uint64_t end = TW_MIN(st.size, (r + 1) * region_size);
-		uint32_t crc = 0;
-
-		while (off < end) {
-			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
-						     end - off);
-			long got = tw_pread_full(e->fd, buf, want, off);
-
-			if (got < 0) {
-				rc = got;
-				goto fail;
-			}
-			if (got == 0)
-				break;  /* shrank under us: sum what is there */
-			crc = tw_crc32c(crc, buf, (size_t)got);
-			off += (uint64_t)got;
-		}
-		out[r] = crc;
-		off = end;
-	}
-	free(buf);
-	*crcs = out;
-	return (long)n_regions;
-fail:
-	free(buf);
-	free(out);
-	*size = 0;
-	return rc;
+	d.crc = htole32(wil_crc(&d, n));
+	if (fsetxattr(e->fd, WIL_XATTR, &d, 16u + 16u * n, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 int iod_store_statfs(struct iod_store *s, struct statvfs *out)

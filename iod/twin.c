@@ -9,16 +9,26 @@
  * named our twin) is applied and answered, never forwarded again.
  *
  * Invariants:
- *   T1  Same order on both twins.  Every forward goes over ONE wire_peer
- *       (one TCP connection) to the twin, and the local apply and the
- *       wire_call that queues the forward happen in the same synchronous
- *       handler call on the single loop thread, with nothing in between
- *       that could run another request.  wire_peer sends calls in call
- *       order (its local queue is FIFO), and the twin applies forwarded
- *       requests in arrival order on its own single loop.  So for every
- *       subfile the twin applies exactly the primary's order, and two
- *       clients writing the same bytes leave both twins with the same
- *       winner.  Keep apply+forward synchronous: no await between them.
+ *   T1  Same order on both twins.  The local order of mutations is the
+ *       order of their jbd_commit calls (the journal's log order; the
+ *       transaction closes later, asynchronously, but its content and
+ *       position are fixed at jbd_commit, and in ordered/writeback modes
+ *       the in-place write happens inside the same call).  Every forward
+ *       goes over ONE wire_peer (one TCP connection) to the twin, and the
+ *       store call that commits locally and the wire_call that queues the
+ *       forward happen in the same synchronous handler call on the single
+ *       loop thread, with nothing in between that could run another
+ *       request; we do NOT wait for the local close before forwarding.
+ *       wire_peer sends calls in call order (its local queue is FIFO), and
+ *       the twin commits forwarded requests in arrival order on its own
+ *       single loop.  So forward order = local order for every subfile,
+ *       and two clients writing the same bytes leave both twins with the
+ *       same winner.  Keep commit+forward synchronous: no await between.
+ *   T5  Replies only from completions: a request is answered once its
+ *       local transaction is closed (synced for Write.sync and FSYNC: the
+ *       store's callback) AND the twin answered (it replies from its own
+ *       close), so a write reply means a closed transaction on every twin
+ *       it went to (DESIGN.md guarantee 1).
  *   T2  Only the primary orders.  A non-forwarded WRITE or TRUNCATE for a
  *       subfile whose primary in our map (r1_write_primary, the same
  *       policy clients and mgrd route with) is the other twin is refused
@@ -41,8 +51,10 @@
  *       needs_resync (e.g. not registered yet at cluster start) still gets
  *       every forward, and its absence makes the reply -EIO (T3).  With a newer
  *       epoch in the request we forward anyway (forwarding is never
- *       unsafe).  Marking regions in the write-intent log is still to do;
- *       until then a demoted twin needs a full resync.
+ *       unsafe).  The store marks every written region in the write-intent
+ *       log in the write's own transaction (both twins); intent_cycle below
+ *       clears regions once both twins have synced them, so regions written
+ *       while the twin is away stay marked for its resync.
  *
  * A connection lost with forwards outstanding leaves the twin's state for
  * those requests unknown; the sender got -EIO and the twin will need a
@@ -61,8 +73,9 @@ _Static_assert((int)TWINFS__IOD_STATE__IOD_UP == (int)R1_UP &&
 	       (int)TWINFS__IOD_STATE__IOD_RESYNCING == (int)R1_RESYNCING,
 	       "IodState and enum r1_state must agree");
 
-/* A request applied locally and waiting for the twin. */
-struct fwd {
+/* A request committed locally, waiting for its local transaction and (when
+ * forwarded) the twin: replied to when both are done (T5). */
+struct op {
 	struct iod *d;
 	struct wire_conn *c;       /* referenced until the reply */
 	struct wire_hdr hdr;       /* the sender's request header */
@@ -70,7 +83,28 @@ struct fwd {
 	uint32_t column;
 	bool has_stat;             /* WRITE / TRUNCATE reply with blocks */
 	struct iod_sub_stat st;
+	int pending;               /* completions still to come: local, twin */
+	int rc;                    /* the first error */
+	uint64_t off, len;         /* WRITE: the range (write-intent pins) */
 };
+
+/* The twin does not hold what we applied: keep the regions marked until
+ * its resync (never cleared by intent_cycle). */
+static void pin_missed(struct iod *d, const struct op *o)
+{
+	uint64_t len;
+
+	if (o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE)
+		len = o->len;
+	else if (o->hdr.type == TWINFS__MSG_TYPE__MSG_TRUNCATE)
+		len = UINT64_MAX;
+	else
+		return;
+	if (iod_store_intent_pin(d->store, o->ino, o->column, o->off, len) < 0)
+		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
+			  PRIu64 " column %" PRIu32 ": the twin will need a "
+			  "full resync", o->ino, o->column);
+}
 
 static const char *type_name(uint16_t t)
 {
@@ -161,6 +195,11 @@ void iod_twin_map_changed(struct iod *d)
 
 void iod_twin_stop(struct iod *d)
 {
+	if (d->intent_timer_init) {
+		uv_timer_stop(&d->intent_timer);
+		uv_close((uv_handle_t *)&d->intent_timer, NULL);
+		d->intent_timer_init = false;
+	}
 	if (d->twin_peer) {
 		wire_peer_free(d->twin_peer);
 		d->twin_peer = NULL;
@@ -201,13 +240,26 @@ static bool is_transport_error(int status)
 	}
 }
 
+static void op_done(struct op *o, int rc)
+{
+	if (rc < 0 && o->rc == 0)
+		o->rc = rc;
+	if (--o->pending > 0)
+		return;
+	reply_stat(o->c, &o->hdr, o->rc, o->has_stat, &o->st);
+	wire_conn_unref(o->c);
+	free(o);
+}
+
 static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 {
-	struct fwd *f = arg;
+	struct op *f = arg;
 	struct iod *d = f->d;
 
 	if (reply)
 		wire_msg_free(reply);
+	if (status < 0)
+		pin_missed(d, f);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -224,58 +276,58 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 			  type_name(f->hdr.type), f->ino, f->column,
 			  d->twin_id, strerror(-status));
 	}
-	reply_stat(f->c, &f->hdr, status, f->has_stat, &f->st);
-	wire_conn_unref(f->c);
-	free(f);
+	op_done(f, status);
+}
+
+static void on_local_done(void *arg, int rc)
+{
+	struct op *o = arg;
+
+	if (rc < 0)
+		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32
+			  ": journal: %s", type_name(o->hdr.type), o->ino,
+			  o->column, strerror(-rc));
+	op_done(o, rc);
 }
 
 /* --------------------------------------------------------- applying one */
 
-/* Apply a validated mutation to the local store.  Fills *st for WRITE and
- * TRUNCATE.  Returns 0 or -errno. */
-static int apply_local(struct iod *d, struct wire_msg *m,
-		       struct iod_sub_stat *st)
+/* Commit a validated mutation to the local store (its transaction closes
+ * later: on_local_done(o) runs then, T5).  Fills o->st for WRITE and
+ * TRUNCATE.  Returns 0, or -errno and on_local_done never runs. */
+static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 {
 	switch (m->hdr.type) {
 	case TWINFS__MSG_TYPE__MSG_WRITE: {
 		const Twinfs__Write *w = (const Twinfs__Write *)m->body;
 		struct iod_sub_layout l = { 0 };
-		int rc;
 
 		l.stripe_size = w->layout->stripe_size;
 		l.stripe_count = w->layout->stripe_count;
 		l.n_groups = (uint32_t)w->layout->n_groups;
 		memcpy(l.groups, w->layout->groups,
 		       l.n_groups * sizeof(uint32_t));
-		rc = iod_store_write(d->store, w->ino, w->column, w->offset,
-				     m->data, m->data_len, w->trunc_gen, &l, st);
-		if (rc == 0 && w->sync)
-			rc = iod_store_fsync(d->store, w->ino);
-		return rc;
+		return iod_store_write(d->store, w->ino, w->column, w->offset,
+				       m->data, m->data_len, w->trunc_gen, &l,
+				       w->sync, &o->st, on_local_done, o);
 	}
 	case TWINFS__MSG_TYPE__MSG_TRUNCATE: {
 		const Twinfs__Truncate *t = (const Twinfs__Truncate *)m->body;
 
 		return iod_store_truncate(d->store, t->ino, t->column, t->size,
-					  t->trunc_gen, st);
+					  t->trunc_gen, &o->st, on_local_done,
+					  o);
 	}
 	case TWINFS__MSG_TYPE__MSG_DELETE: {
 		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
-		int rc = 0, r;
 
-		if (x->n_columns == 0)
-			return iod_store_delete(d->store, x->ino, UINT32_MAX);
-		for (size_t i = 0; i < x->n_columns; i++) {
-			r = iod_store_delete(d->store, x->ino, x->columns[i]);
-			if (r < 0 && rc == 0)
-				rc = r;
-		}
-		return rc;
+		return iod_store_delete(d->store, x->ino, x->columns,
+					x->n_columns, on_local_done, o);
 	}
 	case TWINFS__MSG_TYPE__MSG_FSYNC: {
 		const Twinfs__Fsync *f = (const Twinfs__Fsync *)m->body;
 
-		return iod_store_fsync(d->store, f->ino);
+		return iod_store_fsync(d->store, f->ino, on_local_done, o);
 	}
 	default:
 		return -EINVAL;
@@ -361,7 +413,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	protobuf_c_boolean *forwarded;
 	struct r1_twin twins[2];
 	bool forward;
-	struct fwd *f;
+	struct op *o = NULL;
 	struct iovec iov;
 	int rc;
 
@@ -374,6 +426,22 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	if (epoch > d->map.epoch)
 		iod_mgr_refresh(d);   /* we are behind; serve on meanwhile */
 
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		rc = -ENOMEM;
+		goto reply;
+	}
+	o->d = d;
+	o->c = c;
+	o->hdr = m->hdr;
+	o->ino = ino;
+	o->column = column;
+	o->has_stat = has_stat;
+	if (type == TWINFS__MSG_TYPE__MSG_WRITE) {
+		o->off = ((const Twinfs__Write *)m->body)->offset;
+		o->len = m->data_len;
+	}
+
 	if (*forwarded) {
 		/* Only our twin may hand us an already ordered request. */
 		if (ic->role != TWINFS__ROLE__ROLE_IOD ||
@@ -385,8 +453,13 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			rc = -EPERM;
 			goto reply;
 		}
-		rc = apply_local(d, m, &st);
-		goto reply;
+		o->pending = 1;
+		rc = apply_local(d, m, o);
+		if (rc < 0)
+			goto reply;
+		wire_conn_ref(c);
+		wire_msg_free(m);
+		return;
 	}
 
 	/* T2: only the primary orders writes and truncates.  A sender with a
@@ -412,8 +485,9 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		  !twins[!d->me->twin_index].needs_resync ||
 		  epoch > d->map.epoch;
 
-	/* T1: apply, then queue the forward, in this one call. */
-	rc = apply_local(d, m, &st);
+	/* T1: commit locally, then queue the forward, in this one call. */
+	o->pending = 1;
+	rc = apply_local(d, m, o);
 	if (rc < 0) {
 		if (rc != -ESTALE)
 			tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %"
@@ -421,46 +495,140 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 				  strerror(-rc));
 		goto reply;
 	}
+	wire_conn_ref(c);
 	if (!forward) {
+		pin_missed(d, o);
 		tw_log_rl(TW_LOG_INFO, "twin iod %" PRIu32 " is not writable in "
 			  "epoch %" PRIu64 ": completing requests alone",
 			  d->twin_id, d->map.epoch);
-		goto reply;
+		wire_msg_free(m);
+		return;
 	}
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		rc = -ENOMEM;
-		goto reply;
-	}
-	f->d = d;
-	f->c = c;
-	f->hdr = m->hdr;
-	f->ino = ino;
-	f->column = column;
-	f->has_stat = has_stat;
-	f->st = st;
 	*forwarded = true;
 	iov.iov_base = m->data;
 	iov.iov_len = m->data_len;
+	o->pending++;
 	rc = d->twin_peer
 		? wire_call(d->twin_peer, type, m->body, &iov,
 			    m->data_len ? 1 : 0,
 			    TW_MAX(d->conf->request_timeout_ms / 2, 1u),
-			    on_forward_reply, f)
+			    on_forward_reply, o)
 		: -ENOTCONN;
 	if (rc < 0) {
-		free(f);
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": cannot forward to "
 			  "twin iod %" PRIu32 ": %s", type_name(type), ino,
 			  d->twin_id, strerror(-rc));
-		rc = -EIO;
-		goto reply;
+		/* The local commit still completes and answers (-EIO). */
+		pin_missed(d, o);
+		op_done(o, -EIO);
+	} else {
+		d->n_forwarded++;
 	}
-	wire_conn_ref(c);
-	d->n_forwarded++;
 	wire_msg_free(m);    /* wire_call copied body and data */
 	return;
 reply:
+	free(o);
 	reply_stat(c, &m->hdr, rc, has_stat, &st);
 	wire_msg_free(m);
+}
+
+/* ------------------------------------------------ write-intent clearing */
+
+/* Every commit_interval, while regions are marked: take a token, sync our
+ * journal and have the twin sync its own (a forwarded FSYNC, ino 0); when
+ * both succeeded every region last written before the token is synced on
+ * both twins, so it is cleared (store_journal.c SJ3).  Works the same for
+ * regions we hold as primary and as secondary: a secondary's write was
+ * committed on the primary before it was forwarded to us.  A failure
+ * (twin away) leaves the regions marked: that is what its resync reads. */
+struct icycle {
+	struct iod *d;
+	uint64_t token;
+	int pending;
+	int rc;
+};
+
+static void icycle_done(struct icycle *ic, int rc)
+{
+	struct iod *d = ic->d;
+
+	if (rc < 0 && ic->rc == 0)
+		ic->rc = rc;
+	if (--ic->pending > 0)
+		return;
+	d->intent_busy = false;
+	if (ic->rc == 0 && !d->closing) {
+		rc = iod_store_intent_clear(d->store, ic->token);
+		if (rc < 0)
+			tw_log_rl(TW_LOG_ERR, "write-intent log: clearing: %s",
+				  strerror(-rc));
+	} else if (ic->rc < 0) {
+		tw_log_rl(TW_LOG_INFO, "write-intent log: %" PRIu64 " regions "
+			  "stay marked: twin iod %" PRIu32 " not synced (%s)",
+			  iod_store_n_marked(d->store), d->twin_id,
+			  strerror(-ic->rc));
+	}
+	free(ic);
+}
+
+static void icycle_local(void *arg, int rc)
+{
+	icycle_done(arg, rc);
+}
+
+static void icycle_twin(int status, struct wire_msg *reply, void *arg)
+{
+	if (reply)
+		wire_msg_free(reply);
+	icycle_done(arg, status);
+}
+
+static void on_intent_timer(uv_timer_t *t)
+{
+	struct iod *d = t->data;
+	Twinfs__Fsync fs = TWINFS__FSYNC__INIT;
+	struct icycle *ic;
+	int rc;
+
+	const struct iod_map_iod *tw = twin_info(d);
+
+	/* A twin that is not up, or that mgrd says missed writes, cannot
+	 * have synced what we hold: nothing may be cleared. */
+	if (d->intent_busy || d->closing || !d->registered ||
+	    iod_store_n_marked(d->store) == 0 || !d->twin_peer ||
+	    iod_store_aborted(d->store) ||
+	    (tw && (tw->state != TWINFS__IOD_STATE__IOD_UP || tw->needs_resync)))
+		return;
+	ic = calloc(1, sizeof(*ic));
+	if (!ic)
+		return;
+	ic->d = d;
+	ic->token = iod_store_intent_epoch(d->store);
+	ic->pending = 1;
+	d->intent_busy = true;
+	rc = iod_store_fsync(d->store, 0, icycle_local, ic);
+	if (rc < 0) {
+		d->intent_busy = false;
+		free(ic);
+		return;
+	}
+	fs.ino = 0;
+	fs.epoch = d->map.epoch;
+	fs.forwarded = true;
+	ic->pending++;
+	rc = wire_call(d->twin_peer, TWINFS__MSG_TYPE__MSG_FSYNC, &fs.base,
+		       NULL, 0, d->conf->request_timeout_ms, icycle_twin, ic);
+	if (rc < 0)
+		icycle_done(ic, rc);
+}
+
+int iod_twin_intent_start(struct iod *d)
+{
+	uint32_t iv = d->conf->commit_interval_ms ? d->conf->commit_interval_ms
+						  : 5000;
+
+	uv_timer_init(d->loop, &d->intent_timer);
+	d->intent_timer.data = d;
+	d->intent_timer_init = true;
+	return uv_timer_start(&d->intent_timer, on_intent_timer, iv, iv);
 }

@@ -5,7 +5,7 @@
  * It does not write the log (jbd_commit.c), move data home
  * (jbd_checkpoint.c) or replay (jbd_recovery.c).  The format, validity
  * rule, invariants J1.. and the transaction state diagram are in
- * journal/FORMAT-BLOCK.md.
+ * journal/FORMAT.md (part 2).
  *
  * A handle collects one request's items (data blocks, in-place marks,
  * records) privately; jbd_commit moves them into the running transaction
@@ -195,6 +195,13 @@ uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size)
 	if (o->has_wend && o->wend > home_size)
 		return o->wend;
 	return home_size;
+}
+
+uint64_t jbd_resident(struct jbd *j, uint64_t obj)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+
+	return o ? o->blocks.count : 0;
 }
 
 /* The newest content of block blk of obj into out (4096 bytes): the index

@@ -91,6 +91,17 @@ static int cp_fd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int *fd)
 	return cp_note_obj(cp, obj);
 }
 
+/* A record may replace the home object behind obj (a delete followed by a
+ * re-creation): forget the fd this checkpoint holds for it, so later blocks
+ * of obj go to the object the caller's home_fd names now. */
+static void cp_forget_fd(struct jbd_cp *cp, uint64_t obj)
+{
+	void *v = tw_hmap_del(&cp->fds, obj + 1);
+
+	if (v != NULL)
+		close((int)((intptr_t)v - 1));
+}
+
 static void cp_step(struct jbd *j);
 
 static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
@@ -277,6 +288,7 @@ static void cp_step(struct jbd *j)
 					jbd__abort(j, rc, "applying a record");
 					return;
 				}
+				cp_forget_fd(cp, it->obj);
 			}
 			rc = cp_note_obj(cp, it->obj);
 		} else {

@@ -16,7 +16,7 @@
  * quarter of the log is closed but unsynced, and every commit_interval
  * (jbd_tick).
  *
- * The format and invariants J1.. are in journal/FORMAT-BLOCK.md.
+ * The format and invariants J1.. are in journal/FORMAT.md (part 2).
  */
 #include "jbd_int.h"
 
@@ -229,7 +229,7 @@ static void close_finish(struct jbd *j, struct jbd_txn *t)
 	j->unsynced_blocks += t->nblocks;
 	free_close_bufs(t);
 	/* ordered / writeback: the records take effect now, in log order
-	 * (FORMAT-BLOCK.md "Records"). */
+	 * (FORMAT.md (part 2) "Records"). */
 	if (j->opts.mode != JBD_MODE_JOURNAL && j->ops.apply != NULL) {
 		for (size_t i = 0; i < t->n_items; i++) {
 			struct jbd_item *it = &t->items[i];

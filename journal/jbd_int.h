@@ -1,7 +1,7 @@
 /* jbd_int.h - internals of the block journal, shared by jbd.c (handles,
  * index, reads), jbd_io.c (io_uring and the test I/O layer), jbd_commit.c
  * (close, sync), jbd_checkpoint.c and jbd_recovery.c.  Never included
- * outside journal/.  The on-disk structs mirror journal/FORMAT-BLOCK.md;
+ * outside journal/.  The on-disk structs mirror journal/FORMAT.md (part 2);
  * "J<n>" in comments cites its numbered invariants.
  *
  * Everything runs on the owner thread: no locks.
@@ -90,7 +90,7 @@ _Static_assert(JBD_REC_MAX == JBD_BLOCK_SIZE - 2 * 24, "JBD_REC_MAX");
 struct jbd_commit_disk {
 	struct jbd_hdr_disk h;
 	uint32_t nblocks;        /* blocks of the txn before this one */
-	uint32_t crc;            /* see FORMAT-BLOCK.md "Checksum" */
+	uint32_t crc;            /* see FORMAT.md (part 2) "Checksum" */
 	int64_t sec;             /* realtime of the close, informational */
 	uint32_t nsec;
 	uint32_t reserved;

@@ -3,7 +3,7 @@
  *
  *   SCAN    from the superblock's tail and sequence, walk transaction by
  *           transaction; a transaction counts only if it is committed by the
- *           validity rule of FORMAT-BLOCK.md (J1, J2, J5); the first one that
+ *           validity rule of FORMAT.md (part 2) (J1, J2, J5); the first one that
  *           is not ends the log (a torn tail is discarded, never applied).
  *           Collect, per object, the last transaction carrying an in-place
  *           tag (rule R).

@@ -9,7 +9,8 @@
  * written to a temporary file, fsynced, renamed and the directory fsynced;
  * then the log is trimmed.  Format: journal/FORMAT.md.
  *
- * The ext3-style block journal for iods (issue 4) will live beside it.
+ * The ext3-style block journal of the iods is the second half of this
+ * header ("Block journal (iod)"); both formats: journal/FORMAT.md.
  *
  * Not thread-safe: one owner thread per log.
  */
@@ -68,7 +69,7 @@ void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode);
  *
  * The ext3/JBD-style block journal of the iods (DESIGN.md "Journal", issue
  * 4; byte format, validity rule, invariants J1.. and state diagram in
- * journal/FORMAT-BLOCK.md).  A preallocated journal file of 4 KiB blocks
+ * journal/FORMAT.md (part 2)).  A preallocated journal file of 4 KiB blocks
  * holds a superblock and a circular log of transactions.  The caller (the
  * iod's subfile store) names home objects by an opaque u64 (e.g.
  * ino << 8 | column) and supplies their fds; the library journals whole
@@ -107,7 +108,7 @@ enum jbd_mode {
 	JBD_MODE_WRITEBACK,     /* data in place, no ordering */
 };
 
-/* When a record is handed to ops.apply (FORMAT-BLOCK.md "Records"). */
+/* When a record is handed to ops.apply (FORMAT.md (part 2) "Records"). */
 enum jbd_phase {
 	JBD_PHASE_CLOSE = 1,      /* ordered/writeback: right after closing */
 	JBD_PHASE_CHECKPOINT,     /* journal mode: at checkpoint, log order */
@@ -129,7 +130,9 @@ struct jbd_ops {
 	/* An fd of object obj open for reading and writing.  The library
 	 * dup()s it when it needs it beyond the call, so the caller may
 	 * close or evict it afterwards.  create = false: -ENOENT when the
-	 * object does not exist.  Required. */
+	 * object does not exist.  A checkpoint asks again after applying a
+	 * record of obj (a delete and a re-creation may have replaced the
+	 * file behind the id).  Required. */
 	int (*home_fd)(void *arg, uint64_t obj, bool create, int *fd);
 	/* Make everything written to these objects (data, size, the
 	 * creation's directory entries) durable.  Called by the checkpoint
@@ -214,7 +217,7 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 /* A metadata record for obj (len <= JBD_REC_MAX, copied).  cut is the size
  * obj has after this record when it truncates (0 for a delete), else
  * JBD_NO_CUT; the library uses it for reads, sizes and the replay rule R
- * (FORMAT-BLOCK.md).  A cut must come before the handle's writes to obj
+ * (FORMAT.md (part 2)).  A cut must come before the handle's writes to obj
  * (-EINVAL otherwise). */
 int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
 	       const void *rec, size_t len);
@@ -258,6 +261,10 @@ int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg);
 /* Logical size of obj: the home size with every journal-resident write and
  * cut applied.  home_size: the object's size at home (0 when absent). */
 uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size);
+
+/* How many distinct blocks of obj the index holds (written, not yet
+ * checkpointed home).  O(1); used to estimate allocation (st_blocks). */
+uint64_t jbd_resident(struct jbd *j, uint64_t obj);
 
 /* Patch buf (len bytes of obj at off, already read from home, zero-filled
  * past the home end) with the journal-resident blocks and pending cuts. */

@@ -539,7 +539,7 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 	r.size = (uint64_t)st.st_size;
 	*size_out = r.size;
 	for (;;) {
-		const uint8_t *p;
+		const uint8_t *p = NULL;
 		struct rec_hdr h;
 		uint32_t len;
 

@@ -1,0 +1,1285 @@
+/* twinfsctl.c - the TwinFS admin CLI.
+ *
+ *   twinfsctl [-c CONF] [-t MS] COMMAND [ARGS]
+ *
+ * status, verify, sync and df talk to mgrd and the iods with blocking
+ * requests (wire_sync_*) as ROLE_ADMIN, using the cluster name and the mgrd
+ * address of the config file.  getstripe and setstripe work on a mounted
+ * path through the special xattr `twinfs.layout` that the client answers
+ * itself (proto/FORMAT.md "Special xattr"), so they need no config.
+ *
+ * What this file does not do: repair.  `rebuild` and `fsck` belong to later
+ * issues.  Every message names the object, the server and the cause
+ * (CONVENTIONS.md "Errors").
+ *
+ * Exit codes: 0 success; 1 an error (a server could not be reached, a
+ * request failed, twins differ); 2 usage; 3 `status` found a degraded group
+ * or an unreachable iod.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "raid.h"
+#include "wire.h"
+
+#define CTL_DEFAULT_CONF   "/etc/twinfs/twinfs.conf"
+#define CTL_LAYOUT_XATTR   "twinfs.layout"
+#define CTL_REGION_SIZE    (1u << 20)   /* verify compares 1 MiB regions */
+#define CTL_SUBFILES_PAGE  1024u        /* SUBFILES entries asked per call */
+#define CTL_VERIFY_RETRIES 2            /* re-checks of a differing subfile */
+#define CTL_MAX_REPORTED_REGIONS 8      /* per differing subfile */
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DEGRADED = 3 };
+
+struct ctl {
+	const char *conf_path;
+	struct tw_conf conf;
+	bool conf_loaded;
+	uint32_t timeout_ms;      /* 0 = from the config (request_timeout) */
+	uint64_t incarnation;
+};
+
+static const char *progname = "twinfsctl";
+
+/* ------------------------------------------------------------- helpers */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: twinfsctl [-c CONF] [-t MS] COMMAND [ARGS]\n"
+"\n"
+"  -c CONF     cluster config (default $TWINFS_CONF, else " CTL_DEFAULT_CONF ")\n"
+"  -t MS       per-request timeout in ms (default: the config's request_timeout;\n"
+"              verify uses at least 120 s per checksum)\n"
+"\n"
+"commands:\n"
+"  status [--json]          servers, their states and reachability; exits 3 if a\n"
+"                           group is degraded or an iod does not answer\n"
+"  verify                   compare every subfile on both twins of its group\n"
+"  sync                     make everything acknowledged durable now\n"
+"  df [-h]                  capacity per iod and for the file system\n"
+"  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
+"  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
+"                           set a directory's policy or an empty file's layout\n"
+"                           (COUNT -1 or 0 = every group; GROUP -1 = round robin)\n");
+}
+
+static const char *errno_cause(int rc)
+{
+	switch (rc) {
+	case -ECONNREFUSED: return "connection refused (is it running?)";
+	case -ETIMEDOUT:    return "timed out";
+	case -ECONNRESET:   return "connection reset";
+	case -EHOSTUNREACH: return "host unreachable";
+	case -EPROTO:       return "protocol error (wrong cluster name or version?)";
+	default:            return strerror(-rc);
+	}
+}
+
+static int ctl_load_conf(struct ctl *ctl)
+{
+	char err[512] = "";
+	int rc;
+
+	if (ctl->conf_loaded)
+		return 0;
+	rc = tw_conf_load(ctl->conf_path, &ctl->conf, err, sizeof(err));
+	if (rc < 0) {
+		if (err[0])
+			fprintf(stderr, "%s: %s\n", progname, err);
+		else
+			fprintf(stderr, "%s: config %s: %s\n", progname,
+				ctl->conf_path, strerror(-rc));
+		return rc;
+	}
+	ctl->conf_loaded = true;
+	if (ctl->timeout_ms == 0)
+		ctl->timeout_ms = ctl->conf.request_timeout_ms ?
+				  ctl->conf.request_timeout_ms : 5000;
+	return 0;
+}
+
+/* Open a blocking admin connection to `what` (e.g. "mgrd", "iod 3") at
+ * host:port; prints the reason on failure. */
+static int ctl_connect(struct ctl *ctl, const char *what, const char *host,
+		       int port, uint32_t timeout_ms, bool quiet,
+		       struct wire_sync **out)
+{
+	Twinfs__Hello hello;
+	char hostname[256] = "";
+	int rc;
+
+	wire_hello_init(&hello, ctl->conf.cluster_name, TWINFS__ROLE__ROLE_ADMIN,
+			ctl->incarnation);
+	if (gethostname(hostname, sizeof(hostname) - 1) == 0)
+		hello.hostname = hostname;
+	rc = wire_sync_open(host, port, &hello, timeout_ms, out);
+	if (rc < 0 && !quiet)
+		fprintf(stderr, "%s: %s (%s:%d): %s\n", progname, what, host,
+			port, errno_cause(rc));
+	return rc;
+}
+
+static int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out)
+{
+	return ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
+			   ctl->timeout_ms, false, out);
+}
+
+/* One request; prints "<what> (<addr>): <TYPE> failed: cause" on error. */
+static int ctl_call(struct wire_sync *s, const char *what, const char *addr,
+		    uint16_t type, const ProtobufCMessage *body,
+		    struct wire_msg **reply, bool quiet)
+{
+	int rc = wire_sync_call(s, type, body, NULL, 0, reply);
+
+	if (rc < 0 && !quiet)
+		fprintf(stderr, "%s: %s (%s): %s failed: %s\n", progname, what,
+			addr, wire_type_name(type), errno_cause(rc));
+	return rc;
+}
+
+static int ctl_get_map(struct ctl *ctl, struct wire_sync *mgr,
+		       struct wire_msg **reply, Twinfs__ClusterMap **map)
+{
+	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
+	char addr[TW_HOST_MAX + 16];
+	int rc;
+
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_GET_MAP,
+		      &empty.base, reply, false);
+	if (rc < 0)
+		return rc;
+	*map = (Twinfs__ClusterMap *)(*reply)->body;
+	return 0;
+}
+
+static const char *state_name(Twinfs__IodState s)
+{
+	switch (s) {
+	case TWINFS__IOD_STATE__IOD_UP:        return "up";
+	case TWINFS__IOD_STATE__IOD_SUSPECT:   return "suspect";
+	case TWINFS__IOD_STATE__IOD_DOWN:      return "down";
+	case TWINFS__IOD_STATE__IOD_RESYNCING: return "resyncing";
+	default:                               return "unknown";
+	}
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static double elapsed_ms(uint64_t start_ns)
+{
+	return (double)(tw_now_ns() - start_ns) / 1e6;
+}
+
+/* -------------------------------------------------------------- status */
+
+struct iod_probe {
+	bool reachable;
+	int rc;            /* 0 or the connect/ping error */
+	double rtt_ms;
+};
+
+static void probe_iod(struct ctl *ctl, const Twinfs__IodInfo *info,
+		      uint64_t epoch, struct iod_probe *p)
+{
+	Twinfs__Ping ping = TWINFS__PING__INIT;
+	struct wire_sync *s = NULL;
+	struct wire_msg *reply = NULL;
+	char what[32], addr[TW_HOST_MAX + 16];
+	uint64_t t0;
+	int rc;
+
+	snprintf(what, sizeof(what), "iod %u", info->id);
+	snprintf(addr, sizeof(addr), "%s:%u", info->host, info->port);
+	rc = ctl_connect(ctl, what, info->host, (int)info->port,
+			 ctl->timeout_ms, true, &s);
+	if (rc < 0)
+		goto out;
+	ping.epoch = epoch;
+	ping.incarnation = ctl->incarnation;
+	t0 = tw_now_ns();
+	rc = ctl_call(s, what, addr, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
+		      &reply, true);
+	if (rc >= 0)
+		p->rtt_ms = elapsed_ms(t0);
+out:
+	p->rc = rc < 0 ? rc : 0;
+	p->reachable = rc >= 0;
+	if (reply)
+		wire_msg_free(reply);
+	if (s)
+		wire_sync_close(s);
+}
+
+static int cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL;
+	Twinfs__ClusterMap *map;
+	struct iod_probe *probes = NULL;
+	bool json = false, degraded[TW_MAX_GROUPS] = { false };
+	int opt, rc, ret = EXIT_FAIL, n_degraded = 0, n_unreachable = 0;
+	size_t i;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j': json = true; break;
+		case 'H': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (ctl_load_conf(ctl) < 0)
+		return EXIT_FAIL;
+	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+		return EXIT_FAIL;
+	rc = ctl_get_map(ctl, mgr, &reply, &map);
+	if (rc < 0)
+		goto out;
+
+	probes = calloc(map->n_iods ? map->n_iods : 1, sizeof(*probes));
+	if (!probes) {
+		fprintf(stderr, "%s: out of memory\n", progname);
+		goto out;
+	}
+	for (i = 0; i < map->n_iods; i++) {
+		const Twinfs__IodInfo *io = map->iods[i];
+
+		probe_iod(ctl, io, map->epoch, &probes[i]);
+		if (!probes[i].reachable)
+			n_unreachable++;
+		if ((io->state != TWINFS__IOD_STATE__IOD_UP || io->needs_resync) &&
+		    io->group < TW_MAX_GROUPS && !degraded[io->group]) {
+			degraded[io->group] = true;
+			n_degraded++;
+		}
+	}
+
+	if (json) {
+		bool first = true;
+
+		printf("{\"cluster\":");
+		json_string(stdout, ctl->conf.cluster_name);
+		printf(",\"mgrd\":\"%s:%d\",\"epoch\":%" PRIu64
+		       ",\"n_groups\":%u,\"stripe_size\":%u,\"stripe_count\":%u,\"iods\":[",
+		       ctl->conf.mgr_host, ctl->conf.mgr_port, map->epoch,
+		       map->n_groups, map->stripe_size, map->stripe_count);
+		for (i = 0; i < map->n_iods; i++) {
+			const Twinfs__IodInfo *io = map->iods[i];
+
+			printf("%s{\"id\":%u,\"group\":%u,\"twin\":%u,\"host\":",
+			       i ? "," : "", io->id, io->group, io->twin_index);
+			json_string(stdout, io->host);
+			printf(",\"port\":%u,\"state\":\"%s\",\"needs_resync\":%s,"
+			       "\"resync_permille\":%u,\"incarnation\":%" PRIu64
+			       ",\"reachable\":%s",
+			       io->port, state_name(io->state),
+			       io->needs_resync ? "true" : "false",
+			       io->resync_permille, io->incarnation,
+			       probes[i].reachable ? "true" : "false");
+			if (probes[i].reachable)
+				printf(",\"ping_ms\":%.3f", probes[i].rtt_ms);
+			else {
+				printf(",\"error\":");
+				json_string(stdout, errno_cause(probes[i].rc));
+			}
+			printf("}");
+		}
+		printf("],\"degraded_groups\":[");
+		for (i = 0; i < TW_MAX_GROUPS; i++) {
+			if (!degraded[i])
+				continue;
+			printf("%s%zu", first ? "" : ",", i);
+			first = false;
+		}
+		printf("],\"healthy\":%s}\n",
+		       n_degraded == 0 && n_unreachable == 0 ? "true" : "false");
+	} else {
+		char count[16];
+
+		if (map->stripe_count)
+			snprintf(count, sizeof(count), "%u", map->stripe_count);
+		else
+			snprintf(count, sizeof(count), "all");
+		printf("cluster %s  mgrd %s:%d  epoch %" PRIu64 "  groups %u  "
+		       "default layout: stripe_size %u, stripe_count %s\n",
+		       ctl->conf.cluster_name, ctl->conf.mgr_host,
+		       ctl->conf.mgr_port, map->epoch, map->n_groups,
+		       map->stripe_size, count);
+		printf("%-5s %-6s %-5s %-22s %-10s %s\n", "IOD", "GROUP",
+		       "TWIN", "ADDRESS", "STATE", "PING");
+		for (i = 0; i < map->n_iods; i++) {
+			const Twinfs__IodInfo *io = map->iods[i];
+			char addr[TW_HOST_MAX + 16], state[48], ping[64];
+
+			snprintf(addr, sizeof(addr), "%s:%u", io->host, io->port);
+			if (io->state == TWINFS__IOD_STATE__IOD_RESYNCING)
+				snprintf(state, sizeof(state), "resyncing %u.%u%%",
+					 io->resync_permille / 10,
+					 io->resync_permille % 10);
+			else
+				snprintf(state, sizeof(state), "%s%s",
+					 state_name(io->state),
+					 io->needs_resync ? ",needs-resync" : "");
+			if (probes[i].reachable)
+				snprintf(ping, sizeof(ping), "%.2f ms",
+					 probes[i].rtt_ms);
+			else
+				snprintf(ping, sizeof(ping), "unreachable: %s",
+					 errno_cause(probes[i].rc));
+			printf("%-5u %-6u %-5u %-22s %-10s %s\n", io->id,
+			       io->group, io->twin_index, addr, state, ping);
+		}
+		if (n_degraded == 0 && n_unreachable == 0)
+			printf("all %zu iods up, %u groups healthy\n",
+			       map->n_iods, map->n_groups);
+		else
+			printf("%d of %u groups degraded, %d iods unreachable\n",
+			       n_degraded, map->n_groups, n_unreachable);
+	}
+	ret = (n_degraded || n_unreachable) ? EXIT_DEGRADED : EXIT_OK;
+out:
+	free(probes);
+	if (reply)
+		wire_msg_free(reply);
+	if (mgr)
+		wire_sync_close(mgr);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- sync */
+
+static int cmd_sync(struct ctl *ctl, int argc, char **argv)
+{
+	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL;
+	char addr[TW_HOST_MAX + 16];
+	int rc;
+
+	if (argc > 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (ctl_load_conf(ctl) < 0)
+		return EXIT_FAIL;
+	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+		return EXIT_FAIL;
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	/* MSG_SYNC makes mgrd sync its journal and have every up iod sync
+	 * its data (FORMAT.md: "make everything durable now"). */
+	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_SYNC,
+		      &empty.base, &reply, false);
+	if (reply)
+		wire_msg_free(reply);
+	wire_sync_close(mgr);
+	if (rc < 0)
+		return EXIT_FAIL;
+	printf("sync: done\n");
+	return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ df */
+
+static void fmt_kib(char *buf, size_t len, uint64_t bytes, bool human)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)bytes / 1024.0;
+	int u = 0;
+
+	if (!human) {
+		snprintf(buf, len, "%" PRIu64, bytes / 1024);
+		return;
+	}
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, "%.1f%c", v, units[u]);
+}
+
+static void df_line(const char *name, uint64_t size, uint64_t avail,
+		    uint64_t free_b, bool human, const char *note)
+{
+	char s[32], us[32], av[32];
+	uint64_t used = size > free_b ? size - free_b : 0;
+	unsigned pct = 0;
+
+	if (used + avail)
+		pct = (unsigned)((used * 100 + (used + avail) - 1) / (used + avail));
+	fmt_kib(s, sizeof(s), size, human);
+	fmt_kib(us, sizeof(us), used, human);
+	fmt_kib(av, sizeof(av), avail, human);
+	printf("%-24s %14s %14s %14s %4u%% %s\n", name, s, us, av, pct, note);
+}
+
+static int cmd_df(struct ctl *ctl, int argc, char **argv)
+{
+	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
+	Twinfs__Getattr root = TWINFS__GETATTR__INIT;
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL, *fsreply = NULL;
+	Twinfs__ClusterMap *map;
+	uint64_t grp_size[TW_MAX_GROUPS] = { 0 }, grp_avail[TW_MAX_GROUPS] = { 0 };
+	uint64_t grp_free[TW_MAX_GROUPS] = { 0 };
+	bool grp_seen[TW_MAX_GROUPS] = { false };
+	uint64_t tot_size = 0, tot_avail = 0, tot_free = 0;
+	bool human = false;
+	char addr[TW_HOST_MAX + 16];
+	int opt, rc, ret = EXIT_FAIL;
+	size_t i;
+
+	optind = 1;
+	while ((opt = getopt(argc, argv, "h")) != -1) {
+		if (opt == 'h')
+			human = true;
+		else {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (ctl_load_conf(ctl) < 0)
+		return EXIT_FAIL;
+	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+		return EXIT_FAIL;
+	if (ctl_get_map(ctl, mgr, &reply, &map) < 0)
+		goto out;
+
+	printf("%-24s %14s %14s %14s %5s %s\n", "SERVER",
+	       human ? "Size" : "1K-blocks", "Used", "Available", "Use%", "");
+	for (i = 0; i < map->n_iods; i++) {
+		const Twinfs__IodInfo *io = map->iods[i];
+		struct wire_sync *s = NULL;
+		struct wire_msg *r = NULL;
+		char what[32], name[64];
+
+		snprintf(what, sizeof(what), "iod %u", io->id);
+		snprintf(addr, sizeof(addr), "%s:%u", io->host, io->port);
+		snprintf(name, sizeof(name), "iod %u (group %u)", io->id,
+			 io->group);
+		rc = ctl_connect(ctl, what, io->host, (int)io->port,
+				 ctl->timeout_ms, true, &s);
+		if (rc >= 0)
+			rc = ctl_call(s, what, addr,
+				      TWINFS__MSG_TYPE__MSG_IOD_STATFS,
+				      &empty.base, &r, true);
+		if (rc < 0) {
+			printf("%-24s %14s %14s %14s %5s %s: %s\n", name, "-",
+			       "-", "-", "-", addr, errno_cause(rc));
+		} else {
+			const Twinfs__StatfsReply *st =
+				(const Twinfs__StatfsReply *)r->body;
+			uint64_t bs = st->bsize ? st->bsize : 4096;
+			uint64_t size = st->blocks * bs, avail = st->bavail * bs;
+			uint64_t fr = st->bfree * bs;
+
+			df_line(name, size, avail, fr, human, addr);
+			/* A group holds what its smaller twin holds. */
+			if (io->group < TW_MAX_GROUPS) {
+				unsigned g = io->group;
+
+				if (!grp_seen[g] || size < grp_size[g])
+					grp_size[g] = size;
+				if (!grp_seen[g] || avail < grp_avail[g])
+					grp_avail[g] = avail;
+				if (!grp_seen[g] || fr < grp_free[g])
+					grp_free[g] = fr;
+				grp_seen[g] = true;
+			}
+		}
+		if (r)
+			wire_msg_free(r);
+		if (s)
+			wire_sync_close(s);
+	}
+	for (i = 0; i < TW_MAX_GROUPS; i++) {
+		tot_size += grp_size[i];
+		tot_avail += grp_avail[i];
+		tot_free += grp_free[i];
+	}
+	df_line("filesystem (mirrored)", tot_size, tot_avail, tot_free, human,
+		"");
+
+	/* Inode usage comes from mgrd's STATFS (root inode). */
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	root.ino = 1;
+	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_STATFS,
+		      &root.base, &fsreply, false);
+	if (rc >= 0) {
+		const Twinfs__StatfsReply *st =
+			(const Twinfs__StatfsReply *)fsreply->body;
+
+		printf("inodes: %" PRIu64 " total, %" PRIu64 " used, %" PRIu64
+		       " free; name max %u\n", st->files,
+		       st->files > st->ffree ? st->files - st->ffree : 0,
+		       st->ffree, st->namemax);
+		ret = EXIT_OK;
+	}
+out:
+	if (fsreply)
+		wire_msg_free(fsreply);
+	if (reply)
+		wire_msg_free(reply);
+	if (mgr)
+		wire_sync_close(mgr);
+	return ret;
+}
+
+/* -------------------------------------------------------------- verify */
+
+struct sub_ent {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t size;
+};
+
+struct sub_list {
+	struct sub_ent *v;
+	size_t n, cap;
+};
+
+static int sub_push(struct sub_list *l, uint64_t ino, uint32_t col,
+		    uint64_t size)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 1024;
+		struct sub_ent *nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = (struct sub_ent){ ino, col, size };
+	return 0;
+}
+
+static int sub_cmp(const void *a, const void *b)
+{
+	const struct sub_ent *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (x->column != y->column)
+		return x->column < y->column ? -1 : 1;
+	return 0;
+}
+
+struct vserver {
+	const Twinfs__IodInfo *info;
+	struct wire_sync *s;
+	char what[32];
+	char addr[TW_HOST_MAX + 16];
+};
+
+/* List every subfile an iod holds, page by page. */
+static int list_subfiles(struct vserver *v, struct sub_list *out)
+{
+	Twinfs__Subfiles req = TWINFS__SUBFILES__INIT;
+	int rc;
+
+	req.max = CTL_SUBFILES_PAGE;
+	for (;;) {
+		struct wire_msg *r = NULL;
+		const Twinfs__SubfilesReply *sr;
+		size_t i;
+		bool eof;
+
+		rc = ctl_call(v->s, v->what, v->addr,
+			      TWINFS__MSG_TYPE__MSG_SUBFILES, &req.base, &r,
+			      false);
+		if (rc < 0)
+			return rc;
+		sr = (const Twinfs__SubfilesReply *)r->body;
+		for (i = 0; i < sr->n_subfiles; i++) {
+			rc = sub_push(out, sr->subfiles[i]->ino,
+				      sr->subfiles[i]->column,
+				      sr->subfiles[i]->size);
+			if (rc < 0)
+				break;
+		}
+		eof = sr->eof || sr->n_subfiles == 0;
+		if (sr->n_subfiles) {
+			req.after_ino = sr->subfiles[sr->n_subfiles - 1]->ino;
+			req.after_column = sr->subfiles[sr->n_subfiles - 1]->column;
+		}
+		wire_msg_free(r);
+		if (rc < 0)
+			return rc;
+		if (eof)
+			break;
+	}
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), sub_cmp);
+	return 0;
+}
+
+/* Checksum one subfile; -ENOENT when the iod does not hold it. */
+static int checksum_subfile(struct vserver *v, uint64_t ino, uint32_t col,
+			    struct wire_msg **reply)
+{
+	Twinfs__Checksum req = TWINFS__CHECKSUM__INIT;
+	int rc;
+
+	req.ino = ino;
+	req.column = col;
+	req.region_size = CTL_REGION_SIZE;
+	rc = wire_sync_call(v->s, TWINFS__MSG_TYPE__MSG_CHECKSUM, &req.base,
+			    NULL, 0, reply);
+	if (rc < 0 && rc != -ENOENT && rc != -ESTALE)
+		fprintf(stderr, "%s: %s (%s): CHECKSUM ino %" PRIu64
+			" column %u failed: %s\n", progname, v->what, v->addr,
+			ino, col, errno_cause(rc));
+	return rc;
+}
+
+struct vdiff {
+	char why[256];
+	bool differ;
+	uint64_t size;     /* bytes compared (first twin's size) */
+};
+
+/* Compare (ino, col) on both twins: fills d.  Returns 0, or -errno when a
+ * checksum could not be obtained for a reason other than absence. */
+static int compare_subfile(struct vserver *a, struct vserver *b, uint64_t ino,
+			   uint32_t col, struct vdiff *d)
+{
+	struct wire_msg *ra = NULL, *rb = NULL;
+	const Twinfs__ChecksumReply *ca, *cb;
+	int rca, rcb, ret = 0;
+	size_t i, n, shown = 0, len = 0;
+
+	memset(d, 0, sizeof(*d));
+	rca = checksum_subfile(a, ino, col, &ra);
+	rcb = checksum_subfile(b, ino, col, &rb);
+	if ((rca < 0 && rca != -ENOENT && rca != -ESTALE) ||
+	    (rcb < 0 && rcb != -ENOENT && rcb != -ESTALE)) {
+		ret = rca < 0 && rca != -ENOENT && rca != -ESTALE ? rca : rcb;
+		goto out;
+	}
+	if (rca < 0 && rcb < 0)
+		goto out;             /* deleted meanwhile on both: fine */
+	if (rca < 0 || rcb < 0) {
+		d->differ = true;
+		snprintf(d->why, sizeof(d->why), "missing on iod %u",
+			 rca < 0 ? a->info->id : b->info->id);
+		goto out;
+	}
+	ca = (const Twinfs__ChecksumReply *)ra->body;
+	cb = (const Twinfs__ChecksumReply *)rb->body;
+	d->size = ca->size;
+	if (ca->size != cb->size) {
+		d->differ = true;
+		len = (size_t)snprintf(d->why, sizeof(d->why),
+				       "size %" PRIu64 " vs %" PRIu64,
+				       ca->size, cb->size);
+	}
+	n = TW_MIN(ca->n_crcs, cb->n_crcs);
+	for (i = 0; i < n; i++) {
+		if (ca->crcs[i] == cb->crcs[i])
+			continue;
+		if (!d->differ || len == 0) {
+			len = (size_t)snprintf(d->why, sizeof(d->why),
+					       "region %zu", i);
+		} else if (shown < CTL_MAX_REPORTED_REGIONS &&
+			   len < sizeof(d->why) - 32) {
+			len += (size_t)snprintf(d->why + len,
+						sizeof(d->why) - len,
+						shown ? ",%zu" : ", region %zu",
+						i);
+		} else if (shown == CTL_MAX_REPORTED_REGIONS &&
+			   len < sizeof(d->why) - 8) {
+			len += (size_t)snprintf(d->why + len,
+						sizeof(d->why) - len, ",...");
+		}
+		shown++;
+		d->differ = true;
+	}
+	if (!d->differ && ca->n_crcs != cb->n_crcs) {
+		d->differ = true;
+		snprintf(d->why, sizeof(d->why), "region count %zu vs %zu",
+			 ca->n_crcs, cb->n_crcs);
+	}
+out:
+	if (ra)
+		wire_msg_free(ra);
+	if (rb)
+		wire_msg_free(rb);
+	return ret;
+}
+
+static void ino_path(struct wire_sync *mgr, const char *mgr_addr, uint64_t ino,
+		     char *buf, size_t len)
+{
+	Twinfs__Getattr req = TWINFS__GETATTR__INIT;
+	struct wire_msg *r = NULL;
+	int rc;
+
+	req.ino = ino;
+	rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_INO_PATH, &req.base,
+			    NULL, 0, &r);
+	if (rc >= 0) {
+		const Twinfs__InoPath *p = (const Twinfs__InoPath *)r->body;
+
+		snprintf(buf, len, "%s", p->path && p->path[0] ? p->path :
+			 "(no name)");
+	} else if (rc == -ENOENT || rc == -ESTALE) {
+		snprintf(buf, len, "(unlinked)");
+	} else {
+		snprintf(buf, len, "(path unknown: mgrd %s: %s)", mgr_addr,
+			 errno_cause(rc));
+	}
+	if (r)
+		wire_msg_free(r);
+}
+
+static int verify_group(struct ctl *ctl, struct wire_sync *mgr,
+			const char *mgr_addr, uint32_t group,
+			struct vserver *a, struct vserver *b,
+			uint64_t *n_sub, uint64_t *n_bytes, uint64_t *n_diff)
+{
+	struct sub_list la = { 0 }, lb = { 0 };
+	size_t i = 0, j = 0;
+	int rc;
+
+	rc = list_subfiles(a, &la);
+	if (rc >= 0)
+		rc = list_subfiles(b, &lb);
+	if (rc < 0)
+		goto out;
+	while (i < la.n || j < lb.n) {
+		const struct sub_ent *e;
+		struct vdiff d;
+		int c, attempt;
+
+		if (i >= la.n)
+			c = 1;
+		else if (j >= lb.n)
+			c = -1;
+		else
+			c = sub_cmp(&la.v[i], &lb.v[j]);
+		e = c <= 0 ? &la.v[i] : &lb.v[j];
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+
+		/* A subfile being written while we look can differ for a
+		 * moment (the twin applies the forwarded write after the
+		 * primary), so a difference is confirmed by re-checking;
+		 * a real divergence is persistent. */
+		for (attempt = 0; ; attempt++) {
+			rc = compare_subfile(a, b, e->ino, e->column, &d);
+			if (rc < 0)
+				goto out;
+			if (!d.differ || attempt >= CTL_VERIFY_RETRIES)
+				break;
+			usleep(300 * 1000);
+		}
+		(*n_sub)++;
+		*n_bytes += d.size;
+		if (d.differ) {
+			char path[PATH_MAX + 64];
+
+			ino_path(mgr, mgr_addr, e->ino, path, sizeof(path));
+			printf("DIFFER %s (ino %" PRIu64 " column %u): iod %u vs "
+			       "iod %u: %s\n", path, e->ino, e->column,
+			       a->info->id, b->info->id, d.why);
+			fflush(stdout);
+			(*n_diff)++;
+		}
+	}
+	(void)ctl;
+	(void)group;
+out:
+	free(la.v);
+	free(lb.v);
+	return rc;
+}
+
+static int cmd_verify(struct ctl *ctl, int argc, char **argv)
+{
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL;
+	Twinfs__ClusterMap *map;
+	struct vserver *vs = NULL;
+	uint64_t n_sub = 0, n_bytes = 0, n_diff = 0;
+	uint32_t cks_timeout;
+	char mgr_addr[TW_HOST_MAX + 16];
+	int ret = EXIT_FAIL, rc, skipped = 0;
+	uint32_t g;
+	size_t i;
+
+	if (argc > 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (ctl_load_conf(ctl) < 0)
+		return EXIT_FAIL;
+	snprintf(mgr_addr, sizeof(mgr_addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+		return EXIT_FAIL;
+	if (ctl_get_map(ctl, mgr, &reply, &map) < 0)
+		goto out;
+	vs = calloc(map->n_iods ? map->n_iods : 1, sizeof(*vs));
+	if (!vs)
+		goto out;
+	/* A checksum reads a whole subfile: give it time. */
+	cks_timeout = TW_MAX(ctl->timeout_ms, 120000u);
+
+	for (g = 0; g < map->n_groups; g++) {
+		struct vserver *twin[2] = { NULL, NULL };
+		bool usable = true;
+
+		for (i = 0; i < map->n_iods; i++) {
+			const Twinfs__IodInfo *io = map->iods[i];
+
+			if (io->group != g || io->twin_index > 1)
+				continue;
+			twin[io->twin_index] = &vs[i];
+			vs[i].info = io;
+			snprintf(vs[i].what, sizeof(vs[i].what), "iod %u", io->id);
+			snprintf(vs[i].addr, sizeof(vs[i].addr), "%s:%u",
+				 io->host, io->port);
+		}
+		if (!twin[0] || !twin[1]) {
+			fprintf(stderr, "%s: group %u: the map lists fewer than "
+				"two twins\n", progname, g);
+			skipped++;
+			continue;
+		}
+		for (i = 0; i < 2; i++) {
+			const Twinfs__IodInfo *io = twin[i]->info;
+
+			if (io->state != TWINFS__IOD_STATE__IOD_UP ||
+			    io->needs_resync) {
+				fprintf(stderr, "%s: group %u: iod %u (%s) is %s%s; "
+					"its twins cannot be compared\n",
+					progname, g, io->id, twin[i]->addr,
+					state_name(io->state),
+					io->needs_resync ? " and needs resync" : "");
+				usable = false;
+			}
+		}
+		if (!usable) {
+			skipped++;
+			continue;
+		}
+		for (i = 0; i < 2; i++) {
+			rc = ctl_connect(ctl, twin[i]->what, twin[i]->info->host,
+					 (int)twin[i]->info->port, cks_timeout,
+					 false, &twin[i]->s);
+			if (rc < 0)
+				goto out;
+		}
+		rc = verify_group(ctl, mgr, mgr_addr, g, twin[0], twin[1],
+				  &n_sub, &n_bytes, &n_diff);
+		if (rc < 0)
+			goto out;
+	}
+	if (n_diff) {
+		printf("verify: %" PRIu64 " of %" PRIu64 " subfiles differ "
+		       "between twins\n", n_diff, n_sub);
+		ret = EXIT_FAIL;
+	} else if (skipped) {
+		printf("verify: %" PRIu64 " subfiles, %" PRIu64 " bytes, twins "
+		       "identical; %d groups not verified\n", n_sub, n_bytes,
+		       skipped);
+		ret = EXIT_FAIL;
+	} else {
+		printf("verify: %" PRIu64 " subfiles, %" PRIu64 " bytes, twins "
+		       "identical\n", n_sub, n_bytes);
+		ret = EXIT_OK;
+	}
+out:
+	if (vs) {
+		for (i = 0; i < map->n_iods; i++)
+			if (vs[i].s)
+				wire_sync_close(vs[i].s);
+		free(vs);
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (mgr)
+		wire_sync_close(mgr);
+	return ret;
+}
+
+/* --------------------------------------------------- getstripe/setstripe */
+
+struct layout_view {
+	uint64_t stripe_size;
+	long stripe_count;          /* 0 = every group (directory policy) */
+	uint32_t groups[R0_MAX_STRIPE_COUNT];
+	unsigned n_groups;
+};
+
+/* Parse the client's "stripe_size=S stripe_count=C groups=a,b,..." */
+static int parse_layout_xattr(const char *s, struct layout_view *lv)
+{
+	char buf[512], *save = NULL, *tok;
+
+	memset(lv, 0, sizeof(*lv));
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, " \t\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\n", &save)) {
+		char *eq = strchr(tok, '='), *v;
+
+		if (!eq)
+			return -EINVAL;
+		*eq = '\0';
+		v = eq + 1;
+		if (strcmp(tok, "stripe_size") == 0) {
+			if (tw_parse_size(v, &lv->stripe_size) < 0)
+				return -EINVAL;
+		} else if (strcmp(tok, "stripe_count") == 0) {
+			lv->stripe_count = strtol(v, NULL, 10);
+		} else if (strcmp(tok, "groups") == 0) {
+			char *save2 = NULL, *g;
+
+			for (g = strtok_r(v, ",", &save2); g;
+			     g = strtok_r(NULL, ",", &save2)) {
+				if (lv->n_groups == R0_MAX_STRIPE_COUNT)
+					return -EINVAL;
+				lv->groups[lv->n_groups++] =
+					(uint32_t)strtoul(g, NULL, 10);
+			}
+		}
+		/* Unknown keys are ignored: the client may add fields. */
+	}
+	return 0;
+}
+
+static int cmd_getstripe(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "stripe-count", no_argument, NULL, 'c' },
+		{ "stripe-size", no_argument, NULL, 'S' },
+		{ "stripe-index", no_argument, NULL, 'i' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool only_c = false, only_s = false, only_i = false, raw = false;
+	int opt, ret = EXIT_OK, k;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "cSir", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': only_c = true; break;
+		case 'S': only_s = true; break;
+		case 'i': only_i = true; break;
+		case 'r': raw = true; break;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s: getstripe: no PATH given\n", progname);
+		return EXIT_USAGE;
+	}
+	for (k = optind; k < argc; k++) {
+		const char *path = argv[k];
+		char val[512];
+		struct layout_view lv;
+		struct stat st;
+		ssize_t n;
+		long first;
+		unsigned g;
+
+		if (stat(path, &st) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", progname, path,
+				strerror(errno));
+			ret = EXIT_FAIL;
+			continue;
+		}
+		n = getxattr(path, CTL_LAYOUT_XATTR, val, sizeof(val) - 1);
+		if (n < 0) {
+			int e = errno;
+
+			if (e == ENODATA || e == ENOTSUP)
+				fprintf(stderr, "%s: %s: no TwinFS layout (not on "
+					"a TwinFS mount, or not a regular file "
+					"or directory)\n", progname, path);
+			else
+				fprintf(stderr, "%s: %s: getxattr %s: %s\n",
+					progname, path, CTL_LAYOUT_XATTR,
+					strerror(e));
+			ret = EXIT_FAIL;
+			continue;
+		}
+		val[n] = '\0';
+		if (raw) {
+			printf("%s\n", val);
+			continue;
+		}
+		if (parse_layout_xattr(val, &lv) < 0) {
+			fprintf(stderr, "%s: %s: cannot parse layout \"%s\"\n",
+				progname, path, val);
+			ret = EXIT_FAIL;
+			continue;
+		}
+		first = lv.n_groups ? (long)lv.groups[0] : -1;
+		if (only_c || only_s || only_i) {
+			if (only_c)
+				printf("%ld\n", lv.stripe_count ? lv.stripe_count : -1);
+			if (only_s)
+				printf("%" PRIu64 "\n", lv.stripe_size);
+			if (only_i)
+				printf("%ld\n", first);
+			continue;
+		}
+		printf("%s\n", path);
+		if (S_ISDIR(st.st_mode)) {
+			printf("stripe_count:  %ld stripe_size:   %" PRIu64
+			       " pattern:       raid10 stripe_offset: %ld\n",
+			       lv.stripe_count ? lv.stripe_count : -1,
+			       lv.stripe_size, first);
+			continue;
+		}
+		printf("lmm_stripe_count:  %ld\n", lv.stripe_count);
+		printf("lmm_stripe_size:   %" PRIu64 "\n", lv.stripe_size);
+		printf("lmm_pattern:       raid10\n");
+		printf("lmm_stripe_offset: %ld\n", first);
+		printf("\tcolumn\t group\n");
+		for (g = 0; g < lv.n_groups; g++)
+			printf("\t%6u\t%6u\n", g, lv.groups[g]);
+	}
+	return ret;
+}
+
+static int cmd_setstripe(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "stripe-size", required_argument, NULL, 'S' },
+		{ "stripe-count", required_argument, NULL, 'c' },
+		{ "stripe-index", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t size = 0;
+	long count = -2, first = -1;
+	char val[96], *end;
+	const char *path;
+	struct stat st;
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "S:c:i:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'S':
+			if (tw_parse_size(optarg, &size) < 0 ||
+			    size < R0_MIN_STRIPE_SIZE || size > R0_MAX_STRIPE_SIZE ||
+			    (size & (size - 1))) {
+				fprintf(stderr, "%s: setstripe: stripe size \"%s\" "
+					"must be a power of two from 64K to 64M\n",
+					progname, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			errno = 0;
+			count = strtol(optarg, &end, 10);
+			if (errno || *end || count < -1 ||
+			    count > (long)R0_MAX_STRIPE_COUNT) {
+				fprintf(stderr, "%s: setstripe: stripe count \"%s\" "
+					"must be -1 (every group) or 0..%u\n",
+					progname, optarg, R0_MAX_STRIPE_COUNT);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'i':
+			errno = 0;
+			first = strtol(optarg, &end, 10);
+			if (errno || *end || first < -1 ||
+			    first >= (long)R0_MAX_STRIPE_COUNT) {
+				fprintf(stderr, "%s: setstripe: group \"%s\" must "
+					"be -1 (round robin) or a group number\n",
+					progname, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || (size == 0 && count == -2)) {
+		fprintf(stderr, "usage: %s setstripe -S SIZE -c COUNT [-i GROUP] "
+			"DIR|EMPTYFILE\n", progname);
+		return EXIT_USAGE;
+	}
+	path = argv[optind];
+	if (size == 0 || count == -2) {
+		/* One of the two was left out: keep the current value. */
+		char cur[512];
+		struct layout_view lv;
+		ssize_t n = getxattr(path, CTL_LAYOUT_XATTR, cur, sizeof(cur) - 1);
+
+		if (n >= 0) {
+			cur[n] = '\0';
+			if (parse_layout_xattr(cur, &lv) == 0) {
+				if (size == 0)
+					size = lv.stripe_size;
+				if (count == -2)
+					count = lv.stripe_count;
+			}
+		}
+		if (size == 0)
+			size = R0_DEF_STRIPE_SIZE;
+		if (count == -2)
+			count = 0;
+	}
+	if (count < 0)
+		count = 0;
+
+	/* Like `lfs setstripe`, a missing file is created empty. */
+	if (stat(path, &st) < 0) {
+		int fd;
+
+		if (errno != ENOENT) {
+			fprintf(stderr, "%s: %s: %s\n", progname, path,
+				strerror(errno));
+			return EXIT_FAIL;
+		}
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd < 0) {
+			fprintf(stderr, "%s: create %s: %s\n", progname, path,
+				strerror(errno));
+			return EXIT_FAIL;
+		}
+		close(fd);
+	}
+	if (first >= 0)
+		snprintf(val, sizeof(val), "%" PRIu64 " %ld %ld", size, count,
+			 first);
+	else
+		snprintf(val, sizeof(val), "%" PRIu64 " %ld", size, count);
+	if (setxattr(path, CTL_LAYOUT_XATTR, val, strlen(val), 0) < 0) {
+		int e = errno;
+
+		switch (e) {
+		case EBUSY:
+			fprintf(stderr, "%s: %s: the file has been written; "
+				"only an empty, never written file or a "
+				"directory takes a new layout\n", progname, path);
+			break;
+		case EINVAL:
+			fprintf(stderr, "%s: %s: layout \"%s\" refused (group "
+				"out of range?)\n", progname, path, val);
+			break;
+		case ENOTSUP:
+			fprintf(stderr, "%s: %s: not on a TwinFS mount\n",
+				progname, path);
+			break;
+		default:
+			fprintf(stderr, "%s: %s: setxattr %s \"%s\": %s\n",
+				progname, path, CTL_LAYOUT_XATTR, val,
+				strerror(e));
+		}
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+	struct ctl ctl;
+	const char *env;
+	int opt;
+
+	memset(&ctl, 0, sizeof(ctl));
+	env = getenv("TWINFS_CONF");
+	ctl.conf_path = env && *env ? env : CTL_DEFAULT_CONF;
+	tw_conf_defaults(&ctl.conf);
+	tw_log_init("twinfsctl", TW_LOG_WARN);
+	if (tw_random(&ctl.incarnation, sizeof(ctl.incarnation)) < 0)
+		ctl.incarnation = tw_now_ns() ^ (uint64_t)getpid();
+
+	/* '+': stop at the command, whose own options may reuse letters. */
+	while ((opt = getopt(argc, argv, "+c:t:h")) != -1) {
+		switch (opt) {
+		case 'c':
+			ctl.conf_path = optarg;
+			break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v == 0 || v > 3600000) {
+				fprintf(stderr, "%s: -t wants milliseconds, got "
+					"\"%s\"\n", progname, optarg);
+				return EXIT_USAGE;
+			}
+			ctl.timeout_ms = (uint32_t)v;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	argc -= optind;
+	argv += optind;
+
+	if (strcmp(argv[0], "status") == 0)
+		return cmd_status(&ctl, argc, argv);
+	if (strcmp(argv[0], "verify") == 0)
+		return cmd_verify(&ctl, argc, argv);
+	if (strcmp(argv[0], "sync") == 0)
+		return cmd_sync(&ctl, argc, argv);
+	if (strcmp(argv[0], "df") == 0)
+		return cmd_df(&ctl, argc, argv);
+	if (strcmp(argv[0], "getstripe") == 0)
+		return cmd_getstripe(argc, argv);
+	if (strcmp(argv[0], "setstripe") == 0)
+		return cmd_setstripe(argc, argv);
+	if (strcmp(argv[0], "help") == 0 || strcmp(argv[0], "--help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	fprintf(stderr, "%s: unknown command \"%s\"\n", progname, argv[0]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

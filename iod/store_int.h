@@ -1,0 +1,191 @@
+/* store_int.h - internals of the iod's subfile store, shared by store.c
+ * (the home side: paths, xattrs, identity, fd cache, listing scan) and
+ * store_journal.c (every operation through the block journal, records,
+ * the write-intent log).  Never included outside iod/store*.c.
+ *
+ * Everything runs on the iod's loop thread: no locks.
+ */
+#ifndef TWINFS_IOD_STORE_INT_H
+#define TWINFS_IOD_STORE_INT_H
+
+#include "iod_int.h"
+#include "journal.h"
+
+#define SUB_XATTR        "user.twinfs.sub"
+#define WIL_XATTR        "user.twinfs.wil"
+#define SUBDIR           "subfiles"
+#define HASH_BUCKETS     1024u
+
+/* Bits of sub.dirsync: directories whose entries changed when the subfile
+ * was created and must be fsynced with it. */
+#define DS_CD   1u   /* subfiles/ab/cd (the new file's entry) */
+#define DS_AB   2u   /* subfiles/ab (a new cd) */
+#define DS_TOP  4u   /* subfiles (a new ab) */
+
+/* One cached subfile (home state). */
+struct sub {
+	uint64_t ino;
+	uint32_t column;
+	int fd;
+	uint64_t trunc_gen;        /* from the xattr (0 when invalid) */
+	bool xattr_valid;
+	uint8_t dirsync;           /* DS_*: not yet made durable */
+	struct sub *hnext;         /* hash chain */
+	struct sub *prev, *next;   /* LRU list: head = most recent */
+};
+
+/* The logical state of a subfile while journal records about it are not
+ * yet applied at home (store_journal.c, invariant J-S1). */
+struct smeta {
+	uint64_t obj;
+	bool exists;
+	uint64_t trunc_gen;
+	bool has_layout;
+	struct iod_sub_layout layout;
+	uint64_t pending;          /* records not yet applied at home */
+};
+
+/* The live write-intent set of one subfile: region -> touch generation. */
+struct intent {
+	uint64_t obj;
+	struct tw_hmap regions;    /* region + 1 -> (void *)(touch_gen + 1) */
+	bool all;                  /* overflowed: the whole subfile */
+	uint64_t all_gen;
+};
+
+struct iod_store {
+	char dir[PATH_MAX];
+	int dir_fd;                /* DIR */
+	int sub_fd;                /* DIR/subfiles */
+	uint32_t iod_id;
+	uint8_t uuid[IOD_UUID_LEN];
+	bool is_new;
+
+	struct sub *buckets[HASH_BUCKETS];
+	struct sub lru;            /* sentinel */
+	unsigned n_cached, max_cached;
+	bool unlinks_unsynced;
+
+	/* store_journal.c */
+	struct jbd *j;
+	enum jbd_mode mode;
+	uint64_t reserve;
+	struct tw_hmap smeta;      /* obj + 1 -> struct smeta * */
+	struct tw_hmap intents;    /* obj + 1 -> struct intent * */
+	uint64_t n_marked;         /* regions in the live set */
+	uint64_t touch_gen;        /* current intent generation */
+	bool abort_reported;
+	void (*on_abort)(void *arg);
+	void *abort_arg;
+};
+
+/* Object id of the journal: ino << 8 | column (IOD_MAX_INO keeps it
+ * unique). */
+static inline uint64_t store_obj(uint64_t ino, uint32_t column)
+{
+	return ino << 8 | column;
+}
+
+/* store.c: home side */
+int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
+void store_home_close(struct iod_store *s);
+/* Find or open a subfile; with layout non-NULL create it if absent
+ * (xattr first, S2) with trunc_gen.  -ENOENT when absent and not
+ * creating. */
+int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
+		  const struct iod_sub_layout *layout, uint64_t trunc_gen,
+		  struct sub **out);
+/* Raise the recorded trunc_gen to at least trunc_gen (never lowers it:
+ * replay and checkpoint re-apply records, which must be idempotent). */
+int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
+		    const struct iod_sub_layout *layout);
+/* Unlink a subfile (absent is fine), dropping its cached fd. */
+int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
+/* fsync the subfiles (and directories of creations and unlinks). */
+int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
+int store_home_stat(struct sub *e, struct iod_sub_stat *st);
+/* Every subfile name at home after the cursor, sorted; *n set.  The
+ * caller frees *keys. */
+struct store_key {
+	uint64_t ino;
+	uint32_t column;
+};
+int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
+	       size_t max, struct store_key **keys, size_t *n, bool *truncated);
+int store_key_cmp(const void *a, const void *b);
+/* Persisted write-intent ranges of a subfile (WIL_XATTR). */
+#define WIL_MAX_RANGES 120u
+struct wil_range {
+	uint64_t first, count;
+};
+int store_wil_get(struct sub *e, struct wil_range *r, unsigned *n, bool *all);
+int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
+		  bool all);
+
+
+/* ---- iod journal records (payload format: store_journal.c) ---- */
+enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
+#define REC_VERSION      1u
+#define CLEAR_ALL        1u
+#define CLEAR_MAX        240u          /* ranges per clear record */
+
+struct rec_hdr {
+	uint16_t op;
+	uint16_t version;
+	uint32_t reserved;
+	uint64_t trunc_gen;
+};
+_Static_assert(sizeof(struct rec_hdr) == 16, "record header");
+
+struct rec_create {
+	struct rec_hdr h;
+	uint32_t stripe_size, stripe_count, n_groups, reserved;
+	uint32_t groups[IOD_MAX_COLUMNS];
+};
+_Static_assert(sizeof(struct rec_create) == 160, "create record");
+
+struct rec_mark {
+	struct rec_hdr h;
+	uint64_t first, count;
+};
+_Static_assert(sizeof(struct rec_mark) == 32, "mark record");
+
+struct rec_clear {
+	struct rec_hdr h;
+	uint32_t n, flags;
+	struct { uint64_t first, count; } r[CLEAR_MAX];
+};
+_Static_assert(sizeof(struct rec_clear) <= JBD_REC_MAX, "clear record");
+
+struct rec_trunc {
+	struct rec_hdr h;
+	uint64_t size;
+};
+_Static_assert(sizeof(struct rec_trunc) == 24, "truncate record");
+
+/* store_journal.c */
+int store_check_ids(uint64_t ino, uint32_t column);
+void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen);
+/* One more pending record of obj that does not change its logical state
+ * (SJ1). */
+int store_meta_keep(struct iod_store *s, uint64_t obj);
+
+/* store_intent.c: the live write-intent set and its persisted part */
+struct intent *store_intent_get(struct iod_store *s, uint64_t obj,
+				bool create);
+void store_intent_drop(struct iod_store *s, struct intent *in);
+/* Are regions first..last all in the live set? */
+bool store_intent_covers(struct iod_store *s, uint64_t obj, uint64_t first,
+			 uint64_t last);
+/* Add (or re-touch with the current generation) regions first..last. */
+int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
+		       uint64_t last);
+/* Apply a mark (add) or clear to the persisted set of e (everything: a
+ * clear of all). */
+int store_wil_change(struct sub *e, bool add, const struct wil_range *chg,
+		     unsigned n_chg, bool everything);
+/* At open, after replay: the live set from every subfile's xattr. */
+int store_intents_rebuild(struct iod_store *s);
+void store_intents_free(struct iod_store *s);
+
+#endif

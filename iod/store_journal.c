@@ -1,0 +1,1120 @@
+/* store_journal.c - every mutation of the iod's subfile store goes through
+ * the block journal (journal.h "Block journal (iod)", DESIGN.md "Journal",
+ * issue 4); reads, sizes, listing and checksums see what the journal holds.
+ *
+ * It implements the store's public operations (iod_int.h) on top of the
+ * home side (store.c): the journal's callbacks (home_fd, home_sync, apply,
+ * free_space), the iod's metadata records and the logical state of
+ * subfiles whose records are not yet applied at home.  The write-intent
+ * log's live set and clearing are in store_intent.c.  It does not do
+ * networking or ordering between twins (twin.c).
+ *
+ * One request = one journal handle = all or nothing after a crash: a WRITE
+ * is (create record if the subfile is new) + (mark record for the 1 MiB
+ * regions it touches, when not already marked, carrying trunc_gen) + the
+ * data (journal mode: jbd_write; ordered/writeback: written in place, then
+ * jbd_inplace).  Records come before the data in the handle, so at
+ * checkpoint and replay the subfile exists and carries the newer trunc_gen
+ * before its data lands (store.c S2).  TRUNCATE is a record with a cut at
+ * the new size, DELETE one with a cut of 0 (journal.h jbd_record).
+ *
+ * When metadata takes effect at home (journal/FORMAT.md "Records and
+ * modes"):
+ *   journal    records are applied at checkpoint and replay; until then the
+ *              logical state (exists, trunc_gen, layout) is kept in memory
+ *              (struct smeta) and sizes/contents come from the journal index.
+ *   ordered,   the store changes home in place when the request arrives
+ *   writeback  (create, trunc_gen, ftruncate, unlink, data), exactly as a
+ *              synchronous store would, and journals the records so that
+ *              replay re-applies them after a machine crash (rule R keeps an
+ *              old cut from destroying newer in-place data).  Applying them
+ *              at close (JBD_PHASE_CLOSE) only persists intent marks: doing a
+ *              cut again there could undo a later in-place write.
+ *
+ * Invariants (cited as SJ<n>):
+ *   SJ1  A subfile has a struct smeta iff records about it are journaled
+ *        but not yet applied at home (pending > 0); then the smeta is its
+ *        logical state, else home (store.c) is.
+ *   SJ2  The live intent set holds every region marked in a journaled
+ *        record and not cleared in one; a write's regions are marked in
+ *        the write's own handle unless already in the live set (then an
+ *        earlier transaction, replayed before it, marked them).
+ *   SJ3  A clear covers only regions whose last write was acknowledged
+ *        before iod_store_intent_epoch returned the clear's token, so a
+ *        sync of both twins started after that call covers it.
+ *   SJ4  The callback of a request runs only from the journal's completion
+ *        (transaction closed, or synced when asked), so a reply built in it
+ *        is covered by DESIGN.md guarantee 1.
+ *
+ * Record payloads (opaque to the journal, little-endian, version 1; every
+ * one is an idempotent "set" so replay may apply it more than once, J15):
+ *
+ *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete),
+ *                version u16 = 1, reserved u32 = 0, trunc_gen u64
+ *   create:  + stripe_size u32, stripe_count u32, n_groups u32, reserved
+ *            u32, groups u32[32]                   (160 bytes)
+ *            -> create the subfile if absent with its xattr; raise trunc_gen
+ *   mark:    + first u64, count u64 (1 MiB regions; count 0: only the gen)
+ *            -> raise trunc_gen, add the regions to user.twinfs.wil
+ *   clear:   + n u32, flags u32 (bit 0: everything), n x (first, count)
+ *            -> remove the regions (or all) from user.twinfs.wil
+ *   truncate:+ size u64 (journal cut = size) -> raise trunc_gen, ftruncate
+ *   delete:  (journal cut = 0) -> unlink
+ * The journal object id is ino << 8 | column (ino <= IOD_MAX_INO).
+ */
+#include "store_int.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define CSUM_CHUNK       (1u << 20)
+
+/* One request waiting for its transaction. */
+struct sreq {
+	struct iod_store *s;
+	iod_store_cb cb;
+	void *arg;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static void check_abort(struct iod_store *s)
+{
+	if (s->abort_reported || !s->j || !jbd_aborted(s->j))
+		return;
+	s->abort_reported = true;
+	tw_err("data directory %s: THE JOURNAL HAS ABORTED after an I/O "
+	       "error; this iod now refuses every write with EIO.  Restart it "
+	       "(replay recovers everything acknowledged) after checking the "
+	       "disk", s->dir);
+	if (s->on_abort)
+		s->on_abort(s->abort_arg);
+}
+
+static void sreq_done(void *arg, int rc)
+{
+	struct sreq *r = arg;
+	struct iod_store *s = r->s;
+
+	if (rc < 0)
+		check_abort(s);
+	r->cb(r->arg, rc);
+	free(r);
+}
+
+static struct sreq *sreq_new(struct iod_store *s, iod_store_cb cb, void *arg)
+{
+	struct sreq *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->s = s;
+		r->cb = cb;
+		r->arg = arg;
+	}
+	return r;
+}
+
+/* Commit h (consumed) with r as its callback; frees r on error. */
+static int commit(struct iod_store *s, struct jbd_handle *h, bool sync,
+		  struct sreq *r)
+{
+	int64_t seq = jbd_commit(h, sync ? JBD_COMMIT_SYNC : 0, sreq_done, r);
+
+	if (seq < 0) {
+		free(r);
+		check_abort(s);
+		return (int)seq;
+	}
+	return 0;
+}
+
+int store_check_ids(uint64_t ino, uint32_t column)
+{
+	return column < IOD_MAX_COLUMNS && ino <= IOD_MAX_INO ? 0 : -EINVAL;
+}
+
+void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen)
+{
+	memset(h, 0, sizeof(*h));
+	h->op = htole16((uint16_t)op);
+	h->version = htole16(REC_VERSION);
+	h->trunc_gen = htole64(trunc_gen);
+}
+
+/* ------------------------------------------------ logical state (SJ1) */
+
+struct lstate {
+	bool exists;
+	bool xattr_valid;
+	uint64_t trunc_gen;
+};
+
+static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct lstate *ls)
+{
+	struct smeta *m = tw_hmap_get(&s->smeta, store_obj(ino, column) + 1);
+	struct sub *e;
+	int rc;
+
+	if (m) {
+		ls->exists = m->exists;
+		ls->xattr_valid = true;
+		ls->trunc_gen = m->trunc_gen;
+		return 0;
+	}
+	rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == -ENOENT) {
+		*ls = (struct lstate){ .exists = false };
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	ls->exists = true;
+	ls->xattr_valid = e->xattr_valid;
+	ls->trunc_gen = e->trunc_gen;
+	return 0;
+}
+
+/* After a successful commit: the subfile's logical state and nrec more
+ * pending records (SJ1). */
+static int meta_install(struct iod_store *s, uint64_t obj, bool exists,
+			uint64_t trunc_gen, const struct iod_sub_layout *layout,
+			unsigned nrec)
+{
+	struct smeta *m;
+
+	if (nrec == 0)
+		return 0;
+	m = tw_hmap_get(&s->smeta, obj + 1);
+	if (!m) {
+		m = calloc(1, sizeof(*m));
+		if (!m || tw_hmap_put(&s->smeta, obj + 1, m) < 0) {
+			free(m);
+			return -ENOMEM;
+		}
+		m->obj = obj;
+	}
+	m->exists = exists;
+	m->trunc_gen = trunc_gen;
+	if (layout) {
+		m->layout = *layout;
+		m->has_layout = true;
+	}
+	m->pending += nrec;
+	return 0;
+}
+
+static void meta_applied(struct iod_store *s, uint64_t obj)
+{
+	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
+
+	if (m && m->pending > 0 && --m->pending == 0) {
+		tw_hmap_del(&s->smeta, obj + 1);
+		free(m);
+	}
+}
+
+/* One more pending record that does not change the logical state. */
+int store_meta_keep(struct iod_store *s, uint64_t obj)
+{
+	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
+	struct lstate ls;
+	int rc;
+
+	if (m) {
+		m->pending++;
+		return 0;
+	}
+	rc = logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
+	if (rc < 0)
+		return rc;
+	return meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
+}
+
+static int stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+			struct iod_sub_stat *st)
+{
+	struct iod_sub_stat home = { 0 };
+	struct lstate ls;
+	struct sub *e;
+	uint64_t size;
+	int rc;
+
+	rc = logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (!ls.exists) {
+		*st = (struct iod_sub_stat){ .exists = false };
+		return 0;
+	}
+	rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == 0)
+		rc = store_home_stat(e, &home);
+	else if (rc == -ENOENT)
+		rc = 0;
+	if (rc < 0)
+		return rc;
+	size = jbd_size(s->j, store_obj(ino, column), home.size);
+	st->exists = true;
+	st->size = size;
+	st->trunc_gen = ls.trunc_gen;
+	st->blocks = home.blocks;
+	if (size > home.size) {
+		/* Journal-resident blocks past the home end will be allocated
+		 * after the checkpoint; count those, not the whole span, so a
+		 * sparse file looks sparse before its checkpoint too.  (A
+		 * resident overwrite inside the home range is counted as well:
+		 * an estimate until the checkpoint makes it exact.) */
+		uint64_t span = (size + 4095) / 4096 - (home.size + 4095) / 4096;
+		uint64_t res = jbd_resident(s->j, store_obj(ino, column));
+
+		st->blocks += TW_MIN(span, res) * 8;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------ journal callbacks */
+
+static int op_home_fd(void *arg, uint64_t obj, bool create, int *fd)
+{
+	static const struct iod_sub_layout none = { 0 };
+	struct iod_store *s = arg;
+	uint64_t ino = obj >> 8;
+	uint32_t column = (uint32_t)(obj & 0xff);
+	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
+	const struct iod_sub_layout *l = NULL;
+	struct sub *e;
+	int rc;
+
+	if (store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	if (create)
+		l = m && m->has_layout ? &m->layout : &none;
+	rc = store_get_sub(s, ino, column, l, m ? m->trunc_gen : 0, &e);
+	if (rc < 0)
+		return rc;
+	*fd = e->fd;
+	return 0;
+}
+
+static int op_home_sync(void *arg, const uint64_t *objs, size_t n)
+{
+	return store_sync_objs(arg, objs, n);
+}
+
+static int64_t op_free_space(void *arg)
+{
+	struct iod_store *s = arg;
+	struct statvfs sv;
+
+	if (fstatvfs(s->dir_fd, &sv) < 0)
+		return -errno;
+	return (int64_t)((uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize
+							     : sv.f_bsize));
+}
+
+static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
+		     const void *rec, size_t len)
+{
+	struct rec_hdr h;
+	uint64_t ino = obj >> 8;
+	uint32_t column = (uint32_t)(obj & 0xff);
+	/* Ordered/writeback changed home in place already; only the intent
+	 * xattr is written at close (see the top of this file). */
+	bool home = phase != JBD_PHASE_CLOSE;
+	struct sub *e;
+	int rc, op;
+	uint64_t gen;
+
+	if (len < sizeof(h) || store_check_ids(ino, column) < 0)
+		return -EBADMSG;
+	memcpy(&h, rec, sizeof(h));
+	op = le16toh(h.op);
+	gen = le64toh(h.trunc_gen);
+	if (le16toh(h.version) != REC_VERSION)
+		return -EPROTO;
+	switch (op) {
+	case REC_CREATE: {
+		struct rec_create c;
+		struct iod_sub_layout l = { 0 };
+
+		if (len != sizeof(c))
+			return -EBADMSG;
+		if (!home)
+			return 0;
+		memcpy(&c, rec, sizeof(c));
+		l.stripe_size = le32toh(c.stripe_size);
+		l.stripe_count = le32toh(c.stripe_count);
+		l.n_groups = TW_MIN(le32toh(c.n_groups), (uint32_t)IOD_MAX_COLUMNS);
+		for (uint32_t i = 0; i < l.n_groups; i++)
+			l.groups[i] = le32toh(c.groups[i]);
+		rc = store_get_sub(s, ino, column, &l, gen, &e);
+		if (rc < 0)
+			return rc;
+		return store_raise_gen(s, e, gen, &l);
+	}
+	case REC_MARK: {
+		struct rec_mark mk;
+		struct wil_range r;
+
+		if (len != sizeof(mk))
+			return -EBADMSG;
+		memcpy(&mk, rec, sizeof(mk));
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+		if (rc == -ENOENT)
+			return 0;        /* deleted later in the log */
+		if (rc < 0)
+			return rc;
+		if (home) {
+			rc = store_raise_gen(s, e, gen, NULL);
+			if (rc < 0)
+				return rc;
+		}
+		r.first = le64toh(mk.first);
+		r.count = le64toh(mk.count);
+		return r.count ? store_wil_change(e, true, &r, 1, false) : 0;
+	}
+	case REC_CLEAR: {
+		struct rec_clear c;
+		struct wil_range r[CLEAR_MAX];
+		uint32_t n;
+
+		if (len < offsetof(struct rec_clear, r))
+			return -EBADMSG;
+		memset(&c, 0, sizeof(c));
+		memcpy(&c, rec, TW_MIN(len, sizeof(c)));
+		n = le32toh(c.n);
+		if (n > CLEAR_MAX || len != offsetof(struct rec_clear, r) + 16 * n)
+			return -EBADMSG;
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			r[i].first = le64toh(c.r[i].first);
+			r[i].count = le64toh(c.r[i].count);
+		}
+		return store_wil_change(e, false, r, n,
+				  (le32toh(c.flags) & CLEAR_ALL) != 0);
+	}
+	case REC_TRUNC: {
+		struct rec_trunc t;
+
+		if (len != sizeof(t))
+			return -EBADMSG;
+		if (!home)
+			return 0;
+		memcpy(&t, rec, sizeof(t));
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+		rc = store_raise_gen(s, e, gen, NULL);
+		if (rc < 0)
+			return rc;
+		if (ftruncate(e->fd, (off_t)le64toh(t.size)) < 0)
+			return -errno;
+		return 0;
+	}
+	case REC_DELETE:
+		if (len != sizeof(h))
+			return -EBADMSG;
+		return home ? store_unlink(s, ino, column) : 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+static int op_apply(void *arg, enum jbd_phase phase, uint64_t seq,
+		    uint64_t obj, uint64_t cut, const void *rec, size_t len)
+{
+	struct iod_store *s = arg;
+	int rc = apply_rec(s, phase, obj, rec, len);
+
+	(void)seq;
+	(void)cut;
+	if (rc < 0)
+		tw_err("data directory %s: applying a journal record of "
+		       "subfile %016" PRIx64 ".%u (%s): %s", s->dir, obj >> 8,
+		       (unsigned)(obj & 0xff),
+		       phase == JBD_PHASE_REPLAY ? "replay" :
+		       phase == JBD_PHASE_CLOSE ? "close" : "checkpoint",
+		       strerror(-rc));
+	else if (phase != JBD_PHASE_REPLAY)
+		meta_applied(s, obj);
+	return rc;
+}
+
+/* ------------------------------------------------------- open, close */
+
+static void free_state(struct iod_store *s)
+{
+	uint64_t key;
+	void *val;
+
+	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);)
+		free(val);
+	tw_hmap_free(&s->smeta);
+	store_intents_free(s);
+}
+
+int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
+{
+	struct jbd_replay_info info;
+	struct jbd_opts jo = { 0 };
+	char path[PATH_MAX + 16];
+	struct iod_store *s;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	tw_hmap_init(&s->smeta);
+	tw_hmap_init(&s->intents);
+	s->on_abort = opts->on_abort;
+	s->abort_arg = opts->abort_arg;
+	rc = store_home_open(s, opts);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	switch (opts->journal_mode) {
+	case TW_JNL_ORDERED:
+		s->mode = JBD_MODE_ORDERED;
+		break;
+	case TW_JNL_WRITEBACK:
+		s->mode = JBD_MODE_WRITEBACK;
+		break;
+	default:
+		s->mode = JBD_MODE_JOURNAL;
+		break;
+	}
+	s->reserve = opts->reserve ? opts->reserve : IOD_RESERVE_DEFAULT;
+	snprintf(path, sizeof(path), "%s/journal", s->dir);
+	jo.path = path;
+	jo.size = opts->journal_size;
+	jo.mode = s->mode;
+	jo.commit_interval_ms = opts->commit_interval_ms;
+	jo.reserve = s->reserve;
+	jo.ops.home_fd = op_home_fd;
+	jo.ops.home_sync = op_home_sync;
+	jo.ops.apply = op_apply;
+	jo.ops.free_space = op_free_space;
+	jo.ops.arg = s;
+	jo.io = opts->test_io;
+	/* Replay runs in here, before the iod registers with mgrd or
+	 * serves anything. */
+	rc = jbd_open(&jo, &info, &s->j);
+	if (rc < 0) {
+		tw_err("data directory %s: journal: %s", s->dir, strerror(-rc));
+		goto fail;
+	}
+	rc = store_intents_rebuild(s);
+	if (rc < 0) {
+		tw_err("data directory %s: rebuilding the write-intent log: %s",
+		       s->dir, strerror(-rc));
+		goto fail;
+	}
+	tw_info("data directory %s: journal mode %s, %" PRIu64 " transactions "
+		"replayed, %" PRIu64 " regions marked in the write-intent log",
+		s->dir, s->mode == JBD_MODE_JOURNAL ? "journal" :
+		s->mode == JBD_MODE_ORDERED ? "ordered" : "writeback",
+		info.txns, s->n_marked);
+	*out = s;
+	return 0;
+fail:
+	if (s->j)
+		jbd_abandon(s->j);
+	free_state(s);
+	store_home_close(s);
+	free(s);
+	return rc;
+}
+
+void iod_store_close(struct iod_store *s)
+{
+	if (!s)
+		return;
+	if (s->j) {
+		int rc = jbd_close(s->j);
+
+		if (rc < 0)
+			tw_err("data directory %s: closing the journal: %s "
+			       "(the next start replays it)", s->dir,
+			       strerror(-rc));
+	}
+	free_state(s);
+	store_home_close(s);
+	free(s);
+}
+
+void iod_store_abandon(struct iod_store *s)
+{
+	if (!s)
+		return;
+	jbd_abandon(s->j);
+	free_state(s);
+	store_home_close(s);
+	free(s);
+}
+
+int iod_store_event_fd(const struct iod_store *s)
+{
+	return jbd_event_fd(s->j);
+}
+
+void iod_store_process(struct iod_store *s)
+{
+	jbd_process(s->j);
+	check_abort(s);
+}
+
+void iod_store_tick(struct iod_store *s)
+{
+	jbd_tick(s->j);
+	check_abort(s);
+}
+
+int iod_store_wait(struct iod_store *s)
+{
+	int rc = jbd_wait(s->j);
+
+	check_abort(s);
+	return rc;
+}
+
+int iod_store_aborted(const struct iod_store *s)
+{
+	return jbd_aborted(s->j);
+}
+
+/* ------------------------------------------------------- operations */
+
+static int rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+		      const struct iod_sub_layout *l)
+{
+	struct rec_create c;
+	uint32_t n = TW_MIN(l->n_groups, (uint32_t)IOD_MAX_COLUMNS);
+
+	memset(&c, 0, sizeof(c));
+	store_hdr_init(&c.h, REC_CREATE, gen);
+	c.stripe_size = htole32(l->stripe_size);
+	c.stripe_count = htole32(l->stripe_count);
+	c.n_groups = htole32(n);
+	for (uint32_t i = 0; i < n; i++)
+		c.groups[i] = htole32(l->groups[i]);
+	return jbd_record(h, obj, JBD_NO_CUT, &c, sizeof(c));
+}
+
+int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, const void *buf, size_t len,
+		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
+		    bool sync, struct iod_sub_stat *st, iod_store_cb cb,
+		    void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	uint64_t first = off >> IOD_REGION_SHIFT;
+	uint64_t last = len ? (off + len - 1) >> IOD_REGION_SHIFT : first;
+	struct jbd_handle *h = NULL;
+	struct sreq *r = NULL;
+	struct lstate ls;
+	bool create, mark;
+	uint64_t gen;
+	unsigned nrec = 0;
+	int rc;
+
+	rc = iod_check_range(column, off, len);
+	if (rc < 0 || store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	if (jbd_aborted(s->j)) {
+		check_abort(s);
+		return -EIO;
+	}
+	rc = logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (!ls.exists && !layout)
+		return -EINVAL;       /* absent and no layout to create it */
+	if (trunc_gen < ls.trunc_gen)
+		return -ESTALE;
+	gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	create = !ls.exists || (!ls.xattr_valid && layout);
+	mark = len > 0 && !store_intent_covers(s, obj, first, last);
+	if (s->mode != JBD_MODE_JOURNAL && len > 0) {
+		/* J13 for in-place data: before anything changes. */
+		rc = jbd_admit(s->j, len);
+		if (rc < 0)
+			return rc;
+	}
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0)
+		goto fail;
+	if (create) {
+		rc = rec_create(h, obj, gen, layout);
+		if (rc < 0)
+			goto fail;
+		nrec++;
+	}
+	if (mark || (gen > ls.trunc_gen && !create)) {
+		struct rec_mark mk;
+
+		store_hdr_init(&mk.h, REC_MARK, gen);
+		mk.first = htole64(mark ? first : 0);
+		mk.count = htole64(mark ? last - first + 1 : 0);
+		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
+		if (rc < 0)
+			goto fail;
+		nrec++;
+	}
+	if (s->mode == JBD_MODE_JOURNAL) {
+		rc = jbd_write(h, obj, off, buf, len);
+		if (rc < 0)
+			goto fail;
+	} else {
+		struct sub *e;
+
+		rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
+				   &e);
+		if (rc == 0)
+			rc = store_raise_gen(s, e, gen, layout);
+		if (rc == 0 && len > 0)
+			rc = tw_pwrite_all(e->fd, buf, len, off);
+		if (rc == 0 && sync && s->mode == JBD_MODE_WRITEBACK &&
+		    fsync(e->fd) < 0)
+			rc = -errno;
+		if (rc == 0 && len > 0)
+			rc = jbd_inplace(h, obj);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = commit(s, h, sync, r);
+	h = NULL;
+	r = NULL;
+	if (rc < 0)
+		return rc;
+	/* Out of memory below leaves the request journaled: it is still
+	 * answered by its callback; only our bookkeeping is short. */
+	if (meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
+	    (len > 0 && store_intent_touch(s, obj, first, last) < 0))
+		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
+			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
+			  ino, column);
+	if (st && stat_logical(s, ino, column, st) < 0)
+		memset(st, 0, sizeof(*st));
+	return 0;
+fail:
+	jbd_cancel(h);
+	free(r);
+	return rc;
+}
+
+long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, size_t len, uint8_t **out,
+		    struct iod_sub_stat *st)
+{
+	struct iod_sub_stat local;
+	uint8_t *buf;
+	uint64_t want;
+	long n;
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		st = &local;
+	rc = iod_check_range(column, off, len);
+	if (rc < 0 || store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	rc = stat_logical(s, ino, column, st);
+	if (rc < 0)
+		return rc;
+	if (!st->exists || off >= st->size || len == 0)
+		return 0;
+	/* Allocate what the subfile holds, not what the peer asked for. */
+	want = TW_MIN((uint64_t)len, st->size - off);
+	buf = malloc((size_t)want);
+	if (!buf)
+		return -ENOMEM;
+	n = jbd_read(s->j, store_obj(ino, column), off, buf, (size_t)want);
+	if (n <= 0) {
+		free(buf);
+		return n;
+	}
+	*out = buf;
+	return n;
+}
+
+/* An empty handle: cb once everything before it is closed. */
+static int barrier(struct iod_store *s, iod_store_cb cb, void *arg)
+{
+	struct jbd_handle *h;
+	struct sreq *r = sreq_new(s, cb, arg);
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	return commit(s, h, false, r);
+}
+
+int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t size, uint64_t trunc_gen,
+		       struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct jbd_handle *h = NULL;
+	struct rec_trunc t;
+	struct sreq *r = NULL;
+	struct lstate ls;
+	uint64_t gen;
+	int rc;
+
+	rc = iod_check_range(column, size, 0);
+	if (rc < 0 || store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	if (jbd_aborted(s->j)) {
+		check_abort(s);
+		return -EIO;
+	}
+	rc = logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (!ls.exists) {
+		if (st)
+			*st = (struct iod_sub_stat){ .exists = false };
+		return barrier(s, cb, arg);
+	}
+	if (trunc_gen < ls.trunc_gen)
+		return -ESTALE;
+	gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0)
+		goto fail;
+	store_hdr_init(&t.h, REC_TRUNC, gen);
+	t.size = htole64(size);
+	rc = jbd_record(h, obj, size, &t, sizeof(t));
+	if (rc < 0)
+		goto fail;
+	if (s->mode != JBD_MODE_JOURNAL) {
+		struct sub *e;
+
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+		if (rc == 0)
+			rc = store_raise_gen(s, e, gen, NULL);
+		if (rc == 0 && ftruncate(e->fd, (off_t)size) < 0)
+			rc = -errno;
+		if (rc < 0)
+			goto fail;
+	}
+	rc = commit(s, h, false, r);
+	h = NULL;
+	r = NULL;
+	if (rc < 0)
+		return rc;
+	if (meta_install(s, obj, true, gen, NULL, 1) < 0)
+		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
+			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
+			  ino, column);
+	if (st && stat_logical(s, ino, column, st) < 0)
+		memset(st, 0, sizeof(*st));
+	return 0;
+fail:
+	jbd_cancel(h);
+	free(r);
+	return rc;
+}
+
+int iod_store_delete(struct iod_store *s, uint64_t ino,
+		     const uint32_t *columns, size_t n, iod_store_cb cb,
+		     void *arg)
+{
+	uint32_t all[IOD_MAX_COLUMNS], gone[IOD_MAX_COLUMNS];
+	struct jbd_handle *h = NULL;
+	struct sreq *r = NULL;
+	struct rec_hdr rh;
+	size_t n_gone = 0;
+	int rc;
+
+	if (ino > IOD_MAX_INO || n > IOD_MAX_COLUMNS)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (columns[i] >= IOD_MAX_COLUMNS)
+			return -EINVAL;
+	if (n == 0) {
+		for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++)
+			all[k] = k;
+		columns = all;
+		n = IOD_MAX_COLUMNS;
+	}
+	if (jbd_aborted(s->j)) {
+		check_abort(s);
+		return -EIO;
+	}
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0)
+		goto fail;
+	store_hdr_init(&rh, REC_DELETE, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct lstate ls;
+		bool dup = false;
+
+		for (size_t k = 0; k < n_gone; k++)
+			dup = dup || gone[k] == columns[i];
+		if (dup)
+			continue;
+		rc = logical(s, ino, columns[i], &ls);
+		if (rc < 0)
+			goto fail;
+		if (!ls.exists)
+			continue;
+		rc = jbd_record(h, store_obj(ino, columns[i]), 0, &rh, sizeof(rh));
+		if (rc < 0)
+			goto fail;
+		gone[n_gone++] = columns[i];
+	}
+	if (s->mode != JBD_MODE_JOURNAL) {
+		for (size_t k = 0; k < n_gone; k++) {
+			rc = store_unlink(s, ino, gone[k]);
+			if (rc < 0)
+				goto fail;
+		}
+	}
+	rc = commit(s, h, false, r);
+	h = NULL;
+	r = NULL;
+	if (rc < 0)
+		return rc;
+	for (size_t k = 0; k < n_gone; k++) {
+		uint64_t obj = store_obj(ino, gone[k]);
+		struct intent *in = store_intent_get(s, obj, false);
+
+		/* The intent marks go with the subfile (its xattr). */
+		if (in)
+			store_intent_drop(s, in);
+		if (meta_install(s, obj, false, 0, NULL, 1) < 0)
+			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
+				  "memory tracking a delete", s->dir);
+	}
+	return 0;
+fail:
+	jbd_cancel(h);
+	free(r);
+	return rc;
+}
+
+int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
+		    void *arg)
+{
+	struct sreq *r;
+	int rc;
+
+	if (jbd_aborted(s->j)) {
+		check_abort(s);
+		return -EIO;
+	}
+	if (s->mode == JBD_MODE_WRITEBACK) {
+		/* Data written in place is not ordered with the journal in
+		 * writeback mode: make it durable here (blocking, as the
+		 * synchronous store did). */
+		if (ino == 0) {
+			if (syncfs(s->sub_fd) < 0)
+				return -errno;
+		} else {
+			uint64_t objs[IOD_MAX_COLUMNS];
+
+			for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++)
+				objs[k] = store_obj(ino, k);
+			rc = store_sync_objs(s, objs, IOD_MAX_COLUMNS);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_sync(s->j, sreq_done, r);
+	if (rc < 0) {
+		free(r);
+		check_abort(s);
+	}
+	return rc;
+}
+
+int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct iod_sub_stat *st)
+{
+	if (store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	return stat_logical(s, ino, column, st);
+}
+
+/* --------------------------------------------------------- listing */
+
+static bool key_after(const struct store_key *k, uint64_t ino, uint32_t col)
+{
+	return k->ino > ino || (k->ino == ino && k->column > col);
+}
+
+int iod_store_list(struct iod_store *s, uint64_t after_ino,
+		   uint32_t after_column, uint32_t max,
+		   struct iod_sub_info *out, bool *eof)
+{
+	struct store_key *keys = NULL, *all = NULL;
+	size_t n_home = 0, n_all = 0, extra = 0, n = 0;
+	bool truncated;
+	uint64_t key;
+	void *val;
+	int rc;
+
+	*eof = true;
+	if (max == 0)
+		return 0;
+	/* Deleted in the journal but still at home: scan that many more. */
+	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);)
+		extra++;
+	rc = store_scan(s, after_ino, after_column, max + extra, &keys,
+			&n_home, &truncated);
+	if (rc < 0)
+		return rc;
+	all = malloc((n_home + extra + 1) * sizeof(*all));
+	if (!all) {
+		free(keys);
+		return -ENOMEM;
+	}
+	memcpy(all, keys, n_home * sizeof(*all));
+	n_all = n_home;
+	/* Created in the journal, not yet at home.  When the home scan was
+	 * cut short, only names up to its last one are complete. */
+	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);) {
+		struct smeta *m = val;
+		struct store_key k = { m->obj >> 8, (uint32_t)(m->obj & 0xff) };
+
+		if (!m->exists || !key_after(&k, after_ino, after_column))
+			continue;
+		if (truncated && n_home > 0 && store_key_cmp(&k, &keys[n_home - 1]) > 0)
+			continue;
+		all[n_all++] = k;
+	}
+	free(keys);
+	qsort(all, n_all, sizeof(*all), store_key_cmp);
+	for (size_t i = 0; i < n_all && n < max; i++) {
+		struct iod_sub_stat st;
+
+		if (i > 0 && store_key_cmp(&all[i], &all[i - 1]) == 0)
+			continue;
+		rc = stat_logical(s, all[i].ino, all[i].column, &st);
+		if (rc < 0 || !st.exists)
+			continue;
+		out[n++] = (struct iod_sub_info){
+			.ino = all[i].ino, .column = all[i].column,
+			.size = st.size, .blocks = st.blocks };
+	}
+	{
+		/* eof only if nothing was left over anywhere. */
+		size_t left = 0;
+		struct iod_sub_info *lastp = n ? &out[n - 1] : NULL;
+
+		for (size_t i = 0; i < n_all; i++) {
+			struct store_key *k = &all[i];
+
+			if (lastp && !key_after(k, lastp->ino, lastp->column))
+				continue;
+			if (!lastp && !key_after(k, after_ino, after_column))
+				continue;
+			left++;
+		}
+		*eof = !truncated && (n < max || left == 0);
+		if (n == max && left > 0)
+			*eof = false;
+	}
+	free(all);
+	return (int)n;
+}
+
+/* ------------------------------------------------------- checksums */
+
+long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint32_t region_size, uint64_t *size, uint32_t **crcs)
+{
+	struct iod_sub_stat st = { 0 };
+	uint64_t n_regions, off = 0;
+	uint32_t *out = NULL;
+	uint8_t *buf = NULL;
+	long rc;
+
+	*crcs = NULL;
+	*size = 0;
+	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
+	    region_size > IOD_CSUM_REGION_MAX)
+		return -EINVAL;
+	rc = stat_logical(s, ino, column, &st);
+	if (rc < 0)
+		return rc;
+	if (!st.exists)
+		return 0;
+	n_regions = st.size / region_size + (st.size % region_size != 0);
+	if (n_regions > IOD_CSUM_MAX_REGIONS)
+		return -E2BIG;
+	*size = st.size;
+	if (n_regions == 0)
+		return 0;
+	out = calloc((size_t)n_regions, sizeof(*out));
+	buf = malloc(CSUM_CHUNK);
+	if (!out || !buf) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* Through the journal: exactly what a reader would see. */
+	for (uint64_t r = 0; r < n_regions; r++) {
+		uint64_t end = TW_MIN(st.size, (r + 1) * region_size);
+		uint32_t crc = 0;
+
+		while (off < end) {
+			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
+						     end - off);
+			long got = jbd_read(s->j, store_obj(ino, column), off,
+					    buf, want);
+
+			if (got < 0) {
+				rc = got;
+				goto fail;
+			}
+			if (got == 0)
+				break;
+			crc = tw_crc32c(crc, buf, (size_t)got);
+			off += (uint64_t)got;
+		}
+		out[r] = crc;
+		off = end;
+	}
+	free(buf);
+	*crcs = out;
+	return (long)n_regions;
+fail:
+	free(buf);
+	free(out);
+	*size = 0;
+	return rc;
+}

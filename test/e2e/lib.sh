@@ -1,0 +1,248 @@
+# lib.sh - shared code for the end-to-end tests (source it, do not run it).
+#
+# A test script does:
+#   . "$(dirname "$0")/lib.sh"
+#   e2e_begin basic          # private cluster: own run dir, mount and ports
+#   ... checks: assert_eq, assert_errno, assert_same_file, check ...
+#   e2e_verify               # twinfsctl verify must be clean
+#   e2e_end                  # prints the summary; exit status = failures
+#
+# Each check prints "PASS name" or "FAIL name: reason" on its own line;
+# test/run-all counts those lines.  The EXIT trap tears the cluster down,
+# fails the test if a daemon's log holds a sanitizer report, and removes the
+# run directory (logs are copied to $TWINFS_E2E_ARTIFACTS on failure).
+#
+# Environment:
+#   TWINFS_BUILD_DIR      build to test (default <repo>/build)
+#   TWINFS_TEST_SCALE     multiplies data sizes (default 1; 0.125 under ASan)
+#   TWINFS_E2E_ARTIFACTS  where logs of failed tests go (default /var/tmp/twinfs-e2e-logs)
+#   TWINFS_E2E_KEEP=1     leave the cluster running and the run dir in place
+
+set -u -o pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+LC=$REPO/deploy/local-cluster
+export TWINFS_BUILD_DIR=${TWINFS_BUILD_DIR:-$REPO/build}
+SCALE=${TWINFS_TEST_SCALE:-1}
+# Tests run python as root and as nobody: use the system interpreter, which
+# every user can execute (not a per-user shim).
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=$(command -v python3)
+
+E2E_PASS=0
+E2E_FAIL=0
+E2E_NAME=
+E2E_UP=0
+E2E_TMPDIRS=()
+
+pass() { echo "PASS $1"; E2E_PASS=$((E2E_PASS + 1)); }
+fail() { echo "FAIL $1: ${2:-failed}"; E2E_FAIL=$((E2E_FAIL + 1)); }
+
+# scale BYTES -> BYTES * TWINFS_TEST_SCALE, at least 1 (integers only).
+scale() {
+	awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); if (v < 1) v = 1; printf "%d\n", v }'
+}
+
+# A free block of 5 consecutive loopback ports (mgrd + 4 iods).
+pick_ports() {
+	"$PY" - <<'EOF'
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 30000, 10)
+    socks = []
+    try:
+        for p in range(base, base + 5):
+            s = socket.socket()
+            s.bind(("127.0.0.1", p))
+            socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    break
+else:
+    raise SystemExit("no free port block")
+EOF
+}
+
+lc() { (cd / && "$LC" "$@"); }
+# twinfsctl from the caller's directory (getstripe/setstripe take relative paths)
+ctl() { "$LC" ctl "$@"; }
+
+e2e_logs_tail() {
+	local f
+	for f in "$TWINFS_RUN_DIR"/logs/*.log; do
+		[[ -e $f ]] || continue
+		echo "--- tail of $f"
+		tail -n 15 "$f"
+	done
+}
+
+e2e_cleanup() {
+	local rc=$? f
+	trap - EXIT INT TERM
+	if ((E2E_UP)) && [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
+		cd / || true
+		lc down >/dev/null 2>&1 || { echo "# local-cluster down failed"; }
+	fi
+	# Sanitizer reports in any daemon or client log fail the test.
+	for f in "$TWINFS_RUN_DIR"/logs/*.log; do
+		[[ -e $f ]] || continue
+		if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|SUMMARY: UndefinedBehaviorSanitizer' "$f"; then
+			fail "$E2E_NAME-sanitizer" "report in $(basename "$f")"
+			grep -m 5 -E 'ERROR: |runtime error:' "$f" | sed 's/^/#   /'
+		fi
+	done
+	if ((E2E_FAIL)) && [[ -d $TWINFS_RUN_DIR/logs ]]; then
+		local dest=${TWINFS_E2E_ARTIFACTS:-/var/tmp/twinfs-e2e-logs}/$E2E_NAME
+		mkdir -p "$dest" && cp -r "$TWINFS_RUN_DIR"/logs/. "$dest"/ 2>/dev/null &&
+			echo "# logs of $E2E_NAME kept in $dest"
+		e2e_logs_tail | sed 's/^/# /'
+	fi
+	if [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
+		# Never remove anything under a mount that is still there.
+		if ! awk -v p="$TWINFS_MOUNT" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+			rm -rf "$TWINFS_RUN_DIR"
+		fi
+	fi
+	for f in "${E2E_TMPDIRS[@]}"; do rm -rf "$f"; done
+	echo "# $E2E_NAME: $E2E_PASS passed, $E2E_FAIL failed"
+	if ((E2E_FAIL)); then exit 1; fi
+	exit "$rc"
+}
+
+# e2e_begin NAME: bring up a private cluster and cd into its mount.
+e2e_begin() {
+	E2E_NAME=$1
+	if [[ $(id -u) != 0 ]]; then
+		echo "FAIL $E2E_NAME: the e2e tests need root (FUSE mounts, setpriv)"
+		exit 1
+	fi
+	# Never reuse a cluster from the caller's environment: private ports
+	# and a private run directory (removed at the end).
+	export TWINFS_PORT
+	TWINFS_PORT=$(pick_ports) || { echo "FAIL $E2E_NAME: no free ports"; exit 1; }
+	export TWINFS_RUN_DIR=${TWINFS_E2E_TMP:-/var/tmp}/twinfs-e2e-$E2E_NAME-$$
+	export TWINFS_MOUNT=$TWINFS_RUN_DIR/mnt
+	export TWINFS_CLUSTER=e2e-$E2E_NAME
+	# A small journal keeps start-up fast (it is written with zeros).
+	export TWINFS_JOURNAL_SIZE=${TWINFS_JOURNAL_SIZE:-64M}
+	export TWINFS_NO_APT=${TWINFS_NO_APT:-1}
+	M=$TWINFS_MOUNT
+	rm -rf "$TWINFS_RUN_DIR"
+	trap e2e_cleanup EXIT
+	trap 'exit 130' INT TERM
+	local out
+	E2E_UP=1
+	if ! out=$(lc up 2>&1); then
+		echo "$out" | sed 's/^/# /'
+		fail "$E2E_NAME-cluster-up" "deploy/local-cluster up failed"
+		exit 1
+	fi
+	cd "$M" || { fail "$E2E_NAME-cluster-up" "cannot cd to $M"; exit 1; }
+}
+
+# e2e_tmpdir VAR: set VAR to a new local scratch directory, removed at exit.
+e2e_tmpdir() {
+	local d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/twinfs-$E2E_NAME.XXXXXX") || exit 1
+	E2E_TMPDIRS+=("$d")
+	printf -v "$1" '%s' "$d"
+}
+
+e2e_end() {
+	exit 0 # the EXIT trap prints the summary and sets the status
+}
+
+# ----------------------------------------------------------------- checks
+
+# check NAME CMD...: pass if CMD succeeds.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$name"
+	else
+		fail "$name" "'$*' failed: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+	fi
+}
+
+# run_checks CMD...: run CMD, which prints PASS/FAIL lines itself; count them.
+run_checks() {
+	local line
+	while IFS= read -r line; do
+		echo "$line"
+		case $line in
+		"PASS "*) E2E_PASS=$((E2E_PASS + 1)) ;;
+		"FAIL "*) E2E_FAIL=$((E2E_FAIL + 1)) ;;
+		esac
+	done < <("$@" 2>&1)
+}
+
+# assert_eq NAME EXPECTED ACTUAL
+assert_eq() {
+	if [[ "$2" == "$3" ]]; then
+		pass "$1"
+	else
+		fail "$1" "expected '$2', got '$3'"
+	fi
+}
+
+# assert_errno NAME ERRNO PYTHON-CODE [AS-USER]: run CODE (with os, errno
+# imported); it must raise OSError with exactly ERRNO (e.g. ENOENT).  AS-USER
+# "nobody" runs it with setpriv as uid/gid 65534 without groups.
+assert_errno() {
+	local name=$1 want=$2 code=$3 user=${4:-} got
+	local prog="import os, errno, sys
+try:
+$(echo "$code" | sed 's/^/    /')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+    sys.exit(0)
+print('no-error')"
+	if [[ $user == nobody ]]; then
+		got=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -c "$prog" 2>&1)
+	else
+		got=$("$PY" -c "$prog" 2>&1)
+	fi
+	if [[ $got == "$want" ]]; then
+		pass "$name"
+	else
+		fail "$name" "expected $want, got $(echo "$got" | tail -n 1)"
+	fi
+}
+
+sha() { sha256sum <"$1" | cut -d' ' -f1; }
+
+# assert_same_file NAME A B: same bytes (sha256).
+assert_same_file() {
+	local a b
+	a=$(sha "$2" 2>&1) || { fail "$1" "cannot read $2"; return; }
+	b=$(sha "$3" 2>&1) || { fail "$1" "cannot read $3"; return; }
+	assert_eq "$1" "$a" "$b"
+}
+
+# e2e_verify [NAME]: twinfsctl verify must report identical twins.
+e2e_verify() {
+	local name=${1:-$E2E_NAME-verify} out
+	local rc
+	out=$(ctl -t 30000 verify 2>&1)
+	rc=$?
+	if ((rc == 0)); then
+		pass "$name"
+	else
+		fail "$name" "exit $rc: $(echo "$out" | grep -E '^DIFFER|twinfsctl:|verify:' | head -n 5 | tr '\n' ' ')"
+		echo "$out" | head -n 40 | sed 's/^/#   /'
+	fi
+}
+
+# Drop the page cache so the next read comes from TwinFS, not the kernel.
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
+
+# e2e_remount: unmount and mount again, so reads cannot come from any cache.
+e2e_remount() {
+	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# t_coherency.sh - two mounts of one cluster (two twinfs processes, as two
+# client hosts): creates, writes, appends, truncates, renames and deletes
+# made and closed on one are seen on the other at its next open
+# (close-to-open).  Name changes may take the 1 s entry timeout to show.
+. "$(dirname "$0")/lib.sh"
+e2e_begin coherency
+e2e_tmpdir T
+M2=$TWINFS_RUN_DIR/mnt2
+lc mount "$M2" >/dev/null || { fail coherency-mount2 "second mount failed"; exit 1; }
+pass coherency-mount2
+ENTRY_WAIT=1.2
+
+cd "$M" || exit 1
+echo v1 >a
+assert_eq create-seen v1 "$(cat "$M2/a" 2>&1)"
+echo v2 >a # same size: only mtime/data_version tell the other mount
+assert_eq overwrite-same-size-seen v2 "$(cat "$M2/a" 2>&1)"
+echo more >>"$M2/a"
+assert_eq append-from-other-seen "$(printf 'v2\nmore')" "$(cat a 2>&1)"
+printf 'XY' | dd of=a bs=1 seek=1 conv=notrunc status=none
+assert_eq overwrite-middle-seen "vXYmore" "$(tr -d '\n' <"$M2/a" 2>&1)"
+assert_eq size-seen "$(stat -c %s a)" "$(stat -c %s "$M2/a")"
+
+# a bigger file, written on one, read on the other; then rewritten
+head -c "$(scale $((32 << 20)))" /dev/urandom >"$T/big1"
+head -c "$(scale $((32 << 20)))" /dev/urandom >"$T/big2"
+cp "$T/big1" big
+assert_same_file big-seen "$T/big1" "$M2/big"
+cp "$T/big2" "$M2/big" # overwrite in place (same size) from the other side
+assert_same_file big-rewrite-seen "$T/big2" big
+mtime1=$(stat -c %.9Y big)
+sleep 0.05
+touch "$M2/big"
+sleep 1.1 # attribute timeout
+[[ $(stat -c %.9Y big) != "$mtime1" ]] && pass mtime-seen || fail mtime-seen "mtime unchanged"
+
+# truncate on one side
+truncate -s 1000 "$M2/big"
+assert_eq truncate-seen-size-at-open 1000 "$(wc -c <big)"
+sleep 1.1 # attribute timeout: a plain stat may show the old size until then
+assert_eq truncate-seen-size 1000 "$(stat -c %s big 2>&1)"
+assert_eq truncate-seen-content "$(head -c 1000 "$T/big2" | sha256sum | cut -d' ' -f1)" "$(sha big)"
+truncate -s 5000 big
+assert_eq truncate-grow-zeros-seen "$( (head -c 1000 "$T/big2"; head -c 4000 /dev/zero) | sha256sum | cut -d' ' -f1)" "$(sha "$M2/big")"
+
+# namespace: mkdir, rename, rename over, delete
+mkdir -p dir1/dir2
+echo inside >dir1/dir2/f
+sleep "$ENTRY_WAIT"
+assert_eq mkdir-seen inside "$(cat "$M2/dir1/dir2/f" 2>&1)"
+mv dir1/dir2/f dir1/g
+sleep "$ENTRY_WAIT"
+assert_eq rename-new-seen inside "$(cat "$M2/dir1/g" 2>&1)"
+assert_eq rename-old-gone no "$([[ -e $M2/dir1/dir2/f ]] && echo yes || echo no)"
+echo target >"$M2/dir1/h"
+mv "$M2/dir1/g" "$M2/dir1/h"
+sleep "$ENTRY_WAIT"
+assert_eq rename-over-seen inside "$(cat dir1/h 2>&1)"
+assert_eq rename-over-src-gone no "$([[ -e dir1/g ]] && echo yes || echo no)"
+mv dir1 "$M2/moved"
+sleep "$ENTRY_WAIT"
+assert_eq rename-dir-seen inside "$(cat moved/h 2>&1)"
+rm -rf "$M2/moved"
+sleep "$ENTRY_WAIT"
+assert_eq delete-seen no "$([[ -e moved ]] && echo yes || echo no)"
+assert_eq delete-ls "a big" "$(ls | tr '\n' ' ' | sed 's/ $//')"
+chmod 600 a
+chown 42:43 a
+sleep "$ENTRY_WAIT"
+assert_eq chmod-chown-seen "600 42:43" "$(stat -c '%a %u:%g' "$M2/a")"
+setfattr -n user.k -v val1 a
+assert_eq xattr-seen val1 "$(getfattr --absolute-names --only-values -n user.k "$M2/a" 2>&1)"
+
+# a file kept open on one mount while the other replaces it by rename
+echo old >keep
+exec 7<keep
+echo new >"$M2/keep.tmp" && mv "$M2/keep.tmp" "$M2/keep"
+assert_eq open-file-keeps-old old "$(cat <&7)"
+exec 7<&-
+sleep "$ENTRY_WAIT"
+assert_eq renamed-over-new new "$(cat keep)"
+
+cd /
+lc umount "$M2" >/dev/null && pass coherency-umount2 || fail coherency-umount2 "unmount failed"
+e2e_verify
+e2e_end

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# t_errno.sh - the right errno for every failure a user can cause, checked
+# with exact errno values from python; EACCES as an unprivileged user
+# (the mount has allow_other and default_permissions).
+. "$(dirname "$0")/lib.sh"
+e2e_begin errno
+
+mkdir -p "$M/e/dir/sub" && cd "$M/e" || exit 1
+echo data >file
+mkdir empty
+
+assert_errno enoent-open ENOENT "os.open('missing', os.O_RDONLY)"
+assert_errno enoent-stat ENOENT "os.stat('missing/x')"
+assert_errno enoent-unlink ENOENT "os.unlink('missing')"
+assert_errno enoent-rename ENOENT "os.rename('missing', 'x')"
+assert_errno enoent-create-in-missing ENOENT "os.open('missing/x', os.O_CREAT | os.O_WRONLY)"
+assert_errno eexist-mkdir EEXIST "os.mkdir('dir')"
+assert_errno eexist-excl EEXIST "os.open('file', os.O_CREAT | os.O_EXCL | os.O_WRONLY)"
+assert_errno eexist-link EEXIST "os.link('file', 'dir')"
+assert_errno eexist-symlink EEXIST "os.symlink('x', 'file')"
+assert_errno eexist-mknod-fifo EEXIST "os.mkfifo('file')"
+assert_errno enotempty-rmdir ENOTEMPTY "os.rmdir('dir')"
+assert_errno enotempty-rename-over-dir ENOTEMPTY "os.rename('empty', 'dir')"
+assert_errno eisdir-open-write EISDIR "os.open('dir', os.O_WRONLY)"
+assert_errno eisdir-unlink EISDIR "os.unlink('dir')"
+assert_errno eisdir-rename-file-over-dir EISDIR "os.rename('file', 'empty')"
+assert_errno enotdir-path ENOTDIR "os.stat('file/x')"
+assert_errno enotdir-rmdir ENOTDIR "os.rmdir('file')"
+assert_errno enotdir-rename-dir-over-file ENOTDIR "os.rename('empty', 'file')"
+assert_errno enotdir-opendir ENOTDIR "os.listdir('file')"
+assert_errno enametoolong-create ENAMETOOLONG "os.open('n' * 256, os.O_CREAT | os.O_WRONLY)"
+assert_errno enametoolong-mkdir ENAMETOOLONG "os.mkdir('d' * 256)"
+assert_errno enametoolong-rename ENAMETOOLONG "os.rename('file', 'r' * 256)"
+assert_errno name-255-ok no-error "fd = os.open('n' * 255, os.O_CREAT | os.O_WRONLY); os.close(fd); os.unlink('n' * 255)"
+assert_errno einval-rename-into-self EINVAL "os.rename('dir', 'dir/sub/x')"
+assert_errno rename-noreplace EEXIST "
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, b'file', -100, b'dir', 1) != 0:
+    raise OSError(ctypes.get_errno(), 'renameat2')"
+assert_errno rename-exchange no-error "
+import ctypes
+open('xa', 'w').write('A'); open('xb', 'w').write('B')
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, b'xa', -100, b'xb', 2) != 0:
+    raise OSError(ctypes.get_errno(), 'renameat2')
+assert open('xa').read() == 'B' and open('xb').read() == 'A', 'not exchanged'"
+
+# --- as nobody: allow_other lets it in, permissions keep it out
+chmod 0755 "$M" "$M/e"
+echo public >pub && chmod 0644 pub
+echo secret >priv && chmod 0600 priv
+mkdir -p closed && chmod 0700 closed && echo x >closed/f
+mkdir -p ro && chmod 0755 ro
+assert_errno nobody-can-read-public no-error "open('pub').read()" nobody
+assert_errno eacces-read EACCES "open('priv').read()" nobody
+assert_errno eacces-write EACCES "open('pub', 'a').write('x')" nobody
+assert_errno eacces-create EACCES "os.open('ro/new', os.O_CREAT | os.O_WRONLY)" nobody
+assert_errno eacces-search EACCES "os.stat('closed/f')" nobody
+assert_errno eacces-unlink EACCES "os.unlink('ro/../pub')" nobody
+assert_errno eperm-chown EPERM "os.chown('pub', 65534, 65534)" nobody
+assert_errno eperm-chmod EPERM "os.chmod('pub', 0o777)" nobody
+chmod 1777 ro && echo x >ro/rootfile && chmod 0666 ro/rootfile
+assert_errno nobody-create-in-1777 no-error "open('ro/mine', 'w').write('x')" nobody
+assert_errno sticky-eperm EPERM "os.unlink('ro/rootfile')" nobody
+assert_eq nobody-owner "65534:65534" "$(stat -c %u:%g ro/mine)"
+
+cd "$M" && rm -rf "$M/e"
+e2e_verify
+e2e_end

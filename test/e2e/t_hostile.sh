@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# t_hostile.sh - malformed frames to mgrd and to an iod (bad magic, version,
+# flags, oversized lengths, unknown types, truncated headers, bodies and
+# data, garbage protobuf, frames before HELLO, idle half-open connections):
+# each closes only its own connection, with a log line naming the peer; the
+# daemon keeps answering HELLO + PING, the mount keeps working.
+. "$(dirname "$0")/lib.sh"
+e2e_begin hostile
+
+echo before >"$M/f"
+run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER" mgrd "$TWINFS_RUN_DIR/logs/mgrd.log"
+run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER" iod1 "$TWINFS_RUN_DIR/logs/iod1.log"
+run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 $((TWINFS_PORT + 4)) "$TWINFS_CLUSTER" iod4 "$TWINFS_RUN_DIR/logs/iod4.log"
+for p in mgrd iod1 iod4; do
+	kill -0 "$(cat "$TWINFS_RUN_DIR/pids/$p.pid")" 2>/dev/null && pass "$p-alive" || fail "$p-alive" "$p died"
+done
+check status-after-hostile ctl status
+assert_eq mount-still-works before "$(cat "$M/f")"
+echo after >"$M/g" && assert_eq mount-still-writes after "$(cat "$M/g")"
+e2e_verify
+e2e_end

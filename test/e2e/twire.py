@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""twire.py - a tiny, independent TwinFS wire client for the e2e tests.
+
+Frames are built by hand from proto/FORMAT.md (32-byte little-endian header,
+protobuf body, bulk data) and protobuf bodies are hand-encoded, so the tests
+do not share a single line of code with the implementation they check.
+
+    twire.py hostile HOST PORT CLUSTER NAME [LOGFILE]
+        send malformed frames; after each, the daemon must close that
+        connection and still answer HELLO + PING on a fresh one.  Prints
+        "PASS NAME-case" / "FAIL NAME-case: reason" lines.
+    twire.py subfiles HOST PORT CLUSTER
+        list an iod's subfiles: "ino column size blocks" per line.
+    twire.py ping HOST PORT CLUSTER
+        HELLO + PING; exit 0 if answered.
+"""
+import os
+import socket
+import struct
+import sys
+import time
+
+MAGIC = 0x53465754
+VERSION = 1
+F_REPLY = 1
+HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_len data_len
+assert HDR.size == 32
+
+MSG_HELLO, MSG_PING, MSG_GET_MAP, MSG_SUBFILES = 1, 2, 30, 55
+ROLE_ADMIN = 3
+MAX_MSG = 1 << 20
+MAX_DATA = 8 << 20
+
+
+# ----------------------------------------------------------- protobuf bits
+
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def f_varint(no, v):
+    return varint(no << 3) + varint(v)
+
+
+def f_bytes(no, b):
+    if isinstance(b, str):
+        b = b.encode()
+    return varint(no << 3 | 2) + varint(len(b)) + b
+
+
+def decode(buf):
+    """Decode a protobuf message into {field: [values]} (bytes for
+    length-delimited fields, ints otherwise)."""
+    out, i = {}, 0
+
+    def rv():
+        nonlocal i
+        shift = v = 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return v
+            shift += 7
+
+    while i < len(buf):
+        key = rv()
+        no, wt = key >> 3, key & 7
+        if wt == 0:
+            v = rv()
+        elif wt == 1:
+            v = struct.unpack_from("<Q", buf, i)[0]
+            i += 8
+        elif wt == 2:
+            n = rv()
+            v = bytes(buf[i:i + n])
+            i += n
+        elif wt == 5:
+            v = struct.unpack_from("<I", buf, i)[0]
+            i += 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        out.setdefault(no, []).append(v)
+    return out
+
+
+def hello_body(cluster, role=ROLE_ADMIN):
+    return (f_bytes(1, cluster) + f_varint(2, VERSION) + f_varint(3, role) +
+            f_varint(4, int.from_bytes(os.urandom(8), "little")) +
+            f_bytes(7, "twire"))
+
+
+# ------------------------------------------------------------------ frames
+
+def frame(mtype, body=b"", data=b"", req_id=1, flags=0, status=0,
+          magic=MAGIC, version=VERSION, msg_len=None, data_len=None):
+    return HDR.pack(magic, version, mtype, flags, status, req_id,
+                    len(body) if msg_len is None else msg_len,
+                    len(data) if data_len is None else data_len) + body + data
+
+
+class Conn:
+    def __init__(self, host, port, timeout=5.0):
+        self.s = socket.create_connection((host, port), timeout=timeout)
+        self.s.settimeout(timeout)
+        self.local = "%s:%d" % self.s.getsockname()[:2]
+
+    def send(self, b):
+        self.s.sendall(b)
+
+    def recv_exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.s.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("closed after %d of %d bytes" % (len(buf), n))
+            buf += chunk
+        return buf
+
+    def recv_frame(self):
+        h = HDR.unpack(self.recv_exact(HDR.size))
+        magic, version, mtype, flags, status, req_id, mlen, dlen = h
+        if magic != MAGIC or mlen > MAX_MSG or dlen > MAX_DATA:
+            raise ValueError("bad reply header %r" % (h,))
+        body = self.recv_exact(mlen)
+        data = self.recv_exact(dlen)
+        return h, body, data
+
+    def call(self, mtype, body=b"", req_id=None):
+        req_id = req_id or int.from_bytes(os.urandom(4), "little") + 1
+        self.send(frame(mtype, body, req_id=req_id))
+        while True:
+            h, rbody, data = self.recv_frame()
+            if not h[3] & F_REPLY:
+                continue  # a push (MAP_UPDATE): ignore
+            if h[5] != req_id:
+                raise ValueError("reply for req_id %d, expected %d" % (h[5], req_id))
+            if h[2] != mtype:
+                raise ValueError("reply type %d, expected %d" % (h[2], mtype))
+            return h[4], decode(rbody), data
+
+    def closed_by_peer(self, wait=5.0):
+        """True if the peer closes (EOF or reset) within `wait` seconds,
+        discarding anything it sends first (e.g. an error reply)."""
+        deadline = time.time() + wait
+        try:
+            while time.time() < deadline:
+                self.s.settimeout(max(0.05, deadline - time.time()))
+                if not self.s.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+        return False
+
+    def close(self):
+        try:
+            self.s.close()
+        except OSError:
+            pass
+
+
+def hello_ping(host, port, cluster):
+    c = Conn(host, port)
+    try:
+        st, hr, _ = c.call(MSG_HELLO, hello_body(cluster))
+        if st != 0:
+            return "HELLO answered status %d" % st
+        st, _, _ = c.call(MSG_PING, f_varint(1, 0))
+        if st != 0:
+            return "PING answered status %d" % st
+        return None
+    finally:
+        c.close()
+
+
+# ----------------------------------------------------------------- hostile
+
+def hostile(host, port, cluster, name, logfile=None):
+    fails = 0
+    hello = hello_body(cluster)
+
+    def after_hello(payload):
+        # A valid HELLO first, then the bad bytes.
+        def go(c):
+            st, _, _ = c.call(MSG_HELLO, hello)
+            if st != 0:
+                raise RuntimeError("HELLO refused: %d" % st)
+            c.send(payload)
+        return go
+
+    def raw(payload, shut=False):
+        def go(c):
+            c.send(payload)
+            if shut:
+                c.s.shutdown(socket.SHUT_WR)
+        return go
+
+    garbage = b"\xff" * 24 + b"\x07\x08\x0f"
+    cases = [
+        ("bad-magic", raw(frame(MSG_HELLO, hello, magic=0xDEADBEEF))),
+        ("bad-version", raw(frame(MSG_HELLO, hello, version=99))),
+        ("bad-flags", raw(frame(MSG_HELLO, hello, flags=0x80))),
+        ("request-with-status", raw(frame(MSG_HELLO, hello, status=-5))),
+        ("oversized-msg-len", raw(frame(MSG_HELLO, b"", msg_len=0xFFFFFFF0))),
+        ("oversized-data-len", raw(frame(MSG_HELLO, b"", data_len=0xFFFFFFFF))),
+        ("msg-len-just-over", raw(frame(MSG_HELLO, b"", msg_len=MAX_MSG + 1))),
+        ("unknown-type", raw(frame(999, hello))),
+        ("type-zero", raw(frame(0, hello))),
+        ("truncated-header", raw(frame(MSG_HELLO, hello)[:17], shut=True)),
+        ("truncated-body", raw(frame(MSG_HELLO, hello)[:32 + 5], shut=True)),
+        ("truncated-data", raw(frame(MSG_HELLO, hello, data_len=4096) + b"x" * 10, shut=True)),
+        ("garbage-protobuf", raw(frame(MSG_HELLO, garbage))),
+        ("garbage-bytes", raw(os.urandom(4096))),
+        ("not-hello-first", raw(frame(MSG_GET_MAP, b""))),
+        ("wrong-cluster", raw(frame(MSG_HELLO, hello_body("no-such-cluster-x")))),
+        ("after-hello-bad-magic", after_hello(frame(MSG_PING, b"", magic=0x12345678))),
+        ("after-hello-unknown-type", after_hello(frame(4242, b""))),
+        ("after-hello-garbage-protobuf", after_hello(frame(MSG_PING, garbage))),
+        ("after-hello-oversized", after_hello(frame(MSG_PING, b"", msg_len=0x7FFFFFFF))),
+        ("after-hello-truncated", after_hello(frame(MSG_PING, f_varint(1, 1 << 40))[:35])),
+    ]
+    for case, action in cases:
+        label = "%s-%s" % (name, case)
+        if logfile and case == "garbage-protobuf":
+            # Daemons rate-limit repeated log lines (5 s per call site):
+            # wait so this one is printed, not counted.
+            time.sleep(5.2)
+        try:
+            c = Conn(host, port)
+            peer = c.local
+            try:
+                action(c)
+                if case == "after-hello-truncated":
+                    c.s.shutdown(socket.SHUT_WR)
+                closed = c.closed_by_peer()
+            finally:
+                c.close()
+            err = hello_ping(host, port, cluster)
+            if not closed:
+                print("FAIL %s: connection %s not closed by the daemon" % (label, peer))
+                fails += 1
+            elif err:
+                print("FAIL %s: afterwards a fresh connection failed: %s" % (label, err))
+                fails += 1
+            else:
+                print("PASS %s" % label)
+            if logfile and case in ("bad-magic", "garbage-protobuf"):
+                time.sleep(0.3)
+                port_s = ":" + peer.split(":")[1]
+                with open(logfile, errors="replace") as f:
+                    if port_s in f.read():
+                        print("PASS %s-logged" % label)
+                    else:
+                        print("FAIL %s-logged: no log line naming %s" % (label, peer))
+                        fails += 1
+        except Exception as e:  # noqa: BLE001 - report, keep going
+            print("FAIL %s: %s: %s" % (label, type(e).__name__, e))
+            fails += 1
+
+    # Many idle half-open connections must not starve anyone (slowloris).
+    label = "%s-idle-connections" % name
+    conns = []
+    try:
+        for _ in range(64):
+            c = Conn(host, port)
+            c.send(frame(MSG_HELLO, hello)[:10])
+            conns.append(c)
+        t0 = time.time()
+        err = hello_ping(host, port, cluster)
+        if err:
+            print("FAIL %s: %s" % (label, err))
+            fails += 1
+        elif time.time() - t0 > 2:
+            print("FAIL %s: HELLO+PING took %.1f s" % (label, time.time() - t0))
+            fails += 1
+        else:
+            print("PASS %s" % label)
+    except Exception as e:  # noqa: BLE001
+        print("FAIL %s: %s: %s" % (label, type(e).__name__, e))
+        fails += 1
+    finally:
+        for c in conns:
+            c.close()
+
+    # Pipelining: many requests in one write, replies matched by req_id.
+    label = "%s-pipelined" % name
+    try:
+        c = Conn(host, port)
+        st, _, _ = c.call(MSG_HELLO, hello)
+        c.send(b"".join(frame(MSG_PING, f_varint(1, 0), req_id=1000 + i) for i in range(100)))
+        got = set()
+        for _ in range(100):
+            h, _, _ = c.recv_frame()
+            if h[3] & F_REPLY and h[4] == 0:
+                got.add(h[5])
+        c.close()
+        if got == set(range(1000, 1100)):
+            print("PASS %s" % label)
+        else:
+            print("FAIL %s: %d of 100 replies matched" % (label, len(got)))
+            fails += 1
+    except Exception as e:  # noqa: BLE001
+        print("FAIL %s: %s: %s" % (label, type(e).__name__, e))
+        fails += 1
+    return fails
+
+
+def subfiles(host, port, cluster):
+    c = Conn(host, port, timeout=30)
+    st, _, _ = c.call(MSG_HELLO, hello_body(cluster))
+    if st != 0:
+        raise SystemExit("HELLO refused: %d" % st)
+    after_ino = after_col = 0
+    while True:
+        st, rep, _ = c.call(MSG_SUBFILES, f_varint(1, after_ino) + f_varint(2, after_col) + f_varint(3, 1000))
+        if st != 0:
+            raise SystemExit("SUBFILES failed: %d" % st)
+        ents = [decode(b) for b in rep.get(1, [])]
+        for e in ents:
+            g = lambda k: e.get(k, [0])[0]  # noqa: E731
+            print(g(1), g(2), g(3), g(4))
+        if ents:
+            after_ino, after_col = ents[-1].get(1, [0])[0], ents[-1].get(2, [0])[0]
+        if rep.get(2, [0])[0] or not ents:
+            break
+    c.close()
+
+
+def main(argv):
+    if len(argv) < 5:
+        print(__doc__)
+        return 2
+    cmd, host, port, cluster = argv[1], argv[2], int(argv[3]), argv[4]
+    if cmd == "hostile":
+        return 1 if hostile(host, port, cluster, argv[5], argv[6] if len(argv) > 6 else None) else 0
+    if cmd == "subfiles":
+        subfiles(host, port, cluster)
+        return 0
+    if cmd == "ping":
+        err = hello_ping(host, port, cluster)
+        if err:
+            print(err)
+            return 1
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,592 @@
+/* test_iod_journal.c - the iod's subfile store over the block journal
+ * (iod/store_journal.c), in each of the three modes (journal, ordered,
+ * writeback): data, truncate, delete and checksums as a reader sees them
+ * before and after checkpoints; restart by clean close and by process
+ * death (iod_store_abandon: nothing more is written, the next open
+ * replays); trunc_gen refusal across restarts; listing of subfiles that
+ * exist only in the journal; a delete and re-creation inside one
+ * checkpoint; the write-intent log (marked in the write's transaction,
+ * rebuilt at open, cleared only for regions not written since the token).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "iod_int.h"
+#include "iod_store_sync.h"
+#include "journal.h"
+
+#define MIB (1u << 20)
+
+static char tmpdir[128];
+static char datadir[160];
+static struct iod_store *st;
+static int cur_mode;
+
+static const struct iod_sub_layout L = {
+	.stripe_size = 65536, .stripe_count = 2, .n_groups = 2,
+	.groups = { 0, 1 } };
+
+static const char *const mode_names[] = { "journal", "ordered", "writeback" };
+
+static int rm_cb(const char *p, const struct stat *sb, int flag,
+		 struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static int open_mode(int mode, struct iod_store **out)
+{
+	struct iod_store_opts o = {
+		.dir = datadir, .iod_id = 1, .cluster = "test",
+		.journal_size = 16u << 20, .journal_mode = mode,
+		.commit_interval_ms = 100,
+	};
+	return iod_store_open(&o, out);
+}
+
+/* A fresh data directory in mode `mode`. */
+static void fresh(int mode)
+{
+	if (st)
+		iod_store_close(st);
+	st = NULL;
+	if (tmpdir[0])
+		nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/twinfs-iodj-test.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	snprintf(datadir, sizeof(datadir), "%s/data", tmpdir);
+	cur_mode = mode;
+	cr_assert_eq(open_mode(mode, &st), 0, "open in %s mode",
+		     mode_names[mode]);
+}
+
+static void restart_clean(void)
+{
+	iod_store_close(st);
+	st = NULL;
+	cr_assert_eq(open_mode(cur_mode, &st), 0);
+}
+
+/* Process death: nothing more is written; reopen replays the journal.
+ * Requests already handed to io_uring are let finish first, as the kernel
+ * would after a real death (a ring torn down with requests in flight
+ * keeps the journal file, and so its flock, open for a moment). */
+static void restart_dead(void)
+{
+	while (iod_store_wait(st) == 0)
+		;
+	iod_store_abandon(st);
+	st = NULL;
+	cr_assert_eq(open_mode(cur_mode, &st), 0);
+}
+
+static void setup(void)
+{
+	tw_log_init("test_iod_journal", TW_LOG_ERR);
+	tmpdir[0] = '\0';
+	st = NULL;
+}
+
+static void teardown(void)
+{
+	iod_store_close(st);
+	st = NULL;
+	if (tmpdir[0])
+		nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(iod_journal, .init = setup, .fini = teardown);
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 13u + seed * 101u + (i >> 9));
+}
+
+/* The subfile reads back as exactly want[0..n). */
+static void expect(uint64_t ino, uint32_t col, const uint8_t *want, size_t n)
+{
+	struct iod_sub_stat ss;
+	uint8_t *out = NULL;
+	long got = iod_store_read(st, ino, col, 0, n + 4096, &out, &ss);
+
+	cr_assert_eq(got, (long)n, "%s: read %ld, want %zu",
+		     mode_names[cur_mode], got, n);
+	cr_assert_eq(ss.size, n);
+	if (n)
+		cr_assert_arr_eq(out, want, n, "%s: contents",
+				 mode_names[cur_mode]);
+	free(out);
+	/* Verify sees what a reader sees. */
+	uint64_t size;
+	uint32_t *crcs;
+	long nr = iod_store_checksum(st, ino, col, 4096, &size, &crcs);
+
+	cr_assert_eq(size, n);
+	cr_assert_eq(nr, (long)((n + 4095) / 4096));
+	for (long r = 0; r < nr; r++) {
+		size_t lo = (size_t)r * 4096, hi = TW_MIN(n, lo + 4096);
+
+		cr_assert_eq(crcs[r], tw_crc32c(0, want + lo, hi - lo),
+			     "%s: crc of region %ld", mode_names[cur_mode], r);
+	}
+	free(crcs);
+}
+
+static void expect_absent(uint64_t ino, uint32_t col)
+{
+	struct iod_sub_stat ss;
+
+	cr_assert_eq(iod_store_stat(st, ino, col, &ss), 0);
+	cr_assert_not(ss.exists, "%s: subfile %lu.%u should be absent",
+		      mode_names[cur_mode], (unsigned long)ino, col);
+}
+
+/* A workload touching data, overwrites, truncate both ways, delete and
+ * re-creation; `model` holds what (7, 0) must contain, *n its size. */
+static void workload(uint8_t *model, size_t *n)
+{
+	static uint8_t a[200000], b[10000];
+
+	fill(a, sizeof(a), 1);
+	fill(b, sizeof(b), 2);
+	cr_assert_eq(s_write(st, 7, 0, 0, a, sizeof(a), 1, &L, NULL), 0);
+	/* unaligned overwrite inside */
+	cr_assert_eq(s_write(st, 7, 0, 5000, b, sizeof(b), 1, &L, NULL), 0);
+	memcpy(model, a, sizeof(a));
+	memcpy(model + 5000, b, sizeof(b));
+	/* shrink into a block, then grow with zeros */
+	cr_assert_eq(s_truncate(st, 7, 0, 12345, 2, NULL), 0);
+	cr_assert_eq(s_truncate(st, 7, 0, 30000, 3, NULL), 0);
+	memset(model + 12345, 0, 30000 - 12345);
+	/* write past the end */
+	cr_assert_eq(s_write(st, 7, 0, 40000, b, 100, 3, &L, NULL), 0);
+	memset(model + 30000, 0, 10000);
+	memcpy(model + 40000, b, 100);
+	*n = 40100;
+	/* another subfile deleted, one deleted and re-created */
+	cr_assert_eq(s_write(st, 8, 1, 0, a, 5000, 0, &L, NULL), 0);
+	cr_assert_eq(s_delete(st, 8, 1), 0);
+	cr_assert_eq(s_write(st, 9, 0, 0, a, 9000, 0, &L, NULL), 0);
+	cr_assert_eq(s_delete(st, 9, UINT32_MAX), 0);
+	cr_assert_eq(s_write(st, 9, 0, 0, b, 3000, 0, &L, NULL), 0);
+}
+
+static void check_workload(const uint8_t *model, size_t n)
+{
+	static uint8_t b[10000];
+
+	fill(b, sizeof(b), 2);
+	expect(7, 0, model, n);
+	expect_absent(8, 1);
+	expect(9, 0, b, 3000);
+}
+
+Test(iod_journal, all_modes_restart_clean_and_after_death)
+{
+	static uint8_t model[200000];
+	size_t n;
+
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		workload(model, &n);
+		check_workload(model, n);
+		restart_dead();           /* replay, no checkpoint before */
+		check_workload(model, n);
+		restart_dead();           /* replay is idempotent */
+		check_workload(model, n);
+		restart_clean();          /* checkpoint everything home */
+		check_workload(model, n);
+		cr_assert_eq(s_fsync(st, 0), 0);
+		cr_assert_eq(s_fsync(st, 7), 0);
+	}
+}
+
+/* In journal mode the data of a closed transaction is only in the log
+ * before a checkpoint: replay is what brings it home. */
+Test(iod_journal, journal_mode_replay_brings_data_home)
+{
+	static uint8_t a[64 * 1024];
+	char rel[64], path[PATH_MAX];
+	struct stat sb;
+
+	fresh(0);
+	fill(a, sizeof(a), 9);
+	cr_assert_eq(s_write(st, 21, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_gt(iod_store_subpath(21, 0, rel, sizeof(rel)), 0);
+	snprintf(path, sizeof(path), "%s/%s", datadir, rel);
+	cr_assert_neq(stat(path, &sb), 0, "not at home before a checkpoint");
+	expect(21, 0, a, sizeof(a));
+	restart_dead();
+	cr_assert_eq(stat(path, &sb), 0, "replayed home");
+	cr_assert_eq(sb.st_size, (off_t)sizeof(a));
+	expect(21, 0, a, sizeof(a));
+}
+
+Test(iod_journal, sync_writes)
+{
+	uint8_t b[4096];
+
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		fill(b, sizeof(b), 3);
+		cr_assert_eq(s_write_x(st, 5, 0, 0, b, sizeof(b), 0, &L, true,
+				       NULL), 0);
+		restart_dead();
+		expect(5, 0, b, sizeof(b));
+	}
+}
+
+Test(iod_journal, trunc_gen_refusal_survives_restart)
+{
+	uint8_t b[100];
+	struct iod_sub_stat ss;
+
+	fill(b, sizeof(b), 4);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		cr_assert_eq(s_write(st, 11, 0, 0, b, sizeof(b), 5, &L, &ss), 0);
+		cr_assert_eq(ss.trunc_gen, 5);
+		cr_assert_eq(s_write(st, 11, 0, 0, b, 10, 4, &L, NULL), -ESTALE);
+		cr_assert_eq(s_truncate(st, 11, 0, 50, 7, &ss), 0);
+		cr_assert_eq(ss.trunc_gen, 7);
+		cr_assert_eq(ss.size, 50);
+		/* a write carrying a newer gen records it too */
+		cr_assert_eq(s_write(st, 12, 0, 0, b, 10, 1, &L, NULL), 0);
+		cr_assert_eq(s_write(st, 12, 0, 0, b, 10, 9, &L, NULL), 0);
+		restart_dead();
+		cr_assert_eq(s_write(st, 11, 0, 0, b, 10, 6, &L, NULL), -ESTALE);
+		cr_assert_eq(s_truncate(st, 11, 0, 0, 6, NULL), -ESTALE);
+		cr_assert_eq(iod_store_stat(st, 11, 0, &ss), 0);
+		cr_assert_eq(ss.trunc_gen, 7);
+		cr_assert_eq(ss.size, 50);
+		cr_assert_eq(s_write(st, 12, 0, 0, b, 10, 8, &L, NULL), -ESTALE);
+		restart_clean();
+		cr_assert_eq(s_write(st, 11, 0, 0, b, 10, 6, &L, NULL), -ESTALE);
+		cr_assert_eq(iod_store_stat(st, 12, 0, &ss), 0);
+		cr_assert_eq(ss.trunc_gen, 9);
+	}
+}
+
+/* Journal mode: a delete and a re-creation of the same subfile land in one
+ * checkpoint run; the new data must go to the new file (the checkpoint
+ * must not keep an fd of the unlinked one). */
+Test(iod_journal, delete_and_recreate_in_one_checkpoint)
+{
+	static uint8_t a[3 * 4096], b[2 * 4096 + 7];
+
+	fill(a, sizeof(a), 5);
+	fill(b, sizeof(b), 6);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		cr_assert_eq(s_write(st, 30, 2, 0, a, sizeof(a), 0, &L, NULL), 0);
+		cr_assert_eq(s_delete(st, 30, 2), 0);
+		expect_absent(30, 2);
+		cr_assert_eq(s_write(st, 30, 2, 0, b, sizeof(b), 0, &L, NULL), 0);
+		expect(30, 2, b, sizeof(b));
+		restart_clean();
+		expect(30, 2, b, sizeof(b));
+		restart_dead();
+		expect(30, 2, b, sizeof(b));
+	}
+}
+
+Test(iod_journal, listing_sees_the_journal)
+{
+	uint8_t b[10] = { 1 };
+	struct iod_sub_info out[16];
+	bool eof;
+	int n;
+
+	fresh(0);
+	cr_assert_eq(s_write(st, 3, 0, 0, b, sizeof(b), 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 4, 1, 0, b, sizeof(b), 0, &L, NULL), 0);
+	restart_clean();                           /* both at home */
+	cr_assert_eq(s_delete(st, 3, 0), 0);        /* only in the journal */
+	cr_assert_eq(s_write(st, 2, 1, 0, b, 5, 0, &L, NULL), 0);
+	n = iod_store_list(st, 0, 0, 16, out, &eof);
+	cr_assert_eq(n, 2);
+	cr_assert(eof);
+	cr_assert_eq(out[0].ino, 2);
+	cr_assert_eq(out[0].column, 1);
+	cr_assert_eq(out[0].size, 5);
+	cr_assert_eq(out[1].ino, 4);
+	/* paging */
+	n = iod_store_list(st, 0, 0, 1, out, &eof);
+	cr_assert_eq(n, 1);
+	cr_assert_not(eof);
+	n = iod_store_list(st, out[0].ino, out[0].column, 1, out, &eof);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(out[0].ino, 4);
+}
+
+struct marks {
+	uint64_t regions[64];
+	int n;
+	bool all;
+};
+
+static int mark_cb(void *arg, uint64_t ino, uint32_t col, uint64_t first,
+		   uint64_t count)
+{
+	struct marks *m = arg;
+
+	cr_assert_eq(ino, 40);
+	cr_assert_eq(col, 1);
+	if (count == UINT64_MAX) {
+		m->all = true;
+		return 0;
+	}
+	for (uint64_t r = 0; r < count && m->n < 64; r++)
+		m->regions[m->n++] = first + r;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct marks marked(void)
+{
+	struct marks m = { .n = 0 };
+
+	cr_assert_eq(iod_store_intents(st, mark_cb, &m), 0);
+	qsort(m.regions, (size_t)m.n, sizeof(m.regions[0]), cmp_u64);
+	return m;
+}
+
+Test(iod_journal, write_intent_marked_rebuilt_and_cleared)
+{
+	static uint8_t b[MIB + 2];
+	struct marks m;
+
+	fill(b, sizeof(b), 7);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		/* region 0; regions 3 and 4 (straddling); region 9 */
+		cr_assert_eq(s_write(st, 40, 1, 100, b, 10, 0, &L, NULL), 0);
+		cr_assert_eq(s_write(st, 40, 1, 4ull * MIB - 1, b, 2, 0, &L,
+				     NULL), 0);
+		cr_assert_eq(s_write(st, 40, 1, 9ull * MIB, b, MIB, 0, &L,
+				     NULL), 0);
+		m = marked();
+		cr_assert_eq(m.n, 4);
+		cr_assert_eq(m.regions[0], 0);
+		cr_assert_eq(m.regions[1], 3);
+		cr_assert_eq(m.regions[2], 4);
+		cr_assert_eq(m.regions[3], 9);
+		cr_assert_eq(iod_store_n_marked(st), 4);
+
+		restart_dead();            /* rebuilt from replay */
+		m = marked();
+		cr_assert_eq(m.n, 4, "%s: %d marked after replay",
+			     mode_names[mode], m.n);
+		restart_clean();           /* rebuilt from the xattr */
+		m = marked();
+		cr_assert_eq(m.n, 4);
+		cr_assert_eq(m.regions[3], 9);
+
+		/* Clear: a region written after the token stays. */
+		uint64_t token = iod_store_intent_epoch(st);
+
+		cr_assert_eq(s_write(st, 40, 1, 3ull * MIB, b, 1, 0, &L, NULL), 0);
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		m = marked();
+		cr_assert_eq(m.n, 1);
+		cr_assert_eq(m.regions[0], 3);
+		restart_dead();
+		m = marked();
+		cr_assert_eq(m.n, 1, "%s: %d marked after clear + replay",
+			     mode_names[mode], m.n);
+		cr_assert_eq(m.regions[0], 3);
+		token = iod_store_intent_epoch(st);
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		cr_assert_eq(iod_store_n_marked(st), 0);
+		/* the clear's own transaction closes, then it is gone for
+		 * good */
+		cr_assert_eq(s_fsync(st, 0), 0);
+		restart_clean();
+		cr_assert_eq(iod_store_n_marked(st), 0);
+		/* deleting a subfile drops its marks */
+		cr_assert_eq(s_write(st, 40, 1, 0, b, 1, 0, &L, NULL), 0);
+		cr_assert_eq(iod_store_n_marked(st), 1);
+		cr_assert_eq(s_delete(st, 40, 1), 0);
+		cr_assert_eq(iod_store_n_marked(st), 0);
+	}
+}
+
+/* Many regions: the persisted list overflows to "the whole subfile",
+ * which a resync treats as fully marked; clearing repairs it. */
+Test(iod_journal, write_intent_overflow)
+{
+	uint8_t b[1] = { 1 };
+	struct marks m;
+
+	fresh(0);
+	for (uint64_t r = 0; r < 300; r += 2)
+		cr_assert_eq(s_write(st, 40, 1, r * MIB, b, 1, 0, &L, NULL), 0);
+	cr_assert_eq(iod_store_n_marked(st), 150);
+	restart_clean();
+	m = marked();
+	cr_assert(m.all, "overflowed list reads as the whole subfile");
+	uint64_t token = iod_store_intent_epoch(st);
+
+	cr_assert_eq(iod_store_intent_clear(st, token), 0);
+	cr_assert_eq(iod_store_n_marked(st), 0);
+	restart_clean();
+	cr_assert_eq(iod_store_n_marked(st), 0);
+}
+
+/* ENOSPC before journaling: a reserve larger than the disk. */
+Test(iod_journal, enospc_before_journaling)
+{
+	uint8_t b[4096] = { 0 };
+	struct iod_store_opts o = {
+		.dir = NULL, .iod_id = 1, .cluster = "test",
+		.journal_size = 16u << 20, .reserve = 1ull << 62,
+	};
+
+	fresh(0);
+	iod_store_close(st);
+	o.dir = datadir;
+	for (int mode = 0; mode < 3; mode++) {
+		o.journal_mode = mode;
+		cur_mode = mode;
+		cr_assert_eq(iod_store_open(&o, &st), 0);
+		cr_assert_eq(s_write(st, 50, 0, 0, b, sizeof(b), 0, &L, NULL),
+			     -ENOSPC);
+		expect_absent(50, 0);
+		iod_store_close(st);
+	}
+	st = NULL;
+}
+
+/* A region the twin missed (a failed forward) is never cleared by a
+ * cycle; a truncate the twin missed pins the whole subfile. */
+Test(iod_journal, write_intent_pinned_regions_stay)
+{
+	uint8_t b[16] = { 1 };
+	struct marks m;
+	uint64_t token;
+
+	fresh(0);
+	cr_assert_eq(s_write(st, 40, 1, 0, b, 1, 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 40, 1, 2ull * MIB, b, 1, 0, &L, NULL), 0);
+	cr_assert_eq(iod_store_intent_pin(st, 40, 1, 2ull * MIB, 1), 0);
+	token = iod_store_intent_epoch(st);
+	/* a later write to the pinned region does not unpin it */
+	cr_assert_eq(s_write(st, 40, 1, 2ull * MIB, b, 1, 0, &L, NULL), 0);
+	token = iod_store_intent_epoch(st);
+	cr_assert_eq(iod_store_intent_clear(st, token), 0);
+	m = marked();
+	cr_assert_eq(m.n, 1);
+	cr_assert_eq(m.regions[0], 2);
+	cr_assert_eq(iod_store_intent_pin(st, 40, 1, 0, UINT64_MAX), 0);
+	token = iod_store_intent_epoch(st);
+	cr_assert_eq(iod_store_intent_clear(st, token), 0);
+	m = marked();
+	cr_assert(m.all);
+}
+
+/* ---- sticky abort (J12): an I/O error on the journal ---- */
+
+static bool fail_log;
+
+static long t_pwrite(void *arg, enum jbd_io_kind kind, int fd,
+		     const void *buf, size_t len, uint64_t off)
+{
+	(void)arg;
+	if (fail_log && kind == JBD_IO_LOG)
+		return -EIO;
+	return pwrite(fd, buf, len, (off_t)off);
+}
+
+static int t_fsync(void *arg, enum jbd_io_kind kind, int fd)
+{
+	(void)arg;
+	(void)kind;
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+static long t_pread(void *arg, enum jbd_io_kind kind, int fd, void *buf,
+		    size_t len, uint64_t off)
+{
+	(void)arg;
+	(void)kind;
+	return pread(fd, buf, len, (off_t)off);
+}
+
+static const struct jbd_io_ops test_io = {
+	.pwrite = t_pwrite, .fsync = t_fsync, .pread = t_pread,
+};
+
+static int aborts;
+
+static void on_abort(void *arg)
+{
+	(void)arg;
+	aborts++;
+}
+
+Test(iod_journal, sticky_abort_refuses_writes)
+{
+	uint8_t a[8192], b[100];
+	struct iod_store_opts o = {
+		.iod_id = 1, .cluster = "test", .journal_size = 16u << 20,
+		.test_io = &test_io, .on_abort = on_abort,
+	};
+
+	fill(a, sizeof(a), 11);
+	fill(b, sizeof(b), 12);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		iod_store_close(st);
+		o.dir = datadir;
+		o.journal_mode = mode;
+		fail_log = false;
+		aborts = 0;
+		cr_assert_eq(iod_store_open(&o, &st), 0);
+		cr_assert_eq(s_write(st, 60, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+		fail_log = true;
+		cr_assert_eq(s_write(st, 60, 0, 0, b, sizeof(b), 0, &L, NULL),
+			     -EIO, "%s: the write of a failed close fails",
+			     mode_names[mode]);
+		cr_assert_eq(aborts, 1, "the hook runs once");
+		cr_assert_eq(iod_store_aborted(st), -EIO);
+		/* every later mutation is refused at once */
+		cr_assert_eq(s_write(st, 61, 0, 0, b, 1, 0, &L, NULL), -EIO);
+		cr_assert_eq(s_truncate(st, 60, 0, 0, 0, NULL), -EIO);
+		cr_assert_eq(s_delete(st, 60, 0), -EIO);
+		cr_assert_eq(s_fsync(st, 0), -EIO);
+		cr_assert_eq(aborts, 1);
+		/* restart and replay: what was acknowledged is there */
+		fail_log = false;
+		iod_store_close(st);
+		st = NULL;
+		cr_assert_eq(open_mode(mode, &st), 0);
+		struct iod_sub_stat ss;
+		uint8_t *out;
+
+		cr_assert_eq(iod_store_read(st, 60, 0, 0, sizeof(a), &out, &ss),
+			     (long)sizeof(a));
+		if (mode == 0)
+			cr_assert_arr_eq(out, a, sizeof(a),
+					 "journal mode: nothing of the failed "
+					 "write is visible");
+		else
+			cr_assert_arr_eq(out + sizeof(b), a + sizeof(b),
+					 sizeof(a) - sizeof(b));
+		free(out);
+	}
+}
