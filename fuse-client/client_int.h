@@ -43,7 +43,8 @@
 #define FC_REPORT_INTERVAL_MS  1000         /* size reports while dirty */
 #define FC_MGR_RETRY_MIN_MS    100
 #define FC_MGR_RETRY_MAX_MS    2000
-#define FC_TAKEOVER_POLL_MS    500          /* write retry while a twin fails */
+#define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
+#define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
 #define FC_LAYOUT_XATTR        "twinfs.layout"
 
 /* ------------------------------------------------------------- options */
@@ -143,6 +144,8 @@ struct fc_iod {
 	int state;                 /* TWINFS__IOD_STATE__* */
 	bool needs_resync;
 	struct wire_peer *peer;
+	uint64_t report_epoch;     /* last MSG_REPORT about it: epoch, time */
+	uint64_t report_ms;
 };
 
 struct fc_map_waiter {
@@ -261,6 +264,9 @@ struct fc_client {
 	struct fc_iod iods[TW_MAX_IODS + 1];   /* by id */
 	int group_iod[TW_MAX_GROUPS][2];       /* iod id of each twin, 0 none */
 	bool map_refreshing;
+	/* Called when the map moves to a new epoch (fc_data_map_changed in
+	 * the client; NULL in unit tests). */
+	void (*map_changed)(struct fc_client *cl);
 	struct fc_map_waiter *map_waiters;
 	struct fc_mgr_call map_mc;          /* the GET_MAP in flight */
 	Twinfs__Empty map_body;
@@ -326,6 +332,9 @@ void fc_op_free(struct fc_op *op);
 bool fc_op_interrupted(const struct fc_op *op);
 /* Loop thread: run op->run again after ms (at once when stopping). */
 void fc_op_later(struct fc_op *op, uint32_t ms);
+/* Loop thread: ops waiting in fc_op_later to run `run` become due now
+ * (they run at the next tick of the later timer, within 50 ms). */
+void fc_op_later_wake(struct fc_client *cl, fc_op_fn run);
 
 /* Loop thread: wire_call that always ends in cb, exactly once: when
  * wire_call fails at once (or the client is stopping), cb runs later from
@@ -369,6 +378,19 @@ struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
 struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
 			       uint32_t group, uint32_t column, uint64_t unit,
 			       const struct fc_iod *avoid);
+/* The group's twins and their states and flags as one number (changes
+ * whenever the map changes anything about the group); *settled is false
+ * while a twin is suspect (mgrd has not decided yet). */
+uint32_t fc_group_sig(struct fc_client *cl, uint32_t group, bool *settled);
+/* Whether neither twin of the group may serve (r1_group_health FAILED). */
+bool fc_group_failed(struct fc_client *cl, uint32_t group);
+/* "group 1: iod 3 (...) is down, iod 4 (...) is down and stale (epoch 9)" */
+const char *fc_group_desc(struct fc_client *cl, uint32_t group, char *buf,
+			  size_t len);
+/* Tell mgrd that iod failed on the data path (or missed a ping) with
+ * status; rate-limited per iod.  mgrd probes it and demotes it only if the
+ * probe fails. */
+void fc_report(struct fc_client *cl, struct fc_iod *iod, int status);
 /* "iod 3 (127.0.0.1:7503)" */
 const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
 /* Human cause of a data-path error: "timed out after 5 s", "Connection
@@ -487,8 +509,20 @@ void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 /* Loop thread: send final size reports of every dirty file; done(arg) runs
  * once all are answered (or failed). */
 void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
-/* Loop thread: mark f dirty after a completed write (ops_data.c). */
+/* Loop thread: the map moved to a new epoch; data ops waiting for mgrd to
+ * demote a failed iod look at it now (ops_data.c). */
+void fc_data_map_changed(struct fc_client *cl);
+/* Loop thread (report.c): drop a reference to f; frees it at zero. */
 void fc_file_put(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (report.c): f has a completed, unreported write: put it on
+ * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
+void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (report.c): send f's size report if it has unreported
+ * writes.  Returns true when a report was sent (done runs later), false
+ * when there was nothing to do or no memory (done never runs; *err says
+ * which). */
+bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
+		     void (*done)(void *arg, int status), void *arg, int *err);
 
 /* ops_meta.c: shared helper to answer an Entry reply. */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,

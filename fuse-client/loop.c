@@ -227,6 +227,13 @@ static void later_cb(uv_timer_t *t)
 		uv_timer_stop(t);
 }
 
+void fc_op_later_wake(struct fc_client *cl, fc_op_fn run)
+{
+	for (struct fc_op *op = cl->later_head; op; op = op->later_next)
+		if (op->run == run)
+			op->later_at = 0;
+}
+
 void fc_op_later(struct fc_op *op, uint32_t ms)
 {
 	struct fc_client *cl = op->cl;

@@ -500,6 +500,7 @@ int main(int argc, char *argv[])
 	}
 	cl->opts.cluster = c.cluster ? c.cluster : strdup("twinfs");
 	cl->opts.request_timeout_ms = c.request_timeout;
+	cl->map_changed = fc_data_map_changed;
 	cl->opts.mgr_timeout_ms = c.mgr_timeout;
 	cl->opts.monitor_interval_ms = c.monitor_interval;
 	cl->opts.attr_timeout = c.attr_timeout;

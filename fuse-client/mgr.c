@@ -12,7 +12,13 @@
  *
  * The map: GET_MAP at start, again on MAP_UPDATE pushes, on -ESTALE from an
  * iod and when a ping shows a newer epoch.  One wire_peer per iod, created
- * from the map.
+ * from the map.  Routing follows raid's twin policy on the map's states
+ * (r1_write_primary, r1_read_pick, r1_read_fallback).
+ *
+ * Failover monitor: every monitor_interval, a PING to mgrd on the control
+ * connection and to every iod the map does not call down; a ping not
+ * answered within min(request_timeout, monitor_interval) is reported to
+ * mgrd (MSG_REPORT, on the control connection) like a data-path error.
  *
  * Everything here runs on the loop thread.
  */
@@ -423,6 +429,7 @@ static void iod_connect_cb(struct wire_peer *p, int status,
 void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 {
 	bool seen[TW_MAX_IODS + 1] = { false };
+	uint64_t old_epoch = cl->epoch;
 	size_t i;
 	uint32_t id;
 
@@ -493,6 +500,8 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 		}
 	}
 	cl->have_map = true;
+	if (map->epoch != old_epoch && cl->map_changed)
+		cl->map_changed(cl);
 }
 
 static void map_reply_cb(struct fc_mgr_call *mc, int status,
@@ -536,17 +545,6 @@ void fc_map_refresh(struct fc_client *cl, struct fc_map_waiter *w)
 		    cl->opts.request_timeout_ms, map_reply_cb, NULL);
 }
 
-static bool can_write(const struct fc_iod *iod)
-{
-	return iod && iod->id && (iod->state == TWINFS__IOD_STATE__IOD_UP ||
-				  iod->state == TWINFS__IOD_STATE__IOD_SUSPECT);
-}
-
-static bool can_read(const struct fc_iod *iod)
-{
-	return can_write(iod) && !iod->needs_resync;
-}
-
 static struct fc_iod *twin(struct fc_client *cl, uint32_t group, int t)
 {
 	int id;
@@ -557,39 +555,128 @@ static struct fc_iod *twin(struct fc_client *cl, uint32_t group, int t)
 	return id ? &cl->iods[id] : NULL;
 }
 
+/* The group as raid's twin policy sees it.  A twin missing from the map is
+ * down and stale: never used. */
+static void group_twins(struct fc_client *cl, uint32_t group,
+			struct r1_twin t[2], struct fc_iod *tw[2])
+{
+	for (int i = 0; i < 2; i++) {
+		tw[i] = twin(cl, group, i);
+		t[i].state = tw[i] && tw[i]->id ? (enum r1_state)tw[i]->state
+						: R1_DOWN;
+		t[i].needs_resync = !tw[i] || !tw[i]->id || tw[i]->needs_resync;
+	}
+}
+
 struct fc_iod *fc_map_write_iod(struct fc_client *cl, uint64_t ino,
 				uint32_t group, uint32_t column)
 {
-	struct fc_iod *p = twin(cl, group, r1_primary(ino, column));
-	struct fc_iod *s = twin(cl, group, 1 - r1_primary(ino, column));
+	struct r1_twin t[2];
+	struct fc_iod *tw[2];
+	int p;
 
-	/* The primary orders writes while it is up; when it is down or
-	 * resyncing, the survivor takes them (and forwards to a resyncing
-	 * twin itself). */
-	if (can_write(p))
-		return p;
-	if (can_write(s))
-		return s;
-	return NULL;
+	/* r1_write_primary: the primary while both twins are readable, else
+	 * the readable one (it forwards to a resyncing twin itself). */
+	group_twins(cl, group, t, tw);
+	p = r1_write_primary(t, ino, column);
+	return p < 0 ? NULL : tw[p];
 }
 
 struct fc_iod *fc_map_read_iod(struct fc_client *cl, uint64_t ino,
 			       uint32_t group, uint32_t column, uint64_t unit,
 			       const struct fc_iod *avoid)
 {
-	int t = r1_read_twin(ino, column, unit);
-	struct fc_iod *a = twin(cl, group, t);
-	struct fc_iod *b = twin(cl, group, 1 - t);
+	struct r1_twin t[2];
+	struct fc_iod *tw[2];
+	int r;
 
-	if (a == avoid)
-		a = NULL;
-	if (b == avoid)
-		b = NULL;
-	if (can_read(a))
-		return a;
-	if (can_read(b))
-		return b;
-	return NULL;
+	group_twins(cl, group, t, tw);
+	r = r1_read_pick(t, ino, column, unit);
+	if (r >= 0 && avoid && tw[r] == avoid)
+		r = r1_read_fallback(t, r);
+	return r < 0 ? NULL : tw[r];
+}
+
+const char *fc_group_desc(struct fc_client *cl, uint32_t group, char *buf,
+			  size_t len)
+{
+	struct fc_iod *tw[2];
+	struct r1_twin t[2];
+	char a[96] = "none", b[96] = "none";
+
+	group_twins(cl, group, t, tw);
+	if (tw[0])
+		fc_iod_name(tw[0], a, sizeof(a));
+	if (tw[1])
+		fc_iod_name(tw[1], b, sizeof(b));
+	snprintf(buf, len, "group %u: %s is %s%s, %s is %s%s (epoch %" PRIu64
+		 ")", group, a, r1_state_name(t[0].state),
+		 t[0].needs_resync ? " and stale" : "", b,
+		 r1_state_name(t[1].state), t[1].needs_resync ? " and stale" : "",
+		 cl->epoch);
+	return buf;
+}
+
+uint32_t fc_group_sig(struct fc_client *cl, uint32_t group, bool *settled)
+{
+	struct r1_twin t[2];
+	struct fc_iod *tw[2];
+
+	group_twins(cl, group, t, tw);
+	*settled = t[0].state != R1_SUSPECT && t[1].state != R1_SUSPECT;
+	return (uint32_t)t[0].state | (uint32_t)t[0].needs_resync << 2 |
+	       (uint32_t)t[1].state << 3 | (uint32_t)t[1].needs_resync << 5 |
+	       (tw[0] ? tw[0]->id : 0) << 8 | (tw[1] ? tw[1]->id : 0) << 16;
+}
+
+bool fc_group_failed(struct fc_client *cl, uint32_t group)
+{
+	struct r1_twin t[2];
+	struct fc_iod *tw[2];
+
+	group_twins(cl, group, t, tw);
+	return r1_group_health(t) == R1_FAILED;
+}
+
+/* ------------------------------------------------------------- reports */
+
+struct fc_report_call {
+	Twinfs__Report body;
+};
+
+static void report_reply_cb(int status, struct wire_msg *reply, void *arg)
+{
+	(void)status;
+	if (reply)
+		wire_msg_free(reply);
+	free(arg);
+}
+
+void fc_report(struct fc_client *cl, struct fc_iod *iod, int status)
+{
+	struct fc_report_call *rc;
+	uint64_t now = tw_now_ms();
+
+	if (!iod || !iod->id || cl->stopping || status == -ECANCELED)
+		return;
+	/* One report per iod per epoch and FC_REPORT_GAP_MS: mgrd probes
+	 * once anyway, and a burst of failing pieces must not flood it. */
+	if (iod->report_epoch == cl->epoch &&
+	    now - iod->report_ms < FC_REPORT_GAP_MS)
+		return;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return;
+	iod->report_epoch = cl->epoch;
+	iod->report_ms = now;
+	twinfs__report__init(&rc->body);
+	rc->body.iod_id = iod->id;
+	rc->body.error = status;
+	rc->body.epoch = cl->epoch;
+	tw_debug("reporting iod %u to mgrd: %s", iod->id, strerror(-status));
+	/* On the control connection: never queued behind metadata. */
+	fc_call(cl, cl->ctl, TWINFS__MSG_TYPE__MSG_REPORT, &rc->body.base, NULL,
+		0, cl->opts.request_timeout_ms, report_reply_cb, rc);
 }
 
 /* ------------------------------------------------------------- monitor */
@@ -626,11 +713,14 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 		char name[96], cause[64];
 		uint32_t id = (uint32_t)(pg->iod - cl->iods);
 
-		/* The slot may have been reused; name it from the slot. */
-		if (cl->iods[id].id)
-			tw_log_rl(TW_LOG_WARN, "%s: ping %s",
+		/* The slot may have been reused; name it from the slot.  A
+		 * missed ping is reported like a data-path error. */
+		if (cl->iods[id].id) {
+			tw_log_rl(TW_LOG_WARN, "%s: ping %s; reported to mgrd",
 				  fc_iod_name(&cl->iods[id], name, sizeof(name)),
 				  fc_cause(cl, status, cause, sizeof(cause)));
+			fc_report(cl, &cl->iods[id], status);
+		}
 	}
 	if (reply)
 		wire_msg_free(reply);
@@ -649,8 +739,9 @@ static void send_ping(struct fc_client *cl, struct fc_iod *iod)
 	pg->body.epoch = cl->epoch;
 	pg->body.incarnation = cl->incarnation;
 	fc_call(cl, iod ? iod->peer : cl->ctl, TWINFS__MSG_TYPE__MSG_PING,
-		&pg->body.base, NULL, 0, cl->opts.request_timeout_ms,
-		ping_reply_cb, pg);
+		&pg->body.base, NULL, 0,
+		TW_MIN(cl->opts.request_timeout_ms,
+		       cl->opts.monitor_interval_ms), ping_reply_cb, pg);
 }
 
 static void ping_timer_cb(uv_timer_t *t)

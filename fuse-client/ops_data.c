@@ -2,22 +2,37 @@
  * flush, release, fsync, and the size reports that carry a writer's size
  * and mtime to mgrd.
  *
+ * Failover budget (DESIGN.md "Twins", issue 3): one deadline per read,
+ * write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.  Each attempt
+ * on an iod waits at most request_timeout / 2 (attempt_ms); the iod's
+ * forward to its twin and mgrd's probe use the same half, so a hung server
+ * is noticed (rt/2), reported, probed and demoted by mgrd (rt/2) within one
+ * request_timeout, and the op still has request_timeout left to finish on
+ * the survivor.  A killed server (connection refused/reset) is noticed,
+ * probed and demoted in milliseconds.
+ *
  * Write: the range is split into stripe-unit pieces (r0_split); each piece
- * goes to the primary iod of its column's group (fc_map_write_iod), all in
- * parallel, with one deadline (request_timeout) for the whole request.  The
- * reply is sent when every piece succeeded.  -ESTALE (old trunc_gen or
- * epoch) refreshes the map and the attributes and retries (a few rounds);
- * a transport error or EIO (a primary whose twin died fails writes until
- * mgrd demotes the twin) re-polls the map every 500 ms and retries the
- * failed pieces until the deadline; anything else, or the deadline, is an
- * error, logged with the file, the iod and the cause.
+ * goes to the iod r1_write_primary picks in the map (fc_map_write_iod), all
+ * in parallel.  The reply is sent when every piece succeeded.  -ESTALE (old
+ * trunc_gen or epoch) refreshes the map and the attributes and retries (a
+ * few rounds).  A transport error is reported to mgrd at once (fc_report);
+ * then, like EIO (a primary whose twin died fails writes until mgrd demotes
+ * the twin), the op waits for a map with a higher epoch (pushed, or polled
+ * with GET_MAP every FC_TAKEOVER_POLL_MS) and sends the failed pieces again
+ * with it; after attempt_ms + 500 ms without a new map (mgrd's probe found
+ * the server alive) it retries anyway.  When the map says neither twin of a
+ * group may serve, the op fails at once with EIO and a log line naming the
+ * group and both iods.  The deadline ends every wait.
  *
  * Read: clamped to the size known (mgrd's or our own writes); each piece
- * goes to twin r1_read_twin of its group, and on failure to the other twin;
- * holes and short pieces are zero-filled up to the clamped size.
+ * goes to the twin r1_read_pick chooses, and on failure (reported like a
+ * write's) at once to the other one (r1_read_fallback); if neither can
+ * serve now, the op waits for a new map as writes do.  Holes and short
+ * pieces are zero-filled up to the clamped size.
  *
  * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
- * second while a file has unreported writes (FORMAT.md "Size, truncate").
+ * second while a file has unreported writes (FORMAT.md "Size, truncate");
+ * they live in report.c.
  *
  * Lifetimes: struct fc_file (fi->fh) is freed when its last reference
  * goes: the open's own (dropped at release) or a write or report in
@@ -37,7 +52,7 @@ struct dop;
 
 /* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
  * to a new epoch (possibly while a failed twin was being demoted). */
-#define FC_STALE_TRIES 3
+#define FC_STALE_TRIES 8
 
 struct piece {
 	struct dop *d;
@@ -45,6 +60,7 @@ struct piece {
 	struct fc_iod *iod;      /* where the current attempt went */
 	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
 	int attempts;
+	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
 };
 
 struct dop {
@@ -72,6 +88,14 @@ struct dop {
 	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
 	int refresh_pending;
 	uint64_t deadline;
+	/* takeover: waiting for mgrd to demote a failed iod */
+	uint64_t wait_since;     /* when the wait for a new map began */
+	bool map_polled;         /* the map was fetched during this op */
+	fc_op_fn reissue;        /* the round to run once the map moved */
+	bool is_read;
+	uint64_t wait_epoch;     /* map epoch when the wait began */
+	int iod_err;             /* fsync: first error from an iod */
+	bool timed_out;          /* a failed piece timed out (costly retry) */
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
@@ -125,6 +149,149 @@ static uint64_t remaining_ms(const struct dop *d)
 	return d->deadline > now ? d->deadline - now : 0;
 }
 
+/* The deadline of a whole data op: see the top of this file. */
+#define FC_OP_DEADLINE(rt) (2ull * (rt))
+
+/* How long one attempt on one iod may take: half the request timeout,
+ * capped by what is left of the op's deadline. */
+static uint32_t attempt_ms(const struct dop *d)
+{
+	uint64_t half = TW_MAX(d->op.cl->opts.request_timeout_ms / 2, 1u);
+	uint64_t left = remaining_ms(d);
+
+	return (uint32_t)TW_MAX(TW_MIN(half, left), 1);
+}
+
+/* Errors after which another round may succeed once mgrd has moved the
+ * map on: the server is unreachable, or (EIO) a primary could not reach
+ * its twin.  -EHOSTDOWN marks a piece whose group has no usable twin in a
+ * freshly fetched map: final. */
+static bool takeover_err(int status)
+{
+	return fc_is_transport_err(status) || status == -EIO ||
+	       status == -EBUSY || status == -ECANCELED;
+}
+
+static void takeover_poll(struct fc_op *op);
+static uint64_t read_row(const struct dop *d, const struct piece *pc);
+
+/* Whether the map has moved on for some failed piece: it goes elsewhere
+ * than the attempt that failed (or nowhere: its group failed), or its
+ * group changed since the attempt was sent and no twin of it is suspect
+ * any more (e.g. the primary
+ * answered EIO because its twin died, and mgrd has now demoted that twin:
+ * same target, but it completes alone).  A map that only makes the failed
+ * iod suspect is not enough: the policy still routes to a suspect
+ * primary. */
+static bool takeover_rerouted(struct dop *d, bool fetched)
+{
+	struct fc_client *cl = d->op.cl;
+
+	/* fsync has no pieces: any new map may route it elsewhere. */
+	if (d->npieces == 0)
+		return cl->epoch != d->wait_epoch;
+	for (int i = 0; i < d->npieces; i++) {
+		struct piece *pc = &d->pieces[i];
+		uint32_t k = pc->p.column;
+		struct fc_iod *now;
+
+		if (pc->status >= 0)
+			continue;
+		now = d->is_read
+		      ? fc_map_read_iod(cl, d->ino, d->attr.layout.groups[k],
+					k, read_row(d, pc), NULL)
+		      : fc_map_write_iod(cl, d->ino, d->attr.layout.groups[k],
+					 k);
+		if (now != pc->iod)
+			return true;
+		/* Still no twin to use, in a map just fetched: the group has
+		 * failed; answer EIO now rather than at the deadline. */
+		if (!now && fetched)
+			return true;
+		{
+			bool settled;
+			uint32_t sig = fc_group_sig(cl, d->attr.layout.groups[k],
+						    &settled);
+
+			if (settled && sig != pc->issue_sig)
+				return true;
+		}
+	}
+	return false;
+}
+
+static void takeover_map_done(void *arg, int status)
+{
+	struct dop *d = arg;
+	struct fc_client *cl = d->op.cl;
+	uint64_t waited = tw_now_ms() - d->wait_since;
+
+	(void)status;
+	d->map_polled = true;
+	/* A retry that fails fast (refused, EIO) is cheap: after one poll
+	 * interval go again even if the map looks the same (the iod may be
+	 * behind mgrd's map).  One that timed out costs attempt_ms: wait for
+	 * the map to move, or for mgrd's probe to have found it alive. */
+	if (takeover_rerouted(d, true) ||
+	    (!d->timed_out && waited >= FC_TAKEOVER_POLL_MS) ||
+	    waited >= attempt_ms(d) + 500u ||
+	    remaining_ms(d) <= FC_TAKEOVER_POLL_MS || cl->stopping ||
+	    fc_op_interrupted(&d->op)) {
+		d->op.run = d->reissue;
+		d->op.run(&d->op);
+		return;
+	}
+	d->op.run = takeover_poll;
+	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS);
+}
+
+static void takeover_poll(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	/* A MAP_UPDATE push may already have moved the pieces. */
+	if (takeover_rerouted(d, false)) {
+		takeover_map_done(d, 0);
+		return;
+	}
+	d->mw.cb = takeover_map_done;
+	d->mw.arg = d;
+	fc_map_refresh(op->cl, &d->mw);
+}
+
+void fc_data_map_changed(struct fc_client *cl)
+{
+	fc_op_later_wake(cl, takeover_poll);
+}
+
+/* Wait for mgrd to demote what failed, then run `reissue`. */
+static void takeover_start(struct dop *d, fc_op_fn reissue)
+{
+	d->reissue = reissue;
+	d->wait_since = tw_now_ms();
+	d->wait_epoch = d->op.cl->epoch;
+	d->timed_out = false;
+	for (int i = 0; i < d->npieces; i++)
+		if (d->pieces[i].status == -ETIMEDOUT)
+			d->timed_out = true;
+	d->op.run = takeover_poll;
+	/* A killed server is demoted within milliseconds: look soon. */
+	fc_op_later(&d->op, FC_TAKEOVER_POLL_MS / 4);
+}
+
+/* The piece's group has no usable twin: one log line naming both. */
+static void log_group_failed(struct dop *d, const char *what,
+			     const struct piece *pc)
+{
+	struct fc_client *cl = d->op.cl;
+	char desc[320];
+
+	tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": no twin can serve: %s; "
+		  "answering EIO", what, d->ino,
+		  fc_group_desc(cl, d->attr.layout.groups[pc->p.column], desc,
+				sizeof(desc)));
+}
+
 /* ------------------------------------------------------------- files */
 
 static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
@@ -145,271 +312,6 @@ static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
 static struct fc_file *fh_file(const struct fuse_file_info *fi)
 {
 	return (struct fc_file *)(uintptr_t)fi->fh;
-}
-
-static void dirty_add(struct fc_client *cl, struct fc_file *f);
-
-static void dirty_remove(struct fc_client *cl, struct fc_file *f)
-{
-	if (!f->on_dirty_list)
-		return;
-	if (f->dirty_prev)
-		f->dirty_prev->dirty_next = f->dirty_next;
-	else
-		cl->dirty_head = f->dirty_next;
-	if (f->dirty_next)
-		f->dirty_next->dirty_prev = f->dirty_prev;
-	f->on_dirty_list = false;
-	f->dirty_prev = f->dirty_next = NULL;
-}
-
-void fc_file_put(struct fc_client *cl, struct fc_file *f)
-{
-	if (--f->refs > 0)
-		return;
-	dirty_remove(cl, f);
-	free(f);
-}
-
-/* ------------------------------------------------------- size reports */
-
-struct report {
-	struct fc_client *cl;
-	struct fc_file *f;
-	struct fc_mgr_call mc;
-	Twinfs__SizeReport sr;
-	Twinfs__ColumnBlocks cb[R0_MAX_STRIPE_COUNT];
-	Twinfs__ColumnBlocks *cbp[R0_MAX_STRIPE_COUNT];
-	uint64_t gen;
-	bool from_timer;
-	void (*done)(void *arg, int status);
-	void *arg;
-};
-
-struct fc_report_barrier {
-	struct fc_report_barrier *next;
-	uint64_t ino;
-	void (*done)(void *arg, int status);
-	void *arg;
-};
-
-/* Add delta to ino's count of reports in flight; returns the new count. */
-static uintptr_t inflight_add(struct fc_client *cl, uint64_t ino, int delta)
-{
-	uintptr_t n = (uintptr_t)tw_hmap_get(&cl->reports_inflight, ino);
-
-	n += (uintptr_t)(intptr_t)delta;
-	if (n == 0)
-		tw_hmap_del(&cl->reports_inflight, ino);
-	else if (tw_hmap_put(&cl->reports_inflight, ino, (void *)n) < 0)
-		tw_log_rl(TW_LOG_ERR, "out of memory tracking size reports");
-	return n;
-}
-
-/* ino has no report in flight any more: release the SETATTRs waiting. */
-static void barriers_fire(struct fc_client *cl, uint64_t ino)
-{
-	struct fc_report_barrier **pp = &cl->barriers, *b, *ready = NULL;
-
-	while ((b = *pp)) {
-		if (b->ino == ino) {
-			*pp = b->next;
-			b->next = ready;
-			ready = b;
-		} else {
-			pp = &b->next;
-		}
-	}
-	while ((b = ready)) {
-		ready = b->next;
-		b->done(b->arg, 0);
-		free(b);
-	}
-}
-
-static bool file_dirty(const struct fc_file *f)
-{
-	return f->write_gen != f->reported_gen;
-}
-
-static void report_done(struct fc_mgr_call *mc, int status,
-			struct wire_msg *reply)
-{
-	struct report *r = mc->arg;
-	struct fc_client *cl = r->cl;
-	struct fc_file *f = r->f;
-	struct fc_attr a;
-
-	if (status == 0) {
-		if (fc_entry_from_reply(cl, reply, &a) == 0)
-			fc_inode_update(cl, &a, NULL);
-		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
-			f->reported_gen = r->gen;
-		if (!file_dirty(f))
-			dirty_remove(cl, f);
-	} else if (status != -EIO || !cl->stopping) {
-		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
-			  f->ino, strerror(-status));
-	}
-	if (reply)
-		wire_msg_free(reply);
-	if (r->from_timer)
-		f->timer_report = false;
-	if (r->done)
-		r->done(r->arg, status);
-	if (inflight_add(cl, f->ino, -1) == 0)
-		barriers_fire(cl, f->ino);
-	fc_file_put(cl, f);
-	free(r);
-}
-
-/* Send f's size report if it has unreported writes.  Returns true when a
- * report was sent (done runs later), false when there was nothing to do
- * or no memory (done never runs; *err says which). */
-static bool report_start(struct fc_client *cl, struct fc_file *f,
-			 bool from_timer, void (*done)(void *, int),
-			 void *arg, int *err)
-{
-	struct report *r;
-	uint32_t k;
-	size_t n = 0;
-
-	*err = 0;
-	if (!file_dirty(f))
-		return false;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		*err = -ENOMEM;
-		return false;
-	}
-	r->cl = cl;
-	r->f = f;
-	r->gen = f->write_gen;
-	r->from_timer = from_timer;
-	r->done = done;
-	r->arg = arg;
-	f->refs++;
-	inflight_add(cl, f->ino, 1);
-	if (from_timer)
-		f->timer_report = true;
-	twinfs__size_report__init(&r->sr);
-	r->sr.ino = f->ino;
-	r->sr.size = f->end;
-	r->sr.trunc_gen = f->end_gen;
-	r->sr.mtime_sec = f->mtime_sec;
-	r->sr.mtime_nsec = f->mtime_nsec;
-	r->sr.wrote = true;
-	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
-		if (!(f->cols_seen & (1u << k)))
-			continue;
-		twinfs__column_blocks__init(&r->cb[n]);
-		r->cb[n].column = k;
-		r->cb[n].blocks = f->col_blocks[k];
-		r->cbp[n] = &r->cb[n];
-		n++;
-	}
-	r->sr.n_blocks = n;
-	r->sr.blocks = n ? r->cbp : NULL;
-	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
-		    &r->sr.ctx, NULL, 0, report_done, r);
-	return true;
-}
-
-bool fc_report_ino(struct fc_client *cl, uint64_t ino,
-		   void (*done)(void *arg, int status), void *arg)
-{
-	struct fc_report_barrier *b;
-	struct fc_file *f, *next;
-	int err;
-
-	for (f = cl->dirty_head; f; f = next) {
-		next = f->dirty_next;
-		if (f->ino == ino)
-			report_start(cl, f, false, NULL, NULL, &err);
-	}
-	if (!tw_hmap_get(&cl->reports_inflight, ino))
-		return false;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return false;  /* best effort: the SETATTR goes out now */
-	b->ino = ino;
-	b->done = done;
-	b->arg = arg;
-	b->next = cl->barriers;
-	cl->barriers = b;
-	return true;
-}
-
-static void report_timer_cb(uv_timer_t *t)
-{
-	struct fc_client *cl = t->data;
-	struct fc_file *f, *next;
-	int err;
-
-	for (f = cl->dirty_head; f; f = next) {
-		next = f->dirty_next;
-		if (!f->timer_report)
-			report_start(cl, f, true, NULL, NULL, &err);
-	}
-	if (!cl->dirty_head) {
-		uv_timer_stop(t);
-		cl->report_timer_on = false;
-	}
-}
-
-static void dirty_add(struct fc_client *cl, struct fc_file *f)
-{
-	if (!f->on_dirty_list) {
-		f->dirty_prev = NULL;
-		f->dirty_next = cl->dirty_head;
-		if (cl->dirty_head)
-			cl->dirty_head->dirty_prev = f;
-		cl->dirty_head = f;
-		f->on_dirty_list = true;
-	}
-	if (!cl->report_timer_on && !cl->stopping) {
-		uv_timer_start(&cl->report_timer, report_timer_cb,
-			       FC_REPORT_INTERVAL_MS, FC_REPORT_INTERVAL_MS);
-		cl->report_timer_on = true;
-	}
-}
-
-struct flush_all {
-	int pending;
-	void (*done)(void *arg);
-	void *arg;
-};
-
-static void flush_all_one(void *arg, int status)
-{
-	struct flush_all *fa = arg;
-
-	(void)status;
-	if (--fa->pending == 0) {
-		fa->done(fa->arg);
-		free(fa);
-	}
-}
-
-void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
-{
-	struct flush_all *fa = calloc(1, sizeof(*fa));
-	struct fc_file *f, *next;
-	int err;
-
-	if (!fa) {
-		done(arg);
-		return;
-	}
-	fa->done = done;
-	fa->arg = arg;
-	fa->pending = 1;
-	for (f = cl->dirty_head; f; f = next) {
-		next = f->dirty_next;
-		if (report_start(cl, f, false, flush_all_one, fa, &err))
-			fa->pending++;
-	}
-	flush_all_one(fa, 0);
 }
 
 /* ---------------------------------------------------------- open/create */
@@ -704,11 +606,6 @@ static int user_err(int status)
 	}
 }
 
-static void write_takeover(struct fc_op *op)
-{
-	refresh((struct dop *)op, true, write_issue);
-}
-
 static void write_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
@@ -722,14 +619,14 @@ static void write_finish(struct dop *d)
 
 		if (pc->status == 0)
 			continue;
+		if (pc->status == -EHOSTDOWN) {
+			log_group_failed(d, "write", pc);
+			fc_op_reply_err(&d->op, EIO);
+			return;
+		}
 		if (pc->status == -ESTALE)
 			stale = true;
-		else if (fc_is_transport_err(pc->status) ||
-			 pc->status == -EIO || pc->status == -EBUSY ||
-			 pc->status == -ECANCELED)
-			/* A dead twin makes its primary fail the write (EIO)
-			 * until mgrd demotes it in a new epoch; then the
-			 * survivor takes writes alone. */
+		else if (takeover_err(pc->status))
 			transport = true;
 		if (!bad)
 			bad = pc;
@@ -746,14 +643,13 @@ static void write_finish(struct dop *d)
 		f->write_gen++;
 		tw_realtime(&f->mtime_sec, &f->mtime_nsec);
 		fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
-		dirty_add(cl, f);
+		fc_file_dirty(cl, f);
 		fc_op_reply_write(&d->op, d->size);
 		return;
 	}
 	/* One stale round (a truncate moved trunc_gen, or the map moved on).
-	 * Transport errors and EIO: retry the failed pieces while the
-	 * deadline allows, refreshing the map each time, since mgrd may have
-	 * demoted the failed twin by then (one deadline per request). */
+	 * Transport errors and EIO: wait for mgrd's new map and retry the
+	 * failed pieces while the deadline allows (one deadline per op). */
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
 		d->stale_tries++;
 		refresh(d, true, write_issue);
@@ -761,9 +657,7 @@ static void write_finish(struct dop *d)
 	}
 	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
 	    !cl->stopping && !fc_op_interrupted(&d->op)) {
-		d->tries++;
-		d->op.run = write_takeover;
-		fc_op_later(&d->op, FC_TAKEOVER_POLL_MS);
+		takeover_start(d, write_issue);
 		return;
 	}
 	log_piece_err(d, "write", bad);
@@ -779,6 +673,8 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 	struct dop *d = pc->d;
 
 	pc->status = status;
+	if (status < 0 && fc_is_transport_err(status))
+		fc_report(d->op.cl, pc->iod, status);
 	if (status == 0) {
 		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
 			const Twinfs__WriteReply *wr = (const void *)reply->body;
@@ -852,9 +748,7 @@ static void write_issue(struct fc_op *op)
 			if (d->pieces[i].status != 0)
 				d->pieces[i].status = 1;
 	}
-	left = remaining_ms(d);
-	if (left == 0)
-		left = 1;
+	left = attempt_ms(d);
 	d->pending = 1;   /* guard while issuing */
 	for (i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
@@ -867,7 +761,18 @@ static void write_issue(struct fc_op *op)
 			continue;
 		pc->iod = fc_map_write_iod(cl, d->ino,
 					   d->attr.layout.groups[k], k);
+		if (!pc->iod && d->map_polled &&
+		    fc_group_failed(cl, d->attr.layout.groups[k])) {
+			pc->status = -EHOSTDOWN;
+			continue;
+		}
 		pc->attempts++;
+		{
+			bool settled;
+
+			pc->issue_sig = fc_group_sig(cl, d->attr.layout.groups[k],
+						     &settled);
+		}
 		d->pending++;
 		twinfs__write__init(&w);
 		twinfs__layout__init(&lpb);
@@ -896,7 +801,8 @@ static void write_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
 	write_issue(op);
 }
@@ -942,17 +848,26 @@ static void read_issue(struct fc_op *op);
 static void read_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
-	bool stale = false;
+	bool stale = false, transport = false;
 	int i;
 	struct piece *bad = NULL;
 
 	for (i = 0; i < d->npieces; i++) {
-		if (d->pieces[i].status == 0)
+		struct piece *pc = &d->pieces[i];
+
+		if (pc->status == 0)
 			continue;
-		if (d->pieces[i].status == -ESTALE)
+		if (pc->status == -EHOSTDOWN) {
+			log_group_failed(d, "read", pc);
+			fc_op_reply_err(&d->op, EIO);
+			return;
+		}
+		if (pc->status == -ESTALE)
 			stale = true;
+		else if (takeover_err(pc->status))
+			transport = true;
 		if (!bad)
-			bad = &d->pieces[i];
+			bad = pc;
 	}
 	if (!bad) {
 		fc_op_reply_buf(&d->op, d->buf, d->size);
@@ -961,6 +876,11 @@ static void read_finish(struct dop *d)
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
 		d->stale_tries++;
 		refresh(d, true, read_issue);
+		return;
+	}
+	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
+	    !cl->stopping && !fc_op_interrupted(&d->op)) {
+		takeover_start(d, read_issue);
 		return;
 	}
 	log_piece_err(d, "read", bad);
@@ -995,6 +915,8 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 		struct fc_iod *other = NULL;
 
 		pc->status = status;
+		if (fc_is_transport_err(status))
+			fc_report(cl, pc->iod, status);
 		if (status != -ESTALE && !cl->stopping &&
 		    !fc_op_interrupted(&d->op) && remaining_ms(d) > 0 &&
 		    pc->attempts < 2) {
@@ -1003,6 +925,8 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 			other = fc_map_read_iod(cl, d->ino,
 						d->attr.layout.groups[k], k,
 						read_row(d, pc), pc->iod);
+			if (other == pc->iod)
+				other = NULL;
 		}
 		if (other && pc->iod) {
 			char name[96], cause[64];
@@ -1027,18 +951,15 @@ static void read_send(struct dop *d, struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
 	Twinfs__Read r;
-	uint64_t left = remaining_ms(d);
 	uint32_t k = pc->p.column;
 
-	if (left == 0)
-		left = 1;
-	/* First attempt: half the deadline when the twin could take over,
-	 * so both twins down still fails within request_timeout. */
-	if (pc->attempts == 0 && fc_map_read_iod(cl, d->ino,
-						  d->attr.layout.groups[k], k,
-						  read_row(d, pc), pc->iod))
-		left = TW_MAX(left / 2, 1);
 	pc->attempts++;
+	{
+		bool settled;
+
+		pc->issue_sig = fc_group_sig(cl, d->attr.layout.groups[k],
+					     &settled);
+	}
 	twinfs__read__init(&r);
 	r.ino = d->ino;
 	r.column = k;
@@ -1046,7 +967,7 @@ static void read_send(struct dop *d, struct piece *pc)
 	r.length = pc->p.len;
 	r.epoch = cl->epoch;
 	fc_call(cl, pc->iod ? pc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_READ,
-		&r.base, NULL, 0, (uint32_t)left, read_piece_cb, pc);
+		&r.base, NULL, 0, attempt_ms(d), read_piece_cb, pc);
 }
 
 static void read_issue(struct fc_op *op)
@@ -1110,9 +1031,14 @@ static void read_issue(struct fc_op *op)
 		if (pc->status == 0 && pc->attempts)
 			continue;
 		pc->attempts = 0;
-		pc->iod = NULL;
 		pc->iod = fc_map_read_iod(cl, d->ino, d->attr.layout.groups[k],
 					  k, read_row(d, pc), NULL);
+		if (!pc->iod && d->map_polled &&
+		    fc_group_failed(cl, d->attr.layout.groups[k])) {
+			pc->status = -EHOSTDOWN;
+			pc->attempts = 1;
+			continue;
+		}
 		d->pending++;
 		read_send(d, pc);
 	}
@@ -1124,7 +1050,9 @@ static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
+	d->is_read = true;
 	read_issue(op);
 }
 
@@ -1162,7 +1090,7 @@ static void flush_run(struct fc_op *op)
 	int err;
 
 	d->f->refs++;
-	if (!report_start(op->cl, d->f, false, flush_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
 		fc_op_reply_err(op, -err);
 }
 
@@ -1215,7 +1143,7 @@ static void release_run(struct fc_op *op)
 
 	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
 	 * op owns the open's reference from here (dropped at cleanup). */
-	if (!report_start(op->cl, d->f, false, release_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, release_report_done, d, &err))
 		release_send(d);
 }
 
@@ -1230,23 +1158,54 @@ void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	submit(req, d, true);
 }
 
+static void fsync_issue(struct fc_op *op);
+
 static void fsync_one_done(struct dop *d, int status)
 {
+	struct fc_client *cl = d->op.cl;
+
 	if (status < 0 && !d->err)
 		d->err = status;
 	if (--d->pending > 0)
 		return;
+	/* Only iods failed: wait for mgrd's new map and sync again (the
+	 * mgrd step is idempotent), within the op's deadline. */
+	if (d->iod_err && d->err == d->iod_err && takeover_err(d->iod_err) &&
+	    remaining_ms(d) > FC_TAKEOVER_POLL_MS && !cl->stopping &&
+	    !fc_op_interrupted(&d->op)) {
+		d->err = 0;
+		d->iod_err = 0;
+		takeover_start(d, fsync_issue);
+		return;
+	}
 	if (d->err)
 		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
 			  strerror(-d->err));
 	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
 }
 
+struct fsync_call {
+	struct dop *d;
+	struct fc_iod *iod;
+};
+
 static void fsync_iod_cb(int status, struct wire_msg *reply, void *arg)
 {
+	struct fsync_call *fc = arg;
+	struct dop *d = fc->d;
+
 	if (reply)
 		wire_msg_free(reply);
-	fsync_one_done(arg, status);
+	if (status < 0) {
+		if (fc_is_transport_err(status))
+			fc_report(d->op.cl, fc->iod, status);
+		if (!d->iod_err)
+			d->iod_err = status;
+		if (!d->err)
+			d->err = status;
+	}
+	free(fc);
+	fsync_one_done(d, 0);
 }
 
 static void fsync_mgr_done(struct fc_mgr_call *mc, int status,
@@ -1285,6 +1244,7 @@ static void fsync_issue(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 	struct fc_client *cl = op->cl;
 	bool sent[TW_MAX_IODS + 1] = { false };
+	struct fsync_call *fc;
 	uint32_t k;
 	int err;
 
@@ -1298,7 +1258,7 @@ static void fsync_issue(struct fc_op *op)
 	}
 	d->err = 0;
 	d->pending = 2;   /* the mgrd step and the guard while issuing */
-	if (!report_start(cl, d->f, false, fsync_report_done, d, &err)) {
+	if (!fc_report_start(cl, d->f, false, fsync_report_done, d, &err)) {
 		if (err)
 			d->err = err;
 		fsync_mgr_sync(d);
@@ -1318,10 +1278,17 @@ static void fsync_issue(struct fc_op *op)
 		twinfs__fsync__init(&fs);
 		fs.ino = d->ino;
 		fs.epoch = cl->epoch;
+		fc = calloc(1, sizeof(*fc));
+		if (!fc) {
+			if (!d->err)
+				d->err = -ENOMEM;
+			continue;
+		}
+		fc->d = d;
+		fc->iod = iod;
 		d->pending++;
 		fc_call(cl, iod ? iod->peer : NULL, TWINFS__MSG_TYPE__MSG_FSYNC,
-			&fs.base, NULL, 0, cl->opts.request_timeout_ms,
-			fsync_iod_cb, d);
+			&fs.base, NULL, 0, attempt_ms(d), fsync_iod_cb, fc);
 	}
 	fsync_one_done(d, 0);
 }
@@ -1330,7 +1297,8 @@ static void fsync_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->deadline = tw_now_ms() + op->cl->opts.request_timeout_ms;
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
 	fsync_issue(op);
 }

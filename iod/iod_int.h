@@ -275,6 +275,8 @@ struct iod {
 	struct wire_peer *mgr_peer;
 	uv_timer_t mgr_timer;
 	bool mgr_timer_init;
+	uint64_t report_epoch;     /* last MSG_REPORT about the twin */
+	uint64_t report_ms;
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
@@ -310,6 +312,10 @@ int iod_mgr_start(struct iod *d);
 /* Ask mgrd for the map now (a request carried a newer epoch). */
 void iod_mgr_refresh(struct iod *d);
 void iod_mgr_stop(struct iod *d);
+/* Tell mgrd that iod_id (our twin) failed a forward with status; it
+ * probes and demotes it only if the probe fails.  Rate-limited. */
+#define IOD_REPORT_GAP_MS 200u
+void iod_mgr_report(struct iod *d, uint32_t iod_id, int status);
 
 /* main.c */
 /* The journal aborted (J12): the store refuses writes with EIO from now on.

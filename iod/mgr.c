@@ -210,6 +210,41 @@ void iod_mgr_refresh(struct iod *d)
 		d->map_inflight = true;
 }
 
+static void on_report_reply(int status, struct wire_msg *reply, void *arg)
+{
+	(void)status;
+	if (reply)
+		wire_msg_free(reply);
+	free(arg);
+}
+
+void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
+{
+	Twinfs__Report *r;
+	uint64_t now = tw_now_ms();
+
+	if (d->no_mgr || !d->mgr_peer || d->closing)
+		return;
+	/* mgrd probes once per report anyway; one per epoch and
+	 * IOD_REPORT_GAP_MS is plenty. */
+	if (d->report_epoch == d->map.epoch &&
+	    now - d->report_ms < IOD_REPORT_GAP_MS)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	d->report_epoch = d->map.epoch;
+	d->report_ms = now;
+	twinfs__report__init(r);
+	r->iod_id = iod_id;
+	r->error = status;
+	r->epoch = d->map.epoch;
+	r->reporter_iod = d->id;
+	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
+		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
+		free(r);
+}
+
 static void on_mgr_connect(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg)
 {

@@ -162,6 +162,13 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 static void on_ping(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	Twinfs__Ping p = TWINFS__PING__INIT;
+	const Twinfs__Ping *q = (const Twinfs__Ping *)m->body;
+
+	/* Pings carry the sender's map epoch (mgrd's monitor, clients): a
+	 * newer one means we missed a push, e.g. while we were hung. */
+	if (q && m->body->descriptor == &twinfs__ping__descriptor &&
+	    q->epoch > d->map.epoch && d->registered)
+		iod_mgr_refresh(d);
 
 	p.epoch = d->map.epoch;
 	p.incarnation = d->incarnation;

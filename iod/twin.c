@@ -35,10 +35,14 @@
  *       when the request carries our epoch: two primaries for one subfile
  *       would break T1.  DELETE and FSYNC are order-insensitive and are
  *       accepted by either twin.
- *   T3  Never hang: forwards carry request_timeout; an unreachable twin
+ *   T3  Never hang: forwards carry request_timeout / 2 (so that the
+ *       sender's attempt, mgrd's probe and the demotion fit in one
+ *       request_timeout, fuse-client/ops_data.c); an unreachable twin
  *       (connect refused, reset, timeout, not registered) makes the reply
- *       -EIO.  The iod never decides on its own that its twin is gone:
- *       only mgrd does, in a new epoch (T4).
+ *       -EIO and is reported to mgrd (MSG_REPORT with reporter_iod), which
+ *       probes it.  The iod never decides on its own that its twin is
+ *       gone: only mgrd does, in a new epoch (T4); the sender waits for
+ *       that epoch and retries.
  *   T4  Completing alone: when our map says the twin may not take writes
  *       (r1_must_forward is false) AND marks it needs_resync (so it will
  *       never be read before a resync, R1 invariants 1 and 2), and the
@@ -259,9 +263,12 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
-			  "answering -EIO", type_name(f->hdr.type), f->ino,
-			  f->column, d->twin_id, d->twin_host, d->twin_port,
-			  strerror(-status));
+			  "reported to mgrd, answering -EIO", type_name(f->hdr.type),
+			  f->ino, f->column, d->twin_id, d->twin_host,
+			  d->twin_port, strerror(-status));
+		if (status != -ECANCELED && status != -EAGAIN &&
+		    status != -ESHUTDOWN)
+			iod_mgr_report(d, d->twin_id, status);
 		status = -EIO;
 	} else if (status < 0) {
 		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 " column %" PRIu32 ": "
@@ -503,7 +510,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	o->pending++;
 	rc = d->twin_peer
 		? wire_call(d->twin_peer, type, m->body, &iov,
-			    m->data_len ? 1 : 0, d->conf->request_timeout_ms,
+			    m->data_len ? 1 : 0,
+			    TW_MAX(d->conf->request_timeout_ms / 2, 1u),
 			    on_forward_reply, o)
 		: -ENOTCONN;
 	if (rc < 0) {

@@ -2,7 +2,9 @@
  * iod (HELLO role MGRD), and the four things mgrd asks of them:
  *
  *   TRUNCATE  every column of a file at its primary, for SETATTR size
- *             (the caller replies only after all answered);
+ *             (the caller replies only after all answered); a column
+ *             whose group fails meanwhile is retried at its primary in
+ *             the next map (up to TRUNC_TRIES times);
  *   DELETE    the subfiles of destroyed inodes, asynchronously, retried
  *             with exponential backoff (1 s .. 60 s) until every column's
  *             primary said yes; the list itself is journaled state
@@ -10,6 +12,10 @@
  *   STATFS    summed over groups, each group counted once (its smaller
  *             twin), cached for STATFS_CACHE_MS;
  *   FSYNC     ino 0 at every up iod, for MSG_SYNC.
+ *
+ * The monitor (monitor.c) sends its pings and probes over the same peers
+ * (mgr_pool_peer): mgrd's own traffic to an iod is a few small requests,
+ * never bulk data, so a ping does not wait behind megabytes.
  *
  * Fan-out bookkeeping: each request to several iods is a `struct fanout`
  * that counts outstanding calls; its callback runs when the count reaches
@@ -37,15 +43,19 @@ struct mgr_iodpool {
 	uint32_t n_peers;
 	uint32_t timeout_ms;
 	mgr_pool_pdel_cb on_pdel_done;
+	mgr_pool_failed_cb on_iod_failed;
 	void *arg;
 	uv_timer_t timer;
 	bool timer_init;
+	struct call *retries;                /* truncates waiting to retry */
+	uv_timer_t retry_timer;
 	uint32_t pdel_busy;
 	/* statfs cache */
 	struct mgr_statfs sf;
 	uint64_t sf_ms;
 	bool sf_valid;
 	bool closing;
+	int closing_handles;
 };
 
 struct fanout {
@@ -70,7 +80,20 @@ struct fanout {
 struct call {
 	struct fanout *f;
 	uint32_t index;   /* column (truncate) or iod index (statfs) */
+	/* truncate: what to send again after a failover */
+	struct call *retry_next;
+	uint64_t retry_at_ms;
+	uint32_t tries;
+	uint32_t iod_id;  /* where the last attempt went */
+	uint64_t sub_size, gen;
+	struct r0_layout layout;
 };
+
+static bool iod_writable(const struct mgr_map_iod *mi)
+{
+	return mi->state == MGR_IOD_UP || mi->state == MGR_IOD_SUSPECT ||
+	       mi->state == MGR_IOD_RESYNCING;
+}
 
 static struct wire_peer *peer_of(struct mgr_iodpool *p,
 				 const struct mgr_map_iod *mi)
@@ -125,11 +148,94 @@ static void fanout_done(struct fanout *f)
 
 /* ------------------------------------------------------------- truncate */
 
+/* A column's TRUNCATE failed because an iod of its group did (the primary
+ * unreachable, or its forward to the twin failed: -EIO).  The monitor has
+ * been told or will notice; retry at the column's primary in the map of
+ * then, at most TRUNC_TRIES times, after TRUNC_RETRY_MS: a killed iod is
+ * demoted in milliseconds, a hung one within request_timeout / 2 of the
+ * failed attempt. */
+#define TRUNC_TRIES 3u
+
+static int trunc_send(struct mgr_iodpool *p, struct call *c);
+
+static bool failover_err(int status)
+{
+	switch (status) {
+	case -EIO:
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENOTCONN:
+	case -EAGAIN:
+	case -ESTALE:     /* the map moved on while it was on its way */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void on_retry_timer(uv_timer_t *t)
+{
+	struct mgr_iodpool *p = t->data;
+	struct call **pp = &p->retries, *due = NULL, *c;
+	uint64_t now = tw_now_ms();
+
+	while ((c = *pp)) {
+		if (c->retry_at_ms <= now) {
+			*pp = c->retry_next;
+			c->retry_next = due;
+			due = c;
+		} else {
+			pp = &c->retry_next;
+		}
+	}
+	if (!p->retries)
+		uv_timer_stop(t);
+	while ((c = due)) {
+		due = c->retry_next;
+		if (trunc_send(p, c) < 0) {
+			struct fanout *f = c->f;
+
+			f->status = -EIO;
+			free(c);
+			fanout_done(f);
+		}
+	}
+}
+
 static void on_truncate(int status, struct wire_msg *reply, void *arg)
 {
 	struct call *c = arg;
 	struct fanout *f = c->f;
+	struct mgr_iodpool *p = f->pool;
 
+	if (reply && status < 0) {
+		wire_msg_free(reply);
+		reply = NULL;
+	}
+	/* Our own failed call counts as a report: the monitor probes. */
+	if (status < 0 && status != -EIO && status != -ESTALE &&
+	    failover_err(status) && c->iod_id && p->on_iod_failed && !p->closing)
+		p->on_iod_failed(c->iod_id, p->arg);
+	if (status < 0 && failover_err(status) && c->tries < TRUNC_TRIES &&
+	    !p->closing) {
+		tw_log_rl(TW_LOG_INFO, "mgrd: truncate ino %llu column %u: %s; "
+			  "retrying at the column's primary of the next map",
+			  (unsigned long long)f->ino, c->index,
+			  strerror(-status));
+		/* A refused or reset connection is demoted at once; a
+		 * timeout or a failed forward takes mgrd's probe (rt/2). */
+		c->retry_at_ms = tw_now_ms() +
+			(status == -ECONNREFUSED || status == -ECONNRESET ||
+			 status == -ESTALE
+			 ? 100u : TW_MAX(p->timeout_ms / 2, 1u) + 100u);
+		c->retry_next = p->retries;
+		p->retries = c;
+		if (!uv_is_active((uv_handle_t *)&p->retry_timer))
+			uv_timer_start(&p->retry_timer, on_retry_timer, 50, 50);
+		return;
+	}
 	if (status < 0) {
 		tw_log_rl(TW_LOG_WARN, "mgrd: truncate ino %llu column %u: %s",
 			  (unsigned long long)f->ino, c->index,
@@ -145,6 +251,28 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	free(c);
 	fanout_done(f);
+}
+
+/* Send (again) one column's TRUNCATE to its primary now.  0: on_truncate
+ * will run; -errno: it will not. */
+static int trunc_send(struct mgr_iodpool *p, struct call *c)
+{
+	struct mgr_map_iod *mi = mgr_map_primary(p->map, &c->layout,
+						 c->f->ino, c->index);
+	struct wire_peer *peer = peer_of(p, mi);
+	Twinfs__Truncate t = TWINFS__TRUNCATE__INIT;
+
+	if (!peer || p->closing)
+		return -EIO;
+	c->tries++;
+	c->iod_id = mi->id;
+	t.ino = c->f->ino;
+	t.column = c->index;
+	t.size = c->sub_size;
+	t.trunc_gen = c->gen;
+	t.epoch = p->map->epoch;
+	return wire_call(peer, TWINFS__MSG_TYPE__MSG_TRUNCATE, &t.base, NULL, 0,
+			 p->timeout_ms, on_truncate, c);
 }
 
 int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
@@ -170,8 +298,6 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 	f->n_cols = l->stripe_count;
 	f->pending = 1;  /* held until every call is sent */
 	for (uint32_t k = 0; k < l->stripe_count; k++) {
-		struct mgr_map_iod *mi = mgr_map_primary(p->map, l, ino, k);
-		Twinfs__Truncate t = TWINFS__TRUNCATE__INIT;
 		struct call *c = calloc(1, sizeof(*c));
 
 		if (!c) {
@@ -180,14 +306,11 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 		}
 		c->f = f;
 		c->index = k;
-		t.ino = ino;
-		t.column = k;
-		t.size = r0_subfile_size(l, k, size);
-		t.trunc_gen = gen;
-		t.epoch = p->map->epoch;
+		c->layout = *l;
+		c->sub_size = r0_subfile_size(l, k, size);
+		c->gen = gen;
 		f->pending++;
-		rc = wire_call(peer_of(p, mi), TWINFS__MSG_TYPE__MSG_TRUNCATE,
-			       &t.base, NULL, 0, p->timeout_ms, on_truncate, c);
+		rc = trunc_send(p, c);
 		if (rc < 0) {
 			f->pending--;
 			free(c);
@@ -231,7 +354,9 @@ int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg)
 	for (uint32_t i = 0; i < p->map->n_iods; i++) {
 		Twinfs__Fsync fs = TWINFS__FSYNC__INIT;
 
-		if (p->map->iods[i].state != MGR_IOD_UP || !p->peers[i])
+		/* Every iod that takes writes, resyncing ones included:
+		 * they hold forwarded writes too. */
+		if (!iod_writable(&p->map->iods[i]) || !p->peers[i])
 			continue;
 		fs.epoch = p->map->epoch;
 		f->pending++;
@@ -297,7 +422,8 @@ int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg)
 		Twinfs__Empty e = TWINFS__EMPTY__INIT;
 		struct call *c;
 
-		if (p->map->iods[i].state != MGR_IOD_UP || !p->peers[i])
+		if ((p->map->iods[i].state != MGR_IOD_UP &&
+		     p->map->iods[i].state != MGR_IOD_SUSPECT) || !p->peers[i])
 			continue;
 		c = calloc(1, sizeof(*c));
 		if (!c)
@@ -444,6 +570,11 @@ static void on_tick(uv_timer_t *t)
 	mgr_pool_kick(t->data);
 }
 
+struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id)
+{
+	return id >= 1 && id <= p->n_peers ? p->peers[id - 1] : NULL;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 static void on_iod_connect(struct wire_peer *peer, int status,
@@ -460,8 +591,8 @@ static void on_iod_connect(struct wire_peer *peer, int status,
 
 int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 		 struct mgr_map *map, struct mgr_ns *ns, uint64_t incarnation,
-		 mgr_pool_pdel_cb on_pdel_done, void *arg,
-		 struct mgr_iodpool **out)
+		 mgr_pool_pdel_cb on_pdel_done, mgr_pool_failed_cb on_iod_failed,
+		 void *arg, struct mgr_iodpool **out)
 {
 	struct mgr_iodpool *p = calloc(1, sizeof(*p));
 	Twinfs__Hello hello;
@@ -474,6 +605,7 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 	p->map = map;
 	p->ns = ns;
 	p->on_pdel_done = on_pdel_done;
+	p->on_iod_failed = on_iod_failed;
 	p->arg = arg;
 	p->timeout_ms = conf->request_timeout_ms ? conf->request_timeout_ms
 						 : 5000;
@@ -499,6 +631,8 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 		}
 	}
 	p->n_peers = (uint32_t)conf->n_iods;
+	uv_timer_init(loop, &p->retry_timer);
+	p->retry_timer.data = p;
 	uv_timer_init(loop, &p->timer);
 	p->timer_init = true;
 	p->timer.data = p;
@@ -509,18 +643,33 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 
 static void on_timer_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct mgr_iodpool *p = h->data;
+
+	if (--p->closing_handles == 0)
+		free(p);
 }
 
 void mgr_pool_free(struct mgr_iodpool *p)
 {
+	struct call *c;
+
 	p->closing = true;
+	/* Truncates waiting to retry end now (their fanouts complete). */
+	while ((c = p->retries)) {
+		p->retries = c->retry_next;
+		c->f->status = -EIO;
+		fanout_done(c->f);
+		free(c);
+	}
 	for (uint32_t i = 0; i < p->n_peers; i++)
 		if (p->peers[i])
 			wire_peer_free(p->peers[i]);
 	if (p->timer_init) {
+		p->closing_handles = 2;
 		uv_timer_stop(&p->timer);
+		uv_timer_stop(&p->retry_timer);
 		uv_close((uv_handle_t *)&p->timer, on_timer_closed);
+		uv_close((uv_handle_t *)&p->retry_timer, on_timer_closed);
 	} else {
 		free(p);
 	}

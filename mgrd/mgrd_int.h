@@ -15,6 +15,8 @@
  *   map.c      the cluster map (iod states, UUIDs, epoch).
  *   iodpool.c  mgrd as a client of the iods (TRUNCATE, DELETE, STATFS,
  *              FSYNC).
+ *   monitor.c  failure detection: pings every iod, probes reported ones,
+ *              turns misses into twin-policy events (server_int.h).
  *   server.c   connections, HELLO, dispatch, the commit path with
  *              exactly-once, IOD_REGISTER and map pushes, session expiry,
  *              timers, start and stop (server_int.h: shared with
@@ -350,6 +352,8 @@ struct mgr_map_iod {
 	uint32_t uuid_len;        /* 0 = never registered */
 	uint64_t incarnation;
 	bool needs_resync;
+	/* volatile: registered since this mgrd started (map.c, restarts) */
+	bool seen;
 };
 
 struct mgr_map {
@@ -365,19 +369,33 @@ void mgr_map_init(struct mgr_map *m, const struct tw_conf *conf);
 struct mgr_map_iod *mgr_map_iod(struct mgr_map *m, uint32_t id);
 /* The twin of group g with twin index t, or NULL. */
 struct mgr_map_iod *mgr_map_twin(struct mgr_map *m, uint32_t group, int t);
-/* Twin that orders writes of (ino, column) now: r1_primary while both are
- * up, else the survivor; NULL if neither is up. */
+/* Twin that orders writes of (ino, column) now (r1_write_primary): the
+ * primary while both twins are readable, else the readable one; NULL when
+ * neither is. */
 struct mgr_map_iod *mgr_map_primary(struct mgr_map *m,
 				    const struct r0_layout *l, uint64_t ino,
 				    uint32_t column);
+/* Both twins of mi's group have registered at least once. */
+bool mgr_map_formed(struct mgr_map *m, const struct mgr_map_iod *mi);
 
-/* IOD_REGISTER: decide.  Fills a MGR_OP_MAP_IOD op when the map changes
- * (returns 1), returns 0 when nothing changes, -ENOENT for an unknown id,
- * -EINVAL for a bad UUID, -EEXIST when the id is registered with another
- * UUID. */
+/* Apply a twin-policy event (r1_apply) about iod `id`: fills ops[] with
+ * one MAP_IOD record per iod whose state or needs_resync changes (at most
+ * two, those raising needs_resync first, each with epoch + 1) and returns
+ * their number: 0 when nothing changes, -ENOENT for an unknown id, -EINVAL
+ * for an event not allowed in the current state.  Nothing is applied: the
+ * caller applies and journals the ops in order. */
+int mgr_map_event(struct mgr_map *m, uint32_t id, enum r1_event ev,
+		  uint32_t missed, uint32_t down_after, struct mgr_op *ops);
+
+/* IOD_REGISTER: decide, as mgr_map_event (ops[], count; 0 when nothing
+ * changes: the same incarnation again).  A new incarnation is
+ * R1_EV_REGISTER (failure plus rejoin), except while the group forms and
+ * at the first registration since mgrd started (see map.c).  Marks the iod
+ * seen.  -ENOENT for an unknown id, -EINVAL for a bad UUID, -EEXIST when
+ * the id is registered with another UUID.  ops[].uuid borrows `uuid`. */
 int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 		     uint32_t uuid_len, uint64_t incarnation,
-		     struct mgr_op *op);
+		     struct mgr_op *ops);
 
 /* --------------------------------------------------------------- state */
 
@@ -517,10 +535,14 @@ typedef void (*mgr_pool_statfs_cb)(int status, const struct mgr_statfs *sf,
 /* All columns of a pending delete are gone: journal it (server.c). */
 typedef void (*mgr_pool_pdel_cb)(uint64_t ino, void *arg);
 
+/* An iod did not answer one of mgrd's own calls (unreachable, timed
+ * out): treat it as a report (server.c -> monitor probe). */
+typedef void (*mgr_pool_failed_cb)(uint32_t iod_id, void *arg);
+
 int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 		 struct mgr_map *map, struct mgr_ns *ns, uint64_t incarnation,
-		 mgr_pool_pdel_cb on_pdel_done, void *arg,
-		 struct mgr_iodpool **out);
+		 mgr_pool_pdel_cb on_pdel_done, mgr_pool_failed_cb on_iod_failed,
+		 void *arg, struct mgr_iodpool **out);
 /* Cancel outstanding calls (their callbacks run with -ECANCELED) and free
  * the pool once its handles are closed. */
 void mgr_pool_free(struct mgr_iodpool *p);
@@ -538,6 +560,9 @@ int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg);
 int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg);
 /* Try pending deletes now (after an iod registers or a file dies). */
 void mgr_pool_kick(struct mgr_iodpool *p);
+/* The peer of iod `id` (monitor pings share it), or NULL. */
+struct wire_peer;
+struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);
 
 /* -------------------------------------------------------------- server */
 

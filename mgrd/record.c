@@ -523,7 +523,8 @@ static int apply_map_iod(struct mgr_state *st, struct mgr_op *op)
 		return 0;
 	if (op->uuid_len > MGR_UUID_MAX || op->iod_state > MGR_IOD_RESYNCING)
 		return -EINVAL;
-	memcpy(mi->uuid, op->uuid, op->uuid_len);
+	/* op->uuid may point at mi->uuid itself (a state-only change). */
+	memmove(mi->uuid, op->uuid, op->uuid_len);
 	mi->uuid_len = op->uuid_len;
 	mi->incarnation = op->incarnation;
 	mi->state = (enum mgr_iod_state)op->iod_state;

@@ -1,7 +1,8 @@
 /* server.c - the network face of twinfs-mgrd: connections, HELLO and
  * session binding, dispatch (client requests go to handlers.c), the commit
- * path with exactly-once replay of retransmissions, IOD_REGISTER and map
- * pushes, commit timer, session expiry, start and clean stop.
+ * path with exactly-once replay of retransmissions, IOD_REGISTER, REPORT,
+ * map changes (journaled, then pushed) and pushes, commit timer, session
+ * expiry, start and clean stop.  Failure detection is monitor.c's.
  *
  * Request path of a mutating operation (the guarantee "an mgrd reply means
  * its journal record is closed", DESIGN.md):
@@ -225,6 +226,14 @@ static void on_pdel_done(uint64_t ino, void *arg)
 			 (unsigned long long)ino);
 }
 
+static void on_iod_failed(uint32_t iod_id, void *arg)
+{
+	struct mgr_server *s = arg;
+
+	if (s->mon && !s->stopping)
+		mgr_monitor_report(s->mon, iod_id);
+}
+
 /* -------------------------------------------------------------- the map */
 
 struct map_buf {
@@ -261,7 +270,7 @@ static void fill_map(const struct mgr_server *s, struct map_buf *mb)
 	mb->cm.iods = mb->ptrs;
 }
 
-static void push_map(struct mgr_server *s)
+void mgr_srv_push_map(struct mgr_server *s)
 {
 	struct map_buf mb;
 
@@ -429,11 +438,67 @@ static void h_ping(struct mgr_server *s, struct wire_conn *c,
 	mgr_srv_reply(c, &m->hdr, 0, &p.base);
 }
 
+static const char *iod_state_name(uint32_t st)
+{
+	return st <= MGR_IOD_RESYNCING ? r1_state_name((enum r1_state)st) : "?";
+}
+
+/* Apply and journal a map change (ops from mgr_map_event or
+ * mgr_map_register, in their order), log it, push the new map to every
+ * control connection and iod.  A journal failure is fatal (mgr_srv_finish). */
+static void map_commit(struct mgr_server *s, struct mgr_op *ops, int n,
+		       const char *why)
+{
+	for (int i = 0; i < n; i++) {
+		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map,
+						     (uint32_t)ops[i].ino);
+		uint32_t old_state = mi ? mi->state : 0;
+		bool old_resync = mi && mi->needs_resync;
+		int rc = mgr_srv_internal(s, &ops[i]);
+
+		if (rc < 0) {
+			tw_err("mgrd: map change of iod %llu refused: %s",
+			       (unsigned long long)ops[i].ino, strerror(-rc));
+			continue;
+		}
+		if (!mi)
+			continue;
+		if (old_state != mi->state || old_resync != mi->needs_resync)
+			tw_info("mgrd: iod %u (%s:%d, group %u) %s -> %s%s "
+				"(%s); map epoch %llu", mi->id, mi->host,
+				mi->port, mi->group, iod_state_name(old_state),
+				iod_state_name(mi->state),
+				mi->needs_resync ? ", needs resync" : "", why,
+				(unsigned long long)s->st.map.epoch);
+		if (mi->state == MGR_IOD_RESYNCING && old_state != mi->state)
+			tw_warn("mgrd: iod %u is resyncing: it receives writes "
+				"but serves no reads until `twinfsctl rebuild "
+				"%u` completes it (resync is not automatic yet)",
+				mi->id, mi->id);
+	}
+	if (n > 0) {
+		mgr_srv_push_map(s);
+		mgr_pool_kick(s->pool);
+	}
+}
+
+int mgr_srv_map_event(struct mgr_server *s, uint32_t id, enum r1_event ev,
+		      uint32_t missed, const char *why)
+{
+	struct mgr_op ops[2];
+	uint32_t down_after = s->conf->down_after ? s->conf->down_after : 2;
+	int n = mgr_map_event(&s->st.map, id, ev, missed, down_after, ops);
+
+	if (n > 0)
+		map_commit(s, ops, n, why);
+	return n;
+}
+
 static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 			   struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__IodRegister *q = (const Twinfs__IodRegister *)m->body;
-	struct mgr_op op;
+	struct mgr_op ops[2];
 	struct map_buf mb;
 	int rc;
 
@@ -442,7 +507,7 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		return;
 	}
 	rc = mgr_map_register(&s->st.map, q->iod_id, q->uuid.data,
-			      (uint32_t)q->uuid.len, q->incarnation, &op);
+			      (uint32_t)q->uuid.len, q->incarnation, ops);
 	if (rc == -EEXIST) {
 		tw_err("mgrd: iod %u at %s registers with a data directory "
 		       "whose UUID differs from the one recorded for iod %u: "
@@ -458,21 +523,45 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		return;
 	}
 	mc->iod_id = q->iod_id;
-	if (rc == 1) {
-		rc = mgr_srv_internal(s, &op);
-		if (rc < 0) {
-			mgr_srv_reply(c, &m->hdr, rc, NULL);
-			return;
-		}
-		tw_info("mgrd: iod %u registered from %s (incarnation %llx); "
-			"map epoch %llu", q->iod_id, wire_conn_peer(c),
+	if (rc > 0) {
+		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, q->iod_id);
+		bool first = mi && !mi->uuid_len;
+
+		tw_info("mgrd: iod %u registered from %s (incarnation %llx)%s",
+			q->iod_id, wire_conn_peer(c),
 			(unsigned long long)q->incarnation,
-			(unsigned long long)s->st.map.epoch);
-		push_map(s);
-		mgr_pool_kick(s->pool);
+			first ? ", first time" : "");
+		map_commit(s, ops, rc, first ? "first registration"
+					     : "registered: new incarnation");
+		if (mi && !mgr_map_formed(&s->st.map, mi))
+			tw_info("mgrd: iod %u waits for its twin's first "
+				"registration before group %u serves",
+				mi->id, mi->group);
+		mgr_monitor_reset(s->mon, q->iod_id);
 	}
 	fill_map(s, &mb);
 	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
+}
+
+static void h_report(struct mgr_server *s, struct mgr_conn *mc,
+		     struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Report *q = (const Twinfs__Report *)m->body;
+
+	if (!mgr_map_iod(&s->st.map, q->iod_id)) {
+		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
+		return;
+	}
+	tw_log_rl(TW_LOG_INFO, "mgrd: %s %llu (%s) reports iod %u: %s (epoch "
+		  "%llu); probing it", q->reporter_iod ? "iod" : "client session",
+		  q->reporter_iod ? (unsigned long long)q->reporter_iod
+				  : (unsigned long long)mc->session,
+		  wire_conn_peer(c), q->iod_id,
+		  strerror(q->error < 0 ? -q->error : EIO),
+		  (unsigned long long)q->epoch);
+	/* Answered at once: the reporter waits for the map, not for us. */
+	mgr_srv_reply(c, &m->hdr, 0, NULL);
+	mgr_monitor_report(s->mon, q->iod_id);
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -513,6 +602,10 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	}
 	if (t == TWINFS__MSG_TYPE__MSG_IOD_REGISTER) {
 		h_iod_register(s, mc, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_REPORT) {
+		h_report(s, mc, c, m);
 		goto out;
 	}
 	if (!client_role(mc)) {
@@ -617,7 +710,10 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	free(ids);
 
 	rc = mgr_pool_new(loop, conf, &s->st.map, &s->st.ns, s->incarnation,
-			  on_pdel_done, s, &s->pool);
+			  on_pdel_done, on_iod_failed, s, &s->pool);
+	if (rc < 0)
+		goto fail;
+	rc = mgr_monitor_start(s, &s->mon);
 	if (rc < 0)
 		goto fail;
 	rc = wire_listen(loop, conf->mgr_host, conf->mgr_port, &ops, s,
@@ -643,6 +739,8 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	*out = s;
 	return 0;
 fail:
+	if (s->mon)
+		mgr_monitor_stop(s->mon);
 	if (s->pool)
 		mgr_pool_free(s->pool);
 	if (s->jnl_open)
@@ -694,6 +792,9 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	uv_timer_stop(&s->sweep_timer);
 	uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
 	uv_close((uv_handle_t *)&s->sweep_timer, on_handle_closed);
+	/* Before the pool: its cancelled pings must find the monitor
+	 * stopping (it is freed only when its timer has closed). */
+	mgr_monitor_stop(s->mon);
 	mgr_pool_free(s->pool);
 	wire_server_close(s->ws, stop_step, s);
 }

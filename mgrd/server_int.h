@@ -42,6 +42,7 @@ struct mgr_server {
 	bool jnl_open;
 	struct wire_server *ws;
 	struct mgr_iodpool *pool;
+	struct mgr_monitor *mon;
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
@@ -82,6 +83,32 @@ void mgr_srv_finish(struct mgr_server *s, struct wire_conn *c,
 int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op);
 /* Make the inode-number limit durable before a create uses it. */
 void mgr_srv_ino_reserve(struct mgr_server *s);
+
+/* Apply a twin-policy event about iod `id` (mgr_map_event), journal the
+ * records, log and push the new map.  Returns the number of records (0: no
+ * change) or -errno.  `why` goes into the log line. */
+int mgr_srv_map_event(struct mgr_server *s, uint32_t id, enum r1_event ev,
+		      uint32_t missed, const char *why);
+/* MAP_UPDATE to every control connection and every iod. */
+void mgr_srv_push_map(struct mgr_server *s);
+
+/* monitor.c: failure detection (DESIGN.md "Twins").  Pings every iod of a
+ * formed group every monitor_interval over the iodpool peers; a ping not
+ * answered within min(monitor_interval, request_timeout), or a refused or
+ * reset connection, is a miss (R1_EV_PING_MISSED with the count of misses
+ * in a row; down_after of them make it down); an answer from the same
+ * incarnation is R1_EV_PING_OK (suspect -> up, down -> rejoin).  A report
+ * makes it probe at once (one probe in flight per iod, none within
+ * MON_PROBE_GAP_MS of a successful one); only a failed probe demotes
+ * (R1_EV_PROBE_FAILED). */
+struct mgr_monitor;
+int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out);
+/* Stop pinging; the monitor is freed once its timer has closed.  Call
+ * before mgr_pool_free. */
+void mgr_monitor_stop(struct mgr_monitor *m);
+void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id);
+/* A new incarnation registered: forget its missed pings. */
+void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
 
 /* handlers.c: answer one request of a client or admin connection. */
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,

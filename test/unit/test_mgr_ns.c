@@ -792,12 +792,25 @@ static void step(struct workload *w)
 		return;
 	case 15: {
 		static const uint8_t uuid[2][16] = { { 1, 2, 3 }, { 4, 5, 6 } };
-		int rc = mgr_map_register(&w->st->map, 1 + rnd(w) % 4,
-					  uuid[rnd(w) % 2], 16,
-					  rnd(w) % 3, &op);
+		static const enum r1_event evs[] = {
+			R1_EV_PING_OK, R1_EV_PING_MISSED, R1_EV_PROBE_FAILED,
+			R1_EV_RESYNC_DONE, R1_EV_ACCEPT_STALE,
+		};
+		struct mgr_op ops[2];
+		uint32_t id = 1 + rnd(w) % 4;
+		int rc;
 
-		if (rc == 1)
-			live(w, &op, -1);
+		/* Registrations and monitor events: map changes of one or
+		 * two records each, replayed like every other record. */
+		if (rnd(w) % 2)
+			rc = mgr_map_register(&w->st->map, id, uuid[id % 2], 16,
+					      rnd(w) % 3, ops);
+		else
+			rc = mgr_map_event(&w->st->map, id,
+					   evs[rnd(w) % 5], 1 + rnd(w) % 2, 2,
+					   ops);
+		for (int i = 0; i < rc; i++)
+			live(w, &ops[i], -1);
 		return;
 	}
 	}
@@ -1138,43 +1151,156 @@ Test(persist, reply_cache_trim_and_cap)
 Test(persist, map_register)
 {
 	struct mgr_map m;
-	struct mgr_op op;
+	struct mgr_op ops[2];
 	static const uint8_t u1[16] = { 1 }, u2[16] = { 2 };
 	struct r0_layout l;
 
 	mgr_map_init(&m, &conf);
 	cr_assert_eq(m.epoch, 1);
 	cr_assert_eq(m.iods[0].state, MGR_IOD_DOWN);
-	cr_assert_eq(mgr_map_register(&m, 9, u1, 16, 1, &op), -ENOENT);
-	cr_assert_eq(mgr_map_register(&m, 1, u1, 0, 1, &op), -EINVAL);
-	cr_assert_eq(mgr_map_register(&m, 1, u1, 16, 1, &op), 1);
-	cr_assert_eq(op.epoch, 2);
+	cr_assert_eq(mgr_map_register(&m, 9, u1, 16, 1, ops), -ENOENT);
+	cr_assert_eq(mgr_map_register(&m, 1, u1, 0, 1, ops), -EINVAL);
+	/* Formation: iod 1 alone is recorded but stays down. */
+	cr_assert_eq(mgr_map_register(&m, 1, u1, 16, 1, ops), 1);
+	cr_assert_eq(ops[0].epoch, 2);
+	cr_assert_eq(ops[0].iod_state, MGR_IOD_DOWN);
 	/* Apply it as a record would. */
 	{
 		struct mgr_state st;
 		struct mgr_time now = { 1, 0 };
+		int n;
 
 		cr_assert_eq(mgr_state_init(&st, &conf, &now), 0);
-		cr_assert_eq(mgr_op_apply(&st, &op), 0);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
 		cr_assert_eq(st.map.epoch, 2);
-		cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+		cr_assert_eq(st.map.iods[0].state, MGR_IOD_DOWN);
+		cr_assert(!mgr_map_formed(&st.map, &st.map.iods[0]));
 		/* Same UUID, same incarnation: nothing changes. */
-		cr_assert_eq(mgr_map_register(&st.map, 1, u1, 16, 1, &op), 0);
+		cr_assert_eq(mgr_map_register(&st.map, 1, u1, 16, 1, ops), 0);
 		/* Another UUID for the same id is refused. */
-		cr_assert_eq(mgr_map_register(&st.map, 1, u2, 16, 1, &op),
+		cr_assert_eq(mgr_map_register(&st.map, 1, u2, 16, 1, ops),
 			     -EEXIST);
-		/* A restart (new incarnation) is a change. */
-		cr_assert_eq(mgr_map_register(&st.map, 1, u1, 16, 2, &op), 1);
-		cr_assert_eq(op.epoch, 3);
+		/* Its twin registers for the first time: both up at once. */
+		n = mgr_map_register(&st.map, 2, u2, 16, 7, ops);
+		cr_assert_eq(n, 2);
+		for (int i = 0; i < n; i++) {
+			cr_assert_eq(ops[i].epoch, 3);
+			cr_assert_eq(mgr_op_apply(&st, &ops[i]), 0);
+		}
+		cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+		cr_assert_eq(st.map.iods[1].state, MGR_IOD_UP);
+		cr_assert(mgr_map_formed(&st.map, &st.map.iods[1]));
 		/* Primaries: (ino + column) % 2 while both twins are up,
 		 * else the survivor; NULL when neither is up. */
 		cr_assert_eq(r0_layout_make(&l, 65536, 2, 0, 2), 0);
 		cr_assert_eq(mgr_map_primary(&st.map, &l, 4, 0)->id, 1);
-		cr_assert_eq(mgr_map_primary(&st.map, &l, 5, 0)->id, 1);
-		cr_assert_null(mgr_map_primary(&st.map, &l, 5, 1));
-		st.map.iods[1].state = MGR_IOD_UP;
 		cr_assert_eq(mgr_map_primary(&st.map, &l, 5, 0)->id, 2);
-		cr_assert_eq(mgr_map_primary(&st.map, &l, 4, 0)->id, 1);
+		cr_assert_null(mgr_map_primary(&st.map, &l, 5, 1));
+		/* A restart of an up twin (new incarnation) is a failure
+		 * plus a rejoin: resyncing, never read. */
+		n = mgr_map_register(&st.map, 1, u1, 16, 2, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_RESYNCING);
+		cr_assert(ops[0].needs_resync);
+		cr_assert_eq(ops[0].incarnation, 2);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
+		cr_assert_eq(st.map.epoch, 4);
+		cr_assert_eq(mgr_map_primary(&st.map, &l, 4, 0)->id, 2);
+		/* mgrd restarts (seen is volatile): the first registration
+		 * of the up twin keeps its state; the resyncing one stays
+		 * resyncing; a second restart is a failure plus a rejoin
+		 * again (alone with a resyncing partner: back up, since it
+		 * holds every write). */
+		st.map.iods[0].seen = st.map.iods[1].seen = false;
+		n = mgr_map_register(&st.map, 2, u2, 16, 8, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_UP);
+		cr_assert_eq(ops[0].incarnation, 8);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
+		n = mgr_map_register(&st.map, 1, u1, 16, 3, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_RESYNCING);
+		cr_assert_eq(mgr_op_apply(&st, &ops[0]), 0);
+		n = mgr_map_register(&st.map, 2, u2, 16, 9, ops);
+		cr_assert_eq(n, 1);
+		cr_assert_eq(ops[0].iod_state, MGR_IOD_UP);
+		cr_assert_eq(ops[0].incarnation, 9);
 		mgr_state_free(&st);
 	}
+}
+
+/* The monitor's events through mgr_map_event: suspect, down after
+ * down_after misses, the survivor marks the loser stale, a stale twin is
+ * never promoted, and records raising needs_resync come first. */
+Test(persist, map_events)
+{
+	struct mgr_state st;
+	struct mgr_time now = { 1, 0 };
+	struct mgr_op ops[2];
+	static const uint8_t u1[16] = { 1 }, u2[16] = { 2 };
+	int n;
+
+#define APPLY(n_) do { for (int i_ = 0; i_ < (n_); i_++) \
+	cr_assert_eq(mgr_op_apply(&st, &ops[i_]), 0); } while (0)
+	cr_assert_eq(mgr_state_init(&st, &conf, &now), 0);
+	n = mgr_map_register(&st.map, 1, u1, 16, 1, ops);
+	APPLY(n);
+	n = mgr_map_register(&st.map, 2, u2, 16, 1, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+	/* One miss: suspect, still readable. */
+	n = mgr_map_event(&st.map, 2, R1_EV_PING_MISSED, 1, 2, ops);
+	cr_assert_eq(n, 1);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[1].state, MGR_IOD_SUSPECT);
+	/* Answering again: up. */
+	n = mgr_map_event(&st.map, 2, R1_EV_PING_OK, 0, 2, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[1].state, MGR_IOD_UP);
+	/* A failed probe: down and stale (iod 1 goes on alone). */
+	n = mgr_map_event(&st.map, 2, R1_EV_PROBE_FAILED, 0, 2, ops);
+	cr_assert_eq(n, 1);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[1].state, MGR_IOD_DOWN);
+	cr_assert(st.map.iods[1].needs_resync);
+	/* Now iod 1 dies too: down, not stale; group failed. */
+	n = mgr_map_event(&st.map, 1, R1_EV_PING_MISSED, 2, 2, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_DOWN);
+	cr_assert(!st.map.iods[0].needs_resync);
+	/* The stale one comes back first: it stays down. */
+	n = mgr_map_event(&st.map, 2, R1_EV_PING_OK, 0, 2, ops);
+	cr_assert_eq(n, 0);
+	/* The good one comes back: up alone; the stale one then resyncs. */
+	n = mgr_map_event(&st.map, 1, R1_EV_PING_OK, 0, 2, ops);
+	cr_assert_eq(n, 1);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+	n = mgr_map_event(&st.map, 2, R1_EV_PING_OK, 0, 2, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[1].state, MGR_IOD_RESYNCING);
+	/* Resync done (twinfsctl rebuild, part B): up again. */
+	n = mgr_map_event(&st.map, 2, R1_EV_RESYNC_DONE, 0, 2, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[1].state, MGR_IOD_UP);
+	cr_assert(!st.map.iods[1].needs_resync);
+	/* Both down, the second without needs_resync; the second returns
+	 * alone: two records, the one raising needs_resync first. */
+	n = mgr_map_event(&st.map, 1, R1_EV_PROBE_FAILED, 0, 2, ops);
+	APPLY(n);
+	n = mgr_map_event(&st.map, 2, R1_EV_PROBE_FAILED, 0, 2, ops);
+	APPLY(n);
+	cr_assert(st.map.iods[0].needs_resync);
+	cr_assert(!st.map.iods[1].needs_resync);
+	n = mgr_map_event(&st.map, 1, R1_EV_ACCEPT_STALE, 0, 2, ops);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(ops[0].ino, 2);
+	cr_assert(ops[0].needs_resync);
+	cr_assert_eq(ops[0].epoch, ops[1].epoch);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+	cr_assert_eq(mgr_map_event(&st.map, 9, R1_EV_PING_OK, 0, 2, ops),
+		     -ENOENT);
+#undef APPLY
+	mgr_state_free(&st);
 }

@@ -1,0 +1,277 @@
+/* report.c - a writer's size reports (SIZE_REPORT): the dirty list of
+ * open files with unreported writes, the report sent on flush, fsync,
+ * release and every FC_REPORT_INTERVAL_MS while dirty (proto/FORMAT.md
+ * "Size, truncate, data_version"), and the final flush of every dirty file
+ * at unmount.  Split out of ops_data.c, which calls it; everything here runs
+ * on the loop thread.
+ *
+ * Lifetimes: struct fc_file is freed when its last reference goes (the
+ * open's, or a write or report in flight: fc_file_put).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+static void dirty_remove(struct fc_client *cl, struct fc_file *f)
+{
+	if (!f->on_dirty_list)
+		return;
+	if (f->dirty_prev)
+		f->dirty_prev->dirty_next = f->dirty_next;
+	else
+		cl->dirty_head = f->dirty_next;
+	if (f->dirty_next)
+		f->dirty_next->dirty_prev = f->dirty_prev;
+	f->on_dirty_list = false;
+	f->dirty_prev = f->dirty_next = NULL;
+}
+
+void fc_file_put(struct fc_client *cl, struct fc_file *f)
+{
+	if (--f->refs > 0)
+		return;
+	dirty_remove(cl, f);
+	free(f);
+}
+
+/* ------------------------------------------------------- size reports */
+
+struct report {
+	struct fc_client *cl;
+	struct fc_file *f;
+	struct fc_mgr_call mc;
+	Twinfs__SizeReport sr;
+	Twinfs__ColumnBlocks cb[R0_MAX_STRIPE_COUNT];
+	Twinfs__ColumnBlocks *cbp[R0_MAX_STRIPE_COUNT];
+	uint64_t gen;
+	bool from_timer;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+struct fc_report_barrier {
+	struct fc_report_barrier *next;
+	uint64_t ino;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+/* Add delta to ino's count of reports in flight; returns the new count. */
+static uintptr_t inflight_add(struct fc_client *cl, uint64_t ino, int delta)
+{
+	uintptr_t n = (uintptr_t)tw_hmap_get(&cl->reports_inflight, ino);
+
+	n += (uintptr_t)(intptr_t)delta;
+	if (n == 0)
+		tw_hmap_del(&cl->reports_inflight, ino);
+	else if (tw_hmap_put(&cl->reports_inflight, ino, (void *)n) < 0)
+		tw_log_rl(TW_LOG_ERR, "out of memory tracking size reports");
+	return n;
+}
+
+/* ino has no report in flight any more: release the SETATTRs waiting. */
+static void barriers_fire(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_report_barrier **pp = &cl->barriers, *b, *ready = NULL;
+
+	while ((b = *pp)) {
+		if (b->ino == ino) {
+			*pp = b->next;
+			b->next = ready;
+			ready = b;
+		} else {
+			pp = &b->next;
+		}
+	}
+	while ((b = ready)) {
+		ready = b->next;
+		b->done(b->arg, 0);
+		free(b);
+	}
+}
+
+static bool file_dirty(const struct fc_file *f)
+{
+	return f->write_gen != f->reported_gen;
+}
+
+static void report_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct report *r = mc->arg;
+	struct fc_client *cl = r->cl;
+	struct fc_file *f = r->f;
+	struct fc_attr a;
+
+	if (status == 0) {
+		if (fc_entry_from_reply(cl, reply, &a) == 0)
+			fc_inode_update(cl, &a, NULL);
+		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
+			f->reported_gen = r->gen;
+		if (!file_dirty(f))
+			dirty_remove(cl, f);
+	} else if (status != -EIO || !cl->stopping) {
+		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
+			  f->ino, strerror(-status));
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (r->from_timer)
+		f->timer_report = false;
+	if (r->done)
+		r->done(r->arg, status);
+	if (inflight_add(cl, f->ino, -1) == 0)
+		barriers_fire(cl, f->ino);
+	fc_file_put(cl, f);
+	free(r);
+}
+
+bool fc_report_start(struct fc_client *cl, struct fc_file *f,
+			 bool from_timer, void (*done)(void *, int),
+			 void *arg, int *err)
+{
+	struct report *r;
+	uint32_t k;
+	size_t n = 0;
+
+	*err = 0;
+	if (!file_dirty(f))
+		return false;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = -ENOMEM;
+		return false;
+	}
+	r->cl = cl;
+	r->f = f;
+	r->gen = f->write_gen;
+	r->from_timer = from_timer;
+	r->done = done;
+	r->arg = arg;
+	f->refs++;
+	inflight_add(cl, f->ino, 1);
+	if (from_timer)
+		f->timer_report = true;
+	twinfs__size_report__init(&r->sr);
+	r->sr.ino = f->ino;
+	r->sr.size = f->end;
+	r->sr.trunc_gen = f->end_gen;
+	r->sr.mtime_sec = f->mtime_sec;
+	r->sr.mtime_nsec = f->mtime_nsec;
+	r->sr.wrote = true;
+	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
+		if (!(f->cols_seen & (1u << k)))
+			continue;
+		twinfs__column_blocks__init(&r->cb[n]);
+		r->cb[n].column = k;
+		r->cb[n].blocks = f->col_blocks[k];
+		r->cbp[n] = &r->cb[n];
+		n++;
+	}
+	r->sr.n_blocks = n;
+	r->sr.blocks = n ? r->cbp : NULL;
+	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
+		    &r->sr.ctx, NULL, 0, report_done, r);
+	return true;
+}
+
+bool fc_report_ino(struct fc_client *cl, uint64_t ino,
+		   void (*done)(void *arg, int status), void *arg)
+{
+	struct fc_report_barrier *b;
+	struct fc_file *f, *next;
+	int err;
+
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (f->ino == ino)
+			fc_report_start(cl, f, false, NULL, NULL, &err);
+	}
+	if (!tw_hmap_get(&cl->reports_inflight, ino))
+		return false;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return false;  /* best effort: the SETATTR goes out now */
+	b->ino = ino;
+	b->done = done;
+	b->arg = arg;
+	b->next = cl->barriers;
+	cl->barriers = b;
+	return true;
+}
+
+static void report_timer_cb(uv_timer_t *t)
+{
+	struct fc_client *cl = t->data;
+	struct fc_file *f, *next;
+	int err;
+
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (!f->timer_report)
+			fc_report_start(cl, f, true, NULL, NULL, &err);
+	}
+	if (!cl->dirty_head) {
+		uv_timer_stop(t);
+		cl->report_timer_on = false;
+	}
+}
+
+void fc_file_dirty(struct fc_client *cl, struct fc_file *f)
+{
+	if (!f->on_dirty_list) {
+		f->dirty_prev = NULL;
+		f->dirty_next = cl->dirty_head;
+		if (cl->dirty_head)
+			cl->dirty_head->dirty_prev = f;
+		cl->dirty_head = f;
+		f->on_dirty_list = true;
+	}
+	if (!cl->report_timer_on && !cl->stopping) {
+		uv_timer_start(&cl->report_timer, report_timer_cb,
+			       FC_REPORT_INTERVAL_MS, FC_REPORT_INTERVAL_MS);
+		cl->report_timer_on = true;
+	}
+}
+
+struct flush_all {
+	int pending;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void flush_all_one(void *arg, int status)
+{
+	struct flush_all *fa = arg;
+
+	(void)status;
+	if (--fa->pending == 0) {
+		fa->done(fa->arg);
+		free(fa);
+	}
+}
+
+void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
+{
+	struct flush_all *fa = calloc(1, sizeof(*fa));
+	struct fc_file *f, *next;
+	int err;
+
+	if (!fa) {
+		done(arg);
+		return;
+	}
+	fa->done = done;
+	fa->arg = arg;
+	fa->pending = 1;
+	for (f = cl->dirty_head; f; f = next) {
+		next = f->dirty_next;
+		if (fc_report_start(cl, f, false, flush_all_one, fa, &err))
+			fa->pending++;
+	}
+	flush_all_one(fa, 0);
+}
+

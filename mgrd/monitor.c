@@ -1,0 +1,247 @@
+/* monitor.c - mgrd's failure detection (DESIGN.md "Twins"): it pings every
+ * iod of a formed group every monitor_interval and probes at once an iod a
+ * client or an iod reported, and turns what it sees into events of raid's
+ * twin policy (r1_apply through mgr_srv_map_event, which journals the map
+ * change and pushes it).  It decides nothing about states itself.
+ *
+ *   answered ping/probe, same incarnation  -> R1_EV_PING_OK (suspect -> up,
+ *                                             down -> rejoin: resyncing, or
+ *                                             up when alone and not stale)
+ *   answered, another incarnation          -> nothing: that process has not
+ *                                             registered yet, and its
+ *                                             registration is the event
+ *   ping not answered within min(monitor_interval, request_timeout), or
+ *   connection refused / reset             -> R1_EV_PING_MISSED(missed in a
+ *                                             row): suspect, then down after
+ *                                             down_after
+ *   probe failed (no answer within         -> R1_EV_PROBE_FAILED: down
+ *   request_timeout / 2, or refused/reset)
+ *
+ * One report never demotes a server mgrd can reach: only a failed probe
+ * does.  Probes are rate-limited per iod: one in flight, and none within
+ * MON_PROBE_GAP_MS after one that succeeded (a flood of reports about a
+ * live iod costs one ping each MON_PROBE_GAP_MS).
+ *
+ * Pings travel on the iodpool's peers (mgr_pool_peer).  mgrd sends iods
+ * only small requests (truncate, delete, statfs, fsync), so a ping never
+ * waits behind bulk data; an fsync in flight is the worst case, and it is
+ * bounded by the same request_timeout.
+ *
+ * Groups that have not formed (a twin never registered, map.c) are left
+ * alone: their first registrations decide.
+ */
+#include "server_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MON_PROBE_GAP_MS 500u
+
+struct mon_iod {
+	bool ping_busy;
+	bool probe_busy;
+	uint32_t missed;          /* pings missed in a row */
+	uint64_t probe_ok_ms;     /* last successful probe */
+	bool probe_wanted;        /* a report arrived while a ping was out */
+};
+
+struct mgr_monitor {
+	struct mgr_server *s;
+	uv_timer_t timer;
+	uint32_t interval_ms;
+	uint32_t ping_timeout_ms;
+	uint32_t probe_timeout_ms;
+	bool stopping;
+	struct mon_iod iod[TW_MAX_IODS];   /* [id - 1] */
+};
+
+struct ping {
+	struct mgr_monitor *m;
+	uint32_t id;
+	bool probe;
+	uint64_t sent_ms;
+	Twinfs__Ping body;
+};
+
+static void send_ping(struct mgr_monitor *m, uint32_t id, bool probe);
+
+static void on_pong(int status, struct wire_msg *reply, void *arg)
+{
+	struct ping *pg = arg;
+	struct mgr_monitor *m = pg->m;
+	struct mgr_server *s = m->s;
+	struct mgr_map_iod *mi;
+	struct mon_iod *mo;
+	char why[96];
+
+	if (m->stopping)
+		goto out;
+	mi = mgr_map_iod(&s->st.map, pg->id);
+	mo = &m->iod[pg->id - 1];
+	if (pg->probe)
+		mo->probe_busy = false;
+	else
+		mo->ping_busy = false;
+	if (!mi || !mgr_map_formed(&s->st.map, mi))
+		goto out;
+	if (status == 0 && reply && reply->body &&
+	    reply->body->descriptor == &twinfs__ping__descriptor) {
+		const Twinfs__Ping *p = (const Twinfs__Ping *)reply->body;
+
+		mo->missed = 0;
+		if (pg->probe)
+			mo->probe_ok_ms = tw_now_ms();
+		if (p->incarnation != mi->incarnation)
+			goto out;   /* restarted; its registration decides */
+		if (mi->state == MGR_IOD_SUSPECT || mi->state == MGR_IOD_DOWN)
+			mgr_srv_map_event(s, pg->id, R1_EV_PING_OK, 0,
+					  pg->probe ? "answered a probe"
+						    : "answered a ping");
+		goto out;
+	}
+	if (status == 0)
+		status = -EPROTO;
+	if (status == -ECANCELED)
+		goto out;
+	if (pg->probe) {
+		snprintf(why, sizeof(why), "probe after a report failed: %s",
+			 status == -ETIMEDOUT ? "no answer in time"
+					      : strerror(-status));
+		mgr_srv_map_event(s, pg->id, R1_EV_PROBE_FAILED, 0, why);
+		mo->missed = 0;
+		goto out;
+	}
+	mo->missed++;
+	snprintf(why, sizeof(why), "%u missed ping%s, last: %s", mo->missed,
+		 mo->missed == 1 ? "" : "s",
+		 status == -ETIMEDOUT ? "no answer in time" : strerror(-status));
+	mgr_srv_map_event(s, pg->id, R1_EV_PING_MISSED, mo->missed, why);
+out:
+	if (!m->stopping && pg->id >= 1 && pg->id <= TW_MAX_IODS &&
+	    m->iod[pg->id - 1].probe_wanted && !m->iod[pg->id - 1].probe_busy) {
+		m->iod[pg->id - 1].probe_wanted = false;
+		send_ping(m, pg->id, true);
+	}
+	if (reply)
+		wire_msg_free(reply);
+	free(pg);
+}
+
+static void send_ping(struct mgr_monitor *m, uint32_t id, bool probe)
+{
+	struct mgr_server *s = m->s;
+	struct wire_peer *peer = mgr_pool_peer(s->pool, id);
+	struct mon_iod *mo = &m->iod[id - 1];
+	struct ping *pg;
+	int rc;
+
+	if (!peer || m->stopping)
+		return;
+	pg = calloc(1, sizeof(*pg));
+	if (!pg)
+		return;
+	pg->m = m;
+	pg->id = id;
+	pg->probe = probe;
+	pg->sent_ms = tw_now_ms();
+	twinfs__ping__init(&pg->body);
+	pg->body.epoch = s->st.map.epoch;
+	pg->body.incarnation = s->incarnation;
+	rc = wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &pg->body.base, NULL,
+		       0, probe ? m->probe_timeout_ms : m->ping_timeout_ms,
+		       on_pong, pg);
+	if (rc < 0) {
+		free(pg);
+		return;
+	}
+	if (probe)
+		mo->probe_busy = true;
+	else
+		mo->ping_busy = true;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct mgr_monitor *m = t->data;
+	struct mgr_map *map = &m->s->st.map;
+
+	if (m->stopping || m->s->stopping)
+		return;
+	for (uint32_t i = 0; i < map->n_iods && i < TW_MAX_IODS; i++) {
+		struct mgr_map_iod *mi = &map->iods[i];
+
+		if (!mgr_map_formed(map, mi) || m->iod[i].ping_busy)
+			continue;
+		send_ping(m, mi->id, false);
+	}
+}
+
+void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id)
+{
+	struct mgr_map *map = &m->s->st.map;
+	struct mgr_map_iod *mi = mgr_map_iod(map, iod_id);
+	struct mon_iod *mo;
+
+	if (!mi || iod_id > TW_MAX_IODS || m->stopping)
+		return;
+	mo = &m->iod[iod_id - 1];
+	/* Already demoted: the reporter only needs the map (it polls). */
+	if (mi->state == MGR_IOD_DOWN || !mgr_map_formed(map, mi))
+		return;
+	if (mo->probe_busy)
+		return;
+	if (mo->probe_ok_ms && tw_now_ms() - mo->probe_ok_ms < MON_PROBE_GAP_MS)
+		return;
+	send_ping(m, iod_id, true);
+}
+
+void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id)
+{
+	if (iod_id < 1 || iod_id > TW_MAX_IODS)
+		return;
+	m->iod[iod_id - 1].missed = 0;
+	m->iod[iod_id - 1].probe_ok_ms = 0;
+}
+
+int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out)
+{
+	struct mgr_monitor *m = calloc(1, sizeof(*m));
+	uint32_t rt = s->conf->request_timeout_ms ? s->conf->request_timeout_ms
+						  : 5000;
+
+	if (!m)
+		return -ENOMEM;
+	m->s = s;
+	m->interval_ms = s->conf->monitor_interval_ms
+			 ? TW_MAX(s->conf->monitor_interval_ms, 100u) : 30000;
+	m->ping_timeout_ms = TW_MIN(m->interval_ms, rt);
+	/* Half the request timeout: the reporter waited rt/2 for its
+	 * attempt, so detection plus demotion fit in one request_timeout
+	 * (fuse-client/ops_data.c, "Failover budget"). */
+	m->probe_timeout_ms = TW_MAX(rt / 2, 1u);
+	uv_timer_init(s->loop, &m->timer);
+	m->timer.data = m;
+	uv_timer_start(&m->timer, on_tick, m->interval_ms, m->interval_ms);
+	tw_info("mgrd: monitor pings every iod every %u ms (a miss: no answer "
+		"in %u ms), down after %u misses; probes wait %u ms",
+		m->interval_ms, m->ping_timeout_ms,
+		s->conf->down_after ? s->conf->down_after : 2,
+		m->probe_timeout_ms);
+	*out = m;
+	return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void mgr_monitor_stop(struct mgr_monitor *m)
+{
+	if (!m || m->stopping)
+		return;
+	m->stopping = true;
+	uv_timer_stop(&m->timer);
+	uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}

@@ -1,0 +1,52 @@
+# failover_lib.sh - shared by the t_failover_*.sh drills (source it after
+# lib.sh, before e2e_begin).  Short timers make the drills fast:
+# monitor_interval 500 ms (mgrd and client), request_timeout 2 s, unless the
+# caller's environment says otherwise.
+
+export TWINFS_MONITOR_INTERVAL=${TWINFS_MONITOR_INTERVAL:-500ms}
+export TWINFS_REQUEST_TIMEOUT=${TWINFS_REQUEST_TIMEOUT:-2s}
+export TWINFS_MOUNT_OPTS=${TWINFS_MOUNT_OPTS:-allow_other,monitor_interval=$(
+	awk -v v="$TWINFS_MONITOR_INTERVAL" 'BEGIN { n = v + 0
+		if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')}
+# request_timeout in ms, for the time limits the drills check.
+RT_MS=$(awk -v v="$TWINFS_REQUEST_TIMEOUT" 'BEGIN { n = v + 0
+	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
+MI_MS=$(awk -v v="$TWINFS_MONITOR_INTERVAL" 'BEGIN { n = v + 0
+	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
+
+now_ms() { date +%s%3N; }
+
+# iod_state N: the STATE column of twinfsctl status for iod N
+# ("up", "down,needs-resync", "resyncing", ...).
+iod_state() {
+	ctl -t 2000 status 2>/dev/null | awk -v n="$1" '$1 == n { print $5; exit }'
+}
+
+# wait_state N REGEX TIMEOUT_MS: wait until iod N's state matches REGEX;
+# prints the milliseconds it took, returns 1 on timeout.
+wait_state() {
+	local n=$1 re=$2 limit=$3 t0 st
+	t0=$(now_ms)
+	while :; do
+		st=$(iod_state "$n")
+		if [[ $st =~ $re ]]; then
+			echo $(($(now_ms) - t0))
+			return 0
+		fi
+		if (($(now_ms) - t0 > limit)); then
+			echo "timeout (state '$st')"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# wait_size FILE BYTES: wait (up to 60 s) until FILE holds at least BYTES.
+wait_size() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		(($(stat -c %s "$1" 2>/dev/null || echo 0) >= $2)) && return 0
+		sleep 0.05
+	done
+	return 1
+}
