@@ -118,6 +118,7 @@ static const struct wire_type types[] = {
 	T(IOD_REGISTER, "IOD_REGISTER", iod_register, cluster_map),
 	T(FSYNCDIR, "FSYNCDIR", getattr, empty),
 	T(REPORT, "REPORT", report, empty),
+	T(AUTH, "AUTH", auth, auth_reply),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),
