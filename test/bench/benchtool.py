@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""benchtool.py - helpers of test/bench/run (see README.md here).
+
+Subcommands (all print their result on stdout, one line):
+
+  fio JSONFILE SIDE            bw_MBps iops lat_us io_bytes of fio's first job
+                               (group_reporting: the aggregate) for SIDE
+                               read|write
+  meta-create DIR N            create N empty files DIR/fNNNNNN; ops/s
+  meta-stat DIR N              stat them in creation order; ops/s
+  meta-unlink DIR N            unlink them, then rmdir DIR; ops/s
+  mkgrep FILE SIZE_MIB         write a text file of SIZE_MIB MiB made of the
+                               C headers under /usr/include, repeated
+  cpu PID...                   user+sys seconds of the PIDs (all threads),
+                               from /proc/PID/stat (a gone PID counts 0)
+  quiesce TIMEOUT JOURNAL... -- PID...
+                               wait until the iods are idle (no checkpoint
+                               running; see cmd_quiesce); print the seconds
+                               waited, or "timeout:SECONDS" after TIMEOUT s
+  report RAW.tsv SUMMARY.tsv MODE
+                               medians per target and workload, ratios,
+                               targets of issue 6; prints the table
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cmd_fio(path, side):
+    with open(path) as f:
+        text = f.read()
+    # fio may print warnings before the JSON document.
+    j = json.loads(text[text.index("{"):])
+    s = j["jobs"][0][side]
+    lat = s.get("lat_ns", {}).get("mean", 0.0) / 1000.0
+    print("%.1f %.1f %.1f %d" % (s["bw_bytes"] / 1e6, s["iops"], lat,
+                                 s["io_bytes"]))
+
+
+def names(d, n):
+    return [os.path.join(d, "f%06d" % i) for i in range(n)]
+
+
+def cmd_meta_create(d, n):
+    os.mkdir(d)
+    paths = names(d, n)
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
+    t = time.perf_counter()
+    for p in paths:
+        os.close(os.open(p, flags, 0o644))
+    print("%.1f" % (n / (time.perf_counter() - t)))
+
+
+def cmd_meta_stat(d, n):
+    paths = names(d, n)
+    t = time.perf_counter()
+    for p in paths:
+        os.stat(p)
+    print("%.1f" % (n / (time.perf_counter() - t)))
+
+
+def cmd_meta_unlink(d, n):
+    paths = names(d, n)
+    t = time.perf_counter()
+    for p in paths:
+        os.unlink(p)
+    el = time.perf_counter() - t
+    os.rmdir(d)
+    print("%.1f" % (n / el))
+
+
+def cmd_mkgrep(path, mib):
+    want = mib << 20
+    chunks, total = [], 0
+    for root, _, files in os.walk("/usr/include"):
+        for f in sorted(files):
+            if not f.endswith(".h"):
+                continue
+            try:
+                with open(os.path.join(root, f), "rb") as fh:
+                    b = fh.read()
+            except OSError:
+                continue
+            chunks.append(b)
+            total += len(b)
+            if total >= min(want, 64 << 20):
+                break
+        if total >= min(want, 64 << 20):
+            break
+    blob = b"".join(chunks)
+    if not blob:
+        sys.exit("mkgrep: no headers under /usr/include")
+    written = 0
+    with open(path, "wb") as out:
+        while written < want:
+            piece = blob[:want - written]
+            out.write(piece)
+            written += len(piece)
+    print(written)
+
+
+def ticks(pid):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return 0
+    fields = st[st.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15)
+
+
+def cmd_cpu(pids):
+    print("%.2f" % (sum(ticks(p) for p in pids) / CLK_TCK))
+
+
+def superblocks(journals):
+    out = []
+    for j in journals:
+        try:
+            with open(j, "rb") as f:
+                out.append(f.read(128))
+        except OSError:
+            out.append(b"")
+    return out
+
+
+def write_bytes(pid):
+    """Bytes the process (all threads, io_uring workers included) sent
+    towards the storage layer: /proc/PID/io write_bytes."""
+    try:
+        with open("/proc/%s/io" % pid) as f:
+            for line in f:
+                if line.startswith("write_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cmd_quiesce(timeout, journals, pids):
+    """Idle = for 2 s (4 polls of 0.5 s): no journal superblock changed (a
+    checkpoint that ends writes the new tail there), the iods together
+    dirtied under 256 KiB (a checkpoint in progress writes homes) and used
+    under 10 % of one core (idle iods use about 1 % each: heartbeats)."""
+    t0 = time.monotonic()
+    step, need = 0.5, 4
+    quiet = 0
+
+    def sample():
+        return (superblocks(journals), sum(ticks(p) for p in pids),
+                sum(write_bytes(p) for p in pids))
+    last = sample()
+    while True:
+        time.sleep(step)
+        cur = sample()
+        busy = (cur[0] != last[0]
+                or cur[1] - last[1] > 0.10 * step * CLK_TCK
+                or cur[2] - last[2] > 256 << 10)
+        quiet = 0 if busy else quiet + 1
+        last = cur
+        el = time.monotonic() - t0
+        if quiet >= need:
+            print("%.1f" % (el - need * step))
+            return
+        if el >= timeout:
+            print("timeout:%.0f" % el)
+            return
+
+
+# workload -> (unit, higher_is_better, baseline, factor); factor None = no
+# target.  From issue 6, "The targets".
+WORKLOADS = [
+    ("seq_write", "MB/s", True, "local", 0.22),
+    ("seq_read", "MB/s", True, "local", 0.6),
+    ("par4_write", "MB/s", True, "local", 0.22),
+    ("par4_read", "MB/s", True, "local", 0.5),
+    ("randread_4k", "IOPS", True, "bindfs", 0.5),
+    ("randread_4k_lat", "us", False, None, None),
+    ("randwrite_4k", "IOPS", True, "bindfs", 0.5),
+    ("randwrite_4k_lat", "us", False, None, None),
+    ("meta_create", "ops/s", True, "bindfs", 2.0),
+    ("meta_stat", "ops/s", True, "bindfs", 0.5),
+    ("meta_unlink", "ops/s", True, "bindfs", 0.5),
+    ("tree_extract", "s", False, "bindfs", 1.5),
+    ("ls_lR", "s", False, "bindfs", 2.0),
+    ("tree_rm", "s", False, "bindfs", 1.5),
+    ("grep_big", "s", False, "local", 1.5),
+    ("cpu_write", "s/GiB", False, None, None),
+    ("cpu_read", "s/GiB", False, None, None),
+]
+TARGETS = ("local", "bindfs", "twinfs")
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return "%.0f" % v
+    if v >= 100:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def cmd_report(raw, summary, mode):
+    vals = {}
+    with open(raw) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            try:
+                v = float(r["value"])
+            except ValueError:
+                continue
+            vals.setdefault((r["workload"], r["target"]), {})[r["run"]] = v
+    rows = []
+    for name, unit, higher, base, factor in WORKLOADS:
+        if name in ("seq_write", "par4_write") and mode != "journal":
+            factor = 0.45           # data=ordered / writeback (ceiling 0.5)
+        med = {}
+        for t in TARGETS:
+            runs = vals.get((name, t), {})
+            med[t] = statistics.median(runs.values()) if runs else None
+        if all(med[t] is None for t in TARGETS):
+            continue
+
+        def ratio(b):
+            tw, bb = med["twinfs"], med[b]
+            return tw / bb if tw is not None and bb else None
+        r_loc, r_bfs = ratio("local"), ratio("bindfs")
+        # Median over runs of the per-run ratio (both figures from the same
+        # run): robust against drift between runs.
+        run_ratio = None
+        if base:
+            tw, bb = vals.get((name, "twinfs"), {}), vals.get((name, base), {})
+            rr = [tw[k] / bb[k] for k in tw if k in bb and bb[k]]
+            run_ratio = statistics.median(rr) if rr else None
+        if factor is None:
+            target, met = "-", "-"
+        else:
+            r = r_loc if base == "local" else r_bfs
+            target = "%s %g x %s%s" % (">=" if higher else "<=", factor, base,
+                                       "" if higher else " time")
+            if r is None:
+                met = "n/a"
+            else:
+                met = "met" if (r >= factor if higher else r <= factor) \
+                    else "NOT met"
+        rows.append((name, unit, fmt(med["local"]), fmt(med["bindfs"]),
+                     fmt(med["twinfs"]), fmt(r_loc), fmt(r_bfs),
+                     fmt(run_ratio), target, met))
+    cols = ("workload", "unit", "local", "bindfs", "twinfs", "tw/local",
+            "tw/bindfs", "run_ratio", "target (issue 6)", "met")
+    with open(summary, "w") as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    line = lambda r: "  ".join(
+        (s.ljust(w[i]) if i in (0, 1, 8, 9) else s.rjust(w[i]))
+        for i, s in enumerate(r)).rstrip()
+    print(line(cols))
+    print(line(tuple("-" * x for x in w)))
+    for r in rows:
+        print(line(r))
+
+
+def main(a):
+    if len(a) < 2:
+        sys.exit(__doc__)
+    c = a[1]
+    if c == "fio":
+        cmd_fio(a[2], a[3])
+    elif c == "meta-create":
+        cmd_meta_create(a[2], int(a[3]))
+    elif c == "meta-stat":
+        cmd_meta_stat(a[2], int(a[3]))
+    elif c == "meta-unlink":
+        cmd_meta_unlink(a[2], int(a[3]))
+    elif c == "mkgrep":
+        cmd_mkgrep(a[2], int(a[3]))
+    elif c == "cpu":
+        cmd_cpu(a[2:])
+    elif c == "quiesce":
+        i = a.index("--")
+        cmd_quiesce(float(a[2]), a[3:i], a[i + 1:])
+    elif c == "report":
+        cmd_report(a[2], a[3], a[4])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
