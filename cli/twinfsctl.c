@@ -508,7 +508,9 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 	char *end;
 	int opt, rc, bad = 0;
 
-	optind = 1;
+	/* 0, not 1: glibc then re-reads the option string, so options may
+	 * follow IOD (main's '+' would otherwise stick). */
+	optind = 0;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'f': q.full = true; break;
