@@ -138,7 +138,7 @@ static void fail(struct rs_job *j, int rc, const char *what)
 	}
 }
 
-static void send_progress(struct rs_job *j, bool force)
+static void send_progress(struct rs_job *j, bool force, bool done)
 {
 	struct iod *d = j->d;
 	Twinfs__ResyncProgress *p;
@@ -157,7 +157,8 @@ static void send_progress(struct rs_job *j, bool force)
 	p->bytes_done = j->done_bytes;
 	p->bytes_total = j->total_bytes;
 	p->files_done = j->files;
-	p->permille = j->total_bytes
+	p->done = done;
+	p->permille = done ? 1000 : j->total_bytes
 		? (uint32_t)TW_MIN(999u, j->done_bytes * 1000 / j->total_bytes)
 		: 0;
 	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_RESYNC_PROGRESS,
@@ -192,6 +193,9 @@ static void finish(struct rs_job *j)
 			"subfiles deleted, %" PRIu64 " ms (%.1f MB/s)",
 			j->target, j->files, j->bytes_sent, j->deleted, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
+		/* Also on mgrd's own connection: if mgrd restarted, the
+		 * RESYNC call we answer below is gone with it. */
+		send_progress(j, true, true);
 	}
 	if (j->c) {
 		r.files = j->files;
@@ -577,7 +581,7 @@ static void pump(struct rs_job *j)
 			break;
 		}
 	}
-	send_progress(j, false);
+	send_progress(j, false, false);
 	if (j->rc < 0)
 		finish(j);
 }
@@ -670,7 +674,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 		" bytes%s", j->target, j->total_bytes,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
 	j->phase = RS_TLIST;
-	send_progress(j, true);
+	send_progress(j, true, false);
 	list_target(j);
 }
 

@@ -17,9 +17,13 @@
  *     started again RETRY_MS later, when both are reachable.
  *
  * Jobs are volatile: after an mgrd restart the map (journaled) still says
- * `resyncing` and the job is sent again; a source still copying joins the
- * new request to its running copy (so it goes on rather than restarting),
- * a source that was restarted copies from zero.  No cursor is journaled.
+ * `resyncing`; the source's next RESYNC_PROGRESS makes the new mgrd adopt
+ * a copy still running, and with auto_resync the job is sent again: a
+ * source still copying joins the new request to its running copy (so it
+ * goes on rather than restarting), a source that was restarted copies from
+ * zero.  No cursor is journaled.  The source also reports completion with
+ * RESYNC_PROGRESS(done), so a completion whose RESYNC reply was lost with
+ * an old mgrd still brings the target up.
  */
 #include "server_int.h"
 
@@ -210,16 +214,45 @@ static void on_tick(uv_timer_t *t)
 void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 			 const Twinfs__ResyncProgress *p)
 {
+	struct mgr_map_iod *mi, *src;
 	struct rjob *j;
+	char why[96];
 
 	if (!r || p->target_iod == 0 || p->target_iod > TW_MAX_IODS)
 		return;
 	j = &r->job[p->target_iod - 1];
-	if (j->state != RJ_RUNNING || j->source != from_iod)
+	mi = mgr_map_iod(&r->s->st.map, p->target_iod);
+	src = mgr_map_iod(&r->s->st.map, from_iod);
+	if (!mi || !src || mi->group != src->group || mi == src ||
+	    mi->state != MGR_IOD_RESYNCING || !readable(src))
 		return;
+	if (j->state != RJ_RUNNING || j->source != from_iod) {
+		/* A copy we did not start (mgrd restarted meanwhile): adopt
+		 * it; a RESYNC we send later joins it at the source. */
+		if (j->state == RJ_RUNNING)
+			return;
+		tw_info("mgrd: iod %u is copying to iod %u (a resync started "
+			"before this mgrd): following it", from_iod,
+			p->target_iod);
+		j->state = RJ_RUNNING;
+		j->source = from_iod;
+		j->gen++;
+		j->start_ms = tw_now_ms();
+	}
 	j->permille = TW_MIN(p->permille, 999u);
 	j->bytes_done = p->bytes_done;
 	j->bytes_total = p->bytes_total;
+	if (p->done) {
+		/* The source finished: the same as its reply (which may have
+		 * gone to a previous mgrd). */
+		j->state = RJ_DONE;
+		j->permille = 1000;
+		j->gen++;
+		tw_info("mgrd: resync of iod %u from iod %u done", mi->id,
+			from_iod);
+		snprintf(why, sizeof(why), "resync from iod %u done", from_iod);
+		mgr_srv_map_event(r->s, mi->id, R1_EV_RESYNC_DONE, 0, why);
+	}
 }
 
 uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id)
