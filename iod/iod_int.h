@@ -299,6 +299,7 @@ struct iod {
 	char twin_host[TW_HOST_MAX];
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
+	uint64_t n_pins;           /* mutations the twin did not apply */
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;

@@ -47,6 +47,9 @@
  * Every resync is a full copy today (Resync.full is accepted but copying
  * only the write-intent regions is not implemented); the write-intent
  * pins of the twin (twin.c pin_missed) are released when it completes.
+ * A live mutation that the target did not apply while we copied (a pin
+ * taken during the job) fails the job: its region may have been copied
+ * before it, so only a new copy covers it.
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
@@ -95,6 +98,7 @@ struct rs_job {
 	uint64_t files, bytes_sent, deleted;
 	uint64_t total_bytes, done_bytes;
 	uint64_t start_ms, progress_ms;
+	uint64_t pins_at_start;    /* d->n_pins when the copy started */
 	uv_timer_t timer;
 	bool timer_armed;
 };
@@ -184,6 +188,12 @@ static void finish(struct rs_job *j)
 	if (j->inflight > 0 || j->list_busy || j->phase == RS_END)
 		return;
 	j->phase = RS_END;
+	if (j->rc == 0 && d->n_pins != j->pins_at_start)
+		/* A live mutation was applied here but not at the target
+		 * while we copied: it may be after our copy of its region.
+		 * Not done; mgrd sends the copy again. */
+		fail(j, -EAGAIN, "a live write did not reach the target "
+		     "during the copy");
 	if (j->rc == 0) {
 		if (iod_store_intent_unpin_all(d->store) < 0)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
@@ -653,6 +663,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->target = q->target_iod;
 	j->rate_mbps = q->rate_limit_mbps;
 	j->start_ms = tw_now_ms();
+	j->pins_at_start = d->n_pins;
 	uv_timer_init(d->loop, &j->timer);
 	j->timer.data = j;
 	rc = still_valid(j);
