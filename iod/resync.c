@@ -44,9 +44,27 @@
  * not hold when we send the DELETE can only be created later by a
  * mutation we order after it.
  *
- * Every resync is a full copy today (Resync.full is accepted but copying
- * only the write-intent regions is not implemented); the write-intent
- * pins of the twin (twin.c pin_missed) are released when it completes.
+ * Incremental mode (Resync.full = false, mgrd's first attempt): step 2a
+ * neither deletes nor truncates; it sends the empty creating WRITE (a
+ * no-op on an existing subfile) and then CHECKSUM (1 MiB regions) on the
+ * same connection, so the target's checksums reflect exactly the forwards
+ * queued before it.  Step 2b then compares, in the same call that reads
+ * each region here, its CRC32C with the target's: an identical region
+ * (same length) is skipped, a region the target does not hold or holds as
+ * zeros is copied sparsely as above, any other differing region is sent
+ * whole (zeros included).  Why skipping is safe: for a byte of a skipped
+ * region, the target's final value is that of the last forward it applies
+ * after the CHECKSUM, or the checksummed one; forwards after the CHECKSUM
+ * are exactly the mutations we applied after it, in our order, so the
+ * last one touching the byte (if any) is also the last one here, and the
+ * checksummed value equals ours otherwise.  Comparing content, not the
+ * write-intent log, also catches writes the target applied as primary and
+ * never forwarded before it died.  It reads every byte on both twins but
+ * writes only what differs.  A failure (e.g. the target holds a newer
+ * trunc_gen, refused with -ESTALE) makes mgrd retry with a full copy.
+ * The write-intent pins of the twin (twin.c pin_missed) are released when
+ * a copy completes; the write-intent log itself is not used to choose
+ * what to copy (a possible optimisation: skip unmarked subfiles).
  * A live mutation that the target did not apply while we copied (a pin
  * taken during the job) fails the job: its region may have been copied
  * before it, so only a new copy covers it.
@@ -91,6 +109,13 @@ struct rs_job {
 	uint32_t cur_col;
 	uint64_t cur_off;
 	struct iod_sub_layout cur_layout;
+	/* incremental: the target's region checksums of the current subfile */
+	bool incremental;
+	bool cur_wait;             /* CHECKSUM asked, not answered yet */
+	uint32_t *tcrc;
+	size_t n_tcrc;
+	uint64_t tsize;
+	uint64_t skipped;          /* bytes found identical */
 	/* in flight */
 	int inflight;
 	uint64_t inflight_bytes;
@@ -114,6 +139,10 @@ struct rs_call {
 };
 
 static void pump(struct rs_job *j);
+
+/* CRC32C of a whole region of zeros (computed at the first job). */
+static uint32_t zero_crc;
+static bool zero_crc_set;
 
 static bool all_zero(const uint8_t *p, long n)
 {
@@ -198,10 +227,12 @@ static void finish(struct rs_job *j)
 		if (iod_store_intent_unpin_all(d->store) < 0)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
-		tw_info("resync of iod %" PRIu32 " done: %" PRIu64 " subfiles, "
-			"%" PRIu64 " bytes sent, %" PRIu64 " target-only "
-			"subfiles deleted, %" PRIu64 " ms (%.1f MB/s)",
-			j->target, j->files, j->bytes_sent, j->deleted, ms,
+		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
+			" subfiles, %" PRIu64 " bytes sent, %" PRIu64 " bytes "
+			"already identical, %" PRIu64 " target-only subfiles "
+			"deleted, %" PRIu64 " ms (%.1f MB/s)", j->target,
+			j->incremental ? "incremental" : "full", j->files,
+			j->bytes_sent, j->skipped, j->deleted, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
 		/* Also on mgrd's own connection: if mgrd restarted, the
 		 * RESYNC call we answer below is gone with it. */
@@ -220,6 +251,8 @@ static void finish(struct rs_job *j)
 	}
 	if (d->resync == j)
 		d->resync = NULL;
+	free(j->tcrc);
+	j->tcrc = NULL;
 	uv_timer_stop(&j->timer);
 	uv_close((uv_handle_t *)&j->timer, on_timer_closed);
 }
@@ -423,6 +456,63 @@ static void list_target(struct rs_job *j)
 
 /* --------------------------------------------------------- 2: copying */
 
+static void on_checksums(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_job *j = arg;
+	const Twinfs__ChecksumReply *r;
+
+	j->inflight--;
+	j->cur_wait = false;
+	free(j->tcrc);
+	j->tcrc = NULL;
+	j->n_tcrc = 0;
+	j->tsize = 0;
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__checksum_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		fail(j, status, "checksums at the target");
+	} else {
+		r = (const Twinfs__ChecksumReply *)reply->body;
+		j->tsize = r->size;
+		if (r->n_crcs) {
+			j->tcrc = malloc(r->n_crcs * sizeof(uint32_t));
+			if (!j->tcrc)
+				fail(j, -ENOMEM, "checksums at the target");
+			else
+				memcpy(j->tcrc, r->crcs,
+				       r->n_crcs * sizeof(uint32_t));
+			j->n_tcrc = j->tcrc ? r->n_crcs : 0;
+		}
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (j->rc < 0)
+		finish(j);
+	else
+		pump(j);
+}
+
+static int ask_checksums(struct rs_job *j)
+{
+	Twinfs__Checksum q = TWINFS__CHECKSUM__INIT;
+	int rc;
+
+	q.ino = j->cur_ino;
+	q.column = j->cur_col;
+	q.region_size = RS_CHUNK;
+	rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_CHECKSUM,
+		       &q.base, NULL, 0,
+		       TW_MAX(j->d->conf->request_timeout_ms * 10, 30000u),
+		       on_checksums, j);
+	if (rc < 0)
+		return rc;
+	j->inflight++;
+	j->cur_wait = true;
+	return 0;
+}
+
 /* Step 2a for the next subfile we hold; false when there is none. */
 static bool next_subfile(struct rs_job *j)
 {
@@ -469,9 +559,18 @@ static bool next_subfile(struct rs_job *j)
 		j->cur_col = si->column;
 		j->cur_off = 0;
 		j->files++;
-		rc = fwd_delete(j, si->ino, si->column);
-		if (rc == 0)
+		if (j->incremental) {
+			/* Create it if absent (a no-op otherwise), then ask for
+			 * the target's checksums: CHECKSUM travels on the same
+			 * connection, so they reflect every forward before it. */
 			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+			if (rc == 0)
+				rc = ask_checksums(j);
+		} else {
+			rc = fwd_delete(j, si->ino, si->column);
+			if (rc == 0)
+				rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+		}
 		if (rc < 0)
 			fail(j, rc, "starting a subfile's copy");
 		return rc == 0;
@@ -503,6 +602,29 @@ static void copy_chunk(struct rs_job *j)
 		j->cur = false;
 		return;
 	}
+	if (j->incremental) {
+		uint64_t r = j->cur_off / RS_CHUNK;
+		uint64_t tlen = j->tsize > j->cur_off
+				? TW_MIN(j->tsize - j->cur_off, (uint64_t)RS_CHUNK)
+				: 0;
+		uint32_t crc = tw_crc32c(0, buf, (size_t)n);
+
+		if (r < j->n_tcrc && tlen == (uint64_t)n && j->tcrc[r] == crc) {
+			/* Identical at the target (every forward before the
+			 * CHECKSUM included, later ones follow): skip. */
+			j->skipped += (uint64_t)n;
+			goto next;
+		}
+		if (!(tlen == 0 || (tlen == RS_CHUNK && r < j->n_tcrc &&
+				    j->tcrc[r] == zero_crc))) {
+			/* The target holds other bytes here: send it all,
+			 * zeros included. */
+			rc = fwd_write(j, j->cur_off, buf, (size_t)n,
+				       st.trunc_gen);
+			goto next;
+		}
+		/* The target's region reads as zeros: like a full copy. */
+	}
 	for (long b = 0; b < n && rc == 0;) {
 		long e;
 
@@ -520,6 +642,7 @@ static void copy_chunk(struct rs_job *j)
 			       (size_t)(e - b), st.trunc_gen);
 		b = e;
 	}
+next:
 	free(buf);
 	if (rc < 0) {
 		fail(j, rc, "sending a chunk");
@@ -584,6 +707,8 @@ static void pump(struct rs_job *j)
 				start_sync(j);
 			break;
 		}
+		if (j->cur && j->cur_wait)
+			break;             /* on_checksums pumps again */
 		if (j->cur)
 			copy_chunk(j);
 		if (++chunks >= RS_CHUNKS_PER_RUN) {
@@ -664,6 +789,18 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->rate_mbps = q->rate_limit_mbps;
 	j->start_ms = tw_now_ms();
 	j->pins_at_start = d->n_pins;
+	j->incremental = !q->full;
+	if (!zero_crc_set) {
+		uint8_t *z = calloc(1, RS_CHUNK);
+
+		if (z) {
+			zero_crc = tw_crc32c(0, z, RS_CHUNK);
+			zero_crc_set = true;
+			free(z);
+		} else {
+			j->incremental = false;
+		}
+	}
 	uv_timer_init(d->loop, &j->timer);
 	j->timer.data = j;
 	rc = still_valid(j);
@@ -681,8 +818,10 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->hdr = m->hdr;
 	j->total_bytes = count_bytes(d);
 	d->resync = j;
-	tw_info("resync of iod %" PRIu32 " starts: full copy of %" PRIu64
-		" bytes%s", j->target, j->total_bytes,
+	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
+		" bytes%s", j->target, j->incremental
+		? "incremental copy (region checksums)" : "full copy",
+		j->total_bytes,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
 	j->phase = RS_TLIST;
 	send_progress(j, true, false);

@@ -6,7 +6,10 @@
  *   - For every iod the map calls `resyncing` (needs_resync set), when
  *     auto_resync is on or the admin asked (REBUILD), and its twin is
  *     readable and has a peer: send RESYNC(target) to the twin, with no
- *     deadline; the source answers when the copy is done.
+ *     deadline; the source answers when the copy is done.  The first
+ *     attempt is incremental (the source compares region checksums with
+ *     the target and sends what differs); after a failure, or when the
+ *     admin asks (rebuild --full), the copy is full.
  *   - RESYNC_PROGRESS from the source updates the job's permille, shown in
  *     IodInfo.resync_permille (no epoch bump: GET_MAP shows it).
  *   - A successful reply applies R1_EV_RESYNC_DONE through
@@ -41,7 +44,7 @@ struct rjob {
 	uint32_t source;
 	uint64_t gen;              /* replies of older generations are ignored */
 	bool wanted;               /* admin asked (auto_resync off) */
-	bool full;
+	bool full;                 /* next attempt copies everything */
 	uint32_t rate_mbps;
 	uint32_t permille;
 	uint64_t bytes_done, bytes_total;
@@ -100,6 +103,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (status < 0) {
 		j->state = RJ_FAILED;
 		j->err = status;
+		j->full = true;   /* the next attempt copies everything */
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
 			  "failed: %s; retrying when both are reachable",
@@ -107,6 +111,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		goto out;
 	}
 	j->state = RJ_DONE;
+	j->full = false;
 	j->permille = 1000;
 	j->bytes_done = j->bytes_total;
 	tw_info("mgrd: resync of iod %u from iod %u done in %llu ms",
@@ -139,7 +144,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	k->target = mi->id;
 	k->gen = ++j->gen;
 	q.target_iod = mi->id;
-	q.full = true;
+	q.full = j->full;
 	q.rate_limit_mbps = j->rate_mbps;
 	q.epoch = s->st.map.epoch;
 	rc = wire_call(peer, TWINFS__MSG_TYPE__MSG_RESYNC, &q.base, NULL, 0, 0,
@@ -152,8 +157,9 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 		return;
 	}
 	if (j->state != RJ_FAILED && j->state != RJ_INTERRUPTED)
-		tw_info("mgrd: resync of iod %u from iod %u starts (full copy)",
-			mi->id, src->id);
+		tw_info("mgrd: resync of iod %u from iod %u starts (%s)",
+			mi->id, src->id, j->full ? "full copy"
+			: "incremental: region checksums");
 	j->state = RJ_RUNNING;
 	j->source = src->id;
 	j->permille = 0;
@@ -246,6 +252,7 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		/* The source finished: the same as its reply (which may have
 		 * gone to a previous mgrd). */
 		j->state = RJ_DONE;
+		j->full = false;
 		j->permille = 1000;
 		j->gen++;
 		tw_info("mgrd: resync of iod %u from iod %u done", mi->id,
@@ -276,7 +283,7 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 	if (mi->state != MGR_IOD_RESYNCING)
 		return -EAGAIN;           /* not reachable, or stale and alone */
 	j->wanted = true;
-	j->full = full;
+	j->full = j->full || full;
 	j->rate_mbps = rate_mbps;
 	if (j->state != RJ_RUNNING)
 		j->retry_ms = 0;
