@@ -29,8 +29,8 @@ else
 	pass cli-accept-stale-refused
 fi
 
-# 64 MiB at 16 MB/s: about 4 s of progress lines.
-ctl rebuild 1 --wait --rate-limit 16 >"$T/out" 2>&1
+# A full copy (--full) of 64 MiB at 16 MB/s: about 4 s of progress lines.
+ctl rebuild 1 --wait --full --rate-limit 16 >"$T/out" 2>&1
 rc=$?
 sed 's/^/#   /' "$T/out" | tail -n 4
 assert_eq cli-rebuild-exit 0 "$rc"
