@@ -805,12 +805,13 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->timer.data = j;
 	rc = still_valid(j);
 	if (rc < 0) {
-		/* E.g. mgrd's map is newer than ours: it asks again. */
-		tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 " refused in "
-			  "map epoch %" PRIu64 ": %s", j->target,
-			  d->map.epoch, strerror(-rc));
+		/* E.g. mgrd's map push has not reached us yet (it travels on
+		 * another connection): -EAGAIN, mgrd asks again soon. */
+		tw_log_rl(TW_LOG_INFO, "resync of iod %" PRIu32 " not started "
+			  "in map epoch %" PRIu64 " (mgrd's: %" PRIu64 "): %s",
+			  j->target, d->map.epoch, q->epoch, strerror(-rc));
 		uv_close((uv_handle_t *)&j->timer, on_timer_closed);
-		iod_reply_status(c, m, rc);
+		iod_reply_status(c, m, -EAGAIN);
 		return;
 	}
 	wire_conn_ref(c);

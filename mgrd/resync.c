@@ -35,7 +35,8 @@
 #include <string.h>
 
 #define RETRY_MS 500u
-#define TICK_MS  500u
+#define AGAIN_MS 100u
+#define TICK_MS  200u
 
 enum { RJ_NONE, RJ_RUNNING, RJ_DONE, RJ_FAILED, RJ_INTERRUPTED };
 
@@ -100,14 +101,20 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (j->gen != k->gen || j->state != RJ_RUNNING)
 		goto out;
 	mi = mgr_map_iod(&r->s->st.map, k->target);
+	if (status == -EAGAIN) {
+		/* The source's map is behind ours: not started, ask again. */
+		j->state = RJ_INTERRUPTED;
+		j->retry_ms = tw_now_ms() + AGAIN_MS;
+		goto out;
+	}
 	if (status < 0) {
 		j->state = RJ_FAILED;
 		j->err = status;
 		j->full = true;   /* the next attempt copies everything */
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
-			  "failed: %s; retrying when both are reachable",
-			  k->target, j->source, strerror(-status));
+			  "failed: %s; retrying (full copy) when both are "
+			  "reachable", k->target, j->source, strerror(-status));
 		goto out;
 	}
 	j->state = RJ_DONE;

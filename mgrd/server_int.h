@@ -115,7 +115,7 @@ void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
  * rejoin): RESYNC to the readable twin of every `resyncing` iod (when
  * auto_resync is on or the admin asked), R1_EV_RESYNC_DONE on success,
  * retries on failure.  mgr_resync_check runs after every map change and
- * every half second. */
+ * every 200 ms. */
 struct mgr_resync;
 int mgr_resync_start(struct mgr_server *s, struct mgr_resync **out);
 /* Before mgr_pool_free (its cancelled calls must find it stopping). */
