@@ -61,7 +61,8 @@
  * write-intent log, also catches writes the target applied as primary and
  * never forwarded before it died.  It reads every byte on both twins but
  * writes only what differs.  A failure (e.g. the target holds a newer
- * trunc_gen, refused with -ESTALE) makes mgrd retry with a full copy.
+ * trunc_gen, refused with -ESTALE) makes mgrd retry, with a full copy
+ * after two failures in a row.
  * The write-intent pins of the twin (twin.c pin_missed) are released when
  * a copy completes; the write-intent log itself is not used to choose
  * what to copy (a possible optimisation: skip unmarked subfiles).
@@ -315,8 +316,11 @@ static int fwd(struct rs_job *j, uint16_t type, const ProtobufCMessage *body,
 	k->type = type;
 	k->ino = ino;
 	k->column = column;
+	/* Generous: the target's journal may stall on a checkpoint under
+	 * this load; a dead target resets the connection, and a hung one is
+	 * demoted by mgrd (the copy then fails at the latest here). */
 	rc = wire_call(d->twin_peer, type, body, &iov, len ? 1 : 0,
-		       TW_MAX(d->conf->request_timeout_ms, 1000u),
+		       TW_MAX(d->conf->request_timeout_ms * 10, 30000u),
 		       on_call_reply, k);
 	if (rc < 0) {
 		free(k);

@@ -8,8 +8,8 @@
  *     readable and has a peer: send RESYNC(target) to the twin, with no
  *     deadline; the source answers when the copy is done.  The first
  *     attempt is incremental (the source compares region checksums with
- *     the target and sends what differs); after a failure, or when the
- *     admin asks (rebuild --full), the copy is full.
+ *     the target and sends what differs); after two failures in a row,
+ *     or when the admin asks (rebuild --full), the copy is full.
  *   - RESYNC_PROGRESS from the source updates the job's permille, shown in
  *     IodInfo.resync_permille (no epoch bump: GET_MAP shows it).
  *   - A successful reply applies R1_EV_RESYNC_DONE through
@@ -46,6 +46,7 @@ struct rjob {
 	uint64_t gen;              /* replies of older generations are ignored */
 	bool wanted;               /* admin asked (auto_resync off) */
 	bool full;                 /* next attempt copies everything */
+	uint32_t fails;            /* failed attempts in a row */
 	uint32_t rate_mbps;
 	uint32_t permille;
 	uint64_t bytes_done, bytes_total;
@@ -110,15 +111,21 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (status < 0) {
 		j->state = RJ_FAILED;
 		j->err = status;
-		j->full = true;   /* the next attempt copies everything */
+		/* One failure may be a map change racing the copy (forwards
+		 * of an older epoch are refused); a second in a row copies
+		 * everything (e.g. the target holds a newer trunc_gen). */
+		if (++j->fails >= 2)
+			j->full = true;
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
-			  "failed: %s; retrying (full copy) when both are "
-			  "reachable", k->target, j->source, strerror(-status));
+			  "failed: %s; retrying (%s) when both are reachable",
+			  k->target, j->source, strerror(-status),
+			  j->full ? "full copy" : "incremental");
 		goto out;
 	}
 	j->state = RJ_DONE;
 	j->full = false;
+	j->fails = 0;
 	j->permille = 1000;
 	j->bytes_done = j->bytes_total;
 	tw_info("mgrd: resync of iod %u from iod %u done in %llu ms",
@@ -260,6 +267,7 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		 * gone to a previous mgrd). */
 		j->state = RJ_DONE;
 		j->full = false;
+		j->fails = 0;
 		j->permille = 1000;
 		j->gen++;
 		tw_info("mgrd: resync of iod %u from iod %u done", mi->id,
