@@ -169,6 +169,10 @@ static void fail(struct rs_job *j, int rc, const char *what)
 		j->rc = rc;
 		tw_err("resync of iod %" PRIu32 ": %s: %s; stopping (mgrd "
 		       "retries)", j->target, what, strerror(-rc));
+		/* Most often the target holds a newer map epoch than we do
+		 * (a map change raced the copy): catch up before the retry. */
+		if (rc == -ESTALE)
+			iod_mgr_refresh(j->d);
 	}
 }
 
