@@ -6,9 +6,10 @@
 #      its log; compared with plain `cp -r` (+ sync) of iod 2's subfiles on
 #      the same disk;
 #   2. resync after an outage: iod 1 is killed, a writer appends 1 MiB
-#      blocks for OUTAGE seconds, iod 1 is started; time to healthy.  (Every
-#      resync is a full copy today, so this grows with the data held, not
-#      with the outage.)
+#      blocks for OUTAGE seconds, iod 1 is started; time to healthy.  The
+#      resync is incremental (region checksums, iod/resync.c): it writes
+#      only what differs but reads everything both twins hold, so it grows
+#      with the data written during the outage plus a read of the rest.
 #
 #   test/bench/resync.sh [-m MIB] [-o OUTAGE_S]   # as root
 # Environment: TWINFS_PORT (default 20560), TWINFS_BUILD_DIR,
