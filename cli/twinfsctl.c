@@ -89,6 +89,7 @@ static const char *errno_cause(int rc)
 	case -EHOSTUNREACH: return "host unreachable";
 	case -EPROTO:       return "protocol error (wrong cluster name or version?)";
 	case -ENOTCONN:     return "answers, but not registered with mgrd yet";
+	case -EACCES:       return "refused: wrong or missing cluster secret";
 	default:            return strerror(-rc);
 	}
 }
@@ -130,7 +131,7 @@ static int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 			ctl->incarnation);
 	if (gethostname(hostname, sizeof(hostname) - 1) == 0)
 		hello.hostname = hostname;
-	rc = wire_sync_open(host, port, &hello, timeout_ms, out);
+	rc = wire_sync_open(host, port, &hello, ctl->conf.secret, timeout_ms, out);
 	if (rc < 0 && !quiet)
 		fprintf(stderr, "%s: %s (%s:%d): %s\n", progname, what, host,
 			port, errno_cause(rc));

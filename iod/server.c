@@ -137,6 +137,16 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		wire_conn_close(c);
 		return;
 	}
+	/* DESIGN.md "Wire protocol": mgrd, twins and admins prove the
+	 * cluster secret whenever there is one; clients need not. */
+	if (d->conf->secret[0] && h->role != TWINFS__ROLE__ROLE_CLIENT &&
+	    !wire_conn_authenticated(c)) {
+		tw_log_rl(TW_LOG_WARN, "HELLO from %s refused: role %d without "
+			  "the cluster secret", wire_conn_peer(c), h->role);
+		iod_reply_status(c, m, -EACCES);
+		wire_conn_close(c);
+		return;
+	}
 	if (!ic) {
 		ic = calloc(1, sizeof(*ic));
 		if (!ic) {
@@ -426,9 +436,18 @@ static const struct wire_server_ops server_ops = {
 
 int iod_server_start(struct iod *d)
 {
-	int rc = wire_listen(d->loop, d->me->host, d->me->port, &server_ops, d,
-			     &d->server);
+	int rc;
 
+	if (!d->conf->secret[0] && !wire_host_is_loopback(d->me->host)) {
+		tw_err("iod %" PRIu32 ": refusing to listen on %s:%d without a "
+		       "cluster secret: set [cluster] secret in the config",
+		       d->id, d->me->host, d->me->port);
+		return -EACCES;
+	}
+	rc = wire_listen(d->loop, d->me->host, d->me->port, &server_ops, d,
+			 &d->server);
+	if (rc == 0)
+		rc = wire_server_set_secret(d->server, d->conf->secret);
 	if (rc < 0) {
 		tw_err("iod %" PRIu32 ": cannot listen on %s:%d: %s", d->id,
 		       d->me->host, d->me->port, strerror(-rc));

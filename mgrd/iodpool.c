@@ -618,6 +618,7 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 			.hello = &hello,
 			.on_connect = on_iod_connect,
 			.arg = p,
+			.secret = conf->secret,
 		};
 
 		rc = wire_peer_new(loop, &o, &p->peers[i]);

@@ -366,8 +366,21 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	}
 	switch (h->role) {
 	case TWINFS__ROLE__ROLE_CLIENT:
+		break;
 	case TWINFS__ROLE__ROLE_ADMIN:
 	case TWINFS__ROLE__ROLE_IOD:
+		/* DESIGN.md "Wire protocol": iods and admins prove the
+		 * cluster secret (MSG_AUTH) whenever there is one; clients
+		 * state uid/gid as NFS AUTH_SYS does. */
+		if (s->conf->secret[0] && !wire_conn_authenticated(c)) {
+			tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: role %s "
+				  "without the cluster secret",
+				  wire_conn_peer(c), h->role ==
+				  TWINFS__ROLE__ROLE_IOD ? "iod" : "admin");
+			mgr_srv_reply(c, &m->hdr, -EACCES, NULL);
+			wire_conn_close(c);
+			return;
+		}
 		break;
 	default:
 		tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: role %d",
@@ -781,8 +794,18 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	rc = mgr_resync_start(s, &s->resync);
 	if (rc < 0)
 		goto fail;
+	if (!conf->secret[0] && !wire_host_is_loopback(conf->mgr_host)) {
+		tw_err("mgrd: refusing to listen on %s:%d without a cluster "
+		       "secret: set [cluster] secret in the config (every "
+		       "daemon and twinfsctl need the same one)",
+		       conf->mgr_host, conf->mgr_port);
+		rc = -EACCES;
+		goto fail;
+	}
 	rc = wire_listen(loop, conf->mgr_host, conf->mgr_port, &ops, s,
 			 &s->ws);
+	if (rc == 0)
+		rc = wire_server_set_secret(s->ws, conf->secret);
 	if (rc < 0) {
 		tw_err("mgrd: cannot listen on %s:%d: %s", conf->mgr_host,
 		       conf->mgr_port, strerror(-rc));

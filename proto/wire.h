@@ -99,6 +99,13 @@ struct wire_server_ops {
 int wire_listen(uv_loop_t *loop, const char *host, int port,
 		const struct wire_server_ops *ops, void *arg,
 		struct wire_server **out);
+/* The cluster secret peers may prove with MSG_AUTH before HELLO (the wire
+ * layer answers AUTH itself).  NULL or "" = none: AUTH is refused.
+ * Copied.  Which roles must prove it is the daemon's decision, made in
+ * its HELLO handler with wire_conn_authenticated(). */
+int wire_server_set_secret(struct wire_server *s, const char *secret);
+/* The peer proved the cluster secret on this connection. */
+bool wire_conn_authenticated(const struct wire_conn *c);
 /* The port actually bound (useful after listening on port 0). */
 int wire_server_port(const struct wire_server *s);
 /* Stop accepting and close every connection; `cb` runs when all handles are
@@ -158,6 +165,10 @@ struct wire_peer_opts {
 	uint64_t max_inflight_bytes;
 	/* Minimum delay between reconnect attempts, ms (0 = 100 ms). */
 	uint32_t reconnect_ms;
+	/* The cluster secret: when set (not NULL or ""), every connection
+	 * proves it (MSG_AUTH) before HELLO, and checks that the server
+	 * holds it too; a failed proof fails calls with -EACCES.  Copied. */
+	const char *secret;
 };
 
 /* Create a peer; it connects on the first call (or wire_peer_connect). */
@@ -191,11 +202,16 @@ void wire_peer_free(struct wire_peer *p);
  * sets *reply (caller frees) on status >= 0. */
 struct wire_sync;
 int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
-		   uint32_t timeout_ms, struct wire_sync **out);
+		   const char *secret, uint32_t timeout_ms,
+		   struct wire_sync **out);
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);
 void wire_sync_close(struct wire_sync *s);
+
+/* 127.0.0.0/8, ::1 or "localhost": where a daemon may listen without a
+ * cluster secret (DESIGN.md "Wire protocol"). */
+bool wire_host_is_loopback(const char *host);
 
 /* Fill a Hello with this cluster name, version and role. */
 void wire_hello_init(Twinfs__Hello *h, const char *cluster,

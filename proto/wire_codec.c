@@ -120,6 +120,7 @@ static const struct wire_type types[] = {
 	T(REPORT, "REPORT", report, empty),
 	T(RESYNC, "RESYNC", resync, resync_reply),
 	T(REBUILD, "REBUILD", rebuild, empty),
+	T(AUTH, "AUTH", auth, auth_reply),
 	T(RESYNC_PROGRESS, "RESYNC_PROGRESS", resync_progress, empty),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),

@@ -26,6 +26,7 @@ struct wire_server {
 	struct wire_server_ops ops;
 	void *arg;
 	struct wire_conn *conns;      /* open connections, linked by next */
+	char *secret;                 /* NULL: AUTH refused */
 	bool closing;
 	bool listener_closed;
 	void (*close_cb)(void *arg);
@@ -40,6 +41,9 @@ struct wire_conn {
 	bool open;                    /* not yet closing */
 	bool handle_closed;
 	bool hello_seen;              /* the first frame was HELLO */
+	bool authenticated;           /* proved the cluster secret */
+	int auth_step;                /* 1: challenge sent (nonces valid) */
+	uint8_t cnonce[WIRE_NONCE_LEN], snonce[WIRE_NONCE_LEN];
 	struct wire_reader rd;
 	char peer[80];
 	void *data;
@@ -120,6 +124,71 @@ void wire_conn_close(struct wire_conn *c)
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
+bool wire_conn_authenticated(const struct wire_conn *c)
+{
+	return c->authenticated;
+}
+
+int wire_server_set_secret(struct wire_server *s, const char *secret)
+{
+	char *copy = NULL;
+
+	if (secret && *secret && !(copy = strdup(secret)))
+		return -ENOMEM;
+	free(s->secret);
+	s->secret = copy;
+	return 0;
+}
+
+/* MSG_AUTH, answered by the wire layer (proto/FORMAT.md "Authentication").
+ * Returns 0 to go on reading, -ECANCELED when the connection was closed. */
+static int on_auth(struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Auth *a = (const Twinfs__Auth *)m->body;
+	Twinfs__AuthReply r = TWINFS__AUTH_REPLY__INIT;
+	uint8_t proof[WIRE_PROOF_LEN];
+	const char *secret = c->srv->secret;
+	const char *why = NULL;
+	int status = 0;
+
+	if (!secret) {
+		why = "no cluster secret is configured here";
+		status = -EOPNOTSUPP;
+	} else if (c->hello_seen || c->authenticated) {
+		why = "AUTH after HELLO";
+		status = -EPROTO;
+	} else if (a->step == 1 && a->nonce.len == WIRE_NONCE_LEN) {
+		memcpy(c->cnonce, a->nonce.data, WIRE_NONCE_LEN);
+		if (tw_random(c->snonce, WIRE_NONCE_LEN) < 0 ||
+		    wire_auth_proof(secret, WIRE_LABEL_SERVER, c->cnonce,
+				    c->snonce, proof) < 0) {
+			why = "cannot compute a proof";
+			status = -EIO;
+		} else {
+			c->auth_step = 1;
+			r.nonce.data = c->snonce;
+			r.nonce.len = WIRE_NONCE_LEN;
+			r.proof.data = proof;
+			r.proof.len = WIRE_PROOF_LEN;
+		}
+	} else if (a->step == 2 && c->auth_step == 1 &&
+		   wire_auth_check(secret, WIRE_LABEL_CLIENT, c->snonce,
+				   c->cnonce, a->proof.data, a->proof.len)) {
+		c->authenticated = true;
+	} else {
+		why = "wrong cluster secret or malformed AUTH";
+		status = -EACCES;
+	}
+	wire_reply(c, &m->hdr, status, status ? NULL : &r.base, NULL, 0);
+	wire_msg_free(m);
+	if (status == 0)
+		return 0;
+	tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: "
+		  "authentication failed: %s", c->peer, why);
+	wire_conn_close(c);
+	return -ECANCELED;
+}
+
 static int on_frame(struct wire_msg *m, void *arg)
 {
 	struct wire_conn *c = arg;
@@ -129,6 +198,8 @@ static int on_frame(struct wire_msg *m, void *arg)
 		wire_msg_free(m);
 		return 0;
 	}
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_AUTH)
+		return on_auth(c, m);
 	if (!c->hello_seen && m->hdr.type != TWINFS__MSG_TYPE__MSG_HELLO) {
 		tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: "
 			  "first frame is %s, not HELLO", c->peer,
@@ -212,6 +283,12 @@ static void on_connection(uv_stream_t *ls, int status)
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
+/* The listener is not the first member: free the server, not the handle. */
+static void free_failed_server(uv_handle_t *h)
+{
+	free(h->data);
+}
+
 int wire_listen(uv_loop_t *loop, const char *host, int port,
 		const struct wire_server_ops *ops, void *arg,
 		struct wire_server **out)
@@ -239,7 +316,7 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
 	if (rc < 0) {
 		/* The listener handle must still be closed before freeing. */
 		s->closing = true;
-		uv_close((uv_handle_t *)&s->listener, (uv_close_cb)free);
+		uv_close((uv_handle_t *)&s->listener, free_failed_server);
 		return rc;
 	}
 	*out = s;
@@ -264,6 +341,7 @@ static void server_maybe_done(struct wire_server *s)
 		return;
 	if (s->close_cb)
 		s->close_cb(s->close_arg);
+	free(s->secret);
 	free(s);
 }
 

@@ -57,4 +57,22 @@ int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
 /* "1.2.3.4:5678" of a connected TCP handle's peer. */
 void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);
 
+/* ------------------------------------------------------ authentication */
+
+#define WIRE_NONCE_LEN 16
+#define WIRE_PROOF_LEN 32
+#define WIRE_LABEL_SERVER "twinfs-server"
+#define WIRE_LABEL_CLIENT "twinfs-client"
+
+/* HMAC-SHA256(secret, label || first || second) into out. */
+int wire_auth_proof(const char *secret, const char *label,
+		    const uint8_t first[WIRE_NONCE_LEN],
+		    const uint8_t second[WIRE_NONCE_LEN],
+		    uint8_t out[WIRE_PROOF_LEN]);
+/* Whether proof is that HMAC (constant-time compare). */
+bool wire_auth_check(const char *secret, const char *label,
+		     const uint8_t first[WIRE_NONCE_LEN],
+		     const uint8_t second[WIRE_NONCE_LEN],
+		     const uint8_t *proof, size_t proof_len);
+
 #endif

@@ -25,7 +25,7 @@
 
 #define HELLO_REQ_ID 0u
 
-enum pstate { P_IDLE, P_CONNECTING, P_HELLO, P_READY };
+enum pstate { P_IDLE, P_CONNECTING, P_AUTH, P_HELLO, P_READY };
 
 struct pcall {
 	struct pcall *dl_prev, *dl_next;  /* deadline list */
@@ -58,6 +58,8 @@ struct wire_peer {
 	void *arg;
 	uint64_t max_inflight;
 	uint32_t reconnect_ms;
+	char *secret;                     /* NULL: no AUTH */
+	uint8_t cnonce[WIRE_NONCE_LEN];   /* this connection's AUTH nonce */
 
 	enum pstate state;
 	struct pconn *conn;
@@ -78,6 +80,7 @@ static void peer_maybe_free(struct wire_peer *p);
 static void conn_lost(struct wire_peer *p, int err);
 static void pump(struct wire_peer *p);
 static void on_deadline(uv_timer_t *t);
+static int handshake_failed(struct wire_peer *p, int status);
 
 const char *wire_peer_name(const struct wire_peer *p)
 {
@@ -333,16 +336,7 @@ static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
 		tw_log_rl(TW_LOG_WARN, "wire: %s refused HELLO: %s", p->name,
 			  strerror(-status));
 		wire_msg_free(m);
-		if (p->on_connect) {
-			p->depth++;
-			p->on_connect(p, status, NULL, p->arg);
-			p->depth--;
-		}
-		if (p->conn)
-			pconn_close(p, p->conn);
-		p->state = P_IDLE;
-		fail_calls(p, status, false);
-		return -ECANCELED;
+		return handshake_failed(p, status);
 	}
 	p->state = P_READY;
 	if (p->on_connect) {
@@ -352,6 +346,100 @@ static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
 	}
 	wire_msg_free(m);
 	pump(p);
+	return 0;
+}
+
+static void send_hello(struct wire_peer *p)
+{
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	p->state = P_HELLO;
+	buf = wire_frame_build(TWINFS__MSG_TYPE__MSG_HELLO, 0, 0, HELLO_REQ_ID,
+			       &p->hello->base, NULL, 0, &len, &err);
+	if (!buf) {
+		conn_lost(p, err);
+		return;
+	}
+	if (send_frame(p, buf, len) < 0)
+		conn_lost(p, -ECONNRESET);
+}
+
+static void send_auth(struct wire_peer *p, uint32_t step, const uint8_t *proof)
+{
+	Twinfs__Auth a = TWINFS__AUTH__INIT;
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	a.step = step;
+	if (step == 1) {
+		a.nonce.data = p->cnonce;
+		a.nonce.len = WIRE_NONCE_LEN;
+	} else {
+		a.proof.data = (uint8_t *)proof;
+		a.proof.len = WIRE_PROOF_LEN;
+	}
+	buf = wire_frame_build(TWINFS__MSG_TYPE__MSG_AUTH, 0, 0, HELLO_REQ_ID,
+			       &a.base, NULL, 0, &len, &err);
+	if (!buf) {
+		conn_lost(p, err);
+		return;
+	}
+	if (send_frame(p, buf, len) < 0)
+		conn_lost(p, -ECONNRESET);
+}
+
+/* A failed handshake (AUTH or HELLO refused): tell the owner, fail every
+ * call with the reason, drop the connection. */
+static int handshake_failed(struct wire_peer *p, int status)
+{
+	if (p->on_connect) {
+		p->depth++;
+		p->on_connect(p, status, NULL, p->arg);
+		p->depth--;
+	}
+	if (p->conn)
+		pconn_close(p, p->conn);
+	p->state = P_IDLE;
+	fail_calls(p, status, false);
+	return -ECANCELED;
+}
+
+/* Replies to our two AUTH steps (proto/FORMAT.md "Authentication"). */
+static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
+{
+	const Twinfs__AuthReply *r = (const Twinfs__AuthReply *)m->body;
+	uint8_t proof[WIRE_PROOF_LEN];
+	int status = m->hdr.status;
+
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s refused our cluster secret: "
+			  "%s", p->name, strerror(-status));
+		wire_msg_free(m);
+		return handshake_failed(p, status == -EOPNOTSUPP ? -EACCES
+								 : status);
+	}
+	if (r->nonce.len == 0) {
+		/* Step 2 accepted. */
+		wire_msg_free(m);
+		send_hello(p);
+		return 0;
+	}
+	/* Step 1: the server must prove the secret before we do. */
+	if (r->nonce.len != WIRE_NONCE_LEN ||
+	    !wire_auth_check(p->secret, WIRE_LABEL_SERVER, p->cnonce,
+			     r->nonce.data, r->proof.data, r->proof.len) ||
+	    wire_auth_proof(p->secret, WIRE_LABEL_CLIENT, r->nonce.data,
+			    p->cnonce, proof) < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s does not hold the cluster "
+			  "secret", p->name);
+		wire_msg_free(m);
+		return handshake_failed(p, -EACCES);
+	}
+	wire_msg_free(m);
+	send_auth(p, 2, proof);
 	return 0;
 }
 
@@ -369,6 +457,9 @@ static int on_frame(struct wire_msg *m, void *arg)
 		handle_push(p, m);
 		return pc->dead ? -ECANCELED : 0;
 	}
+	if (m->hdr.req_id == HELLO_REQ_ID && p->state == P_AUTH &&
+	    m->hdr.type == TWINFS__MSG_TYPE__MSG_AUTH)
+		return on_auth_reply(p, m);
 	if (m->hdr.req_id == HELLO_REQ_ID && p->state == P_HELLO)
 		return on_hello_reply(p, m);
 	c = tw_hmap_get(&p->calls, m->hdr.req_id);
@@ -426,9 +517,6 @@ static void on_connected(uv_connect_t *req, int status)
 {
 	struct pconn *pc = req->data;
 	struct wire_peer *p = pc->p;
-	uint8_t *buf;
-	size_t len;
-	int err;
 
 	if (pc->dead)
 		return;
@@ -449,15 +537,16 @@ static void on_connected(uv_connect_t *req, int status)
 	uv_tcp_nodelay(&pc->tcp, 1);
 	uv_tcp_keepalive(&pc->tcp, 1, 10);
 	uv_read_start((uv_stream_t *)&pc->tcp, on_alloc, on_read);
-	p->state = P_HELLO;
-	buf = wire_frame_build(TWINFS__MSG_TYPE__MSG_HELLO, 0, 0, HELLO_REQ_ID,
-			       &p->hello->base, NULL, 0, &len, &err);
-	if (!buf) {
-		conn_lost(p, err);
+	if (!p->secret) {
+		send_hello(p);
 		return;
 	}
-	if (send_frame(p, buf, len) < 0)
-		conn_lost(p, -ECONNRESET);
+	p->state = P_AUTH;
+	if (tw_random(p->cnonce, WIRE_NONCE_LEN) < 0) {
+		conn_lost(p, -EIO);
+		return;
+	}
+	send_auth(p, 1, NULL);
 }
 
 static int resolve(struct wire_peer *p, struct sockaddr_storage *ss)
@@ -588,10 +677,15 @@ int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *o,
 	p->max_inflight = o->max_inflight_bytes ? o->max_inflight_bytes
 						: 64ull << 20;
 	p->reconnect_ms = o->reconnect_ms ? o->reconnect_ms : 100;
+	if (o->secret && *o->secret && !(p->secret = strdup(o->secret))) {
+		free(p);
+		return -ENOMEM;
+	}
 	p->next_id = HELLO_REQ_ID;
 	tw_hmap_init(&p->calls);
 	rc = wire_peer_set_hello(p, o->hello);
 	if (rc < 0) {
+		free(p->secret);
 		free(p);
 		return rc;
 	}
@@ -669,6 +763,7 @@ static void peer_maybe_free(struct wire_peer *p)
 		return;
 	tw_hmap_free(&p->calls);
 	twinfs__hello__free_unpacked(p->hello, NULL);
+	free(p->secret);
 	free(p);
 }
 
