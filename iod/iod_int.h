@@ -214,6 +214,9 @@ int iod_store_intent_clear(struct iod_store *s, uint64_t token);
  * from running (twin.c) while the marks themselves are persisted. */
 int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 			 uint64_t off, uint64_t len);
+/* The twin's resync copied everything: pinned regions become ordinary
+ * marks (touched now), cleared by the next cycle once both twins synced. */
+int iod_store_intent_unpin_all(struct iod_store *s);
 /* Regions marked now; count = UINT64_MAX: the whole subfile (the
  * persisted list overflowed).  Order unspecified.  cb returns 0 to go on. */
 typedef int (*iod_intent_cb)(void *arg, uint64_t ino, uint32_t column,
@@ -223,6 +226,11 @@ int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg);
 uint64_t iod_store_n_marked(const struct iod_store *s);
 
 int iod_store_statfs(struct iod_store *s, struct statvfs *out);
+
+/* The layout recorded for a subfile (pending create record, else its
+ * xattr).  -ENOENT when absent, -EBADMSG when it has no valid xattr. */
+int iod_store_layout(struct iod_store *s, uint64_t ino, uint32_t column,
+		     struct iod_sub_layout *out);
 
 /* Relative path of a subfile under DIR ("subfiles/ab/cd/<ino>.<col>"),
  * exposed for tests.  Returns the length or -ENAMETOOLONG. */
@@ -291,6 +299,10 @@ struct iod {
 	char twin_host[TW_HOST_MAX];
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
+	uint64_t n_pins;           /* mutations the twin did not apply */
+
+	/* resync.c: the copy to our resyncing twin, or NULL */
+	struct rs_job *resync;
 };
 
 /* server.c */
@@ -332,6 +344,13 @@ void iod_twin_map_changed(struct iod *d);
 void iod_twin_stop(struct iod *d);
 /* Whether our map lets this iod serve reads (R1 invariant 1). */
 bool iod_twin_self_readable(const struct iod *d);
+/* resync.c: RESYNC from mgrd (we are the source; the reply comes when the
+ * copy is done); stop a running copy at shutdown. */
+struct rs_job;
+void iod_resync_request(struct iod *d, struct wire_conn *c,
+			struct wire_msg *m);
+void iod_resync_stop(struct iod *d);
+
 /* WRITE, TRUNCATE, DELETE, FSYNC after validation: apply (and forward when
  * we are the primary), reply exactly once.  Takes ownership of m. */
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);

@@ -105,6 +105,7 @@ static void shutdown_daemon(struct iod *d)
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
 	iod_server_stop(d);
+	iod_resync_stop(d);
 	iod_twin_stop(d);
 	iod_mgr_stop(d);
 	uv_close((uv_handle_t *)&sig_term, NULL);

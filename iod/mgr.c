@@ -173,6 +173,7 @@ static void send_register(struct iod *d)
 	r.uuid.data = (uint8_t *)iod_store_uuid(d->store);
 	r.uuid.len = IOD_UUID_LEN;
 	r.incarnation = d->incarnation;
+	r.fresh = iod_store_is_new(d->store);
 	rc = wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_IOD_REGISTER, &r.base,
 		       NULL, 0, REGISTER_RETRY_MS * 3, on_register_reply, d);
 	if (rc < 0) {

@@ -378,6 +378,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_SUBFILES:
 	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
 	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
+	case TWINFS__MSG_TYPE__MSG_RESYNC:
 		break;
 	default:
 		iod_reply_status(c, m, -EOPNOTSUPP);
@@ -400,6 +401,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		break;
 	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
 		on_statfs(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_RESYNC:
+		iod_resync_request(d, c, m);
 		break;
 	default:
 		rc = validate_mutation(d, m);

@@ -635,6 +635,24 @@ int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 	return 0;
 }
 
+int store_home_layout(struct sub *e, struct iod_sub_layout *l)
+{
+	struct sub_xattr_disk xd;
+	uint64_t gen;
+	ssize_t n = fgetxattr(e->fd, SUB_XATTR, &xd, sizeof(xd));
+
+	if (n != (ssize_t)sizeof(xd) ||
+	    xattr_decode(&xd, e->ino, e->column, &gen) < 0)
+		return -EBADMSG;
+	memset(l, 0, sizeof(*l));
+	l->stripe_size = le32toh(xd.stripe_size);
+	l->stripe_count = le32toh(xd.stripe_count);
+	l->n_groups = TW_MIN(le32toh(xd.n_groups), (uint32_t)IOD_MAX_COLUMNS);
+	for (uint32_t i = 0; i < l->n_groups; i++)
+		l->groups[i] = le32toh(xd.groups[i]);
+	return 0;
+}
+
 int store_home_stat(struct sub *e, struct iod_sub_stat *st)
 {
 	struct stat sb;

@@ -104,6 +104,8 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */
 int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
 int store_home_stat(struct sub *e, struct iod_sub_stat *st);
+/* The layout in e's xattr, or -EBADMSG. */
+int store_home_layout(struct sub *e, struct iod_sub_layout *l);
 /* Every subfile name at home after the cursor, sorted; *n set.  The
  * caller frees *keys. */
 struct store_key {

@@ -132,6 +132,45 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 	return rc;
 }
 
+int iod_store_intent_unpin_all(struct iod_store *s)
+{
+	uint64_t key, *keys = NULL;
+	size_t n = 0, cap = 0;
+	void *val;
+	int rc = 0;
+
+	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
+		struct intent *in = val;
+
+		if (in->all && in->all_gen == PINNED - 1)
+			in->all_gen = s->touch_gen;
+		n = 0;
+		for (size_t jt = 0; tw_hmap_next(&in->regions, &jt, &key, &val);) {
+			if ((uint64_t)(uintptr_t)val != PINNED)
+				continue;
+			if (n == cap) {
+				uint64_t *k = realloc(keys, (cap ? cap * 2 : 64) *
+							    sizeof(*k));
+
+				if (!k) {
+					free(keys);
+					return -ENOMEM;
+				}
+				keys = k;
+				cap = cap ? cap * 2 : 64;
+			}
+			keys[n++] = key;
+		}
+		/* Replacing a present key may still rehash: not while
+		 * iterating the regions. */
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = tw_hmap_put(&in->regions, keys[i],
+					 (void *)(uintptr_t)(s->touch_gen + 1));
+	}
+	free(keys);
+	return rc;
+}
+
 uint64_t iod_store_intent_epoch(struct iod_store *s)
 {
 	return s->touch_gen++;

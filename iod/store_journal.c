@@ -970,6 +970,32 @@ int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
 	return stat_logical(s, ino, column, st);
 }
 
+int iod_store_layout(struct iod_store *s, uint64_t ino, uint32_t column,
+		     struct iod_sub_layout *out)
+{
+	struct smeta *m;
+	struct lstate ls;
+	struct sub *e;
+	int rc;
+
+	if (store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	rc = logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (!ls.exists)
+		return -ENOENT;
+	m = tw_hmap_get(&s->smeta, store_obj(ino, column) + 1);
+	if (m && m->has_layout) {
+		*out = m->layout;
+		return 0;
+	}
+	rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc < 0)
+		return rc;
+	return store_home_layout(e, out);
+}
+
 /* --------------------------------------------------------- listing */
 
 static bool key_after(const struct store_key *k, uint64_t ino, uint32_t col)

@@ -100,6 +100,7 @@ static void pin_missed(struct iod *d, const struct op *o)
 		len = UINT64_MAX;
 	else
 		return;
+	d->n_pins++;
 	if (iod_store_intent_pin(d->store, o->ino, o->column, o->off, len) < 0)
 		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
 			  PRIu64 " column %" PRIu32 ": the twin will need a "

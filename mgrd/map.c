@@ -22,6 +22,13 @@
  *   needs_resync come first, so a crash between them leaves a map that is
  *   only more conservative (a stale flag too many, never one too few).
  *
+ *   Replaced directories.  An iod whose data directory was created by this
+ *   start (IOD_REGISTER.fresh: a wiped or new disk) and carries a UUID other
+ *   than the recorded one is accepted: its new UUID is recorded and it is
+ *   stale (needs_resync), so it is never read or promoted before a full
+ *   resync from its partner.  A differing UUID without `fresh` (another
+ *   iod's or an old directory) is refused.
+ *
  *   mgrd restarts.  At the first registration of an iod since mgrd started
  *   (`seen` is volatile), a new incarnation of an iod the journal calls up
  *   or suspect keeps that state: the whole cluster (or the group) was
@@ -175,8 +182,17 @@ int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 		     uint32_t uuid_len, uint64_t incarnation,
 		     struct mgr_op *ops)
 {
+	return mgr_map_register_ex(m, id, uuid, uuid_len, incarnation, false,
+				   ops);
+}
+
+int mgr_map_register_ex(struct mgr_map *m, uint32_t id, const void *uuid,
+			uint32_t uuid_len, uint64_t incarnation, bool fresh,
+			struct mgr_op *ops)
+{
 	struct mgr_map_iod *mi = mgr_map_iod(m, id), *o, *tw[2];
 	struct r1_twin t[2];
+	bool replaced = false;
 	int n;
 
 	if (!mi)
@@ -184,17 +200,23 @@ int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 	if (uuid_len == 0 || uuid_len > MGR_UUID_MAX)
 		return -EINVAL;
 	if (mi->uuid_len &&
-	    (mi->uuid_len != uuid_len || memcmp(mi->uuid, uuid, uuid_len)))
-		return -EEXIST;
+	    (mi->uuid_len != uuid_len || memcmp(mi->uuid, uuid, uuid_len))) {
+		/* A directory with another identity is refused; a new one
+		 * (wiped or replaced disk) replaces the recorded identity and
+		 * holds nothing: it needs a full resync (see the top). */
+		if (!fresh)
+			return -EEXIST;
+		replaced = true;
+	}
 	/* The same process again (it reconnected, or mgrd restarted): not
 	 * an event.  If it is down, the monitor's next answered ping brings
 	 * it back. */
-	if (mi->uuid_len && mi->incarnation == incarnation) {
+	if (!replaced && mi->uuid_len && mi->incarnation == incarnation) {
 		mi->seen = true;
 		return 0;
 	}
 	o = mgr_map_twin(m, mi->group, !mi->twin_index);
-	if (mi->uuid_len && !mi->seen &&
+	if (!replaced && mi->uuid_len && !mi->seen &&
 	    (mi->state == MGR_IOD_UP || mi->state == MGR_IOD_SUSPECT)) {
 		/* First registration since mgrd started: keep the journaled
 		 * state, record the new incarnation (see the top). */
@@ -223,7 +245,11 @@ int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 		ops[1].incarnation = incarnation;
 		return 2;
 	}
-	/* A new incarnation: a failure plus a rejoin (R1_EV_REGISTER). */
+	/* A new incarnation: a failure plus a rejoin (R1_EV_REGISTER).  A
+	 * replaced directory is stale whatever it was: never promoted alone,
+	 * and resynced in full when its partner is readable. */
+	if (replaced)
+		t[mi->twin_index].needs_resync = true;
 	if (r1_apply(t, (int)mi->twin_index, R1_EV_REGISTER, 0, 1) < 0)
 		return -EINVAL;
 	n = records(m, tw, t, ops);

@@ -396,6 +396,12 @@ int mgr_map_event(struct mgr_map *m, uint32_t id, enum r1_event ev,
 int mgr_map_register(struct mgr_map *m, uint32_t id, const void *uuid,
 		     uint32_t uuid_len, uint64_t incarnation,
 		     struct mgr_op *ops);
+/* The same, for a data directory created by this start (`fresh`): a UUID
+ * other than the recorded one replaces it and the iod needs resync (a
+ * wiped or replaced disk, full rebuild) instead of -EEXIST. */
+int mgr_map_register_ex(struct mgr_map *m, uint32_t id, const void *uuid,
+			uint32_t uuid_len, uint64_t incarnation, bool fresh,
+			struct mgr_op *ops);
 
 /* --------------------------------------------------------------- state */
 

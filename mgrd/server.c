@@ -264,6 +264,9 @@ static void fill_map(const struct mgr_server *s, struct map_buf *mb)
 		ii->state = (Twinfs__IodState)mi->state;
 		ii->incarnation = mi->incarnation;
 		ii->needs_resync = mi->needs_resync;
+		if (mi->state == MGR_IOD_RESYNCING)
+			ii->resync_permille = mgr_resync_permille(s->resync,
+								  mi->id);
 		mb->ptrs[i] = ii;
 	}
 	mb->cm.n_iods = m->n_iods;
@@ -485,13 +488,15 @@ static void map_commit(struct mgr_server *s, struct mgr_op *ops, int n,
 				(unsigned long long)s->st.map.epoch);
 		if (mi->state == MGR_IOD_RESYNCING && old_state != mi->state)
 			tw_warn("mgrd: iod %u is resyncing: it receives writes "
-				"but serves no reads until `twinfsctl rebuild "
-				"%u` completes it (resync is not automatic yet)",
-				mi->id, mi->id);
+				"but serves no reads until its resync completes%s",
+				mi->id, s->conf->auto_resync ? ""
+				: " (auto_resync is off: `twinfsctl rebuild` "
+				  "starts it)");
 	}
 	if (n > 0) {
 		mgr_srv_push_map(s);
 		mgr_pool_kick(s->pool);
+		mgr_resync_check(s->resync);
 	}
 }
 
@@ -519,8 +524,19 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
 		return;
 	}
-	rc = mgr_map_register(&s->st.map, q->iod_id, q->uuid.data,
-			      (uint32_t)q->uuid.len, q->incarnation, ops);
+	{
+		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, q->iod_id);
+
+		if (q->fresh && mi && mi->uuid_len &&
+		    (mi->uuid_len != q->uuid.len ||
+		     memcmp(mi->uuid, q->uuid.data, q->uuid.len)))
+			tw_warn("mgrd: iod %u registers with a new, empty data "
+				"directory (replaced or wiped disk): it gets a "
+				"full rebuild from its twin", q->iod_id);
+	}
+	rc = mgr_map_register_ex(&s->st.map, q->iod_id, q->uuid.data,
+				 (uint32_t)q->uuid.len, q->incarnation,
+				 q->fresh, ops);
 	if (rc == -EEXIST) {
 		tw_err("mgrd: iod %u at %s registers with a data directory "
 		       "whose UUID differs from the one recorded for iod %u: "
@@ -577,6 +593,40 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 	mgr_monitor_report(s->mon, q->iod_id);
 }
 
+/* REBUILD (admin): restart a resync, or accept a stale twin. */
+static void h_rebuild(struct mgr_server *s, struct mgr_conn *mc,
+		      struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Rebuild *q = (const Twinfs__Rebuild *)m->body;
+	int rc;
+
+	if (mc->role != TWINFS__ROLE__ROLE_ADMIN) {
+		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		return;
+	}
+	if (!mgr_map_iod(&s->st.map, q->iod)) {
+		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
+		return;
+	}
+	if (q->accept_stale) {
+		tw_err("mgrd: ADMIN OVERRIDE from %s: iod %u is promoted "
+		       "WITHOUT resync (rebuild --accept-stale): writes "
+		       "acknowledged while it was away MAY BE LOST",
+		       wire_conn_peer(c), q->iod);
+		rc = mgr_srv_map_event(s, q->iod, R1_EV_ACCEPT_STALE, 0,
+				       "admin: rebuild --accept-stale");
+		if (rc == -EINVAL)
+			tw_warn("mgrd: iod %u: --accept-stale refused: it is "
+				"not stale, or its twin can serve (then it "
+				"resyncs)", q->iod);
+		mgr_srv_reply(c, &m->hdr, rc < 0 ? rc : 0, NULL);
+		return;
+	}
+	rc = mgr_resync_rebuild(s->resync, q->iod, q->full,
+				q->rate_limit_mbps);
+	mgr_srv_reply(c, &m->hdr, rc, NULL);
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 static bool client_role(const struct mgr_conn *mc)
@@ -619,6 +669,18 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	}
 	if (t == TWINFS__MSG_TYPE__MSG_REPORT) {
 		h_report(s, mc, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_RESYNC_PROGRESS) {
+		if (mc->role == TWINFS__ROLE__ROLE_IOD)
+			mgr_resync_progress(s->resync, mc->iod_id,
+				(const Twinfs__ResyncProgress *)m->body);
+		mgr_srv_reply(c, &m->hdr, mc->role == TWINFS__ROLE__ROLE_IOD
+			      ? 0 : -EPERM, NULL);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_REBUILD) {
+		h_rebuild(s, mc, c, m);
 		goto out;
 	}
 	if (!client_role(mc)) {
@@ -729,6 +791,9 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	rc = mgr_monitor_start(s, &s->mon);
 	if (rc < 0)
 		goto fail;
+	rc = mgr_resync_start(s, &s->resync);
+	if (rc < 0)
+		goto fail;
 	if (!conf->secret[0] && !wire_host_is_loopback(conf->mgr_host)) {
 		tw_err("mgrd: refusing to listen on %s:%d without a cluster "
 		       "secret: set [cluster] secret in the config (every "
@@ -762,6 +827,8 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	*out = s;
 	return 0;
 fail:
+	if (s->resync)
+		mgr_resync_stop(s->resync);
 	if (s->mon)
 		mgr_monitor_stop(s->mon);
 	if (s->pool)
@@ -818,6 +885,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	/* Before the pool: its cancelled pings must find the monitor
 	 * stopping (it is freed only when its timer has closed). */
 	mgr_monitor_stop(s->mon);
+	mgr_resync_stop(s->resync);
 	mgr_pool_free(s->pool);
 	wire_server_close(s->ws, stop_step, s);
 }

@@ -43,6 +43,7 @@ struct mgr_server {
 	struct wire_server *ws;
 	struct mgr_iodpool *pool;
 	struct mgr_monitor *mon;
+	struct mgr_resync *resync;
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
@@ -109,6 +110,25 @@ void mgr_monitor_stop(struct mgr_monitor *m);
 void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id);
 /* A new incarnation registered: forget its missed pings. */
 void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
+
+/* resync.c: starts, watches and completes resyncs (DESIGN.md "Twins",
+ * rejoin): RESYNC to the readable twin of every `resyncing` iod (when
+ * auto_resync is on or the admin asked), R1_EV_RESYNC_DONE on success,
+ * retries on failure.  mgr_resync_check runs after every map change and
+ * every 200 ms. */
+struct mgr_resync;
+int mgr_resync_start(struct mgr_server *s, struct mgr_resync **out);
+/* Before mgr_pool_free (its cancelled calls must find it stopping). */
+void mgr_resync_stop(struct mgr_resync *r);
+void mgr_resync_check(struct mgr_resync *r);
+void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
+			 const Twinfs__ResyncProgress *p);
+uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id);
+/* REBUILD (admin): (re)start the resync of iod id now.  0 (also when it
+ * is up: nothing to do), -ENOENT, or -EAGAIN when it is not resyncing
+ * (down, or stale without a readable twin). */
+int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
+		       uint32_t rate_mbps);
 
 /* handlers.c: answer one request of a client or admin connection. */
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,

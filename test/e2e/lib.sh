@@ -225,6 +225,18 @@ assert_same_file() {
 	assert_eq "$1" "$a" "$b"
 }
 
+# e2e_wait_healthy [SECONDS]: wait (default 60 s) until twinfsctl status
+# reports every group healthy, i.e. every rejoining iod finished its
+# resync; returns 1 on timeout.
+e2e_wait_healthy() {
+	local limit=${1:-60} i
+	for ((i = 0; i < limit * 5; i++)); do
+		ctl -t 1000 status >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # e2e_verify [NAME]: twinfsctl verify must report identical twins.
 e2e_verify() {
 	local name=${1:-$E2E_NAME-verify} out

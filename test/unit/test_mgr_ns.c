@@ -1229,6 +1229,54 @@ Test(persist, map_register)
 	}
 }
 
+/* A replaced data directory (fresh, another UUID) is accepted and stale:
+ * resyncing next to a readable twin, never promoted alone; without
+ * `fresh` it is refused. */
+#define APPLY(n_) do { for (int i_ = 0; i_ < (n_); i_++) \
+	cr_assert_eq(mgr_op_apply(&st, &ops[i_]), 0); } while (0)
+Test(persist, map_register_fresh)
+{
+	struct mgr_state st;
+	struct mgr_time now = { 1, 0 };
+	struct mgr_op ops[2];
+	static const uint8_t u1[16] = { 1 }, u2[16] = { 2 }, u3[16] = { 3 },
+			     u4[16] = { 4 };
+	int n;
+
+	cr_assert_eq(mgr_state_init(&st, &conf, &now), 0);
+	n = mgr_map_register(&st.map, 1, u1, 16, 1, ops);
+	APPLY(n);
+	n = mgr_map_register(&st.map, 2, u2, 16, 1, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+	cr_assert_eq(mgr_map_register_ex(&st.map, 1, u3, 16, 2, false, ops),
+		     -EEXIST);
+	n = mgr_map_register_ex(&st.map, 1, u3, 16, 2, true, ops);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ops[0].iod_state, MGR_IOD_RESYNCING);
+	cr_assert(ops[0].needs_resync);
+	APPLY(n);
+	cr_assert_eq(memcmp(st.map.iods[0].uuid, u3, 16), 0);
+	/* Even right after an mgrd restart (up kept otherwise). */
+	n = mgr_map_event(&st.map, 1, R1_EV_RESYNC_DONE, 0, 2, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_UP);
+	st.map.iods[0].seen = st.map.iods[1].seen = false;
+	n = mgr_map_register_ex(&st.map, 1, u4, 16, 3, true, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_RESYNCING);
+	cr_assert(st.map.iods[0].needs_resync);
+	/* Alone (twin down), a replaced directory stays down. */
+	n = mgr_map_event(&st.map, 2, R1_EV_PROBE_FAILED, 0, 2, ops);
+	APPLY(n);
+	n = mgr_map_register_ex(&st.map, 1, u1, 16, 4, true, ops);
+	APPLY(n);
+	cr_assert_eq(st.map.iods[0].state, MGR_IOD_DOWN);
+	cr_assert(st.map.iods[0].needs_resync);
+	mgr_state_free(&st);
+}
+#undef APPLY
+
 /* The monitor's events through mgr_map_event: suspect, down after
  * down_after misses, the survivor marks the loser stale, a stale twin is
  * never promoted, and records raising needs_resync come first. */

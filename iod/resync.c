@@ -1,0 +1,848 @@
+/* resync.c - the source side of a twin's resync (DESIGN.md "Twins",
+ * rejoin; issue 3 items 4-6).
+ *
+ * mgrd sends RESYNC(target) to the readable twin of a group whose other
+ * twin is `resyncing`.  While the target resyncs, this iod is the primary
+ * of every subfile of the group (r1_write_primary: the only readable twin),
+ * so every live WRITE/TRUNCATE/DELETE of the group is committed here and
+ * forwarded to the target over d->twin_peer.  The copy uses that same peer
+ * and the same forwarded messages, driven from this loop:
+ *
+ *   1. Target-only subfiles: page through the target's SUBFILES listing;
+ *      for each subfile this store does not hold, send a forwarded DELETE.
+ *   2. For each subfile this store holds (iod_store_list, ascending):
+ *        a. forwarded DELETE of it at the target, then a forwarded empty
+ *           WRITE that recreates it with our layout and trunc_gen (so a
+ *           target trunc_gen from writes we never saw cannot refuse us);
+ *        b. chunk by chunk (1 MiB): read the chunk through the journal
+ *           (iod_store_read, the newest acknowledged content, as reads
+ *           see it) and, in the same synchronous call, send forwarded
+ *           WRITEs for its non-zero 4 KiB blocks with the trunc_gen the
+ *           read saw (sparseness is preserved: zero blocks stay holes);
+ *        c. at the end (a read past the end), a forwarded TRUNCATE to the
+ *           exact size with the current trunc_gen.
+ *   3. A forwarded FSYNC(ino 0) at the target, then the reply to mgrd,
+ *      which applies R1_EV_RESYNC_DONE.
+ *
+ * Ordering argument (the per-region lock of DESIGN.md, in the primary's
+ * order).  Everything runs on this iod's single loop thread, and twin.c's
+ * T1 makes the target apply forwarded messages in the order we queue them
+ * on the one twin connection.  Each step above reads our store and queues
+ * its messages in ONE synchronous call, so relative to any live mutation M
+ * of the same subfile the step is either entirely before M (then M is
+ * queued after it and the target applies M after the copy, exactly as we
+ * did) or entirely after M (then the step read M's effect from our store
+ * and its copy carries it, and M itself reached the target earlier and is
+ * overwritten by the same or newer bytes).  So, byte by byte, the last
+ * message the target applies for a byte is the one carrying the byte's
+ * value in our store at that point of our order: after step 2 the target's
+ * subfile equals ours, and live mutations keep it so.  Holes: a block we
+ * skip because it reads as zeros was zero in the target too after step 2a,
+ * unless a later forwarded mutation wrote it, which we applied first (then
+ * we would not have read zeros, or a later mutation zeroed it on both).
+ * Deletes of target-only subfiles are safe the same way: a subfile we do
+ * not hold when we send the DELETE can only be created later by a
+ * mutation we order after it.
+ *
+ * Incremental mode (Resync.full = false, mgrd's first attempt): step 2a
+ * neither deletes nor truncates; it sends the empty creating WRITE (a
+ * no-op on an existing subfile) and then CHECKSUM (1 MiB regions) on the
+ * same connection, so the target's checksums reflect exactly the forwards
+ * queued before it.  Step 2b then compares, in the same call that reads
+ * each region here, its CRC32C with the target's: an identical region
+ * (same length) is skipped, a region the target does not hold or holds as
+ * zeros is copied sparsely as above, any other differing region is sent
+ * whole (zeros included).  Why skipping is safe: for a byte of a skipped
+ * region, the target's final value is that of the last forward it applies
+ * after the CHECKSUM, or the checksummed one; forwards after the CHECKSUM
+ * are exactly the mutations we applied after it, in our order, so the
+ * last one touching the byte (if any) is also the last one here, and the
+ * checksummed value equals ours otherwise.  Comparing content, not the
+ * write-intent log, also catches writes the target applied as primary and
+ * never forwarded before it died.  It reads every byte on both twins but
+ * writes only what differs.  A failure (e.g. the target holds a newer
+ * trunc_gen, refused with -ESTALE) makes mgrd retry, with a full copy
+ * after two failures in a row.
+ * The write-intent pins of the twin (twin.c pin_missed) are released when
+ * a copy completes; the write-intent log itself is not used to choose
+ * what to copy (a possible optimisation: skip unmarked subfiles).
+ * A live mutation that the target did not apply while we copied (a pin
+ * taken during the job) fails the job: its region may have been copied
+ * before it, so only a new copy covers it.
+ * A failure (a forward refused or lost, our map no longer lets us serve,
+ * the target left `resyncing`) ends the job with an error; mgrd retries.
+ */
+#include "iod_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RS_CHUNK          (1u << 20)
+#define RS_BLOCK          4096u
+#define RS_WINDOW         (16u << 20)    /* bytes in flight to the target */
+#define RS_LIST_BATCH     256u
+#define RS_CHUNKS_PER_RUN 8              /* then yield to the loop */
+#define RS_PROGRESS_MS    500u
+
+struct rs_job {
+	struct iod *d;
+	uint32_t target;
+	uint32_t rate_mbps;
+	struct wire_conn *c;       /* mgrd's RESYNC, referenced; may be NULL */
+	struct wire_hdr hdr;
+	int phase;                 /* RS_TLIST, RS_COPY, RS_SYNC, RS_END */
+	int rc;
+	bool list_busy;
+	/* target listing */
+	uint64_t t_ino;
+	uint32_t t_col;
+	/* our listing */
+	struct iod_sub_info batch[RS_LIST_BATCH];
+	int n_batch, i_batch;
+	bool s_eof;
+	uint64_t s_ino;
+	uint32_t s_col;
+	/* the subfile being copied */
+	bool cur;
+	uint64_t cur_ino;
+	uint32_t cur_col;
+	uint64_t cur_off;
+	struct iod_sub_layout cur_layout;
+	/* incremental: the target's region checksums of the current subfile */
+	bool incremental;
+	bool cur_wait;             /* CHECKSUM asked, not answered yet */
+	uint32_t *tcrc;
+	size_t n_tcrc;
+	uint64_t tsize;
+	uint64_t skipped;          /* bytes found identical */
+	/* in flight */
+	int inflight;
+	uint64_t inflight_bytes;
+	/* accounting */
+	uint64_t files, bytes_sent, deleted;
+	uint64_t total_bytes, done_bytes;
+	uint64_t start_ms, progress_ms;
+	uint64_t pins_at_start;    /* d->n_pins when the copy started */
+	uv_timer_t timer;
+	bool timer_armed;
+};
+
+enum { RS_TLIST, RS_COPY, RS_SYNC, RS_END };
+
+struct rs_call {
+	struct rs_job *j;
+	uint64_t bytes;
+	uint16_t type;
+	uint64_t ino;
+	uint32_t column;
+};
+
+static void pump(struct rs_job *j);
+
+/* CRC32C of a whole region of zeros (computed at the first job). */
+static uint32_t zero_crc;
+static bool zero_crc_set;
+
+static bool all_zero(const uint8_t *p, long n)
+{
+	for (long i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void on_progress_reply(int status, struct wire_msg *reply, void *arg)
+{
+	(void)status;
+	(void)arg;
+	if (reply)
+		wire_msg_free(reply);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static void fail(struct rs_job *j, int rc, const char *what)
+{
+	if (j->rc == 0) {
+		j->rc = rc;
+		tw_err("resync of iod %" PRIu32 ": %s: %s; stopping (mgrd "
+		       "retries)", j->target, what, strerror(-rc));
+		/* Most often the target holds a newer map epoch than we do
+		 * (a map change raced the copy): catch up before the retry. */
+		if (rc == -ESTALE)
+			iod_mgr_refresh(j->d);
+	}
+}
+
+static void send_progress(struct rs_job *j, bool force, bool done)
+{
+	struct iod *d = j->d;
+	Twinfs__ResyncProgress *p;
+	uint64_t now = tw_now_ms();
+
+	if (!force && now - j->progress_ms < RS_PROGRESS_MS)
+		return;
+	j->progress_ms = now;
+	if (d->no_mgr || !d->mgr_peer || d->closing)
+		return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	twinfs__resync_progress__init(p);
+	p->target_iod = j->target;
+	p->bytes_done = j->done_bytes;
+	p->bytes_total = j->total_bytes;
+	p->files_done = j->files;
+	p->done = done;
+	p->permille = done ? 1000 : j->total_bytes
+		? (uint32_t)TW_MIN(999u, j->done_bytes * 1000 / j->total_bytes)
+		: 0;
+	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_RESYNC_PROGRESS,
+		      &p->base, NULL, 0, d->conf->request_timeout_ms,
+		      on_progress_reply, NULL) < 0)
+		tw_debug("resync: cannot send progress");
+	free(p);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+/* Reply to mgrd (when still connected) and free the job once nothing is in
+ * flight. */
+static void finish(struct rs_job *j)
+{
+	struct iod *d = j->d;
+	Twinfs__ResyncReply r = TWINFS__RESYNC_REPLY__INIT;
+	uint64_t ms = tw_now_ms() - j->start_ms;
+
+	if (j->inflight > 0 || j->list_busy || j->phase == RS_END)
+		return;
+	j->phase = RS_END;
+	if (j->rc == 0 && d->n_pins != j->pins_at_start)
+		/* A live mutation was applied here but not at the target
+		 * while we copied: it may be after our copy of its region.
+		 * Not done; mgrd sends the copy again. */
+		fail(j, -EAGAIN, "a live write did not reach the target "
+		     "during the copy");
+	if (j->rc == 0) {
+		if (iod_store_intent_unpin_all(d->store) < 0)
+			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
+				  "after resync: regions stay marked");
+		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
+			" subfiles, %" PRIu64 " bytes sent, %" PRIu64 " bytes "
+			"already identical, %" PRIu64 " target-only subfiles "
+			"deleted, %" PRIu64 " ms (%.1f MB/s)", j->target,
+			j->incremental ? "incremental" : "full", j->files,
+			j->bytes_sent, j->skipped, j->deleted, ms,
+			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
+		/* Also on mgrd's own connection: if mgrd restarted, the
+		 * RESYNC call we answer below is gone with it. */
+		send_progress(j, true, true);
+	}
+	if (j->c) {
+		r.files = j->files;
+		r.bytes = j->bytes_sent;
+		r.deleted = j->deleted;
+		if (j->rc < 0)
+			wire_reply(j->c, &j->hdr, j->rc, NULL, NULL, 0);
+		else
+			wire_reply(j->c, &j->hdr, 0, &r.base, NULL, 0);
+		wire_conn_unref(j->c);
+		j->c = NULL;
+	}
+	if (d->resync == j)
+		d->resync = NULL;
+	free(j->tcrc);
+	j->tcrc = NULL;
+	uv_timer_stop(&j->timer);
+	uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+}
+
+/* Our map still lets us copy: we are readable, the target is resyncing. */
+static int still_valid(struct rs_job *j)
+{
+	struct iod *d = j->d;
+	const struct iod_map_iod *t = &d->map.iods[j->target];
+
+	if (d->closing)
+		return -ESHUTDOWN;
+	if (!iod_twin_self_readable(d))
+		return -ESTALE;
+	if (t->present && t->state != TWINFS__IOD_STATE__IOD_RESYNCING)
+		return -ECANCELED;
+	if (!d->twin_peer)
+		return -ENOTCONN;
+	return 0;
+}
+
+static void on_call_reply(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_call *k = arg;
+	struct rs_job *j = k->j;
+
+	if (reply)
+		wire_msg_free(reply);
+	j->inflight--;
+	j->inflight_bytes -= k->bytes;
+	if (status < 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "%s ino %" PRIu64 " column %"
+			 PRIu32 " at the target", wire_type_name(k->type),
+			 k->ino, k->column);
+		fail(j, status, what);
+	}
+	free(k);
+	if (j->phase == RS_SYNC || j->rc < 0)
+		finish(j);
+	else
+		pump(j);
+}
+
+/* Queue one forwarded message to the target (twin.c T1: one connection,
+ * call order). */
+static int fwd(struct rs_job *j, uint16_t type, const ProtobufCMessage *body,
+	       const void *data, size_t len, uint64_t ino, uint32_t column)
+{
+	struct iod *d = j->d;
+	struct rs_call *k = calloc(1, sizeof(*k));
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	k->j = j;
+	k->bytes = len;
+	k->type = type;
+	k->ino = ino;
+	k->column = column;
+	/* Generous: the target's journal may stall on a checkpoint under
+	 * this load; a dead target resets the connection, and a hung one is
+	 * demoted by mgrd (the copy then fails at the latest here). */
+	rc = wire_call(d->twin_peer, type, body, &iov, len ? 1 : 0,
+		       TW_MAX(d->conf->request_timeout_ms * 10, 30000u),
+		       on_call_reply, k);
+	if (rc < 0) {
+		free(k);
+		return rc;
+	}
+	j->inflight++;
+	j->inflight_bytes += len;
+	return 0;
+}
+
+static int fwd_delete(struct rs_job *j, uint64_t ino, uint32_t column)
+{
+	Twinfs__Delete x = TWINFS__DELETE__INIT;
+	uint32_t col = column;
+
+	x.ino = ino;
+	x.columns = &col;
+	x.n_columns = 1;
+	x.epoch = j->d->map.epoch;
+	x.forwarded = true;
+	return fwd(j, TWINFS__MSG_TYPE__MSG_DELETE, &x.base, NULL, 0, ino,
+		   column);
+}
+
+static int fwd_write(struct rs_job *j, uint64_t off, const void *buf,
+		     size_t len, uint64_t trunc_gen)
+{
+	Twinfs__Write w = TWINFS__WRITE__INIT;
+	Twinfs__Layout l = TWINFS__LAYOUT__INIT;
+
+	l.stripe_size = j->cur_layout.stripe_size;
+	l.stripe_count = j->cur_layout.stripe_count;
+	l.n_groups = j->cur_layout.n_groups;
+	l.groups = j->cur_layout.groups;
+	w.ino = j->cur_ino;
+	w.column = j->cur_col;
+	w.offset = off;
+	w.trunc_gen = trunc_gen;
+	w.epoch = j->d->map.epoch;
+	w.forwarded = true;
+	w.layout = &l;
+	j->bytes_sent += len;
+	return fwd(j, TWINFS__MSG_TYPE__MSG_WRITE, &w.base, buf, len,
+		   j->cur_ino, j->cur_col);
+}
+
+static int fwd_truncate(struct rs_job *j, uint64_t size, uint64_t trunc_gen)
+{
+	Twinfs__Truncate t = TWINFS__TRUNCATE__INIT;
+
+	t.ino = j->cur_ino;
+	t.column = j->cur_col;
+	t.size = size;
+	t.trunc_gen = trunc_gen;
+	t.epoch = j->d->map.epoch;
+	t.forwarded = true;
+	return fwd(j, TWINFS__MSG_TYPE__MSG_TRUNCATE, &t.base, NULL, 0,
+		   j->cur_ino, j->cur_col);
+}
+
+/* ------------------------------------------------ 1: target-only files */
+
+static void list_target(struct rs_job *j);
+
+static void on_target_list(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_job *j = arg;
+	const Twinfs__SubfilesReply *r;
+	bool eof = true;
+
+	j->list_busy = false;
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__subfiles_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		fail(j, status, "listing the target's subfiles");
+		goto out;
+	}
+	if (j->rc == 0 && (status = still_valid(j)) < 0)
+		fail(j, status, "map changed");
+	r = (const Twinfs__SubfilesReply *)reply->body;
+	for (size_t i = 0; j->rc == 0 && i < r->n_subfiles; i++) {
+		const Twinfs__SubfileInfo *si = r->subfiles[i];
+		struct iod_sub_stat st;
+		int rc = iod_store_stat(j->d->store, si->ino, si->column, &st);
+
+		j->t_ino = si->ino;
+		j->t_col = si->column;
+		if (rc == 0 && st.exists)
+			continue;
+		/* We do not hold it: checked and deleted in this one call,
+		 * so a later creation here is ordered after the DELETE. */
+		if (rc == 0)
+			rc = fwd_delete(j, si->ino, si->column);
+		if (rc < 0)
+			fail(j, rc, "deleting a target-only subfile");
+		else
+			j->deleted++;
+	}
+	eof = r->eof || r->n_subfiles == 0;
+out:
+	if (reply)
+		wire_msg_free(reply);
+	if (j->rc < 0) {
+		finish(j);
+		return;
+	}
+	if (!eof) {
+		list_target(j);
+		return;
+	}
+	j->phase = RS_COPY;
+	pump(j);
+}
+
+static void list_target(struct rs_job *j)
+{
+	Twinfs__Subfiles q = TWINFS__SUBFILES__INIT;
+	int rc = still_valid(j);
+
+	q.after_ino = j->t_ino;
+	q.after_column = j->t_col;
+	q.max = 1024;
+	if (rc == 0)
+		rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_SUBFILES,
+			       &q.base, NULL, 0,
+			       TW_MAX(j->d->conf->request_timeout_ms, 1000u),
+			       on_target_list, j);
+	if (rc < 0) {
+		fail(j, rc, "listing the target's subfiles");
+		finish(j);
+		return;
+	}
+	j->list_busy = true;
+}
+
+/* --------------------------------------------------------- 2: copying */
+
+static void on_checksums(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_job *j = arg;
+	const Twinfs__ChecksumReply *r;
+
+	j->inflight--;
+	j->cur_wait = false;
+	free(j->tcrc);
+	j->tcrc = NULL;
+	j->n_tcrc = 0;
+	j->tsize = 0;
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__checksum_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		fail(j, status, "checksums at the target");
+	} else {
+		r = (const Twinfs__ChecksumReply *)reply->body;
+		j->tsize = r->size;
+		if (r->n_crcs) {
+			j->tcrc = malloc(r->n_crcs * sizeof(uint32_t));
+			if (!j->tcrc)
+				fail(j, -ENOMEM, "checksums at the target");
+			else
+				memcpy(j->tcrc, r->crcs,
+				       r->n_crcs * sizeof(uint32_t));
+			j->n_tcrc = j->tcrc ? r->n_crcs : 0;
+		}
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (j->rc < 0)
+		finish(j);
+	else
+		pump(j);
+}
+
+static int ask_checksums(struct rs_job *j)
+{
+	Twinfs__Checksum q = TWINFS__CHECKSUM__INIT;
+	int rc;
+
+	q.ino = j->cur_ino;
+	q.column = j->cur_col;
+	q.region_size = RS_CHUNK;
+	rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_CHECKSUM,
+		       &q.base, NULL, 0,
+		       TW_MAX(j->d->conf->request_timeout_ms * 10, 30000u),
+		       on_checksums, j);
+	if (rc < 0)
+		return rc;
+	j->inflight++;
+	j->cur_wait = true;
+	return 0;
+}
+
+/* Step 2a for the next subfile we hold; false when there is none. */
+static bool next_subfile(struct rs_job *j)
+{
+	struct iod *d = j->d;
+
+	for (;;) {
+		const struct iod_sub_info *si;
+		struct iod_sub_stat st;
+		int rc;
+
+		if (j->i_batch >= j->n_batch) {
+			bool eof = true;
+			int n;
+
+			if (j->s_eof)
+				return false;
+			n = iod_store_list(d->store, j->s_ino, j->s_col,
+					   RS_LIST_BATCH, j->batch, &eof);
+			if (n < 0) {
+				fail(j, n, "listing our subfiles");
+				return false;
+			}
+			j->n_batch = n;
+			j->i_batch = 0;
+			j->s_eof = eof || n == 0;
+			if (n == 0)
+				return false;
+		}
+		si = &j->batch[j->i_batch++];
+		j->s_ino = si->ino;
+		j->s_col = si->column;
+		rc = iod_store_stat(d->store, si->ino, si->column, &st);
+		if (rc == 0 && !st.exists)
+			continue;      /* deleted since the listing */
+		if (rc == 0)
+			rc = iod_store_layout(d->store, si->ino, si->column,
+					      &j->cur_layout);
+		if (rc < 0) {
+			fail(j, rc, "reading a subfile's state");
+			return false;
+		}
+		j->cur = true;
+		j->cur_ino = si->ino;
+		j->cur_col = si->column;
+		j->cur_off = 0;
+		j->files++;
+		if (j->incremental) {
+			/* Create it if absent (a no-op otherwise), then ask for
+			 * the target's checksums: CHECKSUM travels on the same
+			 * connection, so they reflect every forward before it. */
+			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+			if (rc == 0)
+				rc = ask_checksums(j);
+		} else {
+			rc = fwd_delete(j, si->ino, si->column);
+			if (rc == 0)
+				rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+		}
+		if (rc < 0)
+			fail(j, rc, "starting a subfile's copy");
+		return rc == 0;
+	}
+}
+
+/* Step 2b/2c: one chunk of the current subfile, read and sent in this
+ * call. */
+static void copy_chunk(struct rs_job *j)
+{
+	struct iod_sub_stat st = { 0 };
+	uint8_t *buf = NULL;
+	long n;
+	int rc = 0;
+
+	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
+			   RS_CHUNK, &buf, &st);
+	if (n < 0) {
+		fail(j, (int)n, "reading a subfile");
+		return;
+	}
+	if (n == 0) {
+		/* Past the end (or deleted meanwhile: its DELETE was
+		 * forwarded, nothing more to send). */
+		if (st.exists)
+			rc = fwd_truncate(j, st.size, st.trunc_gen);
+		if (rc < 0)
+			fail(j, rc, "truncating at the target");
+		j->cur = false;
+		return;
+	}
+	if (j->incremental) {
+		uint64_t r = j->cur_off / RS_CHUNK;
+		uint64_t tlen = j->tsize > j->cur_off
+				? TW_MIN(j->tsize - j->cur_off, (uint64_t)RS_CHUNK)
+				: 0;
+		uint32_t crc = tw_crc32c(0, buf, (size_t)n);
+
+		if (r < j->n_tcrc && tlen == (uint64_t)n && j->tcrc[r] == crc) {
+			/* Identical at the target (every forward before the
+			 * CHECKSUM included, later ones follow): skip. */
+			j->skipped += (uint64_t)n;
+			goto next;
+		}
+		if (!(tlen == 0 || (tlen == RS_CHUNK && r < j->n_tcrc &&
+				    j->tcrc[r] == zero_crc))) {
+			/* The target holds other bytes here: send it all,
+			 * zeros included. */
+			rc = fwd_write(j, j->cur_off, buf, (size_t)n,
+				       st.trunc_gen);
+			goto next;
+		}
+		/* The target's region reads as zeros: like a full copy. */
+	}
+	for (long b = 0; b < n && rc == 0;) {
+		long e;
+
+		while (b < n && all_zero(buf + b,
+				TW_MIN((long)RS_BLOCK, n - b)))
+			b += RS_BLOCK;
+		if (b >= n)
+			break;
+		e = b;
+		while (e < n && !all_zero(buf + e,
+				TW_MIN((long)RS_BLOCK, n - e)))
+			e += RS_BLOCK;
+		e = TW_MIN(e, n);
+		rc = fwd_write(j, j->cur_off + (uint64_t)b, buf + b,
+			       (size_t)(e - b), st.trunc_gen);
+		b = e;
+	}
+next:
+	free(buf);
+	if (rc < 0) {
+		fail(j, rc, "sending a chunk");
+		return;
+	}
+	j->cur_off += (uint64_t)n;
+	j->done_bytes += (uint64_t)n;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct rs_job *j = t->data;
+
+	j->timer_armed = false;
+	pump(j);
+}
+
+static void arm(struct rs_job *j, uint64_t ms)
+{
+	if (j->timer_armed)
+		return;
+	j->timer_armed = true;
+	uv_timer_start(&j->timer, on_timer, ms, 0);
+}
+
+static void start_sync(struct rs_job *j)
+{
+	Twinfs__Fsync f = TWINFS__FSYNC__INIT;
+	int rc;
+
+	j->phase = RS_SYNC;
+	f.ino = 0;
+	f.epoch = j->d->map.epoch;
+	f.forwarded = true;
+	rc = fwd(j, TWINFS__MSG_TYPE__MSG_FSYNC, &f.base, NULL, 0, 0, 0);
+	if (rc < 0)
+		fail(j, rc, "syncing the target");
+	finish(j);
+}
+
+static void pump(struct rs_job *j)
+{
+	int rc, chunks = 0;
+
+	if (j->phase != RS_COPY)
+		return;
+	if (j->rc == 0 && (rc = still_valid(j)) < 0)
+		fail(j, rc, "map changed");
+	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW) {
+		if (j->rate_mbps) {
+			uint64_t el = tw_now_ms() - j->start_ms + 1;
+			uint64_t allowed = el * j->rate_mbps * 1000;
+
+			if (j->bytes_sent > allowed) {
+				arm(j, (j->bytes_sent - allowed) /
+				       ((uint64_t)j->rate_mbps * 1000) + 1);
+				break;
+			}
+		}
+		if (!j->cur && !next_subfile(j)) {
+			if (j->rc == 0 && j->inflight == 0)
+				start_sync(j);
+			break;
+		}
+		if (j->cur && j->cur_wait)
+			break;             /* on_checksums pumps again */
+		if (j->cur)
+			copy_chunk(j);
+		if (++chunks >= RS_CHUNKS_PER_RUN) {
+			arm(j, 0);
+			break;
+		}
+	}
+	send_progress(j, false, false);
+	if (j->rc < 0)
+		finish(j);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static uint64_t count_bytes(struct iod *d)
+{
+	struct iod_sub_info *b = calloc(RS_LIST_BATCH, sizeof(*b));
+	uint64_t ino = 0, total = 0;
+	uint32_t col = 0;
+	bool eof = false;
+
+	while (b && !eof) {
+		int n = iod_store_list(d->store, ino, col, RS_LIST_BATCH, b,
+				       &eof);
+
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			total += b[i].size;
+		ino = b[n - 1].ino;
+		col = b[n - 1].column;
+	}
+	free(b);
+	return total;
+}
+
+void iod_resync_request(struct iod *d, struct wire_conn *c,
+			struct wire_msg *m)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+	const Twinfs__Resync *q = (const Twinfs__Resync *)m->body;
+	struct rs_job *j;
+	int rc;
+
+	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
+		iod_reply_status(c, m, -EPERM);
+		return;
+	}
+	if (!m->body || m->body->descriptor != &twinfs__resync__descriptor ||
+	    q->target_iod != d->twin_id || m->data_len != 0) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	if (q->epoch > d->map.epoch)
+		iod_mgr_refresh(d);
+	j = d->resync;
+	if (j && j->phase != RS_END) {
+		/* mgrd restarted (or asked again): join the running job. */
+		if (j->c) {
+			wire_reply(j->c, &j->hdr, -ECANCELED, NULL, NULL, 0);
+			wire_conn_unref(j->c);
+		}
+		wire_conn_ref(c);
+		j->c = c;
+		j->hdr = m->hdr;
+		j->rate_mbps = q->rate_limit_mbps;
+		tw_info("resync of iod %" PRIu32 ": mgrd asked again; the "
+			"running copy goes on", j->target);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		iod_reply_status(c, m, -ENOMEM);
+		return;
+	}
+	j->d = d;
+	j->target = q->target_iod;
+	j->rate_mbps = q->rate_limit_mbps;
+	j->start_ms = tw_now_ms();
+	j->pins_at_start = d->n_pins;
+	j->incremental = !q->full;
+	if (!zero_crc_set) {
+		uint8_t *z = calloc(1, RS_CHUNK);
+
+		if (z) {
+			zero_crc = tw_crc32c(0, z, RS_CHUNK);
+			zero_crc_set = true;
+			free(z);
+		} else {
+			j->incremental = false;
+		}
+	}
+	uv_timer_init(d->loop, &j->timer);
+	j->timer.data = j;
+	rc = still_valid(j);
+	if (rc < 0) {
+		/* E.g. mgrd's map push has not reached us yet (it travels on
+		 * another connection): -EAGAIN, mgrd asks again soon. */
+		tw_log_rl(TW_LOG_INFO, "resync of iod %" PRIu32 " not started "
+			  "in map epoch %" PRIu64 " (mgrd's: %" PRIu64 "): %s",
+			  j->target, d->map.epoch, q->epoch, strerror(-rc));
+		uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+		iod_reply_status(c, m, -EAGAIN);
+		return;
+	}
+	wire_conn_ref(c);
+	j->c = c;
+	j->hdr = m->hdr;
+	j->total_bytes = count_bytes(d);
+	d->resync = j;
+	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
+		" bytes%s", j->target, j->incremental
+		? "incremental copy (region checksums)" : "full copy",
+		j->total_bytes,
+		q->rate_limit_mbps ? " (rate-limited)" : "");
+	j->phase = RS_TLIST;
+	send_progress(j, true, false);
+	list_target(j);
+}
+
+void iod_resync_stop(struct iod *d)
+{
+	struct rs_job *j = d->resync;
+
+	if (!j)
+		return;
+	fail(j, -ESHUTDOWN, "shutting down");
+	finish(j);
+}
