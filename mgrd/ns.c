@@ -1118,7 +1118,8 @@ int mgr_ns_getxattr(const struct mgr_ns *ns, uint64_t ino, const char *name,
 		return (int)(*pp)->len;
 	if (size < (*pp)->len)
 		return -ERANGE;
-	memcpy(buf, (*pp)->value, (*pp)->len);
+	if ((*pp)->len)  /* an empty value has no buffer */
+		memcpy(buf, (*pp)->value, (*pp)->len);
 	return (int)(*pp)->len;
 }
 

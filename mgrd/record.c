@@ -56,7 +56,8 @@ static void put(struct wbuf *b, const void *d, size_t n)
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->len, d, n);
+	if (n)  /* d may be NULL for an empty field */
+		memcpy(b->p + b->len, d, n);
 	b->len += n;
 }
 
@@ -523,8 +524,10 @@ static int apply_map_iod(struct mgr_state *st, struct mgr_op *op)
 		return 0;
 	if (op->uuid_len > MGR_UUID_MAX || op->iod_state > MGR_IOD_RESYNCING)
 		return -EINVAL;
-	/* op->uuid may point at mi->uuid itself (a state-only change). */
-	memmove(mi->uuid, op->uuid, op->uuid_len);
+	/* op->uuid may point at mi->uuid itself (a state-only change); it is
+	 * NULL when uuid_len is 0, which memmove may not be given. */
+	if (op->uuid_len)
+		memmove(mi->uuid, op->uuid, op->uuid_len);
 	mi->uuid_len = op->uuid_len;
 	mi->incarnation = op->incarnation;
 	mi->state = (enum mgr_iod_state)op->iod_state;
