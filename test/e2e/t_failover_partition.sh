@@ -45,22 +45,7 @@ e2e_tmpdir T
 
 SIZE=$(scale $((128 << 20)))
 head -c "$SIZE" /dev/urandom >"$T/src"
-"$PY" - "$T/src" "$M/f" >"$T/w.out" 2>&1 <<'PYEOF' &
-import os, sys, time
-src, dst = sys.argv[1], sys.argv[2]
-fi = os.open(src, os.O_RDONLY)
-fo = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-worst = 0.0
-while True:
-    b = os.read(fi, 1 << 20)
-    if not b:
-        break
-    a = time.monotonic()
-    os.write(fo, b)
-    worst = max(worst, time.monotonic() - a)
-os.close(fo)
-print(int(worst * 1000))
-PYEOF
+"$PY" "$E2E_DIR/stall_copy.py" "$T/src" "$M/f" >"$T/w.out" 2>&1 &
 wpid=$!
 wait_size "$M/f" $((SIZE / 4)) || fail partition-progress "no progress"
 ip -n "$NS_B" link set "vB$$" down # the cable is pulled

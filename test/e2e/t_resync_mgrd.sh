@@ -13,12 +13,16 @@ e2e_tmpdir T
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0"
 (cd / && lc kill-iod 1 >/dev/null)
 out=$(wait_state 1 '^down' 10000) && pass mgrd-iod-down || fail mgrd-iod-down "$out"
-head -c "$(scale $((96 << 20)))" /dev/urandom >"$T/f"
+size=$(scale $((96 << 20)))
+head -c "$size" /dev/urandom >"$T/f"
 cp "$T/f" "$M/g0/f"
 sync
 (cd / && lc start-iod 1 >/dev/null)
 out=$(wait_state 1 '^resyncing' 10000) && pass mgrd-resyncing || fail mgrd-resyncing "$out"
-check mgrd-rebuild-started ctl rebuild 1 --rate-limit 24
+# The copy must outlive the mgrd restart at every test scale: ~6 s.
+rate=$(((size >> 20) / 6))
+((rate >= 1)) || rate=1
+check mgrd-rebuild-started ctl rebuild 1 --rate-limit "$rate"
 sleep 1.5
 (cd / && lc kill-mgrd >/dev/null && lc start-mgrd >/dev/null) ||
 	fail mgrd-restart "kill/start failed"
