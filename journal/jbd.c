@@ -891,8 +891,10 @@ int jbd_wait(struct jbd *j)
 	}
 	if (j->io == NULL && j->inflight > 0)
 		jbd__io_reap(j, true);
-	else
+	else {
 		jbd__cp_wait(j);
+		jbd__bgsync_wait(&j->osync);
+	}
 	jbd_process(j);
 	return 0;
 }
@@ -1056,6 +1058,7 @@ void jbd_abandon(struct jbd *j)
 	if (j == NULL)
 		return;
 	jbd__cp_fini(j);
+	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
 	jbd__io_fini(j);
 	if (j->running)
 		jbd__txn_free(j, j->running);
