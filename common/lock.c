@@ -317,6 +317,13 @@ unsigned tw_lk_drop_session(struct tw_lk_table *t, uint64_t session)
 	return dropped;
 }
 
+bool tw_lk_held(const struct tw_lk_table *t, uint64_t ino)
+{
+	const struct tw_lk_inode *li = inode_get(t, ino);
+
+	return li && li->locks;
+}
+
 const struct tw_lk *tw_lk_next(const struct tw_lk_table *t, size_t *it,
 			       uint64_t *ino, const struct tw_lk *prev)
 {

@@ -80,6 +80,9 @@ unsigned tw_lk_drop_file(struct tw_lk_table *t, uint64_t ino,
 /* Remove every lock of a session (expired, or a client gone). */
 unsigned tw_lk_drop_session(struct tw_lk_table *t, uint64_t session);
 
+/* Any lock (of any owner or kind) on ino? */
+bool tw_lk_held(const struct tw_lk_table *t, uint64_t ino);
+
 /* Iterate over every lock: for (const struct tw_lk *l = NULL;
  * (l = tw_lk_next(t, &it, &ino, l));) with size_t it = 0. */
 const struct tw_lk *tw_lk_next(const struct tw_lk_table *t, size_t *it,
