@@ -22,6 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Named limits: a peer cannot make mgrd allocate without bound (a set
+ * can split one lock into two, so the table may pass the limit by one). */
+#define LOCKS_MAX    (1u << 20)   /* held locks, all sessions */
+#define WAITERS_MAX  (1u << 16)   /* parked requests, all sessions */
+
 struct parked {
 	struct tw_lk_waiter w;    /* w.arg = this */
 	struct parked *next;      /* mgr_locks.parked */
@@ -185,7 +190,7 @@ static void park(struct mgr_locks *lk, struct wire_conn *c,
 		wire_conn_ref(c);
 		return;
 	}
-	p = calloc(1, sizeof(*p));
+	p = lk->t.n_waiters < WAITERS_MAX ? calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
 		mgr_srv_reply(c, &m->hdr, -ENOLCK, NULL);
 		return;
@@ -237,6 +242,10 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 	}
 	if (in_grace(lk)) {
 		rc = -EINPROGRESS;
+		goto out;
+	}
+	if (lk->t.n_locks >= LOCKS_MAX) {
+		rc = -ENOLCK;
 		goto out;
 	}
 	if (!tw_lk_test(&lk->t, q->ino, &want, &holder)) {
