@@ -83,9 +83,23 @@ assert_eq getlk-none unlck "$(probe "$M2/f" posix get wr 100 0)"
 # F_SETLKW on B waits and gets the lock when A unlocks
 bg_start w1 "$M2/f" posix wait wr 0 10
 assert_waits w1 setlkw-waits
+# A parked waiter holds no FUSE thread: the mount keeps serving, other
+# waiters included.
+assert_eq waiter-mount-still-serves 0123456789 "$(timeout 10 cat "$M2/f" 2>&1)"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	bg_start "m$i" "$M2/f" posix wait rd $((20 + i)) 1
+done
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do bg_saw "m$i" waiting 50; done
+sleep 0.5
+assert_eq many-waiters-wait 0 "$(cat "$T"/m*.out | grep -cx locked)"
+assert_eq waiters-mount-still-serves 0123456789 "$(timeout 10 cat "$M2/f" 2>&1)"
 bg_send h1 unlock
 assert_locked w1 setlkw-granted-on-unlock
 assert_eq setlkw-holder-now-b EAGAIN "$(probe "$M/f" posix try wr 5 1)"
+ok=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do bg_saw "m$i" locked 100 && ok=$((ok + 1)); done
+assert_eq many-waiters-granted 12 "$ok"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do bg_stop "m$i"; done
 bg_stop w1
 assert_eq exit-releases ok "$(probe "$M/f" posix try wr 0 0)"
 bg_stop h1
