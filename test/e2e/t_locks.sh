@@ -222,15 +222,21 @@ bg_stop iw
 bg_stop i1
 
 # --- a held lock survives an mgrd restart (re-claimed within the grace)
+# and a waiter parked across the restart is granted when it is released
 bg_start r1 "$M/f" posix hold wr 0 0
 bg_saw r1 locked 100
+bg_start rw "$M2/f" posix wait wr 0 0
+assert_waits rw restart-waiter-waits
 lc kill-mgrd >/dev/null
 lc start-mgrd >/dev/null || fail locks-mgrd-start "start-mgrd failed"
 sleep 1
 assert_eq restart-lock-kept EAGAIN "$(timeout 60 "$PY" "$E2E_DIR/lockprobe.py" "$M2/f" posix try wr 0 1 2>&1)"
 assert_eq restart-getlk "wr 0 0 0" "$(timeout 60 "$PY" "$E2E_DIR/lockprobe.py" "$M2/f" posix get wr 0 0 2>&1)"
+assert_eq restart-waiter-still-waits 0 "$(grep -cx locked "$T/rw.out")"
 bg_send r1 unlock
 bg_saw r1 unlocked 100
+assert_locked rw restart-waiter-granted
+bg_stop rw
 assert_eq restart-unlock-seen ok "$(probe "$M2/f" posix try wr 0 0)"
 bg_stop r1
 
