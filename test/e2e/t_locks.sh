@@ -69,6 +69,9 @@ assert_waits() {
 cd "$M" || exit 1
 printf '0123456789' >f
 
+# --- the wire contract, from an independent client (test/e2e/twire.py)
+run_checks "$PY" "$E2E_DIR/twire.py" locks 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER"
+
 # --- fcntl byte-range locks across mounts
 bg_start h1 "$M/f" posix hold wr 0 100
 bg_saw h1 locked 100 && pass posix-hold || fail posix-hold "$(cat "$T/h1.out")"
