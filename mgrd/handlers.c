@@ -796,6 +796,10 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_INO_PATH: h_ino_path(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SYNC: h_sync(s, c, m, false); break;
 	case TWINFS__MSG_TYPE__MSG_FSYNCDIR: h_sync(s, c, m, true); break;
+	case TWINFS__MSG_TYPE__MSG_LOCK:
+	case TWINFS__MSG_TYPE__MSG_GETLK:
+	case TWINFS__MSG_TYPE__MSG_UNLOCK_ALL:
+	case TWINFS__MSG_TYPE__MSG_LOCK_CANCEL: mgr_handle_lock(s, c, m); break;
 	default:
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		break;
