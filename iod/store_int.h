@@ -126,7 +126,7 @@ int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
 
 
 /* ---- iod journal records (payload format: store_journal.c) ---- */
-enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
+enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE, REC_PUNCH };
 #define REC_VERSION      1u
 #define CLEAR_ALL        1u
 #define CLEAR_MAX        240u          /* ranges per clear record */
@@ -164,6 +164,12 @@ struct rec_trunc {
 	uint64_t size;
 };
 _Static_assert(sizeof(struct rec_trunc) == 24, "truncate record");
+
+struct rec_punch {
+	struct rec_hdr h;
+	uint64_t off, len;
+};
+_Static_assert(sizeof(struct rec_punch) == 32, "punch record");
 
 /* store_journal.c */
 int store_check_ids(uint64_t ino, uint32_t column);

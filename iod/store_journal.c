@@ -16,7 +16,9 @@
  * jbd_inplace).  Records come before the data in the handle, so at
  * checkpoint and replay the subfile exists and carries the newer trunc_gen
  * before its data lands (store.c S2).  TRUNCATE is a record with a cut at
- * the new size, DELETE one with a cut of 0 (journal.h jbd_record).
+ * the new size, DELETE one with a cut of 0 (journal.h jbd_record).  A
+ * PUNCH (fallocate PUNCH_HOLE) is a mark plus a punch record; FALLOCATE
+ * allocates at home (after its create record is checkpointed).
  *
  * When metadata takes effect at home (journal/FORMAT.md "Records and
  * modes"):
@@ -49,7 +51,8 @@
  * Record payloads (opaque to the journal, little-endian, version 1; every
  * one is an idempotent "set" so replay may apply it more than once, J15):
  *
- *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete),
+ *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete,
+ *                6 punch),
  *                version u16 = 1, reserved u32 = 0, trunc_gen u64
  *   create:  + stripe_size u32, stripe_count u32, n_groups u32, reserved
  *            u32, groups u32[32]                   (160 bytes)
@@ -60,10 +63,14 @@
  *            -> remove the regions (or all) from user.twinfs.wil
  *   truncate:+ size u64 (journal cut = size) -> raise trunc_gen, ftruncate
  *   delete:  (journal cut = 0) -> unlink
+ *   punch:   + off u64, len u64 (journal cut = the unchanged size, which
+ *            freezes older resident blocks; data=journal only) -> raise
+ *            trunc_gen, fallocate(PUNCH_HOLE | KEEP_SIZE) the range
  * The journal object id is ino << 8 | column (ino <= IOD_MAX_INO).
  */
 #include "store_int.h"
 
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -321,6 +328,22 @@ static int64_t op_free_space(void *arg)
 							     : sv.f_bsize));
 }
 
+static int home_punch(struct sub *e, uint64_t off, uint64_t len);
+
+/* The home subfile of a record that cuts or punches, its trunc_gen raised
+ * to gen: 1 and *e, or 0 when it is absent (deleted later in the log). */
+static int home_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t gen, struct sub **e)
+{
+	int rc = store_get_sub(s, ino, column, NULL, 0, e);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0)
+		rc = store_raise_gen(s, *e, gen, NULL);
+	return rc < 0 ? rc : 1;
+}
+
 static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		     const void *rec, size_t len)
 {
@@ -414,17 +437,27 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		if (!home)
 			return 0;
 		memcpy(&t, rec, sizeof(t));
-		rc = store_get_sub(s, ino, column, NULL, 0, &e);
-		if (rc == -ENOENT)
-			return 0;
-		if (rc < 0)
-			return rc;
-		rc = store_raise_gen(s, e, gen, NULL);
-		if (rc < 0)
+		rc = home_at_gen(s, ino, column, gen, &e);
+		if (rc <= 0)
 			return rc;
 		if (ftruncate(e->fd, (off_t)le64toh(t.size)) < 0)
 			return -errno;
 		return 0;
+	}
+	case REC_PUNCH: {
+		struct rec_punch p;
+
+		if (len != sizeof(p))
+			return -EBADMSG;
+		if (!home)
+			return 0;
+		memcpy(&p, rec, sizeof(p));
+		rc = home_at_gen(s, ino, column, gen, &e);
+		if (rc <= 0)
+			return rc;
+		/* Earlier blocks are home already (J10), later ones follow:
+		 * punching again at replay is idempotent. */
+		return home_punch(e, le64toh(p.off), le64toh(p.len));
 	}
 	case REC_DELETE:
 		if (len != sizeof(h))
@@ -773,21 +806,17 @@ static int barrier(struct iod_store *s, iod_store_cb cb, void *arg)
 	return commit(s, h, false, r);
 }
 
-int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
-		       uint64_t size, uint64_t trunc_gen,
-		       struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+/* The start of a truncate or punch, which leave an absent subfile absent:
+ * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
+ * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1
+ * with *gen the newer of the two. */
+static int existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
+			  uint64_t trunc_gen, struct iod_sub_stat *st,
+			  iod_store_cb cb, void *arg, uint64_t *gen)
 {
-	uint64_t obj = store_obj(ino, column);
-	struct jbd_handle *h = NULL;
-	struct rec_trunc t;
-	struct sreq *r = NULL;
 	struct lstate ls;
-	uint64_t gen;
 	int rc;
 
-	rc = iod_check_range(column, size, 0);
-	if (rc < 0 || store_check_ids(ino, column) < 0)
-		return -EINVAL;
 	if (jbd_aborted(s->j)) {
 		check_abort(s);
 		return -EIO;
@@ -798,11 +827,32 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!ls.exists) {
 		if (st)
 			*st = (struct iod_sub_stat){ .exists = false };
-		return barrier(s, cb, arg);
+		rc = barrier(s, cb, arg);
+		return rc < 0 ? rc : 0;
 	}
 	if (trunc_gen < ls.trunc_gen)
 		return -ESTALE;
-	gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	*gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	return 1;
+}
+
+int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t size, uint64_t trunc_gen,
+		       struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct jbd_handle *h = NULL;
+	struct rec_trunc t;
+	struct sreq *r = NULL;
+	uint64_t gen;
+	int rc;
+
+	rc = iod_check_range(column, size, 0);
+	if (rc < 0 || store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	rc = existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
+	if (rc <= 0)
+		return rc;
 	r = sreq_new(s, cb, arg);
 	if (!r)
 		return -ENOMEM;
@@ -1143,4 +1193,366 @@ fail:
 	free(out);
 	*size = 0;
 	return rc;
+}
+
+/* ------------------------------------------- fallocate, punch, seek */
+
+/* A fallocate or punch waiting for its checkpoint (data=journal) or its
+ * close (ordered/writeback), then the home step. */
+struct space_req {
+	struct iod_store *s;
+	uint64_t ino;
+	uint32_t column;
+	uint64_t off, len;
+	bool alloc;                /* fallocate at home once checkpointed */
+	struct iod_sub_stat *st;
+	iod_store_cb cb;
+	void *arg;
+};
+
+/* fallocate(KEEP_SIZE) at home: the subfile exists there (created in
+ * place, or by the checkpoint of its create record). */
+static int home_alloc(struct iod_store *s, uint64_t ino, uint32_t column,
+		      uint64_t off, uint64_t len)
+{
+	struct sub *e;
+	int rc = store_get_sub(s, ino, column, NULL, 0, &e);
+
+	if (rc == -ENOENT)
+		return 0;          /* deleted meanwhile: nothing to hold */
+	if (rc < 0)
+		return rc;
+	if (fallocate(e->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Punch at home; a file system without hole punching gets zeros written
+ * up to its size instead (the contents are what matter to readers). */
+static int home_punch(struct sub *e, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+	struct stat sb;
+
+	if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)off, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -errno;
+	if (fstat(e->fd, &sb) < 0)
+		return -errno;
+	for (uint64_t end = TW_MIN(off + len, (uint64_t)sb.st_size); off < end;) {
+		size_t n = (size_t)TW_MIN(end - off, (uint64_t)sizeof(zeros));
+		int rc = tw_pwrite_all(e->fd, zeros, n, off);
+
+		if (rc < 0)
+			return rc;
+		off += n;
+	}
+	return 0;
+}
+
+static void space_done(void *arg, int rc)
+{
+	struct space_req *q = arg;
+	struct iod_store *s = q->s;
+
+	if (rc < 0)
+		check_abort(s);
+	if (rc == 0 && q->alloc)
+		rc = home_alloc(s, q->ino, q->column, q->off, q->len);
+	if (q->st && stat_logical(s, q->ino, q->column, q->st) < 0)
+		memset(q->st, 0, sizeof(*q->st));
+	q->cb(q->arg, rc);
+	free(q);
+}
+
+static void closed_noop(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+/* Commit h (consumed); data=journal: q runs once the checkpoint has moved
+ * everything up to h home, else once h is closed. */
+static int space_commit(struct iod_store *s, struct jbd_handle *h,
+			struct space_req *q)
+{
+	int64_t seq;
+	int rc;
+
+	if (s->mode != JBD_MODE_JOURNAL) {
+		seq = jbd_commit(h, 0, space_done, q);
+		if (seq < 0)
+			check_abort(s);
+		return seq < 0 ? (int)seq : 0;
+	}
+	seq = jbd_commit(h, 0, closed_noop, NULL);
+	if (seq < 0) {
+		check_abort(s);
+		return (int)seq;
+	}
+	rc = jbd_checkpoint(s->j, space_done, q);
+	if (rc < 0)
+		check_abort(s);
+	return rc;
+}
+
+static struct space_req *space_new(struct iod_store *s, uint64_t ino,
+				   uint32_t column, uint64_t off, uint64_t len,
+				   struct iod_sub_stat *st, iod_store_cb cb,
+				   void *arg)
+{
+	struct space_req *q = calloc(1, sizeof(*q));
+
+	if (q)
+		*q = (struct space_req){ .s = s, .ino = ino, .column = column,
+					 .off = off, .len = len, .st = st,
+					 .cb = cb, .arg = arg };
+	return q;
+}
+
+int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, uint64_t len, uint64_t trunc_gen,
+			const struct iod_sub_layout *layout,
+			struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct jbd_handle *h = NULL;
+	struct space_req *q = NULL;
+	struct lstate ls;
+	bool create;
+	uint64_t gen;
+	int rc;
+
+	assert(layout);
+	if (len == 0 || iod_check_range(column, off, len) < 0 ||
+	    store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	if (jbd_aborted(s->j)) {
+		check_abort(s);
+		return -EIO;
+	}
+	rc = logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (trunc_gen < ls.trunc_gen)
+		return -ESTALE;
+	gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	create = !ls.exists || !ls.xattr_valid;
+	/* ENOSPC before anything is journaled or acknowledged (J13). */
+	rc = jbd_admit(s->j, len);
+	if (rc < 0)
+		return rc;
+	q = space_new(s, ino, column, off, len, st, cb, arg);
+	if (!q)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0)
+		goto fail;
+	if (create) {
+		rc = rec_create(h, obj, gen, layout);
+		if (rc < 0)
+			goto fail;
+	}
+	if (s->mode == JBD_MODE_JOURNAL) {
+		q->alloc = true;   /* at home once the creation got there */
+	} else {
+		struct sub *e;
+
+		rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
+				   &e);
+		if (rc == 0)
+			rc = store_raise_gen(s, e, gen, layout);
+		if (rc == 0)
+			rc = home_alloc(s, ino, column, off, len);
+		if (rc == 0)
+			rc = jbd_inplace(h, obj);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = space_commit(s, h, q);
+	h = NULL;
+	if (rc < 0) {
+		free(q);
+		return rc;
+	}
+	if (create && meta_install(s, obj, true, gen, layout, 1) < 0)
+		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
+			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
+			  ino, column);
+	return 0;
+fail:
+	jbd_cancel(h);
+	free(q);
+	return rc;
+}
+
+int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, uint64_t len, uint64_t trunc_gen,
+		    struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	uint64_t first = off >> IOD_REGION_SHIFT;
+	uint64_t last = (off + len - 1) >> IOD_REGION_SHIFT;
+	struct jbd_handle *h = NULL;
+	struct space_req *q = NULL;
+	struct iod_sub_stat now;
+	unsigned nrec = 0;
+	uint64_t gen;
+	int rc;
+
+	if (len == 0 || iod_check_range(column, off, len) < 0 ||
+	    store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	rc = existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
+	if (rc <= 0)
+		return rc;
+	rc = stat_logical(s, ino, column, &now);
+	if (rc < 0)
+		return rc;
+	q = space_new(s, ino, column, off, len, st, cb, arg);
+	if (!q)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0)
+		goto fail;
+	/* The mark carries the regions to resync and the new trunc_gen. */
+	{
+		struct rec_mark mk;
+
+		store_hdr_init(&mk.h, REC_MARK, gen);
+		mk.first = htole64(first);
+		mk.count = htole64(last - first + 1);
+		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
+		if (rc < 0)
+			goto fail;
+		nrec++;
+	}
+	if (s->mode == JBD_MODE_JOURNAL) {
+		struct rec_punch p;
+
+		/* A cut at the unchanged size freezes every resident block
+		 * of the subfile: a later write to one of them becomes a
+		 * new item after this record instead of updating an older
+		 * copy in place, which the punch would then destroy at
+		 * checkpoint (journal.h jbd_record, jbd.c index_cut). */
+		store_hdr_init(&p.h, REC_PUNCH, gen);
+		p.off = htole64(off);
+		p.len = htole64(len);
+		rc = jbd_record(h, obj, now.size, &p, sizeof(p));
+		if (rc < 0)
+			goto fail;
+		nrec++;
+	} else {
+		struct sub *e;
+
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+		if (rc == 0)
+			rc = store_raise_gen(s, e, gen, NULL);
+		if (rc == 0)
+			rc = home_punch(e, off, len);
+		if (rc == 0)
+			rc = jbd_inplace(h, obj);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = space_commit(s, h, q);
+	h = NULL;
+	if (rc < 0) {
+		free(q);
+		return rc;
+	}
+	if (meta_install(s, obj, true, gen, NULL, nrec) < 0 ||
+	    store_intent_touch(s, obj, first, last) < 0)
+		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
+			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
+			  ino, column);
+	return 0;
+fail:
+	jbd_cancel(h);
+	free(q);
+	return rc;
+}
+
+/* Home data at or after x below lim (the home size or a pending cut), or
+ * UINT64_MAX. */
+static uint64_t home_data(int fd, uint64_t x, uint64_t lim)
+{
+	off_t r;
+
+	if (fd < 0 || x >= lim)
+		return UINT64_MAX;
+	r = lseek(fd, (off_t)x, SEEK_DATA);
+	return r < 0 || (uint64_t)r >= lim ? UINT64_MAX : (uint64_t)r;
+}
+
+int iod_store_seek(struct iod_store *s, uint64_t ino, uint32_t column,
+		   uint64_t off, int whence, uint64_t *res, uint64_t *size)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct iod_sub_stat st, home = { 0 };
+	uint64_t lim, y;
+	struct sub *e = NULL;
+	bool journal = s->mode == JBD_MODE_JOURNAL;
+	int fd = -1, rc;
+
+	*size = 0;
+	if ((whence != SEEK_DATA && whence != SEEK_HOLE) ||
+	    iod_check_range(column, off, 0) < 0 || store_check_ids(ino, column) < 0)
+		return -EINVAL;
+	rc = stat_logical(s, ino, column, &st);
+	if (rc < 0)
+		return rc;
+	if (!st.exists || off >= st.size)
+		return 0;
+	*size = st.size;
+	rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc == 0)
+		rc = store_home_stat(e, &home);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == 0)
+		fd = e->fd;
+	/* Home bytes count up to the home end, the logical end and (journal
+	 * mode) the smallest pending cut: past it home holds stale bytes. */
+	lim = TW_MIN(home.size, st.size);
+	if (journal)
+		lim = TW_MIN(lim, jbd_min_cut(s->j, obj));
+	if (whence == SEEK_DATA) {
+		uint64_t d = home_data(fd, off, lim);
+
+		if (journal) {
+			uint64_t b = jbd_resident_next(s->j, obj,
+						       off / JBD_BLOCK_SIZE);
+
+			if (b != UINT64_MAX)
+				d = TW_MIN(d, TW_MAX(b * JBD_BLOCK_SIZE, off));
+		}
+		if (d >= st.size)
+			return 0;
+		*res = d;
+		return 1;
+	}
+	/* SEEK_HOLE: step over home extents and resident blocks. */
+	y = off;
+	for (unsigned guard = 0; y < st.size && guard < (1u << 24); guard++) {
+		if (journal && jbd_resident_has(s->j, obj, y / JBD_BLOCK_SIZE)) {
+			y = (y / JBD_BLOCK_SIZE + 1) * JBD_BLOCK_SIZE;
+			continue;
+		}
+		if (home_data(fd, y, lim) != y)
+			break;
+		{
+			off_t hole = lseek(fd, (off_t)y, SEEK_HOLE);
+
+			if (hole < 0)
+				return -errno;
+			/* Resident blocks inside the extent are data too:
+			 * go on from the extent's end (or the limit). */
+			y = TW_MAX(TW_MIN((uint64_t)hole, lim), y + 1);
+		}
+	}
+	*res = TW_MIN(y, st.size);
+	return 1;
 }

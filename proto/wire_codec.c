@@ -122,6 +122,7 @@ static const struct wire_type types[] = {
 	T(REBUILD, "REBUILD", rebuild, empty),
 	T(AUTH, "AUTH", auth, auth_reply),
 	T(RESYNC_PROGRESS, "RESYNC_PROGRESS", resync_progress, empty),
+	T(APPEND_RESERVE, "APPEND_RESERVE", append_reserve, append_reply),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),
@@ -131,6 +132,8 @@ static const struct wire_type types[] = {
 	T(CHECKSUM, "CHECKSUM", checksum, checksum_reply),
 	T(IOD_STATFS, "IOD_STATFS", empty, statfs_reply),
 	T(MAP_UPDATE, "MAP_UPDATE", cluster_map, empty),
+	T(FALLOCATE, "FALLOCATE", fallocate, write_reply),
+	T(SEEK, "SEEK", seek, seek_reply),
 };
 #undef T
 
