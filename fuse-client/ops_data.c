@@ -77,6 +77,7 @@ struct dop {
 		Twinfs__Mknod mknod;
 		Twinfs__Release release;
 		Twinfs__Getattr getattr;
+		Twinfs__AppendReserve append;
 	} m;
 	/* read / write */
 	uint64_t off;
@@ -321,6 +322,17 @@ static struct fc_file *fh_file(const struct fuse_file_info *fi)
 
 /* ---------------------------------------------------------- open/create */
 
+/* O_DIRECT bypasses the kernel's cache.  So does O_APPEND: through the
+ * page cache the kernel may cut one write(2) into several WRITE requests,
+ * each of which would get its own reservation at mgrd (append_reserve), so
+ * another mount's record could land in the middle; direct I/O sends up to
+ * max_write bytes as one request.  (Such a file cannot be mmapped shared
+ * through that descriptor.) */
+static unsigned direct_io(int flags)
+{
+	return (flags & (O_DIRECT | O_APPEND)) ? 1 : 0;
+}
+
 static void release_only_done(struct fc_mgr_call *mc, int status,
 			      struct wire_msg *reply)
 {
@@ -393,7 +405,7 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	d->fi.direct_io = direct_io(d->fi.flags);
 	if (d->fi.direct_io)
 		d->fi.keep_cache = 0;
 	/* Without keep_cache the kernel drops the cached pages, but it keeps
@@ -461,7 +473,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 	}
 	fc_inode_entry(cl, &a, &e);
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	d->fi.direct_io = direct_io(d->fi.flags);
 	d->fi.keep_cache = 0;
 	if (fc_op_reply_create(&d->op, &e, &d->fi) < 0) {
 		release_orphan(cl, a.ino, fh);
@@ -901,6 +913,65 @@ static void write_issue(struct fc_op *op)
 		write_finish(d);
 }
 
+/* O_APPEND: the offset comes from a reservation at mgrd (DESIGN.md
+ * "Client"), so appends from two mounts never overlap.  One reservation
+ * per WRITE request; such files are opened direct_io (direct_io()), so
+ * one write(2) of up to max_write bytes is one request, atomic across
+ * mounts. */
+static void append_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor != &twinfs__append_reply__descriptor))
+		status = -EIO;
+	if (status == 0) {
+		const Twinfs__AppendReply *r = (const void *)reply->body;
+
+		d->off = r->offset;
+		/* Our reservation is under mgrd's trunc_gen. */
+		if (r->trunc_gen > d->attr.trunc_gen)
+			d->attr.trunc_gen = r->trunc_gen;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "append ino %" PRIu64 ": reserving %zu "
+			  "bytes at mgrd: %s", d->ino, d->size,
+			  strerror(-status));
+		fc_op_reply_err(&d->op, fc_errno(status));
+		return;
+	}
+	d->append = false;
+	write_issue(&d->op);
+}
+
+static void append_reserve(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t local = 0;
+
+	if (!load_attr(d)) {
+		if (d->tries++ > 1 || cl->stopping) {
+			fc_op_reply_err(op, EIO);
+			return;
+		}
+		refresh(d, !cl->have_map, append_reserve);
+		return;
+	}
+	/* The merged size counts this client's writes mgrd has not seen. */
+	fc_inode_get(cl, d->ino, NULL, &local);
+	twinfs__append_reserve__init(&d->m.append);
+	d->m.append.ino = d->ino;
+	d->m.append.length = d->size;
+	d->m.append.trunc_gen = d->attr.trunc_gen;
+	d->m.append.local_end = local;
+	fc_mgr_send(cl, &d->mc, TWINFS__MSG_TYPE__MSG_APPEND_RESERVE,
+		    &d->m.append.base, &d->m.append.ctx, op, 0, append_done, d);
+}
+
 static void write_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -908,7 +979,10 @@ static void write_run(struct fc_op *op)
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
-	write_issue(op);
+	if (d->append && d->size > 0)
+		append_reserve(op);
+	else
+		write_issue(op);
 }
 
 /* A write-like op on [off, off + size) of an open file. */
@@ -938,6 +1012,9 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	d = range_dop(req, ino, fi, (uint64_t)off, size);
 	if (d) {
+		/* The kernel sends the descriptor's current flags with each
+		 * write: fcntl(F_SETFL) may have changed O_APPEND. */
+		d->append = (fi->flags & O_APPEND) != 0;
 		d->buf = malloc(size ? size : 1);
 		if (d->buf)
 			memcpy(d->buf, buf, size);
