@@ -10,8 +10,11 @@ MODELDIR (t_fallocate.sh).
           SEEK_DATA / SEEK_HOLE answer from a set of offsets must be the
           exact one (ext4 semantics: punched and never-written ranges are
           holes, written ones data, ENXIO at and past the end).
-  reread  the files of `write` still match their saved models (after
-          the iods were killed and restarted).
+  away-init, away-ops
+          a file of group 0 (DIR/g0), written with both twins up, then
+          punched, extended and written while one twin is away.
+  reread  every file with a saved model still matches it (after the iods
+          were killed and restarted, after a resync).
 Exit status 0 when everything matched; each mismatch is printed.
 """
 import ctypes
@@ -203,15 +206,54 @@ def mode_seek(d, mb):
     os.close(fd)
 
 
+def mode_away(d, mdir, mb, init):
+    """A file of one group (d is a directory striped on group 0 only):
+    created while both twins are up (init), then punched, extended and
+    written while one twin is away (the resync must copy all of it)."""
+    p = os.path.join(d, "away")
+    mpath = os.path.join(mdir, "away")
+    rng = random.Random(13 if init else 17)
+    size = mb << 20
+    if init:
+        data = bytearray(rng.randbytes(size))
+        with open(p, "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+    else:
+        data = bytearray(read_all(mpath))
+        fd = os.open(p, os.O_RDWR)
+        for i in range(12):
+            off = rng.randrange(0, size)
+            length = rng.randrange(1, 3 << 20)
+            fallocate(fd, PUNCH_HOLE | KEEP_SIZE, off, length)
+            end = min(off + length, len(data))
+            data[off:end] = bytes(end - off)
+            if i % 3 == 0:
+                w = rng.randbytes(rng.randrange(1, 100000))
+                woff = rng.randrange(0, size)
+                os.pwrite(fd, w, woff)
+                data[woff:woff + len(w)] = w
+        fallocate(fd, 0, len(data) - 5, 1 << 20)
+        data += bytes((1 << 20) - 5)
+        os.fsync(fd)
+        os.close(fd)
+    compare("away", p, data)
+    with open(mpath, "wb") as f:
+        f.write(data)
+
+
 def main():
     mode, d, mdir, mb = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if mode == "write":
         mode_write(d, mdir, mb)
     elif mode == "seek":
         mode_seek(d, mb)
+    elif mode in ("away-init", "away-ops"):
+        mode_away(d, mdir, mb, mode == "away-init")
     else:
-        for name in ("grow", "punch"):
-            compare(name, os.path.join(d, name),
+        for name in sorted(os.listdir(mdir)):
+            sub = "g0/" if name == "away" else ""
+            compare(name, os.path.join(d, sub + name),
                     read_all(os.path.join(mdir, name)))
     print("fa_check %s: %d mismatches" % (mode, bad))
     return 1 if bad else 0

@@ -3,8 +3,10 @@
 # SEEK_DATA/SEEK_HOLE on striped files: contents byte for byte against a
 # model, holes where the punches were, both twins identical after punching
 # (twinfsctl verify), and everything still there after each iod is killed
-# (-9) and restarted (journal replay of punches and allocations).
+# (-9) and restarted (journal replay of punches and allocations), and
+# punches made while a twin was away reach it by its resync.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/failover_lib.sh"
 e2e_begin fallocate
 
 mkdir -p "$M/fa" && cd "$M/fa" || exit 1
@@ -19,12 +21,27 @@ MB=$(( $(scale 8388608) / 1048576 + 1 ))
 	pass fa-seek || fail fa-seek "see the python output above"
 e2e_verify fa-verify-after-punch
 
+# Punches and allocations while a twin is away reach it by its resync
+# (the punched regions are marked in the write-intent log).
+mkdir "$M/fa/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/fa/g0"
+"$PY" "$E2E_DIR/fa_check.py" away-init "$M/fa/g0" "$T" "$MB" ||
+	fail fa-away-init "see the python output above"
+(cd / && lc kill-iod 1 >/dev/null)
+out=$(wait_state 1 '^down' 10000) || fail fa-away-down "$out"
+"$PY" "$E2E_DIR/fa_check.py" away-ops "$M/fa/g0" "$T" "$MB" &&
+	pass fa-punch-twin-away || fail fa-punch-twin-away "see the python output above"
+(cd / && lc start-iod 1 >/dev/null)
+e2e_wait_healthy 60 && pass fa-resync-after-punch ||
+	fail fa-resync-after-punch "$(ctl status 2>&1 | tr '\n' ' ')"
+e2e_verify fa-verify-after-resync
+
 # kill -9 and restart every iod in turn: nothing acknowledged is lost.
 cd /
 for d in 1 2 3 4; do
 	lc kill-iod $d >/dev/null && lc start-iod $d >/dev/null || fail "fa-restart-iod-$d" "kill/start failed"
-	for ((i = 0; i < 150; i++)); do ctl -t 1000 status 2>/dev/null | grep -qE 'resyncing|down|suspect' || break; sleep 0.2; done
+	e2e_wait_healthy 60 || fail "fa-restart-iod-$d-healthy" "$(ctl status 2>&1 | tr '\n' ' ')"
 done
+drop_caches
 "$PY" "$E2E_DIR/fa_check.py" reread "$M/fa" "$T" "$MB" &&
 	pass fa-survives-iod-restart || fail fa-survives-iod-restart "see the python output above"
 "$PY" "$E2E_DIR/fa_check.py" seek "$M/fa" "$T" "$MB" &&
