@@ -102,8 +102,8 @@ struct dop {
 	int err;
 	bool datasync;
 	/* fallocate runs as a write whose pieces are FALLOCATE messages */
-	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH } kind;
-	bool keep_size;          /* DOP_ALLOC: FALLOC_FL_KEEP_SIZE */
+	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH, DOP_ZERO } kind;
+	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
 	bool append;             /* O_APPEND: offset reserved at mgrd */
 };
 
@@ -617,6 +617,7 @@ static int user_err(int status)
 	case -EFBIG:
 	case -EROFS:
 	case -EINTR:
+	case -EOPNOTSUPP:      /* an older iod without FALLOCATE */
 		return -status;
 	default:
 		return EIO;
@@ -651,7 +652,8 @@ static void write_finish(struct dop *d)
 	if (!bad) {
 		uint64_t end = d->off + d->size;
 		bool grows = d->kind == DOP_WRITE ||
-			     (d->kind == DOP_ALLOC && !d->keep_size);
+			     ((d->kind == DOP_ALLOC || d->kind == DOP_ZERO) &&
+			      !d->keep_size);
 
 		if (f->end_gen != d->attr.trunc_gen) {
 			f->end_gen = d->attr.trunc_gen;
@@ -745,7 +747,8 @@ static void space_send(struct dop *d, struct piece *pc, uint32_t timeout_ms)
 	fa.column = pc->p.column;
 	fa.offset = pc->p.sub_off;
 	fa.length = pc->p.len;
-	fa.punch = d->kind == DOP_PUNCH;
+	fa.punch = d->kind == DOP_PUNCH || d->kind == DOP_ZERO;
+	fa.zero = d->kind == DOP_ZERO;
 	fa.trunc_gen = d->attr.trunc_gen;
 	fa.epoch = cl->epoch;
 	fa.layout = &lpb;
@@ -1027,7 +1030,9 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 /* fallocate(2): the default mode and KEEP_SIZE allocate on both twins of
  * every stripe unit touched (default mode then extends the size through
  * mgrd as a write does, by its report); PUNCH_HOLE|KEEP_SIZE zeroes the
- * range through each column's primary.  Other modes: EOPNOTSUPP. */
+ * range through each column's primary; ZERO_RANGE (with or without
+ * KEEP_SIZE) punches and allocates again, and may extend the size.
+ * COLLAPSE_RANGE, INSERT_RANGE and anything else: EOPNOTSUPP. */
 void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 		  off_t len, struct fuse_file_info *fi)
 {
@@ -1042,6 +1047,8 @@ void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 		kind = DOP_ALLOC;
 	else if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
 		kind = DOP_PUNCH;
+	else if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE)
+		kind = DOP_ZERO;
 	else {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;

@@ -106,8 +106,10 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 			tw_log_rl(TW_LOG_WARN, "lseek ino %" PRIu64 ": %s %s",
 				  so->ino, fc_iod_name(failed, name, sizeof(name)),
 				  fc_cause(cl, status, cause, sizeof(cause)));
+		/* An older iod without SEEK: ENOSYS makes the kernel answer
+		 * lseek itself from now on (the whole file is data). */
 		if (!so->err)
-			so->err = status == -ENOSPC ? ENOSPC : EIO;
+			so->err = status == -EOPNOTSUPP ? ENOSYS : EIO;
 	}
 	if (--so->pending == 0)
 		seek_finish(so);

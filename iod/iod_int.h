@@ -180,9 +180,11 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
  * record has been checkpointed (the hole is at home: SEEK sees it).
  * ordered/writeback: punched in place, then journaled like an in-place
  * write.  An absent subfile stays absent (cb still runs).  *st is the
- * state after the punch (sampled when cb runs in data=journal). */
+ * state after the punch (sampled when cb runs in data=journal).  zero
+ * (FALLOC_FL_ZERO_RANGE): the punched range is allocated again at home
+ * before cb runs (unwritten blocks read as zeros). */
 int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
-		    uint64_t off, uint64_t len, uint64_t trunc_gen,
+		    uint64_t off, uint64_t len, uint64_t trunc_gen, bool zero,
 		    struct iod_sub_stat *st, iod_store_cb cb, void *arg);
 
 /* SEEK_DATA (whence 3) or SEEK_HOLE (4) from off in subfile (ino,

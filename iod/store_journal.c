@@ -1389,7 +1389,7 @@ fail:
 }
 
 int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
-		    uint64_t off, uint64_t len, uint64_t trunc_gen,
+		    uint64_t off, uint64_t len, uint64_t trunc_gen, bool zero,
 		    struct iod_sub_stat *st, iod_store_cb cb, void *arg)
 {
 	uint64_t obj = store_obj(ino, column);
@@ -1411,6 +1411,11 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = stat_logical(s, ino, column, &now);
 	if (rc < 0)
 		return rc;
+	if (zero) {
+		rc = jbd_admit(s->j, len);   /* ENOSPC before anything */
+		if (rc < 0)
+			return rc;
+	}
 	q = space_new(s, ino, column, off, len, st, cb, arg);
 	if (!q)
 		return -ENOMEM;
@@ -1444,6 +1449,7 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 		if (rc < 0)
 			goto fail;
 		nrec++;
+		q->alloc = zero;   /* once the hole is at home */
 	} else {
 		struct sub *e;
 
@@ -1452,6 +1458,8 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 			rc = store_raise_gen(s, e, gen, NULL);
 		if (rc == 0)
 			rc = home_punch(e, off, len);
+		if (rc == 0 && zero)
+			rc = home_alloc(s, ino, column, off, len);
 		if (rc == 0)
 			rc = jbd_inplace(h, obj);
 		if (rc < 0)

@@ -329,7 +329,7 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 		if (f->punch)
 			return iod_store_punch(d->store, f->ino, f->column,
 					       f->offset, f->length,
-					       f->trunc_gen, &o->st,
+					       f->trunc_gen, f->zero, &o->st,
 					       on_local_done, o);
 		l.stripe_size = f->layout->stripe_size;
 		l.stripe_count = f->layout->stripe_count;

@@ -3,8 +3,8 @@
 the mount (DIR, striped 64 KiB x 2), checked against models kept in
 MODELDIR (t_fallocate.sh).
 
-  write   build files with writes, fallocate (default, KEEP_SIZE) and
-          punches; every result is compared byte for byte with an
+  write   build files with writes, fallocate (default, KEEP_SIZE),
+          punches and ZERO_RANGE; every result is compared byte for byte with an
           in-memory model, which is saved for `reread`.
   seek    a file whose data and holes are known block by block: every
           SEEK_DATA / SEEK_HOLE answer from a set of offsets must be the
@@ -23,7 +23,7 @@ import os
 import random
 import sys
 
-KEEP_SIZE, PUNCH_HOLE = 0x01, 0x02
+KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE = 0x01, 0x02, 0x10
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64,
                            ctypes.c_int64]
@@ -118,12 +118,24 @@ def mode_write(d, mdir, mb):
         os.pwrite(fd, w, woff)
         data[woff:woff + 100] = w
     os.close(fd)
+    # ZERO_RANGE, inside and (without KEEP_SIZE) past the end.
+    fd = os.open(p, os.O_RDWR)
+    for off, length, mode in ((2 * UNIT + 5, 3 * UNIT, ZERO_RANGE),
+                              (size - 300, 2 * UNIT, ZERO_RANGE | KEEP_SIZE),
+                              (size - 100, UNIT + 1, ZERO_RANGE)):
+        fallocate(fd, mode, off, length)
+        end = off + length
+        if end > len(data) and not mode & KEEP_SIZE:
+            data += bytes(end - len(data))
+        end = min(end, len(data))
+        data[off:end] = bytes(end - off)
+    os.close(fd)
     compare("punch", p, data)
     with open(os.path.join(mdir, "punch"), "wb") as f:
         f.write(data)
     # Unsupported modes are refused cleanly and change nothing.
     fd = os.open(p, os.O_RDWR)
-    for mode in (0x08, 0x10, 0x20, PUNCH_HOLE):   # collapse, zero, insert
+    for mode in (0x08, 0x20, PUNCH_HOLE):   # collapse, insert
         try:
             fallocate(fd, mode, 0, UNIT)
             complain("mode %#x accepted" % mode)

@@ -7,7 +7,8 @@ result checked byte for byte against an in-memory model.
 
 Operations: write (pwrite), truncate (up and down), mmap write (shared
 mapping, msync), punch hole (fallocate PUNCH_HOLE|KEEP_SIZE), fallocate
-(default mode, which may extend the file, and KEEP_SIZE), read back a random
+(default mode, which may extend the file, and KEEP_SIZE), ZERO_RANGE (with
+and without KEEP_SIZE), read back a random
 range, SEEK_DATA/SEEK_HOLE (every hole reported must read as zeros), and
 close/reopen (the whole file compared).  The seed is printed first, so a
 failure reproduces with -s SEED; the last operations are printed with the
@@ -23,7 +24,7 @@ import random
 import sys
 import time
 
-KEEP_SIZE, PUNCH_HOLE = 0x01, 0x02
+KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE = 0x01, 0x02, 0x10
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64,
                            ctypes.c_int64]
@@ -124,6 +125,22 @@ class Fsx:
             self.model += bytes(off + length - len(self.model))
         self.check_size("after fallocate")
 
+    def op_zero(self, n):
+        keep = self.rng.random() < 0.5
+        off = self.rng.randrange(0, self.maxlen)
+        length = self.rng.randrange(1, 2 * self.maxop)
+        self.note(n, "zero_range%s %d+%d" % (" keep_size" if keep else "",
+                                              off, length))
+        fallocate(self.fd, ZERO_RANGE | (KEEP_SIZE if keep else 0), off,
+                  length)
+        end = off + length
+        if not keep and end > len(self.model):
+            self.model += bytes(end - len(self.model))
+        end = min(end, len(self.model))
+        if off < end:
+            self.model[off:end] = bytes(end - off)
+        self.check_size("after zero_range")
+
     def op_read(self, n):
         size = len(self.model)
         off = self.rng.randrange(0, size + 1)
@@ -176,7 +193,8 @@ class Fsx:
                           (len(got), len(self.model)))
 
     OPS = ((op_write, 30), (op_truncate, 6), (op_mapwrite, 10),
-           (op_punch, 10), (op_falloc, 8), (op_read, 25), (op_seek, 6),
+           (op_punch, 10), (op_falloc, 8), (op_zero, 4), (op_read, 25),
+           (op_seek, 6),
            (op_reopen, 2))
 
     def run(self, nops):

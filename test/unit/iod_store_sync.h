@@ -72,8 +72,8 @@ static inline int s_punch(struct iod_store *s, uint64_t ino, uint32_t col,
 			  struct iod_sub_stat *st)
 {
 	int flag = 0;
-	int rc = iod_store_punch(s, ino, col, off, len, gen, st, sync_cb,
-				 &flag);
+	int rc = iod_store_punch(s, ino, col, off, len, gen, false, st,
+				 sync_cb, &flag);
 
 	return rc < 0 ? rc : sync_wait(s, &flag);
 }

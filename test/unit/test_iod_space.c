@@ -167,7 +167,7 @@ Test(iod_space, punch_orders_with_resident_blocks)
 				     NULL, sync_cb, &preflag), 0);
 	cr_assert_eq(iod_store_write(st, 20, 0, 0, want, sizeof(want), 1, &L,
 				     false, NULL, sync_cb, &w0flag), 0);
-	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, NULL, sync_cb,
+	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, false, NULL, sync_cb,
 				     &pflag), 0);
 	fill(w1, sizeof(w1), 9);
 	cr_assert_eq(iod_store_write(st, 20, 0, B, w1, sizeof(w1), 1, &L,
@@ -186,7 +186,7 @@ Test(iod_space, punch_orders_with_resident_blocks)
 	crash_and_reopen();
 	expect_content(20, want, sizeof(want));
 	/* The same without the crash: through the checkpoint. */
-	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, NULL, sync_cb,
+	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, false, NULL, sync_cb,
 				     &p2flag), 0);
 	wflag = 0;
 	cr_assert_eq(iod_store_write(st, 20, 0, 2 * B, w1, sizeof(w1), 1, &L,
@@ -278,4 +278,35 @@ Test(iod_space, seek_resident_blocks_and_pending_cut)
 	/* Absent subfile: no data. */
 	cr_assert_eq(seek(51, 0, SEEK_DATA), -ENXIO);
 	cr_assert_eq(seek(50, 0, 7), -EINVAL);
+}
+
+/* ZERO_RANGE: a punch whose range is allocated again: zeros, blocks
+ * held, size unchanged. */
+Test(iod_space, zero_range_reads_zeros_and_stays_allocated)
+{
+	static uint8_t want[64 * B];
+
+	for (int mode = 0; mode < 3; mode++) {
+		uint64_t ino = 60 + (uint64_t)mode;
+		struct iod_sub_stat before, after;
+		int flag = 0;
+
+		cr_assert_eq(open_mode(mode, 0), 0);
+		fill(want, sizeof(want), 6);
+		cr_assert_eq(s_write(st, ino, 0, 0, want, sizeof(want), 1, &L,
+				     &before), 0);
+		cr_assert_eq(iod_store_punch(st, ino, 0, 3 * B + 7, 40 * B, 1,
+					     true, &after, sync_cb, &flag), 0);
+		cr_assert_eq(sync_wait(st, &flag), 0);
+		memset(want + 3 * B + 7, 0, 40 * B);
+		cr_assert_eq(after.size, sizeof(want));
+		expect_content(ino, want, sizeof(want));
+		cr_assert_geq(after.blocks, sizeof(want) / 512 - 8,
+			      "mode %d: %lu blocks after ZERO_RANGE", mode,
+			      (unsigned long)after.blocks);
+		crash_and_reopen();
+		expect_content(ino, want, sizeof(want));
+		iod_store_close(st);
+		st = NULL;
+	}
 }
