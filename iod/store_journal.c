@@ -18,7 +18,7 @@
  * before its data lands (store.c S2).  TRUNCATE is a record with a cut at
  * the new size, DELETE one with a cut of 0 (journal.h jbd_record).  A
  * PUNCH (fallocate PUNCH_HOLE) is a mark plus a punch record; FALLOCATE
- * allocates at home (after its create record is checkpointed).
+ * allocates at home (both in store_space.c).
  *
  * When metadata takes effect at home (journal/FORMAT.md "Records and
  * modes"):
@@ -93,7 +93,7 @@ struct sreq {
 
 /* ------------------------------------------------------------ helpers */
 
-static void check_abort(struct iod_store *s)
+void store_check_abort(struct iod_store *s)
 {
 	if (s->abort_reported || !s->j || !jbd_aborted(s->j))
 		return;
@@ -112,7 +112,7 @@ static void sreq_done(void *arg, int rc)
 	struct iod_store *s = r->s;
 
 	if (rc < 0)
-		check_abort(s);
+		store_check_abort(s);
 	r->cb(r->arg, rc);
 	free(r);
 }
@@ -137,7 +137,7 @@ static int commit(struct iod_store *s, struct jbd_handle *h, bool sync,
 
 	if (seq < 0) {
 		free(r);
-		check_abort(s);
+		store_check_abort(s);
 		return (int)seq;
 	}
 	return 0;
@@ -158,14 +158,8 @@ void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen)
 
 /* ------------------------------------------------ logical state (SJ1) */
 
-struct lstate {
-	bool exists;
-	bool xattr_valid;
-	uint64_t trunc_gen;
-};
-
-static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
-		   struct lstate *ls)
+int store_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct store_lstate *ls)
 {
 	struct smeta *m = tw_hmap_get(&s->smeta, store_obj(ino, column) + 1);
 	struct sub *e;
@@ -179,7 +173,7 @@ static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
 	}
 	rc = store_get_sub(s, ino, column, NULL, 0, &e);
 	if (rc == -ENOENT) {
-		*ls = (struct lstate){ .exists = false };
+		*ls = (struct store_lstate){ .exists = false };
 		return 0;
 	}
 	if (rc < 0)
@@ -192,7 +186,7 @@ static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
 
 /* After a successful commit: the subfile's logical state and nrec more
  * pending records (SJ1). */
-static int meta_install(struct iod_store *s, uint64_t obj, bool exists,
+int store_meta_install(struct iod_store *s, uint64_t obj, bool exists,
 			uint64_t trunc_gen, const struct iod_sub_layout *layout,
 			unsigned nrec)
 {
@@ -233,29 +227,29 @@ static void meta_applied(struct iod_store *s, uint64_t obj)
 int store_meta_keep(struct iod_store *s, uint64_t obj)
 {
 	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
-	struct lstate ls;
+	struct store_lstate ls;
 	int rc;
 
 	if (m) {
 		m->pending++;
 		return 0;
 	}
-	rc = logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
+	rc = store_logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
 	if (rc < 0)
 		return rc;
-	return meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
+	return store_meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
 }
 
-static int stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 			struct iod_sub_stat *st)
 {
 	struct iod_sub_stat home = { 0 };
-	struct lstate ls;
+	struct store_lstate ls;
 	struct sub *e;
 	uint64_t size;
 	int rc;
 
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists) {
@@ -327,8 +321,6 @@ static int64_t op_free_space(void *arg)
 	return (int64_t)((uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize
 							     : sv.f_bsize));
 }
-
-static int home_punch(struct sub *e, uint64_t off, uint64_t len);
 
 /* The home subfile of a record that cuts or punches, its trunc_gen raised
  * to gen: 1 and *e, or 0 when it is absent (deleted later in the log). */
@@ -457,7 +449,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 			return rc;
 		/* Earlier blocks are home already (J10), later ones follow:
 		 * punching again at replay is idempotent. */
-		return home_punch(e, le64toh(p.off), le64toh(p.len));
+		return store_home_punch(e, le64toh(p.off), le64toh(p.len));
 	}
 	case REC_DELETE:
 		if (len != sizeof(h))
@@ -609,20 +601,20 @@ int iod_store_event_fd(const struct iod_store *s)
 void iod_store_process(struct iod_store *s)
 {
 	jbd_process(s->j);
-	check_abort(s);
+	store_check_abort(s);
 }
 
 void iod_store_tick(struct iod_store *s)
 {
 	jbd_tick(s->j);
-	check_abort(s);
+	store_check_abort(s);
 }
 
 int iod_store_wait(struct iod_store *s)
 {
 	int rc = jbd_wait(s->j);
 
-	check_abort(s);
+	store_check_abort(s);
 	return rc;
 }
 
@@ -633,7 +625,7 @@ int iod_store_aborted(const struct iod_store *s)
 
 /* ------------------------------------------------------- operations */
 
-static int rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 		      const struct iod_sub_layout *l)
 {
 	struct rec_create c;
@@ -660,7 +652,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	uint64_t last = len ? (off + len - 1) >> IOD_REGION_SHIFT : first;
 	struct jbd_handle *h = NULL;
 	struct sreq *r = NULL;
-	struct lstate ls;
+	struct store_lstate ls;
 	bool create, mark;
 	uint64_t gen;
 	unsigned nrec = 0;
@@ -670,10 +662,10 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists && !layout)
@@ -696,7 +688,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0)
 		goto fail;
 	if (create) {
-		rc = rec_create(h, obj, gen, layout);
+		rc = store_rec_create(h, obj, gen, layout);
 		if (rc < 0)
 			goto fail;
 		nrec++;
@@ -740,12 +732,12 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		return rc;
 	/* Out of memory below leaves the request journaled: it is still
 	 * answered by its callback; only our bookkeeping is short. */
-	if (meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
+	if (store_meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
 	    (len > 0 && store_intent_touch(s, obj, first, last) < 0))
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
 			  ino, column);
-	if (st && stat_logical(s, ino, column, st) < 0)
+	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
 fail:
@@ -770,7 +762,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = iod_check_range(column, off, len);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = stat_logical(s, ino, column, st);
+	rc = store_stat_logical(s, ino, column, st);
 	if (rc < 0)
 		return rc;
 	if (!st->exists || off >= st->size || len == 0)
@@ -810,18 +802,18 @@ static int barrier(struct iod_store *s, iod_store_cb cb, void *arg)
  * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
  * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1
  * with *gen the newer of the two. */
-static int existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
+int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
 			  uint64_t trunc_gen, struct iod_sub_stat *st,
 			  iod_store_cb cb, void *arg, uint64_t *gen)
 {
-	struct lstate ls;
+	struct store_lstate ls;
 	int rc;
 
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists) {
@@ -850,7 +842,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = iod_check_range(column, size, 0);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
+	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
 	if (rc <= 0)
 		return rc;
 	r = sreq_new(s, cb, arg);
@@ -880,11 +872,11 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
-	if (meta_install(s, obj, true, gen, NULL, 1) < 0)
+	if (store_meta_install(s, obj, true, gen, NULL, 1) < 0)
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
 			  ino, column);
-	if (st && stat_logical(s, ino, column, st) < 0)
+	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
 fail:
@@ -916,7 +908,7 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		n = IOD_MAX_COLUMNS;
 	}
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
 	r = sreq_new(s, cb, arg);
@@ -927,14 +919,14 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		goto fail;
 	store_hdr_init(&rh, REC_DELETE, 0);
 	for (size_t i = 0; i < n; i++) {
-		struct lstate ls;
+		struct store_lstate ls;
 		bool dup = false;
 
 		for (size_t k = 0; k < n_gone; k++)
 			dup = dup || gone[k] == columns[i];
 		if (dup)
 			continue;
-		rc = logical(s, ino, columns[i], &ls);
+		rc = store_logical(s, ino, columns[i], &ls);
 		if (rc < 0)
 			goto fail;
 		if (!ls.exists)
@@ -963,7 +955,7 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		/* The intent marks go with the subfile (its xattr). */
 		if (in)
 			store_intent_drop(s, in);
-		if (meta_install(s, obj, false, 0, NULL, 1) < 0)
+		if (store_meta_install(s, obj, false, 0, NULL, 1) < 0)
 			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
 				  "memory tracking a delete", s->dir);
 	}
@@ -981,7 +973,7 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	int rc;
 
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
 	if (s->mode == JBD_MODE_WRITEBACK) {
@@ -1007,7 +999,7 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	rc = jbd_sync(s->j, sreq_done, r);
 	if (rc < 0) {
 		free(r);
-		check_abort(s);
+		store_check_abort(s);
 	}
 	return rc;
 }
@@ -1017,20 +1009,20 @@ int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
 {
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	return stat_logical(s, ino, column, st);
+	return store_stat_logical(s, ino, column, st);
 }
 
 int iod_store_layout(struct iod_store *s, uint64_t ino, uint32_t column,
 		     struct iod_sub_layout *out)
 {
 	struct smeta *m;
-	struct lstate ls;
+	struct store_lstate ls;
 	struct sub *e;
 	int rc;
 
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists)
@@ -1100,7 +1092,7 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 
 		if (i > 0 && store_key_cmp(&all[i], &all[i - 1]) == 0)
 			continue;
-		rc = stat_logical(s, all[i].ino, all[i].column, &st);
+		rc = store_stat_logical(s, all[i].ino, all[i].column, &st);
 		if (rc < 0 || !st.exists)
 			continue;
 		out[n++] = (struct iod_sub_info){
@@ -1145,7 +1137,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
-	rc = stat_logical(s, ino, column, &st);
+	rc = store_stat_logical(s, ino, column, &st);
 	if (rc < 0)
 		return rc;
 	if (!st.exists)
@@ -1193,374 +1185,4 @@ fail:
 	free(out);
 	*size = 0;
 	return rc;
-}
-
-/* ------------------------------------------- fallocate, punch, seek */
-
-/* A fallocate or punch waiting for its checkpoint (data=journal) or its
- * close (ordered/writeback), then the home step. */
-struct space_req {
-	struct iod_store *s;
-	uint64_t ino;
-	uint32_t column;
-	uint64_t off, len;
-	bool alloc;                /* fallocate at home once checkpointed */
-	struct iod_sub_stat *st;
-	iod_store_cb cb;
-	void *arg;
-};
-
-/* fallocate(KEEP_SIZE) at home: the subfile exists there (created in
- * place, or by the checkpoint of its create record). */
-static int home_alloc(struct iod_store *s, uint64_t ino, uint32_t column,
-		      uint64_t off, uint64_t len)
-{
-	struct sub *e;
-	int rc = store_get_sub(s, ino, column, NULL, 0, &e);
-
-	if (rc == -ENOENT)
-		return 0;          /* deleted meanwhile: nothing to hold */
-	if (rc < 0)
-		return rc;
-	if (fallocate(e->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Punch at home; a file system without hole punching gets zeros written
- * up to its size instead (the contents are what matter to readers). */
-static int home_punch(struct sub *e, uint64_t off, uint64_t len)
-{
-	static const uint8_t zeros[65536];
-	struct stat sb;
-
-	if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		      (off_t)off, (off_t)len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP)
-		return -errno;
-	if (fstat(e->fd, &sb) < 0)
-		return -errno;
-	for (uint64_t end = TW_MIN(off + len, (uint64_t)sb.st_size); off < end;) {
-		size_t n = (size_t)TW_MIN(end - off, (uint64_t)sizeof(zeros));
-		int rc = tw_pwrite_all(e->fd, zeros, n, off);
-
-		if (rc < 0)
-			return rc;
-		off += n;
-	}
-	return 0;
-}
-
-static void space_done(void *arg, int rc)
-{
-	struct space_req *q = arg;
-	struct iod_store *s = q->s;
-
-	if (rc < 0)
-		check_abort(s);
-	if (rc == 0 && q->alloc)
-		rc = home_alloc(s, q->ino, q->column, q->off, q->len);
-	if (q->st && stat_logical(s, q->ino, q->column, q->st) < 0)
-		memset(q->st, 0, sizeof(*q->st));
-	q->cb(q->arg, rc);
-	free(q);
-}
-
-static void closed_noop(void *arg, int rc)
-{
-	(void)arg;
-	(void)rc;
-}
-
-/* Commit h (consumed); data=journal: q runs once the checkpoint has moved
- * everything up to h home, else once h is closed. */
-static int space_commit(struct iod_store *s, struct jbd_handle *h,
-			struct space_req *q)
-{
-	int64_t seq;
-	int rc;
-
-	if (s->mode != JBD_MODE_JOURNAL) {
-		seq = jbd_commit(h, 0, space_done, q);
-		if (seq < 0)
-			check_abort(s);
-		return seq < 0 ? (int)seq : 0;
-	}
-	seq = jbd_commit(h, 0, closed_noop, NULL);
-	if (seq < 0) {
-		check_abort(s);
-		return (int)seq;
-	}
-	rc = jbd_checkpoint(s->j, space_done, q);
-	if (rc < 0)
-		check_abort(s);
-	return rc;
-}
-
-static struct space_req *space_new(struct iod_store *s, uint64_t ino,
-				   uint32_t column, uint64_t off, uint64_t len,
-				   struct iod_sub_stat *st, iod_store_cb cb,
-				   void *arg)
-{
-	struct space_req *q = calloc(1, sizeof(*q));
-
-	if (q)
-		*q = (struct space_req){ .s = s, .ino = ino, .column = column,
-					 .off = off, .len = len, .st = st,
-					 .cb = cb, .arg = arg };
-	return q;
-}
-
-int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
-			uint64_t off, uint64_t len, uint64_t trunc_gen,
-			const struct iod_sub_layout *layout,
-			struct iod_sub_stat *st, iod_store_cb cb, void *arg)
-{
-	uint64_t obj = store_obj(ino, column);
-	struct jbd_handle *h = NULL;
-	struct space_req *q = NULL;
-	struct lstate ls;
-	bool create;
-	uint64_t gen;
-	int rc;
-
-	assert(layout);
-	if (len == 0 || iod_check_range(column, off, len) < 0 ||
-	    store_check_ids(ino, column) < 0)
-		return -EINVAL;
-	if (jbd_aborted(s->j)) {
-		check_abort(s);
-		return -EIO;
-	}
-	rc = logical(s, ino, column, &ls);
-	if (rc < 0)
-		return rc;
-	if (trunc_gen < ls.trunc_gen)
-		return -ESTALE;
-	gen = TW_MAX(trunc_gen, ls.trunc_gen);
-	create = !ls.exists || !ls.xattr_valid;
-	/* ENOSPC before anything is journaled or acknowledged (J13). */
-	rc = jbd_admit(s->j, len);
-	if (rc < 0)
-		return rc;
-	q = space_new(s, ino, column, off, len, st, cb, arg);
-	if (!q)
-		return -ENOMEM;
-	rc = jbd_begin(s->j, &h);
-	if (rc < 0)
-		goto fail;
-	if (create) {
-		rc = rec_create(h, obj, gen, layout);
-		if (rc < 0)
-			goto fail;
-	}
-	if (s->mode == JBD_MODE_JOURNAL) {
-		q->alloc = true;   /* at home once the creation got there */
-	} else {
-		struct sub *e;
-
-		rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
-				   &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, layout);
-		if (rc == 0)
-			rc = home_alloc(s, ino, column, off, len);
-		if (rc == 0)
-			rc = jbd_inplace(h, obj);
-		if (rc < 0)
-			goto fail;
-	}
-	rc = space_commit(s, h, q);
-	h = NULL;
-	if (rc < 0) {
-		free(q);
-		return rc;
-	}
-	if (create && meta_install(s, obj, true, gen, layout, 1) < 0)
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
-	return 0;
-fail:
-	jbd_cancel(h);
-	free(q);
-	return rc;
-}
-
-int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
-		    uint64_t off, uint64_t len, uint64_t trunc_gen, bool zero,
-		    struct iod_sub_stat *st, iod_store_cb cb, void *arg)
-{
-	uint64_t obj = store_obj(ino, column);
-	uint64_t first = off >> IOD_REGION_SHIFT;
-	uint64_t last = (off + len - 1) >> IOD_REGION_SHIFT;
-	struct jbd_handle *h = NULL;
-	struct space_req *q = NULL;
-	struct iod_sub_stat now;
-	unsigned nrec = 0;
-	uint64_t gen;
-	int rc;
-
-	if (len == 0 || iod_check_range(column, off, len) < 0 ||
-	    store_check_ids(ino, column) < 0)
-		return -EINVAL;
-	rc = existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
-	if (rc <= 0)
-		return rc;
-	rc = stat_logical(s, ino, column, &now);
-	if (rc < 0)
-		return rc;
-	if (zero) {
-		rc = jbd_admit(s->j, len);   /* ENOSPC before anything */
-		if (rc < 0)
-			return rc;
-	}
-	q = space_new(s, ino, column, off, len, st, cb, arg);
-	if (!q)
-		return -ENOMEM;
-	rc = jbd_begin(s->j, &h);
-	if (rc < 0)
-		goto fail;
-	/* The mark carries the regions to resync and the new trunc_gen. */
-	{
-		struct rec_mark mk;
-
-		store_hdr_init(&mk.h, REC_MARK, gen);
-		mk.first = htole64(first);
-		mk.count = htole64(last - first + 1);
-		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
-		if (rc < 0)
-			goto fail;
-		nrec++;
-	}
-	if (s->mode == JBD_MODE_JOURNAL) {
-		struct rec_punch p;
-
-		/* A cut at the unchanged size freezes every resident block
-		 * of the subfile: a later write to one of them becomes a
-		 * new item after this record instead of updating an older
-		 * copy in place, which the punch would then destroy at
-		 * checkpoint (journal.h jbd_record, jbd.c index_cut). */
-		store_hdr_init(&p.h, REC_PUNCH, gen);
-		p.off = htole64(off);
-		p.len = htole64(len);
-		rc = jbd_record(h, obj, now.size, &p, sizeof(p));
-		if (rc < 0)
-			goto fail;
-		nrec++;
-		q->alloc = zero;   /* once the hole is at home */
-	} else {
-		struct sub *e;
-
-		rc = store_get_sub(s, ino, column, NULL, 0, &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, NULL);
-		if (rc == 0)
-			rc = home_punch(e, off, len);
-		if (rc == 0 && zero)
-			rc = home_alloc(s, ino, column, off, len);
-		if (rc == 0)
-			rc = jbd_inplace(h, obj);
-		if (rc < 0)
-			goto fail;
-	}
-	rc = space_commit(s, h, q);
-	h = NULL;
-	if (rc < 0) {
-		free(q);
-		return rc;
-	}
-	if (meta_install(s, obj, true, gen, NULL, nrec) < 0 ||
-	    store_intent_touch(s, obj, first, last) < 0)
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
-	return 0;
-fail:
-	jbd_cancel(h);
-	free(q);
-	return rc;
-}
-
-/* Home data at or after x below lim (the home size or a pending cut), or
- * UINT64_MAX. */
-static uint64_t home_data(int fd, uint64_t x, uint64_t lim)
-{
-	off_t r;
-
-	if (fd < 0 || x >= lim)
-		return UINT64_MAX;
-	r = lseek(fd, (off_t)x, SEEK_DATA);
-	return r < 0 || (uint64_t)r >= lim ? UINT64_MAX : (uint64_t)r;
-}
-
-int iod_store_seek(struct iod_store *s, uint64_t ino, uint32_t column,
-		   uint64_t off, int whence, uint64_t *res, uint64_t *size)
-{
-	uint64_t obj = store_obj(ino, column);
-	struct iod_sub_stat st, home = { 0 };
-	uint64_t lim, y;
-	struct sub *e = NULL;
-	bool journal = s->mode == JBD_MODE_JOURNAL;
-	int fd = -1, rc;
-
-	*size = 0;
-	if ((whence != SEEK_DATA && whence != SEEK_HOLE) ||
-	    iod_check_range(column, off, 0) < 0 || store_check_ids(ino, column) < 0)
-		return -EINVAL;
-	rc = stat_logical(s, ino, column, &st);
-	if (rc < 0)
-		return rc;
-	if (!st.exists || off >= st.size)
-		return 0;
-	*size = st.size;
-	rc = store_get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == 0)
-		rc = store_home_stat(e, &home);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	if (rc == 0)
-		fd = e->fd;
-	/* Home bytes count up to the home end, the logical end and (journal
-	 * mode) the smallest pending cut: past it home holds stale bytes. */
-	lim = TW_MIN(home.size, st.size);
-	if (journal)
-		lim = TW_MIN(lim, jbd_min_cut(s->j, obj));
-	if (whence == SEEK_DATA) {
-		uint64_t d = home_data(fd, off, lim);
-
-		if (journal) {
-			uint64_t b = jbd_resident_next(s->j, obj,
-						       off / JBD_BLOCK_SIZE);
-
-			if (b != UINT64_MAX)
-				d = TW_MIN(d, TW_MAX(b * JBD_BLOCK_SIZE, off));
-		}
-		if (d >= st.size)
-			return 0;
-		*res = d;
-		return 1;
-	}
-	/* SEEK_HOLE: step over home extents and resident blocks. */
-	y = off;
-	for (unsigned guard = 0; y < st.size && guard < (1u << 24); guard++) {
-		if (journal && jbd_resident_has(s->j, obj, y / JBD_BLOCK_SIZE)) {
-			y = (y / JBD_BLOCK_SIZE + 1) * JBD_BLOCK_SIZE;
-			continue;
-		}
-		if (home_data(fd, y, lim) != y)
-			break;
-		{
-			off_t hole = lseek(fd, (off_t)y, SEEK_HOLE);
-
-			if (hole < 0)
-				return -errno;
-			/* Resident blocks inside the extent are data too:
-			 * go on from the extent's end (or the limit). */
-			y = TW_MAX(TW_MIN((uint64_t)hole, lim), y + 1);
-		}
-	}
-	*res = TW_MIN(y, st.size);
-	return 1;
 }
