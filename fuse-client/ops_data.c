@@ -1016,8 +1016,9 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	d = range_dop(req, ino, fi, (uint64_t)off, size);
 	if (d) {
 		/* The kernel sends the descriptor's current flags with each
-		 * write: fcntl(F_SETFL) may have changed O_APPEND. */
-		d->append = (fi->flags & O_APPEND) != 0;
+		 * write: fcntl(F_SETFL) may have changed O_APPEND.  Page
+		 * cache writeback (writepage) carries its own offset. */
+		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->buf = malloc(size ? size : 1);
 		if (d->buf)
 			memcpy(d->buf, buf, size);

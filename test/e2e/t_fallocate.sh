@@ -47,4 +47,6 @@ drop_caches
 "$PY" "$E2E_DIR/fa_check.py" seek "$M/fa" "$T" "$MB" &&
 	pass fa-seek-after-restart || fail fa-seek-after-restart "see the python output above"
 e2e_verify fa-verify-after-restart
+# Bad FALLOCATE / SEEK / APPEND_RESERVE requests: exact errno, no harm.
+run_checks "$PY" "$E2E_DIR/twire.py" space 127.0.0.1 "$TWINFS_PORT" $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER"
 e2e_end
