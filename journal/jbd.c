@@ -219,8 +219,8 @@ uint64_t jbd_resident_next(struct jbd *j, uint64_t obj, uint64_t blk)
 
 	if (o == NULL)
 		return best;
-	/* A scan of the object's entries: only SEEK_DATA asks, and an
-	 * object holds at most a quarter of the journal per transaction. */
+	/* A scan of the object's entries: only SEEK_DATA asks, and they are
+	 * bounded by the journal's size in blocks. */
 	for (size_t it = 0; tw_hmap_next(&o->blocks, &it, &key, &val);)
 		if (key - 1 >= blk && key - 1 < best)
 			best = key - 1;
