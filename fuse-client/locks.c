@@ -35,6 +35,8 @@
 
 #define LOCK_RETRY_MS       200   /* grace at mgrd, or no connection */
 #define LOCK_RECONNECT_MS   500   /* while holding locks: notice a restart */
+#define LOCK_LOCAL_RETRIES  5     /* a denial by this mount's own lock ... */
+#define LOCK_LOCAL_RETRY_MS 10    /* ... is asked again this much later */
 
 struct fc_locks {
 	struct tw_lk_table mine;      /* [loop] granted to this client */
@@ -63,6 +65,7 @@ struct lop {
 	fc_close_fn next;             /* flush/release: the data path's */
 	struct lop *wnext;            /* fc_locks.waiting */
 	bool cancel_sent;
+	unsigned local_retries;       /* LOP_SET: see set_mgr_cb */
 };
 
 static struct fc_locks *locks_get(struct fc_client *cl)
@@ -228,7 +231,20 @@ static void set_mgr_cb(struct fc_mgr_call *mc, int status,
 		wire_msg_free(reply);
 	if (status == -EIO || status == -EINTR)
 		mc->cl->locks->uncertain = true;
-	set_done(mc->arg, status);
+	struct lop *l = mc->arg;
+	if (status == -EAGAIN && l->local_retries < LOCK_LOCAL_RETRIES &&
+	    !fc_op_interrupted(&l->op) &&
+	    tw_lk_test(&mc->cl->locks->mine, l->ino, &l->want, NULL)) {
+		/* The holder is an open file of this mount.  The kernel
+		 * sends RELEASE, which drops a closed file's flock and OFD
+		 * locks, asynchronously, and another FUSE worker may hand it
+		 * to the loop after this request: close(a); flock(b, LOCK_NB)
+		 * must not see a's lock.  Give the release a moment. */
+		l->local_retries++;
+		fc_op_later(&l->op, LOCK_LOCAL_RETRY_MS);
+		return;
+	}
+	set_done(l, status);
 }
 
 static void wait_cb(int status, struct wire_msg *reply, void *arg)
