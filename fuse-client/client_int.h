@@ -76,6 +76,7 @@ struct fc_attr {
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
 	uint64_t trunc_gen, data_version, generation;
+	uint32_t acl_sig;          /* changes with the inode's ACLs */
 	bool has_layout;
 	struct r0_layout layout;
 	int policy_first;
@@ -97,6 +98,11 @@ struct fc_inode {
 	uint32_t xattr_absent;     /* [ino_lock] */
 	int64_t xattr_ctime_sec;   /* [ino_lock] */
 	uint32_t xattr_ctime_nsec; /* [ino_lock] */
+	/* attr.acl_sig changed since the kernel last learned the ACLs. */
+	bool acl_stale;            /* [ino_lock] */
+	/* This mount changed the ACLs (the kernel forgot its copy itself):
+	 * the next attributes bring the new acl_sig, adopted as it is. */
+	bool acl_local;            /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -417,6 +423,11 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
+/* Whether the inode's ACLs changed since the last call (clears it). */
+bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
+/* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)
+ * succeeded: the kernel dropped its cached ACLs already. */
+void fc_inode_acl_local(struct fc_client *cl, uint64_t ino);
 /* forget: nlookup -= n; frees at zero. */
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
 /* Copy the cached attributes; false if ino is not cached. *size gets the

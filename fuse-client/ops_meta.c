@@ -135,6 +135,14 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 	 * truncate (trunc_gen); suid/sgid clearing is left to the kernel. */
 	conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_EXPORT_SUPPORT |
 			FUSE_CAP_HANDLE_KILLPRIV);
+	/* POSIX ACLs: the kernel caches and enforces them and leaves the
+	 * rest to the file system, which mgrd does (FORMAT.md "POSIX
+	 * ACLs"): the mode follows a new access ACL, chmod updates the
+	 * ACL, new inodes inherit the default ACL, for which mgrd needs the
+	 * unmasked mode and the umask (DONT_MASK). */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* The kernel's writeback cache owns size and mtime and ignores other
 	 * clients (DESIGN.md): only on request. */
 	if (cl->opts.writeback_cache &&
@@ -154,6 +162,20 @@ void fc_destroy(void *userdata)
 
 /* ------------------------------------------------------ entry replies */
 
+/* The kernel caches an inode's ACLs until it is told otherwise: when mgrd's
+ * acl_sig shows that they changed (set on another mount, or a chmod changed
+ * the mask), drop them, with the cached attributes, before the reply that
+ * brought the news, so the permission check it precedes sees the new ACL.
+ * Sent from the loop, unlike DESIGN.md's rule for invalidations: offset -1
+ * takes no page lock, and the inode is one the kernel is asking about
+ * (GETATTR holds a reference; LOOKUP of a known inode finds it cached), so
+ * the kernel-side lookup waits for no request of ours. */
+static void forget_stale_acl(struct fc_client *cl, uint64_t ino)
+{
+	if (fc_inode_take_acl_stale(cl, ino) && cl->se)
+		fuse_lowlevel_notify_inval_inode(cl->se, ino, -1, 0);
+}
+
 static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 {
 	struct fc_client *cl = m->op.cl;
@@ -169,6 +191,7 @@ static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	forget_stale_acl(cl, a.ino);
 	if (fc_op_reply_entry(&m->op, &e) < 0)
 		fc_inode_forget(cl, a.ino, 1);
 }
@@ -261,6 +284,7 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_update(cl, &a, &st);
+	forget_stale_acl(cl, a.ino);
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
 
@@ -286,6 +310,18 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* ------------------------------------------------------------- setattr */
 
 static void setattr_run(struct fc_op *op);
+
+static void setattr_done(struct fc_mgr_call *mc, int status,
+			 struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
+	 * cached ACLs when it sent us the SETATTR. */
+	if (status == 0 && (m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MODE))
+		fc_inode_acl_local(m->op.cl, m->ino);
+	attr_done(mc, status, reply);
+}
 
 static void setattr_reported(void *arg, int status)
 {
@@ -318,7 +354,7 @@ static void setattr_run(struct fc_op *op)
 		return;
 	}
 	m->m.setattr.ino = m->ino;
-	SEND(m, SETATTR, setattr, attr_done);
+	SEND(m, SETATTR, setattr, setattr_done);
 }
 
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -439,7 +475,8 @@ void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		m->ino = parent;
 		m->name = strdup(name);
 		twinfs__mknod__init(&m->m.mknod);
-		/* The kernel applied the umask (no FUSE_CAP_DONT_MASK). */
+		/* Unmasked (FUSE_CAP_DONT_MASK): mgrd applies the umask
+		 * in the request's ctx, or the parent's default ACL. */
 		m->m.mknod.mode = mode;
 		m->m.mknod.rdev = (uint32_t)rdev;
 	}
@@ -671,15 +708,6 @@ static bool is_layout(const char *name)
 	return strcmp(name, FC_LAYOUT_XATTR) == 0;
 }
 
-/* POSIX ACLs are not supported (no FUSE_CAP_POSIX_ACL): since Linux 6.2
- * the kernel still passes system.posix_acl_* through as plain xattrs, and
- * storing them would silently ignore the mode they carry (cp -a sets the
- * mode that way).  EOPNOTSUPP makes tools fall back to chmod. */
-static bool is_posix_acl(const char *name)
-{
-	return strncmp(name, "system.posix_acl_", 17) == 0;
-}
-
 
 /* Answer a get/list with `value` of `len` bytes for a caller buffer of
  * m->size bytes (0 = ask the size). */
@@ -705,6 +733,9 @@ static void xattr_done(struct fc_mgr_call *mc, int status,
 	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && m->name)
 		fc_inode_set_xattr_absent(cl, m->ino,
 					  fc_xattr_cache_index(m->name), false);
+	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && status == 0 &&
+	    strncmp(m->name, "system.posix_acl_", 17) == 0)
+		fc_inode_acl_local(cl, m->ino);
 	if (status < 0) {
 		if (reply)
 			wire_msg_free(reply);
@@ -836,10 +867,6 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct fc_client *cl = client(req);
 	struct mop *m;
 
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
 	/* The kernel asks for security.capability before every write; its
 	 * absence is answered from the cache (DESIGN.md). */
 	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name))) {
@@ -903,10 +930,6 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		submit_or_enomem(req, m, true);
 		return;
 	}
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
 	m = mop_new(req, xattr_run);
 	if (m) {
 		m->ino = ino;
@@ -930,10 +953,6 @@ void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	if (is_layout(name)) {
 		/* Never stored, so never removable. */
 		fuse_reply_err(req, ENOTSUP);
-		return;
-	}
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
 	m = mop_new(req, xattr_run);

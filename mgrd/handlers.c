@@ -27,6 +27,20 @@ struct attr_buf {
 	uint32_t groups[R0_MAX_STRIPE_COUNT];
 };
 
+/* A checksum of the inode's ACLs: clients forget the kernel's cached ACLs
+ * when it changes (another mount set them, or chmod changed the mask). */
+static uint32_t acl_sig(const struct mgr_inode *in)
+{
+	uint32_t crc = 0;
+
+	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
+		if (strncmp(x->name, "system.posix_acl_", 17) == 0) {
+			crc = tw_crc32c(crc, x->name, strlen(x->name));
+			crc = tw_crc32c(crc, x->value, x->len);
+		}
+	return crc;
+}
+
 static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 		      const struct mgr_inode *in)
 {
@@ -49,6 +63,7 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.ctime_nsec = in->ctime.nsec;
 	ab->a.trunc_gen = in->trunc_gen;
 	ab->a.data_version = in->data_version;
+	ab->a.acl_sig = acl_sig(in);
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
 		ab->l.stripe_size = in->layout.stripe_size;
@@ -446,6 +461,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	}
 	}
 	creds(s, ctx, &op);
+	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
+	 * not apply under a default ACL (ns.c inherit_acl). */
+	op.umask = ctx ? ctx->umask & 0777 : 0;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
 out:

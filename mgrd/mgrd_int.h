@@ -2,7 +2,8 @@
  *
  * Modules, one job each:
  *   ns.c       the namespace: inodes, directories, links, xattrs, layouts,
- *              open counts, orphans.  Pure, in memory, no I/O, no clock:
+ *              open counts, orphans.
+ *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).  Pure, in memory, no I/O, no clock:
  *              every decision that is not a function of the state (time,
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
@@ -166,12 +167,36 @@ struct mgr_ns {
 	void *on_pdel_arg;
 };
 
+/* --------------------------------------------------------- POSIX ACLs */
+
+#define MGR_ACL_ACCESS  "system.posix_acl_access"
+#define MGR_ACL_DEFAULT "system.posix_acl_default"
+
+/* The ACL xattr format and its validity rule are at the top of acl.c.
+ * Returns the number of entries, or -EINVAL. */
+int mgr_acl_check(const void *value, uint32_t len);
+/* The permission bits an access ACL implies replace those of *mode (other
+ * bits kept).  Returns 1 when the ACL says more than the mode can (named
+ * entries or a mask: it must be kept), 0 when the mode says it all, or
+ * -EINVAL for an invalid ACL. */
+int mgr_acl_equiv_mode(const void *value, uint32_t len, uint32_t *mode);
+/* chmod: the owner, group class (the mask if any) and other entries take
+ * the permission bits of mode.  Changes nothing in an invalid ACL. */
+void mgr_acl_chmod(void *value, uint32_t len, uint32_t mode);
+/* Turn a copy of the directory's default ACL into a new inode's access
+ * ACL for the requested *mode, and narrow *mode to it.  Returns 1 when the
+ * result must be stored, 0 when the mode says it all, -EINVAL. */
+int mgr_acl_create_masq(void *value, uint32_t len, uint32_t *mode);
+
 /* What a create decides; zero/false fields are decided by mgr_ns_create
  * and filled in (live), given ones are used as they are (replay). */
 struct mgr_create {
 	uint64_t parent;
 	const char *name;
-	uint32_t mode;            /* includes the type */
+	uint32_t mode;            /* includes the type; the final mode on return */
+	uint32_t umask;           /* applied unless the parent has a default
+				   * ACL (live only: records hold the final
+				   * mode, and replay passes 0) */
 	uint32_t rdev;
 	uint32_t uid, gid;
 	const char *target;       /* symlinks */
@@ -459,6 +484,7 @@ struct mgr_op {
 	const void *value;
 	uint32_t value_len;
 	uint32_t mode, rdev, uid, gid, flags, valid;
+	uint32_t umask;           /* CREATE, live only: never encoded */
 	uint64_t size, trunc_gen;
 	struct mgr_time atime, mtime, ctime;
 	bool wrote;

@@ -391,7 +391,7 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 {
 	struct mgr_create c = {
 		.parent = op->parent, .name = op->name, .mode = op->mode,
-		.rdev = op->rdev, .uid = op->uid, .gid = op->gid,
+		.umask = op->umask, .rdev = op->rdev, .uid = op->uid, .gid = op->gid,
 		.target = op->target, .now = op->now, .ino = op->new_ino,
 		.has_layout = op->has_layout, .layout = op->layout,
 		.rr_next = op->rr_next,
@@ -432,6 +432,7 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 			return rc;
 	}
 	op->new_ino = c.ino;
+	op->mode = c.mode;   /* umask or default ACL applied: replay keeps it */
 	op->has_layout = c.has_layout;
 	op->layout = c.layout;
 	op->rr_next = c.rr_next;
