@@ -59,9 +59,13 @@ struct fc_opts {
 	double attr_timeout;            /* -o attr_timeout=, seconds, 1.0 */
 	double entry_timeout;           /* -o entry_timeout=, seconds, 1.0 */
 	int writeback_cache;            /* -o writeback_cache */
+	int atime;                      /* FC_ATIME_*: -o relatime (default),
+					 * noatime, strictatime */
 	char *mountpoint;
 	int foreground;                 /* -f */
 };
+
+enum { FC_ATIME_RELATIME = 0, FC_ATIME_NOATIME, FC_ATIME_STRICT };
 
 /* ---------------------------------------------------------- attributes */
 
@@ -121,6 +125,10 @@ struct fc_file {
 	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
 	int64_t mtime_sec;         /* [loop] time of the last write */
 	uint32_t mtime_nsec;
+	/* A read since the last report, and when (the atime to report). */
+	bool atime_pending;        /* [loop] */
+	int64_t atime_sec;         /* [loop] */
+	uint32_t atime_nsec;
 	uint32_t cols_seen;        /* [loop] bit k: col_blocks[k] is known */
 	uint64_t col_blocks[R0_MAX_STRIPE_COUNT]; /* [loop] from WriteReply */
 	bool on_dirty_list;        /* [loop] */
@@ -528,8 +536,11 @@ void fc_file_put(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (report.c): a read through f completed; its atime goes to
+ * mgrd with the next report (flush, fsync, release), never per read. */
+void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): send f's size report if it has unreported
- * writes.  Returns true when a report was sent (done runs later), false
+ * writes or an unreported read.  Returns true when a report was sent (done runs later), false
  * when there was nothing to do or no memory (done never runs; *err says
  * which). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,

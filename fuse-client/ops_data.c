@@ -343,6 +343,26 @@ static void release_orphan(struct fc_client *cl, uint64_t ino, uint64_t fh)
 		    &r->rel.ctx, NULL, 0, release_only_done, r);
 }
 
+/* Whether a read through this open would update the atime (the policy is
+ * mgrd's, FORMAT.md "Size, truncate, data_version"): then the kernel must
+ * not serve the reads from its page cache, which we never see. */
+static bool atime_due(struct fc_client *cl, const struct fc_attr *a,
+		      int flags)
+{
+	struct tw_ts now;
+
+	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_NOATIME) ||
+	    cl->opts.atime == FC_ATIME_NOATIME)
+		return false;
+	if (cl->opts.atime == FC_ATIME_STRICT)
+		return true;
+	tw_realtime(&now.sec, &now.nsec);
+	return tw_relatime_due((struct tw_ts){ a->atime_sec, a->atime_nsec },
+			       (struct tw_ts){ a->mtime_sec, a->mtime_nsec },
+			       (struct tw_ts){ a->ctime_sec, a->ctime_nsec },
+			       now);
+}
+
 static void open_done(struct fc_mgr_call *mc, int status,
 		      struct wire_msg *reply)
 {
@@ -379,7 +399,8 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		old.mtime_sec == a.mtime_sec &&
 		old.mtime_nsec == a.mtime_nsec &&
 		old.data_version == a.data_version &&
-		old.trunc_gen == a.trunc_gen;
+		old.trunc_gen == a.trunc_gen &&
+		!atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
 	f = file_new(d->ino, fh, d->fi.flags, &a);
 	if (!f) {
@@ -870,6 +891,8 @@ static void read_finish(struct dop *d)
 			bad = pc;
 	}
 	if (!bad) {
+		if (d->f)
+			fc_file_accessed(cl, d->f);
 		fc_op_reply_buf(&d->op, d->buf, d->size);
 		return;
 	}
@@ -1050,6 +1073,9 @@ static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	if (d->f)
+		d->f->refs++;
+
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->is_read = true;
@@ -1061,7 +1087,6 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dop *d;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -1071,6 +1096,8 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->ino = ino;
 		d->off = (uint64_t)off;
 		d->size = size;
+		/* For the atime; the reference is taken on the loop thread. */
+		d->f = fi ? fh_file(fi) : NULL;
 	}
 	submit(req, d, true);
 }

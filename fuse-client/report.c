@@ -9,6 +9,7 @@
  * open's, or a write or report in flight: fc_file_put).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,15 @@ static bool file_dirty(const struct fc_file *f)
 	return f->write_gen != f->reported_gen;
 }
 
+void fc_file_accessed(struct fc_client *cl, struct fc_file *f)
+{
+	if (f->atime_pending || (f->flags & O_NOATIME) ||
+	    cl->opts.atime == FC_ATIME_NOATIME)
+		return;
+	f->atime_pending = true;
+	tw_realtime(&f->atime_sec, &f->atime_nsec);
+}
+
 static void report_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
@@ -121,8 +131,9 @@ static void report_done(struct fc_mgr_call *mc, int status,
 		wire_msg_free(reply);
 	if (r->from_timer)
 		f->timer_report = false;
+	/* A failed atime-only report fails no flush or fsync. */
 	if (r->done)
-		r->done(r->arg, status);
+		r->done(r->arg, r->sr.wrote ? status : 0);
 	if (inflight_add(cl, f->ino, -1) == 0)
 		barriers_fire(cl, f->ino);
 	fc_file_put(cl, f);
@@ -138,7 +149,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	size_t n = 0;
 
 	*err = 0;
-	if (!file_dirty(f))
+	if (!file_dirty(f) && !f->atime_pending)
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -161,7 +172,15 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	r->sr.trunc_gen = f->end_gen;
 	r->sr.mtime_sec = f->mtime_sec;
 	r->sr.mtime_nsec = f->mtime_nsec;
-	r->sr.wrote = true;
+	r->sr.wrote = file_dirty(f);
+	if (f->atime_pending) {
+		/* Best effort: a lost atime is not worth a retry. */
+		f->atime_pending = false;
+		r->sr.accessed = true;
+		r->sr.atime_sec = f->atime_sec;
+		r->sr.atime_nsec = f->atime_nsec;
+		r->sr.strictatime = cl->opts.atime == FC_ATIME_STRICT;
+	}
 	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
 		if (!(f->cols_seen & (1u << k)))
 			continue;

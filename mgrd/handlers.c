@@ -596,7 +596,14 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	op.mtime.nsec = q->mtime_nsec;
 	op.trunc_gen = q->trunc_gen;
 	op.wrote = q->wrote;
-	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u)
+	if (q->accessed) {
+		op.valid = MGR_REPORT_ACCESSED |
+			   (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op.atime.sec = q->atime_sec;
+		op.atime.nsec = q->atime_nsec;
+	}
+	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u ||
+	    q->atime_nsec >= 1000000000u)
 		rc = -EINVAL;
 	for (size_t i = 0; rc == 0 && i < q->n_blocks; i++) {
 		op.cols[i] = q->blocks[i]->column;

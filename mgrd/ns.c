@@ -953,6 +953,24 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 	return 0;
 }
 
+static struct tw_ts ts(const struct mgr_time *t)
+{
+	return (struct tw_ts){ t->sec, t->nsec };
+}
+
+int mgr_ns_accessed(struct mgr_ns *ns, uint64_t ino, const struct mgr_time *at,
+		    bool strict)
+{
+	struct mgr_inode *in = mgr_ns_get(ns, ino);
+
+	if (!in)
+		return -ESTALE;
+	if (strict || tw_relatime_due(ts(&in->atime), ts(&in->mtime),
+				      ts(&in->ctime), ts(at)))
+		in->atime = *at;
+	return 0;
+}
+
 int mgr_ns_setstripe(struct mgr_ns *ns, uint64_t ino, uint32_t stripe_size,
 		     uint32_t stripe_count, int32_t first, bool *has_layout,
 		     struct r0_layout *layout, uint64_t *rr_next,

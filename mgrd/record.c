@@ -568,11 +568,17 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 	case MGR_OP_REMOVEXATTR:
 		return mgr_ns_removexattr(&st->ns, op->ino, op->name,
 					  &op->now);
-	case MGR_OP_SIZE_REPORT:
-		return mgr_ns_size_report(&st->ns, op->ino, op->size,
-					  &op->mtime, op->trunc_gen, op->wrote,
-					  op->n_cols, op->cols, op->blocks,
-					  &op->out);
+	case MGR_OP_SIZE_REPORT: {
+		int rc = mgr_ns_size_report(&st->ns, op->ino, op->size,
+					    &op->mtime, op->trunc_gen,
+					    op->wrote, op->n_cols, op->cols,
+					    op->blocks, &op->out);
+
+		if (rc == 0 && (op->valid & MGR_REPORT_ACCESSED))
+			rc = mgr_ns_accessed(&st->ns, op->ino, &op->atime,
+					     op->valid & MGR_REPORT_STRICTATIME);
+		return rc;
+	}
 	case MGR_OP_SETSTRIPE:
 		dummy_layout = op->has_layout;
 		{
