@@ -44,6 +44,8 @@ struct mop {
 	Twinfs__Layout layout_pb;
 };
 
+#define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
+
 enum { XK_GET = 1, XK_SET, XK_LIST, XK_REMOVE, XK_LAYOUT_GET,
        XK_LAYOUT_SET };
 
@@ -708,6 +710,26 @@ static bool is_layout(const char *name)
 	return strcmp(name, FC_LAYOUT_XATTR) == 0;
 }
 
+/* Namespaces as ext4 knows them (system.* reaches us only for names the
+ * kernel's ACL handlers do not take); twinfs.layout is the client's own.
+ * Unknown ones are EOPNOTSUPP, a bare prefix EINVAL. */
+static int check_xattr_name(const char *name)
+{
+	static const char *const ns[] = { "user.", "trusted.", "security." };
+
+	if (is_layout(name))
+		return 0;
+	for (size_t i = 0; i < TW_ARRAY_SIZE(ns); i++) {
+		size_t l = strlen(ns[i]);
+
+		if (strncmp(name, ns[i], l) == 0)
+			return name[l] ? 0 : -EINVAL;
+	}
+	if (strncmp(name, "system.posix_acl_", 17) == 0)
+		return 0;
+	return -EOPNOTSUPP;
+}
+
 
 /* Answer a get/list with `value` of `len` bytes for a caller buffer of
  * m->size bytes (0 = ask the size). */
@@ -719,6 +741,25 @@ static void reply_value(struct mop *m, const void *value, size_t len)
 		fc_op_reply_err(&m->op, ERANGE);
 	else
 		fc_op_reply_buf(&m->op, value, len);
+}
+
+/* As ext4: trusted.* names are listed only to privileged callers (root
+ * here: the request carries no capabilities).  mgrd sent the whole list
+ * (fc_listxattr asks for it), filtered here in place. */
+static void reply_list_unprivileged(struct mop *m, uint8_t *names, size_t len)
+{
+	size_t in = 0, out = 0;
+
+	while (in < len) {
+		size_t l = strnlen((char *)names + in, len - in) + 1;
+
+		if (strncmp((char *)names + in, "trusted.", 8) != 0) {
+			memmove(names + out, names + in, TW_MIN(l, len - in));
+			out += TW_MIN(l, len - in);
+		}
+		in += l;
+	}
+	reply_value(m, names, out);
 }
 
 static void xattr_done(struct fc_mgr_call *mc, int status,
@@ -747,6 +788,8 @@ static void xattr_done(struct fc_mgr_call *mc, int status,
 
 		if (reply->body->descriptor != &twinfs__xattr_reply__descriptor) {
 			fc_op_reply_err(&m->op, EIO);
+		} else if (m->kind == XK_LIST && m->op.uid != 0) {
+			reply_list_unprivileged(m, r->value.data, r->value.len);
 		} else if (m->size == 0 && r->value.len == 0) {
 			fc_op_reply_xattr(&m->op, r->size);
 		} else {
@@ -848,7 +891,8 @@ static void xattr_run(struct fc_op *op)
 		SEND(m, GETXATTR, xattr, xattr_done);
 		break;
 	case XK_LIST:
-		x->size = (uint32_t)m->size;
+		/* Unprivileged callers get a filtered list: fetch it all. */
+		x->size = m->op.uid != 0 ? MGR_LIST_MAX : (uint32_t)m->size;
 		SEND(m, LISTXATTR, xattr, xattr_done);
 		break;
 	case XK_SET:
@@ -866,7 +910,12 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct fc_client *cl = client(req);
 	struct mop *m;
+	int rc = check_xattr_name(name);
 
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	/* The kernel asks for security.capability before every write; its
 	 * absence is answered from the cache (DESIGN.md). */
 	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name))) {
@@ -901,6 +950,7 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 const char *value, size_t size, int flags)
 {
 	struct mop *m;
+	int rc;
 
 	if (is_layout(name)) {
 		char buf[128];
@@ -930,6 +980,11 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		submit_or_enomem(req, m, true);
 		return;
 	}
+	rc = check_xattr_name(name);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	m = mop_new(req, xattr_run);
 	if (m) {
 		m->ino = ino;
@@ -949,10 +1004,16 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct mop *m;
+	int rc;
 
 	if (is_layout(name)) {
 		/* Never stored, so never removable. */
 		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	rc = check_xattr_name(name);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	m = mop_new(req, xattr_run);
