@@ -313,6 +313,34 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void setattr_run(struct fc_op *op);
 
+/* mop.kind of a SETATTR */
+enum { REPORTED = 1, KILL_SGID };
+
+/* Whether a request with nothing to set must drop the setgid bit of ino:
+ * Linux (setattr_should_drop_sgid) drops it on write, truncate and chown
+ * -1 -1 by a caller outside the group and without CAP_FSETID even without
+ * group execute, which the kernel's FUSE killpriv emulation ignores.  Root
+ * stands for the capability (the request carries none).  Worker thread:
+ * the group list is read from /proc.  *mode gets the mode to change. */
+static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[64];
+	struct fc_attr a;
+	int n;
+
+	if (ctx->uid == 0 || !fc_inode_get(client(req), ino, &a, NULL) ||
+	    !S_ISREG(a.mode) || (a.mode & (S_ISGID | S_IXGRP)) != S_ISGID ||
+	    a.gid == ctx->gid)
+		return false;
+	n = fuse_req_getgroups(req, (int)TW_ARRAY_SIZE(groups), groups);
+	for (int i = 0; i < n && i < (int)TW_ARRAY_SIZE(groups); i++)
+		if (groups[i] == a.gid)
+			return false;
+	*mode = a.mode & 07777;
+	return true;
+}
+
 static void setattr_done(struct fc_mgr_call *mc, int status,
 			 struct wire_msg *reply)
 {
@@ -343,17 +371,23 @@ static void setattr_run(struct fc_op *op)
 
 	/* Earlier writes are reported first (fc_report_ino says why). */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
-		m->kind = 1;
+		m->kind = REPORTED;
 		if (fc_report_ino(op->cl, m->ino, setattr_reported, m))
 			return;
 	}
 	if (m->m.setattr.valid == 0) {
-		/* Nothing mgrd stores (e.g. only KILL_SUID bits, which the
-		 * kernel turns into a mode change itself): answer attrs. */
-		twinfs__getattr__init(&m->m.getattr);
-		m->m.getattr.ino = m->ino;
-		SEND(m, GETATTR, getattr, attr_done);
-		return;
+		/* Nothing to set: chown(f, -1, -1), or the kernel's request to
+		 * kill privileges that it turned into no mode change.  Both
+		 * change the ctime, as on ext4; the kill may still have to
+		 * drop a setgid without group execute (below). */
+		Twinfs__Setattr *sa = &m->m.setattr;
+
+		sa->valid = TWINFS__SETATTR_VALID__SA_CTIME;
+		tw_realtime(&sa->ctime_sec, &sa->ctime_nsec);
+		if (m->kind == KILL_SGID) {
+			sa->valid |= TWINFS__SETATTR_VALID__SA_MODE;
+			sa->mode = (uint32_t)m->size & ~(uint32_t)S_ISGID;
+		}
 	}
 	m->m.setattr.ino = m->ino;
 	SEND(m, SETATTR, setattr, setattr_done);
@@ -410,6 +444,14 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if (to_set & FUSE_SET_ATTR_CTIME) {
 		s->ctime_sec = attr->st_ctim.tv_sec;
 		s->ctime_nsec = (uint32_t)attr->st_ctim.tv_nsec;
+	}
+	if (s->valid == 0) {
+		uint32_t mode;
+
+		if (drop_sgid(req, ino, &mode)) {
+			m->kind = KILL_SGID;
+			m->size = mode;
+		}
 	}
 	submit_or_enomem(req, m, true);
 }
