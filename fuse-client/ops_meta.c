@@ -290,13 +290,35 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
 
+static void getattr_done(struct fc_mgr_call *mc, int status,
+			 struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+	struct fc_client *cl = m->op.cl;
+	struct fc_attr a;
+	struct stat st;
+
+	/* Inode numbers are never reused, so -ESTALE for a directory the
+	 * kernel still holds means it was removed while open: fstat of it
+	 * works on ext4 and shows nlink 0.  (Open regular files are kept as
+	 * orphans by mgrd and never get here.) */
+	if (status == -ESTALE && fc_inode_get(cl, m->ino, &a, NULL) &&
+	    S_ISDIR(a.mode)) {
+		a.nlink = 0;
+		fc_attr_to_stat(cl, &a, a.size, &st);
+		fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
+		return;
+	}
+	attr_done(mc, status, reply);
+}
+
 static void getattr_run(struct fc_op *op)
 {
 	struct mop *m = (struct mop *)op;
 
 	twinfs__getattr__init(&m->m.getattr);
 	m->m.getattr.ino = m->ino;
-	SEND(m, GETATTR, getattr, attr_done);
+	SEND(m, GETATTR, getattr, getattr_done);
 }
 
 void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
