@@ -669,9 +669,9 @@ void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (rc == 0)
 		rc = check_name(newname);
-	/* RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2 on the wire as in Linux;
-	 * RENAME_WHITEOUT (overlayfs) is not supported. */
-	if (rc == 0 && (flags & ~3u))
+	/* RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2, RENAME_WHITEOUT = 4 on
+	 * the wire as in Linux (the kernel checked CAP_MKNOD). */
+	if (rc == 0 && (flags & ~7u))
 		rc = -EINVAL;
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);

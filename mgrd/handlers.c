@@ -515,6 +515,10 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	op.flags = q->flags;
+	if (op.flags & MGR_RENAME_WHITEOUT) {
+		creds(s, q->ctx, &op);   /* the whiteout's owner */
+		mgr_srv_ino_reserve(s);
+	}
 	rc = mgr_op_apply(&s->st, &op);
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 }

@@ -58,6 +58,7 @@
 
 #define MGR_RENAME_NOREPLACE 1u
 #define MGR_RENAME_EXCHANGE  2u
+#define MGR_RENAME_WHITEOUT  4u   /* leave a 0/0 char device at the source */
 #define MGR_XATTR_CREATE     1u
 #define MGR_XATTR_REPLACE    2u
 

@@ -748,9 +748,13 @@ int mgr_ns_rename(struct mgr_ns *ns, uint64_t parent, const char *name,
 	uint64_t src_ino;
 	int rc;
 
-	if (flags & ~(MGR_RENAME_NOREPLACE | MGR_RENAME_EXCHANGE))
+	/* The whiteout itself is made by the caller (record.c), in the
+	 * same record. */
+	if (flags & ~(MGR_RENAME_NOREPLACE | MGR_RENAME_EXCHANGE |
+		      MGR_RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & MGR_RENAME_NOREPLACE) && (flags & MGR_RENAME_EXCHANGE))
+	if ((flags & MGR_RENAME_EXCHANGE) &&
+	    (flags & (MGR_RENAME_NOREPLACE | MGR_RENAME_WHITEOUT)))
 		return -EINVAL;
 	rc = mgr_name_check(name);
 	if (rc == 0)

@@ -439,6 +439,29 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 	return 0;
 }
 
+/* RENAME_WHITEOUT (overlayfs): the rename, then a 0/0 character device
+ * owned by the caller (op uid/gid) under the old name, in one record.  Its
+ * number is decided like a create's (new_ino).  The create cannot find the
+ * name taken, so only memory can fail it. */
+static int apply_rename(struct mgr_state *st, struct mgr_op *op)
+{
+	struct mgr_create c = {
+		.parent = op->parent, .name = op->name, .mode = S_IFCHR,
+		.uid = op->uid, .gid = op->gid, .now = op->now,
+		.ino = op->new_ino,
+	};
+	struct mgr_inode *wh;
+	int rc = mgr_ns_rename(&st->ns, op->parent, op->name, op->newparent,
+			       op->newname, op->flags, &op->now);
+
+	if (rc < 0 || !(op->flags & MGR_RENAME_WHITEOUT))
+		return rc;
+	rc = mgr_ns_create(&st->ns, &c, &wh);
+	if (rc == 0)
+		op->new_ino = c.ino;
+	return rc;
+}
+
 static int apply_setattr(struct mgr_state *st, struct mgr_op *op)
 {
 	struct mgr_setattr sa = {
@@ -555,9 +578,7 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		return mgr_ns_unlink(&st->ns, op->parent, op->name,
 				     op->type == MGR_OP_RMDIR, &op->now);
 	case MGR_OP_RENAME:
-		return mgr_ns_rename(&st->ns, op->parent, op->name,
-				     op->newparent, op->newname, op->flags,
-				     &op->now);
+		return apply_rename(st, op);
 	case MGR_OP_OPEN:
 		return apply_open(st, op);
 	case MGR_OP_RELEASE:

@@ -1,9 +1,10 @@
-/* test_mgr_acl.c - POSIX ACLs at mgrd: the xattr-form helpers of
- * mgrd/acl.c against values worked out from Linux's fs/posix_acl.c, and
- * what ns.c does with them (mode following an access ACL, minimal ACLs not
- * stored, chmod updating the mask, default ACL inheritance ignoring the
- * umask), including a journal replay that must rebuild the same state
- * although records carry no umask.
+/* test_mgr_meta.c - POSIX ACLs, atime and RENAME_WHITEOUT at mgrd: the
+ * xattr-form helpers of mgrd/acl.c against values worked out from Linux's
+ * fs/posix_acl.c, what ns.c does with them (mode following an access ACL,
+ * minimal ACLs not stored, chmod updating the mask, default ACL
+ * inheritance ignoring the umask), relatime on reads, the whiteout of a
+ * rename, and a journal replay of all of them that must rebuild the same
+ * state (records carry no umask: the decided mode).
  */
 #include <criterion/criterion.h>
 
@@ -138,7 +139,7 @@ static const struct mgr_time T0 = { 1000, 5 }, T1 = { 2000, 7 };
 
 static void ns_setup(void)
 {
-	tw_log_init("test_mgr_acl", TW_LOG_WARN);
+	tw_log_init("test_mgr_meta", TW_LOG_WARN);
 	cr_assert_eq(mgr_ns_init(&ns, 2, 0, 0, &T0), 0);
 }
 
@@ -234,13 +235,32 @@ Test(ns_acl, default_acl_inherited_umask_ignored)
 	cr_assert_eq(plain->mode, S_IFREG | 0640, "no default ACL: umask");
 }
 
+Test(ns_acl, relatime_reads)
+{
+	struct mgr_inode *f = mk(1, "f", S_IFREG | 0644, 0);
+	struct mgr_time t2 = { 3000, 0 }, t3 = { 4000, 0 };
+	struct mgr_time later = { 4000 + 24 * 3600, 0 };
+
+	/* Created at T0: atime == mtime, so the first read updates. */
+	cr_assert_eq(mgr_ns_accessed(&ns, f->ino, &t2, false), 0);
+	cr_assert_eq(f->atime.sec, t2.sec);
+	cr_assert_eq(f->ctime.sec, T0.sec, "a read changes no ctime");
+	cr_assert_eq(mgr_ns_accessed(&ns, f->ino, &t3, false), 0);
+	cr_assert_eq(f->atime.sec, t2.sec, "recent atime kept");
+	cr_assert_eq(mgr_ns_accessed(&ns, f->ino, &t3, true), 0);
+	cr_assert_eq(f->atime.sec, t3.sec, "strictatime");
+	cr_assert_eq(mgr_ns_accessed(&ns, f->ino, &later, false), 0);
+	cr_assert_eq(f->atime.sec, later.sec, "a day later");
+	cr_assert_eq(mgr_ns_accessed(&ns, 999, &t3, false), -ESTALE);
+}
+
 /* ------------------------------------------------------------ replay */
 
 static struct tw_conf conf;
 
 static void conf_setup(void)
 {
-	tw_log_init("test_mgr_acl", TW_LOG_WARN);
+	tw_log_init("test_mgr_meta", TW_LOG_WARN);
 	tw_conf_defaults(&conf);
 	conf.n_iods = 2;
 	conf.n_groups = 1;
@@ -261,9 +281,9 @@ static void live(struct mgr_state *st, struct mgr_journal *j,
 	cr_assert_eq(mgr_journal_commit(j, op), 0);
 }
 
-Test(acl_persist, replay_rebuilds_modes_and_acls, .init = conf_setup)
+Test(persist_meta, replay_rebuilds_modes_acls_whiteout_atime, .init = conf_setup)
 {
-	char dir[] = "/tmp/test_mgr_acl.XXXXXX", cmd[64];
+	char dir[] = "/tmp/test_mgr_meta.XXXXXX", cmd[64];
 	struct mgr_state a, b;
 	struct mgr_journal ja, jb;
 	uint8_t buf[128];
@@ -288,6 +308,14 @@ Test(acl_persist, replay_rebuilds_modes_and_acls, .init = conf_setup)
 				      .umask = 077 };
 		struct mgr_op chm = { .type = MGR_OP_SETATTR,
 				      .valid = MGR_SA_MODE, .mode = 0604 };
+		struct mgr_op wh = { .type = MGR_OP_RENAME, .parent = 1,
+				     .name = "g", .newparent = 1,
+				     .newname = "h", .uid = 7, .gid = 8,
+				     .flags = MGR_RENAME_WHITEOUT };
+		struct mgr_op rd = { .type = MGR_OP_SIZE_REPORT,
+				     .valid = MGR_REPORT_ACCESSED,
+				     .atime = { 5000, 1 } };
+		struct mgr_inode *in;
 
 		live(&a, &ja, &mkd);
 		cr_assert_eq(mkd.out->mode, S_IFDIR | 0755);
@@ -300,6 +328,17 @@ Test(acl_persist, replay_rebuilds_modes_and_acls, .init = conf_setup)
 		cr_assert_eq(mkg.out->mode, S_IFREG | 0600);
 		chm.ino = mkf.new_ino;
 		live(&a, &ja, &chm);
+		live(&a, &ja, &wh);
+		cr_assert_eq(mgr_ns_lookup(&a.ns, 1, "g", &in), 0);
+		cr_assert_eq(in->ino, wh.new_ino);
+		cr_assert_eq(in->mode, S_IFCHR, "whiteout: 0/0 char device");
+		cr_assert_eq(in->rdev, 0);
+		cr_assert_eq(in->uid, 7);
+		cr_assert_eq(mgr_ns_lookup(&a.ns, 1, "h", &in), 0);
+		cr_assert_eq(in->ino, mkg.new_ino);
+		rd.ino = mkg.new_ino;
+		live(&a, &ja, &rd);
+		cr_assert_eq(in->atime.sec, 5000);
 	}
 	mgr_journal_close(&ja);   /* crash: no snapshot */
 	cr_assert_eq(mgr_state_init(&b, &conf, &T0), 0);
