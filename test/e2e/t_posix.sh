@@ -9,6 +9,9 @@
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 GAPS=$HERE/posix/known-gaps.txt
 POSIXTEST=${POSIXTEST:-$TWINFS_BUILD_DIR/test/posix/posixtest}
+# Mounted like the ext4 oracle (dev): device nodes stored in TwinFS open
+# the client's devices (mknod/chr_open).  Mounts are nodev by default.
+export TWINFS_MOUNT_OPTS=${TWINFS_MOUNT_OPTS-allow_other,dev}
 e2e_begin posix
 
 e2e_tmpdir T
