@@ -304,6 +304,8 @@ static void getattr_done(struct fc_mgr_call *mc, int status,
 	 * orphans by mgrd and never get here.) */
 	if (status == -ESTALE && fc_inode_get(cl, m->ino, &a, NULL) &&
 	    S_ISDIR(a.mode)) {
+		if (reply)   /* an error reply may carry an empty body */
+			wire_msg_free(reply);
 		a.nlink = 0;
 		fc_attr_to_stat(cl, &a, a.size, &st);
 		fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
