@@ -536,6 +536,10 @@ void fc_file_put(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Whether a read through an open with these flags would update the atime
+ * of a file with attributes a (the policy is mgrd's: relatime, or the
+ * mount's noatime/strictatime; FORMAT.md "Size, truncate, data_version"). */
+bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
 /* Loop thread (report.c): a read through f completed; its atime goes to
  * mgrd with the next report (flush, fsync, release), never per read. */
 void fc_file_accessed(struct fc_client *cl, struct fc_file *f);

@@ -343,26 +343,6 @@ static void release_orphan(struct fc_client *cl, uint64_t ino, uint64_t fh)
 		    &r->rel.ctx, NULL, 0, release_only_done, r);
 }
 
-/* Whether a read through this open would update the atime (the policy is
- * mgrd's, FORMAT.md "Size, truncate, data_version"): then the kernel must
- * not serve the reads from its page cache, which we never see. */
-static bool atime_due(struct fc_client *cl, const struct fc_attr *a,
-		      int flags)
-{
-	struct tw_ts now;
-
-	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_NOATIME) ||
-	    cl->opts.atime == FC_ATIME_NOATIME)
-		return false;
-	if (cl->opts.atime == FC_ATIME_STRICT)
-		return true;
-	tw_realtime(&now.sec, &now.nsec);
-	return tw_relatime_due((struct tw_ts){ a->atime_sec, a->atime_nsec },
-			       (struct tw_ts){ a->mtime_sec, a->mtime_nsec },
-			       (struct tw_ts){ a->ctime_sec, a->ctime_nsec },
-			       now);
-}
-
 static void open_done(struct fc_mgr_call *mc, int status,
 		      struct wire_msg *reply)
 {
@@ -400,7 +380,9 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		old.mtime_nsec == a.mtime_nsec &&
 		old.data_version == a.data_version &&
 		old.trunc_gen == a.trunc_gen &&
-		!atime_due(cl, &a, d->fi.flags);
+		/* The kernel would serve reads from its page cache, which
+		 * we never see: not when a read must update the atime. */
+		!fc_atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
 	f = file_new(d->ino, fh, d->fi.flags, &a);
 	if (!f) {

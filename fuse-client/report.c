@@ -99,10 +99,32 @@ static bool file_dirty(const struct fc_file *f)
 	return f->write_gen != f->reported_gen;
 }
 
+bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags)
+{
+	struct tw_ts now;
+
+	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_NOATIME) ||
+	    cl->opts.atime == FC_ATIME_NOATIME)
+		return false;
+	if (cl->opts.atime == FC_ATIME_STRICT)
+		return true;
+	tw_realtime(&now.sec, &now.nsec);
+	return tw_relatime_due((struct tw_ts){ a->atime_sec, a->atime_nsec },
+			       (struct tw_ts){ a->mtime_sec, a->mtime_nsec },
+			       (struct tw_ts){ a->ctime_sec, a->ctime_nsec },
+			       now);
+}
+
 void fc_file_accessed(struct fc_client *cl, struct fc_file *f)
 {
-	if (f->atime_pending || (f->flags & O_NOATIME) ||
-	    cl->opts.atime == FC_ATIME_NOATIME)
+	struct fc_attr a = { 0 };   /* not cached: due unless noatime */
+
+	/* A read mgrd would not count costs no report (the attributes are
+	 * the open's or newer: close-to-open). */
+	if (f->atime_pending)
+		return;
+	fc_inode_get(cl, f->ino, &a, NULL);
+	if (!fc_atime_due(cl, &a, f->flags))
 		return;
 	f->atime_pending = true;
 	tw_realtime(&f->atime_sec, &f->atime_nsec);
