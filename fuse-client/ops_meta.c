@@ -45,6 +45,7 @@ struct mop {
 };
 
 #define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
+#define FC_XATTR_KILL_SGID 4u       /* Xattr.flags: see acl_kills_sgid */
 
 enum { XK_GET = 1, XK_SET, XK_LIST, XK_REMOVE, XK_LAYOUT_GET,
        XK_LAYOUT_SET };
@@ -340,27 +341,37 @@ static void setattr_run(struct fc_op *op);
 /* mop.kind of a SETATTR */
 enum { REPORTED = 1, KILL_SGID };
 
-/* Whether a request with nothing to set must drop the setgid bit of ino:
- * Linux (setattr_should_drop_sgid) drops it on write, truncate and chown
- * -1 -1 by a caller outside the group and without CAP_FSETID even without
- * group execute, which the kernel's FUSE killpriv emulation ignores.  Root
- * stands for the capability (the request carries none).  Worker thread:
- * the group list is read from /proc.  *mode gets the mode to change. */
-static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+/* Whether the caller is outside group gid and not root (which stands for
+ * CAP_FSETID: the request carries no capabilities).  Worker thread: the
+ * supplementary groups are read from /proc. */
+static bool outside_group(fuse_req_t req, uint32_t gid)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	gid_t groups[64];
-	struct fc_attr a;
 	int n;
 
-	if (ctx->uid == 0 || !fc_inode_get(client(req), ino, &a, NULL) ||
-	    !S_ISREG(a.mode) || (a.mode & (S_ISGID | S_IXGRP)) != S_ISGID ||
-	    a.gid == ctx->gid)
+	if (ctx->uid == 0 || ctx->gid == gid)
 		return false;
 	n = fuse_req_getgroups(req, (int)TW_ARRAY_SIZE(groups), groups);
 	for (int i = 0; i < n && i < (int)TW_ARRAY_SIZE(groups); i++)
-		if (groups[i] == a.gid)
+		if (groups[i] == gid)
 			return false;
+	return true;
+}
+
+/* Whether a request with nothing to set must drop the setgid bit of ino:
+ * Linux (setattr_should_drop_sgid) drops it on write, truncate and chown
+ * -1 -1 by a caller outside the group and without CAP_FSETID even without
+ * group execute, which the kernel's FUSE killpriv emulation ignores.
+ * *mode gets the mode to change. */
+static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+{
+	struct fc_attr a;
+
+	if (!fc_inode_get(client(req), ino, &a, NULL) || !S_ISREG(a.mode) ||
+	    (a.mode & (S_ISGID | S_IXGRP)) != S_ISGID ||
+	    !outside_group(req, a.gid))
+		return false;
 	*mode = a.mode & 07777;
 	return true;
 }
@@ -1012,6 +1023,19 @@ void fc_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	submit_or_enomem(req, m, true);
 }
 
+/* Setting an access ACL drops setgid when the caller is outside the
+ * file's group (posix_acl_update_mode).  The kernel says so with
+ * FUSE_SETXATTR_ACL_KILL_SGID, which libfuse 3.14 does not pass on, so
+ * the client decides as the kernel would; mgrd applies it with the mode
+ * (Xattr.flags 4). */
+static bool acl_kills_sgid(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fc_attr a;
+
+	return fc_inode_get(client(req), ino, &a, NULL) &&
+	       (a.mode & S_ISGID) && outside_group(req, a.gid);
+}
+
 void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 const char *value, size_t size, int flags)
 {
@@ -1063,6 +1087,9 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		m->m.xattr.value.len = size;
 		m->m.xattr.flags = (uint32_t)(flags & (XATTR_CREATE |
 							XATTR_REPLACE));
+		if (strcmp(name, "system.posix_acl_access") == 0 &&
+		    acl_kills_sgid(req, ino))
+			m->m.xattr.flags |= FC_XATTR_KILL_SGID;
 	}
 	submit_or_enomem(req, m, m && m->name && m->value);
 }

@@ -61,6 +61,7 @@
 #define MGR_RENAME_WHITEOUT  4u   /* leave a 0/0 char device at the source */
 #define MGR_XATTR_CREATE     1u
 #define MGR_XATTR_REPLACE    2u
+#define MGR_XATTR_KILL_SGID  4u   /* access ACL set from outside the group */
 
 /* Setattr valid bits, as twinfs.proto SetattrValid (FUSE_SET_ATTR_*). */
 #define MGR_SA_MODE      1u

@@ -1099,7 +1099,7 @@ static void xattr_unlink(struct mgr_inode *in, struct mgr_xattr **pp)
  * all of is not stored (an old one is dropped).  Returns 1 when done here,
  * 0 when the value is to be stored as any xattr, or -errno. */
 static int acl_set_check(struct mgr_inode *in, const char *name,
-			 const void *value, uint32_t len,
+			 const void *value, uint32_t len, uint32_t flags,
 			 const struct mgr_time *now)
 {
 	bool access = strcmp(name, MGR_ACL_ACCESS) == 0;
@@ -1120,6 +1120,8 @@ static int acl_set_check(struct mgr_inode *in, const char *name,
 	if (pp)
 		xattr_unlink(in, pp);
 	in->mode = mode;
+	if (flags & MGR_XATTR_KILL_SGID)
+		in->mode &= ~(uint32_t)S_ISGID;
 	in->ctime = *now;
 	return 1;
 }
@@ -1136,14 +1138,17 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 
 	if (!in)
 		return -ESTALE;
-	if (flags & ~(MGR_XATTR_CREATE | MGR_XATTR_REPLACE))
+	if (flags & ~(MGR_XATTR_CREATE | MGR_XATTR_REPLACE |
+		      MGR_XATTR_KILL_SGID))
 		return -EINVAL;
 	rc = xattr_name_check(name);
 	if (rc < 0)
 		return rc;
 	if (len > MGR_XATTR_SIZE_MAX)
 		return -E2BIG;
-	rc = acl_set_check(in, name, value, len, now);
+	if ((flags & MGR_XATTR_KILL_SGID) && strcmp(name, MGR_ACL_ACCESS))
+		return -EINVAL;
+	rc = acl_set_check(in, name, value, len, flags, now);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	pp = xattr_find(in, name);
@@ -1183,6 +1188,8 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	in->ctime = *now;
 	if (strcmp(name, MGR_ACL_ACCESS) == 0)
 		mgr_acl_equiv_mode(value, len, &in->mode);
+	if (flags & MGR_XATTR_KILL_SGID)
+		in->mode &= ~(uint32_t)S_ISGID;
 	return 0;
 }
 

@@ -198,6 +198,16 @@ Test(ns_acl, access_acl_sets_mode)
 				     &T1), 0);
 	cr_assert_eq(f->mode, S_IFREG | 0750);
 	cr_assert_eq(getx(f->ino, MGR_ACL_ACCESS, got), -ENODATA);
+	/* Set from outside the group: setgid goes with the mode change;
+	 * the flag means nothing for other names. */
+	f->mode |= S_ISGID;
+	len = blob(b, named, 5);
+	cr_assert_eq(mgr_ns_setxattr(&ns, f->ino, MGR_ACL_ACCESS, b, len,
+				     MGR_XATTR_KILL_SGID, &T1), 0);
+	cr_assert_eq(f->mode, S_IFREG | 0660);
+	cr_assert_eq(mgr_ns_setxattr(&ns, f->ino, "user.x", b, len,
+				     MGR_XATTR_KILL_SGID, &T1), -EINVAL);
+	len = blob(b, minimal, 3);
 	/* Invalid ACLs and default ACLs on files are refused. */
 	cr_assert_eq(mgr_ns_setxattr(&ns, f->ino, MGR_ACL_ACCESS, b, len - 8,
 				     0, &T1), -EINVAL);
