@@ -436,6 +436,8 @@ bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
 /* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)
  * succeeded: the kernel dropped its cached ACLs already. */
 void fc_inode_acl_local(struct fc_client *cl, uint64_t ino);
+/* The cached attributes say the inode has no ACL (acl_sig 0). */
+bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino);
 /* forget: nlookup -= n; frees at zero. */
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
 /* Copy the cached attributes; false if ino is not cached. *size gets the

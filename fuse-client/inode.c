@@ -233,9 +233,25 @@ void fc_inode_acl_local(struct fc_client *cl, uint64_t ino)
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, ino);
-	if (in)
+	if (in) {
 		in->acl_local = true;
+		/* Unknown until the next attributes: not "none". */
+		in->attr.acl_sig = 1;
+	}
 	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	bool none = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		none = in->attr.acl_sig == 0;
+	pthread_mutex_unlock(&cl->ino_lock);
+	return none;
 }
 
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)

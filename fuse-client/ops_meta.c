@@ -993,9 +993,12 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	/* The kernel asks for security.capability before every write; its
-	 * absence is answered from the cache (DESIGN.md). */
-	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name))) {
+	/* The kernel asks for security.capability before every write, and
+	 * for the ACLs of every inode it checks: absence is answered from
+	 * the cache (DESIGN.md; acl_sig, FORMAT.md "POSIX ACLs"). */
+	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name)) ||
+	    (strncmp(name, "system.posix_acl_", 17) == 0 &&
+	     fc_inode_acl_none(cl, ino))) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}

@@ -28,17 +28,20 @@ struct attr_buf {
 };
 
 /* A checksum of the inode's ACLs: clients forget the kernel's cached ACLs
- * when it changes (another mount set them, or chmod changed the mask). */
+ * when it changes (another mount set them, or chmod changed the mask), and
+ * answer "no ACL" themselves when it is 0 (odd whenever there is one). */
 static uint32_t acl_sig(const struct mgr_inode *in)
 {
 	uint32_t crc = 0;
+	bool any = false;
 
 	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
 		if (strncmp(x->name, "system.posix_acl_", 17) == 0) {
 			crc = tw_crc32c(crc, x->name, strlen(x->name));
 			crc = tw_crc32c(crc, x->value, x->len);
+			any = true;
 		}
-	return crc;
+	return any ? crc | 1 : 0;
 }
 
 static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
