@@ -82,6 +82,15 @@ chmod 600 "$M2/shared" # the mask drops to --- on the other side
 sleep 1.2
 assert_eq acl-mount2-chmod-mask-enforced "" "$(as_nobody cat shared 2>/dev/null)"
 assert_eq acl-mount2-chmod-mask "mask::---" "$(getfacl -n -p shared 2>/dev/null | grep '^mask::')"
+
+# kill -9 of mgrd: the journal replay rebuilds ACLs and the modes they set.
+before=$(cd "$M" && find top copy shared priv | sort | xargs getfacl -n -p 2>&1)
+lc kill-mgrd >/dev/null && lc start-mgrd >/dev/null || fail acl-mgrd-restart "kill/start failed"
+e2e_wait_healthy 60 || fail acl-mgrd-healthy "cluster not healthy after the restart"
+sleep 1.2 # attribute timeout: ask the restarted mgrd
+after=$(cd "$M" && find top copy shared priv | sort | xargs getfacl -n -p 2>&1)
+assert_eq acl-survive-mgrd-kill "$before" "$after"
+assert_eq acl-enforced-after-restart data "$(as_nobody cat "$M2/top/f" 2>&1)"
 cd /
 lc umount "$M2" >/dev/null && pass acl-umount2 || fail acl-umount2 "unmount failed"
 e2e_end
