@@ -413,15 +413,12 @@ static void setattr_run(struct fc_op *op)
 	if (m->m.setattr.valid == 0) {
 		/* Nothing to set: chown(f, -1, -1), or the kernel's request to
 		 * kill privileges that it turned into no mode change.  Both
-		 * change the ctime, as on ext4; the kill may still have to
-		 * drop a setgid without group execute (below). */
-		Twinfs__Setattr *sa = &m->m.setattr;
-
-		sa->valid = TWINFS__SETATTR_VALID__SA_CTIME;
-		tw_realtime(&sa->ctime_sec, &sa->ctime_nsec);
+		 * change the ctime, as on ext4, which a SETATTR without valid
+		 * bits does at mgrd; the kill may still have to drop a setgid
+		 * without group execute (fc_setattr). */
 		if (m->kind == KILL_SGID) {
-			sa->valid |= TWINFS__SETATTR_VALID__SA_MODE;
-			sa->mode = (uint32_t)m->size & ~(uint32_t)S_ISGID;
+			m->m.setattr.valid = TWINFS__SETATTR_VALID__SA_MODE;
+			m->m.setattr.mode = (uint32_t)m->size & ~(uint32_t)S_ISGID;
 		}
 	}
 	m->m.setattr.ino = m->ino;
