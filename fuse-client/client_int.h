@@ -546,9 +546,9 @@ bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
  * mgrd with the next report (flush, fsync, release), never per read. */
 void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): send f's size report if it has unreported
- * writes or an unreported read.  Returns true when a report was sent (done runs later), false
- * when there was nothing to do or no memory (done never runs; *err says
- * which). */
+ * writes or an unreported read.  Returns true when a report was sent (done
+ * runs later), false when there was nothing to do or no memory (done never
+ * runs; *err says which). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg, int *err);
 

@@ -383,7 +383,8 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
 	 * cached ACLs when it sent us the SETATTR. */
-	if (status == 0 && (m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MODE))
+	if (status == 0 &&
+	    (m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MODE))
 		fc_inode_acl_local(m->op.cl, m->ino);
 	attr_done(mc, status, reply);
 }
@@ -418,7 +419,8 @@ static void setattr_run(struct fc_op *op)
 		 * without group execute (fc_setattr). */
 		if (m->kind == KILL_SGID) {
 			m->m.setattr.valid = TWINFS__SETATTR_VALID__SA_MODE;
-			m->m.setattr.mode = (uint32_t)m->size & ~(uint32_t)S_ISGID;
+			m->m.setattr.mode = (uint32_t)m->size &
+					    ~(uint32_t)S_ISGID;
 		}
 	}
 	m->m.setattr.ino = m->ino;

@@ -127,7 +127,7 @@ int mgr_acl_equiv_mode(const void *value, uint32_t len, uint32_t *mode)
 		case TAG_USER_OBJ: m |= perm << 6; break;
 		case TAG_GROUP_OBJ: m |= perm << 3; break;
 		case TAG_MASK:
-			/* Sorted after GROUP_OBJ: the mask is the group class. */
+			/* After GROUP_OBJ: the mask is the group class. */
 			m = (m & ~070u) | perm << 3;
 			extended = 1;
 			break;

@@ -2,11 +2,11 @@
  *
  * Modules, one job each:
  *   ns.c       the namespace: inodes, directories, links, xattrs, layouts,
- *              open counts, orphans.
- *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).  Pure, in memory, no I/O, no clock:
+ *              open counts, orphans.  Pure, in memory, no I/O, no clock:
  *              every decision that is not a function of the state (time,
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
+ *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   record.c   the journal record of each mutating operation (struct
  *              mgr_op), its apply function (shared by the live path and
  *              replay), and the snapshot of the whole state.  The byte
@@ -195,7 +195,7 @@ int mgr_acl_create_masq(void *value, uint32_t len, uint32_t *mode);
 struct mgr_create {
 	uint64_t parent;
 	const char *name;
-	uint32_t mode;            /* includes the type; the final mode on return */
+	uint32_t mode;            /* includes the type; final on return */
 	uint32_t umask;           /* applied unless the parent has a default
 				   * ACL (live only: records hold the final
 				   * mode, and replay passes 0) */

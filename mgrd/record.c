@@ -391,7 +391,8 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 {
 	struct mgr_create c = {
 		.parent = op->parent, .name = op->name, .mode = op->mode,
-		.umask = op->umask, .rdev = op->rdev, .uid = op->uid, .gid = op->gid,
+		.umask = op->umask, .rdev = op->rdev, .uid = op->uid,
+		.gid = op->gid,
 		.target = op->target, .now = op->now, .ino = op->new_ino,
 		.has_layout = op->has_layout, .layout = op->layout,
 		.rr_next = op->rr_next,
@@ -597,7 +598,8 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 
 		if (rc == 0 && (op->valid & MGR_REPORT_ACCESSED))
 			rc = mgr_ns_accessed(&st->ns, op->ino, &op->atime,
-					     op->valid & MGR_REPORT_STRICTATIME);
+					     op->valid &
+					     MGR_REPORT_STRICTATIME);
 		return rc;
 	}
 	case MGR_OP_SETSTRIPE:
