@@ -152,6 +152,11 @@ int fc_op_reply_xattr(struct fc_op *op, size_t count)
 	REPLY(op, fuse_reply_xattr(op->req, count));
 }
 
+int fc_op_reply_lock(struct fc_op *op, const struct flock *lock)
+{
+	REPLY(op, fuse_reply_lock(op->req, lock));
+}
+
 /* ------------------------------------------------------- deferred calls */
 
 void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
@@ -331,6 +336,7 @@ static void async_cb(uv_async_t *a)
 	run_deferred(cl);
 	if (atomic_exchange(&cl->intr_pending, 0)) {
 		fc_mgr_interrupts(cl);
+		fc_lock_interrupts(cl);
 		run_deferred(cl);
 	}
 	if (stop)
@@ -398,5 +404,6 @@ void fc_loop_stop(struct fc_client *cl)
 	cl->thread_started = false;
 	/* Everything was closed by the loop; free what is left of the loop. */
 	uv_loop_close(&cl->loop);
+	fc_locks_free(cl);
 }
 

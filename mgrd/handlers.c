@@ -246,17 +246,44 @@ out:
 	free(abs);
 }
 
-struct statfs_req {
+/* A reply given later, from an iod-pool callback: the connection stays
+ * referenced until then (statfs, sync). */
+struct deferred {
 	struct mgr_server *s;
 	struct wire_conn *c;
 	struct wire_hdr hdr;
 };
 
+/* NULL after answering ENOMEM itself. */
+static struct deferred *defer_begin(struct mgr_server *s, struct wire_conn *c,
+				    const struct wire_msg *m)
+{
+	struct deferred *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+		return NULL;
+	}
+	d->s = s;
+	d->c = c;
+	d->hdr = m->hdr;
+	wire_conn_ref(c);
+	return d;
+}
+
+static void defer_reply(struct deferred *d, int status,
+			const ProtobufCMessage *body)
+{
+	mgr_srv_reply(d->c, &d->hdr, status, body);
+	wire_conn_unref(d->c);
+	free(d);
+}
+
 static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 {
-	struct statfs_req *r = arg;
+	struct deferred *d = arg;
 	Twinfs__StatfsReply sr = TWINFS__STATFS_REPLY__INIT;
-	uint64_t files = r->s->st.ns.inodes.count;
+	uint64_t files = d->s->st.ns.inodes.count;
 
 	/* Without an iod answering, df still works: zero blocks. */
 	(void)status;
@@ -267,31 +294,20 @@ static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 	sr.files = files + FILES_FREE;
 	sr.ffree = FILES_FREE;
 	sr.namemax = MGR_NAME_MAX;
-	mgr_srv_reply(r->c, &r->hdr, 0, &sr.base);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(d, 0, &sr.base);
 }
 
 static void h_statfs(struct mgr_server *s, struct wire_conn *c,
 		     struct wire_msg *m)
 {
-	struct statfs_req *r = calloc(1, sizeof(*r));
+	struct deferred *d = defer_begin(s, c, m);
 	int rc;
 
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_statfs(s->pool, statfs_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_statfs(s->pool, statfs_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 static void h_getxattr(struct mgr_server *s, struct wire_conn *c,
@@ -343,25 +359,15 @@ static void h_ino_path(struct mgr_server *s, struct wire_conn *c,
 	free(buf);
 }
 
-struct sync_req {
-	struct mgr_server *s;
-	struct wire_conn *c;
-	struct wire_hdr hdr;
-};
-
 static void sync_done(int status, void *arg)
 {
-	struct sync_req *r = arg;
-
-	mgr_srv_reply(r->c, &r->hdr, status < 0 ? -EIO : 0, NULL);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(arg, status < 0 ? -EIO : 0, NULL);
 }
 
 static void h_sync(struct mgr_server *s, struct wire_conn *c,
 		   struct wire_msg *m, bool journal_only)
 {
-	struct sync_req *r;
+	struct deferred *d;
 	int rc = mgr_journal_sync(&s->jnl);
 
 	if (rc < 0)
@@ -373,21 +379,12 @@ static void h_sync(struct mgr_server *s, struct wire_conn *c,
 				  ? -ESTALE : 0, NULL);
 		return;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	d = defer_begin(s, c, m);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_sync(s->pool, sync_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_sync(s->pool, sync_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 /* ------------------------------------------------------ mutating requests */
@@ -831,6 +828,10 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_INO_PATH: h_ino_path(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SYNC: h_sync(s, c, m, false); break;
 	case TWINFS__MSG_TYPE__MSG_FSYNCDIR: h_sync(s, c, m, true); break;
+	case TWINFS__MSG_TYPE__MSG_LOCK:
+	case TWINFS__MSG_TYPE__MSG_GETLK:
+	case TWINFS__MSG_TYPE__MSG_UNLOCK_ALL:
+	case TWINFS__MSG_TYPE__MSG_LOCK_CANCEL: mgr_handle_lock(s, c, m); break;
 	default:
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		break;
