@@ -342,6 +342,7 @@ int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout);
 int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi);
 int fc_op_reply_write(struct fc_op *op, size_t count);
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
+int fc_op_reply_lseek(struct fc_op *op, off_t off);
 int fc_op_reply_readlink(struct fc_op *op, const char *target);
 int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st);
 int fc_op_reply_xattr(struct fc_op *op, size_t count);
@@ -519,6 +520,10 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi);
 void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi);
+void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	      struct fuse_file_info *fi);
 void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 

@@ -132,6 +132,11 @@ int fc_op_reply_write(struct fc_op *op, size_t count)
 	REPLY(op, fuse_reply_write(op->req, count));
 }
 
+int fc_op_reply_lseek(struct fc_op *op, off_t off)
+{
+	REPLY(op, fuse_reply_lseek(op->req, off));
+}
+
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size)
 {
 	REPLY(op, fuse_reply_buf(op->req, buf, size));

@@ -626,6 +626,48 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
 }
 
+/* O_APPEND across mounts (DESIGN.md "Client"): reserve q->length bytes at
+ * the end of the file.  The new size is journaled as a size report of the
+ * current trunc_gen (replay re-applies it exactly), so the next
+ * reservation, from any mount, starts after this one; a retransmission is
+ * answered from the reply cache with the same offset. */
+static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
+			     struct wire_msg *m)
+{
+	const Twinfs__AppendReserve *q = (const Twinfs__AppendReserve *)m->body;
+	Twinfs__AppendReply r = TWINFS__APPEND_REPLY__INIT;
+	struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
+	struct mgr_inode *in;
+	uint64_t off = 0;
+	int rc = 0;
+
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+		return;
+	in = mgr_ns_get(&s->st.ns, q->ino);
+	if (!in)
+		rc = -ESTALE;
+	else if (!S_ISREG(in->mode))
+		rc = S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
+	if (rc == 0) {
+		off = in->size;
+		/* The caller's own writes not yet reported count too. */
+		if (q->trunc_gen == in->trunc_gen && q->local_end > off)
+			off = q->local_end;
+		if (q->length > (uint64_t)INT64_MAX - off)
+			rc = -EFBIG;
+	}
+	if (rc == 0) {
+		op.ino = q->ino;
+		op.size = off + q->length;
+		op.trunc_gen = in->trunc_gen;
+		op.mtime = op.now;
+		r.offset = off;
+		r.trunc_gen = in->trunc_gen;
+		rc = mgr_op_apply(&s->st, &op);
+	}
+	mgr_srv_finish(s, c, &m->hdr, &op, rc, &r.base);
+}
+
 static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
 			struct wire_msg *m)
 {
@@ -824,6 +866,7 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_LISTXATTR: h_getxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_REMOVEXATTR: h_setxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_SIZE_REPORT: h_size_report(s, c, m); break;
+	case TWINFS__MSG_TYPE__MSG_APPEND_RESERVE: h_append_reserve(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SETSTRIPE: h_setstripe(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_INO_PATH: h_ino_path(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SYNC: h_sync(s, c, m, false); break;

@@ -18,6 +18,9 @@ do not share a single line of code with the implementation they check.
         them, from two client sessions: malformed requests, grant, denial
         with the holder, F_GETLK, a parked wait answered -EINTR on cancel
         and 0 on unlock.  Needs an mgrd outside its lock grace.
+    twire.py space HOST MGRD_PORT IOD_PORT CLUSTER
+        invalid FALLOCATE, SEEK (iod) and APPEND_RESERVE (mgrd) requests
+        get their exact negative errno and the daemons go on serving.
 """
 import os
 import socket
@@ -434,6 +437,57 @@ def subfiles(host, port, cluster):
     c.close()
 
 
+def space(host, mgrd_port, iod_port, cluster):
+    """FORMAT.md "FALLOCATE", "SEEK", "Appends": bad requests are refused
+    with the errno the contract names; nothing else happens."""
+    MSG_APPEND_RESERVE, MSG_FALLOCATE, MSG_SEEK = 45, 59, 60
+    EINVAL, EISDIR, ESTALE = 22, 21, 116
+    ROLE_CLIENT = 1
+    big_epoch = f_varint(5, 1 << 40)
+    layout = f_bytes(9, f_varint(1, 65536) + f_varint(2, 1) + f_varint(3, 0))
+    fails = 0
+
+    def fa(ino, off, length, punch, extra=b""):
+        return (f_varint(1, ino) + f_varint(3, off) + f_varint(4, length) +
+                (f_varint(5, 1) if punch else b"") + f_varint(7, 1 << 40) +
+                extra)
+
+    iod_cases = [
+        ("fallocate-len-0", MSG_FALLOCATE, fa(5, 0, 0, True), -EINVAL),
+        ("fallocate-past-2^63", MSG_FALLOCATE, fa(5, (1 << 63) - 5, 100, True), -EINVAL),
+        ("fallocate-no-layout", MSG_FALLOCATE, fa(5, 0, 4096, False), -EINVAL),
+        ("fallocate-ino-0", MSG_FALLOCATE, fa(0, 0, 4096, True, layout), -EINVAL),
+        ("seek-bad-whence", MSG_SEEK, f_varint(1, 5) + f_varint(4, 9) + big_epoch, -EINVAL),
+        ("seek-bad-column", MSG_SEEK, f_varint(1, 5) + f_varint(2, 99) + f_varint(4, 3) + big_epoch, -EINVAL),
+        ("seek-absent", MSG_SEEK, f_varint(1, 987654) + f_varint(4, 3) + big_epoch, 0),
+    ]
+    mgrd_cases = [
+        ("append-unknown-ino", MSG_APPEND_RESERVE, f_varint(2, 987654) + f_varint(3, 10), -ESTALE),
+        ("append-directory", MSG_APPEND_RESERVE, f_varint(2, 1) + f_varint(3, 10), -EISDIR),
+    ]
+    for port, cases in ((iod_port, iod_cases), (mgrd_port, mgrd_cases)):
+        c = Conn(host, port)
+        st, _, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+        if st != 0:
+            raise SystemExit("HELLO refused: %d" % st)
+        for name, mtype, body, want in cases:
+            st, rep, _ = c.call(mtype, body)
+            if st != want:
+                print("FAIL space-%s: status %d, want %d" % (name, st, want))
+                fails += 1
+            elif name == "seek-absent" and rep.get(1, [0])[0]:
+                print("FAIL space-%s: found data in an absent subfile" % name)
+                fails += 1
+            else:
+                print("PASS space-%s" % name)
+        c.close()
+        err = hello_ping(host, port, cluster)
+        if err:
+            print("FAIL space-alive-%d: %s" % (port, err))
+            fails += 1
+    return fails
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__)
@@ -446,6 +500,12 @@ def main(argv):
         return 0
     if cmd == "locks":
         return 1 if locks(host, port, cluster) else 0
+    if cmd == "space":
+        try:
+            return 1 if space(host, port, int(argv[4]), argv[5]) else 0
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+            print("FAIL space: %s: %s" % (type(e).__name__, e))
+            return 1
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:
