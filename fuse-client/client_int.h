@@ -59,9 +59,13 @@ struct fc_opts {
 	double attr_timeout;            /* -o attr_timeout=, seconds, 1.0 */
 	double entry_timeout;           /* -o entry_timeout=, seconds, 1.0 */
 	int writeback_cache;            /* -o writeback_cache */
+	int atime;                      /* FC_ATIME_*: -o relatime (default),
+					 * noatime, strictatime */
 	char *mountpoint;
 	int foreground;                 /* -f */
 };
+
+enum { FC_ATIME_RELATIME = 0, FC_ATIME_NOATIME, FC_ATIME_STRICT };
 
 /* ---------------------------------------------------------- attributes */
 
@@ -76,6 +80,7 @@ struct fc_attr {
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
 	uint64_t trunc_gen, data_version, generation;
+	uint32_t acl_sig;          /* changes with the inode's ACLs */
 	bool has_layout;
 	struct r0_layout layout;
 	int policy_first;
@@ -97,6 +102,11 @@ struct fc_inode {
 	uint32_t xattr_absent;     /* [ino_lock] */
 	int64_t xattr_ctime_sec;   /* [ino_lock] */
 	uint32_t xattr_ctime_nsec; /* [ino_lock] */
+	/* attr.acl_sig changed since the kernel last learned the ACLs. */
+	bool acl_stale;            /* [ino_lock] */
+	/* This mount changed the ACLs (the kernel forgot its copy itself):
+	 * the next attributes bring the new acl_sig, adopted as it is. */
+	bool acl_local;            /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -115,6 +125,10 @@ struct fc_file {
 	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
 	int64_t mtime_sec;         /* [loop] time of the last write */
 	uint32_t mtime_nsec;
+	/* A read since the last report, and when (the atime to report). */
+	bool atime_pending;        /* [loop] */
+	int64_t atime_sec;         /* [loop] */
+	uint32_t atime_nsec;
 	uint32_t cols_seen;        /* [loop] bit k: col_blocks[k] is known */
 	uint64_t col_blocks[R0_MAX_STRIPE_COUNT]; /* [loop] from WriteReply */
 	bool on_dirty_list;        /* [loop] */
@@ -423,6 +437,13 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
+/* Whether the inode's ACLs changed since the last call (clears it). */
+bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
+/* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)
+ * succeeded: the kernel dropped its cached ACLs already. */
+void fc_inode_acl_local(struct fc_client *cl, uint64_t ino);
+/* The cached attributes say the inode has no ACL (acl_sig 0). */
+bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino);
 /* forget: nlookup -= n; frees at zero. */
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
 /* Copy the cached attributes; false if ino is not cached. *size gets the
@@ -527,10 +548,17 @@ void fc_file_put(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Whether a read through an open with these flags would update the atime
+ * of a file with attributes a (the policy is mgrd's: relatime, or the
+ * mount's noatime/strictatime; FORMAT.md "Size, truncate, data_version"). */
+bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
+/* Loop thread (report.c): a read through f completed; its atime goes to
+ * mgrd with the next report (flush, fsync, release), never per read. */
+void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): send f's size report if it has unreported
- * writes.  Returns true when a report was sent (done runs later), false
- * when there was nothing to do or no memory (done never runs; *err says
- * which). */
+ * writes or an unreported read.  Returns true when a report was sent (done
+ * runs later), false when there was nothing to do or no memory (done never
+ * runs; *err says which). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg, int *err);
 

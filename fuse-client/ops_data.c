@@ -396,7 +396,10 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		old.mtime_sec == a.mtime_sec &&
 		old.mtime_nsec == a.mtime_nsec &&
 		old.data_version == a.data_version &&
-		old.trunc_gen == a.trunc_gen;
+		old.trunc_gen == a.trunc_gen &&
+		/* The kernel would serve reads from its page cache, which
+		 * we never see: not when a read must update the atime. */
+		!fc_atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
 	f = file_new(d->ino, fh, d->fi.flags, &a);
 	if (!f) {
@@ -1101,6 +1104,8 @@ static void read_finish(struct dop *d)
 			bad = pc;
 	}
 	if (!bad) {
+		if (d->f)
+			fc_file_accessed(cl, d->f);
 		fc_op_reply_buf(&d->op, d->buf, d->size);
 		return;
 	}
@@ -1281,6 +1286,9 @@ static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	if (d->f)
+		d->f->refs++;
+
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->is_read = true;
@@ -1292,7 +1300,6 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dop *d;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -1302,6 +1309,8 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->ino = ino;
 		d->off = (uint64_t)off;
 		d->size = size;
+		/* For the atime; the reference is taken on the loop thread. */
+		d->f = fi ? fh_file(fi) : NULL;
 	}
 	submit(req, d, true);
 }

@@ -27,6 +27,23 @@ struct attr_buf {
 	uint32_t groups[R0_MAX_STRIPE_COUNT];
 };
 
+/* A checksum of the inode's ACLs: clients forget the kernel's cached ACLs
+ * when it changes (another mount set them, or chmod changed the mask), and
+ * answer "no ACL" themselves when it is 0 (odd whenever there is one). */
+static uint32_t acl_sig(const struct mgr_inode *in)
+{
+	uint32_t crc = 0;
+	bool any = false;
+
+	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
+		if (strncmp(x->name, "system.posix_acl_", 17) == 0) {
+			crc = tw_crc32c(crc, x->name, strlen(x->name));
+			crc = tw_crc32c(crc, x->value, x->len);
+			any = true;
+		}
+	return any ? crc | 1 : 0;
+}
+
 static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 		      const struct mgr_inode *in)
 {
@@ -49,6 +66,7 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.ctime_nsec = in->ctime.nsec;
 	ab->a.trunc_gen = in->trunc_gen;
 	ab->a.data_version = in->data_version;
+	ab->a.acl_sig = acl_sig(in);
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
 		ab->l.stripe_size = in->layout.stripe_size;
@@ -443,6 +461,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	}
 	}
 	creds(s, ctx, &op);
+	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
+	 * not apply under a default ACL (ns.c inherit_acl). */
+	op.umask = ctx ? ctx->umask & 0777 : 0;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
 out:
@@ -494,6 +515,10 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	op.flags = q->flags;
+	if (op.flags & MGR_RENAME_WHITEOUT) {
+		creds(s, q->ctx, &op);   /* the whiteout's owner */
+		mgr_srv_ino_reserve(s);
+	}
 	rc = mgr_op_apply(&s->st, &op);
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 }
@@ -575,7 +600,14 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	op.mtime.nsec = q->mtime_nsec;
 	op.trunc_gen = q->trunc_gen;
 	op.wrote = q->wrote;
-	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u)
+	if (q->accessed) {
+		op.valid = MGR_REPORT_ACCESSED |
+			   (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op.atime.sec = q->atime_sec;
+		op.atime.nsec = q->atime_nsec;
+	}
+	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u ||
+	    q->atime_nsec >= 1000000000u)
 		rc = -EINVAL;
 	for (size_t i = 0; rc == 0 && i < q->n_blocks; i++) {
 		op.cols[i] = q->blocks[i]->column;

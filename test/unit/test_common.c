@@ -577,3 +577,19 @@ Test(log, lines_and_rate_limit)
 	cr_assert(!tw_log_enabled(TW_LOG_INFO));
 	cr_assert(tw_log_enabled(TW_LOG_ERR));
 }
+
+Test(time, relatime_rule)
+{
+	struct tw_ts t100 = { 100, 5 }, t100b = { 100, 6 }, t200 = { 200, 0 };
+	struct tw_ts day = { 100 + 24 * 3600, 4 };
+
+	/* atime <= mtime or <= ctime (equal included): update. */
+	cr_assert(tw_relatime_due(t100, t100, t100, t200));
+	cr_assert(tw_relatime_due(t100, t100b, t100, t200));
+	cr_assert(tw_relatime_due(t100b, t100, t100b, t200));
+	/* Newer than both and less than a day old: keep. */
+	cr_assert(!tw_relatime_due(t100b, t100, t100, t200));
+	/* A day later: update again. */
+	cr_assert(tw_relatime_due(t100b, t100, t100, day));
+	cr_assert(!tw_relatime_due(t200, t100, t100, day));
+}
