@@ -55,6 +55,6 @@ read_with_victim read-kill kill-iod 1
 read_with_victim read-hang stop-iod 3
 out=$(wait_state 3 '^down' $((2 * MI_MS + RT_MS + 1000))) && pass read-hung-iod-down || fail read-hung-iod-down "$out"
 (cd / && lc cont-iod 3 >/dev/null)
-out=$(wait_state 3 '^resyncing' $((2 * MI_MS + RT_MS + 1000))) && pass read-sigcont-resyncing ||
+out=$(wait_resync_rejoin 3 $((2 * MI_MS + RT_MS + 1000))) && pass read-sigcont-resyncing ||
 	fail read-sigcont-resyncing "$out"
 e2e_end
