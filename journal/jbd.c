@@ -591,9 +591,11 @@ void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
 	free(t);
 }
 
-static void seal_running(struct jbd *j)
+/* RUNNING -> SEALED: the running transaction joins the list's end. */
+void jbd__seal(struct jbd *j)
 {
 	struct jbd_txn *t = j->running;
+	assert(t != NULL);
 	j->running = NULL;
 	t->state = TXN_SEALED;
 	t->next = NULL;
@@ -602,6 +604,8 @@ static void seal_running(struct jbd *j)
 	else
 		j->txn_head = t;
 	j->txn_tail = t;
+	if (j->first_sealed == NULL)
+		j->first_sealed = t;
 }
 
 /* Index a data item that just joined txn t (data=journal). */
@@ -737,7 +741,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 		for (size_t i = 0; i < h->n_items; i++)
 			jbd__layout_add(&l, &h->items[i]);
 		if (l.blocks + 1 > j->max_txn)
-			seal_running(j);
+			jbd__seal(j);
 	}
 	if (j->running == NULL) {
 		j->running = txn_new(j);
@@ -869,10 +873,8 @@ static bool pending_work(const struct jbd *j)
 		return false;
 	if (j->running && j->running->n_items > 0)
 		return true;
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
-		if (t->state == TXN_SEALED || t->state == TXN_CLOSING ||
-		    t->state == TXN_CHECKPOINTING)
-			return true;
+	if (j->first_sealed || j->closing || j->cp_active)
+		return true;
 	if (j->sync_waiters || j->cp_waiters || j->cp_active)
 		return true;
 	if (j->want_sync > j->synced_seq && j->want_sync <= j->closed_seq)

@@ -222,6 +222,8 @@ static void sync_done(struct jbd *j, uint64_t target);
 static void close_finish(struct jbd *j, struct jbd_txn *t)
 {
 	t->state = TXN_CLOSED;
+	if (j->first_closed == NULL)
+		j->first_closed = t;
 	j->closing = false;
 	j->closed_seq = t->seq;
 	j->st.commits++;
@@ -277,24 +279,13 @@ static void close_io_done(struct jbd *j, struct jbd_io *io, int rc)
 		close_finish(j, t);
 }
 
+/* The transaction to close next: the oldest sealed one, else the running
+ * one if it holds anything (it is sealed now). */
 static struct jbd_txn *next_to_close(struct jbd *j)
 {
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
-		if (t->state == TXN_SEALED)
-			return t;
-	if (j->running && j->running->n_items > 0) {
-		struct jbd_txn *t = j->running;
-		j->running = NULL;
-		t->state = TXN_SEALED;
-		t->next = NULL;
-		if (j->txn_tail)
-			j->txn_tail->next = t;
-		else
-			j->txn_head = t;
-		j->txn_tail = t;
-		return t;
-	}
-	return NULL;
+	if (j->first_sealed == NULL && j->running && j->running->n_items > 0)
+		jbd__seal(j);
+	return j->first_sealed;
 }
 
 static int ordered_sync(struct jbd *j, struct jbd_txn *t)
@@ -324,12 +315,7 @@ void jbd__commit_kick(struct jbd *j)
 	if (j->aborted || j->closing)
 		goto out;
 	/* peek without sealing first: the space check must not reorder */
-	struct jbd_txn *t = NULL;
-	for (struct jbd_txn *x = j->txn_head; x; x = x->next)
-		if (x->state == TXN_SEALED) {
-			t = x;
-			break;
-		}
+	struct jbd_txn *t = j->first_sealed;
 	uint64_t need;
 	if (t == NULL && j->running && j->running->n_items > 0)
 		need = j->running->lay.blocks + 1;
@@ -363,6 +349,7 @@ void jbd__commit_kick(struct jbd *j)
 	}
 	t->start = j->head;
 	t->state = TXN_CLOSING;
+	j->first_sealed = t->next;   /* SEALED or NULL: list order */
 	j->closing = true;
 	j->head = jbd__log_next(j, j->head, t->nblocks);
 	j->used += t->nblocks;
@@ -437,11 +424,10 @@ static void sync_done(struct jbd *j, uint64_t target)
 	j->synced_seq = target;
 	j->last_sync_ms = tw_now_ms();
 	j->st.syncs++;
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next) {
-		if (t->seq > target)
-			break;
+	struct jbd_txn *t;
+	for (t = j->first_closed; t && t->seq <= target; t = t->next) {
 		if (t->state != TXN_CLOSED)
-			continue;
+			break;          /* CLOSING or SEALED: none closed beyond */
 		t->state = TXN_SYNCED;
 		j->unsynced_blocks -= t->nblocks;
 		struct jbd_waiter *w;
@@ -451,6 +437,7 @@ static void sync_done(struct jbd *j, uint64_t target)
 			free(w);
 		}
 	}
+	j->first_closed = (t && t->state == TXN_CLOSED) ? t : NULL;
 	struct jbd_waiter **pp = &j->sync_waiters;
 	while (*pp) {
 		struct jbd_waiter *w = *pp;

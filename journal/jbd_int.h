@@ -224,7 +224,14 @@ struct jbd {
 	uint64_t next_seq;
 	uint64_t closed_seq, synced_seq, checkpointed_seq;
 	struct jbd_txn *running;
-	struct jbd_txn *txn_head, *txn_tail; /* sealed..checkpointing, seq order */
+	/* Sealed..checkpointing, seq order.  States never decrease along the
+	 * list (CHECKPOINTING* SYNCED* CLOSED* CLOSING? SEALED*), so two
+	 * cursors name where the next close and the next sync start; without
+	 * them every close and sync walked the whole list, quadratic in the
+	 * number of transactions between checkpoints. */
+	struct jbd_txn *txn_head, *txn_tail;
+	struct jbd_txn *first_sealed;   /* oldest SEALED, or NULL */
+	struct jbd_txn *first_closed;   /* oldest CLOSED (not synced), or NULL */
 	bool closing;
 
 	/* sync */
@@ -260,6 +267,7 @@ struct jbd {
 };
 
 /* jbd.c */
+void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
 void jbd__abort(struct jbd *j, int rc, const char *what);
