@@ -9,6 +9,8 @@ Subcommands (all print their result on stdout, one line):
   meta-create DIR N            create N empty files DIR/fNNNNNN; ops/s
   meta-stat DIR N              stat them in creation order; ops/s
   meta-unlink DIR N            unlink them, then rmdir DIR; ops/s
+  small-files DIR N SIZE       create N files DIR/fNNNNNN of SIZE bytes each
+                               (open O_CREAT|O_EXCL, one write, close); ops/s
   mkgrep FILE SIZE_MIB         write a text file of SIZE_MIB MiB made of the
                                C headers under /usr/include, repeated
   cpu PID...                   user+sys seconds of the PIDs (all threads),
@@ -46,12 +48,21 @@ def names(d, n):
 
 
 def cmd_meta_create(d, n):
+    cmd_small_files(d, n, 0)
+
+
+def cmd_small_files(d, n, size):
+    """Empty files (size 0) are meta-create: nothing but open and close."""
     os.mkdir(d)
     paths = names(d, n)
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
+    data = os.urandom(size)
     t = time.perf_counter()
     for p in paths:
-        os.close(os.open(p, flags, 0o644))
+        fd = os.open(p, flags, 0o644)
+        if data:
+            os.write(fd, data)
+        os.close(fd)
     print("%.1f" % (n / (time.perf_counter() - t)))
 
 
@@ -276,6 +287,8 @@ def main(a):
         cmd_fio(a[2], a[3])
     elif c == "meta-create":
         cmd_meta_create(a[2], int(a[3]))
+    elif c == "small-files":
+        cmd_small_files(a[2], int(a[3]), int(a[4]))
     elif c == "meta-stat":
         cmd_meta_stat(a[2], int(a[3]))
     elif c == "meta-unlink":
