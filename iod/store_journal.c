@@ -310,6 +310,13 @@ static int op_home_sync(void *arg, const uint64_t *objs, size_t n)
 	return store_sync_objs(arg, objs, n);
 }
 
+static int op_home_fs_fd(void *arg)
+{
+	struct iod_store *s = arg;
+
+	return s->sub_fd;
+}
+
 static int64_t op_free_space(void *arg)
 {
 	struct iod_store *s = arg;
@@ -507,6 +514,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.reserve = s->reserve;
 	jo.ops.home_fd = op_home_fd;
 	jo.ops.home_sync = op_home_sync;
+	jo.ops.home_fs_fd = op_home_fs_fd;
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;

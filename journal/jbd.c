@@ -891,6 +891,8 @@ int jbd_wait(struct jbd *j)
 	}
 	if (j->io == NULL && j->inflight > 0)
 		jbd__io_reap(j, true);
+	else
+		jbd__cp_wait(j);
 	jbd_process(j);
 	return 0;
 }

@@ -303,6 +303,8 @@ void jbd__sync_kick(struct jbd *j);
 
 /* jbd_checkpoint.c */
 void jbd__cp_kick(struct jbd *j);
+/* Block until a running home sync of the checkpoint ends (jbd_wait). */
+void jbd__cp_wait(struct jbd *j);
 void jbd__cp_fini(struct jbd *j);
 
 /* jbd_recovery.c */

@@ -139,6 +139,12 @@ struct jbd_ops {
 	 * before the tail moves, at the end of replay, and in ordered mode
 	 * for the in-place objects before a transaction's commit.  Required. */
 	int (*home_sync)(void *arg, const uint64_t *objs, size_t n);
+	/* Optional: an fd on the file system holding every home object (the
+	 * library does not close it).  When set, the checkpoint makes home
+	 * durable with one syncfs(2) of that file system on a helper thread
+	 * instead of calling home_sync on the owner thread; the only call
+	 * made from another thread is syncfs on this fd. */
+	int (*home_fs_fd)(void *arg);
 	/* Apply one metadata record (payload rec, len bytes; cut as passed
 	 * to jbd_record) of transaction seq.  Replay may apply a record more
 	 * than once (after a crash during replay or checkpoint), so records

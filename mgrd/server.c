@@ -492,6 +492,8 @@ static void map_commit(struct mgr_server *s, struct mgr_op *ops, int n,
 				mi->id, s->conf->auto_resync ? ""
 				: " (auto_resync is off: `twinfsctl rebuild` "
 				  "starts it)");
+		if (old_state != mi->state && s->mon && !s->stopping)
+			mgr_monitor_twin_back(s->mon, mi->id);
 	}
 	if (n > 0) {
 		mgr_srv_push_map(s);
@@ -712,6 +714,11 @@ static void on_close(struct wire_conn *c, void *arg)
 	wire_conn_set_data(c, NULL);
 	if (mc->session)
 		session_unbind(s, mc);
+	/* A registered iod's connection dropped: it may have died.  Probe
+	 * it now (a refused connection demotes it at once) instead of
+	 * learning it at the next ping, up to 2 x monitor_interval later. */
+	if (mc->iod_id && s->mon && !s->stopping)
+		mgr_monitor_report(s->mon, mc->iod_id);
 	if (mc->prev)
 		mc->prev->next = mc->next;
 	else

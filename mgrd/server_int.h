@@ -108,6 +108,11 @@ int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out);
  * before mgr_pool_free. */
 void mgr_monitor_stop(struct mgr_monitor *m);
 void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id);
+/* iod_id just became readable or writable (up, resyncing): ping its twin
+ * now if that one is down, so a live but stale twin (whose rejoin needed
+ * this one as its resync source) rejoins without waiting for the next
+ * tick, up to monitor_interval later. */
+void mgr_monitor_twin_back(struct mgr_monitor *m, uint32_t iod_id);
 /* A new incarnation registered: forget its missed pings. */
 void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
 
