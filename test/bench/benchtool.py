@@ -19,6 +19,8 @@ Subcommands (all print their result on stdout, one line):
                                wait until the iods are idle (no checkpoint
                                running; see cmd_quiesce); print the seconds
                                waited, or "timeout:SECONDS" after TIMEOUT s
+  modes-report RAW.tsv MODE...
+                               journal_modes.sh's table (README.md here)
   report RAW.tsv SUMMARY.tsv MODE
                                medians per target and workload, ratios,
                                targets of issue 6; prints the table
@@ -182,6 +184,45 @@ def cmd_quiesce(timeout, journals, pids):
             return
 
 
+def cmd_modes_report(raw, modes):
+    """journal_modes.sh's table: each mode's figure per workload, the disk
+    before and after, journal / writeback, and the DESIGN.md ceilings."""
+    v = {}
+    for line in open(raw).read().splitlines()[1:]:
+        t, w, val, unit, note = (line.split("\t") + [""])[:5]
+        try:
+            v[(t, w)] = (float(val), unit)
+        except ValueError:
+            v[(t, w)] = (None, unit)
+    # DESIGN.md "Journal": both twins on one disk.  Sustained writes larger
+    # than the journal: journal 0.25 x disk, ordered/writeback 0.5 x; bursts
+    # that fit the journal: 0.5 x.  None: no stated ceiling.
+    ceil = {"seq_1g": (0.25, 0.5), "burst_256m": (0.5, 0.5)}
+    cols = ["disk", "disk_end"] + modes
+    print("%-11s %-8s" % ("workload", "unit")
+          + "".join("%11s" % c for c in cols)
+          + "%14s" % "jnl/wb" + "%22s" % "ceiling jnl / wb")
+    for w in ("direct_1g", "seq_1g", "burst_256m", "sync_4k", "small_4k"):
+        unit = next((u for (t, x), (_, u) in v.items() if x == w), "")
+        row = "%-11s %-8s" % (w, unit)
+        for c in cols:
+            x = v.get((c, w), (None, ""))[0]
+            row += "%11s" % ("-" if x is None else "%.1f" % x)
+        j = v.get(("journal", w), (None,))[0]
+        b = v.get(("writeback", w), (None,))[0]
+        row += "%14s" % ("%.2f" % (j / b) if j and b else "-")
+        disk = [v.get((c, "direct_1g"), (None,))[0]
+                for c in ("disk", "disk_end")]
+        disk = [d for d in disk if d]
+        if w in ceil and disk:
+            d = sum(disk) / len(disk)
+            row += "%22s" % ("%.0f / %.0f MB/s"
+                             % (ceil[w][0] * d, ceil[w][1] * d))
+        else:
+            row += "%22s" % "-"
+        print(row)
+
+
 # workload -> (unit, higher_is_better, baseline, factor); factor None = no
 # target.  From issue 6, "The targets".
 WORKLOADS = [
@@ -300,6 +341,8 @@ def main(a):
     elif c == "quiesce":
         i = a.index("--")
         cmd_quiesce(float(a[2]), a[3:i], a[i + 1:])
+    elif c == "modes-report":
+        cmd_modes_report(a[2], a[3:])
     elif c == "report":
         cmd_report(a[2], a[3], a[4])
     else:

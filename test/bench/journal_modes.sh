@@ -15,9 +15,11 @@
 #   sync_4k     fio rw=write bs=4k fsync=1, 20 s time based       IOPS
 #   small_4k    5000 files of 4 KiB: create, one write, close      files/s
 # plus the same workloads on a plain directory of the same file system
-# ("disk"), measured before and after the modes, for the physical ceiling
-# of DESIGN.md "Journal" (both twins on one disk: sustained data=journal
-# near 0.25 x disk, writeback 0.5 x; bursts that fit the journal 0.5 x).
+# ("disk"), measured before and after the modes, and direct_1g (the 1 GiB
+# write with O_DIRECT: the device, not the guest's page cache), the base of
+# the physical ceiling of DESIGN.md "Journal" (both twins on one disk:
+# sustained data=journal near 0.25 x disk, writeback 0.5 x; bursts that
+# fit the journal 0.5 x).
 # Between workloads: twinfsctl sync, wait until the iods are idle
 # (benchtool.py quiesce), drop the page cache.  Prints a table with
 # journal / writeback per workload; writes raw.tsv, table.txt, env.txt and
@@ -39,7 +41,7 @@ while (($#)); do
 	--quick) QUICK=1 ;;
 	--out) OUT=${2:?--out DIR}; shift ;;
 	--modes) MODES=${2:?--modes LIST}; shift ;;
-	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "usage: $0 [--quick] [--out DIR] [--modes LIST]" >&2; exit 2 ;;
 	esac
 	shift
@@ -160,6 +162,15 @@ fio_job() { # TARGET DIR NAME SIDE fio-args...: prints "bw iops lat bytes"
 
 workloads() { # TARGET DIR
 	local t=$1 d=$2 bw iops lat bytes c0 v size label
+	if [[ $t == disk* ]]; then
+		# The device without the guest's page cache (the host may still
+		# cache it): the base of the DESIGN.md ceilings.
+		read -r bw iops lat bytes < <(fio_job "$t" "$d" direct_1g write --filename=seq.dat \
+			--rw=write --bs=1M --size=${SEQ}M --direct=1 --end_fsync=1)
+		rec "$t" direct_1g "$bw" MB/s
+		rm -f "$d/seq.dat"
+		settle "$t"
+	fi
 	for size in "$SEQ" "$BURST"; do
 		[[ $size == "$SEQ" ]] && label=seq_1g || label=burst_256m
 		[[ $t == disk* ]] || c0=$(cpu_tw)
@@ -210,38 +221,4 @@ done
 say "disk, after"
 workloads disk_end "$WORK/disk"
 
-python3 - "$RAW" "$MODES" <<'EOF' | tee "$OUT/table.txt"
-import sys
-raw, modes = sys.argv[1], sys.argv[2].split()
-v = {}
-for line in open(raw).read().splitlines()[1:]:
-    t, w, val, unit, note = (line.split("\t") + [""])[:5]
-    try:
-        v[(t, w)] = (float(val), unit)
-    except ValueError:
-        v[(t, w)] = (None, unit)
-# DESIGN.md "Journal": both twins on one disk.  Sustained writes larger
-# than the journal: journal 0.25 x disk, ordered/writeback 0.5 x; bursts
-# that fit the journal: 0.5 x.  None: no stated ceiling.
-ceil = {"seq_1g": (0.25, 0.5), "burst_256m": (0.5, 0.5)}
-cols = ["disk", "disk_end"] + modes
-print("%-11s %-8s" % ("workload", "unit") + "".join("%11s" % c for c in cols)
-      + "%14s" % "jnl/wb" + "%22s" % "ceiling jnl / wb")
-for w in ("seq_1g", "burst_256m", "sync_4k", "small_4k"):
-    unit = next((u for (t, x), (_, u) in v.items() if x == w), "")
-    row = "%-11s %-8s" % (w, unit)
-    for c in cols:
-        x = v.get((c, w), (None, ""))[0]
-        row += "%11s" % ("-" if x is None else "%.1f" % x)
-    j = v.get(("journal", w), (None,))[0]
-    b = v.get(("writeback", w), (None,))[0]
-    row += "%14s" % ("%.2f" % (j / b) if j and b else "-")
-    disk = [v.get((c, w), (None,))[0] for c in ("disk", "disk_end")]
-    disk = [d for d in disk if d]
-    if w in ceil and disk:
-        d = sum(disk) / len(disk)
-        row += "%22s" % ("%.0f / %.0f MB/s" % (ceil[w][0] * d, ceil[w][1] * d))
-    else:
-        row += "%22s" % "-"
-    print(row)
-EOF
+"${TOOL[@]}" modes-report "$RAW" $MODES | tee "$OUT/table.txt"
