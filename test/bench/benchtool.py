@@ -196,13 +196,20 @@ def cmd_modes_report(raw, modes):
             v[(t, w)] = (None, unit)
     # DESIGN.md "Journal": both twins on one disk.  Sustained writes larger
     # than the journal: journal 0.25 x disk, ordered/writeback 0.5 x; bursts
-    # that fit the journal: 0.5 x.  None: no stated ceiling.
-    ceil = {"seq_1g": (0.25, 0.5), "burst_256m": (0.5, 0.5)}
+    # that fit the journal: 0.5 x.  Other workloads: no stated ceiling.
+    def ceil(w):
+        if w == "seq_1g":
+            return (0.25, 0.5)
+        return (0.5, 0.5) if w.startswith("burst_") else None
+    order = []
+    for (_, w) in v:
+        if w != "settle" and w not in order:
+            order.append(w)
     cols = ["disk", "disk_end"] + modes
     print("%-11s %-8s" % ("workload", "unit")
           + "".join("%11s" % c for c in cols)
           + "%14s" % "jnl/wb" + "%22s" % "ceiling jnl / wb")
-    for w in ("direct_1g", "seq_1g", "burst_256m", "sync_4k", "small_4k"):
+    for w in order:
         unit = next((u for (t, x), (_, u) in v.items() if x == w), "")
         row = "%-11s %-8s" % (w, unit)
         for c in cols:
@@ -214,10 +221,10 @@ def cmd_modes_report(raw, modes):
         disk = [v.get((c, "direct_1g"), (None,))[0]
                 for c in ("disk", "disk_end")]
         disk = [d for d in disk if d]
-        if w in ceil and disk:
+        if ceil(w) and disk:
             d = sum(disk) / len(disk)
             row += "%22s" % ("%.0f / %.0f MB/s"
-                             % (ceil[w][0] * d, ceil[w][1] * d))
+                             % (ceil(w)[0] * d, ceil(w)[1] * d))
         else:
             row += "%22s" % "-"
         print(row)

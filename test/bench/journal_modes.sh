@@ -3,6 +3,7 @@
 # (issue 4, "Measure and report"; README.md here).
 #
 #   test/bench/journal_modes.sh [--quick] [--out DIR] [--modes "journal ordered writeback"]
+#                               [--burst MIB]
 #
 # Brings up a private deploy/local-cluster (its own TWINFS_RUN_DIR,
 # TWINFS_MOUNT and a port block in 31100-31195, default configuration:
@@ -11,7 +12,8 @@
 # and measures on its mount:
 #   seq_1g      fio rw=write bs=1M size=1G, end_fsync=1 (512 MiB per group:
 #               two journals' worth per iod, a sustained write)  MB/s
-#   burst_256m  the same with 256 MiB (128 MiB per iod: fits its journal)
+#   burst_256m  the same with 256 MiB (128 MiB per iod: fits its journal;
+#               --burst MIB changes the size, and the name)
 #   sync_4k     fio rw=write bs=4k fsync=1, 20 s time based       IOPS
 #   small_4k    5000 files of 4 KiB: create, one write, close      files/s
 # plus the same workloads on a plain directory of the same file system
@@ -34,6 +36,7 @@ LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$HERE/benchtool.py")
 
 QUICK=0
+BURST_OPT=
 OUT=
 MODES="journal ordered writeback"
 while (($#)); do
@@ -41,8 +44,9 @@ while (($#)); do
 	--quick) QUICK=1 ;;
 	--out) OUT=${2:?--out DIR}; shift ;;
 	--modes) MODES=${2:?--modes LIST}; shift ;;
-	-h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "usage: $0 [--quick] [--out DIR] [--modes LIST]" >&2; exit 2 ;;
+	--burst) BURST_OPT=${2:?--burst MIB}; shift ;;
+	-h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "usage: $0 [--quick] [--out DIR] [--modes LIST] [--burst MIB]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -53,6 +57,10 @@ if ((QUICK)); then
 	SEQ=128 BURST=32 SYNC_RT=3 NFILES=300 QUIESCE=20
 else
 	SEQ=1024 BURST=256 SYNC_RT=20 NFILES=5000 QUIESCE=90
+fi
+if [[ -n $BURST_OPT ]]; then
+	[[ $BURST_OPT =~ ^[1-9][0-9]*$ ]] || { echo "journal_modes: --burst needs MiB" >&2; exit 2; }
+	BURST=$BURST_OPT
 fi
 LIM=600 # seconds: bounds every fio job and program
 OUT=${OUT:-/var/tmp/twinfs-jmodes-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -172,7 +180,7 @@ workloads() { # TARGET DIR
 		settle "$t"
 	fi
 	for size in "$SEQ" "$BURST"; do
-		[[ $size == "$SEQ" ]] && label=seq_1g || label=burst_256m
+		[[ $size == "$SEQ" ]] && label=seq_1g || label=burst_${BURST}m
 		[[ $t == disk* ]] || c0=$(cpu_tw)
 		read -r bw iops lat bytes < <(fio_job "$t" "$d" "$label" write --filename=seq.dat \
 			--rw=write --bs=1M --size=${size}M --direct=0 --end_fsync=1)
