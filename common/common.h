@@ -80,6 +80,9 @@ struct tw_conf {
 	uint32_t session_timeout_ms;  /* [cluster] session_timeout, 3 x monitor */
 	bool auto_resync;             /* [cluster] auto_resync, true */
 	bool root_squash;             /* [cluster] root_squash, false */
+	/* [cluster] lock_grace, 5s: after an mgrd start, only reclaims of
+	 * locks held before it get locks (proto/FORMAT.md "Locks"). */
+	uint32_t lock_grace_ms;
 
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */

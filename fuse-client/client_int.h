@@ -294,6 +294,10 @@ struct fc_client {
 	/* shutdown flush */
 	bool flush_done;                   /* [start_lock] */
 
+	/* locks (ops_lock.c): created at the first lock request */
+	struct fc_locks *locks;            /* [loop] */
+	atomic_int locks_used;             /* any thread: a lock was asked for */
+
 	/* inodes */
 	pthread_mutex_t ino_lock;
 	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
@@ -324,9 +328,11 @@ int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout);
 int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi);
 int fc_op_reply_write(struct fc_op *op, size_t count);
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
+int fc_op_reply_lseek(struct fc_op *op, off_t off);
 int fc_op_reply_readlink(struct fc_op *op, const char *target);
 int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st);
 int fc_op_reply_xattr(struct fc_op *op, size_t count);
+int fc_op_reply_lock(struct fc_op *op, const struct flock *lock);
 /* Free an op without a reply (internal ops, or after replying by hand). */
 void fc_op_free(struct fc_op *op);
 bool fc_op_interrupted(const struct fc_op *op);
@@ -493,6 +499,10 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi);
 void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi);
+void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	      struct fuse_file_info *fi);
 void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 
@@ -523,6 +533,33 @@ void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
  * which). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg, int *err);
+
+/* locks.c: cluster-wide locks (proto/FORMAT.md "Locks"). */
+void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct flock *lock);
+void fc_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct flock *lock, int sleep);
+void fc_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      int op);
+/* flush (release false) / release: release the locks of the closing owner
+ * / open file at mgrd first when this mount ever locked, then hand the
+ * request to `next` (on the loop thread, or at once). */
+typedef void (*fc_close_fn)(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi);
+void fc_lock_close(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   bool release, fc_close_fn next);
+/* ops_lock.c: the ops table's flush, release and init. */
+void fc_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_lock_release(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+/* init: fc_init, then ask for POSIX and flock locks. */
+void fc_lock_conn_init(void *userdata, struct fuse_conn_info *conn);
+/* Loop thread: cancel at mgrd the parked requests of interrupted ops. */
+void fc_lock_interrupts(struct fc_client *cl);
+/* Loop thread: mgrd restarted (new incarnation): re-claim held locks. */
+void fc_lock_reclaim(struct fc_client *cl);
+/* After the loop has stopped. */
+void fc_locks_free(struct fc_client *cl);
 
 /* ops_meta.c: shared helper to answer an Entry reply. */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,

@@ -35,7 +35,7 @@
 #include "client_int.h"
 
 const struct fuse_lowlevel_ops fc_ops = {
-	.init = fc_init,
+	.init = fc_lock_conn_init,
 	.destroy = fc_destroy,
 	.lookup = fc_lookup,
 	.forget = fc_forget,
@@ -54,9 +54,11 @@ const struct fuse_lowlevel_ops fc_ops = {
 	.create = fc_create,
 	.read = fc_read,
 	.write = fc_write,
-	.flush = fc_flush,
-	.release = fc_release,
+	.flush = fc_lock_flush,
+	.release = fc_lock_release,
 	.fsync = fc_fsync,
+	.fallocate = fc_fallocate,
+	.lseek = fc_lseek,
 	.opendir = fc_opendir,
 	.readdir = fc_readdir,
 	.readdirplus = fc_readdirplus,
@@ -67,6 +69,9 @@ const struct fuse_lowlevel_ops fc_ops = {
 	.getxattr = fc_getxattr,
 	.listxattr = fc_listxattr,
 	.removexattr = fc_removexattr,
+	.getlk = fc_getlk,
+	.setlk = fc_setlk,
+	.flock = fc_flock,
 };
 
 /* ------------------------------------------------------------- options */

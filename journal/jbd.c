@@ -204,6 +204,36 @@ uint64_t jbd_resident(struct jbd *j, uint64_t obj)
 	return o ? o->blocks.count : 0;
 }
 
+bool jbd_resident_has(struct jbd *j, uint64_t obj, uint64_t blk)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+
+	return o && tw_hmap_get(&o->blocks, blk + 1) != NULL;
+}
+
+uint64_t jbd_resident_next(struct jbd *j, uint64_t obj, uint64_t blk)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+	uint64_t best = UINT64_MAX, key;
+	void *val;
+
+	if (o == NULL)
+		return best;
+	/* A scan of the object's entries: only SEEK_DATA asks, and they are
+	 * bounded by the journal's size in blocks. */
+	for (size_t it = 0; tw_hmap_next(&o->blocks, &it, &key, &val);)
+		if (key - 1 >= blk && key - 1 < best)
+			best = key - 1;
+	return best;
+}
+
+uint64_t jbd_min_cut(struct jbd *j, uint64_t obj)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+
+	return o ? min_cut(o) : JBD_NO_CUT;
+}
+
 /* The newest content of block blk of obj into out (4096 bytes): the index
  * copy, else home bytes (already in out) masked by pending cuts. */
 static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
@@ -891,8 +921,10 @@ int jbd_wait(struct jbd *j)
 	}
 	if (j->io == NULL && j->inflight > 0)
 		jbd__io_reap(j, true);
-	else
+	else {
 		jbd__cp_wait(j);
+		jbd__bgsync_wait(&j->osync);
+	}
 	jbd_process(j);
 	return 0;
 }
@@ -1056,6 +1088,7 @@ void jbd_abandon(struct jbd *j)
 	if (j == NULL)
 		return;
 	jbd__cp_fini(j);
+	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
 	jbd__io_fini(j);
 	if (j->running)
 		jbd__txn_free(j, j->running);

@@ -29,8 +29,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,31 +48,15 @@ struct jbd_cp {
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
-	/* CP_HOMESYNC: the syncfs thread */
-	pthread_t thread;
-	bool thread_started;
-	atomic_bool thread_done;
-	int thread_fd, thread_rc, efd;
+	struct jbd_bgsync home;         /* CP_HOMESYNC */
 	uint64_t new_tail, new_seq, freed;
 	uint8_t sb[JBD_BLOCK_SIZE];
 };
 
-/* Wait for the syncfs thread (blocking; only on the paths that may block:
- * jbd_wait, close, abandon). */
-static void cp_join(struct jbd_cp *cp)
-{
-	if (cp->thread_started) {
-		pthread_join(cp->thread, NULL);
-		cp->thread_started = false;
-	}
-}
-
 void jbd__cp_wait(struct jbd *j)
 {
-	if (j->cp != NULL && j->cp->state == CP_HOMESYNC) {
-		cp_join(j->cp);
-		jbd__cp_kick(j);
-	}
+	if (j->cp != NULL)
+		jbd__bgsync_wait(&j->cp->home);
 }
 
 void jbd__cp_fini(struct jbd *j)
@@ -82,7 +64,7 @@ void jbd__cp_fini(struct jbd *j)
 	struct jbd_cp *cp = j->cp;
 	if (cp == NULL)
 		return;
-	cp_join(cp);
+	jbd__bgsync_wait(&cp->home);
 	uint64_t key;
 	void *val;
 	for (size_t it = 0; tw_hmap_next(&cp->fds, &it, &key, &val);)
@@ -253,37 +235,20 @@ static void cp_super(struct jbd *j)
 	jbd__io_submit(j, f);
 }
 
-static void *cp_syncfs_main(void *arg)
-{
-	struct jbd_cp *cp = arg;
-	cp->thread_rc = syncfs(cp->thread_fd) < 0 ? -errno : 0;
-	atomic_store_explicit(&cp->thread_done, true, memory_order_release);
-	uint64_t one = 1;
-	ssize_t w = write(cp->efd, &one, sizeof(one));
-	(void)w;
-	return NULL;
-}
-
 /* Make every object of the checkpoint durable; false while it is still
  * running (cp_step runs again when the thread wakes the owner). */
 static bool cp_home_sync(struct jbd *j, struct jbd_cp *cp)
 {
 	int rc;
 	if (cp->state == CP_HOMESYNC) {
-		if (!atomic_load_explicit(&cp->thread_done, memory_order_acquire))
+		if (!jbd__bgsync_poll(&cp->home, &rc))
 			return false;
-		cp_join(cp);
-		rc = cp->thread_rc;
-	} else if (j->io == NULL && j->ops.home_fs_fd != NULL && j->efd >= 0) {
-		cp->thread_fd = j->ops.home_fs_fd(j->ops.arg);
-		cp->efd = j->efd;
-		rc = pthread_create(&cp->thread, NULL, cp_syncfs_main, cp);
+	} else if (jbd__bgsync_usable(j)) {
+		rc = jbd__bgsync_start(j, &cp->home);
 		if (rc == 0) {
-			cp->thread_started = true;
 			cp->state = CP_HOMESYNC;
 			return false;
 		}
-		rc = -rc;
 	} else {
 		rc = j->ops.home_sync(j->ops.arg, cp->objs, cp->n_objs);
 	}

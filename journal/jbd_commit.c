@@ -288,23 +288,41 @@ static struct jbd_txn *next_to_close(struct jbd *j)
 	return j->first_sealed;
 }
 
+/* J11: the in-place data of t is durable before its commit block is
+ * written.  Returns 0 when it is, 1 while a background syncfs runs (the
+ * close waits; commit_kick runs again when the thread wakes the owner), or
+ * -errno.  One syncfs covers every transaction sealed when it started:
+ * their in-place writes had returned before they joined a handle. */
 static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 {
-	uint64_t *objs = NULL;
 	size_t n = 0;
 	for (size_t i = 0; i < t->n_items; i++)
 		if (t->items[i].kind == ITEM_INPLACE)
 			n++;
-	if (n == 0)
+	if (n == 0 || t->seq <= j->osync_seq)
 		return 0;
-	objs = malloc(n * sizeof(*objs));
+	if (jbd__bgsync_usable(j)) {
+		int rc;
+		if (j->osync.started) {
+			if (!jbd__bgsync_poll(&j->osync, &rc))
+				return 1;
+			if (rc < 0)
+				return rc;
+			j->osync_seq = j->osync_target;
+			if (t->seq <= j->osync_seq)
+				return 0;
+		}
+		j->osync_target = j->txn_tail->seq;
+		rc = jbd__bgsync_start(j, &j->osync);
+		return rc < 0 ? rc : 1;
+	}
+	uint64_t *objs = malloc(n * sizeof(*objs));
 	if (objs == NULL)
 		return -ENOMEM;
 	n = 0;
 	for (size_t i = 0; i < t->n_items; i++)
 		if (t->items[i].kind == ITEM_INPLACE)
 			objs[n++] = t->items[i].obj;
-	/* J11: in-place data is durable before the commit block is written */
 	int rc = j->ops.home_sync(j->ops.arg, objs, n);
 	free(objs);
 	return rc;
@@ -336,10 +354,10 @@ void jbd__commit_kick(struct jbd *j)
 	assert(t != NULL && t->lay.blocks + 1 == need);
 	if (j->opts.mode == JBD_MODE_ORDERED) {
 		int rc = ordered_sync(j, t);
-		if (rc < 0) {
+		if (rc < 0)
 			jbd__abort(j, rc, "syncing in-place data before a commit");
+		if (rc != 0)
 			goto out;
-		}
 	}
 	struct slot *slots = NULL;
 	int rc = build(j, t, &slots);

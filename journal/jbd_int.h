@@ -9,6 +9,8 @@
 #ifndef TWINFS_JBD_INT_H
 #define TWINFS_JBD_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -202,6 +204,17 @@ struct jbd_io {
 	struct jbd_io *next;
 };
 
+/* One syncfs(2) of the home file system on a short-lived thread, so the
+ * owner never waits for the disk (checkpoint, ordered commits).  The
+ * thread touches only fd and rc, and wakes the owner through efd. */
+struct jbd_bgsync {
+	pthread_t thread;
+	bool started;            /* owner: started, result not collected */
+	bool joined;             /* owner: thread joined (wait) */
+	atomic_bool done;        /* thread -> owner */
+	int fd, efd, rc;
+};
+
 struct jbd {
 	struct jbd_opts opts;
 	struct jbd_ops ops;
@@ -233,6 +246,10 @@ struct jbd {
 	struct jbd_txn *first_sealed;   /* oldest SEALED, or NULL */
 	struct jbd_txn *first_closed;   /* oldest CLOSED (not synced), or NULL */
 	bool closing;
+	/* ordered mode: in-place data of transactions up to osync_seq is
+	 * durable; osync covers every transaction sealed when it started */
+	struct jbd_bgsync osync;
+	uint64_t osync_target, osync_seq;
 
 	/* sync */
 	bool syncing;
@@ -289,6 +306,14 @@ void jbd__io_pump(struct jbd *j);
 /* Reap completions; returns how many were handled. */
 int jbd__io_reap(struct jbd *j, bool wait);
 bool jbd__io_busy(const struct jbd *j);
+/* Background syncfs of the home file system: available with real I/O and
+ * ops.home_fs_fd.  start: 0 or -errno; poll: true once finished, *rc its
+ * result (collected once); wait blocks until the thread ended, leaving the
+ * result for poll (jbd_wait, close). */
+bool jbd__bgsync_usable(const struct jbd *j);
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b);
+bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
+void jbd__bgsync_wait(struct jbd_bgsync *b);
 /* Synchronous helpers (open, replay): through the test layer when set. */
 int jbd__pwrite_sync(struct jbd *j, enum jbd_io_kind kind, int fd,
 		     const void *buf, size_t len, uint64_t off);

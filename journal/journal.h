@@ -273,6 +273,14 @@ uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size);
  * checkpointed home).  O(1); used to estimate allocation (st_blocks). */
 uint64_t jbd_resident(struct jbd *j, uint64_t obj);
 
+/* Whether block blk of obj is journal-resident; the first resident block
+ * >= blk (UINT64_MAX when none; O(resident blocks of obj)); the smallest
+ * cut of obj not yet checkpointed (JBD_NO_CUT when none: home bytes past
+ * it are stale).  For SEEK_DATA/SEEK_HOLE: resident blocks are data. */
+bool jbd_resident_has(struct jbd *j, uint64_t obj, uint64_t blk);
+uint64_t jbd_resident_next(struct jbd *j, uint64_t obj, uint64_t blk);
+uint64_t jbd_min_cut(struct jbd *j, uint64_t obj);
+
 /* Patch buf (len bytes of obj at off, already read from home, zero-filled
  * past the home end) with the journal-resident blocks and pending cuts. */
 void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,

@@ -228,17 +228,44 @@ out:
 	free(abs);
 }
 
-struct statfs_req {
+/* A reply given later, from an iod-pool callback: the connection stays
+ * referenced until then (statfs, sync). */
+struct deferred {
 	struct mgr_server *s;
 	struct wire_conn *c;
 	struct wire_hdr hdr;
 };
 
+/* NULL after answering ENOMEM itself. */
+static struct deferred *defer_begin(struct mgr_server *s, struct wire_conn *c,
+				    const struct wire_msg *m)
+{
+	struct deferred *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+		return NULL;
+	}
+	d->s = s;
+	d->c = c;
+	d->hdr = m->hdr;
+	wire_conn_ref(c);
+	return d;
+}
+
+static void defer_reply(struct deferred *d, int status,
+			const ProtobufCMessage *body)
+{
+	mgr_srv_reply(d->c, &d->hdr, status, body);
+	wire_conn_unref(d->c);
+	free(d);
+}
+
 static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 {
-	struct statfs_req *r = arg;
+	struct deferred *d = arg;
 	Twinfs__StatfsReply sr = TWINFS__STATFS_REPLY__INIT;
-	uint64_t files = r->s->st.ns.inodes.count;
+	uint64_t files = d->s->st.ns.inodes.count;
 
 	/* Without an iod answering, df still works: zero blocks. */
 	(void)status;
@@ -249,31 +276,20 @@ static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 	sr.files = files + FILES_FREE;
 	sr.ffree = FILES_FREE;
 	sr.namemax = MGR_NAME_MAX;
-	mgr_srv_reply(r->c, &r->hdr, 0, &sr.base);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(d, 0, &sr.base);
 }
 
 static void h_statfs(struct mgr_server *s, struct wire_conn *c,
 		     struct wire_msg *m)
 {
-	struct statfs_req *r = calloc(1, sizeof(*r));
+	struct deferred *d = defer_begin(s, c, m);
 	int rc;
 
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_statfs(s->pool, statfs_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_statfs(s->pool, statfs_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 static void h_getxattr(struct mgr_server *s, struct wire_conn *c,
@@ -325,25 +341,15 @@ static void h_ino_path(struct mgr_server *s, struct wire_conn *c,
 	free(buf);
 }
 
-struct sync_req {
-	struct mgr_server *s;
-	struct wire_conn *c;
-	struct wire_hdr hdr;
-};
-
 static void sync_done(int status, void *arg)
 {
-	struct sync_req *r = arg;
-
-	mgr_srv_reply(r->c, &r->hdr, status < 0 ? -EIO : 0, NULL);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(arg, status < 0 ? -EIO : 0, NULL);
 }
 
 static void h_sync(struct mgr_server *s, struct wire_conn *c,
 		   struct wire_msg *m, bool journal_only)
 {
-	struct sync_req *r;
+	struct deferred *d;
 	int rc = mgr_journal_sync(&s->jnl);
 
 	if (rc < 0)
@@ -355,21 +361,12 @@ static void h_sync(struct mgr_server *s, struct wire_conn *c,
 				  ? -ESTALE : 0, NULL);
 		return;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	d = defer_begin(s, c, m);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_sync(s->pool, sync_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_sync(s->pool, sync_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 /* ------------------------------------------------------ mutating requests */
@@ -597,6 +594,48 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
 }
 
+/* O_APPEND across mounts (DESIGN.md "Client"): reserve q->length bytes at
+ * the end of the file.  The new size is journaled as a size report of the
+ * current trunc_gen (replay re-applies it exactly), so the next
+ * reservation, from any mount, starts after this one; a retransmission is
+ * answered from the reply cache with the same offset. */
+static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
+			     struct wire_msg *m)
+{
+	const Twinfs__AppendReserve *q = (const Twinfs__AppendReserve *)m->body;
+	Twinfs__AppendReply r = TWINFS__APPEND_REPLY__INIT;
+	struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
+	struct mgr_inode *in;
+	uint64_t off = 0;
+	int rc = 0;
+
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+		return;
+	in = mgr_ns_get(&s->st.ns, q->ino);
+	if (!in)
+		rc = -ESTALE;
+	else if (!S_ISREG(in->mode))
+		rc = S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
+	if (rc == 0) {
+		off = in->size;
+		/* The caller's own writes not yet reported count too. */
+		if (q->trunc_gen == in->trunc_gen && q->local_end > off)
+			off = q->local_end;
+		if (q->length > (uint64_t)INT64_MAX - off)
+			rc = -EFBIG;
+	}
+	if (rc == 0) {
+		op.ino = q->ino;
+		op.size = off + q->length;
+		op.trunc_gen = in->trunc_gen;
+		op.mtime = op.now;
+		r.offset = off;
+		r.trunc_gen = in->trunc_gen;
+		rc = mgr_op_apply(&s->st, &op);
+	}
+	mgr_srv_finish(s, c, &m->hdr, &op, rc, &r.base);
+}
+
 static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
 			struct wire_msg *m)
 {
@@ -795,10 +834,15 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_LISTXATTR: h_getxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_REMOVEXATTR: h_setxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_SIZE_REPORT: h_size_report(s, c, m); break;
+	case TWINFS__MSG_TYPE__MSG_APPEND_RESERVE: h_append_reserve(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SETSTRIPE: h_setstripe(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_INO_PATH: h_ino_path(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SYNC: h_sync(s, c, m, false); break;
 	case TWINFS__MSG_TYPE__MSG_FSYNCDIR: h_sync(s, c, m, true); break;
+	case TWINFS__MSG_TYPE__MSG_LOCK:
+	case TWINFS__MSG_TYPE__MSG_GETLK:
+	case TWINFS__MSG_TYPE__MSG_UNLOCK_ALL:
+	case TWINFS__MSG_TYPE__MSG_LOCK_CANCEL: mgr_handle_lock(s, c, m); break;
 	default:
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		break;

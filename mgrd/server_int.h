@@ -8,6 +8,7 @@
 #ifndef TWINFS_MGRD_SERVER_INT_H
 #define TWINFS_MGRD_SERVER_INT_H
 
+#include "lock.h"
 #include "mgrd_int.h"
 #include "wire.h"
 
@@ -44,6 +45,7 @@ struct mgr_server {
 	struct mgr_iodpool *pool;
 	struct mgr_monitor *mon;
 	struct mgr_resync *resync;
+	struct mgr_locks *locks;      /* handlers_lock.c, volatile */
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
@@ -134,6 +136,20 @@ uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id);
  * (down, or stale without a readable twin). */
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		       uint32_t rate_mbps);
+
+/* handlers_lock.c: the cluster-wide lock table (proto/FORMAT.md "Locks").
+ * mgr_locks_new: grace = there were sessions to come back (a restart). */
+struct mgr_locks;
+int mgr_locks_new(struct mgr_server *s, bool grace);
+/* Parked requests are dropped unanswered (the clients send them again). */
+void mgr_locks_free(struct mgr_server *s);
+/* MSG_LOCK, MSG_GETLK, MSG_UNLOCK_ALL, MSG_LOCK_CANCEL. */
+void mgr_handle_lock(struct mgr_server *s, struct wire_conn *c,
+		     struct wire_msg *m);
+/* A session expired: its locks go, waiters they blocked are granted. */
+void mgr_locks_session_gone(struct mgr_server *s, uint64_t session);
+/* A connection closed: forget the requests parked on it. */
+void mgr_locks_conn_closed(struct mgr_server *s, struct wire_conn *c);
 
 /* handlers.c: answer one request of a client or admin connection. */
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,

@@ -335,6 +335,7 @@ Test(conf, defaults)
 	cr_assert_eq(c.mgr_timeout_ms, 120000);
 	cr_assert_eq(c.commit_interval_ms, 5000);
 	cr_assert_eq(c.session_timeout_ms, 90000);
+	cr_assert_eq(c.lock_grace_ms, 5000);
 	cr_assert(c.auto_resync);
 	cr_assert(!c.root_squash);
 	cr_assert_str_eq(c.mgr_host, "127.0.0.1");
@@ -362,6 +363,7 @@ Test(conf, good_file)
 		"commit_interval = 1\n"
 		"auto_resync = no\n"
 		"root_squash = yes\n"
+		"lock_grace = 1500ms\n"
 		"\n"
 		"[mgrd]\n"
 		"  host = 10.0.0.5\n"
@@ -390,6 +392,7 @@ Test(conf, good_file)
 	cr_assert_eq(c.session_timeout_ms, 300, "3 x monitor_interval");
 	cr_assert(!c.auto_resync);
 	cr_assert(c.root_squash);
+	cr_assert_eq(c.lock_grace_ms, 1500);
 	cr_assert_str_eq(c.mgr_host, "10.0.0.5");
 	cr_assert_eq(c.mgr_port, 7600);
 	cr_assert_str_eq(c.mgr_dir, "/var/lib/twinfs/mgrd");
