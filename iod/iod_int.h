@@ -120,6 +120,9 @@ void iod_store_tick(struct iod_store *s);
 int iod_store_wait(struct iod_store *s);
 /* 0, or -EIO once the journal has aborted (sticky). */
 int iod_store_aborted(const struct iod_store *s);
+/* Test only (TWINFS_TEST_FAULTS, main.c): the next journal write fails
+ * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
+void iod_store_inject_journal_eio(struct iod_store *s);
 
 /* Validation shared by the server and the store: column < 32, and
  * off + len <= IOD_MAX_OFFSET without overflow.  0 or -EINVAL. */
@@ -363,11 +366,16 @@ void iod_mgr_stop(struct iod *d);
  * probes and demotes it only if the probe fails.  Rate-limited. */
 #define IOD_REPORT_GAP_MS 200u
 void iod_mgr_report(struct iod *d, uint32_t iod_id, int status);
+/* Our journal aborted: report ourselves (iod_id = reporter_iod = our id,
+ * -EIO).  mgrd's probe then fails (server.c answers PING with -EIO once
+ * aborted) and it demotes us; mgr.c repeats the report every second until
+ * our map says we are down. */
+void iod_mgr_report_self(struct iod *d);
 
 /* main.c */
 /* The journal aborted (J12): the store refuses writes with EIO from now on.
- * Logs it; reporting to mgrd (so that the twin takes over) is the hook's
- * next job (issue: iod abort reporting). */
+ * Logs it and reports us to mgrd, so that our twin completes writes alone
+ * (needs_resync on us) until we are restarted, replayed and resynced. */
 void iod_journal_aborted(void *arg);
 
 /* twin.c */

@@ -11,6 +11,10 @@
  * journaled request complete, then close the journal (sync + checkpoint),
  * exit 0 (1 when the journal had aborted).  --no-mgr is for tests: no
  * mgrd, map from the config.
+ *
+ * Environment: TWINFS_TEST_FAULTS=1 (failure drills only) makes SIGUSR1
+ * fail the next journal write with EIO (iod_store_inject_journal_eio), so
+ * that a test can abort the journal of a running iod.
  */
 #include "iod_int.h"
 
@@ -24,6 +28,8 @@
 
 static struct iod daemon_state;
 static uv_signal_t sig_term, sig_int;
+static uv_signal_t sig_fault;      /* TWINFS_TEST_FAULTS only */
+static bool fault_knob;
 
 static void usage(FILE *f)
 {
@@ -38,10 +44,26 @@ void iod_journal_aborted(void *arg)
 {
 	struct iod *d = arg;
 
-	tw_err("iod %" PRIu32 ": journal aborted: refusing every write, "
-	       "truncate and delete with EIO until restarted", d->id);
-	/* Next issue: report to mgrd here (IOD_REPORT of ourselves), so that
-	 * it demotes us in a new epoch and our twin completes writes alone. */
+	/* The journal's own line just before this one names the operation
+	 * that failed and its errno. */
+	tw_err("iod %" PRIu32 ": journal %s/journal aborted after an I/O "
+	       "error on it (EIO): refusing every write, truncate and delete "
+	       "with EIO and failing pings; reported to mgrd so that twin iod %"
+	       PRIu32 " serves alone until this iod is restarted (replay) and "
+	       "resynced", d->id, d->me->dir, d->twin_id);
+	iod_mgr_report_self(d);
+}
+
+/* TWINFS_TEST_FAULTS=1 (failure drills only): SIGUSR1 makes the next
+ * journal write fail with EIO, as a dying disk would. */
+static void on_fault_signal(uv_signal_t *s, int signum)
+{
+	struct iod *d = s->data;
+
+	(void)signum;
+	tw_warn("iod %" PRIu32 ": SIGUSR1 with TWINFS_TEST_FAULTS=1: the next "
+		"journal write fails with EIO", d->id);
+	iod_store_inject_journal_eio(d->store);
 }
 
 static void on_jnl_poll(uv_poll_t *p, int status, int events)
@@ -110,6 +132,8 @@ static void shutdown_daemon(struct iod *d)
 	iod_mgr_stop(d);
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
+	if (fault_knob)
+		uv_close((uv_handle_t *)&sig_fault, NULL);
 	/* Keep the journal's loop hooks until everything already journaled
 	 * has completed (its callbacks reply on connections), then stop. */
 	if (!d->jnl_handles ||
@@ -232,6 +256,15 @@ int main(int argc, char **argv)
 	sig_term.data = sig_int.data = d;
 	uv_signal_start(&sig_term, on_signal, SIGTERM);
 	uv_signal_start(&sig_int, on_signal, SIGINT);
+	fault_knob = getenv("TWINFS_TEST_FAULTS") &&
+		     strcmp(getenv("TWINFS_TEST_FAULTS"), "1") == 0;
+	if (fault_knob) {
+		uv_signal_init(d->loop, &sig_fault);
+		sig_fault.data = d;
+		uv_signal_start(&sig_fault, on_fault_signal, SIGUSR1);
+		tw_warn("iod %ld: TWINFS_TEST_FAULTS=1: SIGUSR1 fails the next "
+			"journal write (failure drills only)", id);
+	}
 
 	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
 	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||

@@ -16,6 +16,10 @@
  * ignored.  Maps are validated before use: ids, groups, hosts and ports in
  * range.
  *
+ * Reports (MSG_REPORT): a forward to the twin that failed on the transport
+ * (twin.c T3), and ourselves once our journal has aborted (J12): we keep
+ * reporting every REGISTER_RETRY_MS until the map says we are down.
+ *
  * --no-mgr (tests only): the map comes from the config with epoch 0 and
  * every iod up, and the iod serves at once.
  */
@@ -219,9 +223,24 @@ static void on_report_reply(int status, struct wire_msg *reply, void *arg)
 	free(arg);
 }
 
+static void send_report(struct iod *d, uint32_t iod_id, int status)
+{
+	Twinfs__Report *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	twinfs__report__init(r);
+	r->iod_id = iod_id;
+	r->error = status;
+	r->epoch = d->map.epoch;
+	r->reporter_iod = d->id;
+	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
+		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
+		free(r);
+}
+
 void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
 {
-	Twinfs__Report *r;
 	uint64_t now = tw_now_ms();
 
 	if (d->no_mgr || !d->mgr_peer || d->closing)
@@ -231,19 +250,27 @@ void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
 	if (d->report_epoch == d->map.epoch &&
 	    now - d->report_ms < IOD_REPORT_GAP_MS)
 		return;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
 	d->report_epoch = d->map.epoch;
 	d->report_ms = now;
-	twinfs__report__init(r);
-	r->iod_id = iod_id;
-	r->error = status;
-	r->epoch = d->map.epoch;
-	r->reporter_iod = d->id;
-	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
-		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
-		free(r);
+	send_report(d, iod_id, status);
+}
+
+void iod_mgr_report_self(struct iod *d)
+{
+	if (d->no_mgr || !d->mgr_peer || d->closing)
+		return;
+	send_report(d, d->id, -EIO);
+}
+
+/* Whether mgrd still has to learn that our journal aborted: our own entry
+ * is not yet down in the map (a probe within 500 ms of a successful one
+ * is skipped, and mgrd may have been away when we reported). */
+static bool abort_unheard(const struct iod *d)
+{
+	const struct iod_map_iod *me = &d->map.iods[d->id];
+
+	return iod_store_aborted(d->store) < 0 && me->present &&
+	       me->state != TWINFS__IOD_STATE__IOD_DOWN;
 }
 
 static void on_mgr_connect(struct wire_peer *p, int status,
@@ -283,6 +310,8 @@ static void on_timer(uv_timer_t *t)
 		send_register(d);
 		return;
 	}
+	if (abort_unheard(d))
+		iod_mgr_report_self(d);
 	/* Stay connected: mgrd pushes map updates only to iods connected to
 	 * it, and a reconnection re-registers (on_mgr_connect). */
 	if (!wire_peer_connected(d->mgr_peer))

@@ -11,6 +11,7 @@
  * a wrong cluster name or protocol version gets -EPROTO and the connection
  * is closed.  Before registration with mgrd only HELLO, PING and MAP_UPDATE
  * are served, the rest get -EAGAIN.  Every request gets exactly one reply.
+ * Once the journal has aborted, PING is answered -EIO (mgrd demotes us).
  */
 #include "iod_int.h"
 
@@ -189,6 +190,13 @@ static void on_ping(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	    q->epoch > d->map.epoch && d->registered)
 		iod_mgr_refresh(d);
 
+	/* A journal that aborted (J12) makes us unfit to hold data: fail
+	 * every ping and probe, so that mgrd demotes us and never takes us
+	 * back (ping ok -> rejoin) before a restart and its replay. */
+	if (iod_store_aborted(d->store) < 0) {
+		wire_reply(c, &m->hdr, -EIO, NULL, NULL, 0);
+		return;
+	}
 	p.epoch = d->map.epoch;
 	p.incarnation = d->incarnation;
 	wire_reply(c, &m->hdr, 0, &p.base, NULL, 0);

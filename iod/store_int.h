@@ -55,6 +55,7 @@ struct intent {
 
 struct iod_store {
 	char dir[PATH_MAX];
+	char jpath[PATH_MAX + 16]; /* DIR/journal: jbd keeps the pointer */
 	int dir_fd;                /* DIR */
 	int sub_fd;                /* DIR/subfiles */
 	uint32_t iod_id;

@@ -504,7 +504,6 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 {
 	struct jbd_replay_info info;
 	struct jbd_opts jo = { 0 };
-	char path[PATH_MAX + 16];
 	struct iod_store *s;
 	int rc;
 
@@ -532,8 +531,8 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		break;
 	}
 	s->reserve = opts->reserve ? opts->reserve : IOD_RESERVE_DEFAULT;
-	snprintf(path, sizeof(path), "%s/journal", s->dir);
-	jo.path = path;
+	snprintf(s->jpath, sizeof(s->jpath), "%s/journal", s->dir);
+	jo.path = s->jpath;
 	jo.size = opts->journal_size;
 	jo.mode = s->mode;
 	jo.commit_interval_ms = opts->commit_interval_ms;
@@ -629,6 +628,11 @@ int iod_store_wait(struct iod_store *s)
 int iod_store_aborted(const struct iod_store *s)
 {
 	return jbd_aborted(s->j);
+}
+
+void iod_store_inject_journal_eio(struct iod_store *s)
+{
+	jbd_inject_log_eio(s->j);
 }
 
 /* ------------------------------------------------------- operations */

@@ -274,6 +274,7 @@ struct jbd {
 	struct jbd_io *q_head, *q_tail;  /* not yet submitted */
 	struct jbd_io *done_head, *done_tail; /* completed (sync layer) */
 	unsigned inflight, max_inflight;
+	bool fault_log_eio;      /* jbd_inject_log_eio armed (test only) */
 
 	/* deferred callbacks */
 	struct jbd_waiter *cb_head, *cb_tail;

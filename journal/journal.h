@@ -172,7 +172,8 @@ struct jbd_io_ops {
 };
 
 struct jbd_opts {
-	const char *path;            /* journal file (created if missing) */
+	const char *path;            /* journal file (created if missing);
+	                              * kept, must live until jbd_close */
 	uint64_t size;               /* bytes; 0 = JBD_DEFAULT_SIZE; an
 	                              * existing journal keeps its size */
 	enum jbd_mode mode;
@@ -317,5 +318,11 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st);
 
 /* Sticky abort: 0, or -EIO after an I/O error on the journal. */
 int jbd_aborted(const struct jbd *j);
+
+/* Test only (failure drills on real daemons): the next write submitted to
+ * the journal file completes with -EIO without reaching the disk, exactly
+ * as a failing disk would make it, so the journal aborts (J12) through its
+ * ordinary error path.  Works with io_uring and with a jbd_io_ops layer. */
+void jbd_inject_log_eio(struct jbd *j);
 
 #endif

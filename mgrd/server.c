@@ -584,13 +584,23 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
 		return;
 	}
-	tw_log_rl(TW_LOG_INFO, "mgrd: %s %llu (%s) reports iod %u: %s (epoch "
-		  "%llu); probing it", q->reporter_iod ? "iod" : "client session",
-		  q->reporter_iod ? (unsigned long long)q->reporter_iod
-				  : (unsigned long long)mc->session,
-		  wire_conn_peer(c), q->iod_id,
-		  strerror(q->error < 0 ? -q->error : EIO),
-		  (unsigned long long)q->epoch);
+	/* An iod reports itself when its journal aborted (proto/FORMAT.md
+	 * "Failure reports"); it fails our probe, which demotes it. */
+	if (mc->role == TWINFS__ROLE__ROLE_IOD && mc->iod_id == q->iod_id &&
+	    q->reporter_iod == q->iod_id)
+		tw_err("mgrd: iod %u (%s) reports itself failed: its journal "
+		       "aborted (%s); probing it, its twin takes over",
+		       q->iod_id, wire_conn_peer(c),
+		       strerror(q->error < 0 ? -q->error : EIO));
+	else
+		tw_log_rl(TW_LOG_INFO, "mgrd: %s %llu (%s) reports iod %u: %s "
+			  "(epoch %llu); probing it",
+			  q->reporter_iod ? "iod" : "client session",
+			  q->reporter_iod ? (unsigned long long)q->reporter_iod
+					  : (unsigned long long)mc->session,
+			  wire_conn_peer(c), q->iod_id,
+			  strerror(q->error < 0 ? -q->error : EIO),
+			  (unsigned long long)q->epoch);
 	/* Answered at once: the reporter waits for the map, not for us. */
 	mgr_srv_reply(c, &m->hdr, 0, NULL);
 	mgr_monitor_report(s->mon, q->iod_id);

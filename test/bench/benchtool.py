@@ -9,6 +9,8 @@ Subcommands (all print their result on stdout, one line):
   meta-create DIR N            create N empty files DIR/fNNNNNN; ops/s
   meta-stat DIR N              stat them in creation order; ops/s
   meta-unlink DIR N            unlink them, then rmdir DIR; ops/s
+  small-files DIR N SIZE       create N files DIR/fNNNNNN of SIZE bytes each
+                               (open O_CREAT|O_EXCL, one write, close); ops/s
   mkgrep FILE SIZE_MIB         write a text file of SIZE_MIB MiB made of the
                                C headers under /usr/include, repeated
   cpu PID...                   user+sys seconds of the PIDs (all threads),
@@ -17,6 +19,8 @@ Subcommands (all print their result on stdout, one line):
                                wait until the iods are idle (no checkpoint
                                running; see cmd_quiesce); print the seconds
                                waited, or "timeout:SECONDS" after TIMEOUT s
+  modes-report RAW.tsv MODE...
+                               journal_modes.sh's table (README.md here)
   report RAW.tsv SUMMARY.tsv MODE
                                medians per target and workload, ratios,
                                targets of issue 6; prints the table
@@ -46,12 +50,21 @@ def names(d, n):
 
 
 def cmd_meta_create(d, n):
+    cmd_small_files(d, n, 0)
+
+
+def cmd_small_files(d, n, size):
+    """Empty files (size 0) are meta-create: nothing but open and close."""
     os.mkdir(d)
     paths = names(d, n)
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
+    data = os.urandom(size)
     t = time.perf_counter()
     for p in paths:
-        os.close(os.open(p, flags, 0o644))
+        fd = os.open(p, flags, 0o644)
+        if data:
+            os.write(fd, data)
+        os.close(fd)
     print("%.1f" % (n / (time.perf_counter() - t)))
 
 
@@ -171,6 +184,52 @@ def cmd_quiesce(timeout, journals, pids):
             return
 
 
+def cmd_modes_report(raw, modes):
+    """journal_modes.sh's table: each mode's figure per workload, the disk
+    before and after, journal / writeback, and the DESIGN.md ceilings."""
+    v = {}
+    for line in open(raw).read().splitlines()[1:]:
+        t, w, val, unit, note = (line.split("\t") + [""])[:5]
+        try:
+            v[(t, w)] = (float(val), unit)
+        except ValueError:
+            v[(t, w)] = (None, unit)
+    # DESIGN.md "Journal": both twins on one disk.  Sustained writes larger
+    # than the journal: journal 0.25 x disk, ordered/writeback 0.5 x; bursts
+    # that fit the journal: 0.5 x.  Other workloads: no stated ceiling.
+    def ceil(w):
+        if w == "seq_1g":
+            return (0.25, 0.5)
+        return (0.5, 0.5) if w.startswith("burst_") else None
+    order = []
+    for (_, w) in v:
+        if w != "settle" and w not in order:
+            order.append(w)
+    cols = ["disk", "disk_end"] + modes
+    print("%-11s %-8s" % ("workload", "unit")
+          + "".join("%11s" % c for c in cols)
+          + "%14s" % "jnl/wb" + "%22s" % "ceiling jnl / wb")
+    for w in order:
+        unit = next((u for (t, x), (_, u) in v.items() if x == w), "")
+        row = "%-11s %-8s" % (w, unit)
+        for c in cols:
+            x = v.get((c, w), (None, ""))[0]
+            row += "%11s" % ("-" if x is None else "%.1f" % x)
+        j = v.get(("journal", w), (None,))[0]
+        b = v.get(("writeback", w), (None,))[0]
+        row += "%14s" % ("%.2f" % (j / b) if j and b else "-")
+        disk = [v.get((c, "direct_1g"), (None,))[0]
+                for c in ("disk", "disk_end")]
+        disk = [d for d in disk if d]
+        if ceil(w) and disk:
+            d = sum(disk) / len(disk)
+            row += "%22s" % ("%.0f / %.0f MB/s"
+                             % (ceil(w)[0] * d, ceil(w)[1] * d))
+        else:
+            row += "%22s" % "-"
+        print(row)
+
+
 # workload -> (unit, higher_is_better, baseline, factor); factor None = no
 # target.  From issue 6, "The targets".
 WORKLOADS = [
@@ -276,6 +335,8 @@ def main(a):
         cmd_fio(a[2], a[3])
     elif c == "meta-create":
         cmd_meta_create(a[2], int(a[3]))
+    elif c == "small-files":
+        cmd_small_files(a[2], int(a[3]), int(a[4]))
     elif c == "meta-stat":
         cmd_meta_stat(a[2], int(a[3]))
     elif c == "meta-unlink":
@@ -287,6 +348,8 @@ def main(a):
     elif c == "quiesce":
         i = a.index("--")
         cmd_quiesce(float(a[2]), a[3:i], a[i + 1:])
+    elif c == "modes-report":
+        cmd_modes_report(a[2], a[3:])
     elif c == "report":
         cmd_report(a[2], a[3], a[4])
     else:

@@ -1115,6 +1115,44 @@ Test(jbd, sticky_abort)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* jbd_inject_log_eio (the iod's TWINFS_TEST_FAULTS drill knob) aborts the
+ * journal through the ordinary error path, on io_uring and on the
+ * synchronous layer alike; replay keeps what was closed before it. */
+static void injected_eio(bool faulty)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, faulty);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t a[BS], b[BS], r[BS];
+	memset(a, 0x5a, sizeof(a));
+	memset(b, 0xa5, sizeof(b));
+	int ok = 0, bad = 0;
+	write1(j, 1, 0, a, sizeof(a), &ok);
+	drain(j);
+	cr_assert_eq(ok, 1);
+	jbd_inject_log_eio(j);
+	cr_assert_eq(jbd_aborted(j), 0, "armed, not yet fired");
+	write1(j, 1, 0, b, sizeof(b), &bad);
+	drain(j);
+	cr_assert_eq(bad, -1000, "the request got the error");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), BS);
+	cr_assert_eq(memcmp(r, a, BS), 0, "the failed write never lands");
+	cr_assert_eq(jbd_aborted(j), 0, "the fault fired once");
+	write1(j, 1, 0, b, sizeof(b), &ok);
+	drain(j);
+	cr_assert_eq(ok, 2);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+Test(jbd, injected_log_eio_uring) { injected_eio(false); }
+Test(jbd, injected_log_eio_sync) { injected_eio(true); }
+
 /* Torn tail: garbage after the last commit is never applied. */
 Test(jbd, torn_tail_discarded)
 {
