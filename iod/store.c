@@ -711,6 +711,18 @@ static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
 	return rc;
 }
 
+bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	struct stat st;
+	char rel[48];
+
+	if (cache_find(s, ino, column) != NULL)
+		return true;
+	if (rel_subpath(ino, column, rel, sizeof(rel)) < 0)
+		return false;
+	return fstatat(s->sub_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* ops.home_sync of the journal: every object's data and xattrs, the
  * directory entries of its creation (S3) or of its unlink. */
 int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)

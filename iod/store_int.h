@@ -102,6 +102,8 @@ int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 		    const struct iod_sub_layout *layout);
 /* Unlink a subfile (absent is fine), dropping its cached fd. */
 int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
+/* The subfile exists (cached or on disk). */
+bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */
 int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
 int store_home_stat(struct sub *e, struct iod_sub_stat *st);
