@@ -9,7 +9,9 @@
  * itself (proto/FORMAT.md "Special xattr"), so they need no config.
  *
  * rebuild asks mgrd to (re)start the resync of an iod (or to accept a stale
- * one) and can wait for it, showing progress from the map's resync_permille.
+ * one) and can wait for it, showing progress (bytes, rate, ETA) from mgrd's
+ * job record (RESYNC_STATUS); rebuild --status prints the job records, as
+ * beegfs-ctl --resyncstats does.
  * What this file does not do: repair (fsck belongs to a later issue).  Every message names the object, the server and the cause
  * (CONVENTIONS.md "Errors").
  *
@@ -73,6 +75,8 @@ static void usage(FILE *f)
 "                           shows progress and exits 0 once IOD is up, 1 if it fails\n"
 "  rebuild --accept-stale IOD  promote a stale iod whose twin cannot serve, WITHOUT\n"
 "                           resync: writes it missed are lost\n"
+"  rebuild --status [--json] [IOD]  resync jobs: state, start and end, files and\n"
+"                           bytes to copy and copied, rate, errors\n"
 "  df [-h]                  capacity per iod and for the file system\n"
 "  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
 "  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
@@ -469,22 +473,188 @@ static int rebuild_poll(struct ctl *ctl, uint32_t id, uint32_t *permille,
 	return res;
 }
 
-static void rebuild_bar(uint32_t id, uint32_t pm, bool tty, double secs)
+/* RESYNC_STATUS for one iod (0: every iod with a job); *reply owns *st. */
+static int rebuild_jobs(struct ctl *ctl, uint32_t id, bool quiet,
+			struct wire_msg **reply, Twinfs__ResyncStatusReply **st)
 {
-	char bar[41];
-	int fill = (int)(pm * 40 / 1000);
+	Twinfs__ResyncStatus q = TWINFS__RESYNC_STATUS__INIT;
+	struct wire_sync *mgr = NULL;
+	char addr[TW_HOST_MAX + 16];
+	int rc;
 
-	if (!tty) {
-		printf("rebuild iod %u: resyncing %u.%u%% (%.0f s)\n", id,
-		       pm / 10, pm % 10, secs);
-		fflush(stdout);
-		return;
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	rc = ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
+			 ctl->timeout_ms, quiet, &mgr);
+	if (rc < 0)
+		return rc;
+	q.iod = id;
+	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_RESYNC_STATUS,
+		      &q.base, reply, quiet);
+	wire_sync_close(mgr);
+	if (rc == 0)
+		*st = (Twinfs__ResyncStatusReply *)(*reply)->body;
+	return rc;
+}
+
+static const char *job_state(Twinfs__ResyncJobState s)
+{
+	switch (s) {
+	case TWINFS__RESYNC_JOB_STATE__RJ_RUNNING: return "running";
+	case TWINFS__RESYNC_JOB_STATE__RJ_DONE: return "done";
+	case TWINFS__RESYNC_JOB_STATE__RJ_FAILED: return "failed";
+	case TWINFS__RESYNC_JOB_STATE__RJ_INTERRUPTED: return "interrupted";
+	default: return "not started";
 	}
-	for (int i = 0; i < 40; i++)
+}
+
+/* "2026-11-22 14:03:04" (UTC), or "-" for 0. */
+static void fmt_time(char *buf, size_t len, uint64_t unix_ms)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+
+	if (!unix_ms || !gmtime_r(&t, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "-");
+}
+
+/* Seconds the job has run: until its end, or until now. */
+static double job_secs(const Twinfs__ResyncJob *jb)
+{
+	struct timespec now;
+	uint64_t end = jb->end_unix_ms;
+
+	if (!jb->start_unix_ms)
+		return 0;
+	if (!end) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		end = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	}
+	return end > jb->start_unix_ms ? (double)(end - jb->start_unix_ms) / 1e3
+				       : 0;
+}
+
+static void job_text(const Twinfs__ResyncJob *jb)
+{
+	char t0[32], t1[32];
+	double secs = job_secs(jb);
+
+	fmt_time(t0, sizeof(t0), jb->start_unix_ms);
+	fmt_time(t1, sizeof(t1), jb->end_unix_ms);
+	printf("iod %u: resync job %s\n", jb->target_iod, job_state(jb->state));
+	if (jb->state == TWINFS__RESYNC_JOB_STATE__RJ_NOT_STARTED)
+		return;
+	printf("  source:       iod %u (%s copy, %u run%s)\n", jb->source_iod,
+	       jb->full ? "full" : "incremental", jb->runs,
+	       jb->runs == 1 ? "" : "s");
+	printf("  started:      %s UTC\n", t0);
+	printf("  ended:        %s%s\n", t1, jb->end_unix_ms ? " UTC" : "");
+	printf("  files:        %" PRIu64 " of %" PRIu64 " done\n",
+	       jb->files_done, jb->files_total);
+	printf("  bytes:        %" PRIu64 " of %" PRIu64 " done (%.1f%%), %"
+	       PRIu64 " read and copied or compared\n", jb->bytes_done,
+	       jb->bytes_total, jb->bytes_total ? 100.0 *
+	       (double)jb->bytes_done / (double)jb->bytes_total : 0.0,
+	       jb->bytes_copied);
+	printf("  rate:         %.1f MB/s\n", secs > 0 ?
+	       (double)jb->bytes_copied / 1e6 / secs : 0.0);
+	printf("  errors:       %u%s%s\n", jb->errors,
+	       jb->last_error ? ", last: " : "",
+	       jb->last_error ? errno_cause(jb->last_error) : "");
+}
+
+static void job_json(const Twinfs__ResyncJob *jb, bool first)
+{
+	printf("%s{\"iod\":%u,\"state\":\"%s\",\"source\":%u,\"full\":%s,"
+	       "\"start_unix_ms\":%" PRIu64 ",\"end_unix_ms\":%" PRIu64
+	       ",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
+	       ",\"bytes_total\":%" PRIu64 ",\"bytes_done\":%" PRIu64
+	       ",\"bytes_copied\":%" PRIu64 ",\"runs\":%u,\"errors\":%u,"
+	       "\"last_error\":%d}", first ? "" : ",", jb->target_iod,
+	       job_state(jb->state), jb->source_iod,
+	       jb->full ? "true" : "false", jb->start_unix_ms,
+	       jb->end_unix_ms, jb->files_total, jb->files_done,
+	       jb->bytes_total, jb->bytes_done, jb->bytes_copied, jb->runs,
+	       jb->errors, jb->last_error);
+}
+
+/* rebuild --status [--json] [IOD]: exit 1 when a shown job failed. */
+static int rebuild_status(struct ctl *ctl, uint32_t id, bool json)
+{
+	struct wire_msg *reply = NULL;
+	Twinfs__ResyncStatusReply *st;
+	int rc = rebuild_jobs(ctl, id, false, &reply, &st), ex = EXIT_OK;
+
+	if (rc < 0)
+		return EXIT_FAIL;
+	if (json)
+		printf("{\"jobs\":[");
+	else if (st->n_jobs == 0)
+		printf("no resync job since this cluster was created\n");
+	for (size_t i = 0; i < st->n_jobs; i++) {
+		if (json)
+			job_json(st->jobs[i], i == 0);
+		else
+			job_text(st->jobs[i]);
+		if (st->jobs[i]->state == TWINFS__RESYNC_JOB_STATE__RJ_FAILED)
+			ex = EXIT_FAIL;
+	}
+	if (json)
+		printf("]}\n");
+	wire_msg_free(reply);
+	return ex;
+}
+
+/* Live progress of a rebuild being waited for. */
+struct rb_progress {
+	uint64_t t_ms, done;       /* previous sample */
+	double rate;               /* bytes/s, smoothed */
+	uint64_t last_print;
+};
+
+static void fmt_mb(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes >= (10ull << 30))
+		snprintf(buf, len, "%.1f GiB", (double)bytes / (1u << 30));
+	else
+		snprintf(buf, len, "%.1f MiB", (double)bytes / (1u << 20));
+}
+
+/* One line: in place on a terminal (\r), else a plain line at most every
+ * second. */
+static void rebuild_bar(struct rb_progress *pg, uint32_t id, uint32_t pm,
+			const Twinfs__ResyncJob *jb, bool tty, double secs)
+{
+	uint64_t now = tw_now_ms(), done = jb ? jb->bytes_done : 0;
+	uint64_t total = jb ? jb->bytes_total : 0;
+	char d[32], t[32], eta[32] = "--", bar[31];
+	int fill = (int)(pm * 30 / 1000);
+
+	if (pg->t_ms && now > pg->t_ms && done >= pg->done) {
+		double r = (double)(done - pg->done) * 1000.0 /
+			   (double)(now - pg->t_ms);
+
+		pg->rate = pg->rate > 0 ? 0.7 * pg->rate + 0.3 * r : r;
+	}
+	pg->t_ms = now;
+	pg->done = done;
+	if (!tty && now - pg->last_print < 1000 && pm < 1000)
+		return;
+	pg->last_print = now;
+	fmt_mb(d, sizeof(d), done);
+	fmt_mb(t, sizeof(t), total);
+	if (pg->rate > 1 && total > done)
+		snprintf(eta, sizeof(eta), "%.0f s",
+			 (double)(total - done) / pg->rate);
+	else if (pm >= 1000)
+		snprintf(eta, sizeof(eta), "0 s");
+	for (int i = 0; i < 30; i++)
 		bar[i] = i < fill ? '#' : '.';
-	bar[40] = 0;
-	printf("\rrebuild iod %u [%s] %5.1f%%  %4.0f s", id, bar, pm / 10.0,
-	       secs);
+	bar[30] = 0;
+	printf("%srebuild iod %u [%s] %5.1f%%  %s / %s  %.1f MB/s  ETA %s  "
+	       "(%.0f s)%s", tty ? "\r" : "", id, bar, pm / 10.0, d, t,
+	       pg->rate / 1e6, eta, secs, tty ? "\033[K" : "\n");
 	fflush(stdout);
 }
 
@@ -495,16 +665,20 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 		{ "wait", no_argument, NULL, 'w' },
 		{ "accept-stale", no_argument, NULL, 'a' },
 		{ "rate-limit", required_argument, NULL, 'r' },
+		{ "status", no_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'H' },
 		{ 0 }
 	};
 	Twinfs__Rebuild q = TWINFS__REBUILD__INIT;
+	struct rb_progress pg = { 0 };
+	bool status = false, json = false;
 	struct wire_sync *mgr = NULL;
 	struct wire_msg *reply = NULL;
 	char addr[TW_HOST_MAX + 16], state[64] = "";
 	bool wait = false, tty = isatty(STDOUT_FILENO);
-	uint32_t pm = 0, last_pm = UINT32_MAX;
-	uint64_t start = tw_now_ms(), last_print = 0;
+	uint32_t pm = 0;
+	uint64_t start = tw_now_ms();
 	unsigned long v;
 	char *end;
 	int opt, rc, bad = 0;
@@ -517,6 +691,8 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 		case 'f': q.full = true; break;
 		case 'w': wait = true; break;
 		case 'a': q.accept_stale = true; break;
+		case 's': status = true; break;
+		case 'j': json = true; break;
 		case 'r':
 			v = strtoul(optarg, &end, 10);
 			if (*end || v > 1000000) {
@@ -530,9 +706,14 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind != argc - 1 && !(status && optind == argc)) {
 		usage(stderr);
 		return EXIT_USAGE;
+	}
+	if (status && optind == argc) {
+		if (ctl_load_conf(ctl) < 0)
+			return EXIT_FAIL;
+		return rebuild_status(ctl, 0, json);
 	}
 	v = strtoul(argv[optind], &end, 10);
 	if (*end || v == 0 || v > TW_MAX_IODS) {
@@ -543,6 +724,8 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 	q.iod = (uint32_t)v;
 	if (ctl_load_conf(ctl) < 0)
 		return EXIT_FAIL;
+	if (status)
+		return rebuild_status(ctl, q.iod, json);
 	if (ctl_connect_mgrd(ctl, &mgr) < 0)
 		return EXIT_FAIL;
 	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
@@ -585,21 +768,20 @@ static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 			return EXIT_FAIL;
 		}
 		if (rc == 0) {
+			struct wire_msg *jr = NULL;
+			Twinfs__ResyncStatusReply *st = NULL;
+
 			bad = 0;
-			if (tty || (pm != last_pm &&
-				    tw_now_ms() - last_print >= 1000)) {
-				rebuild_bar(q.iod, pm,
-					    tty, (double)(tw_now_ms() - start) /
-					    1000.0);
-				last_pm = pm;
-				last_print = tw_now_ms();
-			}
+			if (rebuild_jobs(ctl, q.iod, true, &jr, &st) < 0)
+				st = NULL;
+			rebuild_bar(&pg, q.iod, pm, st && st->n_jobs
+				    ? st->jobs[0] : NULL, tty,
+				    (double)(tw_now_ms() - start) / 1000.0);
+			if (jr)
+				wire_msg_free(jr);
 		}
 		usleep(200 * 1000);
 	}
-	if (tty)
-		rebuild_bar(q.iod, 1000, true,
-			    (double)(tw_now_ms() - start) / 1000.0);
 	printf("%srebuild iod %u: done, up (%.1f s)\n", tty ? "\n" : "",
 	       q.iod, (double)(tw_now_ms() - start) / 1000.0);
 	return EXIT_OK;

@@ -64,8 +64,27 @@
  * trunc_gen, refused with -ESTALE) makes mgrd retry, with a full copy
  * after two failures in a row.
  * The write-intent pins of the twin (twin.c pin_missed) are released when
- * a copy completes; the write-intent log itself is not used to choose
- * what to copy (a possible optimisation: skip unmarked subfiles).
+ * a copy completes.  A fresh copy does not use the write-intent log to
+ * choose what to copy (see the comparison above); a resumed one does.
+ *
+ * Resuming (Resync.resume, proto/FORMAT.md "Resync jobs and resuming").
+ * Every copy forward carries the position it completes and
+ * resync_cursor.c reports, in RESYNC_PROGRESS, the newest position whose
+ * forwards (and all before) the target acknowledged; mgrd journals it.  A
+ * run given that cursor skips every subfile before it and that subfile's
+ * bytes below its offset (the partly copied subfile is neither deleted
+ * nor truncated first: step 2a only sends the creating WRITE), and copies
+ * the rest as above.  Why that is enough: the bytes before the cursor were
+ * equal at the target when acknowledged, and every later mutation of them
+ * was forwarded to the target in order while it stayed `resyncing` (and
+ * when the source was down, nobody could write the group).  When the
+ * target may have missed writes (it restarted or left `resyncing`: mgrd
+ * sets replay_marks), each 1 MiB region marked in our write-intent log at
+ * or before the cursor is sent again whole (region mode), then the
+ * subfile's exact size: a write acknowledged by us alone marks its region
+ * in the same transaction, and marks are not cleared while the target
+ * needs resync (twin.c), so they cover it.  The cursor never moves back
+ * while replaying (set_pos).
  * A live mutation that the target did not apply while we copied (a pin
  * taken during the job) fails the job: its region may have been copied
  * before it, so only a new copy covers it.
@@ -85,6 +104,17 @@
 #define RS_LIST_BATCH     256u
 #define RS_CHUNKS_PER_RUN 8              /* then yield to the loop */
 #define RS_PROGRESS_MS    500u
+#define RS_RING           8192u          /* positions awaiting their ack */
+/* A chunk queues at most one write per other 4 KiB block, plus a create,
+ * a delete and a truncate: leave this much room before each step. */
+#define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
+
+/* A region run of the write-intent log (count UINT64_MAX: all). */
+struct rs_mark {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t first, count;
+};
 
 struct rs_job {
 	struct iod *d;
@@ -127,12 +157,32 @@ struct rs_job {
 	uint64_t pins_at_start;    /* d->n_pins when the copy started */
 	uv_timer_t timer;
 	bool timer_armed;
+	uint64_t files_total, bytes_copied;
+	/* Resume (Resync.resume): the position the previous runs reached;
+	 * before it only the write-intent marks (marks[], sorted, those at
+	 * or before `from`) are copied again. */
+	bool resume;
+	struct iod_rs_pos from;
+	struct rs_mark *marks;
+	size_t n_marks, i_mark;
+	/* Region mode: replaying marks[reg_i .. reg_end) of the current
+	 * subfile; then continue normally at reg_then, or (UINT64_MAX) send
+	 * the exact size and go to the next subfile. */
+	bool reg_mode;
+	size_t reg_i, reg_end;
+	uint64_t reg_next, reg_then;
+	/* What the target has acknowledged (resync_cursor.c); `pos` is the
+	 * position the next forward completes. */
+	struct iod_rs_cursor cursor;
+	struct iod_rs_pos pos;
 };
 
 enum { RS_TLIST, RS_COPY, RS_SYNC, RS_END };
 
 struct rs_call {
 	struct rs_job *j;
+	bool has_slot;             /* slot: its position in j->cursor */
+	uint64_t slot;
 	uint64_t bytes;
 	uint16_t type;
 	uint64_t ino;
@@ -195,6 +245,17 @@ static void send_progress(struct rs_job *j, bool force, bool done)
 	p->bytes_done = j->done_bytes;
 	p->bytes_total = j->total_bytes;
 	p->files_done = j->files;
+	p->files_total = j->files_total;
+	p->bytes_copied = j->bytes_copied;
+	if (j->cursor.has_done || j->resume) {
+		const struct iod_rs_pos *c = j->cursor.has_done
+					     ? &j->cursor.done : &j->from;
+
+		p->has_cursor = true;
+		p->cursor_ino = c->ino;
+		p->cursor_column = c->column;
+		p->cursor_offset = c->off;
+	}
 	p->done = done;
 	p->permille = done ? 1000 : j->total_bytes
 		? (uint32_t)TW_MIN(999u, j->done_bytes * 1000 / j->total_bytes)
@@ -258,6 +319,9 @@ static void finish(struct rs_job *j)
 		d->resync = NULL;
 	free(j->tcrc);
 	j->tcrc = NULL;
+	free(j->marks);
+	j->marks = NULL;
+	iod_rs_cursor_free(&j->cursor);
 	uv_timer_stop(&j->timer);
 	uv_close((uv_handle_t *)&j->timer, on_timer_closed);
 }
@@ -288,6 +352,8 @@ static void on_call_reply(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	j->inflight--;
 	j->inflight_bytes -= k->bytes;
+	if (status == 0 && k->has_slot && j->cursor.slots)
+		iod_rs_cursor_ack(&j->cursor, k->slot);
 	if (status < 0) {
 		char what[96];
 
@@ -329,6 +395,11 @@ static int fwd(struct rs_job *j, uint16_t type, const ProtobufCMessage *body,
 	if (rc < 0) {
 		free(k);
 		return rc;
+	}
+	if (j->phase == RS_COPY) {
+		/* Every copy forward completes the current position. */
+		k->has_slot = true;
+		k->slot = iod_rs_cursor_push(&j->cursor, &j->pos);
 	}
 	j->inflight++;
 	j->inflight_bytes += len;
@@ -521,6 +592,85 @@ static int ask_checksums(struct rs_job *j)
 	return 0;
 }
 
+/* Listing order of (ino, column) against a position's subfile. */
+static int key_cmp(uint64_t ino, uint32_t column, const struct iod_rs_pos *p)
+{
+	if (ino != p->ino)
+		return ino < p->ino ? -1 : 1;
+	if (column != p->column)
+		return column < p->column ? -1 : 1;
+	return 0;
+}
+
+/* The position the next forwards complete: (current subfile, off), but
+ * never one before a resume's starting point (replaying marks there must
+ * not move the cursor back). */
+static void set_pos(struct rs_job *j, uint64_t off)
+{
+	struct iod_rs_pos p = { j->cur_ino, j->cur_col, off };
+	int c = key_cmp(p.ino, p.column, &j->from);
+
+	if (j->resume && (c < 0 || (c == 0 && off < j->from.off)))
+		p = j->from;
+	j->pos = p;
+}
+
+/* Resume: the marks of subfile (ino, column) are marks[*m0 .. *m1); *all
+ * when one covers the whole subfile.  Subfiles come in listing order, the
+ * marks are sorted the same way. */
+static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
+		       size_t *m0, size_t *m1, bool *all)
+{
+	struct iod_rs_pos key = { ino, column, 0 };
+
+	while (j->i_mark < j->n_marks &&
+	       key_cmp(j->marks[j->i_mark].ino, j->marks[j->i_mark].column,
+		       &key) < 0)
+		j->i_mark++;
+	*m0 = j->i_mark;
+	*all = false;
+	while (j->i_mark < j->n_marks &&
+	       key_cmp(j->marks[j->i_mark].ino, j->marks[j->i_mark].column,
+		       &key) == 0) {
+		if (j->marks[j->i_mark].count == UINT64_MAX)
+			*all = true;
+		j->i_mark++;
+	}
+	*m1 = j->i_mark;
+}
+
+/* Resume, subfile at or before `from` (already copied up to from.off):
+ * 1 when it needs nothing more (skip it), 0 when the caller copies it
+ * from cur_off (set here) or in region mode (set up here). */
+static int resume_subfile(struct rs_job *j, const struct iod_sub_info *si,
+			  int cmp)
+{
+	uint64_t then = cmp < 0 || j->from.off == UINT64_MAX ? UINT64_MAX
+			: j->from.off;
+	size_t m0, m1;
+	bool all;
+
+	find_marks(j, si->ino, si->column, &m0, &m1, &all);
+	if (all)
+		return 0;                 /* copied whole, as without resume */
+	/* Marks of regions the normal copy from `then` covers anyway. */
+	while (m1 > m0 && then != UINT64_MAX &&
+	       j->marks[m1 - 1].first * RS_CHUNK >= then)
+		m1--;
+	j->done_bytes += TW_MIN(then, si->size);
+	if (m0 == m1 && then == UINT64_MAX)
+		return 1;
+	if (m0 < m1) {
+		j->reg_mode = true;
+		j->reg_i = m0;
+		j->reg_end = m1;
+		j->reg_next = j->marks[m0].first;
+		j->reg_then = then;
+	}
+	j->cur_off = then == UINT64_MAX ? 0 : then;
+	return 0;
+}
+
 /* Step 2a for the next subfile we hold; false when there is none. */
 static bool next_subfile(struct rs_job *j)
 {
@@ -529,7 +679,7 @@ static bool next_subfile(struct rs_job *j)
 	for (;;) {
 		const struct iod_sub_info *si;
 		struct iod_sub_stat st;
-		int rc;
+		int rc, cmp;
 
 		if (j->i_batch >= j->n_batch) {
 			bool eof = true;
@@ -566,8 +716,21 @@ static bool next_subfile(struct rs_job *j)
 		j->cur_ino = si->ino;
 		j->cur_col = si->column;
 		j->cur_off = 0;
+		j->reg_mode = false;
 		j->files++;
-		if (j->incremental) {
+		cmp = j->resume ? key_cmp(si->ino, si->column, &j->from) : 1;
+		if (cmp <= 0 && resume_subfile(j, si, cmp) == 1) {
+			j->cur = false;
+			continue;         /* copied by a previous run */
+		}
+		set_pos(j, 0);
+		if (cmp <= 0 && (j->reg_mode || j->cur_off > 0)) {
+			/* Partly copied already: never deleted again.  Region
+			 * mode asks for checksums when it goes on normally. */
+			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+			if (rc == 0 && j->incremental && !j->reg_mode)
+				rc = ask_checksums(j);
+		} else if (j->incremental) {
 			/* Create it if absent (a no-op otherwise), then ask for
 			 * the target's checksums: CHECKSUM travels on the same
 			 * connection, so they reflect every forward before it. */
@@ -594,15 +757,19 @@ static void copy_chunk(struct rs_job *j)
 	long n;
 	int rc = 0;
 
+	uint64_t tail0 = j->cursor.tail;
+
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
 			   RS_CHUNK, &buf, &st);
 	if (n < 0) {
 		fail(j, (int)n, "reading a subfile");
 		return;
 	}
+	set_pos(j, j->cur_off);
 	if (n == 0) {
 		/* Past the end (or deleted meanwhile: its DELETE was
 		 * forwarded, nothing more to send). */
+		set_pos(j, UINT64_MAX);
 		if (st.exists)
 			rc = fwd_truncate(j, st.size, st.trunc_gen);
 		if (rc < 0)
@@ -656,8 +823,61 @@ next:
 		fail(j, rc, "sending a chunk");
 		return;
 	}
+	/* The chunk's last forward completes the whole chunk. */
+	set_pos(j, j->cur_off + (uint64_t)n);
+	if (j->cursor.tail > tail0)
+		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
+				      j->pos.off);
 	j->cur_off += (uint64_t)n;
 	j->done_bytes += (uint64_t)n;
+	j->bytes_copied += (uint64_t)n;
+}
+
+/* Resume, region mode: send one marked region whole (zeros included: the
+ * target may hold other bytes there), or end region mode. */
+static void copy_region(struct rs_job *j)
+{
+	struct iod_sub_stat st = { 0 };
+	uint64_t off = j->reg_next * RS_CHUNK;
+	uint8_t *buf = NULL;
+	long n;
+	int rc = 0;
+
+	if (j->reg_i >= j->reg_end || off >= j->reg_then) {
+		j->reg_mode = false;
+		if (j->reg_then != UINT64_MAX) {
+			/* The partly copied subfile goes on normally. */
+			j->cur_off = j->reg_then;
+			if (j->incremental && (rc = ask_checksums(j)) < 0)
+				fail(j, rc, "checksums at the target");
+			return;
+		}
+		rc = iod_store_stat(j->d->store, j->cur_ino, j->cur_col, &st);
+		if (rc == 0 && st.exists)
+			rc = fwd_truncate(j, st.size, st.trunc_gen);
+		if (rc < 0)
+			fail(j, rc, "truncating at the target");
+		j->cur = false;
+		return;
+	}
+	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
+			   &buf, &st);
+	if (n < 0) {
+		fail(j, (int)n, "reading a marked region");
+		return;
+	}
+	if (n > 0)
+		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
+	free(buf);
+	if (rc < 0) {
+		fail(j, rc, "sending a marked region");
+		return;
+	}
+	j->bytes_copied += (uint64_t)n;
+	if (++j->reg_next >= j->marks[j->reg_i].first +
+			     j->marks[j->reg_i].count &&
+	    ++j->reg_i < j->reg_end)
+		j->reg_next = j->marks[j->reg_i].first;
 }
 
 static void on_timer(uv_timer_t *t)
@@ -699,7 +919,8 @@ static void pump(struct rs_job *j)
 		return;
 	if (j->rc == 0 && (rc = still_valid(j)) < 0)
 		fail(j, rc, "map changed");
-	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW) {
+	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW &&
+	       iod_rs_cursor_room(&j->cursor) >= RS_RING_SLACK) {
 		if (j->rate_mbps) {
 			uint64_t el = tw_now_ms() - j->start_ms + 1;
 			uint64_t allowed = el * j->rate_mbps * 1000;
@@ -717,7 +938,9 @@ static void pump(struct rs_job *j)
 		}
 		if (j->cur && j->cur_wait)
 			break;             /* on_checksums pumps again */
-		if (j->cur)
+		if (j->cur && j->reg_mode)
+			copy_region(j);
+		else if (j->cur)
 			copy_chunk(j);
 		if (++chunks >= RS_CHUNKS_PER_RUN) {
 			arm(j, 0);
@@ -731,7 +954,7 @@ static void pump(struct rs_job *j)
 
 /* ------------------------------------------------------------ requests */
 
-static uint64_t count_bytes(struct iod *d)
+static uint64_t count_bytes(struct iod *d, uint64_t *files)
 {
 	struct iod_sub_info *b = calloc(RS_LIST_BATCH, sizeof(*b));
 	uint64_t ino = 0, total = 0;
@@ -746,11 +969,65 @@ static uint64_t count_bytes(struct iod *d)
 			break;
 		for (int i = 0; i < n; i++)
 			total += b[i].size;
+		*files += (uint64_t)n;
 		ino = b[n - 1].ino;
 		col = b[n - 1].column;
 	}
 	free(b);
 	return total;
+}
+
+static int collect_mark(void *arg, uint64_t ino, uint32_t column,
+			uint64_t first, uint64_t count)
+{
+	struct rs_job *j = arg;
+	struct rs_mark *mk;
+
+	if (key_cmp(ino, column, &j->from) > 0)
+		return 0;                 /* the copy reaches it anyway */
+	if ((j->n_marks & (j->n_marks - 1)) == 0) {
+		mk = realloc(j->marks, TW_MAX(j->n_marks * 2, (size_t)16) *
+			     sizeof(*mk));
+		if (!mk)
+			return -ENOMEM;
+		j->marks = mk;
+	}
+	j->marks[j->n_marks++] = (struct rs_mark){ ino, column, first, count };
+	return 0;
+}
+
+static int mark_cmp(const void *a, const void *b)
+{
+	const struct rs_mark *x = a, *y = b;
+	struct iod_rs_pos p = { y->ino, y->column, 0 };
+	int c = key_cmp(x->ino, x->column, &p);
+
+	if (c)
+		return c;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Resume: every region of the write-intent log at or before the cursor.
+ * Marks are cleared only once both twins synced them, never while the
+ * target needs resync, so they cover every write it may have missed since
+ * the previous run copied those bytes (it was down, or the run died with
+ * forwards in flight). */
+static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
+{
+	int rc;
+
+	j->resume = true;
+	j->from.ino = q->resume_ino;
+	j->from.column = q->resume_column;
+	j->from.off = q->resume_offset;
+	if (!q->replay_marks)
+		return 0;
+	rc = iod_store_intents(j->d->store, collect_mark, j);
+	if (rc < 0)
+		return rc;
+	if (j->n_marks)
+		qsort(j->marks, j->n_marks, sizeof(*j->marks), mark_cmp);
+	return 0;
 }
 
 void iod_resync_request(struct iod *d, struct wire_conn *c,
@@ -825,13 +1102,27 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	wire_conn_ref(c);
 	j->c = c;
 	j->hdr = m->hdr;
-	j->total_bytes = count_bytes(d);
+	j->total_bytes = count_bytes(d, &j->files_total);
+	if (iod_rs_cursor_init(&j->cursor, RS_RING) < 0 ||
+	    (q->resume && load_marks(j, q) < 0)) {
+		iod_rs_cursor_free(&j->cursor);
+		free(j->marks);
+		uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+		iod_reply_status(c, m, -ENOMEM);
+		wire_conn_unref(c);
+		return;
+	}
 	d->resync = j;
 	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
-		" bytes%s", j->target, j->incremental
+		" bytes in %" PRIu64 " subfiles%s", j->target, j->incremental
 		? "incremental copy (region checksums)" : "full copy",
-		j->total_bytes,
+		j->total_bytes, j->files_total,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
+	if (j->resume)
+		tw_info("resync of iod %" PRIu32 " resumes after ino %" PRIu64
+			" column %" PRIu32 " offset %" PRIu64 "; %zu write-"
+			"intent regions before it are copied again", j->target,
+			j->from.ino, j->from.column, j->from.off, j->n_marks);
 	j->phase = RS_TLIST;
 	send_progress(j, true, false);
 	list_target(j);

@@ -683,6 +683,13 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		h_rebuild(s, mc, c, m);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_RESYNC_STATUS) {
+		if (mc->role == TWINFS__ROLE__ROLE_ADMIN)
+			mgr_resync_status(s->resync, c, m);
+		else
+			mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		goto out;
+	}
 	if (!client_role(mc)) {
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		goto out;
