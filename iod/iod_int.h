@@ -351,6 +351,23 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 			struct wire_msg *m);
 void iod_resync_stop(struct iod *d);
 
+/* intent_list.c: the write-intent marks in (ino, column, first) order.
+ * count UINT64_MAX: the whole subfile. */
+struct iod_intent_run {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t first, count;
+};
+int iod_intent_run_cmp(const struct iod_intent_run *a,
+		       const struct iod_intent_run *b);
+/* Every mark now, sorted; *out is malloc'ed (NULL when none). */
+int iod_intent_list(struct iod_store *s, struct iod_intent_run **out,
+		    size_t *n);
+/* Add runs to a sorted list (realloc'ed), keep it sorted, drop exact
+ * duplicates. */
+int iod_intent_merge(struct iod_intent_run **v, size_t *n,
+		     const struct iod_intent_run *add, size_t n_add);
+
 /* resync_cursor.c: the copy position the target has acknowledged (see
  * there).  (ino, column, off): every subfile before (ino, column) in
  * listing order and its bytes below off (UINT64_MAX: all) are copied. */

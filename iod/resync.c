@@ -44,28 +44,35 @@
  * not hold when we send the DELETE can only be created later by a
  * mutation we order after it.
  *
- * Incremental mode (Resync.full = false, mgrd's first attempt): step 2a
- * neither deletes nor truncates; it sends the empty creating WRITE (a
- * no-op on an existing subfile) and then CHECKSUM (1 MiB regions) on the
- * same connection, so the target's checksums reflect exactly the forwards
- * queued before it.  Step 2b then compares, in the same call that reads
- * each region here, its CRC32C with the target's: an identical region
- * (same length) is skipped, a region the target does not hold or holds as
- * zeros is copied sparsely as above, any other differing region is sent
- * whole (zeros included).  Why skipping is safe: for a byte of a skipped
- * region, the target's final value is that of the last forward it applies
- * after the CHECKSUM, or the checksummed one; forwards after the CHECKSUM
- * are exactly the mutations we applied after it, in our order, so the
- * last one touching the byte (if any) is also the last one here, and the
- * checksummed value equals ours otherwise.  Comparing content, not the
- * write-intent log, also catches writes the target applied as primary and
- * never forwarded before it died.  It reads every byte on both twins but
- * writes only what differs.  A failure (e.g. the target holds a newer
- * trunc_gen, refused with -ESTALE) makes mgrd retry, with a full copy
- * after two failures in a row.
+ * Incremental mode (Resync.full = false, mgrd's first attempt) copies
+ * what the write-intent logs mark, as md does with its bitmap.  After step
+ * 1 the source reads the target's marks (INTENTS, paged, on the twin
+ * connection: they reflect every forward queued before) and merges them
+ * with its own (intent_list.c).  Why the union covers every byte that may
+ * differ: a write is marked in the same journal transaction that applies
+ * it, on whichever twin applied it; marks are cleared only after both
+ * twins synced (twin.c), never while the twin needs resync, and never on
+ * an iod that is not readable (the target keeps the marks of writes it
+ * applied as primary and never forwarded before it died).  Per subfile
+ * (plan_subfile): unmarked, it is not read at all; with marked regions,
+ * step 2a sends only the creating WRITE and region mode (copy_region)
+ * sends each marked 1 MiB region whole (zeros included), read and queued
+ * in one call as above, then the exact size; marked whole (a truncate, or
+ * an overflowing mark list), step 2a also sends CHECKSUM (1 MiB regions)
+ * and step 2b compares, in the same call that reads each region here, its
+ * CRC32C with the target's: an identical region (same length) is skipped,
+ * a region the target does not hold or holds as zeros is copied sparsely
+ * as above, any other differing region is sent whole.  Why skipping is
+ * safe: for a byte of a skipped region, the target's final value is that
+ * of the last forward it applies after the CHECKSUM, or the checksummed
+ * one; forwards after the CHECKSUM are exactly the mutations we applied
+ * after it, in our order, so the last one touching the byte (if any) is
+ * also the last one here, and the checksummed value equals ours
+ * otherwise.  A failure (e.g. the target holds a newer trunc_gen, refused
+ * with -ESTALE) makes mgrd retry, with a full copy after two failures in
+ * a row.  A wiped target gets a full copy (mgrd: its logs know nothing).
  * The write-intent pins of the twin (twin.c pin_missed) are released when
- * a copy completes.  A fresh copy does not use the write-intent log to
- * choose what to copy (see the comparison above); a resumed one does.
+ * a copy completes.
  *
  * Resuming (Resync.resume, proto/FORMAT.md "Resync jobs and resuming").
  * Every copy forward carries the position it completes and
@@ -109,12 +116,6 @@
  * a delete and a truncate: leave this much room before each step. */
 #define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
 
-/* A region run of the write-intent log (count UINT64_MAX: all). */
-struct rs_mark {
-	uint64_t ino;
-	uint32_t column;
-	uint64_t first, count;
-};
 
 struct rs_job {
 	struct iod *d;
@@ -122,7 +123,7 @@ struct rs_job {
 	uint32_t rate_mbps;
 	struct wire_conn *c;       /* mgrd's RESYNC, referenced; may be NULL */
 	struct wire_hdr hdr;
-	int phase;                 /* RS_TLIST, RS_COPY, RS_SYNC, RS_END */
+	int phase;                 /* RS_TLIST, RS_TMARKS, RS_COPY, ... */
 	int rc;
 	bool list_busy;
 	/* target listing */
@@ -158,26 +159,30 @@ struct rs_job {
 	uv_timer_t timer;
 	bool timer_armed;
 	uint64_t files_total, bytes_copied;
-	/* Resume (Resync.resume): the position the previous runs reached;
-	 * before it only the write-intent marks (marks[], sorted, those at
-	 * or before `from`) are copied again. */
+	/* Resume (Resync.resume): the position the previous runs reached. */
 	bool resume;
 	struct iod_rs_pos from;
-	struct rs_mark *marks;
+	/* The write-intent marks that choose what to copy (incremental: ours
+	 * and the target's; a full resume with replay: ours), sorted. */
+	struct iod_intent_run *marks;
 	size_t n_marks, i_mark;
-	/* Region mode: replaying marks[reg_i .. reg_end) of the current
-	 * subfile; then continue normally at reg_then, or (UINT64_MAX) send
-	 * the exact size and go to the next subfile. */
+	bool tmarks_eof;           /* the target's marks are all in */
+	struct iod_intent_run t_after;   /* INTENTS paging: the last one */
+	/* Region mode: sending the kept runs of marks[reg_i .. reg_end) of
+	 * the current subfile (keep_run), then `cont`. */
 	bool reg_mode;
 	size_t reg_i, reg_end;
-	uint64_t reg_next, reg_then;
+	uint64_t reg_next;
+	uint64_t cur_then;         /* bytes below are at the target already */
+	int cont;                  /* CONT_*: after region mode */
+	bool replay;               /* Resync.replay_marks */
 	/* What the target has acknowledged (resync_cursor.c); `pos` is the
 	 * position the next forward completes. */
 	struct iod_rs_cursor cursor;
 	struct iod_rs_pos pos;
 };
 
-enum { RS_TLIST, RS_COPY, RS_SYNC, RS_END };
+enum { RS_TLIST, RS_TMARKS, RS_COPY, RS_SYNC, RS_END };
 
 struct rs_call {
 	struct rs_job *j;
@@ -294,11 +299,13 @@ static void finish(struct rs_job *j)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
 		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
-			" subfiles, %" PRIu64 " bytes sent, %" PRIu64 " bytes "
-			"already identical, %" PRIu64 " target-only subfiles "
-			"deleted, %" PRIu64 " ms (%.1f MB/s)", j->target,
+			" subfiles, %" PRIu64 " bytes read, %" PRIu64 " bytes "
+			"sent, %" PRIu64 " bytes found identical, %" PRIu64
+			" target-only subfiles deleted, %zu write-intent runs, %"
+			PRIu64 " ms (%.1f MB/s)", j->target,
 			j->incremental ? "incremental" : "full", j->files,
-			j->bytes_sent, j->skipped, j->deleted, ms,
+			j->bytes_copied, j->bytes_sent, j->skipped, j->deleted,
+			j->n_marks, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
 		/* Also on mgrd's own connection: if mgrd restarted, the
 		 * RESYNC call we answer below is gone with it. */
@@ -459,6 +466,7 @@ static int fwd_truncate(struct rs_job *j, uint64_t size, uint64_t trunc_gen)
 /* ------------------------------------------------ 1: target-only files */
 
 static void list_target(struct rs_job *j);
+static void list_tmarks(struct rs_job *j);
 
 static void on_target_list(int status, struct wire_msg *reply, void *arg)
 {
@@ -508,6 +516,11 @@ out:
 		list_target(j);
 		return;
 	}
+	if (j->incremental) {
+		j->phase = RS_TMARKS;
+		list_tmarks(j);
+		return;
+	}
 	j->phase = RS_COPY;
 	pump(j);
 }
@@ -527,6 +540,91 @@ static void list_target(struct rs_job *j)
 			       on_target_list, j);
 	if (rc < 0) {
 		fail(j, rc, "listing the target's subfiles");
+		finish(j);
+		return;
+	}
+	j->list_busy = true;
+}
+
+/* ------------------------------------------- 1b: the target's marks */
+
+/* Incremental: the target's write-intent marks join ours (INTENTS on the
+ * twin connection, so they reflect every forward queued before). */
+static void on_tmarks(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_job *j = arg;
+	const Twinfs__IntentsReply *r;
+	struct iod_intent_run *add = NULL;
+	size_t n = 0;
+	int rc;
+
+	j->list_busy = false;
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__intents_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		fail(j, status, "reading the target's write-intent log");
+		goto out;
+	}
+	r = (const Twinfs__IntentsReply *)reply->body;
+	if (r->n_runs) {
+		add = calloc(r->n_runs, sizeof(*add));
+		if (!add) {
+			fail(j, -ENOMEM, "reading the target's write-intent log");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < r->n_runs; i++) {
+		const Twinfs__IntentRun *ir = r->runs[i];
+
+		if (ir->column >= IOD_MAX_COLUMNS ||
+		    (ir->count == 0 || (ir->count != UINT64_MAX &&
+					ir->first + ir->count < ir->first))) {
+			fail(j, -EPROTO, "the target's write-intent log");
+			goto out;
+		}
+		add[n++] = (struct iod_intent_run){ ir->ino, ir->column,
+						    ir->first, ir->count };
+	}
+	if (n) {
+		j->t_after = add[n - 1];
+		rc = iod_intent_merge(&j->marks, &j->n_marks, add, n);
+		if (rc < 0)
+			fail(j, rc, "merging the target's write-intent log");
+	}
+	j->tmarks_eof = r->eof || n == 0;
+out:
+	free(add);
+	if (reply)
+		wire_msg_free(reply);
+	if (j->rc < 0) {
+		finish(j);
+		return;
+	}
+	if (!j->tmarks_eof) {
+		list_tmarks(j);
+		return;
+	}
+	j->phase = RS_COPY;
+	pump(j);
+}
+
+static void list_tmarks(struct rs_job *j)
+{
+	Twinfs__Intents q = TWINFS__INTENTS__INIT;
+	int rc = still_valid(j);
+
+	q.after_ino = j->t_after.ino;
+	q.after_column = j->t_after.column;
+	q.after_first = j->t_after.first;
+	if (rc == 0)
+		rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_INTENTS,
+			       &q.base, NULL, 0,
+			       TW_MAX(j->d->conf->request_timeout_ms, 1000u),
+			       on_tmarks, j);
+	if (rc < 0) {
+		fail(j, rc, "reading the target's write-intent log");
 		finish(j);
 		return;
 	}
@@ -639,36 +737,65 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 	*m1 = j->i_mark;
 }
 
-/* Resume, subfile at or before `from` (already copied up to from.off):
- * 1 when it needs nothing more (skip it), 0 when the caller copies it
- * from cur_off (set here) or in region mode (set up here). */
-static int resume_subfile(struct rs_job *j, const struct iod_sub_info *si,
-			  int cmp)
-{
-	uint64_t then = cmp < 0 || j->from.off == UINT64_MAX ? UINT64_MAX
-			: j->from.off;
-	size_t m0, m1;
-	bool all;
+/* How the bytes at or after `then` of the current subfile are copied,
+ * after its region mode (if any). */
+enum { CONT_NONE, CONT_CHUNKS, CONT_CHECKSUMS };
 
-	find_marks(j, si->ino, si->column, &m0, &m1, &all);
-	if (all)
-		return 0;                 /* copied whole, as without resume */
-	/* Marks of regions the normal copy from `then` covers anyway. */
-	while (m1 > m0 && then != UINT64_MAX &&
-	       j->marks[m1 - 1].first * RS_CHUNK >= then)
-		m1--;
-	j->done_bytes += TW_MIN(then, si->size);
-	if (m0 == m1 && then == UINT64_MAX)
-		return 1;
-	if (m0 < m1) {
-		j->reg_mode = true;
-		j->reg_i = m0;
-		j->reg_end = m1;
-		j->reg_next = j->marks[m0].first;
-		j->reg_then = then;
+/* Whether region mode sends mark run mk of the current subfile: marks
+ * below `then` (already at the target) only when the target may have
+ * missed writes there (replay); marks from `then` on when the marks choose
+ * what to copy (incremental). */
+static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
+{
+	uint64_t off = mk->first * RS_CHUNK;
+
+	if (mk->count == UINT64_MAX)
+		return false;
+	if (off < j->cur_then)
+		return j->replay;
+	return j->incremental && j->cur_then != UINT64_MAX;
+}
+
+/* Decide how subfile si is copied (proto/FORMAT.md "Resync jobs and
+ * resuming"; the header of this file).  `then`: its bytes below are at
+ * the target already (a resume's cursor; 0 otherwise).  Region mode sends
+ * the kept marks; then CONT_CHUNKS copies from `then` on (full: every
+ * block; the partly copied subfile of a resume is not deleted first),
+ * CONT_CHECKSUMS compares region checksums from `then` on (incremental,
+ * a subfile marked whole), CONT_NONE sends the exact size.  Credits
+ * done_bytes for what no chunk copy will count.  Returns false when there
+ * is nothing to send. */
+static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
+{
+	int cmp = j->resume ? key_cmp(si->ino, si->column, &j->from) : 1;
+	size_t m0 = 0, m1 = 0;
+	bool all = false;
+
+	j->cur_then = cmp > 0 ? 0 : (cmp < 0 || j->from.off == UINT64_MAX)
+		      ? UINT64_MAX : j->from.off;
+	if (j->marks)
+		find_marks(j, si->ino, si->column, &m0, &m1, &all);
+	if (all && j->replay)
+		j->cur_then = 0;          /* may differ anywhere: copy it all */
+	j->cont = CONT_NONE;
+	if (j->cur_then != UINT64_MAX) {
+		if (!j->incremental)
+			j->cont = CONT_CHUNKS;
+		else if (all)
+			j->cont = CONT_CHECKSUMS;
 	}
-	j->cur_off = then == UINT64_MAX ? 0 : then;
-	return 0;
+	j->reg_mode = false;
+	for (size_t i = m0; i < m1 && !j->reg_mode; i++)
+		if (keep_run(j, &j->marks[i])) {
+			j->reg_mode = true;
+			j->reg_i = i;
+			j->reg_end = m1;
+			j->reg_next = j->marks[i].first;
+		}
+	j->cur_off = j->cur_then == UINT64_MAX ? 0 : j->cur_then;
+	j->done_bytes += j->cont == CONT_NONE ? si->size
+			 : TW_MIN(j->cur_off, si->size);
+	return j->reg_mode || j->cont != CONT_NONE;
 }
 
 /* Step 2a for the next subfile we hold; false when there is none. */
@@ -679,7 +806,7 @@ static bool next_subfile(struct rs_job *j)
 	for (;;) {
 		const struct iod_sub_info *si;
 		struct iod_sub_stat st;
-		int rc, cmp;
+		int rc;
 
 		if (j->i_batch >= j->n_batch) {
 			bool eof = true;
@@ -715,32 +842,25 @@ static bool next_subfile(struct rs_job *j)
 		j->cur = true;
 		j->cur_ino = si->ino;
 		j->cur_col = si->column;
-		j->cur_off = 0;
-		j->reg_mode = false;
 		j->files++;
-		cmp = j->resume ? key_cmp(si->ino, si->column, &j->from) : 1;
-		if (cmp <= 0 && resume_subfile(j, si, cmp) == 1) {
+		if (!plan_subfile(j, si)) {
 			j->cur = false;
-			continue;         /* copied by a previous run */
+			continue;         /* nothing differs, or copied before */
 		}
 		set_pos(j, 0);
-		if (cmp <= 0 && (j->reg_mode || j->cur_off > 0)) {
-			/* Partly copied already: never deleted again.  Region
-			 * mode asks for checksums when it goes on normally. */
-			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
-			if (rc == 0 && j->incremental && !j->reg_mode)
-				rc = ask_checksums(j);
-		} else if (j->incremental) {
-			/* Create it if absent (a no-op otherwise), then ask for
-			 * the target's checksums: CHECKSUM travels on the same
-			 * connection, so they reflect every forward before it. */
-			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
-			if (rc == 0)
-				rc = ask_checksums(j);
-		} else {
+		if (j->cont == CONT_CHUNKS && j->cur_off == 0 && !j->reg_mode) {
+			/* A full copy: the target's subfile goes first. */
 			rc = fwd_delete(j, si->ino, si->column);
 			if (rc == 0)
 				rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+		} else {
+			/* Create it if absent (a no-op otherwise); CHECKSUM
+			 * travels on the same connection, so the target's
+			 * checksums reflect every forward before it (region
+			 * mode asks when it is done). */
+			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+			if (rc == 0 && j->cont == CONT_CHECKSUMS && !j->reg_mode)
+				rc = ask_checksums(j);
 		}
 		if (rc < 0)
 			fail(j, rc, "starting a subfile's copy");
@@ -833,25 +953,27 @@ next:
 	j->bytes_copied += (uint64_t)n;
 }
 
-/* Resume, region mode: send one marked region whole (zeros included: the
- * target may hold other bytes there), or end region mode. */
+/* Region mode: send the next kept marked region whole (zeros included:
+ * the target may hold other bytes there), in the one call that reads it;
+ * after the last one, go on as plan_subfile decided. */
 static void copy_region(struct rs_job *j)
 {
 	struct iod_sub_stat st = { 0 };
-	uint64_t off = j->reg_next * RS_CHUNK;
+	uint64_t off, tail0 = j->cursor.tail;
 	uint8_t *buf = NULL;
 	long n;
 	int rc = 0;
 
-	if (j->reg_i >= j->reg_end || off >= j->reg_then) {
+	while (j->reg_i < j->reg_end && !keep_run(j, &j->marks[j->reg_i]))
+		if (++j->reg_i < j->reg_end)
+			j->reg_next = j->marks[j->reg_i].first;
+	if (j->reg_i >= j->reg_end) {
 		j->reg_mode = false;
-		if (j->reg_then != UINT64_MAX) {
-			/* The partly copied subfile goes on normally. */
-			j->cur_off = j->reg_then;
-			if (j->incremental && (rc = ask_checksums(j)) < 0)
-				fail(j, rc, "checksums at the target");
-			return;
-		}
+		if (j->cont == CONT_CHECKSUMS && (rc = ask_checksums(j)) < 0)
+			fail(j, rc, "checksums at the target");
+		if (j->cont != CONT_NONE)
+			return;           /* copy_chunk goes on from cur_off */
+		set_pos(j, UINT64_MAX);
 		rc = iod_store_stat(j->d->store, j->cur_ino, j->cur_col, &st);
 		if (rc == 0 && st.exists)
 			rc = fwd_truncate(j, st.size, st.trunc_gen);
@@ -860,12 +982,14 @@ static void copy_region(struct rs_job *j)
 		j->cur = false;
 		return;
 	}
+	off = j->reg_next * RS_CHUNK;
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
 			   &buf, &st);
 	if (n < 0) {
 		fail(j, (int)n, "reading a marked region");
 		return;
 	}
+	set_pos(j, off);
 	if (n > 0)
 		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
 	free(buf);
@@ -873,6 +997,10 @@ static void copy_region(struct rs_job *j)
 		fail(j, rc, "sending a marked region");
 		return;
 	}
+	set_pos(j, off + (uint64_t)n);
+	if (j->cursor.tail > tail0)
+		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
+				      j->pos.off);
 	j->bytes_copied += (uint64_t)n;
 	if (++j->reg_next >= j->marks[j->reg_i].first +
 			     j->marks[j->reg_i].count &&
@@ -977,57 +1105,21 @@ static uint64_t count_bytes(struct iod *d, uint64_t *files)
 	return total;
 }
 
-static int collect_mark(void *arg, uint64_t ino, uint32_t column,
-			uint64_t first, uint64_t count)
-{
-	struct rs_job *j = arg;
-	struct rs_mark *mk;
-
-	if (key_cmp(ino, column, &j->from) > 0)
-		return 0;                 /* the copy reaches it anyway */
-	if ((j->n_marks & (j->n_marks - 1)) == 0) {
-		mk = realloc(j->marks, TW_MAX(j->n_marks * 2, (size_t)16) *
-			     sizeof(*mk));
-		if (!mk)
-			return -ENOMEM;
-		j->marks = mk;
-	}
-	j->marks[j->n_marks++] = (struct rs_mark){ ino, column, first, count };
-	return 0;
-}
-
-static int mark_cmp(const void *a, const void *b)
-{
-	const struct rs_mark *x = a, *y = b;
-	struct iod_rs_pos p = { y->ino, y->column, 0 };
-	int c = key_cmp(x->ino, x->column, &p);
-
-	if (c)
-		return c;
-	return x->first < y->first ? -1 : x->first > y->first;
-}
-
-/* Resume: every region of the write-intent log at or before the cursor.
- * Marks are cleared only once both twins synced them, never while the
- * target needs resync, so they cover every write it may have missed since
- * the previous run copied those bytes (it was down, or the run died with
- * forwards in flight). */
+/* Our marks, when they choose what to copy (an incremental copy) or may
+ * name writes the target missed before a resume's cursor (replay_marks):
+ * marks are cleared only once both twins synced them, never while the
+ * target needs resync (twin.c), and never on the target while it
+ * resyncs, so ours and the target's cover every byte that may differ. */
 static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 {
-	int rc;
-
-	j->resume = true;
+	j->resume = q->resume;
+	j->replay = q->resume && q->replay_marks;
 	j->from.ino = q->resume_ino;
 	j->from.column = q->resume_column;
 	j->from.off = q->resume_offset;
-	if (!q->replay_marks)
+	if (!j->incremental && !j->replay)
 		return 0;
-	rc = iod_store_intents(j->d->store, collect_mark, j);
-	if (rc < 0)
-		return rc;
-	if (j->n_marks)
-		qsort(j->marks, j->n_marks, sizeof(*j->marks), mark_cmp);
-	return 0;
+	return iod_intent_list(j->d->store, &j->marks, &j->n_marks);
 }
 
 void iod_resync_request(struct iod *d, struct wire_conn *c,
@@ -1104,7 +1196,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->hdr = m->hdr;
 	j->total_bytes = count_bytes(d, &j->files_total);
 	if (iod_rs_cursor_init(&j->cursor, RS_RING) < 0 ||
-	    (q->resume && load_marks(j, q) < 0)) {
+	    load_marks(j, q) < 0) {
 		iod_rs_cursor_free(&j->cursor);
 		free(j->marks);
 		uv_close((uv_handle_t *)&j->timer, on_timer_closed);
@@ -1115,7 +1207,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	d->resync = j;
 	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
 		" bytes in %" PRIu64 " subfiles%s", j->target, j->incremental
-		? "incremental copy (region checksums)" : "full copy",
+		? "incremental copy (write-intent log)" : "full copy",
 		j->total_bytes, j->files_total,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
 	if (j->resume)

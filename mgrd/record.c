@@ -684,6 +684,12 @@ static void put_inode(struct wbuf *b, const struct mgr_inode *in)
 	}
 }
 
+/* A job record worth a snapshot entry: any but the initial one. */
+static bool rjob_kept(const struct mgr_rjob_rec *r)
+{
+	return r->state != MGR_RJ_NONE || r->full || r->has_cursor;
+}
+
 int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 {
 	struct wbuf b = { 0 };
@@ -768,12 +774,12 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		uint32_t nj = 0;
 
 		for (uint32_t i = 0; i < TW_MAX_IODS; i++)
-			nj += st->rjobs[i].state != MGR_RJ_NONE;
+			nj += rjob_kept(&st->rjobs[i]);
 		put_u32(&b, nj);
 		for (uint32_t i = 0; i < TW_MAX_IODS; i++) {
 			uint8_t rb[MGR_RJOB_BYTES_MAX];
 
-			if (st->rjobs[i].state == MGR_RJ_NONE)
+			if (!rjob_kept(&st->rjobs[i]))
 				continue;
 			put_u32(&b, i + 1);
 			put_bytes(&b, rb, (uint32_t)mgr_rjob_pack(&st->rjobs[i],

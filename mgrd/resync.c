@@ -234,7 +234,9 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 		return;
 	if (j->new_job || rec->state == MGR_RJ_NONE ||
 	    rec->state == MGR_RJ_DONE) {
-		job_new(rec, mi, j->want_full);
+		/* A record "not started" but full: mgr_resync_fresh. */
+		job_new(rec, mi, j->want_full ||
+			(rec->state == MGR_RJ_NONE && rec->full));
 		j->new_job = false;
 		j->want_full = false;
 	}
@@ -242,6 +244,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	    memcmp(rec->uuid, mi->uuid, mi->uuid_len) != 0) {
 		/* A wiped or replaced disk: what the cursor covers is gone. */
 		rec->has_cursor = false;
+		rec->full = true;
 		memcpy(rec->uuid, mi->uuid, mi->uuid_len);
 		rec->uuid_len = mi->uuid_len;
 	}
@@ -275,7 +278,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	if (rec->state != MGR_RJ_RUNNING || rec->source != src->id)
 		tw_info("mgrd: resync of iod %u from iod %u %s (%s)", mi->id,
 			src->id, rec->runs ? "resumes" : "starts",
-			rec->full ? "full copy" : "incremental: region checksums");
+			rec->full ? "full copy" : "incremental: write-intent log");
 	j->active = true;
 	j->copied_known = true;
 	j->last_copied = 0;
@@ -416,6 +419,23 @@ uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id)
 		return 0;
 	return (uint32_t)TW_MIN(999u, rec->bytes_done * 1000 /
 				rec->bytes_total);
+}
+
+void mgr_resync_fresh(struct mgr_resync *r, uint32_t id)
+{
+	struct mgr_rjob_rec *rec;
+
+	if (!r || id == 0 || id > TW_MAX_IODS)
+		return;
+	rec = rec_of(r, id);
+	/* Journaled before the map record that takes the new UUID, so no
+	 * crash can leave the new disk with an incremental job. */
+	memset(rec, 0, sizeof(*rec));
+	rec->full = true;
+	r->job[id - 1].new_job = true;
+	r->job[id - 1].want_full = true;
+	r->job[id - 1].fails = 0;
+	journal_job(r, id);
 }
 
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,

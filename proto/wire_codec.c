@@ -123,6 +123,7 @@ static const struct wire_type types[] = {
 	T(AUTH, "AUTH", auth, auth_reply),
 	T(RESYNC_PROGRESS, "RESYNC_PROGRESS", resync_progress, empty),
 	T(RESYNC_STATUS, "RESYNC_STATUS", resync_status, resync_status_reply),
+	T(INTENTS, "INTENTS", intents, intents_reply),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),

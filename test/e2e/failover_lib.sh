@@ -50,3 +50,14 @@ wait_size() {
 	done
 	return 1
 }
+
+# rjob N FIELD...: the named fields of iod N's resync job record
+# (`twinfsctl rebuild --status --json N`), space-separated.
+rjob() {
+	local n=$1
+	shift
+	ctl -t 2000 rebuild --status --json "$n" 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"][0]
+print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
+}

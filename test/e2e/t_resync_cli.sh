@@ -48,13 +48,10 @@ assert_eq cli-state-up up "$(iod_state 1)"
 # group 0 (one subfile of the 64 MiB file), no errors.
 size=$(stat -c %s "$T/f")
 status_json() {
-	ctl rebuild --status --json 1 | python3 -c '
-import json, sys
-j = json.load(sys.stdin)["jobs"][0]
-print(j["iod"], j["state"], j["source"], j["full"], j["bytes_total"],
-      j["bytes_done"], j["files_total"], j["files_done"], j["errors"],
-      int(j["start_unix_ms"] > 0), int(j["end_unix_ms"] >= j["start_unix_ms"]),
-      int(j["bytes_copied"] >= j["bytes_total"]))'
+	rjob 1 iod state source full bytes_total bytes_done files_total files_done errors |
+		tr '\n' ' '
+	rjob 1 start_unix_ms end_unix_ms bytes_copied | awk -v t="$size" \
+		'{ print ($1 > 0), ($2 >= $1), ($3 >= t) }'
 }
 assert_eq cli-status-json "1 done 2 True $size $size 1 1 0 1 1 1" "$(status_json)"
 out=$(ctl rebuild --status 2>&1)

@@ -13,14 +13,6 @@ export TWINFS_AUTO_RESYNC=false
 e2e_begin resync_resume
 e2e_tmpdir T
 
-# job FIELD...: fields of iod 1's job record, space-separated.
-job() {
-	ctl -t 2000 rebuild --status --json 1 2>/dev/null | python3 -c '
-import json, sys
-j = json.load(sys.stdin)["jobs"][0]
-print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
-}
-
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0"
 (cd / && lc kill-iod 1 >/dev/null)
 out=$(wait_state 1 '^down' 10000) && pass resume-iod1-down || fail resume-iod1-down "$out"
@@ -44,13 +36,13 @@ rate=$(((total >> 20) / 8))
 check resume-rebuild-started ctl rebuild 1 --full --rate-limit "$rate"
 done1=0
 for ((i = 0; i < 300; i++)); do
-	read -r done1 tot1 < <(job bytes_done bytes_total)
+	read -r done1 tot1 < <(rjob 1 bytes_done bytes_total)
 	((tot1 > 0 && done1 * 100 >= tot1 * 40)) && break
 	sleep 0.1
 done
 (cd / && lc kill-iod 2 >/dev/null)
 out=$(wait_state 2 '^down' 10000) && pass resume-source-down || fail resume-source-down "$out"
-read -r st1 done1 copied1 tot1 < <(job state bytes_done bytes_copied bytes_total)
+read -r st1 done1 copied1 tot1 < <(rjob 1 state bytes_done bytes_copied bytes_total)
 echo "# killed the source at $done1 of $tot1 bytes ($copied1 copied); job $st1"
 assert_eq resume-total "$total" "$tot1"
 ((done1 * 100 >= total * 30 && done1 < total)) && pass resume-first-run-midway ||
@@ -62,7 +54,7 @@ grep -qE '^iod 1: resync job (interrupted|failed)' <<<"$out" &&
 (cd / && lc start-iod 2 >/dev/null)
 if e2e_wait_healthy 60; then pass resume-healthy; else
 	fail resume-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
-read -r st2 done2 copied2 tot2 runs < <(job state bytes_done bytes_copied bytes_total runs)
+read -r st2 done2 copied2 tot2 runs < <(rjob 1 state bytes_done bytes_copied bytes_total runs)
 second=$((copied2 - copied1))
 echo "# second run copied $second bytes for the remaining $((total - done1)) (runs: $runs)"
 assert_eq resume-done "done $total $total" "$st2 $done2 $tot2"
