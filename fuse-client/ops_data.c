@@ -455,6 +455,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	fc_inode_set_new_file(cl, a.ino);
 	d->fi.fh = (uintptr_t)f;
 	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
 	d->fi.keep_cache = 0;
