@@ -33,7 +33,11 @@ out=$(wait_state 1 '^resyncing' 10000) && pass resume-resyncing || fail resume-r
 # About 8 s for the whole copy at every scale.
 rate=$(((total >> 20) / 8))
 ((rate >= 1)) || rate=1
-check resume-rebuild-started ctl rebuild 1 --full --rate-limit "$rate"
+# Waited for on a terminal (script(1) gives it a pty): the progress line is
+# redrawn in place, and --wait outlasts the source's restart.
+script -qec "$LC ctl rebuild 1 --full --wait --rate-limit $rate" /dev/null \
+	</dev/null >"$T/bar" 2>&1 &
+barpid=$!
 done1=0
 for ((i = 0; i < 300; i++)); do
 	read -r done1 tot1 < <(rjob 1 bytes_done bytes_total)
@@ -65,6 +69,15 @@ slack=$((total / 8))
 ((second >= total - done1 - slack && second <= total - done1 + slack)) &&
 	pass resume-copied-remainder ||
 	fail resume-copied-remainder "second run copied $second, remainder $((total - done1)), total $total"
+if wait $barpid; then pass resume-wait-exit; else
+	fail resume-wait-exit "$(tr '\r' '\n' <"$T/bar" | tail -n 3)"; fi
+tr '\r' '\n' <"$T/bar" | grep -v '^$' | tail -n 3 | sed 's/\x1b\[K//; s/^/#   /'
+# Redrawn in place: many progress frames, each after a carriage return
+# and cleared to the end of the line, on few lines.
+frames=$(grep -o $'\rrebuild iod 1 \[[#.]*\] *[0-9.]*%  [0-9.]* MiB / [0-9.]* MiB  [0-9.]* MB/s  ETA [^\r]*\x1b\[K' "$T/bar" | wc -l)
+lines=$(wc -l <"$T/bar")
+((frames >= 5 && lines <= 3)) && grep -q 'done, up' "$T/bar" && pass resume-progress-tty ||
+	fail resume-progress-tty "$frames frames on $lines lines"
 grep -q "resync of iod 1 resumes after ino" "$TWINFS_RUN_DIR/logs/iod2.log" &&
 	pass resume-logged || fail resume-logged
 
