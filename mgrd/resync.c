@@ -56,7 +56,6 @@ struct rjob {
 	bool new_job;              /* the next run starts a new job record */
 	bool want_full;            /* ... copying everything (rebuild --full) */
 	uint32_t fails;            /* failed attempts in a row */
-	uint32_t rate_mbps;
 	uint64_t retry_ms;
 	bool copied_known;         /* last_copied is the source's run counter */
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
@@ -235,8 +234,11 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	if (j->new_job || rec->state == MGR_RJ_NONE ||
 	    rec->state == MGR_RJ_DONE) {
 		/* A record "not started" but full: mgr_resync_fresh. */
+		uint32_t rate = rec->rate_mbps;
+
 		job_new(rec, mi, j->want_full ||
 			(rec->state == MGR_RJ_NONE && rec->full));
+		rec->rate_mbps = rate;
 		j->new_job = false;
 		j->want_full = false;
 	}
@@ -261,7 +263,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	k->gen = ++j->gen;
 	q.target_iod = mi->id;
 	q.full = rec->full;
-	q.rate_limit_mbps = j->rate_mbps;
+	q.rate_limit_mbps = rec->rate_mbps;
 	q.epoch = s->st.map.epoch;
 	q.resume = rec->has_cursor;
 	q.resume_ino = rec->cursor_ino;
@@ -459,7 +461,7 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		j->new_job = true;
 		j->want_full = true;
 	}
-	j->rate_mbps = rate_mbps;
+	rec->rate_mbps = rate_mbps;
 	if (!j->active)
 		j->retry_ms = 0;
 	tw_info("mgrd: admin asks for the resync of iod %u (job %s)", id,
@@ -530,13 +532,21 @@ int mgr_resync_start(struct mgr_server *s, struct mgr_resync **out)
 	if (!s->conf->auto_resync)
 		tw_info("mgrd: auto_resync is off: resyncing iods wait for "
 			"`twinfsctl rebuild IOD`");
-	for (uint32_t i = 0; i < TW_MAX_IODS; i++)
-		if (s->st.rjobs[i].state == MGR_RJ_RUNNING)
-			tw_info("mgrd: resync of iod %u was running before this "
-				"mgrd started (%llu of %llu bytes): it resumes",
-				i + 1,
-				(unsigned long long)s->st.rjobs[i].bytes_done,
-				(unsigned long long)s->st.rjobs[i].bytes_total);
+	for (uint32_t i = 0; i < TW_MAX_IODS; i++) {
+		uint8_t st = s->st.rjobs[i].state;
+
+		if (st != MGR_RJ_RUNNING && st != MGR_RJ_FAILED &&
+		    st != MGR_RJ_INTERRUPTED)
+			continue;
+		/* An unfinished job goes on, even with auto_resync off: the
+		 * admin asked for it before this mgrd started. */
+		r->job[i].wanted = true;
+		tw_info("mgrd: resync of iod %u was %s before this mgrd "
+			"started (%llu of %llu bytes): it resumes", i + 1,
+			job_state_name(st),
+			(unsigned long long)s->st.rjobs[i].bytes_done,
+			(unsigned long long)s->st.rjobs[i].bytes_total);
+	}
 	*out = r;
 	return 0;
 }

@@ -4,7 +4,7 @@
  * mean and when they change is resync.c's business; this file only packs
  * and validates them.
  *
- * Layout, little-endian, 104 bytes + the UUID:
+ * Layout, little-endian, 108 bytes + the UUID:
  *
  *   off size field
  *     0    1 version        1
@@ -28,10 +28,11 @@
  *    80    8 cursor_ino
  *    88    8 cursor_offset  bytes of that subfile below it are copied too
  *    96    8 target_incarnation  the target's incarnation the cursor is for
- *   104    n uuid           the target's data-directory UUID
+ *   104    4 rate_mbps      the admin's --rate-limit (0 = none)
+ *   108    n uuid           the target's data-directory UUID
  *
  * Validity rule: version 1, state and flags in range, uuid_len within the
- * limit, and exactly 104 + uuid_len bytes.
+ * limit, and exactly 108 + uuid_len bytes.
  */
 #include "mgrd_int.h"
 
@@ -41,7 +42,7 @@
 #include <string.h>
 
 #define RJOB_VERSION   1u
-#define RJOB_FIXED     104u
+#define RJOB_FIXED     108u
 #define RJF_FULL       0x01u
 #define RJF_CURSOR     0x02u
 #define RJF_REPLAY     0x04u
@@ -98,6 +99,7 @@ size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf)
 	put64(buf + 80, r->cursor_ino);
 	put64(buf + 88, r->cursor_offset);
 	put64(buf + 96, r->target_incarnation);
+	put32(buf + 104, r->rate_mbps);
 	memcpy(buf + RJOB_FIXED, r->uuid, r->uuid_len);
 	return RJOB_FIXED + r->uuid_len;
 }
@@ -131,6 +133,7 @@ int mgr_rjob_unpack(const void *buf, size_t len, struct mgr_rjob_rec *r)
 	r->cursor_ino = get64(p + 80);
 	r->cursor_offset = get64(p + 88);
 	r->target_incarnation = get64(p + 96);
+	r->rate_mbps = get32(p + 104);
 	memcpy(r->uuid, p + RJOB_FIXED, r->uuid_len);
 	return 0;
 }

@@ -2,7 +2,8 @@
 # t_resync_resume.sh - issue 3 item 6, "a rebuild survives the restart of
 # either iod (it resumes, not restarts from zero)": a rate-limited full
 # rebuild of iod 1 from iod 2 is cut by kill -9 of the source (iod 2)
-# midway; iod 2 is started again and the job resumes from mgrd's cursor.
+# midway, and mgrd is restarted too; iod 2 is started again and the job
+# resumes from the cursor in mgrd's journal.
 # From the job's counters (rebuild --status --json): the first run had
 # copied a good part, and the second run copied about the remainder, not
 # everything again.  Then the job is done, verify is clean and every byte
@@ -46,8 +47,18 @@ for ((i = 0; i < 300; i++)); do
 done
 (cd / && lc kill-iod 2 >/dev/null)
 out=$(wait_state 2 '^down' 10000) && pass resume-source-down || fail resume-source-down "$out"
-read -r st1 done1 copied1 tot1 < <(rjob 1 state bytes_done bytes_copied bytes_total)
-echo "# killed the source at $done1 of $tot1 bytes ($copied1 copied); job $st1"
+# mgrd is killed and restarted too while the source is away: the cursor,
+# the counters, the admin's request and its rate limit come back from
+# mgrd's journal (auto_resync is off: only the journaled job resumes).
+(cd / && lc kill-mgrd >/dev/null && lc start-mgrd >/dev/null) ||
+	fail resume-mgrd-restart "kill/start failed"
+st1=
+for ((i = 0; i < 100; i++)); do
+	read -r st1 done1 copied1 tot1 < <(rjob 1 state bytes_done bytes_copied bytes_total)
+	[[ -n $st1 ]] && break
+	sleep 0.1
+done
+echo "# killed the source at $done1 of $tot1 bytes ($copied1 copied); job $st1 after an mgrd restart"
 assert_eq resume-total "$total" "$tot1"
 ((done1 * 100 >= total * 30 && done1 < total)) && pass resume-first-run-midway ||
 	fail resume-first-run-midway "done $done1 of $total"

@@ -1406,11 +1406,12 @@ Test(rjob, pack_unpack_and_malformed)
 	a.cursor_offset = 17ull << 20;
 	a.replay = true;
 	a.target_incarnation = 0xfeedfacecafebeefull;
+	a.rate_mbps = 250;
 	a.uuid_len = 16;
 	for (int i = 0; i < 16; i++)
 		a.uuid[i] = (uint8_t)(i * 7);
 	n = mgr_rjob_pack(&a, buf);
-	cr_assert_eq(n, 104u + 16u);
+	cr_assert_eq(n, 108u + 16u);
 	cr_assert_eq(mgr_rjob_unpack(buf, n, &b), 0);
 	cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0);
 	cr_assert_eq(mgr_rjob_unpack(buf, n - 1, &b), -EBADMSG);
