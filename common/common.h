@@ -42,6 +42,18 @@ uint64_t tw_now_ns(void);          /* CLOCK_MONOTONIC, nanoseconds */
 uint64_t tw_now_ms(void);          /* CLOCK_MONOTONIC, milliseconds */
 void tw_realtime(int64_t *sec, uint32_t *nsec); /* CLOCK_REALTIME */
 
+/* A wall-clock time as files carry it. */
+struct tw_ts {
+	int64_t sec;
+	uint32_t nsec;
+};
+/* Whether a read at `now` updates the atime under relatime (Linux's
+ * relatime_need_update): atime <= mtime, atime <= ctime, or atime a day
+ * older than now.  mgrd decides with it; the client asks it before
+ * letting the kernel serve reads from its page cache. */
+bool tw_relatime_due(struct tw_ts atime, struct tw_ts mtime,
+		     struct tw_ts ctime, struct tw_ts now);
+
 /* ----------------------------------------------------------------- crc32c */
 
 /* CRC32C (Castagnoli), as iSCSI/ext4: start with crc = 0 for a fresh sum;
@@ -80,6 +92,9 @@ struct tw_conf {
 	uint32_t session_timeout_ms;  /* [cluster] session_timeout, 3 x monitor */
 	bool auto_resync;             /* [cluster] auto_resync, true */
 	bool root_squash;             /* [cluster] root_squash, false */
+	/* [cluster] lock_grace, 5s: after an mgrd start, only reclaims of
+	 * locks held before it get locks (proto/FORMAT.md "Locks"). */
+	uint32_t lock_grace_ms;
 
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */

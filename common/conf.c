@@ -195,6 +195,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->request_timeout_ms = 5 * 1000;
 	conf->mgr_timeout_ms = 120 * 1000;
 	conf->commit_interval_ms = 5 * 1000;
+	conf->lock_grace_ms = 5 * 1000;
 	conf->session_timeout_ms = 3 * conf->monitor_interval_ms;
 	conf->auto_resync = true;
 	conf->root_squash = false;
@@ -319,6 +320,8 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 		return set_bool(p, key, val, &c->auto_resync);
 	case 11:
 		return set_bool(p, key, val, &c->root_squash);
+	case 12:
+		return set_ms(p, key, val, &c->lock_grace_ms);
 	}
 	return -EINVAL;
 }
@@ -326,7 +329,7 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 static const char *const cluster_keys[] = {
 	"name", "secret", "stripe_size", "stripe_count", "monitor_interval",
 	"down_after", "request_timeout", "mgr_timeout", "commit_interval",
-	"session_timeout", "auto_resync", "root_squash",
+	"session_timeout", "auto_resync", "root_squash", "lock_grace",
 };
 
 static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)

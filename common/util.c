@@ -26,6 +26,20 @@ uint64_t tw_now_ms(void)
 	return tw_now_ns() / 1000000u;
 }
 
+static int ts_cmp(struct tw_ts a, struct tw_ts b)
+{
+	if (a.sec != b.sec)
+		return a.sec < b.sec ? -1 : 1;
+	return a.nsec < b.nsec ? -1 : a.nsec > b.nsec;
+}
+
+bool tw_relatime_due(struct tw_ts atime, struct tw_ts mtime,
+		     struct tw_ts ctime, struct tw_ts now)
+{
+	return ts_cmp(atime, mtime) <= 0 || ts_cmp(atime, ctime) <= 0 ||
+	       now.sec - atime.sec >= 24 * 3600;
+}
+
 void tw_realtime(int64_t *sec, uint32_t *nsec)
 {
 	struct timespec ts;

@@ -59,9 +59,13 @@ struct fc_opts {
 	double attr_timeout;            /* -o attr_timeout=, seconds, 1.0 */
 	double entry_timeout;           /* -o entry_timeout=, seconds, 1.0 */
 	int writeback_cache;            /* -o writeback_cache */
+	int atime;                      /* FC_ATIME_*: -o relatime (default),
+					 * noatime, strictatime */
 	char *mountpoint;
 	int foreground;                 /* -f */
 };
+
+enum { FC_ATIME_RELATIME = 0, FC_ATIME_NOATIME, FC_ATIME_STRICT };
 
 /* ---------------------------------------------------------- attributes */
 
@@ -76,6 +80,7 @@ struct fc_attr {
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
 	uint64_t trunc_gen, data_version, generation;
+	uint32_t acl_sig;          /* changes with the inode's ACLs */
 	bool has_layout;
 	struct r0_layout layout;
 	int policy_first;
@@ -97,6 +102,11 @@ struct fc_inode {
 	uint32_t xattr_absent;     /* [ino_lock] */
 	int64_t xattr_ctime_sec;   /* [ino_lock] */
 	uint32_t xattr_ctime_nsec; /* [ino_lock] */
+	/* attr.acl_sig changed since the kernel last learned the ACLs. */
+	bool acl_stale;            /* [ino_lock] */
+	/* This mount changed the ACLs (the kernel forgot its copy itself):
+	 * the next attributes bring the new acl_sig, adopted as it is. */
+	bool acl_local;            /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -115,6 +125,10 @@ struct fc_file {
 	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
 	int64_t mtime_sec;         /* [loop] time of the last write */
 	uint32_t mtime_nsec;
+	/* A read since the last report, and when (the atime to report). */
+	bool atime_pending;        /* [loop] */
+	int64_t atime_sec;         /* [loop] */
+	uint32_t atime_nsec;
 	uint32_t cols_seen;        /* [loop] bit k: col_blocks[k] is known */
 	uint64_t col_blocks[R0_MAX_STRIPE_COUNT]; /* [loop] from WriteReply */
 	bool on_dirty_list;        /* [loop] */
@@ -294,6 +308,10 @@ struct fc_client {
 	/* shutdown flush */
 	bool flush_done;                   /* [start_lock] */
 
+	/* locks (ops_lock.c): created at the first lock request */
+	struct fc_locks *locks;            /* [loop] */
+	atomic_int locks_used;             /* any thread: a lock was asked for */
+
 	/* inodes */
 	pthread_mutex_t ino_lock;
 	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
@@ -324,9 +342,11 @@ int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout);
 int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi);
 int fc_op_reply_write(struct fc_op *op, size_t count);
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
+int fc_op_reply_lseek(struct fc_op *op, off_t off);
 int fc_op_reply_readlink(struct fc_op *op, const char *target);
 int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st);
 int fc_op_reply_xattr(struct fc_op *op, size_t count);
+int fc_op_reply_lock(struct fc_op *op, const struct flock *lock);
 /* Free an op without a reply (internal ops, or after replying by hand). */
 void fc_op_free(struct fc_op *op);
 bool fc_op_interrupted(const struct fc_op *op);
@@ -417,6 +437,13 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
+/* Whether the inode's ACLs changed since the last call (clears it). */
+bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
+/* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)
+ * succeeded: the kernel dropped its cached ACLs already. */
+void fc_inode_acl_local(struct fc_client *cl, uint64_t ino);
+/* The cached attributes say the inode has no ACL (acl_sig 0). */
+bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino);
 /* forget: nlookup -= n; frees at zero. */
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
 /* Copy the cached attributes; false if ino is not cached. *size gets the
@@ -497,6 +524,10 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi);
 void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi);
+void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	      struct fuse_file_info *fi);
 void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 
@@ -521,12 +552,46 @@ void fc_file_put(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
+/* Whether a read through an open with these flags would update the atime
+ * of a file with attributes a (the policy is mgrd's: relatime, or the
+ * mount's noatime/strictatime; FORMAT.md "Size, truncate, data_version"). */
+bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
+/* Loop thread (report.c): a read through f completed; its atime goes to
+ * mgrd with the next report (flush, fsync, release), never per read. */
+void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
 /* Loop thread (report.c): send f's size report if it has unreported
- * writes.  Returns true when a report was sent (done runs later), false
- * when there was nothing to do or no memory (done never runs; *err says
- * which). */
+ * writes or an unreported read.  Returns true when a report was sent (done
+ * runs later), false when there was nothing to do or no memory (done never
+ * runs; *err says which). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg, int *err);
+
+/* locks.c: cluster-wide locks (proto/FORMAT.md "Locks"). */
+void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct flock *lock);
+void fc_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct flock *lock, int sleep);
+void fc_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      int op);
+/* flush (release false) / release: release the locks of the closing owner
+ * / open file at mgrd first when this mount ever locked, then hand the
+ * request to `next` (on the loop thread, or at once). */
+typedef void (*fc_close_fn)(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi);
+void fc_lock_close(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   bool release, fc_close_fn next);
+/* ops_lock.c: the ops table's flush, release and init. */
+void fc_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fc_lock_release(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+/* init: fc_init, then ask for POSIX and flock locks. */
+void fc_lock_conn_init(void *userdata, struct fuse_conn_info *conn);
+/* Loop thread: cancel at mgrd the parked requests of interrupted ops. */
+void fc_lock_interrupts(struct fc_client *cl);
+/* Loop thread: mgrd restarted (new incarnation): re-claim held locks. */
+void fc_lock_reclaim(struct fc_client *cl);
+/* After the loop has stopped. */
+void fc_locks_free(struct fc_client *cl);
 
 /* ops_meta.c: shared helper to answer an Entry reply. */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,

@@ -71,6 +71,7 @@ int fc_attr_from_pb(const Twinfs__Attr *pb, struct fc_attr *a)
 	a->trunc_gen = pb->trunc_gen;
 	a->data_version = pb->data_version;
 	a->generation = pb->generation;
+	a->acl_sig = pb->acl_sig;
 	a->policy_first = -1;
 	if (!pb->layout)
 		return 0;
@@ -146,6 +147,9 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 	if (in->xattr_absent && (a->ctime_sec != in->xattr_ctime_sec ||
 				 a->ctime_nsec != in->xattr_ctime_nsec))
 		in->xattr_absent = 0;
+	if (in->attr.ino && a->acl_sig != in->attr.acl_sig && !in->acl_local)
+		in->acl_stale = true;
+	in->acl_local = false;
 	in->attr = *a;
 	if (in->local_gen != a->trunc_gen) {
 		in->local_size = 0;
@@ -206,6 +210,48 @@ uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 	if (st)
 		fc_attr_to_stat(cl, &cur, size, st);
 	return size;
+}
+
+bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	bool stale = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		stale = in->acl_stale;
+		in->acl_stale = false;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	return stale;
+}
+
+void fc_inode_acl_local(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		in->acl_local = true;
+		/* Unknown until the next attributes: not "none". */
+		in->attr.acl_sig = 1;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	bool none = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		none = in->attr.acl_sig == 0;
+	pthread_mutex_unlock(&cl->ino_lock);
+	return none;
 }
 
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)

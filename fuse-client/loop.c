@@ -132,6 +132,11 @@ int fc_op_reply_write(struct fc_op *op, size_t count)
 	REPLY(op, fuse_reply_write(op->req, count));
 }
 
+int fc_op_reply_lseek(struct fc_op *op, off_t off)
+{
+	REPLY(op, fuse_reply_lseek(op->req, off));
+}
+
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size)
 {
 	REPLY(op, fuse_reply_buf(op->req, buf, size));
@@ -150,6 +155,11 @@ int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st)
 int fc_op_reply_xattr(struct fc_op *op, size_t count)
 {
 	REPLY(op, fuse_reply_xattr(op->req, count));
+}
+
+int fc_op_reply_lock(struct fc_op *op, const struct flock *lock)
+{
+	REPLY(op, fuse_reply_lock(op->req, lock));
 }
 
 /* ------------------------------------------------------- deferred calls */
@@ -331,6 +341,7 @@ static void async_cb(uv_async_t *a)
 	run_deferred(cl);
 	if (atomic_exchange(&cl->intr_pending, 0)) {
 		fc_mgr_interrupts(cl);
+		fc_lock_interrupts(cl);
 		run_deferred(cl);
 	}
 	if (stop)
@@ -398,5 +409,6 @@ void fc_loop_stop(struct fc_client *cl)
 	cl->thread_started = false;
 	/* Everything was closed by the loop; free what is left of the loop. */
 	uv_loop_close(&cl->loop);
+	fc_locks_free(cl);
 }
 

@@ -5,7 +5,8 @@
  *
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
- * attr_timeout=, entry_timeout=, writeback_cache) are taken here; the rest
+ * attr_timeout=, entry_timeout=, writeback_cache, relatime, noatime,
+ * strictatime) are taken here; the rest
  * go to libfuse.  default_permissions is always on (mgrd checks no
  * permissions, FORMAT.md "Namespace").
  *
@@ -35,7 +36,7 @@
 #include "client_int.h"
 
 const struct fuse_lowlevel_ops fc_ops = {
-	.init = fc_init,
+	.init = fc_lock_conn_init,
 	.destroy = fc_destroy,
 	.lookup = fc_lookup,
 	.forget = fc_forget,
@@ -54,9 +55,11 @@ const struct fuse_lowlevel_ops fc_ops = {
 	.create = fc_create,
 	.read = fc_read,
 	.write = fc_write,
-	.flush = fc_flush,
-	.release = fc_release,
+	.flush = fc_lock_flush,
+	.release = fc_lock_release,
 	.fsync = fc_fsync,
+	.fallocate = fc_fallocate,
+	.lseek = fc_lseek,
 	.opendir = fc_opendir,
 	.readdir = fc_readdir,
 	.readdirplus = fc_readdirplus,
@@ -67,6 +70,9 @@ const struct fuse_lowlevel_ops fc_ops = {
 	.getxattr = fc_getxattr,
 	.listxattr = fc_listxattr,
 	.removexattr = fc_removexattr,
+	.getlk = fc_getlk,
+	.setlk = fc_setlk,
+	.flock = fc_flock,
 };
 
 /* ------------------------------------------------------------- options */
@@ -80,11 +86,12 @@ struct cmdline {
 	double attr_timeout;
 	double entry_timeout;
 	int writeback_cache;
+	int atime;
 	int help;
 	int version;
 };
 
-enum { KEY_HELP, KEY_VERSION };
+enum { KEY_HELP, KEY_VERSION, KEY_RELATIME, KEY_NOATIME, KEY_STRICTATIME };
 
 #define OPT(t, p) { t, offsetof(struct cmdline, p), 1 }
 static const struct fuse_opt optspec[] = {
@@ -95,6 +102,9 @@ static const struct fuse_opt optspec[] = {
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("writeback_cache", writeback_cache),
+	FUSE_OPT_KEY("relatime", KEY_RELATIME),
+	FUSE_OPT_KEY("noatime", KEY_NOATIME),
+	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -121,6 +131,17 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_VERSION:
 		c->version = 1;
 		return 0;
+	/* The kernel never updates the atime of a FUSE inode (S_NOATIME):
+	 * the policy is ours.  noatime also goes on to the mount flags. */
+	case KEY_RELATIME:
+		c->atime = FC_ATIME_RELATIME;
+		return 0;
+	case KEY_NOATIME:
+		c->atime = FC_ATIME_NOATIME;
+		return 1;
+	case KEY_STRICTATIME:
+		c->atime = FC_ATIME_STRICT;
+		return 0;
 	default:
 		return 1;
 	}
@@ -140,6 +161,8 @@ static void usage(const char *prog)
 	       "    -o entry_timeout=SECONDS name cache time (default 1.0)\n"
 	       "    -o writeback_cache       kernel writeback cache (single "
 	       "writer only)\n"
+	       "    -o relatime|noatime|strictatime  atime policy (default "
+	       "relatime)\n"
 	       "\n", prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -506,6 +529,7 @@ int main(int argc, char *argv[])
 	cl->opts.attr_timeout = c.attr_timeout;
 	cl->opts.entry_timeout = c.entry_timeout;
 	cl->opts.writeback_cache = c.writeback_cache;
+	cl->opts.atime = c.atime;
 
 	/* Ours first, so the user's own -o fsname=... wins. */
 	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,

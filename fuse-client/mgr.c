@@ -102,6 +102,7 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg)
 {
 	struct fc_client *cl = arg;
+	bool restarted;
 
 	if (status < 0) {
 		cl->mgr_last_connect_err = status;
@@ -115,8 +116,13 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 	if (cl->mgr_incarnation && reply->incarnation != cl->mgr_incarnation)
 		tw_info("mgrd %s restarted; resuming session %" PRIu64,
 			wire_peer_name(p), cl->session);
+	restarted = cl->mgr_incarnation &&
+		    reply->incarnation != cl->mgr_incarnation;
 	cl->mgr_incarnation = reply->incarnation;
 	adopt_session(cl, p, reply->session_id);
+	/* Locks live in mgrd's memory: take ours again within its grace. */
+	if (restarted)
+		fc_lock_reclaim(cl);
 }
 
 static void map_push(struct fc_client *cl, struct wire_msg *m)

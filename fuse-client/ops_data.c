@@ -1,6 +1,6 @@
 /* ops_data.c - open files and the data path: open, create, read, write,
- * flush, release, fsync, and the size reports that carry a writer's size
- * and mtime to mgrd.
+ * fallocate, flush, release, fsync, and the size reports that carry a
+ * writer's size and mtime to mgrd.
  *
  * Failover budget (DESIGN.md "Twins", issue 3): one deadline per read,
  * write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.  Each attempt
@@ -39,6 +39,7 @@
  * flight.  Everything here runs on the loop thread except the handlers'
  * packing.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -76,6 +77,7 @@ struct dop {
 		Twinfs__Mknod mknod;
 		Twinfs__Release release;
 		Twinfs__Getattr getattr;
+		Twinfs__AppendReserve append;
 	} m;
 	/* read / write */
 	uint64_t off;
@@ -99,6 +101,10 @@ struct dop {
 	/* fsync / flush / release */
 	int err;
 	bool datasync;
+	/* fallocate runs as a write whose pieces are FALLOCATE messages */
+	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH, DOP_ZERO } kind;
+	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
+	bool append;             /* O_APPEND: offset reserved at mgrd */
 };
 
 static struct fc_client *client(fuse_req_t req)
@@ -316,6 +322,17 @@ static struct fc_file *fh_file(const struct fuse_file_info *fi)
 
 /* ---------------------------------------------------------- open/create */
 
+/* O_DIRECT bypasses the kernel's cache.  So does O_APPEND: through the
+ * page cache the kernel may cut one write(2) into several WRITE requests,
+ * each of which would get its own reservation at mgrd (append_reserve), so
+ * another mount's record could land in the middle; direct I/O sends up to
+ * max_write bytes as one request.  (Such a file cannot be mmapped shared
+ * through that descriptor.) */
+static unsigned direct_io(int flags)
+{
+	return (flags & (O_DIRECT | O_APPEND)) ? 1 : 0;
+}
+
 static void release_only_done(struct fc_mgr_call *mc, int status,
 			      struct wire_msg *reply)
 {
@@ -379,7 +396,10 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		old.mtime_sec == a.mtime_sec &&
 		old.mtime_nsec == a.mtime_nsec &&
 		old.data_version == a.data_version &&
-		old.trunc_gen == a.trunc_gen;
+		old.trunc_gen == a.trunc_gen &&
+		/* The kernel would serve reads from its page cache, which
+		 * we never see: not when a read must update the atime. */
+		!fc_atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
 	f = file_new(d->ino, fh, d->fi.flags, &a);
 	if (!f) {
@@ -388,7 +408,7 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	d->fi.direct_io = direct_io(d->fi.flags);
 	if (d->fi.direct_io)
 		d->fi.keep_cache = 0;
 	/* Without keep_cache the kernel drops the cached pages, but it keeps
@@ -457,7 +477,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 	fc_inode_entry(cl, &a, &e);
 	fc_inode_set_new_file(cl, a.ino);
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = (d->fi.flags & O_DIRECT) ? 1 : 0;
+	d->fi.direct_io = direct_io(d->fi.flags);
 	d->fi.keep_cache = 0;
 	if (fc_op_reply_create(&d->op, &e, &d->fi) < 0) {
 		release_orphan(cl, a.ino, fh);
@@ -601,6 +621,7 @@ static int user_err(int status)
 	case -EFBIG:
 	case -EROFS:
 	case -EINTR:
+	case -EOPNOTSUPP:      /* an older iod without FALLOCATE */
 		return -status;
 	default:
 		return EIO;
@@ -634,18 +655,29 @@ static void write_finish(struct dop *d)
 	}
 	if (!bad) {
 		uint64_t end = d->off + d->size;
+		bool grows = d->kind == DOP_WRITE ||
+			     ((d->kind == DOP_ALLOC || d->kind == DOP_ZERO) &&
+			      !d->keep_size);
 
 		if (f->end_gen != d->attr.trunc_gen) {
 			f->end_gen = d->attr.trunc_gen;
 			f->end = 0;
 		}
-		if (end > f->end)
+		if (grows && end > f->end)
 			f->end = end;
-		f->write_gen++;
-		tw_realtime(&f->mtime_sec, &f->mtime_nsec);
-		fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
+		/* KEEP_SIZE allocation changes neither data nor size: its
+		 * blocks go with the next report. */
+		if (d->kind != DOP_ALLOC || !d->keep_size) {
+			f->write_gen++;
+			tw_realtime(&f->mtime_sec, &f->mtime_nsec);
+		}
+		if (grows)
+			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
 		fc_file_dirty(cl, f);
-		fc_op_reply_write(&d->op, d->size);
+		if (d->kind == DOP_WRITE)
+			fc_op_reply_write(&d->op, d->size);
+		else
+			fc_op_reply_err(&d->op, 0);
 		return;
 	}
 	/* One stale round (a truncate moved trunc_gen, or the map moved on).
@@ -693,6 +725,84 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 		write_finish(d);
 }
 
+static void write_piece_cb(int status, struct wire_msg *reply, void *arg);
+
+/* The file's layout as sent with a WRITE or FALLOCATE (borrows groups). */
+static void layout_pb(struct r0_layout *l, Twinfs__Layout *pb)
+{
+	twinfs__layout__init(pb);
+	pb->stripe_size = l->stripe_size;
+	pb->stripe_count = l->stripe_count;
+	pb->n_groups = l->stripe_count;
+	pb->groups = l->groups;
+}
+
+/* A piece of a fallocate: FALLOCATE to the column's primary, which
+ * forwards it to its twin as it does a WRITE. */
+static void space_send(struct dop *d, struct piece *pc, uint32_t timeout_ms)
+{
+	struct fc_client *cl = d->op.cl;
+	Twinfs__Fallocate fa;
+	Twinfs__Layout lpb;
+
+	twinfs__fallocate__init(&fa);
+	layout_pb(&d->attr.layout, &lpb);
+	fa.ino = d->ino;
+	fa.column = pc->p.column;
+	fa.offset = pc->p.sub_off;
+	fa.length = pc->p.len;
+	fa.punch = d->kind == DOP_PUNCH || d->kind == DOP_ZERO;
+	fa.zero = d->kind == DOP_ZERO;
+	fa.trunc_gen = d->attr.trunc_gen;
+	fa.epoch = cl->epoch;
+	fa.layout = &lpb;
+	fc_call(cl, pc->iod ? pc->iod->peer : NULL,
+		TWINFS__MSG_TYPE__MSG_FALLOCATE, &fa.base, NULL, 0,
+		timeout_ms, write_piece_cb, pc);
+}
+
+/* A fallocate's pieces: one per column (in chunks of at most
+ * SPACE_CHUNK), the column's subfile range for the file range being
+ * [bytes of the column below off, bytes below off + len) (r0_subfile_size).
+ * file_off and unit of a piece are unused. */
+#define SPACE_CHUNK (1u << 30)
+
+static int space_pieces(struct dop *d)
+{
+	const struct r0_layout *l = &d->attr.layout;
+	uint64_t n = 0, cap = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < l->stripe_count; k++) {
+			uint64_t a = r0_subfile_size(l, k, d->off);
+			uint64_t b = r0_subfile_size(l, k, d->off + d->size);
+
+			for (; a < b; n++) {
+				uint32_t len = (uint32_t)TW_MIN(b - a,
+						(uint64_t)SPACE_CHUNK);
+
+				if (pass == 1) {
+					assert(n < cap);
+					d->pieces[n] = (struct piece){
+						.d = d, .status = 1,
+						.p = { .column = k, .sub_off = a,
+						       .len = len } };
+				}
+				a += len;
+			}
+		}
+		if (pass == 0) {
+			cap = n;
+			n = 0;
+			d->pieces = calloc(cap ? cap : 1, sizeof(*d->pieces));
+			if (!d->pieces)
+				return -ENOMEM;
+		}
+	}
+	d->npieces = (int)n;
+	return 0;
+}
+
 static void write_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -710,7 +820,16 @@ static void write_issue(struct fc_op *op)
 		refresh(d, !cl->have_map, write_issue);
 		return;
 	}
-	if (!d->pieces) {
+	if (!d->pieces && d->kind != DOP_WRITE) {
+		if (space_pieces(d) < 0) {
+			fc_op_reply_err(op, ENOMEM);
+			return;
+		}
+		if (d->npieces == 0) {
+			fc_op_reply_err(op, 0);
+			return;
+		}
+	} else if (!d->pieces) {
 		uint64_t cnt = r0_piece_count(&d->attr.layout, d->off, d->size);
 
 		d->pieces = calloc(cnt ? cnt : 1, sizeof(*d->pieces));
@@ -739,7 +858,10 @@ static void write_issue(struct fc_op *op)
 		}
 		d->npieces = n;
 		if (n == 0) {
-			fc_op_reply_write(op, 0);
+			if (d->kind == DOP_WRITE)
+				fc_op_reply_write(op, 0);
+			else
+				fc_op_reply_err(op, 0);
 			return;
 		}
 	} else {
@@ -775,12 +897,12 @@ static void write_issue(struct fc_op *op)
 						     &settled);
 		}
 		d->pending++;
+		if (d->kind != DOP_WRITE) {
+			space_send(d, pc, (uint32_t)left);
+			continue;
+		}
 		twinfs__write__init(&w);
-		twinfs__layout__init(&lpb);
-		lpb.stripe_size = d->attr.layout.stripe_size;
-		lpb.stripe_count = d->attr.layout.stripe_count;
-		lpb.n_groups = d->attr.layout.stripe_count;
-		lpb.groups = d->attr.layout.groups;
+		layout_pb(&d->attr.layout, &lpb);
 		w.ino = d->ino;
 		w.column = k;
 		w.offset = pc->p.sub_off;
@@ -798,6 +920,65 @@ static void write_issue(struct fc_op *op)
 		write_finish(d);
 }
 
+/* O_APPEND: the offset comes from a reservation at mgrd (DESIGN.md
+ * "Client"), so appends from two mounts never overlap.  One reservation
+ * per WRITE request; such files are opened direct_io (direct_io()), so
+ * one write(2) of up to max_write bytes is one request, atomic across
+ * mounts. */
+static void append_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor != &twinfs__append_reply__descriptor))
+		status = -EIO;
+	if (status == 0) {
+		const Twinfs__AppendReply *r = (const void *)reply->body;
+
+		d->off = r->offset;
+		/* Our reservation is under mgrd's trunc_gen. */
+		if (r->trunc_gen > d->attr.trunc_gen)
+			d->attr.trunc_gen = r->trunc_gen;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "append ino %" PRIu64 ": reserving %zu "
+			  "bytes at mgrd: %s", d->ino, d->size,
+			  strerror(-status));
+		fc_op_reply_err(&d->op, fc_errno(status));
+		return;
+	}
+	d->append = false;
+	write_issue(&d->op);
+}
+
+static void append_reserve(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t local = 0;
+
+	if (!load_attr(d)) {
+		if (d->tries++ > 1 || cl->stopping) {
+			fc_op_reply_err(op, EIO);
+			return;
+		}
+		refresh(d, !cl->have_map, append_reserve);
+		return;
+	}
+	/* The merged size counts this client's writes mgrd has not seen. */
+	fc_inode_get(cl, d->ino, NULL, &local);
+	twinfs__append_reserve__init(&d->m.append);
+	d->m.append.ino = d->ino;
+	d->m.append.length = d->size;
+	d->m.append.trunc_gen = d->attr.trunc_gen;
+	d->m.append.local_end = local;
+	fc_mgr_send(cl, &d->mc, TWINFS__MSG_TYPE__MSG_APPEND_RESERVE,
+		    &d->m.append.base, &d->m.append.ctx, op, 0, append_done, d);
+}
+
 static void write_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -805,7 +986,26 @@ static void write_run(struct fc_op *op)
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->f->refs++;
-	write_issue(op);
+	if (d->append && d->size > 0)
+		append_reserve(op);
+	else
+		write_issue(op);
+}
+
+/* A write-like op on [off, off + size) of an open file. */
+static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi, uint64_t off,
+			     size_t size)
+{
+	struct dop *d = dop_new(req, write_run);
+
+	if (d) {
+		d->ino = ino;
+		d->f = fh_file(fi);
+		d->off = off;
+		d->size = size;
+	}
+	return d;
 }
 
 void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -817,12 +1017,12 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	d = dop_new(req, write_run);
+	d = range_dop(req, ino, fi, (uint64_t)off, size);
 	if (d) {
-		d->ino = ino;
-		d->f = fh_file(fi);
-		d->off = (uint64_t)off;
-		d->size = size;
+		/* The kernel sends the descriptor's current flags with each
+		 * write: fcntl(F_SETFL) may have changed O_APPEND.  Page
+		 * cache writeback (writepage) carries its own offset. */
+		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->buf = malloc(size ? size : 1);
 		if (d->buf)
 			memcpy(d->buf, buf, size);
@@ -830,6 +1030,40 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 * (write_run); submit() frees a failed op without cleanup. */
 	}
 	submit(req, d, d && d->buf);
+}
+
+/* fallocate(2): the default mode and KEEP_SIZE allocate on both twins of
+ * every stripe unit touched (default mode then extends the size through
+ * mgrd as a write does, by its report); PUNCH_HOLE|KEEP_SIZE zeroes the
+ * range through each column's primary; ZERO_RANGE (with or without
+ * KEEP_SIZE) punches and allocates again, and may extend the size.
+ * COLLAPSE_RANGE, INSERT_RANGE and anything else: EOPNOTSUPP. */
+void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		  off_t len, struct fuse_file_info *fi)
+{
+	struct dop *d;
+	int kind;
+
+	if (off < 0 || len <= 0 || off > INT64_MAX - len) {
+		fuse_reply_err(req, off < 0 || len <= 0 ? EINVAL : EFBIG);
+		return;
+	}
+	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE)
+		kind = DOP_ALLOC;
+	else if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		kind = DOP_PUNCH;
+	else if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE)
+		kind = DOP_ZERO;
+	else {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	d = range_dop(req, ino, fi, (uint64_t)off, (size_t)len);
+	if (d) {
+		d->kind = kind;
+		d->keep_size = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+	}
+	submit(req, d, true);
 }
 
 /* ----------------------------------------------------------------- read */
@@ -871,6 +1105,8 @@ static void read_finish(struct dop *d)
 			bad = pc;
 	}
 	if (!bad) {
+		if (d->f)
+			fc_file_accessed(cl, d->f);
 		fc_op_reply_buf(&d->op, d->buf, d->size);
 		return;
 	}
@@ -1051,6 +1287,9 @@ static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	if (d->f)
+		d->f->refs++;
+
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	d->is_read = true;
@@ -1062,7 +1301,6 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dop *d;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -1072,6 +1310,8 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->ino = ino;
 		d->off = (uint64_t)off;
 		d->size = size;
+		/* For the atime; the reference is taken on the loop thread. */
+		d->f = fi ? fh_file(fi) : NULL;
 	}
 	submit(req, d, true);
 }

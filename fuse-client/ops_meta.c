@@ -44,6 +44,9 @@ struct mop {
 	Twinfs__Layout layout_pb;
 };
 
+#define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
+#define FC_XATTR_KILL_SGID 4u       /* Xattr.flags: see acl_kills_sgid */
+
 enum { XK_GET = 1, XK_SET, XK_LIST, XK_REMOVE, XK_LAYOUT_GET,
        XK_LAYOUT_SET };
 
@@ -135,6 +138,14 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 	 * truncate (trunc_gen); suid/sgid clearing is left to the kernel. */
 	conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_EXPORT_SUPPORT |
 			FUSE_CAP_HANDLE_KILLPRIV);
+	/* POSIX ACLs: the kernel caches and enforces them and leaves the
+	 * rest to the file system, which mgrd does (FORMAT.md "POSIX
+	 * ACLs"): the mode follows a new access ACL, chmod updates the
+	 * ACL, new inodes inherit the default ACL, for which mgrd needs the
+	 * unmasked mode and the umask (DONT_MASK). */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* The kernel's writeback cache owns size and mtime and ignores other
 	 * clients (DESIGN.md): only on request. */
 	if (cl->opts.writeback_cache &&
@@ -154,6 +165,20 @@ void fc_destroy(void *userdata)
 
 /* ------------------------------------------------------ entry replies */
 
+/* The kernel caches an inode's ACLs until it is told otherwise: when mgrd's
+ * acl_sig shows that they changed (set on another mount, or a chmod changed
+ * the mask), drop them, with the cached attributes, before the reply that
+ * brought the news, so the permission check it precedes sees the new ACL.
+ * Sent from the loop, unlike DESIGN.md's rule for invalidations: offset -1
+ * takes no page lock, and the inode is one the kernel is asking about
+ * (GETATTR holds a reference; LOOKUP of a known inode finds it cached), so
+ * the kernel-side lookup waits for no request of ours. */
+static void forget_stale_acl(struct fc_client *cl, uint64_t ino)
+{
+	if (fc_inode_take_acl_stale(cl, ino) && cl->se)
+		fuse_lowlevel_notify_inval_inode(cl->se, ino, -1, 0);
+}
+
 static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 {
 	struct fc_client *cl = m->op.cl;
@@ -169,6 +194,7 @@ static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	forget_stale_acl(cl, a.ino);
 	if (fc_op_reply_entry(&m->op, &e) < 0)
 		fc_inode_forget(cl, a.ino, 1);
 }
@@ -261,6 +287,7 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_update(cl, &a, &st);
+	forget_stale_acl(cl, a.ino);
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
 
@@ -280,6 +307,19 @@ static void getattr_done(struct fc_mgr_call *mc, int status,
 	struct stat st;
 	uint64_t size;
 
+	/* Inode numbers are never reused, so -ESTALE for a directory the
+	 * kernel still holds means it was removed while open: fstat of it
+	 * works on ext4 and shows nlink 0.  (Open regular files are kept as
+	 * orphans by mgrd and never get here.) */
+	if (status == -ESTALE && fc_inode_get(cl, m->ino, &a, NULL) &&
+	    S_ISDIR(a.mode)) {
+		if (reply)   /* an error reply may carry an empty body */
+			wire_msg_free(reply);
+		a.nlink = 0;
+		fc_attr_to_stat(cl, &a, a.size, &st);
+		fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
+		return;
+	}
 	if (status == -EIO && !reply && m->kind == 0) {
 		m->kind = 1;
 		if (fc_inode_get(cl, m->ino, &a, &size)) {
@@ -327,6 +367,57 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void setattr_run(struct fc_op *op);
 
+/* mop.kind of a SETATTR */
+enum { REPORTED = 1, KILL_SGID };
+
+/* Whether the caller is outside group gid and not root (which stands for
+ * CAP_FSETID: the request carries no capabilities).  Worker thread: the
+ * supplementary groups are read from /proc. */
+static bool outside_group(fuse_req_t req, uint32_t gid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n;
+
+	if (ctx->uid == 0 || ctx->gid == gid)
+		return false;
+	n = fuse_req_getgroups(req, (int)TW_ARRAY_SIZE(groups), groups);
+	for (int i = 0; i < n && i < (int)TW_ARRAY_SIZE(groups); i++)
+		if (groups[i] == gid)
+			return false;
+	return true;
+}
+
+/* Whether a request with nothing to set must drop the setgid bit of ino:
+ * Linux (setattr_should_drop_sgid) drops it on write, truncate and chown
+ * -1 -1 by a caller outside the group and without CAP_FSETID even without
+ * group execute, which the kernel's FUSE killpriv emulation ignores.
+ * *mode gets the mode to change. */
+static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+{
+	struct fc_attr a;
+
+	if (!fc_inode_get(client(req), ino, &a, NULL) || !S_ISREG(a.mode) ||
+	    (a.mode & (S_ISGID | S_IXGRP)) != S_ISGID ||
+	    !outside_group(req, a.gid))
+		return false;
+	*mode = a.mode & 07777;
+	return true;
+}
+
+static void setattr_done(struct fc_mgr_call *mc, int status,
+			 struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
+	 * cached ACLs when it sent us the SETATTR. */
+	if (status == 0 &&
+	    (m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MODE))
+		fc_inode_acl_local(m->op.cl, m->ino);
+	attr_done(mc, status, reply);
+}
+
 static void setattr_reported(void *arg, int status)
 {
 	struct mop *m = arg;
@@ -345,20 +436,24 @@ static void setattr_run(struct fc_op *op)
 
 	/* Earlier writes are reported first (fc_report_ino says why). */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
-		m->kind = 1;
+		m->kind = REPORTED;
 		if (fc_report_ino(op->cl, m->ino, setattr_reported, m))
 			return;
 	}
 	if (m->m.setattr.valid == 0) {
-		/* Nothing mgrd stores (e.g. only KILL_SUID bits, which the
-		 * kernel turns into a mode change itself): answer attrs. */
-		twinfs__getattr__init(&m->m.getattr);
-		m->m.getattr.ino = m->ino;
-		SEND(m, GETATTR, getattr, attr_done);
-		return;
+		/* Nothing to set: chown(f, -1, -1), or the kernel's request to
+		 * kill privileges that it turned into no mode change.  Both
+		 * change the ctime, as on ext4, which a SETATTR without valid
+		 * bits does at mgrd; the kill may still have to drop a setgid
+		 * without group execute (fc_setattr). */
+		if (m->kind == KILL_SGID) {
+			m->m.setattr.valid = TWINFS__SETATTR_VALID__SA_MODE;
+			m->m.setattr.mode = (uint32_t)m->size &
+					    ~(uint32_t)S_ISGID;
+		}
 	}
 	m->m.setattr.ino = m->ino;
-	SEND(m, SETATTR, setattr, attr_done);
+	SEND(m, SETATTR, setattr, setattr_done);
 }
 
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -412,6 +507,14 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if (to_set & FUSE_SET_ATTR_CTIME) {
 		s->ctime_sec = attr->st_ctim.tv_sec;
 		s->ctime_nsec = (uint32_t)attr->st_ctim.tv_nsec;
+	}
+	if (s->valid == 0) {
+		uint32_t mode;
+
+		if (drop_sgid(req, ino, &mode)) {
+			m->kind = KILL_SGID;
+			m->size = mode;
+		}
 	}
 	submit_or_enomem(req, m, true);
 }
@@ -479,7 +582,8 @@ void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		m->ino = parent;
 		m->name = strdup(name);
 		twinfs__mknod__init(&m->m.mknod);
-		/* The kernel applied the umask (no FUSE_CAP_DONT_MASK). */
+		/* Unmasked (FUSE_CAP_DONT_MASK): mgrd applies the umask
+		 * in the request's ctx, or the parent's default ACL. */
 		m->m.mknod.mode = mode;
 		m->m.mknod.rdev = (uint32_t)rdev;
 	}
@@ -606,9 +710,9 @@ void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (rc == 0)
 		rc = check_name(newname);
-	/* RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2 on the wire as in Linux;
-	 * RENAME_WHITEOUT (overlayfs) is not supported. */
-	if (rc == 0 && (flags & ~3u))
+	/* RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2, RENAME_WHITEOUT = 4 on
+	 * the wire as in Linux (the kernel checked CAP_MKNOD). */
+	if (rc == 0 && (flags & ~7u))
 		rc = -EINVAL;
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -711,13 +815,24 @@ static bool is_layout(const char *name)
 	return strcmp(name, FC_LAYOUT_XATTR) == 0;
 }
 
-/* POSIX ACLs are not supported (no FUSE_CAP_POSIX_ACL): since Linux 6.2
- * the kernel still passes system.posix_acl_* through as plain xattrs, and
- * storing them would silently ignore the mode they carry (cp -a sets the
- * mode that way).  EOPNOTSUPP makes tools fall back to chmod. */
-static bool is_posix_acl(const char *name)
+/* Namespaces as ext4 knows them (system.* reaches us only for names the
+ * kernel's ACL handlers do not take); twinfs.layout is the client's own.
+ * Unknown ones are EOPNOTSUPP, a bare prefix EINVAL. */
+static int check_xattr_name(const char *name)
 {
-	return strncmp(name, "system.posix_acl_", 17) == 0;
+	static const char *const ns[] = { "user.", "trusted.", "security." };
+
+	if (is_layout(name))
+		return 0;
+	for (size_t i = 0; i < TW_ARRAY_SIZE(ns); i++) {
+		size_t l = strlen(ns[i]);
+
+		if (strncmp(name, ns[i], l) == 0)
+			return name[l] ? 0 : -EINVAL;
+	}
+	if (strncmp(name, "system.posix_acl_", 17) == 0)
+		return 0;
+	return -EOPNOTSUPP;
 }
 
 
@@ -733,6 +848,25 @@ static void reply_value(struct mop *m, const void *value, size_t len)
 		fc_op_reply_buf(&m->op, value, len);
 }
 
+/* As ext4: trusted.* names are listed only to privileged callers (root
+ * here: the request carries no capabilities).  mgrd sent the whole list
+ * (fc_listxattr asks for it), filtered here in place. */
+static void reply_list_unprivileged(struct mop *m, uint8_t *names, size_t len)
+{
+	size_t in = 0, out = 0;
+
+	while (in < len) {
+		size_t l = strnlen((char *)names + in, len - in) + 1;
+
+		if (strncmp((char *)names + in, "trusted.", 8) != 0) {
+			memmove(names + out, names + in, TW_MIN(l, len - in));
+			out += TW_MIN(l, len - in);
+		}
+		in += l;
+	}
+	reply_value(m, names, out);
+}
+
 static void xattr_done(struct fc_mgr_call *mc, int status,
 		       struct wire_msg *reply)
 {
@@ -745,6 +879,9 @@ static void xattr_done(struct fc_mgr_call *mc, int status,
 	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && m->name)
 		fc_inode_set_xattr_absent(cl, m->ino,
 					  fc_xattr_cache_index(m->name), false);
+	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && status == 0 &&
+	    strncmp(m->name, "system.posix_acl_", 17) == 0)
+		fc_inode_acl_local(cl, m->ino);
 	if (status < 0) {
 		if (reply)
 			wire_msg_free(reply);
@@ -756,6 +893,8 @@ static void xattr_done(struct fc_mgr_call *mc, int status,
 
 		if (reply->body->descriptor != &twinfs__xattr_reply__descriptor) {
 			fc_op_reply_err(&m->op, EIO);
+		} else if (m->kind == XK_LIST && m->op.uid != 0) {
+			reply_list_unprivileged(m, r->value.data, r->value.len);
 		} else if (m->size == 0 && r->value.len == 0) {
 			fc_op_reply_xattr(&m->op, r->size);
 		} else {
@@ -857,7 +996,8 @@ static void xattr_run(struct fc_op *op)
 		SEND(m, GETXATTR, xattr, xattr_done);
 		break;
 	case XK_LIST:
-		x->size = (uint32_t)m->size;
+		/* Unprivileged callers get a filtered list: fetch it all. */
+		x->size = m->op.uid != 0 ? MGR_LIST_MAX : (uint32_t)m->size;
 		SEND(m, LISTXATTR, xattr, xattr_done);
 		break;
 	case XK_SET:
@@ -875,14 +1015,18 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct fc_client *cl = client(req);
 	struct mop *m;
+	int rc = check_xattr_name(name);
 
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	/* The kernel asks for security.capability before every write; its
-	 * absence is answered from the cache (DESIGN.md). */
-	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name))) {
+	/* The kernel asks for security.capability before every write, and
+	 * for the ACLs of every inode it checks: absence is answered from
+	 * the cache (DESIGN.md; acl_sig, FORMAT.md "POSIX ACLs"). */
+	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name)) ||
+	    (strncmp(name, "system.posix_acl_", 17) == 0 &&
+	     fc_inode_acl_none(cl, ino))) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -910,10 +1054,24 @@ void fc_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	submit_or_enomem(req, m, true);
 }
 
+/* Setting an access ACL drops setgid when the caller is outside the
+ * file's group (posix_acl_update_mode).  The kernel says so with
+ * FUSE_SETXATTR_ACL_KILL_SGID, which libfuse 3.14 does not pass on, so
+ * the client decides as the kernel would; mgrd applies it with the mode
+ * (Xattr.flags 4). */
+static bool acl_kills_sgid(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fc_attr a;
+
+	return fc_inode_get(client(req), ino, &a, NULL) &&
+	       (a.mode & S_ISGID) && outside_group(req, a.gid);
+}
+
 void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 const char *value, size_t size, int flags)
 {
 	struct mop *m;
+	int rc;
 
 	if (is_layout(name)) {
 		char buf[128];
@@ -943,8 +1101,9 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		submit_or_enomem(req, m, true);
 		return;
 	}
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
+	rc = check_xattr_name(name);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	m = mop_new(req, xattr_run);
@@ -959,6 +1118,9 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		m->m.xattr.value.len = size;
 		m->m.xattr.flags = (uint32_t)(flags & (XATTR_CREATE |
 							XATTR_REPLACE));
+		if (strcmp(name, "system.posix_acl_access") == 0 &&
+		    acl_kills_sgid(req, ino))
+			m->m.xattr.flags |= FC_XATTR_KILL_SGID;
 	}
 	submit_or_enomem(req, m, m && m->name && m->value);
 }
@@ -966,14 +1128,16 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct mop *m;
+	int rc;
 
 	if (is_layout(name)) {
 		/* Never stored, so never removable. */
 		fuse_reply_err(req, ENOTSUP);
 		return;
 	}
-	if (is_posix_acl(name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
+	rc = check_xattr_name(name);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	m = mop_new(req, xattr_run);

@@ -9,6 +9,7 @@
  * open's, or a write or report in flight: fc_file_put).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,37 @@ static bool file_dirty(const struct fc_file *f)
 	return f->write_gen != f->reported_gen;
 }
 
+bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags)
+{
+	struct tw_ts now;
+
+	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_NOATIME) ||
+	    cl->opts.atime == FC_ATIME_NOATIME)
+		return false;
+	if (cl->opts.atime == FC_ATIME_STRICT)
+		return true;
+	tw_realtime(&now.sec, &now.nsec);
+	return tw_relatime_due((struct tw_ts){ a->atime_sec, a->atime_nsec },
+			       (struct tw_ts){ a->mtime_sec, a->mtime_nsec },
+			       (struct tw_ts){ a->ctime_sec, a->ctime_nsec },
+			       now);
+}
+
+void fc_file_accessed(struct fc_client *cl, struct fc_file *f)
+{
+	struct fc_attr a = { 0 };   /* not cached: due unless noatime */
+
+	/* A read mgrd would not count costs no report (the attributes are
+	 * the open's or newer: close-to-open). */
+	if (f->atime_pending)
+		return;
+	fc_inode_get(cl, f->ino, &a, NULL);
+	if (!fc_atime_due(cl, &a, f->flags))
+		return;
+	f->atime_pending = true;
+	tw_realtime(&f->atime_sec, &f->atime_nsec);
+}
+
 static void report_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
@@ -121,8 +153,9 @@ static void report_done(struct fc_mgr_call *mc, int status,
 		wire_msg_free(reply);
 	if (r->from_timer)
 		f->timer_report = false;
+	/* A failed atime-only report fails no flush or fsync. */
 	if (r->done)
-		r->done(r->arg, status);
+		r->done(r->arg, r->sr.wrote ? status : 0);
 	if (inflight_add(cl, f->ino, -1) == 0)
 		barriers_fire(cl, f->ino);
 	fc_file_put(cl, f);
@@ -138,7 +171,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	size_t n = 0;
 
 	*err = 0;
-	if (!file_dirty(f))
+	if (!file_dirty(f) && !f->atime_pending)
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -161,7 +194,15 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	r->sr.trunc_gen = f->end_gen;
 	r->sr.mtime_sec = f->mtime_sec;
 	r->sr.mtime_nsec = f->mtime_nsec;
-	r->sr.wrote = true;
+	r->sr.wrote = file_dirty(f);
+	if (f->atime_pending) {
+		/* Best effort: a lost atime is not worth a retry. */
+		f->atime_pending = false;
+		r->sr.accessed = true;
+		r->sr.atime_sec = f->atime_sec;
+		r->sr.atime_nsec = f->atime_nsec;
+		r->sr.strictatime = cl->opts.atime == FC_ATIME_STRICT;
+	}
 	for (k = 0; k < R0_MAX_STRIPE_COUNT; k++) {
 		if (!(f->cols_seen & (1u << k)))
 			continue;

@@ -7,6 +7,7 @@
  *   store_journal.c  every mutation through the block journal (DIR/journal),
  *             reads/sizes/listing/checksums through its index, records
  *   store_intent.c   the write-intent log (marked regions, clearing)
+ *   store_space.c    fallocate, hole punching, SEEK_DATA/SEEK_HOLE
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   mgr.c     registration with mgrd and the cluster map
  *   server.c  the listener, HELLO, validation and dispatch
@@ -160,6 +161,40 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 		       uint64_t size, uint64_t trunc_gen,
 		       struct iod_sub_stat *st, iod_store_cb cb, void *arg);
+
+/* fallocate(2) without changing size or contents: allocate [off, off+len)
+ * of subfile (ino, column) at home, creating the subfile (with `layout`,
+ * non-NULL) if absent.  -ENOSPC (nothing allocated) when the home file
+ * system cannot hold len bytes beyond the reserve.  In data=journal the
+ * creation is journaled and checkpointed first (the subfile must exist at
+ * home to hold the allocation).  cb once allocated; *st as for a write. */
+int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, uint64_t len, uint64_t trunc_gen,
+			const struct iod_sub_layout *layout,
+			struct iod_sub_stat *st, iod_store_cb cb, void *arg);
+
+/* Punch a hole: [off, off+len) reads as zeros, its blocks are freed, the
+ * size never changes; the regions are marked in the write-intent log in
+ * the same transaction (resync copies them).  data=journal: a punch record
+ * after every earlier journaled block of the subfile, so checkpoint and
+ * replay can never bring older blocks back over the hole; cb runs once the
+ * record has been checkpointed (the hole is at home: SEEK sees it).
+ * ordered/writeback: punched in place, then journaled like an in-place
+ * write.  An absent subfile stays absent (cb still runs).  *st is the
+ * state after the punch (sampled when cb runs in data=journal).  zero
+ * (FALLOC_FL_ZERO_RANGE): the punched range is allocated again at home
+ * before cb runs (unwritten blocks read as zeros). */
+int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t off, uint64_t len, uint64_t trunc_gen, bool zero,
+		    struct iod_sub_stat *st, iod_store_cb cb, void *arg);
+
+/* SEEK_DATA (whence 3) or SEEK_HOLE (4) from off in subfile (ino,
+ * column) as a reader sees it: journal-resident blocks are data, home
+ * bytes past a pending cut are not.  Returns 1 and sets *res, or 0 when
+ * there is none (no data at or after off; off at or past the end), or
+ * -errno.  *size gets the subfile's logical size. */
+int iod_store_seek(struct iod_store *s, uint64_t ino, uint32_t column,
+		   uint64_t off, int whence, uint64_t *res, uint64_t *size);
 
 /* Delete subfiles (ino, columns[0..n-1]); n = 0: every column of ino.
  * Absent ones are fine. */

@@ -100,6 +100,15 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 				return -EINVAL;
 		return 0;
 	}
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE: {
+		const Twinfs__Fallocate *f = (const Twinfs__Fallocate *)m->body;
+
+		if (!body_is(m, &twinfs__fallocate__descriptor) || f->ino == 0 ||
+		    m->data_len != 0 || f->length == 0 ||
+		    iod_check_range(f->column, f->offset, f->length) < 0)
+			return -EINVAL;
+		return f->punch ? 0 : check_layout(d, f->layout, f->column);
+	}
 	case TWINFS__MSG_TYPE__MSG_FSYNC:
 		if (!body_is(m, &twinfs__fsync__descriptor) || m->data_len != 0)
 			return -EINVAL;
@@ -226,6 +235,46 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	iov.iov_len = (size_t)n;
 	wire_reply(c, &m->hdr, 0, &rr.base, &iov, n > 0 ? 1 : 0);
 	free(buf);
+}
+
+/* SEEK_DATA / SEEK_HOLE in one subfile: a read, so either readable twin
+ * answers (as READ). */
+static void on_seek(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Seek *q = (const Twinfs__Seek *)m->body;
+	Twinfs__SeekReply r = TWINFS__SEEK_REPLY__INIT;
+	uint64_t res = 0, size = 0;
+	int rc;
+
+	if (!body_is(m, &twinfs__seek__descriptor) || q->ino == 0 ||
+	    m->data_len != 0 || iod_check_range(q->column, q->offset, 0) < 0 ||
+	    (q->whence != SEEK_DATA && q->whence != SEEK_HOLE)) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	if (q->epoch < d->map.epoch) {
+		iod_reply_status(c, m, -ESTALE);
+		return;
+	}
+	if (q->epoch > d->map.epoch)
+		iod_mgr_refresh(d);
+	else if (!iod_twin_self_readable(d)) {
+		iod_reply_status(c, m, -ESTALE);
+		return;
+	}
+	rc = iod_store_seek(d->store, q->ino, q->column, q->offset,
+			    (int)q->whence, &res, &size);
+	if (rc < 0) {
+		tw_log_rl(TW_LOG_ERR, "seek ino %" PRIu64 " column %" PRIu32
+			  " at %" PRIu64 ": %s", q->ino, q->column, q->offset,
+			  strerror(-rc));
+		iod_reply_status(c, m, rc);
+		return;
+	}
+	r.found = rc == 1;
+	r.offset = res;
+	r.sub_size = size;
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 }
 
 static void on_subfiles(struct iod *d, struct wire_conn *c, struct wire_msg *m)
@@ -432,6 +481,8 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_INTENTS:
 	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
+	case TWINFS__MSG_TYPE__MSG_SEEK:
 		break;
 	default:
 		iod_reply_status(c, m, -EOPNOTSUPP);
@@ -460,6 +511,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		break;
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
 		iod_resync_request(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_SEEK:
+		on_seek(d, c, m);
 		break;
 	default:
 		rc = validate_mutation(d, m);

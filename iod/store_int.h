@@ -126,7 +126,7 @@ int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
 
 
 /* ---- iod journal records (payload format: store_journal.c) ---- */
-enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE };
+enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE, REC_PUNCH };
 #define REC_VERSION      1u
 #define CLEAR_ALL        1u
 #define CLEAR_MAX        240u          /* ranges per clear record */
@@ -165,8 +165,46 @@ struct rec_trunc {
 };
 _Static_assert(sizeof(struct rec_trunc) == 24, "truncate record");
 
+struct rec_punch {
+	struct rec_hdr h;
+	uint64_t off, len;
+};
+_Static_assert(sizeof(struct rec_punch) == 32, "punch record");
+
 /* store_journal.c */
 int store_check_ids(uint64_t ino, uint32_t column);
+/* Report a journal abort once (log line, on_abort). */
+void store_check_abort(struct iod_store *s);
+/* The logical state of a subfile (SJ1): its smeta, else home. */
+struct store_lstate {
+	bool exists;
+	bool xattr_valid;
+	uint64_t trunc_gen;
+};
+int store_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+		  struct store_lstate *ls);
+/* Size, blocks and trunc_gen as a reader sees them (through the journal). */
+int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+		       struct iod_sub_stat *st);
+/* After a successful commit: the subfile's logical state and nrec more
+ * pending records (SJ1). */
+int store_meta_install(struct iod_store *s, uint64_t obj, bool exists,
+		       uint64_t trunc_gen, const struct iod_sub_layout *layout,
+		       unsigned nrec);
+/* Journal the creation record of obj in h. */
+int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+		     const struct iod_sub_layout *l);
+/* The start of a truncate or punch, which leave an absent subfile absent:
+ * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
+ * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1
+ * with *gen the newer of the two. */
+int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
+			 uint64_t trunc_gen, struct iod_sub_stat *st,
+			 iod_store_cb cb, void *arg, uint64_t *gen);
+
+/* store_space.c: punch [off, off+len) of e at home (zeros written up to
+ * its size where the file system cannot punch). */
+int store_home_punch(struct sub *e, uint64_t off, uint64_t len);
 void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen);
 /* One more pending record of obj that does not change its logical state
  * (SJ1). */

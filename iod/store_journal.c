@@ -16,7 +16,9 @@
  * jbd_inplace).  Records come before the data in the handle, so at
  * checkpoint and replay the subfile exists and carries the newer trunc_gen
  * before its data lands (store.c S2).  TRUNCATE is a record with a cut at
- * the new size, DELETE one with a cut of 0 (journal.h jbd_record).
+ * the new size, DELETE one with a cut of 0 (journal.h jbd_record).  A
+ * PUNCH (fallocate PUNCH_HOLE) is a mark plus a punch record; FALLOCATE
+ * allocates at home (both in store_space.c).
  *
  * When metadata takes effect at home (journal/FORMAT.md "Records and
  * modes"):
@@ -49,7 +51,8 @@
  * Record payloads (opaque to the journal, little-endian, version 1; every
  * one is an idempotent "set" so replay may apply it more than once, J15):
  *
- *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete),
+ *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete,
+ *                6 punch),
  *                version u16 = 1, reserved u32 = 0, trunc_gen u64
  *   create:  + stripe_size u32, stripe_count u32, n_groups u32, reserved
  *            u32, groups u32[32]                   (160 bytes)
@@ -60,10 +63,14 @@
  *            -> remove the regions (or all) from user.twinfs.wil
  *   truncate:+ size u64 (journal cut = size) -> raise trunc_gen, ftruncate
  *   delete:  (journal cut = 0) -> unlink
+ *   punch:   + off u64, len u64 (journal cut = the unchanged size, which
+ *            freezes older resident blocks; data=journal only) -> raise
+ *            trunc_gen, fallocate(PUNCH_HOLE | KEEP_SIZE) the range
  * The journal object id is ino << 8 | column (ino <= IOD_MAX_INO).
  */
 #include "store_int.h"
 
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -86,7 +93,7 @@ struct sreq {
 
 /* ------------------------------------------------------------ helpers */
 
-static void check_abort(struct iod_store *s)
+void store_check_abort(struct iod_store *s)
 {
 	if (s->abort_reported || !s->j || !jbd_aborted(s->j))
 		return;
@@ -105,7 +112,7 @@ static void sreq_done(void *arg, int rc)
 	struct iod_store *s = r->s;
 
 	if (rc < 0)
-		check_abort(s);
+		store_check_abort(s);
 	r->cb(r->arg, rc);
 	free(r);
 }
@@ -130,7 +137,7 @@ static int commit(struct iod_store *s, struct jbd_handle *h, bool sync,
 
 	if (seq < 0) {
 		free(r);
-		check_abort(s);
+		store_check_abort(s);
 		return (int)seq;
 	}
 	return 0;
@@ -151,14 +158,8 @@ void store_hdr_init(struct rec_hdr *h, int op, uint64_t trunc_gen)
 
 /* ------------------------------------------------ logical state (SJ1) */
 
-struct lstate {
-	bool exists;
-	bool xattr_valid;
-	uint64_t trunc_gen;
-};
-
-static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
-		   struct lstate *ls)
+int store_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+		   struct store_lstate *ls)
 {
 	struct smeta *m = tw_hmap_get(&s->smeta, store_obj(ino, column) + 1);
 	struct sub *e;
@@ -172,7 +173,7 @@ static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
 	}
 	rc = store_get_sub(s, ino, column, NULL, 0, &e);
 	if (rc == -ENOENT) {
-		*ls = (struct lstate){ .exists = false };
+		*ls = (struct store_lstate){ .exists = false };
 		return 0;
 	}
 	if (rc < 0)
@@ -185,7 +186,7 @@ static int logical(struct iod_store *s, uint64_t ino, uint32_t column,
 
 /* After a successful commit: the subfile's logical state and nrec more
  * pending records (SJ1). */
-static int meta_install(struct iod_store *s, uint64_t obj, bool exists,
+int store_meta_install(struct iod_store *s, uint64_t obj, bool exists,
 			uint64_t trunc_gen, const struct iod_sub_layout *layout,
 			unsigned nrec)
 {
@@ -226,29 +227,29 @@ static void meta_applied(struct iod_store *s, uint64_t obj)
 int store_meta_keep(struct iod_store *s, uint64_t obj)
 {
 	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
-	struct lstate ls;
+	struct store_lstate ls;
 	int rc;
 
 	if (m) {
 		m->pending++;
 		return 0;
 	}
-	rc = logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
+	rc = store_logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
 	if (rc < 0)
 		return rc;
-	return meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
+	return store_meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
 }
 
-static int stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 			struct iod_sub_stat *st)
 {
 	struct iod_sub_stat home = { 0 };
-	struct lstate ls;
+	struct store_lstate ls;
 	struct sub *e;
 	uint64_t size;
 	int rc;
 
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists) {
@@ -310,6 +311,13 @@ static int op_home_sync(void *arg, const uint64_t *objs, size_t n)
 	return store_sync_objs(arg, objs, n);
 }
 
+static int op_home_fs_fd(void *arg)
+{
+	struct iod_store *s = arg;
+
+	return s->sub_fd;
+}
+
 static int64_t op_free_space(void *arg)
 {
 	struct iod_store *s = arg;
@@ -319,6 +327,20 @@ static int64_t op_free_space(void *arg)
 		return -errno;
 	return (int64_t)((uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize
 							     : sv.f_bsize));
+}
+
+/* The home subfile of a record that cuts or punches, its trunc_gen raised
+ * to gen: 1 and *e, or 0 when it is absent (deleted later in the log). */
+static int home_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t gen, struct sub **e)
+{
+	int rc = store_get_sub(s, ino, column, NULL, 0, e);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0)
+		rc = store_raise_gen(s, *e, gen, NULL);
+	return rc < 0 ? rc : 1;
 }
 
 static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
@@ -414,17 +436,27 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		if (!home)
 			return 0;
 		memcpy(&t, rec, sizeof(t));
-		rc = store_get_sub(s, ino, column, NULL, 0, &e);
-		if (rc == -ENOENT)
-			return 0;
-		if (rc < 0)
-			return rc;
-		rc = store_raise_gen(s, e, gen, NULL);
-		if (rc < 0)
+		rc = home_at_gen(s, ino, column, gen, &e);
+		if (rc <= 0)
 			return rc;
 		if (ftruncate(e->fd, (off_t)le64toh(t.size)) < 0)
 			return -errno;
 		return 0;
+	}
+	case REC_PUNCH: {
+		struct rec_punch p;
+
+		if (len != sizeof(p))
+			return -EBADMSG;
+		if (!home)
+			return 0;
+		memcpy(&p, rec, sizeof(p));
+		rc = home_at_gen(s, ino, column, gen, &e);
+		if (rc <= 0)
+			return rc;
+		/* Earlier blocks are home already (J10), later ones follow:
+		 * punching again at replay is idempotent. */
+		return store_home_punch(e, le64toh(p.off), le64toh(p.len));
 	}
 	case REC_DELETE:
 		if (len != sizeof(h))
@@ -508,6 +540,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.reserve = s->reserve;
 	jo.ops.home_fd = op_home_fd;
 	jo.ops.home_sync = op_home_sync;
+	jo.ops.home_fs_fd = op_home_fs_fd;
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;
@@ -576,20 +609,20 @@ int iod_store_event_fd(const struct iod_store *s)
 void iod_store_process(struct iod_store *s)
 {
 	jbd_process(s->j);
-	check_abort(s);
+	store_check_abort(s);
 }
 
 void iod_store_tick(struct iod_store *s)
 {
 	jbd_tick(s->j);
-	check_abort(s);
+	store_check_abort(s);
 }
 
 int iod_store_wait(struct iod_store *s)
 {
 	int rc = jbd_wait(s->j);
 
-	check_abort(s);
+	store_check_abort(s);
 	return rc;
 }
 
@@ -600,7 +633,7 @@ int iod_store_aborted(const struct iod_store *s)
 
 /* ------------------------------------------------------- operations */
 
-static int rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 		      const struct iod_sub_layout *l)
 {
 	struct rec_create c;
@@ -627,7 +660,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	uint64_t last = len ? (off + len - 1) >> IOD_REGION_SHIFT : first;
 	struct jbd_handle *h = NULL;
 	struct sreq *r = NULL;
-	struct lstate ls;
+	struct store_lstate ls;
 	bool create, mark;
 	uint64_t gen;
 	unsigned nrec = 0;
@@ -637,10 +670,10 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists && !layout)
@@ -663,7 +696,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0)
 		goto fail;
 	if (create) {
-		rc = rec_create(h, obj, gen, layout);
+		rc = store_rec_create(h, obj, gen, layout);
 		if (rc < 0)
 			goto fail;
 		nrec++;
@@ -707,12 +740,12 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		return rc;
 	/* Out of memory below leaves the request journaled: it is still
 	 * answered by its callback; only our bookkeeping is short. */
-	if (meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
+	if (store_meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
 	    (len > 0 && store_intent_touch(s, obj, first, last) < 0))
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
 			  ino, column);
-	if (st && stat_logical(s, ino, column, st) < 0)
+	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
 fail:
@@ -737,7 +770,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = iod_check_range(column, off, len);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = stat_logical(s, ino, column, st);
+	rc = store_stat_logical(s, ino, column, st);
 	if (rc < 0)
 		return rc;
 	if (!st->exists || off >= st->size || len == 0)
@@ -773,6 +806,36 @@ static int barrier(struct iod_store *s, iod_store_cb cb, void *arg)
 	return commit(s, h, false, r);
 }
 
+/* The start of a truncate or punch, which leave an absent subfile absent:
+ * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
+ * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1
+ * with *gen the newer of the two. */
+int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
+			  uint64_t trunc_gen, struct iod_sub_stat *st,
+			  iod_store_cb cb, void *arg, uint64_t *gen)
+{
+	struct store_lstate ls;
+	int rc;
+
+	if (jbd_aborted(s->j)) {
+		store_check_abort(s);
+		return -EIO;
+	}
+	rc = store_logical(s, ino, column, &ls);
+	if (rc < 0)
+		return rc;
+	if (!ls.exists) {
+		if (st)
+			*st = (struct iod_sub_stat){ .exists = false };
+		rc = barrier(s, cb, arg);
+		return rc < 0 ? rc : 0;
+	}
+	if (trunc_gen < ls.trunc_gen)
+		return -ESTALE;
+	*gen = TW_MAX(trunc_gen, ls.trunc_gen);
+	return 1;
+}
+
 int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 		       uint64_t size, uint64_t trunc_gen,
 		       struct iod_sub_stat *st, iod_store_cb cb, void *arg)
@@ -781,28 +844,15 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	struct jbd_handle *h = NULL;
 	struct rec_trunc t;
 	struct sreq *r = NULL;
-	struct lstate ls;
 	uint64_t gen;
 	int rc;
 
 	rc = iod_check_range(column, size, 0);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	if (jbd_aborted(s->j)) {
-		check_abort(s);
-		return -EIO;
-	}
-	rc = logical(s, ino, column, &ls);
-	if (rc < 0)
+	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
+	if (rc <= 0)
 		return rc;
-	if (!ls.exists) {
-		if (st)
-			*st = (struct iod_sub_stat){ .exists = false };
-		return barrier(s, cb, arg);
-	}
-	if (trunc_gen < ls.trunc_gen)
-		return -ESTALE;
-	gen = TW_MAX(trunc_gen, ls.trunc_gen);
 	r = sreq_new(s, cb, arg);
 	if (!r)
 		return -ENOMEM;
@@ -830,11 +880,11 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
-	if (meta_install(s, obj, true, gen, NULL, 1) < 0)
+	if (store_meta_install(s, obj, true, gen, NULL, 1) < 0)
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
 			  ino, column);
-	if (st && stat_logical(s, ino, column, st) < 0)
+	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
 fail:
@@ -866,7 +916,7 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		n = IOD_MAX_COLUMNS;
 	}
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
 	r = sreq_new(s, cb, arg);
@@ -877,14 +927,14 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		goto fail;
 	store_hdr_init(&rh, REC_DELETE, 0);
 	for (size_t i = 0; i < n; i++) {
-		struct lstate ls;
+		struct store_lstate ls;
 		bool dup = false;
 
 		for (size_t k = 0; k < n_gone; k++)
 			dup = dup || gone[k] == columns[i];
 		if (dup)
 			continue;
-		rc = logical(s, ino, columns[i], &ls);
+		rc = store_logical(s, ino, columns[i], &ls);
 		if (rc < 0)
 			goto fail;
 		if (!ls.exists)
@@ -913,7 +963,7 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		/* The intent marks go with the subfile (its xattr). */
 		if (in)
 			store_intent_drop(s, in);
-		if (meta_install(s, obj, false, 0, NULL, 1) < 0)
+		if (store_meta_install(s, obj, false, 0, NULL, 1) < 0)
 			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
 				  "memory tracking a delete", s->dir);
 	}
@@ -931,7 +981,7 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	int rc;
 
 	if (jbd_aborted(s->j)) {
-		check_abort(s);
+		store_check_abort(s);
 		return -EIO;
 	}
 	if (s->mode == JBD_MODE_WRITEBACK) {
@@ -957,7 +1007,7 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	rc = jbd_sync(s->j, sreq_done, r);
 	if (rc < 0) {
 		free(r);
-		check_abort(s);
+		store_check_abort(s);
 	}
 	return rc;
 }
@@ -967,20 +1017,20 @@ int iod_store_stat(struct iod_store *s, uint64_t ino, uint32_t column,
 {
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	return stat_logical(s, ino, column, st);
+	return store_stat_logical(s, ino, column, st);
 }
 
 int iod_store_layout(struct iod_store *s, uint64_t ino, uint32_t column,
 		     struct iod_sub_layout *out)
 {
 	struct smeta *m;
-	struct lstate ls;
+	struct store_lstate ls;
 	struct sub *e;
 	int rc;
 
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = logical(s, ino, column, &ls);
+	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists)
@@ -1050,7 +1100,7 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 
 		if (i > 0 && store_key_cmp(&all[i], &all[i - 1]) == 0)
 			continue;
-		rc = stat_logical(s, all[i].ino, all[i].column, &st);
+		rc = store_stat_logical(s, all[i].ino, all[i].column, &st);
 		if (rc < 0 || !st.exists)
 			continue;
 		out[n++] = (struct iod_sub_info){
@@ -1095,7 +1145,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
-	rc = stat_logical(s, ino, column, &st);
+	rc = store_stat_logical(s, ino, column, &st);
 	if (rc < 0)
 		return rc;
 	if (!st.exists)

@@ -1,6 +1,7 @@
 /* twin.c - the server-driven twin protocol (RAID-1), iod side.
  *
- * WRITE, TRUNCATE, DELETE and FSYNC arriving with `forwarded = false` make
+ * WRITE, TRUNCATE, FALLOCATE (allocate or punch), DELETE and FSYNC
+ * arriving with `forwarded = false` make
  * this iod the primary of the request: it checks the epoch (and, in the
  * store, trunc_gen), applies the request to its store, forwards the same
  * message with `forwarded = true` and the same bulk data to its twin, and
@@ -94,7 +95,8 @@ static void pin_missed(struct iod *d, const struct op *o)
 {
 	uint64_t len;
 
-	if (o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE)
+	if (o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE ||
+	    o->hdr.type == TWINFS__MSG_TYPE__MSG_FALLOCATE)
 		len = o->len;
 	else if (o->hdr.type == TWINFS__MSG_TYPE__MSG_TRUNCATE)
 		len = UINT64_MAX;
@@ -320,6 +322,24 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 					  t->trunc_gen, &o->st, on_local_done,
 					  o);
 	}
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE: {
+		const Twinfs__Fallocate *f = (const Twinfs__Fallocate *)m->body;
+		struct iod_sub_layout l = { 0 };
+
+		if (f->punch)
+			return iod_store_punch(d->store, f->ino, f->column,
+					       f->offset, f->length,
+					       f->trunc_gen, f->zero, &o->st,
+					       on_local_done, o);
+		l.stripe_size = f->layout->stripe_size;
+		l.stripe_count = f->layout->stripe_count;
+		l.n_groups = (uint32_t)f->layout->n_groups;
+		memcpy(l.groups, f->layout->groups,
+		       l.n_groups * sizeof(uint32_t));
+		return iod_store_fallocate(d->store, f->ino, f->column,
+					   f->offset, f->length, f->trunc_gen,
+					   &l, &o->st, on_local_done, o);
+	}
 	case TWINFS__MSG_TYPE__MSG_DELETE: {
 		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
 
@@ -359,6 +379,15 @@ static void fields_of(struct wire_msg *m, uint64_t *epoch, protobuf_c_boolean **
 		*fwd_p = &t->forwarded;
 		*ino = t->ino;
 		*column = t->column;
+		break;
+	}
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE: {
+		Twinfs__Fallocate *f = (Twinfs__Fallocate *)m->body;
+
+		*epoch = f->epoch;
+		*fwd_p = &f->forwarded;
+		*ino = f->ino;
+		*column = f->column;
 		break;
 	}
 	case TWINFS__MSG_TYPE__MSG_DELETE: {
@@ -409,7 +438,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	uint16_t type = m->hdr.type;
 	struct iod_sub_stat st = { 0 };
 	bool has_stat = type == TWINFS__MSG_TYPE__MSG_WRITE ||
-			type == TWINFS__MSG_TYPE__MSG_TRUNCATE;
+			type == TWINFS__MSG_TYPE__MSG_TRUNCATE ||
+			type == TWINFS__MSG_TYPE__MSG_FALLOCATE;
 	uint64_t epoch, ino;
 	uint32_t column;
 	protobuf_c_boolean *forwarded;
@@ -442,6 +472,9 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	if (type == TWINFS__MSG_TYPE__MSG_WRITE) {
 		o->off = ((const Twinfs__Write *)m->body)->offset;
 		o->len = m->data_len;
+	} else if (type == TWINFS__MSG_TYPE__MSG_FALLOCATE) {
+		o->off = ((const Twinfs__Fallocate *)m->body)->offset;
+		o->len = ((const Twinfs__Fallocate *)m->body)->length;
 	}
 
 	if (*forwarded) {

@@ -204,6 +204,36 @@ uint64_t jbd_resident(struct jbd *j, uint64_t obj)
 	return o ? o->blocks.count : 0;
 }
 
+bool jbd_resident_has(struct jbd *j, uint64_t obj, uint64_t blk)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+
+	return o && tw_hmap_get(&o->blocks, blk + 1) != NULL;
+}
+
+uint64_t jbd_resident_next(struct jbd *j, uint64_t obj, uint64_t blk)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+	uint64_t best = UINT64_MAX, key;
+	void *val;
+
+	if (o == NULL)
+		return best;
+	/* A scan of the object's entries: only SEEK_DATA asks, and they are
+	 * bounded by the journal's size in blocks. */
+	for (size_t it = 0; tw_hmap_next(&o->blocks, &it, &key, &val);)
+		if (key - 1 >= blk && key - 1 < best)
+			best = key - 1;
+	return best;
+}
+
+uint64_t jbd_min_cut(struct jbd *j, uint64_t obj)
+{
+	struct jbd_obj *o = jbd__obj(j, obj, false);
+
+	return o ? min_cut(o) : JBD_NO_CUT;
+}
+
 /* The newest content of block blk of obj into out (4096 bytes): the index
  * copy, else home bytes (already in out) masked by pending cuts. */
 static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
@@ -591,9 +621,11 @@ void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
 	free(t);
 }
 
-static void seal_running(struct jbd *j)
+/* RUNNING -> SEALED: the running transaction joins the list's end. */
+void jbd__seal(struct jbd *j)
 {
 	struct jbd_txn *t = j->running;
+	assert(t != NULL);
 	j->running = NULL;
 	t->state = TXN_SEALED;
 	t->next = NULL;
@@ -602,6 +634,8 @@ static void seal_running(struct jbd *j)
 	else
 		j->txn_head = t;
 	j->txn_tail = t;
+	if (j->first_sealed == NULL)
+		j->first_sealed = t;
 }
 
 /* Index a data item that just joined txn t (data=journal). */
@@ -737,7 +771,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 		for (size_t i = 0; i < h->n_items; i++)
 			jbd__layout_add(&l, &h->items[i]);
 		if (l.blocks + 1 > j->max_txn)
-			seal_running(j);
+			jbd__seal(j);
 	}
 	if (j->running == NULL) {
 		j->running = txn_new(j);
@@ -869,10 +903,8 @@ static bool pending_work(const struct jbd *j)
 		return false;
 	if (j->running && j->running->n_items > 0)
 		return true;
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
-		if (t->state == TXN_SEALED || t->state == TXN_CLOSING ||
-		    t->state == TXN_CHECKPOINTING)
-			return true;
+	if (j->first_sealed || j->closing || j->cp_active)
+		return true;
 	if (j->sync_waiters || j->cp_waiters || j->cp_active)
 		return true;
 	if (j->want_sync > j->synced_seq && j->want_sync <= j->closed_seq)
@@ -889,6 +921,10 @@ int jbd_wait(struct jbd *j)
 	}
 	if (j->io == NULL && j->inflight > 0)
 		jbd__io_reap(j, true);
+	else {
+		jbd__cp_wait(j);
+		jbd__bgsync_wait(&j->osync);
+	}
 	jbd_process(j);
 	return 0;
 }
@@ -1052,6 +1088,7 @@ void jbd_abandon(struct jbd *j)
 	if (j == NULL)
 		return;
 	jbd__cp_fini(j);
+	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
 	jbd__io_fini(j);
 	if (j->running)
 		jbd__txn_free(j, j->running);

@@ -6,11 +6,21 @@
  * are written home with io_uring (at most max_inflight at once), records
  * (data=journal) are handed to ops.apply once every earlier home write has
  * completed, so home sees exactly the log order replay would produce (J10).
- * Then ops.home_sync makes the objects durable, and only then the
+ * Then the objects are made durable, and only then the
  * superblock gets the new tail and is fdatasynced (linked), after which the
  * log blocks are free (J8) and the index entries of those transactions are
  * dropped (J14).  A crash anywhere in between leaves the old tail, so
  * replay simply applies the same transactions again (J15).
+ *
+ * Making home durable: with ops.home_fs_fd (and real I/O) one syncfs(2)
+ * of the home file system, run on a short-lived helper thread so the
+ * owner's event loop never waits for the disk; a checkpoint after a burst
+ * of small files would otherwise fsync thousands of objects and their
+ * directories on the loop, stalling every request for seconds (long
+ * enough for the failover monitor to declare a live iod down).  The
+ * thread touches nothing but its fd and its result; it wakes the owner
+ * through the journal's eventfd.  Without home_fs_fd, or under the test
+ * I/O layer, ops.home_sync runs synchronously.
  *
  * Starts when the log is half used, when a close waits for space, and on
  * jbd_checkpoint / jbd_close.
@@ -23,7 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { CP_ITEMS = 1, CP_SUPER };
+/* CP_ITEMS -> (CP_HOMESYNC ->) CP_SUPER -> cp_finish */
+enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
 
 #define CP_MAX_IOV 256          /* blocks per home writev */
 
@@ -34,22 +45,32 @@ struct jbd_cp {
 	unsigned inflight;
 	int state;
 	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
+	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
+	struct jbd_bgsync home;         /* CP_HOMESYNC */
 	uint64_t new_tail, new_seq, freed;
 	uint8_t sb[JBD_BLOCK_SIZE];
 };
+
+void jbd__cp_wait(struct jbd *j)
+{
+	if (j->cp != NULL)
+		jbd__bgsync_wait(&j->cp->home);
+}
 
 void jbd__cp_fini(struct jbd *j)
 {
 	struct jbd_cp *cp = j->cp;
 	if (cp == NULL)
 		return;
+	jbd__bgsync_wait(&cp->home);
 	uint64_t key;
 	void *val;
 	for (size_t it = 0; tw_hmap_next(&cp->fds, &it, &key, &val);)
 		close((int)((intptr_t)val - 1));
 	tw_hmap_free(&cp->fds);
+	tw_hmap_free(&cp->seen);
 	free(cp->objs);
 	free(cp);
 	j->cp = NULL;
@@ -58,9 +79,10 @@ void jbd__cp_fini(struct jbd *j)
 
 static int cp_note_obj(struct jbd_cp *cp, uint64_t obj)
 {
-	for (size_t i = cp->n_objs; i-- > 0;)
-		if (cp->objs[i] == obj)
-			return 0;
+	if (tw_hmap_get(&cp->seen, obj + 1) != NULL)
+		return 0;
+	if (tw_hmap_put(&cp->seen, obj + 1, (void *)1) < 0)
+		return -ENOMEM;
 	if (cp->n_objs == cp->cap_objs) {
 		size_t cap = cp->cap_objs ? cp->cap_objs * 2 : 16;
 		uint64_t *n = realloc(cp->objs, cap * sizeof(*n));
@@ -213,6 +235,30 @@ static void cp_super(struct jbd *j)
 	jbd__io_submit(j, f);
 }
 
+/* Make every object of the checkpoint durable; false while it is still
+ * running (cp_step runs again when the thread wakes the owner). */
+static bool cp_home_sync(struct jbd *j, struct jbd_cp *cp)
+{
+	int rc;
+	if (cp->state == CP_HOMESYNC) {
+		if (!jbd__bgsync_poll(&cp->home, &rc))
+			return false;
+	} else if (jbd__bgsync_usable(j)) {
+		rc = jbd__bgsync_start(j, &cp->home);
+		if (rc == 0) {
+			cp->state = CP_HOMESYNC;
+			return false;
+		}
+	} else {
+		rc = j->ops.home_sync(j->ops.arg, cp->objs, cp->n_objs);
+	}
+	if (rc < 0) {
+		jbd__abort(j, rc, "syncing home objects");
+		return false;
+	}
+	return true;
+}
+
 static void cp_step(struct jbd *j)
 {
 	struct jbd_cp *cp = j->cp;
@@ -221,6 +267,11 @@ static void cp_step(struct jbd *j)
 	if (cp->state == CP_SUPER) {
 		if (cp->inflight == 0)
 			cp_finish(j);
+		return;
+	}
+	if (cp->state == CP_HOMESYNC) {
+		if (cp_home_sync(j, cp))
+			cp_super(j);
 		return;
 	}
 	while (cp->cur != NULL) {
@@ -302,16 +353,14 @@ static void cp_step(struct jbd *j)
 	}
 	if (cp->inflight > 0)
 		return;
-	int rc = j->ops.home_sync(j->ops.arg, cp->objs, cp->n_objs);
-	if (rc < 0) {
-		jbd__abort(j, rc, "syncing home objects");
-		return;
-	}
-	cp_super(j);
+	if (cp_home_sync(j, cp))
+		cp_super(j);
 }
 
 void jbd__cp_kick(struct jbd *j)
 {
+	if (j->cp != NULL && j->cp->state == CP_HOMESYNC)
+		cp_step(j);     /* the syncfs thread may have finished */
 	if (j->aborted || j->cp_active)
 		goto out;
 	bool want = j->full_wait || j->used >= j->nlog / 2;
@@ -348,6 +397,7 @@ void jbd__cp_kick(struct jbd *j)
 		goto out;
 	}
 	tw_hmap_init(&cp->fds);
+	tw_hmap_init(&cp->seen);
 	cp->first = first;
 	struct jbd_txn *t = first;
 	for (;;) {

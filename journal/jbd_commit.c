@@ -222,6 +222,8 @@ static void sync_done(struct jbd *j, uint64_t target);
 static void close_finish(struct jbd *j, struct jbd_txn *t)
 {
 	t->state = TXN_CLOSED;
+	if (j->first_closed == NULL)
+		j->first_closed = t;
 	j->closing = false;
 	j->closed_seq = t->seq;
 	j->st.commits++;
@@ -277,43 +279,50 @@ static void close_io_done(struct jbd *j, struct jbd_io *io, int rc)
 		close_finish(j, t);
 }
 
+/* The transaction to close next: the oldest sealed one, else the running
+ * one if it holds anything (it is sealed now). */
 static struct jbd_txn *next_to_close(struct jbd *j)
 {
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next)
-		if (t->state == TXN_SEALED)
-			return t;
-	if (j->running && j->running->n_items > 0) {
-		struct jbd_txn *t = j->running;
-		j->running = NULL;
-		t->state = TXN_SEALED;
-		t->next = NULL;
-		if (j->txn_tail)
-			j->txn_tail->next = t;
-		else
-			j->txn_head = t;
-		j->txn_tail = t;
-		return t;
-	}
-	return NULL;
+	if (j->first_sealed == NULL && j->running && j->running->n_items > 0)
+		jbd__seal(j);
+	return j->first_sealed;
 }
 
+/* J11: the in-place data of t is durable before its commit block is
+ * written.  Returns 0 when it is, 1 while a background syncfs runs (the
+ * close waits; commit_kick runs again when the thread wakes the owner), or
+ * -errno.  One syncfs covers every transaction sealed when it started:
+ * their in-place writes had returned before they joined a handle. */
 static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 {
-	uint64_t *objs = NULL;
 	size_t n = 0;
 	for (size_t i = 0; i < t->n_items; i++)
 		if (t->items[i].kind == ITEM_INPLACE)
 			n++;
-	if (n == 0)
+	if (n == 0 || t->seq <= j->osync_seq)
 		return 0;
-	objs = malloc(n * sizeof(*objs));
+	if (jbd__bgsync_usable(j)) {
+		int rc;
+		if (j->osync.started) {
+			if (!jbd__bgsync_poll(&j->osync, &rc))
+				return 1;
+			if (rc < 0)
+				return rc;
+			j->osync_seq = j->osync_target;
+			if (t->seq <= j->osync_seq)
+				return 0;
+		}
+		j->osync_target = j->txn_tail->seq;
+		rc = jbd__bgsync_start(j, &j->osync);
+		return rc < 0 ? rc : 1;
+	}
+	uint64_t *objs = malloc(n * sizeof(*objs));
 	if (objs == NULL)
 		return -ENOMEM;
 	n = 0;
 	for (size_t i = 0; i < t->n_items; i++)
 		if (t->items[i].kind == ITEM_INPLACE)
 			objs[n++] = t->items[i].obj;
-	/* J11: in-place data is durable before the commit block is written */
 	int rc = j->ops.home_sync(j->ops.arg, objs, n);
 	free(objs);
 	return rc;
@@ -324,12 +333,7 @@ void jbd__commit_kick(struct jbd *j)
 	if (j->aborted || j->closing)
 		goto out;
 	/* peek without sealing first: the space check must not reorder */
-	struct jbd_txn *t = NULL;
-	for (struct jbd_txn *x = j->txn_head; x; x = x->next)
-		if (x->state == TXN_SEALED) {
-			t = x;
-			break;
-		}
+	struct jbd_txn *t = j->first_sealed;
 	uint64_t need;
 	if (t == NULL && j->running && j->running->n_items > 0)
 		need = j->running->lay.blocks + 1;
@@ -350,10 +354,10 @@ void jbd__commit_kick(struct jbd *j)
 	assert(t != NULL && t->lay.blocks + 1 == need);
 	if (j->opts.mode == JBD_MODE_ORDERED) {
 		int rc = ordered_sync(j, t);
-		if (rc < 0) {
+		if (rc < 0)
 			jbd__abort(j, rc, "syncing in-place data before a commit");
+		if (rc != 0)
 			goto out;
-		}
 	}
 	struct slot *slots = NULL;
 	int rc = build(j, t, &slots);
@@ -363,6 +367,7 @@ void jbd__commit_kick(struct jbd *j)
 	}
 	t->start = j->head;
 	t->state = TXN_CLOSING;
+	j->first_sealed = t->next;   /* SEALED or NULL: list order */
 	j->closing = true;
 	j->head = jbd__log_next(j, j->head, t->nblocks);
 	j->used += t->nblocks;
@@ -437,11 +442,10 @@ static void sync_done(struct jbd *j, uint64_t target)
 	j->synced_seq = target;
 	j->last_sync_ms = tw_now_ms();
 	j->st.syncs++;
-	for (struct jbd_txn *t = j->txn_head; t; t = t->next) {
-		if (t->seq > target)
-			break;
+	struct jbd_txn *t;
+	for (t = j->first_closed; t && t->seq <= target; t = t->next) {
 		if (t->state != TXN_CLOSED)
-			continue;
+			break;          /* CLOSING or SEALED: none closed beyond */
 		t->state = TXN_SYNCED;
 		j->unsynced_blocks -= t->nblocks;
 		struct jbd_waiter *w;
@@ -451,6 +455,7 @@ static void sync_done(struct jbd *j, uint64_t target)
 			free(w);
 		}
 	}
+	j->first_closed = (t && t->state == TXN_CLOSED) ? t : NULL;
 	struct jbd_waiter **pp = &j->sync_waiters;
 	while (*pp) {
 		struct jbd_waiter *w = *pp;

@@ -9,6 +9,8 @@
 #ifndef TWINFS_JBD_INT_H
 #define TWINFS_JBD_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -202,6 +204,17 @@ struct jbd_io {
 	struct jbd_io *next;
 };
 
+/* One syncfs(2) of the home file system on a short-lived thread, so the
+ * owner never waits for the disk (checkpoint, ordered commits).  The
+ * thread touches only fd and rc, and wakes the owner through efd. */
+struct jbd_bgsync {
+	pthread_t thread;
+	bool started;            /* owner: started, result not collected */
+	bool joined;             /* owner: thread joined (wait) */
+	atomic_bool done;        /* thread -> owner */
+	int fd, efd, rc;
+};
+
 struct jbd {
 	struct jbd_opts opts;
 	struct jbd_ops ops;
@@ -224,8 +237,19 @@ struct jbd {
 	uint64_t next_seq;
 	uint64_t closed_seq, synced_seq, checkpointed_seq;
 	struct jbd_txn *running;
-	struct jbd_txn *txn_head, *txn_tail; /* sealed..checkpointing, seq order */
+	/* Sealed..checkpointing, seq order.  States never decrease along the
+	 * list (CHECKPOINTING* SYNCED* CLOSED* CLOSING? SEALED*), so two
+	 * cursors name where the next close and the next sync start; without
+	 * them every close and sync walked the whole list, quadratic in the
+	 * number of transactions between checkpoints. */
+	struct jbd_txn *txn_head, *txn_tail;
+	struct jbd_txn *first_sealed;   /* oldest SEALED, or NULL */
+	struct jbd_txn *first_closed;   /* oldest CLOSED (not synced), or NULL */
 	bool closing;
+	/* ordered mode: in-place data of transactions up to osync_seq is
+	 * durable; osync covers every transaction sealed when it started */
+	struct jbd_bgsync osync;
+	uint64_t osync_target, osync_seq;
 
 	/* sync */
 	bool syncing;
@@ -259,6 +283,7 @@ struct jbd {
 };
 
 /* jbd.c */
+void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
 void jbd__abort(struct jbd *j, int rc, const char *what);
@@ -280,6 +305,14 @@ void jbd__io_pump(struct jbd *j);
 /* Reap completions; returns how many were handled. */
 int jbd__io_reap(struct jbd *j, bool wait);
 bool jbd__io_busy(const struct jbd *j);
+/* Background syncfs of the home file system: available with real I/O and
+ * ops.home_fs_fd.  start: 0 or -errno; poll: true once finished, *rc its
+ * result (collected once); wait blocks until the thread ended, leaving the
+ * result for poll (jbd_wait, close). */
+bool jbd__bgsync_usable(const struct jbd *j);
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b);
+bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
+void jbd__bgsync_wait(struct jbd_bgsync *b);
 /* Synchronous helpers (open, replay): through the test layer when set. */
 int jbd__pwrite_sync(struct jbd *j, enum jbd_io_kind kind, int fd,
 		     const void *buf, size_t len, uint64_t off);
@@ -294,6 +327,8 @@ void jbd__sync_kick(struct jbd *j);
 
 /* jbd_checkpoint.c */
 void jbd__cp_kick(struct jbd *j);
+/* Block until a running home sync of the checkpoint ends (jbd_wait). */
+void jbd__cp_wait(struct jbd *j);
 void jbd__cp_fini(struct jbd *j);
 
 /* jbd_recovery.c */

@@ -371,3 +371,55 @@ int jbd__pread_full(struct jbd *j, enum jbd_io_kind kind, int fd, void *buf,
 		memset((uint8_t *)buf + n, 0, len - (size_t)n);
 	return (int)n;
 }
+
+/* ------------------------------------------------------ background syncfs */
+
+bool jbd__bgsync_usable(const struct jbd *j)
+{
+	return j->io == NULL && j->ops.home_fs_fd != NULL && j->efd >= 0;
+}
+
+static void *bgsync_main(void *arg)
+{
+	struct jbd_bgsync *b = arg;
+	b->rc = syncfs(b->fd) < 0 ? -errno : 0;
+	atomic_store_explicit(&b->done, true, memory_order_release);
+	uint64_t one = 1;
+	ssize_t w = write(b->efd, &one, sizeof(one));
+	(void)w;
+	return NULL;
+}
+
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b)
+{
+	assert(!b->started && jbd__bgsync_usable(j));
+	b->fd = j->ops.home_fs_fd(j->ops.arg);
+	b->efd = j->efd;
+	b->rc = 0;
+	atomic_store_explicit(&b->done, false, memory_order_relaxed);
+	int rc = pthread_create(&b->thread, NULL, bgsync_main, b);
+	if (rc != 0)
+		return -rc;
+	b->started = true;
+	b->joined = false;
+	return 0;
+}
+
+bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc)
+{
+	if (!b->started ||
+	    !atomic_load_explicit(&b->done, memory_order_acquire))
+		return false;
+	jbd__bgsync_wait(b);
+	b->started = false;
+	*rc = b->rc;
+	return true;
+}
+
+void jbd__bgsync_wait(struct jbd_bgsync *b)
+{
+	if (b->started && !b->joined) {
+		pthread_join(b->thread, NULL);
+		b->joined = true;
+	}
+}

@@ -139,6 +139,12 @@ struct jbd_ops {
 	 * before the tail moves, at the end of replay, and in ordered mode
 	 * for the in-place objects before a transaction's commit.  Required. */
 	int (*home_sync)(void *arg, const uint64_t *objs, size_t n);
+	/* Optional: an fd on the file system holding every home object (the
+	 * library does not close it).  When set, the checkpoint makes home
+	 * durable with one syncfs(2) of that file system on a helper thread
+	 * instead of calling home_sync on the owner thread; the only call
+	 * made from another thread is syncfs on this fd. */
+	int (*home_fs_fd)(void *arg);
 	/* Apply one metadata record (payload rec, len bytes; cut as passed
 	 * to jbd_record) of transaction seq.  Replay may apply a record more
 	 * than once (after a crash during replay or checkpoint), so records
@@ -265,6 +271,14 @@ uint64_t jbd_size(struct jbd *j, uint64_t obj, uint64_t home_size);
 /* How many distinct blocks of obj the index holds (written, not yet
  * checkpointed home).  O(1); used to estimate allocation (st_blocks). */
 uint64_t jbd_resident(struct jbd *j, uint64_t obj);
+
+/* Whether block blk of obj is journal-resident; the first resident block
+ * >= blk (UINT64_MAX when none; O(resident blocks of obj)); the smallest
+ * cut of obj not yet checkpointed (JBD_NO_CUT when none: home bytes past
+ * it are stale).  For SEEK_DATA/SEEK_HOLE: resident blocks are data. */
+bool jbd_resident_has(struct jbd *j, uint64_t obj, uint64_t blk);
+uint64_t jbd_resident_next(struct jbd *j, uint64_t obj, uint64_t blk);
+uint64_t jbd_min_cut(struct jbd *j, uint64_t obj);
 
 /* Patch buf (len bytes of obj at off, already read from home, zero-filled
  * past the home end) with the journal-resident blocks and pending cuts. */

@@ -27,6 +27,23 @@ struct attr_buf {
 	uint32_t groups[R0_MAX_STRIPE_COUNT];
 };
 
+/* A checksum of the inode's ACLs: clients forget the kernel's cached ACLs
+ * when it changes (another mount set them, or chmod changed the mask), and
+ * answer "no ACL" themselves when it is 0 (odd whenever there is one). */
+static uint32_t acl_sig(const struct mgr_inode *in)
+{
+	uint32_t crc = 0;
+	bool any = false;
+
+	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
+		if (strncmp(x->name, "system.posix_acl_", 17) == 0) {
+			crc = tw_crc32c(crc, x->name, strlen(x->name));
+			crc = tw_crc32c(crc, x->value, x->len);
+			any = true;
+		}
+	return any ? crc | 1 : 0;
+}
+
 static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 		      const struct mgr_inode *in)
 {
@@ -49,6 +66,7 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.ctime_nsec = in->ctime.nsec;
 	ab->a.trunc_gen = in->trunc_gen;
 	ab->a.data_version = in->data_version;
+	ab->a.acl_sig = acl_sig(in);
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
 		ab->l.stripe_size = in->layout.stripe_size;
@@ -228,17 +246,44 @@ out:
 	free(abs);
 }
 
-struct statfs_req {
+/* A reply given later, from an iod-pool callback: the connection stays
+ * referenced until then (statfs, sync). */
+struct deferred {
 	struct mgr_server *s;
 	struct wire_conn *c;
 	struct wire_hdr hdr;
 };
 
+/* NULL after answering ENOMEM itself. */
+static struct deferred *defer_begin(struct mgr_server *s, struct wire_conn *c,
+				    const struct wire_msg *m)
+{
+	struct deferred *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+		return NULL;
+	}
+	d->s = s;
+	d->c = c;
+	d->hdr = m->hdr;
+	wire_conn_ref(c);
+	return d;
+}
+
+static void defer_reply(struct deferred *d, int status,
+			const ProtobufCMessage *body)
+{
+	mgr_srv_reply(d->c, &d->hdr, status, body);
+	wire_conn_unref(d->c);
+	free(d);
+}
+
 static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 {
-	struct statfs_req *r = arg;
+	struct deferred *d = arg;
 	Twinfs__StatfsReply sr = TWINFS__STATFS_REPLY__INIT;
-	uint64_t files = r->s->st.ns.inodes.count;
+	uint64_t files = d->s->st.ns.inodes.count;
 
 	/* Without an iod answering, df still works: zero blocks. */
 	(void)status;
@@ -249,31 +294,20 @@ static void statfs_done(int status, const struct mgr_statfs *sf, void *arg)
 	sr.files = files + FILES_FREE;
 	sr.ffree = FILES_FREE;
 	sr.namemax = MGR_NAME_MAX;
-	mgr_srv_reply(r->c, &r->hdr, 0, &sr.base);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(d, 0, &sr.base);
 }
 
 static void h_statfs(struct mgr_server *s, struct wire_conn *c,
 		     struct wire_msg *m)
 {
-	struct statfs_req *r = calloc(1, sizeof(*r));
+	struct deferred *d = defer_begin(s, c, m);
 	int rc;
 
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_statfs(s->pool, statfs_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_statfs(s->pool, statfs_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 static void h_getxattr(struct mgr_server *s, struct wire_conn *c,
@@ -325,25 +359,15 @@ static void h_ino_path(struct mgr_server *s, struct wire_conn *c,
 	free(buf);
 }
 
-struct sync_req {
-	struct mgr_server *s;
-	struct wire_conn *c;
-	struct wire_hdr hdr;
-};
-
 static void sync_done(int status, void *arg)
 {
-	struct sync_req *r = arg;
-
-	mgr_srv_reply(r->c, &r->hdr, status < 0 ? -EIO : 0, NULL);
-	wire_conn_unref(r->c);
-	free(r);
+	defer_reply(arg, status < 0 ? -EIO : 0, NULL);
 }
 
 static void h_sync(struct mgr_server *s, struct wire_conn *c,
 		   struct wire_msg *m, bool journal_only)
 {
-	struct sync_req *r;
+	struct deferred *d;
 	int rc = mgr_journal_sync(&s->jnl);
 
 	if (rc < 0)
@@ -355,21 +379,12 @@ static void h_sync(struct mgr_server *s, struct wire_conn *c,
 				  ? -ESTALE : 0, NULL);
 		return;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+	d = defer_begin(s, c, m);
+	if (!d)
 		return;
-	}
-	r->s = s;
-	r->c = c;
-	r->hdr = m->hdr;
-	wire_conn_ref(c);
-	rc = mgr_pool_sync(s->pool, sync_done, r);
-	if (rc < 0) {
-		mgr_srv_reply(c, &m->hdr, rc, NULL);
-		wire_conn_unref(c);
-		free(r);
-	}
+	rc = mgr_pool_sync(s->pool, sync_done, d);
+	if (rc < 0)
+		defer_reply(d, rc, NULL);
 }
 
 /* ------------------------------------------------------ mutating requests */
@@ -446,6 +461,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	}
 	}
 	creds(s, ctx, &op);
+	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
+	 * not apply under a default ACL (ns.c inherit_acl). */
+	op.umask = ctx ? ctx->umask & 0777 : 0;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
 out:
@@ -497,6 +515,10 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	op.flags = q->flags;
+	if (op.flags & MGR_RENAME_WHITEOUT) {
+		creds(s, q->ctx, &op);   /* the whiteout's owner */
+		mgr_srv_ino_reserve(s);
+	}
 	rc = mgr_op_apply(&s->st, &op);
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 }
@@ -578,7 +600,14 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	op.mtime.nsec = q->mtime_nsec;
 	op.trunc_gen = q->trunc_gen;
 	op.wrote = q->wrote;
-	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u)
+	if (q->accessed) {
+		op.valid = MGR_REPORT_ACCESSED |
+			   (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op.atime.sec = q->atime_sec;
+		op.atime.nsec = q->atime_nsec;
+	}
+	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u ||
+	    q->atime_nsec >= 1000000000u)
 		rc = -EINVAL;
 	for (size_t i = 0; rc == 0 && i < q->n_blocks; i++) {
 		op.cols[i] = q->blocks[i]->column;
@@ -595,6 +624,48 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 			mgr_srv_fatal(s, "sync", src);
 	}
 	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
+}
+
+/* O_APPEND across mounts (DESIGN.md "Client"): reserve q->length bytes at
+ * the end of the file.  The new size is journaled as a size report of the
+ * current trunc_gen (replay re-applies it exactly), so the next
+ * reservation, from any mount, starts after this one; a retransmission is
+ * answered from the reply cache with the same offset. */
+static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
+			     struct wire_msg *m)
+{
+	const Twinfs__AppendReserve *q = (const Twinfs__AppendReserve *)m->body;
+	Twinfs__AppendReply r = TWINFS__APPEND_REPLY__INIT;
+	struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
+	struct mgr_inode *in;
+	uint64_t off = 0;
+	int rc = 0;
+
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+		return;
+	in = mgr_ns_get(&s->st.ns, q->ino);
+	if (!in)
+		rc = -ESTALE;
+	else if (!S_ISREG(in->mode))
+		rc = S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
+	if (rc == 0) {
+		off = in->size;
+		/* The caller's own writes not yet reported count too. */
+		if (q->trunc_gen == in->trunc_gen && q->local_end > off)
+			off = q->local_end;
+		if (q->length > (uint64_t)INT64_MAX - off)
+			rc = -EFBIG;
+	}
+	if (rc == 0) {
+		op.ino = q->ino;
+		op.size = off + q->length;
+		op.trunc_gen = in->trunc_gen;
+		op.mtime = op.now;
+		r.offset = off;
+		r.trunc_gen = in->trunc_gen;
+		rc = mgr_op_apply(&s->st, &op);
+	}
+	mgr_srv_finish(s, c, &m->hdr, &op, rc, &r.base);
 }
 
 static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
@@ -795,10 +866,15 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_LISTXATTR: h_getxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_REMOVEXATTR: h_setxattr(s, c, m, true); break;
 	case TWINFS__MSG_TYPE__MSG_SIZE_REPORT: h_size_report(s, c, m); break;
+	case TWINFS__MSG_TYPE__MSG_APPEND_RESERVE: h_append_reserve(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SETSTRIPE: h_setstripe(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_INO_PATH: h_ino_path(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_SYNC: h_sync(s, c, m, false); break;
 	case TWINFS__MSG_TYPE__MSG_FSYNCDIR: h_sync(s, c, m, true); break;
+	case TWINFS__MSG_TYPE__MSG_LOCK:
+	case TWINFS__MSG_TYPE__MSG_GETLK:
+	case TWINFS__MSG_TYPE__MSG_UNLOCK_ALL:
+	case TWINFS__MSG_TYPE__MSG_LOCK_CANCEL: mgr_handle_lock(s, c, m); break;
 	default:
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		break;

@@ -6,6 +6,7 @@
  *              every decision that is not a function of the state (time,
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
+ *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   record.c   the journal record of each mutating operation (struct
  *              mgr_op), its apply function (shared by the live path and
  *              replay), and the snapshot of the whole state.  The byte
@@ -57,8 +58,10 @@
 
 #define MGR_RENAME_NOREPLACE 1u
 #define MGR_RENAME_EXCHANGE  2u
+#define MGR_RENAME_WHITEOUT  4u   /* leave a 0/0 char device at the source */
 #define MGR_XATTR_CREATE     1u
 #define MGR_XATTR_REPLACE    2u
+#define MGR_XATTR_KILL_SGID  4u   /* access ACL set from outside the group */
 
 /* Setattr valid bits, as twinfs.proto SetattrValid (FUSE_SET_ATTR_*). */
 #define MGR_SA_MODE      1u
@@ -166,12 +169,36 @@ struct mgr_ns {
 	void *on_pdel_arg;
 };
 
+/* --------------------------------------------------------- POSIX ACLs */
+
+#define MGR_ACL_ACCESS  "system.posix_acl_access"
+#define MGR_ACL_DEFAULT "system.posix_acl_default"
+
+/* The ACL xattr format and its validity rule are at the top of acl.c.
+ * Returns the number of entries, or -EINVAL. */
+int mgr_acl_check(const void *value, uint32_t len);
+/* The permission bits an access ACL implies replace those of *mode (other
+ * bits kept).  Returns 1 when the ACL says more than the mode can (named
+ * entries or a mask: it must be kept), 0 when the mode says it all, or
+ * -EINVAL for an invalid ACL. */
+int mgr_acl_equiv_mode(const void *value, uint32_t len, uint32_t *mode);
+/* chmod: the owner, group class (the mask if any) and other entries take
+ * the permission bits of mode.  Changes nothing in an invalid ACL. */
+void mgr_acl_chmod(void *value, uint32_t len, uint32_t mode);
+/* Turn a copy of the directory's default ACL into a new inode's access
+ * ACL for the requested *mode, and narrow *mode to it.  Returns 1 when the
+ * result must be stored, 0 when the mode says it all, -EINVAL. */
+int mgr_acl_create_masq(void *value, uint32_t len, uint32_t *mode);
+
 /* What a create decides; zero/false fields are decided by mgr_ns_create
  * and filled in (live), given ones are used as they are (replay). */
 struct mgr_create {
 	uint64_t parent;
 	const char *name;
-	uint32_t mode;            /* includes the type */
+	uint32_t mode;            /* includes the type; final on return */
+	uint32_t umask;           /* applied unless the parent has a default
+				   * ACL (live only: records hold the final
+				   * mode, and replay passes 0) */
 	uint32_t rdev;
 	uint32_t uid, gid;
 	const char *target;       /* symlinks */
@@ -230,6 +257,14 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		       const struct mgr_time *mtime, uint64_t trunc_gen,
 		       bool wrote, uint32_t n, const uint32_t *cols,
 		       const uint64_t *blocks, struct mgr_inode **out);
+/* SIZE_REPORT records: op->valid says the file was read (MGR_REPORT_*). */
+#define MGR_REPORT_ACCESSED    1u   /* op->atime is the time of the read */
+#define MGR_REPORT_STRICTATIME 2u   /* update atime even if recent */
+/* A read at `at` (relatime, as Linux's relatime_need_update): atime = at
+ * when atime <= mtime, atime <= ctime, atime is 24 h older than `at`, or
+ * strict; else nothing.  ctime is untouched. */
+int mgr_ns_accessed(struct mgr_ns *ns, uint64_t ino, const struct mgr_time *at,
+		    bool strict);
 /* Directory: set its policy; regular file: its layout while never written
  * (-EBUSY else).  `layout` is the decision for files (live: pass
  * has_layout false and it is filled in). */
@@ -503,6 +538,7 @@ struct mgr_op {
 	const void *value;
 	uint32_t value_len;
 	uint32_t mode, rdev, uid, gid, flags, valid;
+	uint32_t umask;           /* CREATE, live only: never encoded */
 	uint64_t size, trunc_gen;
 	struct mgr_time atime, mtime, ctime;
 	bool wrote;

@@ -196,6 +196,22 @@ void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id)
 	send_ping(m, iod_id, true);
 }
 
+void mgr_monitor_twin_back(struct mgr_monitor *m, uint32_t iod_id)
+{
+	struct mgr_map *map = &m->s->st.map;
+	struct mgr_map_iod *mi = mgr_map_iod(map, iod_id);
+	struct mgr_map_iod *tw;
+
+	if (!mi || m->stopping || mi->state == MGR_IOD_DOWN ||
+	    mi->state == MGR_IOD_SUSPECT)
+		return;
+	tw = mgr_map_twin(map, mi->group, 1 - (int)mi->twin_index);
+	if (!tw || tw->state != MGR_IOD_DOWN || !mgr_map_formed(map, tw) ||
+	    m->iod[tw->id - 1].ping_busy)
+		return;
+	send_ping(m, tw->id, false);
+}
+
 void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id)
 {
 	if (iod_id < 1 || iod_id > TW_MAX_IODS)

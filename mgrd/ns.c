@@ -467,6 +467,44 @@ int mgr_inode_set_layout(struct mgr_inode *in, const struct r0_layout *l)
 	return 0;
 }
 
+static struct mgr_xattr **xattr_find(struct mgr_inode *in, const char *name);
+
+/* A new inode's mode and ACLs from its directory (posix_acl_create): with a
+ * default ACL there, the umask is ignored, the mode is narrowed by that ACL
+ * and the inode gets it as its access ACL (unless the mode says it all)
+ * and, for a directory, as its default ACL too; without one, the umask
+ * applies.  Symlinks have no ACLs. */
+static int inherit_acl(struct mgr_inode *dir, struct mgr_inode *in,
+		       uint32_t umask)
+{
+	struct mgr_xattr **def = xattr_find(dir, MGR_ACL_DEFAULT);
+	uint32_t mode = in->mode;
+	uint8_t *acl;
+	int rc;
+
+	if (S_ISLNK(in->mode))
+		return 0;
+	if (!def || mgr_acl_check((*def)->value, (*def)->len) < 0) {
+		in->mode &= ~(umask & 0777);
+		return 0;
+	}
+	acl = malloc((*def)->len);
+	if (!acl)
+		return -ENOMEM;
+	memcpy(acl, (*def)->value, (*def)->len);
+	rc = mgr_acl_create_masq(acl, (*def)->len, &mode);
+	if (rc > 0)
+		rc = mgr_inode_add_xattr(in, MGR_ACL_ACCESS, acl, (*def)->len);
+	if (rc >= 0 && S_ISDIR(in->mode))
+		rc = mgr_inode_add_xattr(in, MGR_ACL_DEFAULT, (*def)->value,
+					 (*def)->len);
+	free(acl);
+	if (rc < 0)
+		return rc;
+	in->mode = mode;
+	return 0;
+}
+
 int mgr_ns_create(struct mgr_ns *ns, struct mgr_create *c,
 		  struct mgr_inode **out)
 {
@@ -515,6 +553,10 @@ int mgr_ns_create(struct mgr_ns *ns, struct mgr_create *c,
 		       type | (c->mode & 07777));
 	if (!in)
 		return -ENOMEM;
+	rc = inherit_acl(dir, in, c->umask);
+	if (rc < 0)
+		goto fail;
+	c->mode = in->mode;
 	in->uid = c->uid;
 	in->gid = c->gid;
 	in->parent = c->parent;
@@ -706,9 +748,13 @@ int mgr_ns_rename(struct mgr_ns *ns, uint64_t parent, const char *name,
 	uint64_t src_ino;
 	int rc;
 
-	if (flags & ~(MGR_RENAME_NOREPLACE | MGR_RENAME_EXCHANGE))
+	/* The whiteout itself is made by the caller (record.c), in the
+	 * same record. */
+	if (flags & ~(MGR_RENAME_NOREPLACE | MGR_RENAME_EXCHANGE |
+		      MGR_RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & MGR_RENAME_NOREPLACE) && (flags & MGR_RENAME_EXCHANGE))
+	if ((flags & MGR_RENAME_EXCHANGE) &&
+	    (flags & (MGR_RENAME_NOREPLACE | MGR_RENAME_WHITEOUT)))
 		return -EINVAL;
 	rc = mgr_name_check(name);
 	if (rc == 0)
@@ -832,8 +878,14 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 	if (rc < 0)
 		return rc;
 	in = mgr_ns_get(ns, ino);
-	if (sa->valid & MGR_SA_MODE)
+	if (sa->valid & MGR_SA_MODE) {
+		struct mgr_xattr **acl = xattr_find(in, MGR_ACL_ACCESS);
+
 		in->mode = (in->mode & S_IFMT) | (sa->mode & 07777);
+		/* chmod updates the ACL it would otherwise contradict. */
+		if (acl)
+			mgr_acl_chmod((*acl)->value, (*acl)->len, in->mode);
+	}
 	if (sa->valid & MGR_SA_UID)
 		in->uid = sa->uid;
 	if (sa->valid & MGR_SA_GID)
@@ -902,6 +954,24 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		in->data_version++;
 	}
 	*out = in;
+	return 0;
+}
+
+static struct tw_ts ts(const struct mgr_time *t)
+{
+	return (struct tw_ts){ t->sec, t->nsec };
+}
+
+int mgr_ns_accessed(struct mgr_ns *ns, uint64_t ino, const struct mgr_time *at,
+		    bool strict)
+{
+	struct mgr_inode *in = mgr_ns_get(ns, ino);
+
+	if (!in)
+		return -ESTALE;
+	if (strict || tw_relatime_due(ts(&in->atime), ts(&in->mtime),
+				      ts(&in->ctime), ts(at)))
+		in->atime = *at;
 	return 0;
 }
 
@@ -1013,6 +1083,49 @@ static struct mgr_xattr **xattr_find(struct mgr_inode *in, const char *name)
 	return NULL;
 }
 
+static void xattr_unlink(struct mgr_inode *in, struct mgr_xattr **pp)
+{
+	struct mgr_xattr *x = *pp;
+
+	*pp = x->next;
+	in->xattr_bytes -= x->len + (uint32_t)strlen(x->name);
+	free(x->name);
+	free(x->value);
+	free(x);
+}
+
+/* Setting an ACL (as ext4_set_acl): a default ACL only on directories; an
+ * access ACL sets the permission bits of the mode, and one the mode says
+ * all of is not stored (an old one is dropped).  Returns 1 when done here,
+ * 0 when the value is to be stored as any xattr, or -errno. */
+static int acl_set_check(struct mgr_inode *in, const char *name,
+			 const void *value, uint32_t len, uint32_t flags,
+			 const struct mgr_time *now)
+{
+	bool access = strcmp(name, MGR_ACL_ACCESS) == 0;
+	struct mgr_xattr **pp;
+	uint32_t mode = in->mode;
+
+	if (!access && strcmp(name, MGR_ACL_DEFAULT) != 0)
+		return 0;
+	if (S_ISLNK(in->mode))
+		return -EOPNOTSUPP;
+	if (mgr_acl_check(value, len) < 0)
+		return -EINVAL;
+	if (!access)
+		return S_ISDIR(in->mode) ? 0 : -EACCES;
+	if (mgr_acl_equiv_mode(value, len, &mode) > 0)
+		return 0;   /* stored; mgr_ns_setxattr then sets the mode */
+	pp = xattr_find(in, name);
+	if (pp)
+		xattr_unlink(in, pp);
+	in->mode = mode;
+	if (flags & MGR_XATTR_KILL_SGID)
+		in->mode &= ~(uint32_t)S_ISGID;
+	in->ctime = *now;
+	return 1;
+}
+
 int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		    const void *value, uint32_t len, uint32_t flags,
 		    const struct mgr_time *now)
@@ -1025,13 +1138,19 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 
 	if (!in)
 		return -ESTALE;
-	if (flags & ~(MGR_XATTR_CREATE | MGR_XATTR_REPLACE))
+	if (flags & ~(MGR_XATTR_CREATE | MGR_XATTR_REPLACE |
+		      MGR_XATTR_KILL_SGID))
 		return -EINVAL;
 	rc = xattr_name_check(name);
 	if (rc < 0)
 		return rc;
 	if (len > MGR_XATTR_SIZE_MAX)
 		return -E2BIG;
+	if ((flags & MGR_XATTR_KILL_SGID) && strcmp(name, MGR_ACL_ACCESS))
+		return -EINVAL;
+	rc = acl_set_check(in, name, value, len, flags, now);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	pp = xattr_find(in, name);
 	if (pp && (flags & MGR_XATTR_CREATE))
 		return -EEXIST;
@@ -1067,6 +1186,10 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	x->len = len;
 	in->xattr_bytes += len;
 	in->ctime = *now;
+	if (strcmp(name, MGR_ACL_ACCESS) == 0)
+		mgr_acl_equiv_mode(value, len, &in->mode);
+	if (flags & MGR_XATTR_KILL_SGID)
+		in->mode &= ~(uint32_t)S_ISGID;
 	return 0;
 }
 
@@ -1150,7 +1273,7 @@ int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		       const struct mgr_time *now)
 {
 	struct mgr_inode *in = mgr_ns_get(ns, ino);
-	struct mgr_xattr **pp, *x;
+	struct mgr_xattr **pp;
 	int rc;
 
 	if (!in)
@@ -1161,12 +1284,7 @@ int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	pp = xattr_find(in, name);
 	if (!pp)
 		return -ENODATA;
-	x = *pp;
-	*pp = x->next;
-	in->xattr_bytes -= x->len + (uint32_t)strlen(x->name);
-	free(x->name);
-	free(x->value);
-	free(x);
+	xattr_unlink(in, pp);
 	in->ctime = *now;
 	return 0;
 }

@@ -391,7 +391,8 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 {
 	struct mgr_create c = {
 		.parent = op->parent, .name = op->name, .mode = op->mode,
-		.rdev = op->rdev, .uid = op->uid, .gid = op->gid,
+		.umask = op->umask, .rdev = op->rdev, .uid = op->uid,
+		.gid = op->gid,
 		.target = op->target, .now = op->now, .ino = op->new_ino,
 		.has_layout = op->has_layout, .layout = op->layout,
 		.rr_next = op->rr_next,
@@ -432,10 +433,34 @@ static int apply_create(struct mgr_state *st, struct mgr_op *op)
 			return rc;
 	}
 	op->new_ino = c.ino;
+	op->mode = c.mode;   /* umask or default ACL applied: replay keeps it */
 	op->has_layout = c.has_layout;
 	op->layout = c.layout;
 	op->rr_next = c.rr_next;
 	return 0;
+}
+
+/* RENAME_WHITEOUT (overlayfs): the rename, then a 0/0 character device
+ * owned by the caller (op uid/gid) under the old name, in one record.  Its
+ * number is decided like a create's (new_ino).  The create cannot find the
+ * name taken, so only memory can fail it. */
+static int apply_rename(struct mgr_state *st, struct mgr_op *op)
+{
+	struct mgr_create c = {
+		.parent = op->parent, .name = op->name, .mode = S_IFCHR,
+		.uid = op->uid, .gid = op->gid, .now = op->now,
+		.ino = op->new_ino,
+	};
+	struct mgr_inode *wh;
+	int rc = mgr_ns_rename(&st->ns, op->parent, op->name, op->newparent,
+			       op->newname, op->flags, &op->now);
+
+	if (rc < 0 || !(op->flags & MGR_RENAME_WHITEOUT))
+		return rc;
+	rc = mgr_ns_create(&st->ns, &c, &wh);
+	if (rc == 0)
+		op->new_ino = c.ino;
+	return rc;
 }
 
 static int apply_setattr(struct mgr_state *st, struct mgr_op *op)
@@ -554,9 +579,7 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		return mgr_ns_unlink(&st->ns, op->parent, op->name,
 				     op->type == MGR_OP_RMDIR, &op->now);
 	case MGR_OP_RENAME:
-		return mgr_ns_rename(&st->ns, op->parent, op->name,
-				     op->newparent, op->newname, op->flags,
-				     &op->now);
+		return apply_rename(st, op);
 	case MGR_OP_OPEN:
 		return apply_open(st, op);
 	case MGR_OP_RELEASE:
@@ -567,11 +590,18 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 	case MGR_OP_REMOVEXATTR:
 		return mgr_ns_removexattr(&st->ns, op->ino, op->name,
 					  &op->now);
-	case MGR_OP_SIZE_REPORT:
-		return mgr_ns_size_report(&st->ns, op->ino, op->size,
-					  &op->mtime, op->trunc_gen, op->wrote,
-					  op->n_cols, op->cols, op->blocks,
-					  &op->out);
+	case MGR_OP_SIZE_REPORT: {
+		int rc = mgr_ns_size_report(&st->ns, op->ino, op->size,
+					    &op->mtime, op->trunc_gen,
+					    op->wrote, op->n_cols, op->cols,
+					    op->blocks, &op->out);
+
+		if (rc == 0 && (op->valid & MGR_REPORT_ACCESSED))
+			rc = mgr_ns_accessed(&st->ns, op->ino, &op->atime,
+					     op->valid &
+					     MGR_REPORT_STRICTATIME);
+		return rc;
+	}
 	case MGR_OP_SETSTRIPE:
 		dummy_layout = op->has_layout;
 		{

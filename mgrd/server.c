@@ -336,6 +336,7 @@ static void on_sweep(uv_timer_t *t)
 				"without a connection; %u open handles "
 				"released", (unsigned long long)ids[i],
 				(unsigned long long)idle, handles);
+		mgr_locks_session_gone(s, ids[i]);
 	}
 	free(ids);
 }
@@ -492,6 +493,8 @@ static void map_commit(struct mgr_server *s, struct mgr_op *ops, int n,
 				mi->id, s->conf->auto_resync ? ""
 				: " (auto_resync is off: `twinfsctl rebuild` "
 				  "starts it)");
+		if (old_state != mi->state && s->mon && !s->stopping)
+			mgr_monitor_twin_back(s->mon, mi->id);
 	}
 	if (n > 0) {
 		mgr_srv_push_map(s);
@@ -710,8 +713,14 @@ static void on_close(struct wire_conn *c, void *arg)
 	if (!mc)
 		return;
 	wire_conn_set_data(c, NULL);
+	mgr_locks_conn_closed(s, c);
 	if (mc->session)
 		session_unbind(s, mc);
+	/* A registered iod's connection dropped: it may have died.  Probe
+	 * it now (a refused connection demotes it at once) instead of
+	 * learning it at the next ping, up to 2 x monitor_interval later. */
+	if (mc->iod_id && s->mon && !s->stopping)
+		mgr_monitor_report(s->mon, mc->iod_id);
 	if (mc->prev)
 		mc->prev->next = mc->next;
 	else
@@ -793,6 +802,11 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		sess->grace_ms = 2ull * s->session_timeout_ms;
 	}
 	free(ids);
+	/* Locks are not journaled: the clients of these sessions re-claim
+	 * theirs within lock_grace (handlers_lock.c). */
+	rc = mgr_locks_new(s, s->st.sessions.by_id.count > 0);
+	if (rc < 0)
+		goto fail;
 
 	rc = mgr_pool_new(loop, conf, &s->st.map, &s->st.ns, s->incarnation,
 			  on_pdel_done, on_iod_failed, s, &s->pool);
@@ -843,6 +857,7 @@ fail:
 		mgr_monitor_stop(s->mon);
 	if (s->pool)
 		mgr_pool_free(s->pool);
+	mgr_locks_free(s);
 	if (s->jnl_open)
 		mgr_journal_close(&s->jnl);
 	if (s->st_init)
@@ -887,6 +902,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 		tw_info("mgrd: snapshot written; shutting down");
 	mgr_journal_sync(&s->jnl);
 	mgr_journal_close(&s->jnl);
+	mgr_locks_free(s);
 	s->closing = 3;
 	uv_timer_stop(&s->commit_timer);
 	uv_timer_stop(&s->sweep_timer);

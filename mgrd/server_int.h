@@ -8,6 +8,7 @@
 #ifndef TWINFS_MGRD_SERVER_INT_H
 #define TWINFS_MGRD_SERVER_INT_H
 
+#include "lock.h"
 #include "mgrd_int.h"
 #include "wire.h"
 
@@ -44,6 +45,7 @@ struct mgr_server {
 	struct mgr_iodpool *pool;
 	struct mgr_monitor *mon;
 	struct mgr_resync *resync;
+	struct mgr_locks *locks;      /* handlers_lock.c, volatile */
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
@@ -108,6 +110,11 @@ int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out);
  * before mgr_pool_free. */
 void mgr_monitor_stop(struct mgr_monitor *m);
 void mgr_monitor_report(struct mgr_monitor *m, uint32_t iod_id);
+/* iod_id just became readable or writable (up, resyncing): ping its twin
+ * now if that one is down, so a live but stale twin (whose rejoin needed
+ * this one as its resync source) rejoins without waiting for the next
+ * tick, up to monitor_interval later. */
+void mgr_monitor_twin_back(struct mgr_monitor *m, uint32_t iod_id);
 /* A new incarnation registered: forget its missed pings. */
 void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
 
@@ -137,6 +144,20 @@ void mgr_resync_status(struct mgr_resync *r, struct wire_conn *c,
  * (down, or stale without a readable twin). */
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		       uint32_t rate_mbps);
+
+/* handlers_lock.c: the cluster-wide lock table (proto/FORMAT.md "Locks").
+ * mgr_locks_new: grace = there were sessions to come back (a restart). */
+struct mgr_locks;
+int mgr_locks_new(struct mgr_server *s, bool grace);
+/* Parked requests are dropped unanswered (the clients send them again). */
+void mgr_locks_free(struct mgr_server *s);
+/* MSG_LOCK, MSG_GETLK, MSG_UNLOCK_ALL, MSG_LOCK_CANCEL. */
+void mgr_handle_lock(struct mgr_server *s, struct wire_conn *c,
+		     struct wire_msg *m);
+/* A session expired: its locks go, waiters they blocked are granted. */
+void mgr_locks_session_gone(struct mgr_server *s, uint64_t session);
+/* A connection closed: forget the requests parked on it. */
+void mgr_locks_conn_closed(struct mgr_server *s, struct wire_conn *c);
 
 /* handlers.c: answer one request of a client or admin connection. */
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,

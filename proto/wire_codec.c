@@ -122,6 +122,11 @@ static const struct wire_type types[] = {
 	T(REBUILD, "REBUILD", rebuild, empty),
 	T(AUTH, "AUTH", auth, auth_reply),
 	T(RESYNC_PROGRESS, "RESYNC_PROGRESS", resync_progress, empty),
+	T(LOCK, "LOCK", lock, lock_reply),
+	T(GETLK, "GETLK", lock, lock_reply),
+	T(UNLOCK_ALL, "UNLOCK_ALL", lock_drop, empty),
+	T(LOCK_CANCEL, "LOCK_CANCEL", lock_cancel, empty),
+	T(APPEND_RESERVE, "APPEND_RESERVE", append_reserve, append_reply),
 	T(RESYNC_STATUS, "RESYNC_STATUS", resync_status, resync_status_reply),
 	T(INTENTS, "INTENTS", intents, intents_reply),
 	T(WRITE, "WRITE", write, write_reply),
@@ -133,6 +138,8 @@ static const struct wire_type types[] = {
 	T(CHECKSUM, "CHECKSUM", checksum, checksum_reply),
 	T(IOD_STATFS, "IOD_STATFS", empty, statfs_reply),
 	T(MAP_UPDATE, "MAP_UPDATE", cluster_map, empty),
+	T(FALLOCATE, "FALLOCATE", fallocate, write_reply),
+	T(SEEK, "SEEK", seek, seek_reply),
 };
 #undef T
 

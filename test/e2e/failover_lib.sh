@@ -41,6 +41,20 @@ wait_state() {
 	done
 }
 
+# wait_resync_rejoin N TIMEOUT_MS: iod N came back through a resync: its
+# state is resyncing, or already up again with mgrd's log showing the
+# down -> resyncing transition (a short resync can end between two polls).
+wait_resync_rejoin() {
+	local out
+	out=$(wait_state "$1" '^(resyncing|up)' "$2") || { echo "$out"; return 1; }
+	if [[ $(iod_state "$1") == up* ]] &&
+		! grep -q "iod $1 (.*) down -> resyncing" "$TWINFS_RUN_DIR/logs/mgrd.log"; then
+		echo "up without a resync (mgrd.log has no 'iod $1 ... down -> resyncing')"
+		return 1
+	fi
+	echo "$out"
+}
+
 # wait_size FILE BYTES: wait (up to 60 s) until FILE holds at least BYTES.
 wait_size() {
 	local i

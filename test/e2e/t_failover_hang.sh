@@ -27,7 +27,7 @@ assert_same_file hang-bytes "$T/src" "$M/f"
 out=$(wait_state 2 '^down,needs-resync' $((2 * MI_MS + RT_MS + 1000))) && pass hang-map-down ||
 	fail hang-map-down "$out"
 (cd / && lc cont-iod 2 >/dev/null)
-out=$(wait_state 2 '^(resyncing|up)' $((2 * MI_MS + RT_MS + 1000))) && pass hang-sigcont-resyncing ||
+out=$(wait_resync_rejoin 2 $((2 * MI_MS + RT_MS + 1000))) && pass hang-sigcont-resyncing ||
 	fail hang-sigcont-resyncing "$out"
 drop_caches
 assert_same_file hang-bytes-after-sigcont "$T/src" "$M/f"

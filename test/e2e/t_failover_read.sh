@@ -55,11 +55,6 @@ read_with_victim read-kill kill-iod 1
 read_with_victim read-hang stop-iod 3
 out=$(wait_state 3 '^down' $((2 * MI_MS + RT_MS + 1000))) && pass read-hung-iod-down || fail read-hung-iod-down "$out"
 (cd / && lc cont-iod 3 >/dev/null)
-# Back as `resyncing`, never straight to up; with nothing written while it
-# hung, its (incremental) resync has nothing to copy and may be over
-# before a status poll sees it: the map's log says it went through.
-out=$(wait_state 3 '^(resyncing|up)' $((2 * MI_MS + RT_MS + 1000))) &&
-	grep -qE "iod 3 \(.*\) down -> resyncing" "$TWINFS_RUN_DIR/logs/mgrd.log" &&
-	pass read-sigcont-resyncing ||
-	fail read-sigcont-resyncing "$out; $(grep -E 'iod 3 \(' "$TWINFS_RUN_DIR/logs/mgrd.log" | tail -n 2 | tr '\n' ' ')"
+out=$(wait_resync_rejoin 3 $((2 * MI_MS + RT_MS + 1000))) && pass read-sigcont-resyncing ||
+	fail read-sigcont-resyncing "$out"
 e2e_end

@@ -3,6 +3,9 @@
 # twin B (iod 2), start A: A is stale and never promoted, and I/O on its
 # group fails with EIO (never A's stale bytes) while the other group works;
 # start B: B serves, A resyncs from it, verify is clean, files are right.
+# The monitor interval is long (20 s) on purpose: A must rejoin because B
+# came back (mgrd pings a down twin at once), not because a tick came by.
+export TWINFS_MONITOR_INTERVAL=${TWINFS_MONITOR_INTERVAL:-20s}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin resync_stale
@@ -35,6 +38,8 @@ echo other >"$M/g1/other" && [[ $(cat "$M/g1/other") == other ]] &&
 	pass stale-other-group-works || fail stale-other-group-works
 
 (cd / && lc start-iod 2 >/dev/null)
+out=$(wait_state 1 '^(resyncing|up)' 10000) && pass stale-a-rejoins-with-b ||
+	fail stale-a-rejoins-with-b "$out"
 if e2e_wait_healthy 60; then pass stale-healthy; else
 	fail stale-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
 drop_caches

@@ -13,6 +13,14 @@ do not share a single line of code with the implementation they check.
         list an iod's subfiles: "ino column size blocks" per line.
     twire.py ping HOST PORT CLUSTER
         HELLO + PING; exit 0 if answered.
+    twire.py locks HOST PORT CLUSTER
+        the lock messages (41-44) as proto/FORMAT.md "Locks" describes
+        them, from two client sessions: malformed requests, grant, denial
+        with the holder, F_GETLK, a parked wait answered -EINTR on cancel
+        and 0 on unlock.  Needs an mgrd outside its lock grace.
+    twire.py space HOST MGRD_PORT IOD_PORT CLUSTER
+        invalid FALLOCATE, SEEK (iod) and APPEND_RESERVE (mgrd) requests
+        get their exact negative errno and the daemons go on serving.
 """
 import os
 import socket
@@ -27,7 +35,8 @@ HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_l
 assert HDR.size == 32
 
 MSG_HELLO, MSG_PING, MSG_GET_MAP, MSG_SUBFILES = 1, 2, 30, 55
-ROLE_ADMIN = 3
+MSG_LOCK, MSG_GETLK, MSG_UNLOCK_ALL, MSG_LOCK_CANCEL = 41, 42, 43, 44
+ROLE_CLIENT, ROLE_ADMIN = 1, 3
 MAX_MSG = 1 << 20
 MAX_DATA = 8 << 20
 
@@ -317,6 +326,96 @@ def hostile(host, port, cluster, name, logfile=None):
     return fails
 
 
+# ------------------------------------------------------------------- locks
+
+def lock_body(ino, ltype, start, end, owner, kind=0, wait=False, waiter=0):
+    return (f_varint(1, ino) + f_varint(2, kind) + f_varint(3, ltype) +
+            f_varint(4, start) + f_varint(5, end) + f_varint(6, owner) +
+            f_varint(7, owner * 10) + f_varint(8, 4000 + owner) +
+            (f_varint(9, 1) + f_varint(10, waiter) if wait else b""))
+
+
+def replies(c, want, wait):
+    """Collect replies {req_id: status} for the req_ids in `want` for up to
+    `wait` seconds."""
+    got, deadline = {}, time.time() + wait
+    try:
+        while set(want) - set(got) and time.time() < deadline:
+            c.s.settimeout(max(0.05, deadline - time.time()))
+            h, _, _ = c.recv_frame()
+            if h[3] & F_REPLY and h[5] in want:
+                got[h[5]] = h[4]
+    except socket.timeout:
+        pass
+    c.s.settimeout(5.0)
+    return got
+
+
+def locks(host, port, cluster):
+    fails = 0
+    eof = (1 << 64) - 1
+    ino = 4242424242
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    admin = Conn(host, port)
+    admin.call(MSG_HELLO, hello_body(cluster, ROLE_ADMIN))
+    st, _, _ = admin.call(MSG_LOCK, lock_body(ino, 2, 0, 9, 1))
+    check("admin-without-session", st == -37, "status %d, want -ENOLCK" % st)
+    admin.close()
+    a, b = Conn(host, port), Conn(host, port)
+    for c in (a, b):
+        st, rep, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+        if st != 0 or not rep.get(2, [0])[0]:
+            raise SystemExit("client HELLO refused or no session: %d" % st)
+    st, _, _ = a.call(MSG_LOCK, lock_body(ino, 2, 0, 9, 1, kind=7))
+    check("bad-kind", st == -22, "status %d" % st)
+    st, _, _ = a.call(MSG_LOCK, lock_body(ino, 2, 9, 0, 1))
+    check("start-after-end", st == -22, "status %d" % st)
+    st, _, _ = a.call(MSG_GETLK, lock_body(ino, 0, 0, 9, 1))
+    check("getlk-unlck", st == -22, "status %d" % st)
+    st, rep, _ = a.call(MSG_LOCK, lock_body(ino, 2, 0, 9, 1))
+    check("grant", st == 0 and not rep.get(6), "status %d %r" % (st, rep))
+    st, rep, _ = b.call(MSG_LOCK, lock_body(ino, 1, 5, 5, 1))
+    check("denied-with-holder", st == 0 and rep.get(6) == [1] and rep.get(1) == [2]
+          and rep.get(2, [0]) == [0] and rep.get(3) == [9] and rep.get(4) == [4001],
+          "status %d %r" % (st, rep))
+    st, rep, _ = b.call(MSG_GETLK, lock_body(ino, 1, 0, eof, 2))
+    check("getlk-other-session", st == 0 and rep.get(1) == [2] and rep.get(3) == [9]
+          and not rep.get(5), "status %d %r" % (st, rep))
+    st, rep, _ = a.call(MSG_GETLK, lock_body(ino, 2, 0, eof, 2))
+    check("getlk-same-session", st == 0 and rep.get(5) == [1], "status %d %r" % (st, rep))
+    st, rep, _ = b.call(MSG_GETLK, lock_body(ino, 2, 10, eof, 2))
+    check("getlk-none", st == 0 and not rep.get(1), "status %d %r" % (st, rep))
+    # a parked wait, cancelled
+    b.send(frame(MSG_LOCK, lock_body(ino, 2, 0, 0, 1, wait=True, waiter=7), req_id=70))
+    got = replies(b, [70], 1.0)
+    check("wait-parked", not got, "answered %r" % got)
+    b.send(frame(MSG_LOCK_CANCEL, f_varint(1, 7), req_id=71))
+    got = replies(b, [70, 71], 5.0)
+    check("cancel-answers-eintr", got == {70: -4, 71: 0}, "got %r" % got)
+    # a parked wait, granted by the holder's UNLOCK_ALL (its flush)
+    b.send(frame(MSG_LOCK, lock_body(ino, 2, 0, 0, 1, wait=True, waiter=8), req_id=80))
+    check("wait-parked-again", not replies(b, [80], 1.0), "answered")
+    st, _, _ = a.call(MSG_UNLOCK_ALL, f_varint(1, ino) + f_varint(2, 1))
+    got = replies(b, [80], 5.0)
+    check("unlock-grants-waiter", st == 0 and got == {80: 0}, "status %d got %r" % (st, got))
+    st, rep, _ = a.call(MSG_LOCK, lock_body(ino, 1, 0, 0, 1))
+    check("new-holder-seen", st == 0 and rep.get(6) == [1] and rep.get(4) == [4001],
+          "status %d %r" % (st, rep))
+    # releasing by file (b's owner 1 used file 10)
+    st, _, _ = b.call(MSG_UNLOCK_ALL, f_varint(1, ino) + f_varint(3, 10) + f_varint(4, 1))
+    st2, rep, _ = a.call(MSG_LOCK, lock_body(ino, 2, 0, eof, 1))
+    check("release-by-file", st == 0 and st2 == 0 and not rep.get(6), "status %d/%d %r" % (st, st2, rep))
+    a.call(MSG_LOCK, lock_body(ino, 0, 0, eof, 1))
+    a.close()
+    b.close()
+    return fails
+
+
 def subfiles(host, port, cluster):
     c = Conn(host, port, timeout=30)
     st, _, _ = c.call(MSG_HELLO, hello_body(cluster))
@@ -338,6 +437,57 @@ def subfiles(host, port, cluster):
     c.close()
 
 
+def space(host, mgrd_port, iod_port, cluster):
+    """FORMAT.md "FALLOCATE", "SEEK", "Appends": bad requests are refused
+    with the errno the contract names; nothing else happens."""
+    MSG_APPEND_RESERVE, MSG_FALLOCATE, MSG_SEEK = 45, 59, 60
+    EINVAL, EISDIR, ESTALE = 22, 21, 116
+    ROLE_CLIENT = 1
+    big_epoch = f_varint(5, 1 << 40)
+    layout = f_bytes(9, f_varint(1, 65536) + f_varint(2, 1) + f_varint(3, 0))
+    fails = 0
+
+    def fa(ino, off, length, punch, extra=b""):
+        return (f_varint(1, ino) + f_varint(3, off) + f_varint(4, length) +
+                (f_varint(5, 1) if punch else b"") + f_varint(7, 1 << 40) +
+                extra)
+
+    iod_cases = [
+        ("fallocate-len-0", MSG_FALLOCATE, fa(5, 0, 0, True), -EINVAL),
+        ("fallocate-past-2^63", MSG_FALLOCATE, fa(5, (1 << 63) - 5, 100, True), -EINVAL),
+        ("fallocate-no-layout", MSG_FALLOCATE, fa(5, 0, 4096, False), -EINVAL),
+        ("fallocate-ino-0", MSG_FALLOCATE, fa(0, 0, 4096, True, layout), -EINVAL),
+        ("seek-bad-whence", MSG_SEEK, f_varint(1, 5) + f_varint(4, 9) + big_epoch, -EINVAL),
+        ("seek-bad-column", MSG_SEEK, f_varint(1, 5) + f_varint(2, 99) + f_varint(4, 3) + big_epoch, -EINVAL),
+        ("seek-absent", MSG_SEEK, f_varint(1, 987654) + f_varint(4, 3) + big_epoch, 0),
+    ]
+    mgrd_cases = [
+        ("append-unknown-ino", MSG_APPEND_RESERVE, f_varint(2, 987654) + f_varint(3, 10), -ESTALE),
+        ("append-directory", MSG_APPEND_RESERVE, f_varint(2, 1) + f_varint(3, 10), -EISDIR),
+    ]
+    for port, cases in ((iod_port, iod_cases), (mgrd_port, mgrd_cases)):
+        c = Conn(host, port)
+        st, _, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+        if st != 0:
+            raise SystemExit("HELLO refused: %d" % st)
+        for name, mtype, body, want in cases:
+            st, rep, _ = c.call(mtype, body)
+            if st != want:
+                print("FAIL space-%s: status %d, want %d" % (name, st, want))
+                fails += 1
+            elif name == "seek-absent" and rep.get(1, [0])[0]:
+                print("FAIL space-%s: found data in an absent subfile" % name)
+                fails += 1
+            else:
+                print("PASS space-%s" % name)
+        c.close()
+        err = hello_ping(host, port, cluster)
+        if err:
+            print("FAIL space-alive-%d: %s" % (port, err))
+            fails += 1
+    return fails
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__)
@@ -348,6 +498,14 @@ def main(argv):
     if cmd == "subfiles":
         subfiles(host, port, cluster)
         return 0
+    if cmd == "locks":
+        return 1 if locks(host, port, cluster) else 0
+    if cmd == "space":
+        try:
+            return 1 if space(host, port, int(argv[4]), argv[5]) else 0
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+            print("FAIL space: %s: %s" % (type(e).__name__, e))
+            return 1
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:

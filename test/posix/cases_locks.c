@@ -567,19 +567,30 @@ static void flock_inherited_by_fork(void)
 {
 	/* A flock belongs to the open file description, shared with a
 	 * forked child: the lock lives until both close. */
-	int fd, status;
+	int fd, status, go[2];
 	pid_t pid;
+	char b;
 
 	pt_mkfile("f", 0644, NULL, 0);
 	fd = open("f", O_RDONLY);
 	flock(fd, LOCK_EX);
+	if (pipe(go) < 0) {
+		pt_res("pipe:errno=%s", pt_errname(errno));
+		close(fd);
+		return;
+	}
 	pid = fork();
 	if (pid == 0) {
-		pt_pause();
+		/* hold the copy until the parent has probed (no timing) */
+		close(go[1]);
+		while (read(go[0], &b, 1) < 0 && errno == EINTR)
+			;
 		_exit(0);  /* the child's copy closes here */
 	}
+	close(go[0]);
 	close(fd);
 	res_errno("probe_child_alive", probe_lock("f", LK_FLOCK, F_WRLCK, 0, 0));
+	close(go[1]);
 	waitpid(pid, &status, 0);
 	res_errno("probe_child_gone", probe_lock("f", LK_FLOCK, F_WRLCK, 0, 0));
 }

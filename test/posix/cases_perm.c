@@ -692,6 +692,25 @@ static void acl_chmod_updates_mask(void)
 	}
 }
 
+static void nb_set_acl(void *arg)
+{
+	char buf[128];
+	size_t len = acl_blob(buf, acl_named_user, 5);
+
+	pt_rc("set", setxattr(arg, "system.posix_acl_access", buf, len, 0));
+}
+
+static void acl_set_kills_sgid(void)
+{
+	/* The owner, outside the file's group, sets an ACL: setgid goes
+	 * (posix_acl_update_mode), as it would with chmod. */
+	pt_mkfile("f", 0644, NULL, 0);
+	chown("f", PT_NOBODY, 0);
+	chmod("f", 02755);
+	pt_as_nobody(nb_set_acl, "f");
+	pt_res("mode=0%03lo", pt_mode("f"));
+}
+
 const struct pt_case pt_cases_perm[] = {
 	{ "chmod/file_0644", chmod_file_0644 },
 	{ "chmod/file_0000", chmod_file_0000 },
@@ -754,5 +773,6 @@ const struct pt_case pt_cases_perm[] = {
 	{ "acl/grants_nobody", acl_grants_nobody },
 	{ "acl/default_inherit", acl_default_inherit },
 	{ "acl/chmod_updates_mask", acl_chmod_updates_mask },
+	{ "acl/set_kills_sgid", acl_set_kills_sgid },
 	{ NULL, NULL },
 };

@@ -67,6 +67,29 @@ static inline int s_delete(struct iod_store *s, uint64_t ino, uint32_t col)
 	return rc < 0 ? rc : sync_wait(s, &flag);
 }
 
+static inline int s_punch(struct iod_store *s, uint64_t ino, uint32_t col,
+			  uint64_t off, uint64_t len, uint64_t gen,
+			  struct iod_sub_stat *st)
+{
+	int flag = 0;
+	int rc = iod_store_punch(s, ino, col, off, len, gen, false, st,
+				 sync_cb, &flag);
+
+	return rc < 0 ? rc : sync_wait(s, &flag);
+}
+
+static inline int s_fallocate(struct iod_store *s, uint64_t ino, uint32_t col,
+			      uint64_t off, uint64_t len, uint64_t gen,
+			      const struct iod_sub_layout *l,
+			      struct iod_sub_stat *st)
+{
+	int flag = 0;
+	int rc = iod_store_fallocate(s, ino, col, off, len, gen, l, st,
+				     sync_cb, &flag);
+
+	return rc < 0 ? rc : sync_wait(s, &flag);
+}
+
 static inline int s_fsync(struct iod_store *s, uint64_t ino)
 {
 	int flag = 0;

@@ -158,3 +158,45 @@ Test(client_inode, inode_table_counts_lookups)
 	fc_inodes_free(cl);
 	free(cl);
 }
+
+/* The kernel's cached ACLs: a new acl_sig from mgrd makes them stale once
+ * (another mount changed them), unless this mount made the change itself
+ * (the kernel dropped them then); acl_sig 0 means "no ACL". */
+Test(client_inode, acl_sig_staleness)
+{
+	struct fc_client *cl = calloc(1, sizeof(*cl));
+	Twinfs__Attr a;
+	Twinfs__Layout l;
+	uint32_t groups[2];
+	struct fc_attr at;
+	struct fuse_entry_param e;
+
+	cr_assert_not_null(cl);
+	fc_inodes_init(cl);
+	atomic_init(&cl->blksize, 65536);
+	fill_attr(&a, &l, groups);
+	cr_assert_eq(fc_attr_from_pb(&a, &at), 0);
+	fc_inode_entry(cl, &at, &e);
+	cr_assert(fc_inode_acl_none(cl, 42));
+	cr_assert_not(fc_inode_take_acl_stale(cl, 42), "first sight");
+
+	at.acl_sig = 0x1235;   /* set elsewhere */
+	fc_inode_update(cl, &at, NULL);
+	cr_assert_not(fc_inode_acl_none(cl, 42));
+	cr_assert(fc_inode_take_acl_stale(cl, 42));
+	cr_assert_not(fc_inode_take_acl_stale(cl, 42), "taken once");
+	fc_inode_update(cl, &at, NULL);
+	cr_assert_not(fc_inode_take_acl_stale(cl, 42), "unchanged");
+
+	/* Removed here: unknown until the next attributes, which are
+	 * adopted without invalidation. */
+	fc_inode_acl_local(cl, 42);
+	cr_assert_not(fc_inode_acl_none(cl, 42));
+	at.acl_sig = 0;
+	fc_inode_update(cl, &at, NULL);
+	cr_assert_not(fc_inode_take_acl_stale(cl, 42));
+	cr_assert(fc_inode_acl_none(cl, 42));
+	cr_assert_not(fc_inode_acl_none(cl, 43), "not cached: ask mgrd");
+	fc_inodes_free(cl);
+	free(cl);
+}

@@ -335,6 +335,7 @@ Test(conf, defaults)
 	cr_assert_eq(c.mgr_timeout_ms, 120000);
 	cr_assert_eq(c.commit_interval_ms, 5000);
 	cr_assert_eq(c.session_timeout_ms, 90000);
+	cr_assert_eq(c.lock_grace_ms, 5000);
 	cr_assert(c.auto_resync);
 	cr_assert(!c.root_squash);
 	cr_assert_str_eq(c.mgr_host, "127.0.0.1");
@@ -362,6 +363,7 @@ Test(conf, good_file)
 		"commit_interval = 1\n"
 		"auto_resync = no\n"
 		"root_squash = yes\n"
+		"lock_grace = 1500ms\n"
 		"\n"
 		"[mgrd]\n"
 		"  host = 10.0.0.5\n"
@@ -390,6 +392,7 @@ Test(conf, good_file)
 	cr_assert_eq(c.session_timeout_ms, 300, "3 x monitor_interval");
 	cr_assert(!c.auto_resync);
 	cr_assert(c.root_squash);
+	cr_assert_eq(c.lock_grace_ms, 1500);
 	cr_assert_str_eq(c.mgr_host, "10.0.0.5");
 	cr_assert_eq(c.mgr_port, 7600);
 	cr_assert_str_eq(c.mgr_dir, "/var/lib/twinfs/mgrd");
@@ -573,4 +576,20 @@ Test(log, lines_and_rate_limit)
 	tw_log_init("test_common", TW_LOG_WARN);
 	cr_assert(!tw_log_enabled(TW_LOG_INFO));
 	cr_assert(tw_log_enabled(TW_LOG_ERR));
+}
+
+Test(time, relatime_rule)
+{
+	struct tw_ts t100 = { 100, 5 }, t100b = { 100, 6 }, t200 = { 200, 0 };
+	struct tw_ts day = { 100 + 24 * 3600, 4 };
+
+	/* atime <= mtime or <= ctime (equal included): update. */
+	cr_assert(tw_relatime_due(t100, t100, t100, t200));
+	cr_assert(tw_relatime_due(t100, t100b, t100, t200));
+	cr_assert(tw_relatime_due(t100b, t100, t100b, t200));
+	/* Newer than both and less than a day old: keep. */
+	cr_assert(!tw_relatime_due(t100b, t100, t100, t200));
+	/* A day later: update again. */
+	cr_assert(tw_relatime_due(t100b, t100, t100, day));
+	cr_assert(!tw_relatime_due(t200, t100, t100, day));
 }

@@ -236,7 +236,8 @@ Test(ns, rename_rules)
 	struct mgr_inode *in;
 
 	cr_assert_eq(ren(1, "a", 1, "x", 3), -EINVAL);
-	cr_assert_eq(ren(1, "a", 1, "x", 4), -EINVAL);
+	cr_assert_eq(ren(1, "a", 1, "x", 8), -EINVAL);
+	cr_assert_eq(ren(1, "a", 1, "x", 6), -EINVAL);  /* EXCHANGE|WHITEOUT */
 	cr_assert_eq(ren(1, "zz", 1, "x", 0), -ENOENT);
 	/* A directory into its own subtree. */
 	cr_assert_eq(ren(1, "a", a, "x", 0), -EINVAL);

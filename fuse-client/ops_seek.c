@@ -1,0 +1,211 @@
+/* ops_seek.c - lseek(2) SEEK_DATA and SEEK_HOLE (FUSE_LSEEK), answered
+ * from the subfiles.
+ *
+ * The kernel handles SEEK_SET/CUR/END itself and sends only SEEK_DATA and
+ * SEEK_HOLE.  After a GETATTR (the size, as close-to-open allows, merged
+ * with our own unreported writes), every column k is asked once: SEEK
+ * (raid striping: x_k = r0_subfile_size(k, off) is the first byte of
+ * column k at or after file offset off, and the column's bytes map to
+ * the file in increasing order), on either readable twin; on failure the
+ * other twin is asked once, then the op fails with EIO.  Then:
+ *   SEEK_DATA  the smallest file offset of a column's data answer; none,
+ *              or at/after the size: ENXIO.
+ *   SEEK_HOLE  the smallest file offset of a column's hole answer (a
+ *              column without data past x_k is a hole from x_k on),
+ *              capped at the size (the end of the file is a hole).
+ * off at or past the size: ENXIO for both, as Linux.
+ * Everything runs on the loop thread; exactly one reply per request.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+struct seek_col {
+	struct seek_op *so;
+	uint32_t column;
+	uint64_t sub_off;
+	struct fc_iod *iod;
+	int attempts;
+};
+
+struct seek_op {
+	struct fc_op op;
+	struct fc_mgr_call mc;
+	Twinfs__Getattr getattr;
+	uint64_t ino;
+	uint64_t off;
+	int whence;
+	struct fc_attr attr;
+	uint64_t size;
+	struct seek_col cols[R0_MAX_STRIPE_COUNT];
+	int pending;
+	int err;                   /* first failure (errno, > 0) */
+	uint64_t best;             /* smallest candidate so far */
+};
+
+static void seek_send(struct seek_op *so, struct seek_col *sc);
+
+static void seek_finish(struct seek_op *so)
+{
+	if (so->err) {
+		fc_op_reply_err(&so->op, so->err);
+		return;
+	}
+	/* off < size here: the end of the file is always a hole. */
+	if (so->whence == SEEK_HOLE)
+		so->best = TW_MIN(so->best, so->size);
+	else if (so->best >= so->size) {
+		fc_op_reply_err(&so->op, ENXIO);
+		return;
+	}
+	fc_op_reply_lseek(&so->op, (off_t)so->best);
+}
+
+static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
+{
+	struct seek_col *sc = arg;
+	struct seek_op *so = sc->so;
+	struct fc_client *cl = so->op.cl;
+	const Twinfs__SeekReply *r = NULL;
+
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor != &twinfs__seek_reply__descriptor))
+		status = -EIO;
+	if (status == 0) {
+		r = (const Twinfs__SeekReply *)reply->body;
+		if (r->found)
+			so->best = TW_MIN(so->best,
+					  r0_sub_to_file(&so->attr.layout,
+							 sc->column, r->offset));
+		else if (so->whence == SEEK_HOLE)
+			so->best = TW_MIN(so->best,
+					  r0_sub_to_file(&so->attr.layout,
+							 sc->column, sc->sub_off));
+	}
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		struct fc_iod *failed = sc->iod;
+		char name[96], cause[64];
+
+		if (fc_is_transport_err(status))
+			fc_report(cl, failed, status);
+		sc->iod = sc->attempts < 2 && !cl->stopping
+			  ? fc_map_read_iod(cl, so->ino,
+					    so->attr.layout.groups[sc->column],
+					    sc->column, 0, failed)
+			  : NULL;
+		if (sc->iod && sc->iod != failed) {
+			seek_send(so, sc);
+			return;
+		}
+		if (failed)
+			tw_log_rl(TW_LOG_WARN, "lseek ino %" PRIu64 ": %s %s",
+				  so->ino, fc_iod_name(failed, name, sizeof(name)),
+				  fc_cause(cl, status, cause, sizeof(cause)));
+		/* An older iod without SEEK: ENOSYS makes the kernel answer
+		 * lseek itself from now on (the whole file is data). */
+		if (!so->err)
+			so->err = status == -EOPNOTSUPP ? ENOSYS : EIO;
+	}
+	if (--so->pending == 0)
+		seek_finish(so);
+}
+
+static void seek_send(struct seek_op *so, struct seek_col *sc)
+{
+	struct fc_client *cl = so->op.cl;
+	Twinfs__Seek q;
+
+	sc->attempts++;
+	twinfs__seek__init(&q);
+	q.ino = so->ino;
+	q.column = sc->column;
+	q.offset = sc->sub_off;
+	q.whence = (uint32_t)so->whence;
+	q.epoch = cl->epoch;
+	fc_call(cl, sc->iod ? sc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_SEEK,
+		&q.base, NULL, 0, TW_MAX(cl->opts.request_timeout_ms, 1u),
+		seek_col_cb, sc);
+}
+
+static void seek_attr_done(struct fc_mgr_call *mc, int status,
+			   struct wire_msg *reply)
+{
+	struct seek_op *so = mc->arg;
+	struct fc_client *cl = so->op.cl;
+	const struct r0_layout *l;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &so->attr);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		fc_op_reply_err(&so->op, fc_errno(status));
+		return;
+	}
+	so->size = fc_inode_update(cl, &so->attr, NULL);
+	l = &so->attr.layout;
+	if (!S_ISREG(so->attr.mode) || !so->attr.has_layout) {
+		fc_op_reply_err(&so->op, S_ISDIR(so->attr.mode) ? EISDIR : EINVAL);
+		return;
+	}
+	if (so->off >= so->size) {
+		fc_op_reply_err(&so->op, ENXIO);
+		return;
+	}
+	so->best = UINT64_MAX;
+	so->pending = 1;   /* guard while sending */
+	for (uint32_t k = 0; k < l->stripe_count; k++) {
+		struct seek_col *sc = &so->cols[k];
+
+		sc->so = so;
+		sc->column = k;
+		sc->sub_off = r0_subfile_size(l, k, so->off);
+		sc->iod = fc_map_read_iod(cl, so->ino, l->groups[k], k, 0, NULL);
+		so->pending++;
+		seek_send(so, sc);
+	}
+	if (--so->pending == 0)
+		seek_finish(so);
+}
+
+static void seek_run(struct fc_op *op)
+{
+	struct seek_op *so = (struct seek_op *)op;
+	struct fc_client *cl = op->cl;
+
+	twinfs__getattr__init(&so->getattr);
+	so->getattr.ino = so->ino;
+	fc_mgr_send(cl, &so->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
+		    &so->getattr.base, &so->getattr.ctx, op, 0, seek_attr_done,
+		    so);
+}
+
+void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	      struct fuse_file_info *fi)
+{
+	struct seek_op *so;
+
+	(void)fi;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	so = fc_op_new(fuse_req_userdata(req), req, sizeof(*so), seek_run);
+	if (!so) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	so->ino = ino;
+	so->off = (uint64_t)off;
+	so->whence = whence;
+	fc_loop_submit(so->op.cl, &so->op);
+}
