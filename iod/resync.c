@@ -463,6 +463,26 @@ static int fwd_truncate(struct rs_job *j, uint64_t size, uint64_t trunc_gen)
 		   j->cur_ino, j->cur_col);
 }
 
+/* Punch [off, off + len) of the current subfile at the target: a marked
+ * region that reads as zeros here stays a hole there (FALLOCATE punch,
+ * clamped to the target's size, never extending it). */
+static int fwd_punch(struct rs_job *j, uint64_t off, uint64_t len,
+		     uint64_t trunc_gen)
+{
+	Twinfs__Fallocate f = TWINFS__FALLOCATE__INIT;
+
+	f.ino = j->cur_ino;
+	f.column = j->cur_col;
+	f.offset = off;
+	f.length = len;
+	f.punch = true;
+	f.trunc_gen = trunc_gen;
+	f.epoch = j->d->map.epoch;
+	f.forwarded = true;
+	return fwd(j, TWINFS__MSG_TYPE__MSG_FALLOCATE, &f.base, NULL, 0,
+		   j->cur_ino, j->cur_col);
+}
+
 /* ------------------------------------------------ 1: target-only files */
 
 static void list_target(struct rs_job *j);
@@ -954,7 +974,8 @@ next:
 }
 
 /* Region mode: send the next kept marked region whole (zeros included:
- * the target may hold other bytes there), in the one call that reads it;
+ * the target may hold other bytes there; a region of zeros as a punch, so
+ * holes stay holes), in the one call that reads it;
  * after the last one, go on as plan_subfile decided. */
 static void copy_region(struct rs_job *j)
 {
@@ -990,7 +1011,9 @@ static void copy_region(struct rs_job *j)
 		return;
 	}
 	set_pos(j, off);
-	if (n > 0)
+	if (n > 0 && all_zero(buf, n))
+		rc = fwd_punch(j, off, (uint64_t)n, st.trunc_gen);
+	else if (n > 0)
 		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
 	free(buf);
 	if (rc < 0) {
