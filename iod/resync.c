@@ -315,6 +315,7 @@ static void finish(struct rs_job *j)
 		r.files = j->files;
 		r.bytes = j->bytes_sent;
 		r.deleted = j->deleted;
+		r.bytes_copied = j->bytes_copied;
 		if (j->rc < 0)
 			wire_reply(j->c, &j->hdr, j->rc, NULL, NULL, 0);
 		else

@@ -154,8 +154,15 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	struct rjob *j;
 	struct mgr_rjob_rec *rec;
 	struct mgr_map_iod *mi;
+	uint64_t copied = 0;
+	bool has_copied = false;
 	char why[96];
 
+	if (status == 0 && reply && reply->body &&
+	    reply->body->descriptor == &twinfs__resync_reply__descriptor) {
+		copied = ((const Twinfs__ResyncReply *)reply->body)->bytes_copied;
+		has_copied = true;
+	}
 	if (reply)
 		wire_msg_free(reply);
 	/* Cancelled: the pool is being freed (r may be closing) or the
@@ -166,6 +173,12 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	rec = rec_of(r, k->target);
 	if (j->gen != k->gen || !j->active)
 		goto out;
+	/* The final count: the last RESYNC_PROGRESS travels on another
+	 * connection and may come after this reply (then it is dropped). */
+	if (has_copied && j->copied_known && copied >= j->last_copied) {
+		rec->bytes_copied += copied - j->last_copied;
+		j->last_copied = copied;
+	}
 	mi = mgr_map_iod(&r->s->st.map, k->target);
 	if (status == -EAGAIN) {
 		/* The source's map is behind ours: not started, ask again
