@@ -8,8 +8,7 @@
  * path through the special xattr `twinfs.layout` that the client answers
  * itself (proto/FORMAT.md "Special xattr"), so they need no config.
  *
- * rebuild asks mgrd to (re)start the resync of an iod (or to accept a stale
- * one) and can wait for it, showing progress from the map's resync_permille.
+ * rebuild (rebuild.c) starts, follows and reports resyncs.
  * What this file does not do: repair (fsck belongs to a later issue).  Every message names the object, the server and the cause
  * (CONVENTIONS.md "Errors").
  *
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ctl_int.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -40,21 +40,11 @@
 #define CTL_VERIFY_RETRIES 2            /* re-checks of a differing subfile */
 #define CTL_MAX_REPORTED_REGIONS 8      /* per differing subfile */
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DEGRADED = 3 };
-
-struct ctl {
-	const char *conf_path;
-	struct tw_conf conf;
-	bool conf_loaded;
-	uint32_t timeout_ms;      /* 0 = from the config (request_timeout) */
-	uint64_t incarnation;
-};
-
-static const char *progname = "twinfsctl";
+const char *progname = "twinfsctl";
 
 /* ------------------------------------------------------------- helpers */
 
-static void usage(FILE *f)
+void usage(FILE *f)
 {
 	fprintf(f,
 "usage: twinfsctl [-c CONF] [-t MS] COMMAND [ARGS]\n"
@@ -73,6 +63,8 @@ static void usage(FILE *f)
 "                           shows progress and exits 0 once IOD is up, 1 if it fails\n"
 "  rebuild --accept-stale IOD  promote a stale iod whose twin cannot serve, WITHOUT\n"
 "                           resync: writes it missed are lost\n"
+"  rebuild --status [--json] [IOD]  resync jobs: state, start and end, files and\n"
+"                           bytes to copy and copied, rate, errors\n"
 "  df [-h]                  capacity per iod and for the file system\n"
 "  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
 "  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
@@ -80,7 +72,7 @@ static void usage(FILE *f)
 "                           (COUNT -1 or 0 = every group; GROUP -1 = round robin)\n");
 }
 
-static const char *errno_cause(int rc)
+const char *errno_cause(int rc)
 {
 	switch (rc) {
 	case -ECONNREFUSED: return "connection refused (is it running?)";
@@ -94,7 +86,7 @@ static const char *errno_cause(int rc)
 	}
 }
 
-static int ctl_load_conf(struct ctl *ctl)
+int ctl_load_conf(struct ctl *ctl)
 {
 	char err[512] = "";
 	int rc;
@@ -119,7 +111,7 @@ static int ctl_load_conf(struct ctl *ctl)
 
 /* Open a blocking admin connection to `what` (e.g. "mgrd", "iod 3") at
  * host:port; prints the reason on failure. */
-static int ctl_connect(struct ctl *ctl, const char *what, const char *host,
+int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 		       int port, uint32_t timeout_ms, bool quiet,
 		       struct wire_sync **out)
 {
@@ -138,14 +130,14 @@ static int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 	return rc;
 }
 
-static int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out)
+int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out)
 {
 	return ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
 			   ctl->timeout_ms, false, out);
 }
 
 /* One request; prints "<what> (<addr>): <TYPE> failed: cause" on error. */
-static int ctl_call(struct wire_sync *s, const char *what, const char *addr,
+int ctl_call(struct wire_sync *s, const char *what, const char *addr,
 		    uint16_t type, const ProtobufCMessage *body,
 		    struct wire_msg **reply, bool quiet)
 {
@@ -157,7 +149,7 @@ static int ctl_call(struct wire_sync *s, const char *what, const char *addr,
 	return rc;
 }
 
-static int ctl_get_map(struct ctl *ctl, struct wire_sync *mgr,
+int ctl_get_map(struct ctl *ctl, struct wire_sync *mgr,
 		       struct wire_msg **reply, Twinfs__ClusterMap **map)
 {
 	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
@@ -174,7 +166,7 @@ static int ctl_get_map(struct ctl *ctl, struct wire_sync *mgr,
 	return 0;
 }
 
-static const char *state_name(Twinfs__IodState s)
+const char *state_name(Twinfs__IodState s)
 {
 	switch (s) {
 	case TWINFS__IOD_STATE__IOD_UP:        return "up";
@@ -427,181 +419,6 @@ static int cmd_sync(struct ctl *ctl, int argc, char **argv)
 	if (rc < 0)
 		return EXIT_FAIL;
 	printf("sync: done\n");
-	return EXIT_OK;
-}
-
-/* ------------------------------------------------------------- rebuild */
-
-/* One poll of iod `id` in the map: 1 up, 0 still resyncing (permille set),
- * -1 down or stale, -2 no answer (mgrd restarting: keep waiting). */
-static int rebuild_poll(struct ctl *ctl, uint32_t id, uint32_t *permille,
-			char *state, size_t len)
-{
-	struct wire_sync *mgr = NULL;
-	struct wire_msg *reply = NULL;
-	Twinfs__ClusterMap *map;
-	int res = -2;
-
-	if (ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
-			ctl->timeout_ms, true, &mgr) < 0)
-		return -2;
-	if (ctl_get_map(ctl, mgr, &reply, &map) == 0) {
-		for (size_t i = 0; i < map->n_iods; i++) {
-			const Twinfs__IodInfo *io = map->iods[i];
-
-			if (io->id != id)
-				continue;
-			*permille = io->resync_permille;
-			snprintf(state, len, "%s%s", state_name(io->state),
-				 io->needs_resync ? ", needs resync" : "");
-			if (io->state == TWINFS__IOD_STATE__IOD_UP &&
-			    !io->needs_resync)
-				res = 1;
-			else if (io->state == TWINFS__IOD_STATE__IOD_RESYNCING)
-				res = 0;
-			else
-				res = -1;
-		}
-	}
-	if (reply)
-		wire_msg_free(reply);
-	wire_sync_close(mgr);
-	return res;
-}
-
-static void rebuild_bar(uint32_t id, uint32_t pm, bool tty, double secs)
-{
-	char bar[41];
-	int fill = (int)(pm * 40 / 1000);
-
-	if (!tty) {
-		printf("rebuild iod %u: resyncing %u.%u%% (%.0f s)\n", id,
-		       pm / 10, pm % 10, secs);
-		fflush(stdout);
-		return;
-	}
-	for (int i = 0; i < 40; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[40] = 0;
-	printf("\rrebuild iod %u [%s] %5.1f%%  %4.0f s", id, bar, pm / 10.0,
-	       secs);
-	fflush(stdout);
-}
-
-static int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{ "full", no_argument, NULL, 'f' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "accept-stale", no_argument, NULL, 'a' },
-		{ "rate-limit", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'H' },
-		{ 0 }
-	};
-	Twinfs__Rebuild q = TWINFS__REBUILD__INIT;
-	struct wire_sync *mgr = NULL;
-	struct wire_msg *reply = NULL;
-	char addr[TW_HOST_MAX + 16], state[64] = "";
-	bool wait = false, tty = isatty(STDOUT_FILENO);
-	uint32_t pm = 0, last_pm = UINT32_MAX;
-	uint64_t start = tw_now_ms(), last_print = 0;
-	unsigned long v;
-	char *end;
-	int opt, rc, bad = 0;
-
-	/* 0, not 1: glibc then re-reads the option string, so options may
-	 * follow IOD (main's '+' would otherwise stick). */
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'f': q.full = true; break;
-		case 'w': wait = true; break;
-		case 'a': q.accept_stale = true; break;
-		case 'r':
-			v = strtoul(optarg, &end, 10);
-			if (*end || v > 1000000) {
-				fprintf(stderr, "%s: --rate-limit wants MB/s\n",
-					progname);
-				return EXIT_USAGE;
-			}
-			q.rate_limit_mbps = (uint32_t)v;
-			break;
-		case 'H': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	v = strtoul(argv[optind], &end, 10);
-	if (*end || v == 0 || v > TW_MAX_IODS) {
-		fprintf(stderr, "%s: rebuild: \"%s\" is not an iod id\n",
-			progname, argv[optind]);
-		return EXIT_USAGE;
-	}
-	q.iod = (uint32_t)v;
-	if (ctl_load_conf(ctl) < 0)
-		return EXIT_FAIL;
-	if (ctl_connect_mgrd(ctl, &mgr) < 0)
-		return EXIT_FAIL;
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
-	rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_REBUILD, &q.base, NULL,
-			    0, &reply);
-	if (reply)
-		wire_msg_free(reply);
-	wire_sync_close(mgr);
-	if (rc < 0) {
-		fprintf(stderr, "%s: rebuild iod %u: mgrd (%s) refused: %s\n",
-			progname, q.iod, addr,
-			rc == -EAGAIN ? "it is not resyncing (down, or stale "
-					"with no readable twin: see "
-					"--accept-stale)"
-			: rc == -EINVAL && q.accept_stale
-			? "it is not stale, or its twin can serve (then it "
-			  "resyncs)"
-			: errno_cause(rc));
-		return EXIT_FAIL;
-	}
-	if (q.accept_stale) {
-		printf("rebuild iod %u: accepted as stale WITHOUT resync; writes "
-		       "it missed are lost\n", q.iod);
-		return EXIT_OK;
-	}
-	if (!wait) {
-		printf("rebuild iod %u: started\n", q.iod);
-		return EXIT_OK;
-	}
-	for (;;) {
-		rc = rebuild_poll(ctl, q.iod, &pm, state, sizeof(state));
-		if (rc == 1)
-			break;
-		if (rc == -1 && ++bad >= 5) {
-			if (tty)
-				printf("\n");
-			fprintf(stderr, "%s: rebuild iod %u failed: it is %s\n",
-				progname, q.iod, state);
-			return EXIT_FAIL;
-		}
-		if (rc == 0) {
-			bad = 0;
-			if (tty || (pm != last_pm &&
-				    tw_now_ms() - last_print >= 1000)) {
-				rebuild_bar(q.iod, pm,
-					    tty, (double)(tw_now_ms() - start) /
-					    1000.0);
-				last_pm = pm;
-				last_print = tw_now_ms();
-			}
-		}
-		usleep(200 * 1000);
-	}
-	if (tty)
-		rebuild_bar(q.iod, 1000, true,
-			    (double)(tw_now_ms() - start) / 1000.0);
-	printf("%srebuild iod %u: done, up (%.1f s)\n", tty ? "\n" : "",
-	       q.iod, (double)(tw_now_ms() - start) / 1000.0);
 	return EXIT_OK;
 }
 

@@ -460,6 +460,10 @@ int fc_xattr_cache_index(const char *name);
 bool fc_inode_xattr_absent(struct fc_client *cl, uint64_t ino, int idx);
 void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
 			       bool absent);
+/* ino was just created by this client: it holds none of those names, so
+ * the kernel's question before each write needs no mgrd round trip (nor
+ * mgrd at all: writes go on while it is away). */
+void fc_inode_set_new_file(struct fc_client *cl, uint64_t ino);
 /* Merged size rule, pure (unit-tested): the size to show for attributes a
  * when this client wrote up to local_size under local_gen. */
 uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,

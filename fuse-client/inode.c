@@ -338,6 +338,12 @@ bool fc_inode_xattr_absent(struct fc_client *cl, uint64_t ino, int idx)
 	return absent;
 }
 
+void fc_inode_set_new_file(struct fc_client *cl, uint64_t ino)
+{
+	for (size_t i = 0; i < TW_ARRAY_SIZE(cached_xattrs); i++)
+		fc_inode_set_xattr_absent(cl, ino, (int)i, true);
+}
+
 void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
 			       bool absent)
 {

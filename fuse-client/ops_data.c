@@ -475,6 +475,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	fc_inode_set_new_file(cl, a.ino);
 	d->fi.fh = (uintptr_t)f;
 	d->fi.direct_io = direct_io(d->fi.flags);
 	d->fi.keep_cache = 0;

@@ -291,6 +291,13 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
 
+/* GETATTR waits request_timeout for mgrd, then answers from the cached
+ * attributes when there are some: the kernel asks again whenever they
+ * expire (1 s), also during data I/O to an open file, which must go on
+ * while mgrd is away (DESIGN.md "Metadata": mgrd down).  Without cached
+ * attributes it goes on waiting, up to mgr_timeout in all. */
+static void getattr_run(struct fc_op *op);
+
 static void getattr_done(struct fc_mgr_call *mc, int status,
 			 struct wire_msg *reply)
 {
@@ -298,6 +305,7 @@ static void getattr_done(struct fc_mgr_call *mc, int status,
 	struct fc_client *cl = m->op.cl;
 	struct fc_attr a;
 	struct stat st;
+	uint64_t size;
 
 	/* Inode numbers are never reused, so -ESTALE for a directory the
 	 * kernel still holds means it was removed while open: fstat of it
@@ -312,16 +320,37 @@ static void getattr_done(struct fc_mgr_call *mc, int status,
 		fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 		return;
 	}
+	if (status == -EIO && !reply && m->kind == 0) {
+		m->kind = 1;
+		if (fc_inode_get(cl, m->ino, &a, &size)) {
+			tw_log_rl(TW_LOG_WARN, "getattr ino %" PRIu64 ": mgrd "
+				  "%s did not answer within %u ms: answering "
+				  "from this client's cache (may be stale)",
+				  m->ino, cl->mgr ? wire_peer_name(cl->mgr)
+				  : "?", cl->opts.request_timeout_ms);
+			fc_attr_to_stat(cl, &a, size, &st);
+			fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
+			return;
+		}
+		getattr_run(&m->op);
+		return;
+	}
 	attr_done(mc, status, reply);
 }
 
 static void getattr_run(struct fc_op *op)
 {
 	struct mop *m = (struct mop *)op;
+	struct fc_client *cl = op->cl;
+	uint32_t rt = cl->opts.request_timeout_ms;
 
 	twinfs__getattr__init(&m->m.getattr);
 	m->m.getattr.ino = m->ino;
-	SEND(m, GETATTR, getattr, getattr_done);
+	fc_mgr_send(cl, &m->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
+		    &m->m.getattr.base, &m->m.getattr.ctx, op,
+		    m->kind == 0 ? rt : (cl->opts.mgr_timeout_ms > rt
+					 ? cl->opts.mgr_timeout_ms - rt : 1),
+		    getattr_done, m);
 }
 
 void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -394,6 +394,56 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 			struct wire_msg *m);
 void iod_resync_stop(struct iod *d);
 
+/* intent_list.c: the write-intent marks in (ino, column, first) order.
+ * count UINT64_MAX: the whole subfile. */
+struct iod_intent_run {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t first, count;
+};
+int iod_intent_run_cmp(const struct iod_intent_run *a,
+		       const struct iod_intent_run *b);
+/* Every mark now, sorted; *out is malloc'ed (NULL when none). */
+int iod_intent_list(struct iod_store *s, struct iod_intent_run **out,
+		    size_t *n);
+/* Add runs to a sorted list (realloc'ed), keep it sorted, drop exact
+ * duplicates. */
+int iod_intent_merge(struct iod_intent_run **v, size_t *n,
+		     const struct iod_intent_run *add, size_t n_add);
+
+/* resync_cursor.c: the copy position the target has acknowledged (see
+ * there).  (ino, column, off): every subfile before (ino, column) in
+ * listing order and its bytes below off (UINT64_MAX: all) are copied. */
+struct iod_rs_pos {
+	uint64_t ino;
+	uint32_t column;
+	uint64_t off;
+};
+struct iod_rs_slot {
+	struct iod_rs_pos pos;
+	bool acked;
+};
+struct iod_rs_cursor {
+	struct iod_rs_slot *slots;   /* FIFO of queued positions */
+	uint32_t cap;
+	uint64_t head, tail;         /* ids; slot of id is id % cap */
+	bool has_done;
+	struct iod_rs_pos done;      /* newest position acknowledged in order */
+};
+int iod_rs_cursor_init(struct iod_rs_cursor *c, uint32_t cap);
+void iod_rs_cursor_free(struct iod_rs_cursor *c);
+/* Free slots (push asserts at least one). */
+uint32_t iod_rs_cursor_room(const struct iod_rs_cursor *c);
+/* Queue the position a message about to be sent completes; returns its
+ * id, to pass to ack when the message is acknowledged. */
+uint64_t iod_rs_cursor_push(struct iod_rs_cursor *c,
+			    const struct iod_rs_pos *p);
+/* Raise the offset of a queued, unacknowledged position. */
+void iod_rs_cursor_set_off(struct iod_rs_cursor *c, uint64_t id,
+			   uint64_t off);
+/* The message of id was applied; true when `done` moved. */
+bool iod_rs_cursor_ack(struct iod_rs_cursor *c, uint64_t id);
+
 /* WRITE, TRUNCATE, DELETE, FSYNC after validation: apply (and forward when
  * we are the primary), reply exactly once.  Takes ownership of m. */
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);

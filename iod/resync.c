@@ -44,28 +44,54 @@
  * not hold when we send the DELETE can only be created later by a
  * mutation we order after it.
  *
- * Incremental mode (Resync.full = false, mgrd's first attempt): step 2a
- * neither deletes nor truncates; it sends the empty creating WRITE (a
- * no-op on an existing subfile) and then CHECKSUM (1 MiB regions) on the
- * same connection, so the target's checksums reflect exactly the forwards
- * queued before it.  Step 2b then compares, in the same call that reads
- * each region here, its CRC32C with the target's: an identical region
- * (same length) is skipped, a region the target does not hold or holds as
- * zeros is copied sparsely as above, any other differing region is sent
- * whole (zeros included).  Why skipping is safe: for a byte of a skipped
- * region, the target's final value is that of the last forward it applies
- * after the CHECKSUM, or the checksummed one; forwards after the CHECKSUM
- * are exactly the mutations we applied after it, in our order, so the
- * last one touching the byte (if any) is also the last one here, and the
- * checksummed value equals ours otherwise.  Comparing content, not the
- * write-intent log, also catches writes the target applied as primary and
- * never forwarded before it died.  It reads every byte on both twins but
- * writes only what differs.  A failure (e.g. the target holds a newer
- * trunc_gen, refused with -ESTALE) makes mgrd retry, with a full copy
- * after two failures in a row.
+ * Incremental mode (Resync.full = false, mgrd's first attempt) copies
+ * what the write-intent logs mark, as md does with its bitmap.  After step
+ * 1 the source reads the target's marks (INTENTS, paged, on the twin
+ * connection: they reflect every forward queued before) and merges them
+ * with its own (intent_list.c).  Why the union covers every byte that may
+ * differ: a write is marked in the same journal transaction that applies
+ * it, on whichever twin applied it; marks are cleared only after both
+ * twins synced (twin.c), never while the twin needs resync, and never on
+ * an iod that is not readable (the target keeps the marks of writes it
+ * applied as primary and never forwarded before it died).  Per subfile
+ * (plan_subfile): unmarked, it is not read at all; with marked regions,
+ * step 2a sends only the creating WRITE and region mode (copy_region)
+ * sends each marked 1 MiB region whole (zeros included), read and queued
+ * in one call as above, then the exact size; marked whole (a truncate, or
+ * an overflowing mark list), step 2a also sends CHECKSUM (1 MiB regions)
+ * and step 2b compares, in the same call that reads each region here, its
+ * CRC32C with the target's: an identical region (same length) is skipped,
+ * a region the target does not hold or holds as zeros is copied sparsely
+ * as above, any other differing region is sent whole.  Why skipping is
+ * safe: for a byte of a skipped region, the target's final value is that
+ * of the last forward it applies after the CHECKSUM, or the checksummed
+ * one; forwards after the CHECKSUM are exactly the mutations we applied
+ * after it, in our order, so the last one touching the byte (if any) is
+ * also the last one here, and the checksummed value equals ours
+ * otherwise.  A failure (e.g. the target holds a newer trunc_gen, refused
+ * with -ESTALE) makes mgrd retry, with a full copy after two failures in
+ * a row.  A wiped target gets a full copy (mgrd: its logs know nothing).
  * The write-intent pins of the twin (twin.c pin_missed) are released when
- * a copy completes; the write-intent log itself is not used to choose
- * what to copy (a possible optimisation: skip unmarked subfiles).
+ * a copy completes.
+ *
+ * Resuming (Resync.resume, proto/FORMAT.md "Resync jobs and resuming").
+ * Every copy forward carries the position it completes and
+ * resync_cursor.c reports, in RESYNC_PROGRESS, the newest position whose
+ * forwards (and all before) the target acknowledged; mgrd journals it.  A
+ * run given that cursor skips every subfile before it and that subfile's
+ * bytes below its offset (the partly copied subfile is neither deleted
+ * nor truncated first: step 2a only sends the creating WRITE), and copies
+ * the rest as above.  Why that is enough: the bytes before the cursor were
+ * equal at the target when acknowledged, and every later mutation of them
+ * was forwarded to the target in order while it stayed `resyncing` (and
+ * when the source was down, nobody could write the group).  When the
+ * target may have missed writes (it restarted or left `resyncing`: mgrd
+ * sets replay_marks), each 1 MiB region marked in our write-intent log at
+ * or before the cursor is sent again whole (region mode), then the
+ * subfile's exact size: a write acknowledged by us alone marks its region
+ * in the same transaction, and marks are not cleared while the target
+ * needs resync (twin.c), so they cover it.  The cursor never moves back
+ * while replaying (set_pos).
  * A live mutation that the target did not apply while we copied (a pin
  * taken during the job) fails the job: its region may have been copied
  * before it, so only a new copy covers it.
@@ -85,6 +111,11 @@
 #define RS_LIST_BATCH     256u
 #define RS_CHUNKS_PER_RUN 8              /* then yield to the loop */
 #define RS_PROGRESS_MS    500u
+#define RS_RING           8192u          /* positions awaiting their ack */
+/* A chunk queues at most one write per other 4 KiB block, plus a create,
+ * a delete and a truncate: leave this much room before each step. */
+#define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
+
 
 struct rs_job {
 	struct iod *d;
@@ -92,7 +123,7 @@ struct rs_job {
 	uint32_t rate_mbps;
 	struct wire_conn *c;       /* mgrd's RESYNC, referenced; may be NULL */
 	struct wire_hdr hdr;
-	int phase;                 /* RS_TLIST, RS_COPY, RS_SYNC, RS_END */
+	int phase;                 /* RS_TLIST, RS_TMARKS, RS_COPY, ... */
 	int rc;
 	bool list_busy;
 	/* target listing */
@@ -127,12 +158,36 @@ struct rs_job {
 	uint64_t pins_at_start;    /* d->n_pins when the copy started */
 	uv_timer_t timer;
 	bool timer_armed;
+	uint64_t files_total, bytes_copied;
+	/* Resume (Resync.resume): the position the previous runs reached. */
+	bool resume;
+	struct iod_rs_pos from;
+	/* The write-intent marks that choose what to copy (incremental: ours
+	 * and the target's; a full resume with replay: ours), sorted. */
+	struct iod_intent_run *marks;
+	size_t n_marks, i_mark;
+	bool tmarks_eof;           /* the target's marks are all in */
+	struct iod_intent_run t_after;   /* INTENTS paging: the last one */
+	/* Region mode: sending the kept runs of marks[reg_i .. reg_end) of
+	 * the current subfile (keep_run), then `cont`. */
+	bool reg_mode;
+	size_t reg_i, reg_end;
+	uint64_t reg_next;
+	uint64_t cur_then;         /* bytes below are at the target already */
+	int cont;                  /* CONT_*: after region mode */
+	bool replay;               /* Resync.replay_marks */
+	/* What the target has acknowledged (resync_cursor.c); `pos` is the
+	 * position the next forward completes. */
+	struct iod_rs_cursor cursor;
+	struct iod_rs_pos pos;
 };
 
-enum { RS_TLIST, RS_COPY, RS_SYNC, RS_END };
+enum { RS_TLIST, RS_TMARKS, RS_COPY, RS_SYNC, RS_END };
 
 struct rs_call {
 	struct rs_job *j;
+	bool has_slot;             /* slot: its position in j->cursor */
+	uint64_t slot;
 	uint64_t bytes;
 	uint16_t type;
 	uint64_t ino;
@@ -195,6 +250,17 @@ static void send_progress(struct rs_job *j, bool force, bool done)
 	p->bytes_done = j->done_bytes;
 	p->bytes_total = j->total_bytes;
 	p->files_done = j->files;
+	p->files_total = j->files_total;
+	p->bytes_copied = j->bytes_copied;
+	if (j->cursor.has_done || j->resume) {
+		const struct iod_rs_pos *c = j->cursor.has_done
+					     ? &j->cursor.done : &j->from;
+
+		p->has_cursor = true;
+		p->cursor_ino = c->ino;
+		p->cursor_column = c->column;
+		p->cursor_offset = c->off;
+	}
 	p->done = done;
 	p->permille = done ? 1000 : j->total_bytes
 		? (uint32_t)TW_MIN(999u, j->done_bytes * 1000 / j->total_bytes)
@@ -233,11 +299,13 @@ static void finish(struct rs_job *j)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
 		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
-			" subfiles, %" PRIu64 " bytes sent, %" PRIu64 " bytes "
-			"already identical, %" PRIu64 " target-only subfiles "
-			"deleted, %" PRIu64 " ms (%.1f MB/s)", j->target,
+			" subfiles, %" PRIu64 " bytes read, %" PRIu64 " bytes "
+			"sent, %" PRIu64 " bytes found identical, %" PRIu64
+			" target-only subfiles deleted, %zu write-intent runs, %"
+			PRIu64 " ms (%.1f MB/s)", j->target,
 			j->incremental ? "incremental" : "full", j->files,
-			j->bytes_sent, j->skipped, j->deleted, ms,
+			j->bytes_copied, j->bytes_sent, j->skipped, j->deleted,
+			j->n_marks, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
 		/* Also on mgrd's own connection: if mgrd restarted, the
 		 * RESYNC call we answer below is gone with it. */
@@ -247,6 +315,7 @@ static void finish(struct rs_job *j)
 		r.files = j->files;
 		r.bytes = j->bytes_sent;
 		r.deleted = j->deleted;
+		r.bytes_copied = j->bytes_copied;
 		if (j->rc < 0)
 			wire_reply(j->c, &j->hdr, j->rc, NULL, NULL, 0);
 		else
@@ -258,6 +327,9 @@ static void finish(struct rs_job *j)
 		d->resync = NULL;
 	free(j->tcrc);
 	j->tcrc = NULL;
+	free(j->marks);
+	j->marks = NULL;
+	iod_rs_cursor_free(&j->cursor);
 	uv_timer_stop(&j->timer);
 	uv_close((uv_handle_t *)&j->timer, on_timer_closed);
 }
@@ -288,6 +360,8 @@ static void on_call_reply(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	j->inflight--;
 	j->inflight_bytes -= k->bytes;
+	if (status == 0 && k->has_slot && j->cursor.slots)
+		iod_rs_cursor_ack(&j->cursor, k->slot);
 	if (status < 0) {
 		char what[96];
 
@@ -329,6 +403,11 @@ static int fwd(struct rs_job *j, uint16_t type, const ProtobufCMessage *body,
 	if (rc < 0) {
 		free(k);
 		return rc;
+	}
+	if (j->phase == RS_COPY) {
+		/* Every copy forward completes the current position. */
+		k->has_slot = true;
+		k->slot = iod_rs_cursor_push(&j->cursor, &j->pos);
 	}
 	j->inflight++;
 	j->inflight_bytes += len;
@@ -385,9 +464,30 @@ static int fwd_truncate(struct rs_job *j, uint64_t size, uint64_t trunc_gen)
 		   j->cur_ino, j->cur_col);
 }
 
+/* Punch [off, off + len) of the current subfile at the target: a marked
+ * region that reads as zeros here stays a hole there (FALLOCATE punch,
+ * clamped to the target's size, never extending it). */
+static int fwd_punch(struct rs_job *j, uint64_t off, uint64_t len,
+		     uint64_t trunc_gen)
+{
+	Twinfs__Fallocate f = TWINFS__FALLOCATE__INIT;
+
+	f.ino = j->cur_ino;
+	f.column = j->cur_col;
+	f.offset = off;
+	f.length = len;
+	f.punch = true;
+	f.trunc_gen = trunc_gen;
+	f.epoch = j->d->map.epoch;
+	f.forwarded = true;
+	return fwd(j, TWINFS__MSG_TYPE__MSG_FALLOCATE, &f.base, NULL, 0,
+		   j->cur_ino, j->cur_col);
+}
+
 /* ------------------------------------------------ 1: target-only files */
 
 static void list_target(struct rs_job *j);
+static void list_tmarks(struct rs_job *j);
 
 static void on_target_list(int status, struct wire_msg *reply, void *arg)
 {
@@ -437,6 +537,11 @@ out:
 		list_target(j);
 		return;
 	}
+	if (j->incremental) {
+		j->phase = RS_TMARKS;
+		list_tmarks(j);
+		return;
+	}
 	j->phase = RS_COPY;
 	pump(j);
 }
@@ -456,6 +561,91 @@ static void list_target(struct rs_job *j)
 			       on_target_list, j);
 	if (rc < 0) {
 		fail(j, rc, "listing the target's subfiles");
+		finish(j);
+		return;
+	}
+	j->list_busy = true;
+}
+
+/* ------------------------------------------- 1b: the target's marks */
+
+/* Incremental: the target's write-intent marks join ours (INTENTS on the
+ * twin connection, so they reflect every forward queued before). */
+static void on_tmarks(int status, struct wire_msg *reply, void *arg)
+{
+	struct rs_job *j = arg;
+	const Twinfs__IntentsReply *r;
+	struct iod_intent_run *add = NULL;
+	size_t n = 0;
+	int rc;
+
+	j->list_busy = false;
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__intents_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		fail(j, status, "reading the target's write-intent log");
+		goto out;
+	}
+	r = (const Twinfs__IntentsReply *)reply->body;
+	if (r->n_runs) {
+		add = calloc(r->n_runs, sizeof(*add));
+		if (!add) {
+			fail(j, -ENOMEM, "reading the target's write-intent log");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < r->n_runs; i++) {
+		const Twinfs__IntentRun *ir = r->runs[i];
+
+		if (ir->column >= IOD_MAX_COLUMNS ||
+		    (ir->count == 0 || (ir->count != UINT64_MAX &&
+					ir->first + ir->count < ir->first))) {
+			fail(j, -EPROTO, "the target's write-intent log");
+			goto out;
+		}
+		add[n++] = (struct iod_intent_run){ ir->ino, ir->column,
+						    ir->first, ir->count };
+	}
+	if (n) {
+		j->t_after = add[n - 1];
+		rc = iod_intent_merge(&j->marks, &j->n_marks, add, n);
+		if (rc < 0)
+			fail(j, rc, "merging the target's write-intent log");
+	}
+	j->tmarks_eof = r->eof || n == 0;
+out:
+	free(add);
+	if (reply)
+		wire_msg_free(reply);
+	if (j->rc < 0) {
+		finish(j);
+		return;
+	}
+	if (!j->tmarks_eof) {
+		list_tmarks(j);
+		return;
+	}
+	j->phase = RS_COPY;
+	pump(j);
+}
+
+static void list_tmarks(struct rs_job *j)
+{
+	Twinfs__Intents q = TWINFS__INTENTS__INIT;
+	int rc = still_valid(j);
+
+	q.after_ino = j->t_after.ino;
+	q.after_column = j->t_after.column;
+	q.after_first = j->t_after.first;
+	if (rc == 0)
+		rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_INTENTS,
+			       &q.base, NULL, 0,
+			       TW_MAX(j->d->conf->request_timeout_ms, 1000u),
+			       on_tmarks, j);
+	if (rc < 0) {
+		fail(j, rc, "reading the target's write-intent log");
 		finish(j);
 		return;
 	}
@@ -521,6 +711,114 @@ static int ask_checksums(struct rs_job *j)
 	return 0;
 }
 
+/* Listing order of (ino, column) against a position's subfile. */
+static int key_cmp(uint64_t ino, uint32_t column, const struct iod_rs_pos *p)
+{
+	if (ino != p->ino)
+		return ino < p->ino ? -1 : 1;
+	if (column != p->column)
+		return column < p->column ? -1 : 1;
+	return 0;
+}
+
+/* The position the next forwards complete: (current subfile, off), but
+ * never one before a resume's starting point (replaying marks there must
+ * not move the cursor back). */
+static void set_pos(struct rs_job *j, uint64_t off)
+{
+	struct iod_rs_pos p = { j->cur_ino, j->cur_col, off };
+	int c = key_cmp(p.ino, p.column, &j->from);
+
+	if (j->resume && (c < 0 || (c == 0 && off < j->from.off)))
+		p = j->from;
+	j->pos = p;
+}
+
+/* Resume: the marks of subfile (ino, column) are marks[*m0 .. *m1); *all
+ * when one covers the whole subfile.  Subfiles come in listing order, the
+ * marks are sorted the same way. */
+static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
+		       size_t *m0, size_t *m1, bool *all)
+{
+	struct iod_rs_pos key = { ino, column, 0 };
+
+	while (j->i_mark < j->n_marks &&
+	       key_cmp(j->marks[j->i_mark].ino, j->marks[j->i_mark].column,
+		       &key) < 0)
+		j->i_mark++;
+	*m0 = j->i_mark;
+	*all = false;
+	while (j->i_mark < j->n_marks &&
+	       key_cmp(j->marks[j->i_mark].ino, j->marks[j->i_mark].column,
+		       &key) == 0) {
+		if (j->marks[j->i_mark].count == UINT64_MAX)
+			*all = true;
+		j->i_mark++;
+	}
+	*m1 = j->i_mark;
+}
+
+/* How the bytes at or after `then` of the current subfile are copied,
+ * after its region mode (if any). */
+enum { CONT_NONE, CONT_CHUNKS, CONT_CHECKSUMS };
+
+/* Whether region mode sends mark run mk of the current subfile: marks
+ * below `then` (already at the target) only when the target may have
+ * missed writes there (replay); marks from `then` on when the marks choose
+ * what to copy (incremental). */
+static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
+{
+	uint64_t off = mk->first * RS_CHUNK;
+
+	if (mk->count == UINT64_MAX)
+		return false;
+	if (off < j->cur_then)
+		return j->replay;
+	return j->incremental && j->cur_then != UINT64_MAX;
+}
+
+/* Decide how subfile si is copied (proto/FORMAT.md "Resync jobs and
+ * resuming"; the header of this file).  `then`: its bytes below are at
+ * the target already (a resume's cursor; 0 otherwise).  Region mode sends
+ * the kept marks; then CONT_CHUNKS copies from `then` on (full: every
+ * block; the partly copied subfile of a resume is not deleted first),
+ * CONT_CHECKSUMS compares region checksums from `then` on (incremental,
+ * a subfile marked whole), CONT_NONE sends the exact size.  Credits
+ * done_bytes for what no chunk copy will count.  Returns false when there
+ * is nothing to send. */
+static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
+{
+	int cmp = j->resume ? key_cmp(si->ino, si->column, &j->from) : 1;
+	size_t m0 = 0, m1 = 0;
+	bool all = false;
+
+	j->cur_then = cmp > 0 ? 0 : (cmp < 0 || j->from.off == UINT64_MAX)
+		      ? UINT64_MAX : j->from.off;
+	if (j->marks)
+		find_marks(j, si->ino, si->column, &m0, &m1, &all);
+	if (all && j->replay)
+		j->cur_then = 0;          /* may differ anywhere: copy it all */
+	j->cont = CONT_NONE;
+	if (j->cur_then != UINT64_MAX) {
+		if (!j->incremental)
+			j->cont = CONT_CHUNKS;
+		else if (all)
+			j->cont = CONT_CHECKSUMS;
+	}
+	j->reg_mode = false;
+	for (size_t i = m0; i < m1 && !j->reg_mode; i++)
+		if (keep_run(j, &j->marks[i])) {
+			j->reg_mode = true;
+			j->reg_i = i;
+			j->reg_end = m1;
+			j->reg_next = j->marks[i].first;
+		}
+	j->cur_off = j->cur_then == UINT64_MAX ? 0 : j->cur_then;
+	j->done_bytes += j->cont == CONT_NONE ? si->size
+			 : TW_MIN(j->cur_off, si->size);
+	return j->reg_mode || j->cont != CONT_NONE;
+}
+
 /* Step 2a for the next subfile we hold; false when there is none. */
 static bool next_subfile(struct rs_job *j)
 {
@@ -565,19 +863,25 @@ static bool next_subfile(struct rs_job *j)
 		j->cur = true;
 		j->cur_ino = si->ino;
 		j->cur_col = si->column;
-		j->cur_off = 0;
 		j->files++;
-		if (j->incremental) {
-			/* Create it if absent (a no-op otherwise), then ask for
-			 * the target's checksums: CHECKSUM travels on the same
-			 * connection, so they reflect every forward before it. */
-			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
-			if (rc == 0)
-				rc = ask_checksums(j);
-		} else {
+		if (!plan_subfile(j, si)) {
+			j->cur = false;
+			continue;         /* nothing differs, or copied before */
+		}
+		set_pos(j, 0);
+		if (j->cont == CONT_CHUNKS && j->cur_off == 0 && !j->reg_mode) {
+			/* A full copy: the target's subfile goes first. */
 			rc = fwd_delete(j, si->ino, si->column);
 			if (rc == 0)
 				rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+		} else {
+			/* Create it if absent (a no-op otherwise); CHECKSUM
+			 * travels on the same connection, so the target's
+			 * checksums reflect every forward before it (region
+			 * mode asks when it is done). */
+			rc = fwd_write(j, 0, NULL, 0, st.trunc_gen);
+			if (rc == 0 && j->cont == CONT_CHECKSUMS && !j->reg_mode)
+				rc = ask_checksums(j);
 		}
 		if (rc < 0)
 			fail(j, rc, "starting a subfile's copy");
@@ -594,15 +898,19 @@ static void copy_chunk(struct rs_job *j)
 	long n;
 	int rc = 0;
 
+	uint64_t tail0 = j->cursor.tail;
+
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
 			   RS_CHUNK, &buf, &st);
 	if (n < 0) {
 		fail(j, (int)n, "reading a subfile");
 		return;
 	}
+	set_pos(j, j->cur_off);
 	if (n == 0) {
 		/* Past the end (or deleted meanwhile: its DELETE was
 		 * forwarded, nothing more to send). */
+		set_pos(j, UINT64_MAX);
 		if (st.exists)
 			rc = fwd_truncate(j, st.size, st.trunc_gen);
 		if (rc < 0)
@@ -656,8 +964,72 @@ next:
 		fail(j, rc, "sending a chunk");
 		return;
 	}
+	/* The chunk's last forward completes the whole chunk. */
+	set_pos(j, j->cur_off + (uint64_t)n);
+	if (j->cursor.tail > tail0)
+		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
+				      j->pos.off);
 	j->cur_off += (uint64_t)n;
 	j->done_bytes += (uint64_t)n;
+	j->bytes_copied += (uint64_t)n;
+}
+
+/* Region mode: send the next kept marked region whole (zeros included:
+ * the target may hold other bytes there; a region of zeros as a punch, so
+ * holes stay holes), in the one call that reads it;
+ * after the last one, go on as plan_subfile decided. */
+static void copy_region(struct rs_job *j)
+{
+	struct iod_sub_stat st = { 0 };
+	uint64_t off, tail0 = j->cursor.tail;
+	uint8_t *buf = NULL;
+	long n;
+	int rc = 0;
+
+	while (j->reg_i < j->reg_end && !keep_run(j, &j->marks[j->reg_i]))
+		if (++j->reg_i < j->reg_end)
+			j->reg_next = j->marks[j->reg_i].first;
+	if (j->reg_i >= j->reg_end) {
+		j->reg_mode = false;
+		if (j->cont == CONT_CHECKSUMS && (rc = ask_checksums(j)) < 0)
+			fail(j, rc, "checksums at the target");
+		if (j->cont != CONT_NONE)
+			return;           /* copy_chunk goes on from cur_off */
+		set_pos(j, UINT64_MAX);
+		rc = iod_store_stat(j->d->store, j->cur_ino, j->cur_col, &st);
+		if (rc == 0 && st.exists)
+			rc = fwd_truncate(j, st.size, st.trunc_gen);
+		if (rc < 0)
+			fail(j, rc, "truncating at the target");
+		j->cur = false;
+		return;
+	}
+	off = j->reg_next * RS_CHUNK;
+	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
+			   &buf, &st);
+	if (n < 0) {
+		fail(j, (int)n, "reading a marked region");
+		return;
+	}
+	set_pos(j, off);
+	if (n > 0 && all_zero(buf, n))
+		rc = fwd_punch(j, off, (uint64_t)n, st.trunc_gen);
+	else if (n > 0)
+		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
+	free(buf);
+	if (rc < 0) {
+		fail(j, rc, "sending a marked region");
+		return;
+	}
+	set_pos(j, off + (uint64_t)n);
+	if (j->cursor.tail > tail0)
+		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
+				      j->pos.off);
+	j->bytes_copied += (uint64_t)n;
+	if (++j->reg_next >= j->marks[j->reg_i].first +
+			     j->marks[j->reg_i].count &&
+	    ++j->reg_i < j->reg_end)
+		j->reg_next = j->marks[j->reg_i].first;
 }
 
 static void on_timer(uv_timer_t *t)
@@ -699,7 +1071,8 @@ static void pump(struct rs_job *j)
 		return;
 	if (j->rc == 0 && (rc = still_valid(j)) < 0)
 		fail(j, rc, "map changed");
-	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW) {
+	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW &&
+	       iod_rs_cursor_room(&j->cursor) >= RS_RING_SLACK) {
 		if (j->rate_mbps) {
 			uint64_t el = tw_now_ms() - j->start_ms + 1;
 			uint64_t allowed = el * j->rate_mbps * 1000;
@@ -717,7 +1090,9 @@ static void pump(struct rs_job *j)
 		}
 		if (j->cur && j->cur_wait)
 			break;             /* on_checksums pumps again */
-		if (j->cur)
+		if (j->cur && j->reg_mode)
+			copy_region(j);
+		else if (j->cur)
 			copy_chunk(j);
 		if (++chunks >= RS_CHUNKS_PER_RUN) {
 			arm(j, 0);
@@ -731,7 +1106,7 @@ static void pump(struct rs_job *j)
 
 /* ------------------------------------------------------------ requests */
 
-static uint64_t count_bytes(struct iod *d)
+static uint64_t count_bytes(struct iod *d, uint64_t *files)
 {
 	struct iod_sub_info *b = calloc(RS_LIST_BATCH, sizeof(*b));
 	uint64_t ino = 0, total = 0;
@@ -746,11 +1121,29 @@ static uint64_t count_bytes(struct iod *d)
 			break;
 		for (int i = 0; i < n; i++)
 			total += b[i].size;
+		*files += (uint64_t)n;
 		ino = b[n - 1].ino;
 		col = b[n - 1].column;
 	}
 	free(b);
 	return total;
+}
+
+/* Our marks, when they choose what to copy (an incremental copy) or may
+ * name writes the target missed before a resume's cursor (replay_marks):
+ * marks are cleared only once both twins synced them, never while the
+ * target needs resync (twin.c), and never on the target while it
+ * resyncs, so ours and the target's cover every byte that may differ. */
+static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
+{
+	j->resume = q->resume;
+	j->replay = q->resume && q->replay_marks;
+	j->from.ino = q->resume_ino;
+	j->from.column = q->resume_column;
+	j->from.off = q->resume_offset;
+	if (!j->incremental && !j->replay)
+		return 0;
+	return iod_intent_list(j->d->store, &j->marks, &j->n_marks);
 }
 
 void iod_resync_request(struct iod *d, struct wire_conn *c,
@@ -825,13 +1218,27 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	wire_conn_ref(c);
 	j->c = c;
 	j->hdr = m->hdr;
-	j->total_bytes = count_bytes(d);
+	j->total_bytes = count_bytes(d, &j->files_total);
+	if (iod_rs_cursor_init(&j->cursor, RS_RING) < 0 ||
+	    load_marks(j, q) < 0) {
+		iod_rs_cursor_free(&j->cursor);
+		free(j->marks);
+		uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+		iod_reply_status(c, m, -ENOMEM);
+		wire_conn_unref(c);
+		return;
+	}
 	d->resync = j;
 	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
-		" bytes%s", j->target, j->incremental
-		? "incremental copy (region checksums)" : "full copy",
-		j->total_bytes,
+		" bytes in %" PRIu64 " subfiles%s", j->target, j->incremental
+		? "incremental copy (write-intent log)" : "full copy",
+		j->total_bytes, j->files_total,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
+	if (j->resume)
+		tw_info("resync of iod %" PRIu32 " resumes after ino %" PRIu64
+			" column %" PRIu32 " offset %" PRIu64 "; %zu write-"
+			"intent regions before it are copied again", j->target,
+			j->from.ino, j->from.column, j->from.off, j->n_marks);
 	j->phase = RS_TLIST;
 	send_progress(j, true, false);
 	list_target(j);

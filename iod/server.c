@@ -22,6 +22,7 @@
 
 #define SUBFILES_MAX     4096u   /* entries per SUBFILES reply */
 #define SUBFILES_DEFAULT 1024u
+#define INTENTS_MAX      4096u   /* runs per INTENTS reply */
 
 void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc)
 {
@@ -332,6 +333,57 @@ out:
 	free(ptrs);
 }
 
+/* INTENTS (our twin, resyncing us): our marked regions after a key, in
+ * order, so the twin copies what either of us may hold differently.  It
+ * travels on the twin connection behind every forward queued before it. */
+static void on_intents(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const Twinfs__Intents *q = (const Twinfs__Intents *)m->body;
+	const struct iod_intent_run after = { q->after_ino, q->after_column,
+					      q->after_first, 0 };
+	Twinfs__IntentsReply r = TWINFS__INTENTS_REPLY__INIT;
+	struct iod_intent_run *v = NULL;
+	Twinfs__IntentRun *msgs = NULL, **ptrs = NULL;
+	size_t n = 0, i = 0, k = 0;
+	uint32_t max;
+	int rc;
+
+	if (!body_is(m, &twinfs__intents__descriptor) || m->data_len != 0) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	max = q->max == 0 ? INTENTS_MAX : TW_MIN(q->max, INTENTS_MAX);
+	rc = iod_intent_list(d->store, &v, &n);
+	if (rc == 0) {
+		msgs = calloc(max, sizeof(*msgs));
+		ptrs = calloc(max, sizeof(*ptrs));
+		if (!msgs || !ptrs)
+			rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		iod_reply_status(c, m, rc);
+		goto out;
+	}
+	while (i < n && iod_intent_run_cmp(&v[i], &after) <= 0)
+		i++;
+	for (; i < n && k < max; i++, k++) {
+		twinfs__intent_run__init(&msgs[k]);
+		msgs[k].ino = v[i].ino;
+		msgs[k].column = v[i].column;
+		msgs[k].first = v[i].first;
+		msgs[k].count = v[i].count;
+		ptrs[k] = &msgs[k];
+	}
+	r.runs = ptrs;
+	r.n_runs = k;
+	r.eof = i >= n;
+	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
+out:
+	free(v);
+	free(msgs);
+	free(ptrs);
+}
+
 static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__Checksum *q = (const Twinfs__Checksum *)m->body;
@@ -434,6 +486,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_FSYNC:
 	case TWINFS__MSG_TYPE__MSG_SUBFILES:
 	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
+	case TWINFS__MSG_TYPE__MSG_INTENTS:
 	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
 	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
@@ -457,6 +510,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		break;
 	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
 		on_checksum(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_INTENTS:
+		on_intents(d, c, m);
 		break;
 	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
 		on_statfs(d, c, m);

@@ -628,10 +628,12 @@ static void on_intent_timer(uv_timer_t *t)
 	const struct iod_map_iod *tw = twin_info(d);
 
 	/* A twin that is not up, or that mgrd says missed writes, cannot
-	 * have synced what we hold: nothing may be cleared. */
+	 * have synced what we hold: nothing may be cleared.  Nor while we
+	 * are not readable (resyncing): our marks name what we may hold
+	 * that the twin does not, which our resync reads (INTENTS). */
 	if (d->intent_busy || d->closing || !d->registered ||
 	    iod_store_n_marked(d->store) == 0 || !d->twin_peer ||
-	    iod_store_aborted(d->store) ||
+	    iod_store_aborted(d->store) || !iod_twin_self_readable(d) ||
 	    (tw && (tw->state != TWINFS__IOD_STATE__IOD_UP || tw->needs_resync)))
 		return;
 	ic = calloc(1, sizeof(*ic));

@@ -438,12 +438,55 @@ int mgr_map_register_ex(struct mgr_map *m, uint32_t id, const void *uuid,
 			uint32_t uuid_len, uint64_t incarnation, bool fresh,
 			struct mgr_op *ops);
 
+/* ---------------------------------------------------- resync job records */
+
+/* The journaled part of the resync job of one target iod (rjob.c; byte
+ * format in mgrd/FORMAT.md, section 3).  resync.c owns the volatile part
+ * and journals a MGR_OP_RESYNC_JOB record whenever this changes, so
+ * `rebuild --status` and the copy cursor survive an mgrd restart. */
+enum mgr_rjob_state {
+	MGR_RJ_NONE = 0,          /* not started */
+	MGR_RJ_RUNNING = 1,
+	MGR_RJ_DONE = 2,
+	MGR_RJ_FAILED = 3,
+	MGR_RJ_INTERRUPTED = 4,
+	MGR_RJ_MAX_
+};
+
+struct mgr_rjob_rec {
+	uint8_t state;            /* enum mgr_rjob_state */
+	bool full;
+	bool has_cursor;
+	bool replay;              /* target may have missed writes: resend marks */
+	uint32_t source;          /* iod id, 0 = none yet */
+	uint64_t start_ms, end_ms;  /* Unix time in ms, 0 = not yet */
+	uint64_t files_total, files_done;
+	uint64_t bytes_total, bytes_done, bytes_copied;
+	uint32_t runs, errors;
+	int32_t last_error;
+	uint64_t cursor_ino;      /* has_cursor: subfiles up to it are copied */
+	uint32_t cursor_column;
+	uint64_t cursor_offset;   /* ... and its bytes below this offset */
+	uint64_t target_incarnation;  /* of the target's last run */
+	uint32_t rate_mbps;       /* rebuild --rate-limit, 0 = none */
+	uint8_t uuid[MGR_UUID_MAX];   /* the target's UUID the cursor is for */
+	uint32_t uuid_len;
+};
+
+#define MGR_RJOB_BYTES_MAX (108u + MGR_UUID_MAX)
+
+/* Encode into buf (MGR_RJOB_BYTES_MAX bytes); returns the length. */
+size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf);
+/* 0 or -EBADMSG (wrong version, length or a field out of range). */
+int mgr_rjob_unpack(const void *buf, size_t len, struct mgr_rjob_rec *r);
+
 /* --------------------------------------------------------------- state */
 
 struct mgr_state {
 	struct mgr_ns ns;
 	struct mgr_sessions sessions;
 	struct mgr_map map;
+	struct mgr_rjob_rec rjobs[TW_MAX_IODS];   /* [target id - 1] */
 };
 
 int mgr_state_init(struct mgr_state *st, const struct tw_conf *conf,
@@ -472,6 +515,7 @@ enum mgr_op_type {
 	MGR_OP_PDEL_DONE = 16,
 	MGR_OP_TRUNC_BEGIN = 17,
 	MGR_OP_INO_RESERVE = 18,  /* ino_limit = new_ino (synced before use) */
+	MGR_OP_RESYNC_JOB = 19,   /* rjobs[ino - 1] = value (rjob.c) */
 	MGR_OP_MAX_
 };
 

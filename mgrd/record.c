@@ -26,7 +26,7 @@
 
 #define REC_VERSION   1u
 #define SNAP_MAGIC    0x534d5754u   /* "TWMS" */
-#define SNAP_VERSION  1u
+#define SNAP_VERSION  2u               /* 2 adds the resync job records */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
 
@@ -634,6 +634,11 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		if (op->new_ino > st->ns.ino_limit)
 			st->ns.ino_limit = op->new_ino;
 		return 0;
+	case MGR_OP_RESYNC_JOB:
+		if (op->ino == 0 || op->ino > TW_MAX_IODS)
+			return -EINVAL;
+		return mgr_rjob_unpack(op->value, op->value_len,
+				       &st->rjobs[op->ino - 1]);
 	default:
 		return -EINVAL;
 	}
@@ -707,6 +712,12 @@ static void put_inode(struct wbuf *b, const struct mgr_inode *in)
 		put_str(b, x->name);
 		put_bytes(b, x->value, x->len);
 	}
+}
+
+/* A job record worth a snapshot entry: any but the initial one. */
+static bool rjob_kept(const struct mgr_rjob_rec *r)
+{
+	return r->state != MGR_RJ_NONE || r->full || r->has_cursor;
 }
 
 int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
@@ -789,6 +800,22 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		}
 	}
 	free(keys);
+	{
+		uint32_t nj = 0;
+
+		for (uint32_t i = 0; i < TW_MAX_IODS; i++)
+			nj += rjob_kept(&st->rjobs[i]);
+		put_u32(&b, nj);
+		for (uint32_t i = 0; i < TW_MAX_IODS; i++) {
+			uint8_t rb[MGR_RJOB_BYTES_MAX];
+
+			if (!rjob_kept(&st->rjobs[i]))
+				continue;
+			put_u32(&b, i + 1);
+			put_bytes(&b, rb, (uint32_t)mgr_rjob_pack(&st->rjobs[i],
+								  rb));
+		}
+	}
 	put_u32(&b, tw_crc32c(0, b.p, b.len));
 	if (b.err) {
 		free(b.p);
@@ -904,7 +931,7 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 	struct rbuf b = { .p = buf, .len = len };
 	struct mgr_ns *ns = &st->ns;
 	uint64_t n, next_ino, ino_limit, rr_next, next_sid, epoch;
-	uint32_t n_iods;
+	uint32_t n_iods, version;
 	int rc = -EBADMSG;
 
 	if (len < 12 || tw_crc32c(0, buf, len - 4) !=
@@ -914,7 +941,10 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		       (uint32_t)((const uint8_t *)buf)[len - 1] << 24))
 		return -EBADMSG;
 	b.len = len - 4;
-	if (get_u32(&b) != SNAP_MAGIC || get_u32(&b) != SNAP_VERSION)
+	if (get_u32(&b) != SNAP_MAGIC)
+		return -EBADMSG;
+	version = get_u32(&b);
+	if (version < 1 || version > SNAP_VERSION)
 		return -EBADMSG;
 	next_ino = get_u64(&b);
 	ino_limit = get_u64(&b);
@@ -1016,6 +1046,16 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 	}
 	if (next_sid > st->sessions.next_id)
 		st->sessions.next_id = next_sid;
+	memset(st->rjobs, 0, sizeof(st->rjobs));
+	n = version >= 2 ? get_u32(&b) : 0;
+	for (uint64_t i = 0; i < n && !b.err; i++) {
+		uint32_t id = get_u32(&b), rl;
+		const void *r = get_bytes(&b, &rl, MGR_RJOB_BYTES_MAX);
+
+		if (b.err || id == 0 || id > TW_MAX_IODS ||
+		    mgr_rjob_unpack(r, rl, &st->rjobs[id - 1]) < 0)
+			return -EBADMSG;
+	}
 	if (b.err || b.pos != b.len)
 		return -EBADMSG;
 	return 0;

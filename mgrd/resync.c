@@ -1,7 +1,8 @@
 /* resync.c - mgrd's side of resync (DESIGN.md "Twins", rejoin; issue 3
  * items 4-6): it starts, watches and completes the copy that brings a
- * `resyncing` iod back to `up`.  The copy itself is done by the source iod
- * (iod/resync.c); mgrd only coordinates:
+ * `resyncing` iod back to `up`, and keeps the job record that
+ * `twinfsctl rebuild --status` shows.  The copy itself is done by the
+ * source iod (iod/resync.c); mgrd only coordinates:
  *
  *   - For every iod the map calls `resyncing` (needs_resync set), when
  *     auto_resync is on or the admin asked (REBUILD), and its twin is
@@ -10,8 +11,9 @@
  *     attempt is incremental (the source compares region checksums with
  *     the target and sends what differs); after two failures in a row,
  *     or when the admin asks (rebuild --full), the copy is full.
- *   - RESYNC_PROGRESS from the source updates the job's permille, shown in
- *     IodInfo.resync_permille (no epoch bump: GET_MAP shows it).
+ *   - RESYNC_PROGRESS from the source updates the job's counters and its
+ *     cursor (the last subfile whose every forward the target has
+ *     acknowledged), shown in IodInfo.resync_permille and RESYNC_STATUS.
  *   - A successful reply applies R1_EV_RESYNC_DONE through
  *     mgr_srv_map_event (journaled, new epoch, pushed).
  *   - A failed reply, or a map change that makes the source unreadable or
@@ -19,39 +21,45 @@
  *     interrupted (a generation number makes a late reply harmless); it is
  *     started again RETRY_MS later, when both are reachable.
  *
- * Jobs are volatile: after an mgrd restart the map (journaled) still says
- * `resyncing`; the source's next RESYNC_PROGRESS makes the new mgrd adopt
- * a copy still running, and with auto_resync the job is sent again: a
- * source still copying joins the new request to its running copy (so it
- * goes on rather than restarting), a source that was restarted copies from
- * zero.  No cursor is journaled.  The source also reports completion with
+ * The job record (struct mgr_rjob_rec in the state: state, times,
+ * counters, cursor) is journaled as a MGR_OP_RESYNC_JOB record at every
+ * change of state and at most every JOURNAL_MS of progress, so it survives
+ * an mgrd restart.  A job resumes rather than restarts: the next RESYNC of
+ * the same job carries the cursor (Resync.resume_*) and the source copies
+ * only the subfiles after it, plus the regions its write-intent log marks
+ * in those before it (writes the target may have missed while it was
+ * away).  The cursor is dropped when the target's UUID changes (a wiped
+ * disk holds nothing) and when the job falls back to a full copy after
+ * failures.  After an mgrd restart the source's next RESYNC_PROGRESS makes
+ * the new mgrd adopt a copy still running; a RESYNC sent then joins it at
+ * the source.  The source also reports completion with
  * RESYNC_PROGRESS(done), so a completion whose RESYNC reply was lost with
  * an old mgrd still brings the target up.
  */
 #include "server_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RETRY_MS 500u
-#define AGAIN_MS 100u
-#define TICK_MS  200u
+#define RETRY_MS   500u
+#define AGAIN_MS   100u
+#define TICK_MS    200u
+#define JOURNAL_MS 1000u     /* progress records at most this often */
 
-enum { RJ_NONE, RJ_RUNNING, RJ_DONE, RJ_FAILED, RJ_INTERRUPTED };
-
+/* The volatile part of a job; the journaled part is s->st.rjobs[]. */
 struct rjob {
-	int state;
-	uint32_t source;
+	bool active;               /* a RESYNC call of generation gen is out */
 	uint64_t gen;              /* replies of older generations are ignored */
 	bool wanted;               /* admin asked (auto_resync off) */
-	bool full;                 /* next attempt copies everything */
+	bool new_job;              /* the next run starts a new job record */
+	bool want_full;            /* ... copying everything (rebuild --full) */
 	uint32_t fails;            /* failed attempts in a row */
-	uint32_t rate_mbps;
-	uint32_t permille;
-	uint64_t bytes_done, bytes_total;
-	uint64_t start_ms, retry_ms;
-	int err;
+	uint64_t retry_ms;
+	bool copied_known;         /* last_copied is the source's run counter */
+	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
+	uint64_t journal_ms;       /* last progress record */
 };
 
 struct mgr_resync {
@@ -70,10 +78,10 @@ struct rcall {
 static const char *job_state_name(int st)
 {
 	switch (st) {
-	case RJ_RUNNING: return "running";
-	case RJ_DONE: return "done";
-	case RJ_FAILED: return "failed";
-	case RJ_INTERRUPTED: return "interrupted";
+	case MGR_RJ_RUNNING: return "running";
+	case MGR_RJ_DONE: return "done";
+	case MGR_RJ_FAILED: return "failed";
+	case MGR_RJ_INTERRUPTED: return "interrupted";
 	default: return "not started";
 	}
 }
@@ -84,14 +92,77 @@ static bool readable(const struct mgr_map_iod *mi)
 	       !mi->needs_resync;
 }
 
+static uint64_t unix_ms(void)
+{
+	struct mgr_time t;
+
+	mgr_srv_now(&t);
+	return (uint64_t)t.sec * 1000u + t.nsec / 1000000u;
+}
+
+static struct mgr_rjob_rec *rec_of(struct mgr_resync *r, uint32_t id)
+{
+	assert(id >= 1 && id <= TW_MAX_IODS);
+	return &r->s->st.rjobs[id - 1];
+}
+
+/* Journal the job record of iod `id` as it is now (applying the record
+ * rewrites the same bytes). */
+static void journal_job(struct mgr_resync *r, uint32_t id)
+{
+	struct mgr_op op = { .type = MGR_OP_RESYNC_JOB, .ino = id };
+	uint8_t buf[MGR_RJOB_BYTES_MAX];
+
+	op.value = buf;
+	op.value_len = (uint32_t)mgr_rjob_pack(rec_of(r, id), buf);
+	if (mgr_srv_internal(r->s, &op) < 0)
+		tw_log_rl(TW_LOG_ERR, "mgrd: resync of iod %u: cannot journal "
+			  "its job record", id);
+	r->job[id - 1].journal_ms = tw_now_ms();
+}
+
+/* The job of `id` stops in state st (not running). */
+static void job_end(struct mgr_resync *r, uint32_t id, int st, int err)
+{
+	struct mgr_rjob_rec *rec = rec_of(r, id);
+	struct rjob *j = &r->job[id - 1];
+
+	j->active = false;
+	j->gen++;
+	if (rec->state != MGR_RJ_RUNNING && st != MGR_RJ_DONE)
+		return;                   /* already recorded */
+	rec->state = (uint8_t)st;
+	rec->end_ms = unix_ms();
+	if (err < 0) {
+		rec->errors++;
+		rec->last_error = err;
+	}
+	if (st == MGR_RJ_DONE) {
+		rec->files_done = rec->files_total;
+		rec->bytes_done = rec->bytes_total;
+		rec->has_cursor = false;
+		j->fails = 0;
+		j->new_job = true;
+	}
+	journal_job(r, id);
+}
+
 static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 {
 	struct rcall *k = arg;
 	struct mgr_resync *r = k->r;
 	struct rjob *j;
+	struct mgr_rjob_rec *rec;
 	struct mgr_map_iod *mi;
+	uint64_t copied = 0;
+	bool has_copied = false;
 	char why[96];
 
+	if (status == 0 && reply && reply->body &&
+	    reply->body->descriptor == &twinfs__resync_reply__descriptor) {
+		copied = ((const Twinfs__ResyncReply *)reply->body)->bytes_copied;
+		has_copied = true;
+	}
 	if (reply)
 		wire_msg_free(reply);
 	/* Cancelled: the pool is being freed (r may be closing) or the
@@ -99,44 +170,65 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (status == -ECANCELED || r->stopping)
 		goto out;
 	j = &r->job[k->target - 1];
-	if (j->gen != k->gen || j->state != RJ_RUNNING)
+	rec = rec_of(r, k->target);
+	if (j->gen != k->gen || !j->active)
 		goto out;
+	/* The final count: the last RESYNC_PROGRESS travels on another
+	 * connection and may come after this reply (then it is dropped). */
+	if (has_copied && j->copied_known && copied >= j->last_copied) {
+		rec->bytes_copied += copied - j->last_copied;
+		j->last_copied = copied;
+	}
 	mi = mgr_map_iod(&r->s->st.map, k->target);
 	if (status == -EAGAIN) {
-		/* The source's map is behind ours: not started, ask again. */
-		j->state = RJ_INTERRUPTED;
+		/* The source's map is behind ours: not started, ask again
+		 * (the record says running: it is, in a moment). */
+		j->active = false;
+		j->gen++;
 		j->retry_ms = tw_now_ms() + AGAIN_MS;
 		goto out;
 	}
 	if (status < 0) {
-		j->state = RJ_FAILED;
-		j->err = status;
 		/* One failure may be a map change racing the copy (forwards
 		 * of an older epoch are refused); a second in a row copies
-		 * everything (e.g. the target holds a newer trunc_gen). */
-		if (++j->fails >= 2)
-			j->full = true;
+		 * everything from zero (e.g. the target holds a newer
+		 * trunc_gen). */
+		if (++j->fails >= 2) {
+			rec->full = true;
+			rec->has_cursor = false;
+		}
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
 			  "failed: %s; retrying (%s) when both are reachable",
-			  k->target, j->source, strerror(-status),
-			  j->full ? "full copy" : "incremental");
+			  k->target, rec->source, strerror(-status),
+			  rec->full ? "full copy" : "incremental");
+		job_end(r, k->target, MGR_RJ_FAILED, status);
 		goto out;
 	}
-	j->state = RJ_DONE;
-	j->full = false;
-	j->fails = 0;
-	j->permille = 1000;
-	j->bytes_done = j->bytes_total;
 	tw_info("mgrd: resync of iod %u from iod %u done in %llu ms",
-		k->target, j->source,
-		(unsigned long long)(tw_now_ms() - j->start_ms));
+		k->target, rec->source,
+		(unsigned long long)(unix_ms() - rec->start_ms));
+	job_end(r, k->target, MGR_RJ_DONE, 0);
 	if (mi && mi->state == MGR_IOD_RESYNCING) {
-		snprintf(why, sizeof(why), "resync from iod %u done", j->source);
+		snprintf(why, sizeof(why), "resync from iod %u done",
+			 rec->source);
 		mgr_srv_map_event(r->s, k->target, R1_EV_RESYNC_DONE, 0, why);
 	}
 out:
 	free(k);
+}
+
+/* Open a new job record for target mi (a first run, a run after a done
+ * job, or an admin's --full). */
+static void job_new(struct mgr_rjob_rec *rec, const struct mgr_map_iod *mi,
+		    bool full)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->full = full;
+	rec->start_ms = unix_ms();
+	memcpy(rec->uuid, mi->uuid, mi->uuid_len);
+	rec->uuid_len = mi->uuid_len;
+	rec->target_incarnation = mi->incarnation;
 }
 
 static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
@@ -144,6 +236,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 {
 	struct mgr_server *s = r->s;
 	struct rjob *j = &r->job[mi->id - 1];
+	struct mgr_rjob_rec *rec = rec_of(r, mi->id);
 	struct wire_peer *peer = mgr_pool_peer(s->pool, src->id);
 	Twinfs__Resync q = TWINFS__RESYNC__INIT;
 	struct rcall *k;
@@ -151,6 +244,30 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 
 	if (!peer)
 		return;
+	if (j->new_job || rec->state == MGR_RJ_NONE ||
+	    rec->state == MGR_RJ_DONE) {
+		/* A record "not started" but full: mgr_resync_fresh. */
+		uint32_t rate = rec->rate_mbps;
+
+		job_new(rec, mi, j->want_full ||
+			(rec->state == MGR_RJ_NONE && rec->full));
+		rec->rate_mbps = rate;
+		j->new_job = false;
+		j->want_full = false;
+	}
+	if (rec->uuid_len != mi->uuid_len ||
+	    memcmp(rec->uuid, mi->uuid, mi->uuid_len) != 0) {
+		/* A wiped or replaced disk: what the cursor covers is gone. */
+		rec->has_cursor = false;
+		rec->full = true;
+		memcpy(rec->uuid, mi->uuid, mi->uuid_len);
+		rec->uuid_len = mi->uuid_len;
+	}
+	if (rec->has_cursor && rec->target_incarnation != mi->incarnation)
+		/* The target restarted since the last run: writes may have
+		 * gone to the source alone while it was away. */
+		rec->replay = true;
+	rec->target_incarnation = mi->incarnation;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return;
@@ -158,28 +275,33 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	k->target = mi->id;
 	k->gen = ++j->gen;
 	q.target_iod = mi->id;
-	q.full = j->full;
-	q.rate_limit_mbps = j->rate_mbps;
+	q.full = rec->full;
+	q.rate_limit_mbps = rec->rate_mbps;
 	q.epoch = s->st.map.epoch;
+	q.resume = rec->has_cursor;
+	q.resume_ino = rec->cursor_ino;
+	q.resume_column = rec->cursor_column;
+	q.resume_offset = rec->cursor_offset;
+	q.replay_marks = rec->replay;
 	rc = wire_call(peer, TWINFS__MSG_TYPE__MSG_RESYNC, &q.base, NULL, 0, 0,
 		       on_resync_reply, k);
 	if (rc < 0) {
 		free(k);
-		j->state = RJ_FAILED;
-		j->err = rc;
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		return;
 	}
-	if (j->state != RJ_FAILED && j->state != RJ_INTERRUPTED)
-		tw_info("mgrd: resync of iod %u from iod %u starts (%s)",
-			mi->id, src->id, j->full ? "full copy"
-			: "incremental: region checksums");
-	j->state = RJ_RUNNING;
-	j->source = src->id;
-	j->permille = 0;
-	j->bytes_done = j->bytes_total = 0;
-	j->start_ms = tw_now_ms();
-	j->err = 0;
+	if (rec->state != MGR_RJ_RUNNING || rec->source != src->id)
+		tw_info("mgrd: resync of iod %u from iod %u %s (%s)", mi->id,
+			src->id, rec->runs ? "resumes" : "starts",
+			rec->full ? "full copy" : "incremental: write-intent log");
+	j->active = true;
+	j->copied_known = true;
+	j->last_copied = 0;
+	rec->state = MGR_RJ_RUNNING;
+	rec->source = src->id;
+	rec->end_ms = 0;
+	rec->runs++;
+	journal_job(r, mi->id);
 }
 
 void mgr_resync_check(struct mgr_resync *r)
@@ -198,29 +320,31 @@ void mgr_resync_check(struct mgr_resync *r)
 		struct mgr_map_iod *src = mgr_map_twin(map, mi->group,
 						       !mi->twin_index);
 		struct rjob *j = &r->job[i];
+		struct mgr_rjob_rec *rec = &s->st.rjobs[i];
 
 		if (mi->state != MGR_IOD_RESYNCING) {
-			if (j->state == RJ_RUNNING) {
-				j->state = RJ_INTERRUPTED;
-				j->gen++;
+			if (rec->state == MGR_RJ_RUNNING) {
+				tw_warn("mgrd: resync of iod %u interrupted: "
+					"it is no longer resyncing", mi->id);
+				/* Its twin may take writes alone now. */
+				rec->replay = true;
+				job_end(r, mi->id, MGR_RJ_INTERRUPTED, 0);
 			}
-			j->permille = 0;
 			if (mi->state == MGR_IOD_UP && !mi->needs_resync)
 				j->wanted = false;
 			continue;
 		}
-		if (j->state == RJ_RUNNING) {
-			if (readable(src) && src->id == j->source)
+		if (rec->state == MGR_RJ_RUNNING && j->active) {
+			if (readable(src) && src->id == rec->source)
 				continue;
 			tw_warn("mgrd: resync of iod %u interrupted: source iod "
-				"%u is no longer readable", mi->id, j->source);
-			j->state = RJ_INTERRUPTED;
-			j->gen++;
+				"%u is no longer readable", mi->id, rec->source);
+			job_end(r, mi->id, MGR_RJ_INTERRUPTED, 0);
 			j->retry_ms = tw_now_ms() + RETRY_MS;
 		}
 		if (!s->conf->auto_resync && !j->wanted)
 			continue;
-		if (!readable(src) || tw_now_ms() < j->retry_ms)
+		if (j->active || !readable(src) || tw_now_ms() < j->retry_ms)
 			continue;
 		start_job(r, mi, src);
 	}
@@ -235,77 +359,177 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 			 const Twinfs__ResyncProgress *p)
 {
 	struct mgr_map_iod *mi, *src;
+	struct mgr_rjob_rec *rec;
 	struct rjob *j;
 	char why[96];
 
 	if (!r || p->target_iod == 0 || p->target_iod > TW_MAX_IODS)
 		return;
 	j = &r->job[p->target_iod - 1];
+	rec = rec_of(r, p->target_iod);
 	mi = mgr_map_iod(&r->s->st.map, p->target_iod);
 	src = mgr_map_iod(&r->s->st.map, from_iod);
 	if (!mi || !src || mi->group != src->group || mi == src ||
 	    mi->state != MGR_IOD_RESYNCING || !readable(src))
 		return;
-	if (j->state != RJ_RUNNING || j->source != from_iod) {
+	if (!j->active || rec->source != from_iod) {
 		/* A copy we did not start (mgrd restarted meanwhile): adopt
 		 * it; a RESYNC we send later joins it at the source. */
-		if (j->state == RJ_RUNNING)
+		if (j->active)
 			return;
 		tw_info("mgrd: iod %u is copying to iod %u (a resync started "
 			"before this mgrd): following it", from_iod,
 			p->target_iod);
-		j->state = RJ_RUNNING;
-		j->source = from_iod;
+		if (rec->state == MGR_RJ_NONE || rec->state == MGR_RJ_DONE)
+			job_new(rec, mi, false);
+		rec->state = MGR_RJ_RUNNING;
+		rec->source = from_iod;
+		rec->end_ms = 0;
+		j->active = true;
 		j->gen++;
-		j->start_ms = tw_now_ms();
+		/* Its counter includes bytes the journaled record already
+		 * has (up to its last progress record): count from here. */
+		j->copied_known = false;
 	}
-	j->permille = TW_MIN(p->permille, 999u);
-	j->bytes_done = p->bytes_done;
-	j->bytes_total = p->bytes_total;
+	if (!j->copied_known || p->bytes_copied < j->last_copied) {
+		j->copied_known = true;
+		j->last_copied = p->bytes_copied;
+	}
+	rec->bytes_copied += p->bytes_copied - j->last_copied;
+	j->last_copied = p->bytes_copied;
+	rec->files_total = p->files_total;
+	rec->files_done = p->files_done;
+	rec->bytes_total = p->bytes_total;
+	rec->bytes_done = p->bytes_done;
+	if (p->has_cursor) {
+		rec->has_cursor = true;
+		rec->cursor_ino = p->cursor_ino;
+		rec->cursor_column = p->cursor_column;
+		rec->cursor_offset = p->cursor_offset;
+	}
 	if (p->done) {
 		/* The source finished: the same as its reply (which may have
 		 * gone to a previous mgrd). */
-		j->state = RJ_DONE;
-		j->full = false;
-		j->fails = 0;
-		j->permille = 1000;
-		j->gen++;
 		tw_info("mgrd: resync of iod %u from iod %u done", mi->id,
 			from_iod);
+		job_end(r, mi->id, MGR_RJ_DONE, 0);
 		snprintf(why, sizeof(why), "resync from iod %u done", from_iod);
 		mgr_srv_map_event(r->s, mi->id, R1_EV_RESYNC_DONE, 0, why);
+		return;
 	}
+	if (tw_now_ms() - j->journal_ms >= JOURNAL_MS)
+		journal_job(r, mi->id);
 }
 
 uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id)
 {
+	const struct mgr_rjob_rec *rec;
+
 	if (!r || id == 0 || id > TW_MAX_IODS)
 		return 0;
-	return r->job[id - 1].permille;
+	rec = &r->s->st.rjobs[id - 1];
+	if (rec->state == MGR_RJ_DONE)
+		return 1000;
+	if (rec->state != MGR_RJ_RUNNING || rec->bytes_total == 0)
+		return 0;
+	return (uint32_t)TW_MIN(999u, rec->bytes_done * 1000 /
+				rec->bytes_total);
+}
+
+void mgr_resync_fresh(struct mgr_resync *r, uint32_t id)
+{
+	struct mgr_rjob_rec *rec;
+
+	if (!r || id == 0 || id > TW_MAX_IODS)
+		return;
+	rec = rec_of(r, id);
+	/* Journaled before the map record that takes the new UUID, so no
+	 * crash can leave the new disk with an incremental job. */
+	memset(rec, 0, sizeof(*rec));
+	rec->full = true;
+	r->job[id - 1].new_job = true;
+	r->job[id - 1].want_full = true;
+	r->job[id - 1].fails = 0;
+	journal_job(r, id);
 }
 
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		       uint32_t rate_mbps)
 {
 	struct mgr_map_iod *mi = mgr_map_iod(&r->s->st.map, id);
+	struct mgr_rjob_rec *rec;
 	struct rjob *j;
 
 	if (!mi)
 		return -ENOENT;
 	j = &r->job[id - 1];
+	rec = rec_of(r, id);
 	if (mi->state == MGR_IOD_UP && !mi->needs_resync)
 		return 0;                 /* nothing to copy */
 	if (mi->state != MGR_IOD_RESYNCING)
 		return -EAGAIN;           /* not reachable, or stale and alone */
 	j->wanted = true;
-	j->full = j->full || full;
-	j->rate_mbps = rate_mbps;
-	if (j->state != RJ_RUNNING)
+	if (full && !(rec->full && rec->state == MGR_RJ_RUNNING)) {
+		/* --full: a new job copying everything from zero. */
+		j->new_job = true;
+		j->want_full = true;
+	}
+	rec->rate_mbps = rate_mbps;
+	if (!j->active)
 		j->retry_ms = 0;
 	tw_info("mgrd: admin asks for the resync of iod %u (job %s)", id,
-		job_state_name(j->state));
+		job_state_name(rec->state));
 	mgr_resync_check(r);
 	return 0;
+}
+
+static void fill_job(Twinfs__ResyncJob *o, uint32_t id,
+		     const struct mgr_rjob_rec *rec)
+{
+	twinfs__resync_job__init(o);
+	o->target_iod = id;
+	o->source_iod = rec->source;
+	o->state = (Twinfs__ResyncJobState)rec->state;
+	o->full = rec->full;
+	o->start_unix_ms = rec->start_ms;
+	o->end_unix_ms = rec->end_ms;
+	o->files_total = rec->files_total;
+	o->files_done = rec->files_done;
+	o->bytes_total = rec->bytes_total;
+	o->bytes_done = rec->bytes_done;
+	o->bytes_copied = rec->bytes_copied;
+	o->runs = rec->runs;
+	o->errors = rec->errors;
+	o->last_error = rec->last_error;
+}
+
+void mgr_resync_status(struct mgr_resync *r, struct wire_conn *c,
+		       const struct wire_msg *m)
+{
+	const Twinfs__ResyncStatus *q = (const Twinfs__ResyncStatus *)m->body;
+	Twinfs__ResyncStatusReply rep = TWINFS__RESYNC_STATUS_REPLY__INIT;
+	Twinfs__ResyncJob jobs[TW_MAX_IODS], *ptrs[TW_MAX_IODS];
+	const struct mgr_map *map = &r->s->st.map;
+	size_t n = 0;
+
+	if (q->iod && !mgr_map_iod(&r->s->st.map, q->iod)) {
+		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
+		return;
+	}
+	for (uint32_t id = 1; id <= map->n_iods && id <= TW_MAX_IODS; id++) {
+		const struct mgr_rjob_rec *rec = &r->s->st.rjobs[id - 1];
+
+		/* One iod: its record even when never started; all: those
+		 * with a record. */
+		if (q->iod ? id != q->iod : rec->state == MGR_RJ_NONE)
+			continue;
+		fill_job(&jobs[n], id, rec);
+		ptrs[n] = &jobs[n];
+		n++;
+	}
+	rep.jobs = ptrs;
+	rep.n_jobs = n;
+	mgr_srv_reply(c, &m->hdr, 0, &rep.base);
 }
 
 int mgr_resync_start(struct mgr_server *s, struct mgr_resync **out)
@@ -321,6 +545,21 @@ int mgr_resync_start(struct mgr_server *s, struct mgr_resync **out)
 	if (!s->conf->auto_resync)
 		tw_info("mgrd: auto_resync is off: resyncing iods wait for "
 			"`twinfsctl rebuild IOD`");
+	for (uint32_t i = 0; i < TW_MAX_IODS; i++) {
+		uint8_t st = s->st.rjobs[i].state;
+
+		if (st != MGR_RJ_RUNNING && st != MGR_RJ_FAILED &&
+		    st != MGR_RJ_INTERRUPTED)
+			continue;
+		/* An unfinished job goes on, even with auto_resync off: the
+		 * admin asked for it before this mgrd started. */
+		r->job[i].wanted = true;
+		tw_info("mgrd: resync of iod %u was %s before this mgrd "
+			"started (%llu of %llu bytes): it resumes", i + 1,
+			job_state_name(st),
+			(unsigned long long)s->st.rjobs[i].bytes_done,
+			(unsigned long long)s->st.rjobs[i].bytes_total);
+	}
 	*out = r;
 	return 0;
 }

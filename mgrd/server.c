@@ -533,9 +533,12 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		if (q->fresh && mi && mi->uuid_len &&
 		    (mi->uuid_len != q->uuid.len ||
 		     memcmp(mi->uuid, q->uuid.data, q->uuid.len)))
+		{
 			tw_warn("mgrd: iod %u registers with a new, empty data "
 				"directory (replaced or wiped disk): it gets a "
 				"full rebuild from its twin", q->iod_id);
+			mgr_resync_fresh(s->resync, q->iod_id);
+		}
 	}
 	rc = mgr_map_register_ex(&s->st.map, q->iod_id, q->uuid.data,
 				 (uint32_t)q->uuid.len, q->incarnation,
@@ -694,6 +697,13 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	}
 	if (t == TWINFS__MSG_TYPE__MSG_REBUILD) {
 		h_rebuild(s, mc, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_RESYNC_STATUS) {
+		if (mc->role == TWINFS__ROLE__ROLE_ADMIN)
+			mgr_resync_status(s->resync, c, m);
+		else
+			mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
 		goto out;
 	}
 	if (!client_role(mc)) {

@@ -131,6 +131,14 @@ void mgr_resync_check(struct mgr_resync *r);
 void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 			 const Twinfs__ResyncProgress *p);
 uint32_t mgr_resync_permille(const struct mgr_resync *r, uint32_t id);
+/* Iod id registers with a new, empty data directory: its next resync is
+ * a new, full job (an incremental copy reads the write-intent logs, which
+ * know nothing of a wiped disk). */
+void mgr_resync_fresh(struct mgr_resync *r, uint32_t id);
+/* RESYNC_STATUS (admin): answer with the job records (one iod, or every
+ * iod that has one). */
+void mgr_resync_status(struct mgr_resync *r, struct wire_conn *c,
+		       const struct wire_msg *m);
 /* REBUILD (admin): (re)start the resync of iod id now.  0 (also when it
  * is up: nothing to do), -ENOENT, or -EAGAIN when it is not resyncing
  * (down, or stale without a readable twin). */

@@ -127,6 +127,8 @@ static const struct wire_type types[] = {
 	T(UNLOCK_ALL, "UNLOCK_ALL", lock_drop, empty),
 	T(LOCK_CANCEL, "LOCK_CANCEL", lock_cancel, empty),
 	T(APPEND_RESERVE, "APPEND_RESERVE", append_reserve, append_reply),
+	T(RESYNC_STATUS, "RESYNC_STATUS", resync_status, resync_status_reply),
+	T(INTENTS, "INTENTS", intents, intents_reply),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),

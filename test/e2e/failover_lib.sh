@@ -64,3 +64,38 @@ wait_size() {
 	done
 	return 1
 }
+
+# rjob N FIELD...: the named fields of iod N's resync job record
+# (`twinfsctl rebuild --status --json N`), space-separated.
+rjob() {
+	local n=$1
+	shift
+	ctl -t 2000 rebuild --status --json "$n" 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"][0]
+print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
+}
+
+# netns_pair TAG OCTET: for the partition drills, two network namespaces
+# joined by a veth pair: sets NS_A and NS_B (their names), VETH_B (the end
+# in NS_B, the link to cut) and NET (10.OCTET.x, a /24 that exists only
+# there: NET.1 in NS_A, NET.2 in NS_B).  Returns non-zero (and removes
+# what it made) when they cannot be made.  netns_pair_del removes them.
+netns_pair() {
+	NS_A=$1A$$ NS_B=$1B$$ VETH_B=v$1B$$
+	NET=10.$2.$(($$ % 250 + 1))
+	if ip netns add "$NS_A" && ip netns add "$NS_B" &&
+		ip link add "v$1A$$" netns "$NS_A" type veth peer name "$VETH_B" netns "$NS_B" &&
+		ip -n "$NS_A" addr add "$NET.1/24" dev "v$1A$$" &&
+		ip -n "$NS_B" addr add "$NET.2/24" dev "$VETH_B" &&
+		ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up &&
+		ip -n "$NS_A" link set "v$1A$$" up && ip -n "$NS_B" link set "$VETH_B" up; then
+		return 0
+	fi
+	netns_pair_del
+	return 1
+}
+netns_pair_del() {
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+}

@@ -14,23 +14,7 @@ command -v nsenter >/dev/null && command -v ip >/dev/null || {
 	echo "FAIL failover_partition: needs nsenter and ip"
 	exit 1
 }
-NS_A=twA$$
-NS_B=twB$$
-NET=10.231.$(($$ % 250 + 1))
-netns_cleanup() {
-	ip netns del "$NS_A" 2>/dev/null
-	ip netns del "$NS_B" 2>/dev/null
-}
-netns_setup() {
-	ip netns add "$NS_A" && ip netns add "$NS_B" &&
-		ip link add "vA$$" netns "$NS_A" type veth peer name "vB$$" netns "$NS_B" &&
-		ip -n "$NS_A" addr add "$NET.1/24" dev "vA$$" &&
-		ip -n "$NS_B" addr add "$NET.2/24" dev "vB$$" &&
-		ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up &&
-		ip -n "$NS_A" link set "vA$$" up && ip -n "$NS_B" link set "vB$$" up
-}
-if ! netns_setup; then
-	netns_cleanup
+if ! netns_pair tw 231; then
 	echo "FAIL failover_partition: cannot create network namespaces"
 	exit 1
 fi
@@ -40,7 +24,7 @@ export TWINFS_IOD2_NETNS=$NS_B TWINFS_IOD2_HOST=$NET.2
 export TWINFS_SECRET=partition-$$-$RANDOM
 e2e_begin failover_partition
 # The cluster is stopped by e2e_cleanup; the namespaces go after it.
-trap 'rc=$?; (cd / && lc down >/dev/null 2>&1); netns_cleanup; (exit $rc); e2e_cleanup' EXIT
+trap 'rc=$?; (cd / && lc down >/dev/null 2>&1); netns_pair_del; (exit $rc); e2e_cleanup' EXIT
 e2e_tmpdir T
 
 SIZE=$(scale $((128 << 20)))
@@ -48,7 +32,7 @@ head -c "$SIZE" /dev/urandom >"$T/src"
 "$PY" "$E2E_DIR/stall_copy.py" "$T/src" "$M/f" >"$T/w.out" 2>&1 &
 wpid=$!
 wait_size "$M/f" $((SIZE / 4)) || fail partition-progress "no progress"
-ip -n "$NS_B" link set "vB$$" down # the cable is pulled
+ip -n "$NS_B" link set "$VETH_B" down # the cable is pulled
 if wait $wpid; then
 	stall=$(tail -n 1 "$T/w.out")
 	echo "# longest 1 MiB write stall with iod 2 partitioned: $stall ms (request_timeout $RT_MS ms)"
@@ -60,7 +44,7 @@ fi
 assert_same_file partition-bytes "$T/src" "$M/f"
 out=$(wait_state 2 '^down,needs-resync' $((2 * MI_MS + RT_MS + 1000))) && pass partition-map-down ||
 	fail partition-map-down "$out"
-ip -n "$NS_B" link set "vB$$" up # healed
+ip -n "$NS_B" link set "$VETH_B" up # healed
 out=$(wait_state 2 '^(resyncing|up)' $((4 * MI_MS + 2 * RT_MS + 2000))) && pass partition-heal-rejoins ||
 	fail partition-heal-rejoins "$out"
 drop_caches

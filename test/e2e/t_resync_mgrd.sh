@@ -2,7 +2,8 @@
 # t_resync_mgrd.sh - issue 3 item 6: mgrd is killed (kill -9) and restarted
 # while a rate-limited resync runs: the map still says `resyncing`, the new
 # mgrd follows the copy the source is still running (its progress shows in
-# status) and brings the iod up when it completes; verify is clean.
+# status; its job record, start time and counters come back from mgrd's
+# journal) and brings the iod up when it completes; verify is clean.
 # auto_resync is off so only the copy started before the kill can finish it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
@@ -28,6 +29,11 @@ sleep 1.5
 	fail mgrd-restart "kill/start failed"
 out=$(wait_state 1 '^resyncing' 10000) && pass mgrd-still-resyncing ||
 	fail mgrd-still-resyncing "$out"
+# The job record came back from mgrd's journal: same job, still running,
+# its start time and byte counts kept.
+read -r st total start runs < <(rjob 1 state bytes_total start_unix_ms runs)
+[[ $st == running && $total == "$size" && $start -gt 0 && $runs -ge 1 ]] &&
+	pass mgrd-job-record-kept || fail mgrd-job-record-kept "$st $total $start $runs"
 seen=0
 for ((i = 0; i < 300; i++)); do
 	s=$(ctl -t 1000 status 2>/dev/null | awk '$1 == 1 { print $5, $6 }')
@@ -38,6 +44,8 @@ done
 ((seen)) && pass mgrd-progress-after-restart || fail mgrd-progress-after-restart
 if e2e_wait_healthy 60; then pass mgrd-healthy; else
 	fail mgrd-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
+read -r st done total start2 < <(rjob 1 state bytes_done bytes_total start_unix_ms)
+assert_eq mgrd-job-done "done $size $size $start" "$st $done $total $start2"
 drop_caches
 assert_same_file mgrd-bytes "$T/f" "$M/g0/f"
 e2e_verify

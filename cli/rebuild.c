@@ -1,0 +1,383 @@
+/* rebuild.c - twinfsctl rebuild: asks mgrd to (re)start the resync of an
+ * iod (REBUILD) or to accept a stale one, and with --wait follows it to
+ * the end, showing bytes done / total, rate and ETA from mgrd's job record
+ * (RESYNC_STATUS, proto/FORMAT.md "Resync jobs and resuming"): redrawn in
+ * place on a terminal, a plain line a second otherwise.  --status prints
+ * the job records, as beegfs-ctl --resyncstats does (--json for
+ * machines).  The map's resync_permille gives the percentage and the
+ * iod's state tells when it is done or failed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "ctl_int.h"
+#include "wire.h"
+
+/* ------------------------------------------------------------- rebuild */
+
+/* One poll of iod `id` in the map: 1 up, 0 still resyncing (permille set),
+ * -1 down or stale, -2 no answer (mgrd restarting: keep waiting). */
+static int rebuild_poll(struct ctl *ctl, uint32_t id, uint32_t *permille,
+			char *state, size_t len)
+{
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL;
+	Twinfs__ClusterMap *map;
+	int res = -2;
+
+	if (ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
+			ctl->timeout_ms, true, &mgr) < 0)
+		return -2;
+	if (ctl_get_map(ctl, mgr, &reply, &map) == 0) {
+		for (size_t i = 0; i < map->n_iods; i++) {
+			const Twinfs__IodInfo *io = map->iods[i];
+
+			if (io->id != id)
+				continue;
+			*permille = io->resync_permille;
+			snprintf(state, len, "%s%s", state_name(io->state),
+				 io->needs_resync ? ", needs resync" : "");
+			if (io->state == TWINFS__IOD_STATE__IOD_UP &&
+			    !io->needs_resync)
+				res = 1;
+			else if (io->state == TWINFS__IOD_STATE__IOD_RESYNCING)
+				res = 0;
+			else
+				res = -1;
+		}
+	}
+	if (reply)
+		wire_msg_free(reply);
+	wire_sync_close(mgr);
+	return res;
+}
+
+/* RESYNC_STATUS for one iod (0: every iod with a job); *reply owns *st. */
+static int rebuild_jobs(struct ctl *ctl, uint32_t id, bool quiet,
+			struct wire_msg **reply, Twinfs__ResyncStatusReply **st)
+{
+	Twinfs__ResyncStatus q = TWINFS__RESYNC_STATUS__INIT;
+	struct wire_sync *mgr = NULL;
+	char addr[TW_HOST_MAX + 16];
+	int rc;
+
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	rc = ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
+			 ctl->timeout_ms, quiet, &mgr);
+	if (rc < 0)
+		return rc;
+	q.iod = id;
+	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_RESYNC_STATUS,
+		      &q.base, reply, quiet);
+	wire_sync_close(mgr);
+	if (rc == 0)
+		*st = (Twinfs__ResyncStatusReply *)(*reply)->body;
+	return rc;
+}
+
+static const char *job_state(Twinfs__ResyncJobState s)
+{
+	switch (s) {
+	case TWINFS__RESYNC_JOB_STATE__RJ_RUNNING: return "running";
+	case TWINFS__RESYNC_JOB_STATE__RJ_DONE: return "done";
+	case TWINFS__RESYNC_JOB_STATE__RJ_FAILED: return "failed";
+	case TWINFS__RESYNC_JOB_STATE__RJ_INTERRUPTED: return "interrupted";
+	default: return "not started";
+	}
+}
+
+/* "2026-11-22 14:03:04" (UTC), or "-" for 0. */
+static void fmt_time(char *buf, size_t len, uint64_t unix_ms)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+
+	if (!unix_ms || !gmtime_r(&t, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "-");
+}
+
+/* Seconds the job has run: until its end, or until now. */
+static double job_secs(const Twinfs__ResyncJob *jb)
+{
+	struct timespec now;
+	uint64_t end = jb->end_unix_ms;
+
+	if (!jb->start_unix_ms)
+		return 0;
+	if (!end) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		end = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	}
+	return end > jb->start_unix_ms ? (double)(end - jb->start_unix_ms) / 1e3
+				       : 0;
+}
+
+static void job_text(const Twinfs__ResyncJob *jb)
+{
+	char t0[32], t1[32];
+	double secs = job_secs(jb);
+
+	fmt_time(t0, sizeof(t0), jb->start_unix_ms);
+	fmt_time(t1, sizeof(t1), jb->end_unix_ms);
+	printf("iod %u: resync job %s\n", jb->target_iod, job_state(jb->state));
+	if (jb->state == TWINFS__RESYNC_JOB_STATE__RJ_NOT_STARTED)
+		return;
+	printf("  source:       iod %u (%s copy, %u run%s)\n", jb->source_iod,
+	       jb->full ? "full" : "incremental", jb->runs,
+	       jb->runs == 1 ? "" : "s");
+	printf("  started:      %s UTC\n", t0);
+	printf("  ended:        %s%s\n", t1, jb->end_unix_ms ? " UTC" : "");
+	printf("  files:        %" PRIu64 " of %" PRIu64 " done\n",
+	       jb->files_done, jb->files_total);
+	printf("  bytes:        %" PRIu64 " of %" PRIu64 " done (%.1f%%), %"
+	       PRIu64 " read and copied or compared\n", jb->bytes_done,
+	       jb->bytes_total, jb->bytes_total ? 100.0 *
+	       (double)jb->bytes_done / (double)jb->bytes_total : 0.0,
+	       jb->bytes_copied);
+	printf("  rate:         %.1f MB/s\n", secs > 0 ?
+	       (double)jb->bytes_copied / 1e6 / secs : 0.0);
+	printf("  errors:       %u%s%s\n", jb->errors,
+	       jb->last_error ? ", last: " : "",
+	       jb->last_error ? errno_cause(jb->last_error) : "");
+}
+
+static void job_json(const Twinfs__ResyncJob *jb, bool first)
+{
+	printf("%s{\"iod\":%u,\"state\":\"%s\",\"source\":%u,\"full\":%s,"
+	       "\"start_unix_ms\":%" PRIu64 ",\"end_unix_ms\":%" PRIu64
+	       ",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
+	       ",\"bytes_total\":%" PRIu64 ",\"bytes_done\":%" PRIu64
+	       ",\"bytes_copied\":%" PRIu64 ",\"runs\":%u,\"errors\":%u,"
+	       "\"last_error\":%d}", first ? "" : ",", jb->target_iod,
+	       job_state(jb->state), jb->source_iod,
+	       jb->full ? "true" : "false", jb->start_unix_ms,
+	       jb->end_unix_ms, jb->files_total, jb->files_done,
+	       jb->bytes_total, jb->bytes_done, jb->bytes_copied, jb->runs,
+	       jb->errors, jb->last_error);
+}
+
+/* rebuild --status [--json] [IOD]: exit 1 when a shown job failed. */
+static int rebuild_status(struct ctl *ctl, uint32_t id, bool json)
+{
+	struct wire_msg *reply = NULL;
+	Twinfs__ResyncStatusReply *st;
+	int rc = rebuild_jobs(ctl, id, false, &reply, &st), ex = EXIT_OK;
+
+	if (rc < 0)
+		return EXIT_FAIL;
+	if (json)
+		printf("{\"jobs\":[");
+	else if (st->n_jobs == 0)
+		printf("no resync job since this cluster was created\n");
+	for (size_t i = 0; i < st->n_jobs; i++) {
+		if (json)
+			job_json(st->jobs[i], i == 0);
+		else
+			job_text(st->jobs[i]);
+		if (st->jobs[i]->state == TWINFS__RESYNC_JOB_STATE__RJ_FAILED)
+			ex = EXIT_FAIL;
+	}
+	if (json)
+		printf("]}\n");
+	wire_msg_free(reply);
+	return ex;
+}
+
+/* Live progress of a rebuild being waited for. */
+struct rb_progress {
+	uint64_t t_ms, done;       /* previous sample */
+	double rate;               /* bytes/s, smoothed */
+	uint64_t last_print;
+};
+
+static void fmt_mb(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes >= (10ull << 30))
+		snprintf(buf, len, "%.1f GiB", (double)bytes / (1u << 30));
+	else
+		snprintf(buf, len, "%.1f MiB", (double)bytes / (1u << 20));
+}
+
+/* One line: in place on a terminal (\r), else a plain line at most every
+ * second. */
+static void rebuild_bar(struct rb_progress *pg, uint32_t id, uint32_t pm,
+			const Twinfs__ResyncJob *jb, bool tty, double secs)
+{
+	uint64_t now = tw_now_ms(), done = jb ? jb->bytes_done : 0;
+	uint64_t total = jb ? jb->bytes_total : 0;
+	char d[32], t[32], eta[32] = "--", bar[31];
+	int fill = (int)(pm * 30 / 1000);
+
+	if (pg->t_ms && now > pg->t_ms && done >= pg->done) {
+		double r = (double)(done - pg->done) * 1000.0 /
+			   (double)(now - pg->t_ms);
+
+		pg->rate = pg->rate > 0 ? 0.7 * pg->rate + 0.3 * r : r;
+	}
+	pg->t_ms = now;
+	pg->done = done;
+	if (!tty && now - pg->last_print < 1000 && pm < 1000)
+		return;
+	pg->last_print = now;
+	fmt_mb(d, sizeof(d), done);
+	fmt_mb(t, sizeof(t), total);
+	if (pg->rate > 1 && total > done)
+		snprintf(eta, sizeof(eta), "%.0f s",
+			 (double)(total - done) / pg->rate);
+	else if (pm >= 1000)
+		snprintf(eta, sizeof(eta), "0 s");
+	for (int i = 0; i < 30; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[30] = 0;
+	printf("%srebuild iod %u [%s] %5.1f%%  %s / %s  %.1f MB/s  ETA %s  "
+	       "(%.0f s)%s", tty ? "\r" : "", id, bar, pm / 10.0, d, t,
+	       pg->rate / 1e6, eta, secs, tty ? "\033[K" : "\n");
+	fflush(stdout);
+}
+
+/* One progress frame of iod id, with its job record when mgrd answers. */
+static void rebuild_frame(struct ctl *ctl, struct rb_progress *pg, uint32_t id,
+			  uint32_t pm, bool tty, uint64_t start)
+{
+	struct wire_msg *jr = NULL;
+	Twinfs__ResyncStatusReply *st = NULL;
+
+	if (rebuild_jobs(ctl, id, true, &jr, &st) < 0)
+		st = NULL;
+	rebuild_bar(pg, id, pm, st && st->n_jobs ? st->jobs[0] : NULL, tty,
+		    (double)(tw_now_ms() - start) / 1000.0);
+	if (jr)
+		wire_msg_free(jr);
+}
+
+int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "full", no_argument, NULL, 'f' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "accept-stale", no_argument, NULL, 'a' },
+		{ "rate-limit", required_argument, NULL, 'r' },
+		{ "status", no_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'H' },
+		{ 0 }
+	};
+	Twinfs__Rebuild q = TWINFS__REBUILD__INIT;
+	struct rb_progress pg = { 0 };
+	bool status = false, json = false;
+	struct wire_sync *mgr = NULL;
+	struct wire_msg *reply = NULL;
+	char addr[TW_HOST_MAX + 16], state[64] = "";
+	bool wait = false, tty = isatty(STDOUT_FILENO);
+	uint32_t pm = 0;
+	uint64_t start = tw_now_ms();
+	unsigned long v;
+	char *end;
+	int opt, rc, bad = 0;
+
+	/* 0, not 1: glibc then re-reads the option string, so options may
+	 * follow IOD (main's '+' would otherwise stick). */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'f': q.full = true; break;
+		case 'w': wait = true; break;
+		case 'a': q.accept_stale = true; break;
+		case 's': status = true; break;
+		case 'j': json = true; break;
+		case 'r':
+			v = strtoul(optarg, &end, 10);
+			if (*end || v > 1000000) {
+				fprintf(stderr, "%s: --rate-limit wants MB/s\n",
+					progname);
+				return EXIT_USAGE;
+			}
+			q.rate_limit_mbps = (uint32_t)v;
+			break;
+		case 'H': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 && !(status && optind == argc)) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (status && optind == argc) {
+		if (ctl_load_conf(ctl) < 0)
+			return EXIT_FAIL;
+		return rebuild_status(ctl, 0, json);
+	}
+	v = strtoul(argv[optind], &end, 10);
+	if (*end || v == 0 || v > TW_MAX_IODS) {
+		fprintf(stderr, "%s: rebuild: \"%s\" is not an iod id\n",
+			progname, argv[optind]);
+		return EXIT_USAGE;
+	}
+	q.iod = (uint32_t)v;
+	if (ctl_load_conf(ctl) < 0)
+		return EXIT_FAIL;
+	if (status)
+		return rebuild_status(ctl, q.iod, json);
+	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+		return EXIT_FAIL;
+	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
+		 ctl->conf.mgr_port);
+	rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_REBUILD, &q.base, NULL,
+			    0, &reply);
+	if (reply)
+		wire_msg_free(reply);
+	wire_sync_close(mgr);
+	if (rc < 0) {
+		fprintf(stderr, "%s: rebuild iod %u: mgrd (%s) refused: %s\n",
+			progname, q.iod, addr,
+			rc == -EAGAIN ? "it is not resyncing (down, or stale "
+					"with no readable twin: see "
+					"--accept-stale)"
+			: rc == -EINVAL && q.accept_stale
+			? "it is not stale, or its twin can serve (then it "
+			  "resyncs)"
+			: errno_cause(rc));
+		return EXIT_FAIL;
+	}
+	if (q.accept_stale) {
+		printf("rebuild iod %u: accepted as stale WITHOUT resync; writes "
+		       "it missed are lost\n", q.iod);
+		return EXIT_OK;
+	}
+	if (!wait) {
+		printf("rebuild iod %u: started\n", q.iod);
+		return EXIT_OK;
+	}
+	for (;;) {
+		rc = rebuild_poll(ctl, q.iod, &pm, state, sizeof(state));
+		if (rc == 1)
+			break;
+		if (rc == -1 && ++bad >= 5) {
+			if (tty)
+				printf("\n");
+			fprintf(stderr, "%s: rebuild iod %u failed: it is %s\n",
+				progname, q.iod, state);
+			return EXIT_FAIL;
+		}
+		if (rc == 0) {
+			bad = 0;
+			rebuild_frame(ctl, &pg, q.iod, pm, tty, start);
+		}
+		usleep(200 * 1000);
+	}
+	if (tty)   /* the last frame at 100 %, with the final counters */
+		rebuild_frame(ctl, &pg, q.iod, 1000, tty, start);
+	printf("%srebuild iod %u: done, up (%.1f s)\n", tty ? "\n" : "",
+	       q.iod, (double)(tw_now_ms() - start) / 1000.0);
+	return EXIT_OK;
+}
+

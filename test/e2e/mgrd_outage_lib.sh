@@ -1,0 +1,82 @@
+# mgrd_outage_lib.sh - the body of the mgrd outage drills (t_mgrd_hang.sh:
+# SIGSTOP; t_mgrd_partition.sh: network namespace, link cut).  Source it
+# after lib.sh and failover_lib.sh, before e2e_begin; then call
+# mgrd_outage_drill CUT HEAL NAME with two functions that cut mgrd off and
+# bring it back.
+#
+# What it checks: a client writes and reads files it opened before the cut
+# and data I/O goes on (no write or read waits longer than request_timeout
+# + 1 s; clients need mgrd only for metadata), the bytes are right; a
+# metadata operation started during the outage waits, and completes once
+# mgrd is back within mgr_timeout; one that finds mgrd cut off for longer
+# fails with EIO after mgr_timeout (not before, not much later) and the
+# client's log names mgrd; afterwards everything works and verify is clean.
+
+export TWINFS_MGR_TIMEOUT=${TWINFS_MGR_TIMEOUT:-6s}
+MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
+	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
+export TWINFS_MOUNT_OPTS=$TWINFS_MOUNT_OPTS,mgr_timeout=$MT_MS
+
+mgrd_outage_drill() {
+	local cut=$1 heal=$2 n=$3 size iopid mk1 t0 out el i
+	size=$(scale $((64 << 20)))
+	head -c "$size" /dev/urandom >"$T/src"
+	cp "$T/src" "$M/r"
+	sync
+	drop_caches
+	"$PY" "$E2E_DIR/mgrd_outage_io.py" "$T/src" "$M/w" "$M/r" "$T" >"$T/io.out" 2>&1 &
+	iopid=$!
+	for ((i = 0; i < 300; i++)); do grep -q ready "$T/io.out" && break; sleep 0.1; done
+
+	$cut || fail "$n-cut" "cannot cut mgrd off"
+	touch "$T/go"
+	t0=$(now_ms)
+	mkdir "$M/during" 2>"$T/mkdir1.err" &
+	mk1=$!
+	for ((i = 0; i < 1200; i++)); do grep -q '^done' "$T/io.out" && break
+		kill -0 $iopid 2>/dev/null || break; sleep 0.05; done
+	out=$(tail -n 1 "$T/io.out")
+	if [[ $out =~ ^done\ ([0-9]+)$ ]]; then
+		echo "# $((size >> 20)) MiB written and read back with mgrd cut off; longest 1 MiB op ${BASH_REMATCH[1]} ms"
+		((BASH_REMATCH[1] <= RT_MS + 1000)) && pass "$n-data-io-goes-on" ||
+			fail "$n-data-io-goes-on" "an op took ${BASH_REMATCH[1]} ms"
+	else
+		fail "$n-data-io-goes-on" "$(tr '\n' ' ' <"$T/io.out")"
+	fi
+	# The outage lasts at least 2 s, whatever the speed of the I/O above.
+	while (($(now_ms) - t0 < 2000)); do sleep 0.1; done
+	kill -0 $mk1 2>/dev/null && pass "$n-metadata-waits" ||
+		fail "$n-metadata-waits" "mkdir returned during the outage: $(cat "$T/mkdir1.err")"
+	$heal
+	if wait $mk1; then pass "$n-metadata-after-heal"; else
+		fail "$n-metadata-after-heal" "$(cat "$T/mkdir1.err")"; fi
+	echo "# mkdir during the outage returned after $(($(now_ms) - t0)) ms"
+	[[ -d $M/during ]] && pass "$n-dir-exists" || fail "$n-dir-exists"
+
+	# An outage longer than mgr_timeout: EIO after mgr_timeout.
+	$cut
+	t0=$(now_ms)
+	if mkdir "$M/too-late" 2>"$T/mkdir2.err"; then
+		fail "$n-metadata-eio" "mkdir succeeded with mgrd cut off"
+	else
+		el=$(($(now_ms) - t0))
+		echo "# mkdir with mgrd cut off failed after $el ms: $(cat "$T/mkdir2.err")"
+		grep -q 'Input/output error' "$T/mkdir2.err" && ((el >= MT_MS - 500 &&
+			el <= MT_MS + RT_MS + 2000)) && pass "$n-metadata-eio" ||
+			fail "$n-metadata-eio" "after $el ms (mgr_timeout $MT_MS ms): $(cat "$T/mkdir2.err")"
+	fi
+	grep -qE "mgrd .*(timed out|gave up)" "$TWINFS_RUN_DIR/logs/mount.log" &&
+		pass "$n-client-log" || fail "$n-client-log" \
+		"$(grep -i mgrd "$TWINFS_RUN_DIR/logs/mount.log" | tail -n 3 | tr '\n' ' ')"
+	$heal
+
+	touch "$T/close"
+	if wait $iopid; then pass "$n-close"; else fail "$n-close" "$(tr '\n' ' ' <"$T/io.out")"; fi
+	# A partitioned mgrd reaches no iod and demotes them all (one twin of
+	# each group stale): reads wait for the healed cluster's resyncs.
+	e2e_wait_healthy 60 || fail "$n-healthy" "$(ctl status 2>&1 | tr '\n' ' ')"
+	drop_caches
+	assert_same_file "$n-bytes" "$T/src" "$M/w"
+	check "$n-status" ctl status
+	mkdir "$M/after" && pass "$n-metadata-back" || fail "$n-metadata-back"
+}
