@@ -18,7 +18,14 @@
  *   request_timeout / 2, or refused/reset)
  *
  * One report never demotes a server mgrd can reach: only a failed probe
- * does.  Probes are rate-limited per iod: one in flight, and none within
+ * does.  Silence (a timeout, an unreachable network) demotes only when
+ * another iod has answered since the silent ping was sent: when mgrd hears
+ * from nobody, its own network is the likelier failure (a partition, or
+ * mgrd itself was stopped and its deadlines fired before it read the
+ * answers), and demoting one twin of every group would make reads fail
+ * until the resyncs end.  A probe therefore pings the other iods too
+ * (witnesses).  A refused or reset connection is an answer from the host
+ * and demotes as before.  Probes are rate-limited per iod: one in flight, and none within
  * MON_PROBE_GAP_MS after one that succeeded (a flood of reports about a
  * live iod costs one ping each MON_PROBE_GAP_MS).
  *
@@ -43,6 +50,7 @@ struct mon_iod {
 	bool probe_busy;
 	uint32_t missed;          /* pings missed in a row */
 	uint64_t probe_ok_ms;     /* last successful probe */
+	uint64_t ok_ms;           /* last answer to a ping or probe */
 	bool probe_wanted;        /* a report arrived while a ping was out */
 };
 
@@ -65,6 +73,23 @@ struct ping {
 };
 
 static void send_ping(struct mgr_monitor *m, uint32_t id, bool probe);
+
+/* No answer at all, as opposed to an answer from the host's network. */
+static bool is_silence(int status)
+{
+	return status == -ETIMEDOUT || status == -EHOSTUNREACH ||
+	       status == -ENETUNREACH || status == -ENETDOWN;
+}
+
+/* Has an iod other than id answered at or after `since` (ms)? */
+static bool heard_other_since(const struct mgr_monitor *m, uint32_t id,
+			      uint64_t since)
+{
+	for (uint32_t i = 0; i < TW_MAX_IODS; i++)
+		if (i + 1 != id && m->iod[i].ok_ms && m->iod[i].ok_ms >= since)
+			return true;
+	return false;
+}
 
 static void on_pong(int status, struct wire_msg *reply, void *arg)
 {
@@ -90,8 +115,9 @@ static void on_pong(int status, struct wire_msg *reply, void *arg)
 		const Twinfs__Ping *p = (const Twinfs__Ping *)reply->body;
 
 		mo->missed = 0;
+		mo->ok_ms = tw_now_ms();
 		if (pg->probe)
-			mo->probe_ok_ms = tw_now_ms();
+			mo->probe_ok_ms = mo->ok_ms;
 		if (p->incarnation != mi->incarnation)
 			goto out;   /* restarted; its registration decides */
 		if (mi->state == MGR_IOD_SUSPECT || mi->state == MGR_IOD_DOWN)
@@ -104,6 +130,13 @@ static void on_pong(int status, struct wire_msg *reply, void *arg)
 		status = -EPROTO;
 	if (status == -ECANCELED)
 		goto out;
+	if (is_silence(status) && !heard_other_since(m, pg->id, pg->sent_ms)) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: iod %u did not answer a %s, and no "
+			  "other iod has answered since it was sent: mgrd itself "
+			  "may be cut off; nobody is demoted", pg->id,
+			  pg->probe ? "probe" : "ping");
+		goto out;
+	}
 	if (pg->probe) {
 		snprintf(why, sizeof(why), "probe after a report failed: %s",
 			 status == -ETIMEDOUT ? "no answer in time"
@@ -159,6 +192,17 @@ static void send_ping(struct mgr_monitor *m, uint32_t id, bool probe)
 		mo->probe_busy = true;
 	else
 		mo->ping_busy = true;
+	if (!probe)
+		return;
+	/* Witnesses: a probe that times out demotes only if another iod
+	 * answers meanwhile (see the top of the file). */
+	for (uint32_t i = 0; i < s->st.map.n_iods && i < TW_MAX_IODS; i++) {
+		struct mgr_map_iod *w = &s->st.map.iods[i];
+
+		if (w->id != id && mgr_map_formed(&s->st.map, w) &&
+		    !m->iod[i].ping_busy)
+			send_ping(m, w->id, false);
+	}
 }
 
 static void on_tick(uv_timer_t *t)

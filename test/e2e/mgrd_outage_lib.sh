@@ -28,6 +28,8 @@ mgrd_outage_drill() {
 	iopid=$!
 	for ((i = 0; i < 300; i++)); do grep -q ready "$T/io.out" && break; sleep 0.1; done
 
+	local log=$TWINFS_RUN_DIR/logs/mgrd.log lines0
+	lines0=$(wc -l <"$log")
 	$cut || fail "$n-cut" "cannot cut mgrd off"
 	touch "$T/go"
 	t0=$(now_ms)
@@ -72,8 +74,12 @@ mgrd_outage_drill() {
 
 	touch "$T/close"
 	if wait $iopid; then pass "$n-close"; else fail "$n-close" "$(tr '\n' ' ' <"$T/io.out")"; fi
-	# A partitioned mgrd reaches no iod and demotes them all (one twin of
-	# each group stale): reads wait for the healed cluster's resyncs.
+	# mgrd heard from no iod while cut off: it must not have demoted any
+	# (that would leave one twin of each group stale, and reads failing
+	# until the resyncs end).
+	out=$(tail -n +"$((lines0 + 1))" "$log" | grep -E ' -> (down|suspect)')
+	[[ -z $out ]] && pass "$n-nobody-demoted" ||
+		fail "$n-nobody-demoted" "$(head -n 3 <<<"$out" | tr '\n' ' ')"
 	e2e_wait_healthy 60 || fail "$n-healthy" "$(ctl status 2>&1 | tr '\n' ' ')"
 	drop_caches
 	assert_same_file "$n-bytes" "$T/src" "$M/w"
