@@ -78,6 +78,19 @@ exec 7<keep
 echo new >"$M2/keep.tmp" && mv "$M2/keep.tmp" "$M2/keep"
 assert_eq open-file-keeps-old old "$(cat <&7)"
 exec 7<&-
+
+# a file kept open on one mount while the other unlinks it: it keeps
+# working there (read, write, read back) until closed, then it is gone
+printf 'held' >held
+exec 8<>held
+rm "$M2/held"
+assert_eq unlinked-gone-other no "$([[ -e $M2/held ]] && echo yes || echo no)"
+printf 'HELD-more' >&8
+assert_eq unlinked-open-rw "HELD-more" "$("$PY" -c 'import os; print(os.pread(8, 64, 0).decode())')"
+exec 8>&-
+sleep "$ENTRY_WAIT"
+assert_eq unlinked-gone-after-close no "$([[ -e held ]] && echo yes || echo no)"
+exec 7<&-
 sleep "$ENTRY_WAIT"
 assert_eq renamed-over-new new "$(cat keep)"
 
