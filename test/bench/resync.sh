@@ -7,9 +7,11 @@
 #      the same disk;
 #   2. resync after an outage: iod 1 is killed, a writer appends 1 MiB
 #      blocks for OUTAGE seconds, iod 1 is started; time to healthy.  The
-#      resync is incremental (region checksums, iod/resync.c): it writes
-#      only what differs but reads everything both twins hold, so it grows
-#      with the data written during the outage plus a read of the rest.
+#      resync is incremental (iod/resync.c): it copies the 1 MiB regions
+#      the twins' write-intent logs mark, so it grows with the data written
+#      during the outage, plus any region still marked from before it (a
+#      mark is cleared by the next clearing cycle, every commit_interval,
+#      once both twins have synced it).
 #
 #   test/bench/resync.sh [-m MIB] [-o OUTAGE_S]   # as root
 # Environment: TWINFS_PORT (default 20560), TWINFS_BUILD_DIR,
