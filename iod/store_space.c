@@ -281,6 +281,8 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 		p.off = htole64(off);
 		p.len = htole64(len);
 		rc = jbd_record(h, obj, now.size, &p, sizeof(p));
+		if (rc == 0)   /* reads and partial writes see the hole now */
+			rc = jbd_hole(h, obj, off, len);
 		if (rc < 0)
 			goto fail;
 		nrec++;

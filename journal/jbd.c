@@ -168,11 +168,13 @@ struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create)
 
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o)
 {
-	if (o->nref > 0 || o->blocks.count > 0 || o->n_cuts > 0)
+	if (o->nref > 0 || o->blocks.count > 0 || o->n_cuts > 0 ||
+	    o->n_holes > 0)
 		return;
 	tw_hmap_del(&j->objs, o->obj + 1);
 	tw_hmap_free(&o->blocks);
 	free(o->cuts);
+	free(o->holes);
 	free(o);
 }
 
@@ -236,6 +238,24 @@ uint64_t jbd_min_cut(struct jbd *j, uint64_t obj)
 
 /* The newest content of block blk of obj into out (4096 bytes): the index
  * copy, else home bytes (already in out) masked by pending cuts. */
+/* Zero the pending punches of o newer than the copy e (all of them for
+ * home content, e == NULL) within block blk of out. */
+static void apply_holes(const struct jbd_obj *o, const struct jbd_ent *e,
+			uint64_t blk, uint8_t *out)
+{
+	uint64_t base = blk * JBD_BLOCK_SIZE;
+	for (size_t i = 0; i < o->n_holes; i++) {
+		const struct jbd_hole *h = &o->holes[i];
+		if (e != NULL && (h->seq < e->txn->seq ||
+				  (h->seq == e->txn->seq && h->item < e->item)))
+			continue;   /* the copy was written after the punch */
+		uint64_t lo = TW_MAX(h->off, base);
+		uint64_t hi = TW_MIN(h->end, base + JBD_BLOCK_SIZE);
+		if (lo < hi)
+			memset(out + (lo - base), 0, hi - lo);
+	}
+}
+
 static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
 {
 	if (o == NULL)
@@ -244,8 +264,10 @@ static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
 	if (e != NULL) {
 		memcpy(out, e->txn->items[e->item].buf, e->valid);
 		memset(out + e->valid, 0, JBD_BLOCK_SIZE - e->valid);
+		apply_holes(o, e, blk, out);
 		return;
 	}
+	apply_holes(o, NULL, blk, out);
 	uint64_t c = min_cut(o);
 	uint64_t base = blk * JBD_BLOCK_SIZE;
 	if (c == JBD_NO_CUT || c >= base + JBD_BLOCK_SIZE)
@@ -534,6 +556,22 @@ undo:
 	return rc;
 }
 
+int jbd_hole(struct jbd_handle *h, uint64_t obj, uint64_t off, uint64_t len)
+{
+	if (h->j->opts.mode != JBD_MODE_JOURNAL || len == 0 ||
+	    off + len < off)
+		return -EINVAL;
+	for (size_t i = h->n_items; i-- > 0;) {
+		struct jbd_item *it = &h->items[i];
+		if (it->kind == ITEM_REC && it->obj == obj) {
+			it->hole_off = off;
+			it->hole_len = len;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
 	       const void *rec, size_t len)
 {
@@ -664,6 +702,29 @@ static int index_data(struct jbd *j, struct jbd_txn *t, size_t idx)
 	if (!o->has_wend || end > o->wend)
 		o->wend = end;
 	o->has_wend = true;
+	return 0;
+}
+
+/* A punching record joined txn t as item idx: remember its range for
+ * reads until it is checkpointed (jbd_hole). */
+static int index_hole(struct jbd *j, struct jbd_txn *t, size_t idx)
+{
+	const struct jbd_item *it = &t->items[idx];
+	struct jbd_obj *o = jbd__obj(j, it->obj, true);
+	if (o == NULL)
+		return -ENOMEM;
+	if (o->n_holes == o->cap_holes) {
+		size_t cap = o->cap_holes ? o->cap_holes * 2 : 4;
+		struct jbd_hole *n = realloc(o->holes, cap * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		o->holes = n;
+		o->cap_holes = cap;
+	}
+	o->holes[o->n_holes++] = (struct jbd_hole){
+		.seq = t->seq, .item = idx,
+		.off = it->hole_off, .end = it->hole_off + it->hole_len,
+	};
 	return 0;
 }
 
@@ -826,6 +887,8 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 				j->pending_home += t->items[idx].len;
 			} else if (t->items[idx].kind == ITEM_REC) {
 				r = index_cut(j, t, &t->items[idx]);
+				if (r == 0 && t->items[idx].hole_len > 0)
+					r = index_hole(j, t, idx);
 			}
 		}
 		if (r < 0) {
@@ -1078,6 +1141,7 @@ static void free_index(struct jbd *j)
 			free(v2);
 		tw_hmap_free(&o->blocks);
 		free(o->cuts);
+		free(o->holes);
 		free(o);
 	}
 	tw_hmap_free(&j->objs);

@@ -160,7 +160,19 @@ static void cp_finish(struct jbd *j)
 					free(e);
 				}
 				j->pending_home -= it->len;
-			} else if (it->kind == ITEM_REC && it->cut != JBD_NO_CUT) {
+			}
+			if (it->kind == ITEM_REC && it->hole_len > 0) {
+				for (size_t k = 0; k < o->n_holes; k++)
+					if (o->holes[k].seq == t->seq &&
+					    o->holes[k].item == i) {
+						memmove(&o->holes[k], &o->holes[k + 1],
+							(o->n_holes - k - 1) *
+							sizeof(o->holes[0]));
+						o->n_holes--;
+						break;
+					}
+			}
+			if (it->kind == ITEM_REC && it->cut != JBD_NO_CUT) {
 				for (size_t c = 0; c < o->n_cuts; c++)
 					if (o->cuts[c].seq == t->seq &&
 					    o->cuts[c].cut == it->cut) {

@@ -112,6 +112,7 @@ struct jbd_item {
 	uint64_t obj;
 	uint64_t blk;            /* DATA */
 	uint64_t cut;            /* REC */
+	uint64_t hole_off, hole_len;  /* REC: punches this range (jbd_hole) */
 	uint8_t *buf;            /* DATA: 4096 bytes; REC: payload (owned) */
 };
 
@@ -171,6 +172,14 @@ struct jbd_cut {
 	uint64_t cut;
 };
 
+/* A punched range not yet checkpointed: every copy older than the record
+ * (txn seq, item) that punches it, and home, read as zeros there. */
+struct jbd_hole {
+	uint64_t seq;
+	size_t item;
+	uint64_t off, end;
+};
+
 /* Per-object journal state (data=journal only). */
 struct jbd_obj {
 	uint64_t obj;
@@ -179,6 +188,8 @@ struct jbd_obj {
 	bool has_wend;
 	struct jbd_cut *cuts;    /* cuts not yet checkpointed, seq order */
 	size_t n_cuts, cap_cuts;
+	struct jbd_hole *holes;  /* punches not yet checkpointed, log order */
+	size_t n_holes, cap_holes;
 	uint64_t nref;           /* items in live txns */
 };
 

@@ -229,6 +229,14 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
 	       const void *rec, size_t len);
 
+/* data=journal: the last record of obj in this handle punches [off,
+ * off+len) (the caller applies it at home at checkpoint).  Until then,
+ * reads (jbd_overlay) and the read-modify-write of a later partial block
+ * see zeros there in home and in every copy older than that record, so a
+ * write after the punch never brings the punched bytes back.  -EINVAL
+ * without such a record or in another mode. */
+int jbd_hole(struct jbd_handle *h, uint64_t obj, uint64_t off, uint64_t len);
+
 /* ordered/writeback: the caller has written data of obj in place (its
  * pwrite returned).  In ordered mode home_sync(obj) runs before the commit
  * block is written.  -EINVAL in journal mode. */
