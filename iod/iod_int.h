@@ -384,6 +384,10 @@ int iod_twin_start(struct iod *d);
 int iod_twin_intent_start(struct iod *d);
 /* The map changed: follow the twin's address. */
 void iod_twin_map_changed(struct iod *d);
+/* mgrd demoted the twin (T4 now completes alone): forwards still waiting
+ * for it fail at once (-EIO; the sender retries with the new epoch)
+ * instead of at their deadline. */
+void iod_twin_demoted(struct iod *d);
 void iod_twin_stop(struct iod *d);
 /* Whether our map lets this iod serve reads (R1 invariant 1). */
 bool iod_twin_self_readable(const struct iod *d);

@@ -127,6 +127,9 @@ int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
 		tw_info("twin iod %" PRIu32 " is %s in epoch %" PRIu64,
 			d->twin_id, state_name(twin->state), d->map.epoch);
 	iod_twin_map_changed(d);
+	if (twin->present && twin->state != old_twin_state &&
+	    twin->state == TWINFS__IOD_STATE__IOD_DOWN && twin->needs_resync)
+		iod_twin_demoted(d);
 	return 0;
 }
 

@@ -197,6 +197,18 @@ void iod_twin_map_changed(struct iod *d)
 	peer_open(d, t->host, t->port);
 }
 
+void iod_twin_demoted(struct iod *d)
+{
+	const struct iod_map_iod *t = twin_info(d);
+
+	if (!t || d->closing || !d->twin_peer)
+		return;
+	/* Outstanding forwards fail with -ECANCELED (-> -EIO replies). */
+	wire_peer_free(d->twin_peer);
+	d->twin_peer = NULL;
+	peer_open(d, t->host, t->port);
+}
+
 void iod_twin_stop(struct iod *d)
 {
 	if (d->intent_timer_init) {
