@@ -55,6 +55,33 @@ wait_resync_rejoin() {
 	echo "$out"
 }
 
+# silenced_write_drill NAME WHAT SIZE CUT...: copy SIZE random bytes to
+# $M/f with stall_copy.py; after a quarter, run CUT... (silence iod 2: a
+# hang or a partition).  Checks: the longest 1 MiB write stall is within
+# request_timeout + 1 s (NAME-resumes-in-time), the bytes are right
+# (NAME-bytes), and mgrd marks iod 2 down and needing resync
+# (NAME-map-down).  WHAT names the cut in the log line.
+silenced_write_drill() {
+	local n=$1 what=$2 size=$3 wpid stall out
+	shift 3
+	head -c "$size" /dev/urandom >"$T/src"
+	"$PY" "$E2E_DIR/stall_copy.py" "$T/src" "$M/f" >"$T/w.out" 2>&1 &
+	wpid=$!
+	wait_size "$M/f" $((size / 4)) || fail "$n-progress" "no progress"
+	"$@"
+	if wait $wpid; then
+		stall=$(tail -n 1 "$T/w.out")
+		echo "# longest 1 MiB write stall with iod 2 $what: $stall ms (request_timeout $RT_MS ms)"
+		((stall <= RT_MS + 1000)) && pass "$n-resumes-in-time" ||
+			fail "$n-resumes-in-time" "$stall ms > $((RT_MS + 1000)) ms"
+	else
+		fail "$n-resumes-in-time" "writer failed: $(tail -n 2 "$T/w.out" | tr '\n' ' ')"
+	fi
+	assert_same_file "$n-bytes" "$T/src" "$M/f"
+	out=$(wait_state 2 '^down,needs-resync' $((2 * MI_MS + RT_MS + 1000))) &&
+		pass "$n-map-down" || fail "$n-map-down" "$out"
+}
+
 # wait_size FILE BYTES: wait (up to 60 s) until FILE holds at least BYTES.
 wait_size() {
 	local i

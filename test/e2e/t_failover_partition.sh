@@ -27,23 +27,8 @@ e2e_begin failover_partition
 trap 'rc=$?; (cd / && lc down >/dev/null 2>&1); netns_pair_del; (exit $rc); e2e_cleanup' EXIT
 e2e_tmpdir T
 
-SIZE=$(scale $((128 << 20)))
-head -c "$SIZE" /dev/urandom >"$T/src"
-"$PY" "$E2E_DIR/stall_copy.py" "$T/src" "$M/f" >"$T/w.out" 2>&1 &
-wpid=$!
-wait_size "$M/f" $((SIZE / 4)) || fail partition-progress "no progress"
-ip -n "$NS_B" link set "$VETH_B" down # the cable is pulled
-if wait $wpid; then
-	stall=$(tail -n 1 "$T/w.out")
-	echo "# longest 1 MiB write stall with iod 2 partitioned: $stall ms (request_timeout $RT_MS ms)"
-	((stall <= RT_MS + 1000)) && pass partition-resumes-in-time ||
-		fail partition-resumes-in-time "$stall ms > $((RT_MS + 1000)) ms"
-else
-	fail partition-resumes-in-time "writer failed: $(tail -n 2 "$T/w.out" | tr '\n' ' ')"
-fi
-assert_same_file partition-bytes "$T/src" "$M/f"
-out=$(wait_state 2 '^down,needs-resync' $((2 * MI_MS + RT_MS + 1000))) && pass partition-map-down ||
-	fail partition-map-down "$out"
+silenced_write_drill partition partitioned "$(scale $((128 << 20)))" \
+	ip -n "$NS_B" link set "$VETH_B" down # the cable is pulled
 ip -n "$NS_B" link set "$VETH_B" up # healed
 out=$(wait_state 2 '^(resyncing|up)' $((4 * MI_MS + 2 * RT_MS + 2000))) && pass partition-heal-rejoins ||
 	fail partition-heal-rejoins "$out"
