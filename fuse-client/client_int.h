@@ -46,6 +46,8 @@
 #define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
 #define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
 #define FC_LAYOUT_XATTR        "twinfs.layout"
+#define FC_WB_MAX_BYTES        (32u << 20)  /* write-behind: bytes answered */
+#define FC_WB_MAX_OPS          256          /* ... and writes, not landed */
 
 /* ------------------------------------------------------------- options */
 
@@ -107,6 +109,10 @@ struct fc_inode {
 	/* This mount changed the ACLs (the kernel forgot its copy itself):
 	 * the next attributes bring the new acl_sig, adopted as it is. */
 	bool acl_local;            /* [ino_lock] */
+	/* attr came with a change this mount made in the directory (an
+	 * Entry's parent_attr) at most attr_timeout ago: the kernel's GETATTR
+	 * until then is answered from it (fc_inode_fresh). */
+	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 };
 
 /* --------------------------------------------------------- open files */
@@ -226,6 +232,24 @@ struct fc_op {
 	struct fc_op *later_next;  /* [loop] */
 };
 
+/* ------------------------------------------------------- write-behind */
+
+/* An operation's place in the per-inode order of data operations
+ * (wbehind.c); embedded in the op.  [loop] */
+struct fc_wb {
+	uint64_t ino;              /* 0: every inode */
+	uint64_t off, end;         /* bytes [off, end); end UINT64_MAX: all */
+	struct fc_op *op;          /* resumed with fn(op) when it waited */
+	fc_op_fn fn;
+	bool hold_range;           /* a write: holds the range until released */
+	bool held;                 /* on cl->wb_held */
+	bool waiting;              /* on the wait FIFO */
+	bool behind;               /* answered before it landed */
+	size_t bytes;              /* counted in cl->wb_bytes while behind */
+	struct fc_wb *prev, *next; /* wb_held (doubly) or the FIFO (next) */
+	struct fc_wb *ready_next;  /* wake()'s local list */
+};
+
 /* ----------------------------------------------------------- the client */
 
 struct fc_deferred {
@@ -289,6 +313,12 @@ struct fc_client {
 	uv_timer_t ping_timer;
 	bool ctl_ok;
 
+	/* write-behind (wbehind.c) */
+	struct fc_wb *wb_held;             /* [loop] writes in flight */
+	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
+	unsigned wb_ops;                   /* [loop] answered, not landed */
+	size_t wb_bytes;                   /* [loop] their bytes */
+	struct tw_hmap wb_errs;            /* [loop] ino -> errno to report */
 	/* open files with unreported writes */
 	struct fc_file *dirty_head;
 	/* Size reports in flight per inode, and the SETATTRs waiting for an
@@ -341,6 +371,9 @@ int fc_op_reply_create(struct fc_op *op, const struct fuse_entry_param *e,
 int fc_op_reply_attr(struct fc_op *op, const struct stat *st, double timeout);
 int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi);
 int fc_op_reply_write(struct fc_op *op, size_t count);
+/* Write-behind: answer the WRITE now and keep the op (its request is gone:
+ * op->req becomes NULL, and its later fc_op_reply_* only frees it). */
+int fc_op_reply_early_write(struct fc_op *op, size_t count);
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
 int fc_op_reply_lseek(struct fc_op *op, off_t off);
 int fc_op_reply_readlink(struct fc_op *op, const char *target);
@@ -417,6 +450,29 @@ const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
  * refused", ... into buf. */
 const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len);
 
+/* ---------------------------------------------------------- wbehind.c */
+
+/* Run next(op) once no earlier data operation of ino (0: of any inode)
+ * overlaps [off, end) (UINT64_MAX: the whole file).  Returns true when
+ * that is so now: the caller goes on and next is not called.  Otherwise
+ * the op waits in order and next(op) runs later, from a fc_wb_release.
+ * hold_range (writes, fallocate): from then on the op holds the range
+ * until fc_wb_release(w). */
+bool fc_wb_enter(struct fc_client *cl, struct fc_wb *w, struct fc_op *op,
+		 uint64_t ino, uint64_t off, uint64_t end, bool hold_range,
+		 fc_op_fn next);
+/* A write holding w may be answered before it lands (within the caps):
+ * true, and it counts as write-behind until released. */
+bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes);
+/* The op holding w ended: err 0, or the positive errno the application
+ * would have seen (kept for the next flush/fsync/release when w was
+ * answered early).  No-op when w holds nothing.  May run waiters. */
+void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err);
+/* The errno of a failed early-answered write of ino, once (0: none). */
+int fc_wb_take_err(struct fc_client *cl, uint64_t ino);
+/* No write in flight and nobody waiting. */
+bool fc_wb_idle(const struct fc_client *cl);
+
 /* ------------------------------------------------------------ inode.c */
 
 void fc_inodes_init(struct fc_client *cl);
@@ -437,6 +493,18 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
+/* A namespace change of ours in directory a->ino answered with its new
+ * attributes (Entry.parent_attr): store them, fresh for attr_timeout. */
+void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a);
+/* Any thread: if ino's attributes are fresh (fc_inode_parent_attr) and
+ * its ACLs are not stale, fill *st and *timeout (what is left of the
+ * freshness, so the kernel keeps them no longer than attr_timeout from
+ * mgrd's answer) and return true. */
+bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
+		    double *timeout);
+/* The directory changed in a way whose attributes we did not get (rename,
+ * xattrs): the next GETATTR asks mgrd. */
+void fc_inode_unfresh(struct fc_client *cl, uint64_t ino);
 /* Whether the inode's ACLs changed since the last call (clears it). */
 bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
 /* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)
@@ -472,6 +540,13 @@ uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
 /* ----------------------------------------------------------- ops_*.c */
 
 extern const struct fuse_lowlevel_ops fc_ops;
+
+/* The attributes of an Entry reply (-EIO if it is not one); also stores
+ * its parent_attr (fc_parent_from_reply). */
+int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
+			struct fc_attr *a);
+/* Store an Entry reply's parent_attr, if any (fc_inode_parent_attr). */
+void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply);
 
 /* Send the size reports of every dirty open file of `ino` and wait until
  * every report of `ino` in flight, these and earlier ones still being
@@ -592,10 +667,6 @@ void fc_lock_interrupts(struct fc_client *cl);
 void fc_lock_reclaim(struct fc_client *cl);
 /* After the loop has stopped. */
 void fc_locks_free(struct fc_client *cl);
-
-/* ops_meta.c: shared helper to answer an Entry reply. */
-int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
-			struct fc_attr *a);
 
 /* main.c: the Ctx of the first contact etc. */
 int fc_client_connect(struct fc_client *cl);

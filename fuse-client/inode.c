@@ -144,6 +144,14 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 	if (a->trunc_gen < in->attr.trunc_gen && in->attr.ino)
 		return fc_merge_size(in->attr.size, in->attr.trunc_gen,
 				     in->local_size, in->local_gen);
+	/* Nor may an older answer replace the fresh attributes of a
+	 * directory (every change moves its ctime forward). */
+	if (in->fresh_until_ms &&
+	    (a->ctime_sec < in->attr.ctime_sec ||
+	     (a->ctime_sec == in->attr.ctime_sec &&
+	      a->ctime_nsec < in->attr.ctime_nsec)))
+		return fc_merge_size(in->attr.size, in->attr.trunc_gen,
+				     in->local_size, in->local_gen);
 	if (in->xattr_absent && (a->ctime_sec != in->xattr_ctime_sec ||
 				 a->ctime_nsec != in->xattr_ctime_nsec))
 		in->xattr_absent = 0;
@@ -210,6 +218,54 @@ uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 	if (st)
 		fc_attr_to_stat(cl, &cur, size, st);
 	return size;
+}
+
+void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a)
+{
+	struct fc_inode *in;
+	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, a->ino);
+	if (in) {
+		store_attr_locked(in, a);
+		in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
+		    double *timeout)
+{
+	struct fc_inode *in;
+	struct fc_attr a;
+	uint64_t now = tw_now_ms(), size = 0;
+	bool fresh = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in && now < in->fresh_until_ms && !in->acl_stale) {
+		a = in->attr;
+		size = fc_merge_size(a.size, a.trunc_gen, in->local_size,
+				     in->local_gen);
+		*timeout = (double)(in->fresh_until_ms - now) / 1000.0;
+		fresh = true;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	if (fresh)
+		fc_attr_to_stat(cl, &a, size, st);
+	return fresh;
+}
+
+void fc_inode_unfresh(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		in->fresh_until_ms = 0;
+	pthread_mutex_unlock(&cl->ino_lock);
 }
 
 bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino)

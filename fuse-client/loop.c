@@ -14,6 +14,7 @@
  * which takes libfuse's per-request lock and so waits out a running
  * callback; after that nothing can touch the op, and it is freed.
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -93,10 +94,13 @@ static void disarm(struct fc_op *op)
 		fuse_req_interrupt_func(op->req, NULL, NULL);
 }
 
+/* An op answered early (fc_op_reply_early_write) has no request left:
+ * its final "reply" only frees it. */
 #define REPLY(op, call) do {                     \
-		int rc_;                         \
+		int rc_ = 0;                     \
 		disarm(op);                      \
-		rc_ = (call);                    \
+		if ((op)->req)                   \
+			rc_ = (call);            \
 		fc_op_free(op);                  \
 		return rc_;                      \
 	} while (0)
@@ -130,6 +134,20 @@ int fc_op_reply_open(struct fc_op *op, const struct fuse_file_info *fi)
 int fc_op_reply_write(struct fc_op *op, size_t count)
 {
 	REPLY(op, fuse_reply_write(op->req, count));
+}
+
+int fc_op_reply_early_write(struct fc_op *op, size_t count)
+{
+	int rc;
+
+	assert(op->req);
+	disarm(op);
+	rc = fuse_reply_write(op->req, count);
+	op->req = NULL;
+	/* An interrupt that came before the answer no longer concerns the
+	 * write: it must go on landing, not give up with EINTR. */
+	atomic_store(&op->interrupted, 0);
+	return rc;
 }
 
 int fc_op_reply_lseek(struct fc_op *op, off_t off)

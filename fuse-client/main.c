@@ -364,6 +364,7 @@ int fc_client_connect(struct fc_client *cl)
 
 struct flush_op {
 	struct fc_op op;
+	struct fc_wb wb;
 };
 
 static void flush_all_done(void *arg)
@@ -376,12 +377,22 @@ static void flush_all_done(void *arg)
 	pthread_mutex_unlock(&cl->start_lock);
 }
 
-static void flush_run(struct fc_op *op)
+static void flush_reports(struct fc_op *op)
 {
 	struct fc_client *cl = op->cl;
 
 	fc_op_free(op);
 	fc_flush_all(cl, flush_all_done, cl);
+}
+
+/* Writes answered early land first (each within its deadline). */
+static void flush_run(struct fc_op *op)
+{
+	struct flush_op *f = (struct flush_op *)op;
+
+	if (fc_wb_enter(op->cl, &f->wb, op, 0, 0, UINT64_MAX, false,
+			flush_reports))
+		flush_reports(op);
 }
 
 /* Send the last size reports (bounded wait), then stop the loop: every op
@@ -490,6 +501,7 @@ int main(int argc, char *argv[])
 	pthread_cond_init(&cl->start_cond, NULL);
 	fc_inodes_init(cl);
 	tw_hmap_init(&cl->reports_inflight);
+	tw_hmap_init(&cl->wb_errs);
 	atomic_init(&cl->blksize, R0_DEF_STRIPE_SIZE);
 	if (fuse_opt_parse(&args, &c, optspec, opt_proc) < 0)
 		return 1;
@@ -617,6 +629,7 @@ out:
 		fuse_session_destroy(se);
 	fc_inodes_free(cl);
 	tw_hmap_free(&cl->reports_inflight);
+	tw_hmap_free(&cl->wb_errs);
 	fuse_opt_free_args(&args);
 	free(fopts.mountpoint);
 	free(c.mgr_addr);

@@ -30,6 +30,13 @@
  * serve now, the op waits for a new map as writes do.  Holes and short
  * pieces are zero-filled up to the clamped size.
  *
+ * Write-behind (wbehind.c): a buffered write is answered once its pieces
+ * are known (maybe_behind), within caps; every data op first takes its
+ * place in the inode's order (fc_wb_enter): writes and fallocate hold
+ * their range until write_end, reads wait for the writes of their range,
+ * flush/fsync/release (after_writes) for all of the inode's, and return
+ * the error of a failed early-answered write.
+ *
  * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
  * second while a file has unreported writes (FORMAT.md "Size, truncate");
  * they live in report.c.
@@ -105,6 +112,11 @@ struct dop {
 	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH, DOP_ZERO } kind;
 	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
 	bool append;             /* O_APPEND: offset reserved at mgrd */
+	bool writepage;          /* write: page-cache writeback */
+	int flags;               /* write: the descriptor's flags now */
+	int wb_err;              /* flush/release/fsync: a write-behind's */
+	fc_op_fn after;          /* after_writes: the step to run then */
+	struct fc_wb wb;         /* place in the inode's order (wbehind.c) */
 };
 
 static struct fc_client *client(fuse_req_t req)
@@ -116,6 +128,7 @@ static void dop_cleanup(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	fc_wb_release(op->cl, &d->wb, 0);   /* normally released already */
 	if (d->f)
 		fc_file_put(op->cl, d->f);
 	free(d->name);
@@ -628,6 +641,17 @@ static int user_err(int status)
 	}
 }
 
+/* The end of a write or fallocate: give up its place in the inode's
+ * order, then answer (an early-answered write is only freed). */
+static void write_end(struct dop *d, int err)
+{
+	fc_wb_release(d->op.cl, &d->wb, err);
+	if (d->kind == DOP_WRITE && err == 0)
+		fc_op_reply_write(&d->op, d->size);
+	else
+		fc_op_reply_err(&d->op, err);
+}
+
 static void write_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
@@ -643,7 +667,7 @@ static void write_finish(struct dop *d)
 			continue;
 		if (pc->status == -EHOSTDOWN) {
 			log_group_failed(d, "write", pc);
-			fc_op_reply_err(&d->op, EIO);
+			write_end(d, EIO);
 			return;
 		}
 		if (pc->status == -ESTALE)
@@ -674,10 +698,7 @@ static void write_finish(struct dop *d)
 		if (grows)
 			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
 		fc_file_dirty(cl, f);
-		if (d->kind == DOP_WRITE)
-			fc_op_reply_write(&d->op, d->size);
-		else
-			fc_op_reply_err(&d->op, 0);
+		write_end(d, 0);
 		return;
 	}
 	/* One stale round (a truncate moved trunc_gen, or the map moved on).
@@ -697,7 +718,7 @@ static void write_finish(struct dop *d)
 	err = bad->status == -ESTALE ? EIO : user_err(bad->status);
 	if (fc_op_interrupted(&d->op) && transport)
 		err = EINTR;
-	fc_op_reply_err(&d->op, err);
+	write_end(d, err);
 }
 
 static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
@@ -712,9 +733,21 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
 			const Twinfs__WriteReply *wr = (const void *)reply->body;
 			uint32_t k = pc->p.column;
+			struct fc_file *f = d->f;
 
-			d->f->col_blocks[k] = wr->blocks;
-			d->f->cols_seen |= 1u << k;
+			/* Writes of one file may be in flight together
+			 * (write-behind) and answer out of order: allocation
+			 * only grows with writes, so an older count must not
+			 * replace a newer one.  A punch, or a new trunc_gen,
+			 * sets it. */
+			bool older = d->kind == DOP_WRITE &&
+				     (f->cols_seen & (1u << k)) &&
+				     f->end_gen == d->attr.trunc_gen &&
+				     wr->blocks < f->col_blocks[k];
+
+			if (!older)
+				f->col_blocks[k] = wr->blocks;
+			f->cols_seen |= 1u << k;
 		} else {
 			pc->status = -EIO;
 		}
@@ -803,6 +836,25 @@ static int space_pieces(struct dop *d)
 	return 0;
 }
 
+/* Write-behind (wbehind.c): answer a buffered write once its pieces are
+ * known, before they land.  Never for O_DIRECT, O_SYNC/O_DSYNC (the
+ * caller asked to wait), O_APPEND (direct_io, reserved at mgrd) or
+ * page-cache writeback.  The size it makes is ours from now on (a stat
+ * before it lands must not shrink the file under the kernel). */
+static void maybe_behind(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+
+	if (d->kind != DOP_WRITE || !d->op.req || d->writepage ||
+	    d->append || (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
+	    (d->f->flags & (O_DIRECT | O_DSYNC)))
+		return;
+	if (!fc_wb_detach(cl, &d->wb, d->size))
+		return;
+	fc_inode_note_write(cl, d->ino, d->off + d->size, d->attr.trunc_gen);
+	fc_op_reply_early_write(&d->op, d->size);
+}
+
 static void write_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -814,7 +866,7 @@ static void write_issue(struct fc_op *op)
 		if (d->tries++ > 1 || cl->stopping) {
 			tw_log_rl(TW_LOG_WARN, "write ino %" PRIu64
 				  ": no usable layout", d->ino);
-			fc_op_reply_err(op, EIO);
+			write_end(d, EIO);
 			return;
 		}
 		refresh(d, !cl->have_map, write_issue);
@@ -822,11 +874,11 @@ static void write_issue(struct fc_op *op)
 	}
 	if (!d->pieces && d->kind != DOP_WRITE) {
 		if (space_pieces(d) < 0) {
-			fc_op_reply_err(op, ENOMEM);
+			write_end(d, ENOMEM);
 			return;
 		}
 		if (d->npieces == 0) {
-			fc_op_reply_err(op, 0);
+			write_end(d, 0);
 			return;
 		}
 	} else if (!d->pieces) {
@@ -834,7 +886,7 @@ static void write_issue(struct fc_op *op)
 
 		d->pieces = calloc(cnt ? cnt : 1, sizeof(*d->pieces));
 		if (!d->pieces) {
-			fc_op_reply_err(op, ENOMEM);
+			write_end(d, ENOMEM);
 			return;
 		}
 		n = 0;
@@ -852,18 +904,16 @@ static void write_issue(struct fc_op *op)
 			}
 			free(tmp);
 			if (!tmp || n < 0) {
-				fc_op_reply_err(op, tmp ? EIO : ENOMEM);
+				write_end(d, tmp ? EIO : ENOMEM);
 				return;
 			}
 		}
 		d->npieces = n;
 		if (n == 0) {
-			if (d->kind == DOP_WRITE)
-				fc_op_reply_write(op, 0);
-			else
-				fc_op_reply_err(op, 0);
+			write_end(d, 0);
 			return;
 		}
+		maybe_behind(d);
 	} else {
 		/* A new round: layouts never change once written, but
 		 * trunc_gen and the map may have. */
@@ -947,7 +997,7 @@ static void append_done(struct fc_mgr_call *mc, int status,
 		tw_log_rl(TW_LOG_WARN, "append ino %" PRIu64 ": reserving %zu "
 			  "bytes at mgrd: %s", d->ino, d->size,
 			  strerror(-status));
-		fc_op_reply_err(&d->op, fc_errno(status));
+		write_end(d, fc_errno(status));
 		return;
 	}
 	d->append = false;
@@ -962,7 +1012,7 @@ static void append_reserve(struct fc_op *op)
 
 	if (!load_attr(d)) {
 		if (d->tries++ > 1 || cl->stopping) {
-			fc_op_reply_err(op, EIO);
+			write_end(d, EIO);
 			return;
 		}
 		refresh(d, !cl->have_map, append_reserve);
@@ -979,17 +1029,31 @@ static void append_reserve(struct fc_op *op)
 		    &d->m.append.base, &d->m.append.ctx, op, 0, append_done, d);
 }
 
-static void write_run(struct fc_op *op)
+static void write_start(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
-	d->f->refs++;
 	if (d->append && d->size > 0)
 		append_reserve(op);
 	else
 		write_issue(op);
+}
+
+/* A write or fallocate holds its range in the inode's order (wbehind.c)
+ * from here to write_end; an append's offset is not known yet: it holds
+ * the whole file. */
+static void write_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	uint64_t off = d->append ? 0 : d->off;
+	uint64_t end = d->append ? UINT64_MAX : d->off + d->size;
+
+	d->f->refs++;
+	if (fc_wb_enter(op->cl, &d->wb, op, d->ino, off, end, true,
+			write_start))
+		write_start(op);
 }
 
 /* A write-like op on [off, off + size) of an open file. */
@@ -1023,6 +1087,8 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 * write: fcntl(F_SETFL) may have changed O_APPEND.  Page
 		 * cache writeback (writepage) carries its own offset. */
 		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
+		d->writepage = fi->writepage != 0;
+		d->flags = fi->flags;
 		d->buf = malloc(size ? size : 1);
 		if (d->buf)
 			memcpy(d->buf, buf, size);
@@ -1283,17 +1349,27 @@ static void read_issue(struct fc_op *op)
 		read_finish(d);
 }
 
+static void read_start(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->deadline = tw_now_ms() +
+		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
+	d->is_read = true;
+	read_issue(op);
+}
+
+/* A read sees the writes of its range that came before it, also those
+ * answered early (wbehind.c). */
 static void read_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
 	if (d->f)
 		d->f->refs++;
-
-	d->deadline = tw_now_ms() +
-		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
-	d->is_read = true;
-	read_issue(op);
+	if (fc_wb_enter(op->cl, &d->wb, op, d->ino, d->off,
+			d->off + d->size, false, read_start))
+		read_start(op);
 }
 
 void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1318,21 +1394,49 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* ------------------------------------------------ flush, release, fsync */
 
+/* Run next(op) once every earlier write of the inode landed (also those
+ * answered early), with the error of a failed one in d->wb_err. */
+static void after_writes(struct dop *d, fc_op_fn next);
+
+static void writes_landed(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->wb_err = fc_wb_take_err(op->cl, d->ino);
+	d->after(op);
+}
+
+static void after_writes(struct dop *d, fc_op_fn next)
+{
+	d->after = next;
+	if (fc_wb_enter(d->op.cl, &d->wb, &d->op, d->ino, 0, UINT64_MAX,
+			false, writes_landed))
+		writes_landed(&d->op);
+}
+
 static void flush_report_done(void *arg, int status)
 {
 	struct dop *d = arg;
 
-	fc_op_reply_err(&d->op, status < 0 ? user_err(status) : 0);
+	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
+				status < 0 ? user_err(status) : 0);
+}
+
+static void flush_report(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	int err;
+
+	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
+		fc_op_reply_err(op, d->wb_err ? d->wb_err : -err);
 }
 
 static void flush_run(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
-	int err;
 
 	d->f->refs++;
-	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
-		fc_op_reply_err(op, -err);
+	after_writes(d, flush_report);
 }
 
 void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1355,7 +1459,8 @@ static void release_done(struct fc_mgr_call *mc, int status,
 		wire_msg_free(reply);
 	if (status < 0 && !d->err)
 		d->err = status;
-	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
+	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
+				d->err ? user_err(d->err) : 0);
 }
 
 static void release_send(struct dop *d)
@@ -1377,15 +1482,22 @@ static void release_report_done(void *arg, int status)
 	release_send(d);
 }
 
-static void release_run(struct fc_op *op)
+static void release_report(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 	int err;
 
-	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
-	 * op owns the open's reference from here (dropped at cleanup). */
 	if (!fc_report_start(op->cl, d->f, false, release_report_done, d, &err))
 		release_send(d);
+}
+
+static void release_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
+	 * op owns the open's reference from here (dropped at cleanup). */
+	after_writes(d, release_report);
 }
 
 void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1422,7 +1534,8 @@ static void fsync_one_done(struct dop *d, int status)
 	if (d->err)
 		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
 			  strerror(-d->err));
-	fc_op_reply_err(&d->op, d->err ? user_err(d->err) : 0);
+	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
+				d->err ? user_err(d->err) : 0);
 }
 
 struct fsync_call {
@@ -1534,14 +1647,21 @@ static void fsync_issue(struct fc_op *op)
 	fsync_one_done(d, 0);
 }
 
-static void fsync_run(struct fc_op *op)
+static void fsync_start(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
-	d->f->refs++;
 	fsync_issue(op);
+}
+
+static void fsync_run(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	d->f->refs++;
+	after_writes(d, fsync_start);
 }
 
 void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -42,6 +42,8 @@ struct mop {
 		Twinfs__Setstripe setstripe;
 	} m;
 	Twinfs__Layout layout_pb;
+	struct fc_wb wb;         /* setattr: waits for earlier writes */
+	bool writes_landed;      /* setattr: it did */
 };
 
 #define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
@@ -107,11 +109,24 @@ int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
 {
 	const Twinfs__Entry *e;
 
-	(void)cl;
 	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
 		return -EIO;
 	e = (const void *)reply->body;
+	fc_parent_from_reply(cl, reply);
 	return fc_attr_from_pb(e->attr, a);
+}
+
+void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply)
+{
+	const Twinfs__Entry *e;
+	struct fc_attr p;
+
+	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
+		return;
+	e = (const void *)reply->body;
+	if (e->parent_attr && fc_attr_from_pb(e->parent_attr, &p) == 0 &&
+	    S_ISDIR(p.mode))
+		fc_inode_parent_attr(cl, &p);
 }
 
 /* ---------------------------------------------------------------- init */
@@ -213,6 +228,27 @@ static void empty_done(struct fc_mgr_call *mc, int status,
 	if (reply)
 		wire_msg_free(reply);
 	fc_op_reply_err(&m->op, status < 0 ? -status : 0);
+}
+
+/* UNLINK, RMDIR: the parent's new attributes come with the answer. */
+static void unlink_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	if (status == 0)
+		fc_parent_from_reply(mc->cl, reply);
+	empty_done(mc, status, reply);
+}
+
+/* RENAME: both directories changed without telling us their
+ * attributes; the kernel's next GETATTR of either asks mgrd. */
+static void rename_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	fc_inode_unfresh(mc->cl, m->m.rename.parent);
+	fc_inode_unfresh(mc->cl, m->m.rename.newparent);
+	empty_done(mc, status, reply);
 }
 
 #define SEND(m, TYPE, field, cb) \
@@ -355,9 +391,18 @@ static void getattr_run(struct fc_op *op)
 
 void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct mop *m = mop_new(req, getattr_run);
+	struct mop *m;
+	struct stat st;
+	double timeout;
 
 	(void)fi;
+	/* The directory's attributes came with our own change in it a moment
+	 * ago (the kernel dropped its copy because of that change). */
+	if (fc_inode_fresh(client(req), ino, &st, &timeout)) {
+		fuse_reply_attr(req, &st, timeout);
+		return;
+	}
+	m = mop_new(req, getattr_run);
 	if (m)
 		m->ino = ino;
 	submit_or_enomem(req, m, true);
@@ -434,6 +479,15 @@ static void setattr_run(struct fc_op *op)
 	const uint32_t ordered = TWINFS__SETATTR_VALID__SA_SIZE |
 		TWINFS__SETATTR_VALID__SA_MTIME;
 
+	/* A size or mtime change comes after every earlier write, also
+	 * those answered early (wbehind.c): a truncate must not be undone
+	 * by a write still in flight. */
+	if ((m->m.setattr.valid & ordered) && !m->writes_landed) {
+		m->writes_landed = true;
+		if (!fc_wb_enter(op->cl, &m->wb, op, m->ino, 0, UINT64_MAX,
+				 false, setattr_run))
+			return;
+	}
 	/* Earlier writes are reported first (fc_report_ino says why). */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
 		m->kind = REPORTED;
@@ -627,9 +681,9 @@ static void unlink_run(struct fc_op *op)
 	m->m.unlink.parent = m->ino;
 	m->m.unlink.name = m->name;
 	if (m->kind)
-		SEND(m, RMDIR, unlink, empty_done);
+		SEND(m, RMDIR, unlink, unlink_done);
 	else
-		SEND(m, UNLINK, unlink, empty_done);
+		SEND(m, UNLINK, unlink, unlink_done);
 }
 
 static void unlink_common(fuse_req_t req, fuse_ino_t parent,
@@ -699,7 +753,7 @@ static void rename_run(struct fc_op *op)
 {
 	struct mop *m = (struct mop *)op;
 
-	SEND(m, RENAME, rename, empty_done);
+	SEND(m, RENAME, rename, rename_done);
 }
 
 void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -882,6 +936,9 @@ static void xattr_done(struct fc_mgr_call *mc, int status,
 	if ((m->kind == XK_SET || m->kind == XK_REMOVE) && status == 0 &&
 	    strncmp(m->name, "system.posix_acl_", 17) == 0)
 		fc_inode_acl_local(cl, m->ino);
+	/* The ctime moved without new attributes. */
+	if (m->kind != XK_GET && m->kind != XK_LIST && status == 0)
+		fc_inode_unfresh(cl, m->ino);
 	if (status < 0) {
 		if (reply)
 			wire_msg_free(reply);

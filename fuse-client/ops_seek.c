@@ -44,6 +44,7 @@ struct seek_op {
 	int pending;
 	int err;                   /* first failure (errno, > 0) */
 	uint64_t best;             /* smallest candidate so far */
+	struct fc_wb wb;           /* waits for earlier writes (wbehind.c) */
 };
 
 static void seek_send(struct seek_op *so, struct seek_col *sc);
@@ -173,7 +174,7 @@ static void seek_attr_done(struct fc_mgr_call *mc, int status,
 		seek_finish(so);
 }
 
-static void seek_run(struct fc_op *op)
+static void seek_start(struct fc_op *op)
 {
 	struct seek_op *so = (struct seek_op *)op;
 	struct fc_client *cl = op->cl;
@@ -183,6 +184,16 @@ static void seek_run(struct fc_op *op)
 	fc_mgr_send(cl, &so->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
 		    &so->getattr.base, &so->getattr.ctx, op, 0, seek_attr_done,
 		    so);
+}
+
+/* Data and holes as of every write that came before (wbehind.c). */
+static void seek_run(struct fc_op *op)
+{
+	struct seek_op *so = (struct seek_op *)op;
+
+	if (fc_wb_enter(op->cl, &so->wb, op, so->ino, 0, UINT64_MAX, false,
+			seek_start))
+		seek_start(op);
 }
 
 void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,

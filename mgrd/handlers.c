@@ -114,19 +114,35 @@ static void creds(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 	}
 }
 
-static void reply_entry(struct mgr_server *s, struct wire_conn *c,
-			const struct wire_hdr *h, struct mgr_op *op, int rc,
-			const struct mgr_inode *in, uint64_t fh)
+/* parent (0: none): a namespace change also answers with the directory's
+ * attributes after it, which the client serves the kernel's next GETATTR
+ * of it from (the kernel drops them after every create and unlink). */
+static void reply_entry_in(struct mgr_server *s, struct wire_conn *c,
+			   const struct wire_hdr *h, struct mgr_op *op, int rc,
+			   const struct mgr_inode *in, uint64_t fh,
+			   uint64_t parent)
 {
 	Twinfs__Entry e = TWINFS__ENTRY__INIT;
-	struct attr_buf ab;
+	struct attr_buf ab, pb;
+	const struct mgr_inode *dir;
 
 	if (rc == 0 && in) {
 		fill_attr(s, &ab, in);
 		e.attr = &ab.a;
 		e.fh = fh;
 	}
+	if (rc == 0 && parent && (dir = mgr_ns_get(&s->st.ns, parent))) {
+		fill_attr(s, &pb, dir);
+		e.parent_attr = &pb.a;
+	}
 	mgr_srv_finish(s, c, h, op, rc, rc == 0 ? &e.base : NULL);
+}
+
+static void reply_entry(struct mgr_server *s, struct wire_conn *c,
+			const struct wire_hdr *h, struct mgr_op *op, int rc,
+			const struct mgr_inode *in, uint64_t fh)
+{
+	reply_entry_in(s, c, h, op, rc, in, fh, 0);
 }
 
 static void h_lookup(struct mgr_server *s, struct wire_conn *c,
@@ -467,7 +483,8 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
 out:
-	reply_entry(s, c, &m->hdr, &op, rc, op.out, op.open ? op.fh : 0);
+	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, op.open ? op.fh : 0,
+		       op.parent);
 }
 
 static void h_unlink(struct mgr_server *s, struct wire_conn *c,
@@ -482,7 +499,7 @@ static void h_unlink(struct mgr_server *s, struct wire_conn *c,
 	op.parent = q->parent;
 	op.name = q->name;
 	rc = mgr_op_apply(&s->st, &op);
-	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
+	reply_entry_in(s, c, &m->hdr, &op, rc, NULL, 0, op.parent);
 }
 
 static void h_link(struct mgr_server *s, struct wire_conn *c,
@@ -498,7 +515,7 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	rc = mgr_op_apply(&s->st, &op);
-	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
+	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, 0, op.newparent);
 }
 
 static void h_rename(struct mgr_server *s, struct wire_conn *c,

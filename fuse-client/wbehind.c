@@ -1,0 +1,191 @@
+/* wbehind.c - write-behind and the ordering of data operations on one
+ * inode (DESIGN.md "Client": write-behind).
+ *
+ * A buffered write(2) is answered as soon as its data is copied and its
+ * pieces are on their way to the iods; the application goes on while the
+ * twins journal it.  What that must not change:
+ *   - Order.  Every write (and fallocate) holds its byte range from the
+ *     moment it passes fc_wb_enter until it ends (fc_wb_release).  An
+ *     operation whose range overlaps a held range, or a range that an
+ *     earlier operation still waits for, waits in one FIFO: two writes of
+ *     the same bytes land in the order the kernel sent them, also when the
+ *     first one is retried on the surviving twin after the second one was
+ *     sent.
+ *   - Visibility.  A read waits for the writes of its range; flush, fsync,
+ *     release, a size or mtime change and SEEK_DATA/HOLE wait for every
+ *     write of the inode (end = UINT64_MAX), so close-to-open holds: close
+ *     returns once the data is on the iods and the size report went out.
+ *   - Errors.  A write answered early that fails for good (both twins
+ *     down, ENOSPC) records its errno on the inode; the next flush, fsync
+ *     or release of that inode returns it once (fc_wb_take_err), as the
+ *     kernel does for page-cache writeback.
+ *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
+ *     early at a time; past that a write is answered when it lands, which
+ *     throttles the writer.
+ * O_DIRECT, O_SYNC, O_DSYNC, O_APPEND and page-cache writeback (writepage)
+ * are never answered early; the caller decides (ops_data.c).
+ *
+ * Everything here runs on the loop thread.  Held ranges and waiters are
+ * short lists (bounded by the caps and the kernel's requests in flight), so
+ * they are scanned linearly.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "client_int.h"
+
+static bool overlaps(const struct fc_wb *a, uint64_t ino, uint64_t off,
+		     uint64_t end)
+{
+	if (ino && a->ino && a->ino != ino)
+		return false;
+	return a->off < end && off < a->end;
+}
+
+/* Whether [off, end) of ino must wait: a held range overlaps it, or a
+ * waiter queued before `upto` (NULL: all of them) does. */
+static bool blocked(const struct fc_client *cl, uint64_t ino, uint64_t off,
+		    uint64_t end, const struct fc_wb *upto)
+{
+	const struct fc_wb *w;
+
+	for (w = cl->wb_held; w; w = w->next)
+		if (overlaps(w, ino, off, end))
+			return true;
+	for (w = cl->wb_wait_head; w && w != upto; w = w->next)
+		if (overlaps(w, ino, off, end))
+			return true;
+	return false;
+}
+
+static void hold(struct fc_client *cl, struct fc_wb *w)
+{
+	w->prev = NULL;
+	w->next = cl->wb_held;
+	if (cl->wb_held)
+		cl->wb_held->prev = w;
+	cl->wb_held = w;
+	w->held = true;
+}
+
+bool fc_wb_enter(struct fc_client *cl, struct fc_wb *w, struct fc_op *op,
+		 uint64_t ino, uint64_t off, uint64_t end, bool hold_range,
+		 fc_op_fn next)
+{
+	assert(!w->held && !w->waiting);
+	if (end <= off)
+		end = off + 1;   /* an empty write still keeps its place */
+	w->ino = ino;
+	w->off = off;
+	w->end = end;
+	w->op = op;
+	w->fn = next;
+	w->hold_range = hold_range;
+	w->behind = false;
+	if (!blocked(cl, ino, off, end, NULL)) {
+		if (hold_range)
+			hold(cl, w);
+		return true;
+	}
+	w->waiting = true;
+	w->next = NULL;
+	if (cl->wb_wait_tail)
+		cl->wb_wait_tail->next = w;
+	else
+		cl->wb_wait_head = w;
+	cl->wb_wait_tail = w;
+	return false;
+}
+
+/* Start every waiter that nothing before it blocks any more, in order. */
+static void wake(struct fc_client *cl)
+{
+	struct fc_wb *w, *prev = NULL, *ready = NULL, **tail = &ready;
+
+	w = cl->wb_wait_head;
+	while (w) {
+		struct fc_wb *next = w->next;
+
+		if (blocked(cl, w->ino, w->off, w->end, w)) {
+			prev = w;
+			w = next;
+			continue;
+		}
+		/* Unlink; hold its range at once, so the waiters behind it
+		 * see it, before anything runs. */
+		if (prev)
+			prev->next = next;
+		else
+			cl->wb_wait_head = next;
+		if (cl->wb_wait_tail == w)
+			cl->wb_wait_tail = prev;
+		w->waiting = false;
+		if (w->hold_range)
+			hold(cl, w);
+		w->ready_next = NULL;
+		*tail = w;
+		tail = &w->ready_next;
+		w = next;
+	}
+	while ((w = ready)) {
+		ready = w->ready_next;
+		w->fn(w->op);
+	}
+}
+
+bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
+{
+	assert(w->held && !w->behind);
+	if (cl->wb_ops >= FC_WB_MAX_OPS ||
+	    cl->wb_bytes + bytes > FC_WB_MAX_BYTES)
+		return false;
+	w->behind = true;
+	w->bytes = bytes;
+	cl->wb_ops++;
+	cl->wb_bytes += bytes;
+	return true;
+}
+
+static void note_err(struct fc_client *cl, uint64_t ino, int err)
+{
+	if (tw_hmap_get(&cl->wb_errs, ino))
+		return;   /* the first error is the one reported */
+	if (tw_hmap_put(&cl->wb_errs, ino, (void *)(uintptr_t)err) < 0)
+		tw_log_rl(TW_LOG_ERR, "ino %" PRIu64 ": lost a write error "
+			  "(out of memory)", ino);
+}
+
+void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
+{
+	if (!w->held)
+		return;
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		cl->wb_held = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->held = false;
+	if (w->behind) {
+		assert(cl->wb_ops > 0 && cl->wb_bytes >= w->bytes);
+		cl->wb_ops--;
+		cl->wb_bytes -= w->bytes;
+		if (err)
+			note_err(cl, w->ino, err);
+		w->behind = false;
+	}
+	if (cl->wb_wait_head)
+		wake(cl);
+}
+
+int fc_wb_take_err(struct fc_client *cl, uint64_t ino)
+{
+	return (int)(uintptr_t)tw_hmap_del(&cl->wb_errs, ino);
+}
+
+bool fc_wb_idle(const struct fc_client *cl)
+{
+	return !cl->wb_held && !cl->wb_wait_head;
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# t_wbehind.sh - write-behind (fuse-client/wbehind.c): buffered writes are
+# answered before they land, and nothing a user can observe may change.
+#   - a writer reads its own writes back before close, also after the
+#     kernel dropped its cached pages (the reads reach the client);
+#   - overlapping rewrites land in order (a local reference file gets the
+#     same operations; both must be byte-identical, on both mounts);
+#   - close-to-open: another mount sees every byte once close returned;
+#   - fsync: the other mount sees the data before the writer closes;
+#   - a truncate right after many small writes is not undone by them;
+#   - a write answered early that cannot land (both twins of its group
+#     down) fails the close, with EIO, instead of vanishing.
+. "$(dirname "$0")/lib.sh"
+e2e_begin wbehind
+e2e_tmpdir T
+M2=$TWINFS_RUN_DIR/mnt2
+lc mount "$M2" >/dev/null || { fail wbehind-mount2 "second mount failed"; exit 1; }
+
+N=$(scale 4000)
+((N < 500)) && N=500
+
+# 1. Read your own writes, from the page cache and past it.
+"$PY" - "$M/own" "$T/own" "$N" <<'EOF' && pass wbehind-read-own-writes || fail wbehind-read-own-writes "read back differs"
+import os, random, sys
+path, ref, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rnd = random.Random(5)
+fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+data = bytearray()
+for i in range(n):
+    chunk = rnd.randbytes(rnd.choice((1, 100, 4096, 10240)))
+    os.write(fd, chunk)
+    data += chunk
+    if i % 97 == 0:
+        # Drop the clean cached pages: the next read goes to the client,
+        # while the last writes may still be in flight.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        off = rnd.randrange(len(data))
+        got = os.pread(fd, 70000, off)
+        if got != bytes(data[off:off + 70000]):
+            print(f"# mismatch at {off} after {i} writes", file=sys.stderr)
+            sys.exit(1)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+if os.pread(fd, len(data) + 10, 0) != bytes(data):
+    sys.exit(1)
+os.close(fd)
+open(ref, "wb").write(data)
+EOF
+assert_eq wbehind-own-other-mount "$(sha "$T/own")" "$(sha "$M2/own")"
+
+# 2. Overlapping rewrites in order; the same ops on a local file.
+"$PY" - "$M/ovl" "$T/ovl" "$N" <<'EOF' && pass wbehind-overlap-order || fail wbehind-overlap-order "writer failed"
+import os, random, sys
+path, ref, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rnd = random.Random(11)
+fds = [os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644) for p in (path, ref)]
+for i in range(n):
+    # A few hot ranges, across the 512 KiB stripe unit boundary.
+    base = rnd.choice((0, 4000, 524288 - 3000, 524288 + 100))
+    ln = rnd.choice((1, 512, 4096, 9000))
+    buf = bytes([i & 0xff]) * ln
+    for fd in fds:
+        os.pwrite(fd, buf, base)
+for fd in fds:
+    os.close(fd)
+EOF
+assert_eq wbehind-overlap-same "$(sha "$T/ovl")" "$(sha "$M/ovl")"
+assert_eq wbehind-overlap-other-mount "$(sha "$T/ovl")" "$(sha "$M2/ovl")"
+
+# 3. fsync makes it visible to the other mount before close.
+"$PY" - "$M/fs" "$M2/fs" "$N" <<'EOF' && pass wbehind-fsync-visible || fail wbehind-fsync-visible "other mount saw other bytes"
+import os, sys
+path, other, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+data = b"".join(i.to_bytes(4, "little") * 256 for i in range(n))
+for off in range(0, len(data), 3000):
+    os.write(fd, data[off:off + 3000])
+os.fsync(fd)
+with open(other, "rb") as f:
+    ok = f.read() == data
+os.close(fd)
+sys.exit(0 if ok else 1)
+EOF
+
+# 4. A truncate right after small writes wins; nothing comes back.
+"$PY" - "$M/tr" "$N" <<'EOF' && pass wbehind-truncate-after-writes || fail wbehind-truncate-after-writes "writer failed"
+import os, sys
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for i in range(n):
+    os.write(fd, b"z" * 4096)
+os.ftruncate(fd, 1000)
+for i in range(64):
+    os.pwrite(fd, b"q" * 4096, 1 << 20)
+os.ftruncate(fd, 3000)
+os.close(fd)
+EOF
+assert_eq wbehind-truncate-size 3000 "$(stat -c %s "$M2/tr")"
+"$PY" -c "
+import sys
+d = open('$M2/tr', 'rb').read()
+sys.exit(0 if d == b'z' * 1000 + bytes(2000) else 1)" &&
+	pass wbehind-truncate-content || fail wbehind-truncate-content "bytes past the truncate came back"
+
+check wbehind-sync ctl sync
+e2e_verify wbehind-verify-twins
+cd /
+lc umount "$M2" >/dev/null
+e2e_remount
+assert_eq wbehind-remount-own "$(sha "$T/own")" "$(sha "$M/own")"
+assert_eq wbehind-remount-ovl "$(sha "$T/ovl")" "$(sha "$M/ovl")"
+assert_eq wbehind-remount-tr 3000 "$(stat -c %s "$M/tr")"
+
+# 5. Last: a write that cannot land fails the close.  Group 1 only.
+mkdir "$M/g1"
+setfattr -n twinfs.layout -v "512K 1 1" "$M/g1"
+(cd / && lc kill-iod 3 >/dev/null && lc kill-iod 4 >/dev/null)
+got=$(timeout 60 "$PY" - "$M/g1/lost" <<'EOF'
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+except OSError as e:
+    print("open:" + errno.errorcode.get(e.errno, str(e.errno))); sys.exit(0)
+where = "close"
+try:
+    for i in range(16):
+        os.write(fd, b"w" * 4096)
+except OSError as e:
+    print("write:" + errno.errorcode.get(e.errno, str(e.errno))); sys.exit(0)
+try:
+    os.close(fd)
+except OSError as e:
+    print("close:" + errno.errorcode.get(e.errno, str(e.errno))); sys.exit(0)
+print("no-error")
+EOF
+)
+echo "# write to a failed group: $got"
+case $got in
+write:EIO | close:EIO) pass wbehind-error-not-lost ;;
+*) fail wbehind-error-not-lost "got '$got' (want EIO from write or close)" ;;
+esac
+e2e_end
