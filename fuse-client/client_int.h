@@ -46,6 +46,7 @@
 #define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
 #define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
 #define FC_LAYOUT_XATTR        "twinfs.layout"
+#define FC_READAHEAD_KB        4096         /* -o readahead= default */
 #define FC_WB_MAX_BYTES        (32u << 20)  /* write-behind: bytes answered */
 #define FC_WB_MAX_OPS          256          /* ... and writes, not landed */
 
@@ -64,6 +65,7 @@ struct fc_opts {
 	int atime;                      /* FC_ATIME_*: -o relatime (default),
 					 * noatime, strictatime */
 	char *mountpoint;
+	unsigned readahead_kb;          /* -o readahead=, KiB; 0 kernel's */
 	int foreground;                 /* -f */
 };
 
@@ -345,6 +347,8 @@ struct fc_client {
 	/* inodes */
 	pthread_mutex_t ino_lock;
 	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
+	/* tune.c: the first request after INIT set the readahead */
+	atomic_int tuned;
 	/* statistics for blksize of directories */
 	atomic_uint blksize;
 };
@@ -449,6 +453,15 @@ const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
 /* Human cause of a data-path error: "timed out after 5 s", "Connection
  * refused", ... into buf. */
 const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len);
+
+/* ------------------------------------------------------------- tune.c */
+
+/* Set read_ahead_kb of the bdi of the twinfs mount on mountpoint (root
+ * only).  0 or -errno. */
+int fc_tune_readahead(const char *mountpoint, unsigned kb);
+/* Any thread, any request after INIT: do it once, with the mount's
+ * option; a failure is logged once and otherwise ignored. */
+void fc_tune_once(struct fc_client *cl);
 
 /* ---------------------------------------------------------- wbehind.c */
 

@@ -86,6 +86,7 @@ struct cmdline {
 	double attr_timeout;
 	double entry_timeout;
 	int writeback_cache;
+	unsigned readahead;
 	int atime;
 	int help;
 	int version;
@@ -102,6 +103,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("writeback_cache", writeback_cache),
+	OPT("readahead=%u", readahead),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
 	FUSE_OPT_KEY("noatime", KEY_NOATIME),
 	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
@@ -163,6 +165,8 @@ static void usage(const char *prog)
 	       "writer only)\n"
 	       "    -o relatime|noatime|strictatime  atime policy (default "
 	       "relatime)\n"
+	       "    -o readahead=KIB         kernel readahead window (default "
+	       "4096; 0: the kernel's 128)\n"
 	       "\n", prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -491,6 +495,7 @@ int main(int argc, char *argv[])
 	c.monitor_interval = 30000;
 	c.attr_timeout = 1.0;
 	c.entry_timeout = 1.0;
+	c.readahead = FC_READAHEAD_KB;
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -541,6 +546,7 @@ int main(int argc, char *argv[])
 	cl->opts.attr_timeout = c.attr_timeout;
 	cl->opts.entry_timeout = c.entry_timeout;
 	cl->opts.writeback_cache = c.writeback_cache;
+	cl->opts.readahead_kb = c.readahead;
 	cl->opts.atime = c.atime;
 
 	/* Ours first, so the user's own -o fsname=... wins. */

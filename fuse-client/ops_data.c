@@ -454,6 +454,7 @@ void fc_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dop *d = dop_new(req, open_run);
 
+	fc_tune_once(client(req));
 	if (d) {
 		d->ino = ino;
 		d->fi = *fi;

@@ -273,6 +273,7 @@ void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mop *m;
 	int rc = check_name(name);
 
+	fc_tune_once(client(req));
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -396,6 +397,7 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	double timeout;
 
 	(void)fi;
+	fc_tune_once(client(req));
 	/* The directory's attributes came with our own change in it a moment
 	 * ago (the kernel dropped its copy because of that change). */
 	if (fc_inode_fresh(client(req), ino, &st, &timeout)) {

@@ -195,5 +195,10 @@ assert_eq remount-utime "981173106.123456789" "$(stat -c %.9X newfile 2>/dev/nul
 
 cd "$M" && rm -rf "$M/b"
 assert_eq rm-rf-all "" "$(ls -A "$M")"
+
+# The mount's readahead window is raised after INIT (fuse-client/tune.c):
+# 4 MiB by default instead of the kernel's 128 KiB.
+dev=$(awk -v p="$M" '$5 == p && / - fuse.twinfs / { d = $3 } END { print d }' /proc/self/mountinfo)
+assert_eq readahead-4m 4096 "$(cat "/sys/class/bdi/$dev/read_ahead_kb" 2>&1)"
 e2e_verify
 e2e_end
