@@ -4,6 +4,7 @@
  * writes, EINTR) into "all or -errno", so callers have one error path.
  * Nothing here allocates except tw_mkdir_p's path copy (on the stack).
  */
+#include <malloc.h>
 #include "common.h"
 
 #include <errno.h>
@@ -24,6 +25,15 @@ uint64_t tw_now_ns(void)
 uint64_t tw_now_ms(void)
 {
 	return tw_now_ns() / 1000000u;
+}
+
+void tw_malloc_tune(void)
+{
+	/* Above the largest frame (1 MiB + header); the heap keeps up to
+	 * 64 MiB free before trimming (the client's write-behind holds at
+	 * most 32 MiB).  Fixed values also stop glibc's dynamic threshold. */
+	mallopt(M_MMAP_THRESHOLD, 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 static int ts_cmp(struct tw_ts a, struct tw_ts b)

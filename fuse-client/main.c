@@ -565,6 +565,7 @@ int main(int argc, char *argv[])
 	cl->opts.mountpoint = fopts.mountpoint;
 	cl->opts.foreground = fopts.foreground;
 	tw_log_init(prog, fopts.debug ? TW_LOG_DEBUG : TW_LOG_INFO);
+	tw_malloc_tune();
 
 	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
 	cl->se = se;   /* for kernel cache invalidations */

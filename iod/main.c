@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tw_log_init("twinfs-iod", verbose ? TW_LOG_DEBUG : TW_LOG_INFO);
+	tw_malloc_tune();
 
 	conf = malloc(sizeof(*conf));
 	if (!conf) {
