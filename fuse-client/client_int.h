@@ -85,6 +85,7 @@ struct fc_attr {
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
 	uint64_t trunc_gen, data_version, generation;
 	uint32_t acl_sig;          /* changes with the inode's ACLs */
+	bool cap_absent;           /* no security.capability (mgrd says) */
 	bool has_layout;
 	struct r0_layout layout;
 	int policy_first;
@@ -111,10 +112,12 @@ struct fc_inode {
 	/* This mount changed the ACLs (the kernel forgot its copy itself):
 	 * the next attributes bring the new acl_sig, adopted as it is. */
 	bool acl_local;            /* [ino_lock] */
-	/* attr came with a change this mount made in the directory (an
-	 * Entry's parent_attr) at most attr_timeout ago: the kernel's GETATTR
-	 * until then is answered from it (fc_inode_fresh). */
+	/* attr came with a change this mount made (an Entry's parent_attr,
+	 * a SETATTR's answer) at most attr_timeout ago: the kernel's GETATTR
+	 * until then is answered from it (fc_inode_fresh); chown, for one,
+	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
+	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
 };
 
 /* --------------------------------------------------------- open files */
@@ -347,6 +350,10 @@ struct fc_client {
 	/* inodes */
 	pthread_mutex_t ino_lock;
 	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
+	/* Bumped by every unlink, rmdir and rename of this mount: they
+	 * change inodes we know only by name (the nlink and ctime of the
+	 * victim), so every fresh mark before them is void. */
+	uint64_t fresh_gen;                /* [ino_lock] */
 	/* tune.c: the first request after INIT set the readahead */
 	atomic_int tuned;
 	/* statistics for blksize of directories */
@@ -515,9 +522,14 @@ void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a);
  * mgrd's answer) and return true. */
 bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 		    double *timeout);
+/* ino's cached attributes just came from mgrd's answer to our own change
+ * of it (SETATTR): fresh for attr_timeout, like a parent_attr. */
+void fc_inode_mark_fresh(struct fc_client *cl, uint64_t ino);
 /* The directory changed in a way whose attributes we did not get (rename,
  * xattrs): the next GETATTR asks mgrd. */
 void fc_inode_unfresh(struct fc_client *cl, uint64_t ino);
+/* An unlink, rmdir or rename succeeded: no fresh mark made before holds. */
+void fc_inodes_unfresh_all(struct fc_client *cl);
 /* Whether the inode's ACLs changed since the last call (clears it). */
 bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);
 /* An ACL-changing request of this mount (SETXATTR of an ACL, chmod)

@@ -22,6 +22,9 @@
 
 #include "client_int.h"
 
+/* Bits of fc_inode.xattr_absent: the names of cached_xattrs. */
+enum { XATTR_CAPABILITY = 0, XATTR_SELINUX };
+
 void fc_inodes_init(struct fc_client *cl)
 {
 	pthread_mutex_init(&cl->ino_lock, NULL);
@@ -72,6 +75,7 @@ int fc_attr_from_pb(const Twinfs__Attr *pb, struct fc_attr *a)
 	a->data_version = pb->data_version;
 	a->generation = pb->generation;
 	a->acl_sig = pb->acl_sig;
+	a->cap_absent = pb->cap_absent;
 	a->policy_first = -1;
 	if (!pb->layout)
 		return 0;
@@ -159,6 +163,13 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 		in->acl_stale = true;
 	in->acl_local = false;
 	in->attr = *a;
+	/* mgrd's word on security.capability, under this ctime (the rule of
+	 * the absence cache, fc_inode_set_xattr_absent). */
+	if (a->cap_absent) {
+		in->xattr_absent |= 1u << XATTR_CAPABILITY;
+		in->xattr_ctime_sec = a->ctime_sec;
+		in->xattr_ctime_nsec = a->ctime_nsec;
+	}
 	if (in->local_gen != a->trunc_gen) {
 		in->local_size = 0;
 		in->local_gen = a->trunc_gen;
@@ -230,6 +241,7 @@ void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a)
 	if (in) {
 		store_attr_locked(in, a);
 		in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
+		in->fresh_gen = cl->fresh_gen;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 }
@@ -244,7 +256,8 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, ino);
-	if (in && now < in->fresh_until_ms && !in->acl_stale) {
+	if (in && now < in->fresh_until_ms && in->fresh_gen == cl->fresh_gen &&
+	    !in->acl_stale) {
 		a = in->attr;
 		size = fc_merge_size(a.size, a.trunc_gen, in->local_size,
 				     in->local_gen);
@@ -255,6 +268,27 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 	if (fresh)
 		fc_attr_to_stat(cl, &a, size, st);
 	return fresh;
+}
+
+void fc_inode_mark_fresh(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
+		in->fresh_gen = cl->fresh_gen;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+void fc_inodes_unfresh_all(struct fc_client *cl)
+{
+	pthread_mutex_lock(&cl->ino_lock);
+	cl->fresh_gen++;
+	pthread_mutex_unlock(&cl->ino_lock);
 }
 
 void fc_inode_unfresh(struct fc_client *cl, uint64_t ino)
@@ -365,8 +399,8 @@ void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
 }
 
 static const char *const cached_xattrs[] = {
-	"security.capability",
-	"security.selinux",
+	[XATTR_CAPABILITY] = "security.capability",
+	[XATTR_SELINUX] = "security.selinux",
 };
 
 int fc_xattr_cache_index(const char *name)

@@ -44,6 +44,7 @@ struct mop {
 	Twinfs__Layout layout_pb;
 	struct fc_wb wb;         /* setattr: waits for earlier writes */
 	bool writes_landed;      /* setattr: it did */
+	bool fresh;              /* setattr: the answer's attributes are fresh */
 };
 
 #define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
@@ -234,20 +235,20 @@ static void empty_done(struct fc_mgr_call *mc, int status,
 static void unlink_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
-	if (status == 0)
+	if (status == 0) {
+		fc_inodes_unfresh_all(mc->cl);   /* the victim's nlink */
 		fc_parent_from_reply(mc->cl, reply);
+	}
 	empty_done(mc, status, reply);
 }
 
-/* RENAME: both directories changed without telling us their
- * attributes; the kernel's next GETATTR of either asks mgrd. */
+/* RENAME: both directories, the moved inode and a replaced one changed
+ * without telling us their attributes: the kernel's next GETATTR of any
+ * of them asks mgrd. */
 static void rename_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
-	struct mop *m = mc->arg;
-
-	fc_inode_unfresh(mc->cl, m->m.rename.parent);
-	fc_inode_unfresh(mc->cl, m->m.rename.newparent);
+	fc_inodes_unfresh_all(mc->cl);
 	empty_done(mc, status, reply);
 }
 
@@ -324,6 +325,8 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_update(cl, &a, &st);
+	if (m->fresh)
+		fc_inode_mark_fresh(cl, a.ino);
 	forget_stale_acl(cl, a.ino);
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
@@ -462,6 +465,7 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 	if (status == 0 &&
 	    (m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MODE))
 		fc_inode_acl_local(m->op.cl, m->ino);
+	m->fresh = true;
 	attr_done(mc, status, reply);
 }
 
