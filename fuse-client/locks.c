@@ -481,7 +481,7 @@ void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* -------------------------------------------------- release on close */
 
-/* Hand the request on to the data path's flush/release (ops_data.c), then
+/* Hand the request on to the data path's flush/release (ops_file.c), then
  * free this op: the new op re-arms the interrupt callback first. */
 static void pass_on(struct lop *l)
 {

@@ -1,6 +1,6 @@
-/* ops_data.c - open files and the data path: open, create, read, write,
- * fallocate, flush, release, fsync, and the size reports that carry a
- * writer's size and mtime to mgrd.
+/* ops_data.c - the data path: read, write, fallocate and fsync, with
+ * their failover; the data op (dop.h) they share with ops_file.c (open,
+ * create, flush, release).
  *
  * Failover budget (DESIGN.md "Twins", issue 3): one deadline per read,
  * write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.  Each attempt
@@ -55,69 +55,11 @@
 #include <string.h>
 
 #include "client_int.h"
-
-struct dop;
+#include "dop.h"
 
 /* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
  * to a new epoch (possibly while a failed twin was being demoted). */
 #define FC_STALE_TRIES 8
-
-struct piece {
-	struct dop *d;
-	struct r0_piece p;
-	struct fc_iod *iod;      /* where the current attempt went */
-	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
-	int attempts;
-	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
-};
-
-struct dop {
-	struct fc_op op;
-	struct fc_mgr_call mc;
-	struct fc_map_waiter mw;
-	struct fc_file *f;       /* holds a reference while the op runs */
-	uint64_t ino;
-	struct fuse_file_info fi;
-	char *name;              /* create */
-	union {
-		Twinfs__Open open;
-		Twinfs__Mknod mknod;
-		Twinfs__Release release;
-		Twinfs__Getattr getattr;
-		Twinfs__AppendReserve append;
-	} m;
-	/* read / write */
-	uint64_t off;
-	size_t size;             /* requested; for reads the clamped length */
-	uint8_t *buf;            /* write: the data (copied); read: result */
-	struct fc_attr attr;     /* layout and trunc_gen used */
-	struct piece *pieces;
-	int npieces, pending;
-	int tries;               /* attribute fetches and takeover rounds */
-	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
-	int refresh_pending;
-	uint64_t deadline;
-	/* takeover: waiting for mgrd to demote a failed iod */
-	uint64_t wait_since;     /* when the wait for a new map began */
-	bool map_polled;         /* the map was fetched during this op */
-	fc_op_fn reissue;        /* the round to run once the map moved */
-	bool is_read;
-	uint64_t wait_epoch;     /* map epoch when the wait began */
-	int iod_err;             /* fsync: first error from an iod */
-	bool timed_out;          /* a failed piece timed out (costly retry) */
-	/* fsync / flush / release */
-	int err;
-	bool datasync;
-	/* fallocate runs as a write whose pieces are FALLOCATE messages */
-	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH, DOP_ZERO } kind;
-	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
-	bool append;             /* O_APPEND: offset reserved at mgrd */
-	bool writepage;          /* write: page-cache writeback */
-	int flags;               /* write: the descriptor's flags now */
-	int wb_err;              /* flush/release/fsync: a write-behind's */
-	fc_op_fn after;          /* after_writes: the step to run then */
-	struct fc_wb wb;         /* place in the inode's order (wbehind.c) */
-};
 
 static struct fc_client *client(fuse_req_t req)
 {
@@ -136,7 +78,7 @@ static void dop_cleanup(struct fc_op *op)
 	free(d->pieces);
 }
 
-static struct dop *dop_new(fuse_req_t req, fc_op_fn run)
+struct dop *fc_dop_new(fuse_req_t req, fc_op_fn run)
 {
 	struct dop *d = fc_op_new(client(req), req, sizeof(*d), run);
 
@@ -145,7 +87,7 @@ static struct dop *dop_new(fuse_req_t req, fc_op_fn run)
 	return d;
 }
 
-static void submit(fuse_req_t req, struct dop *d, bool ok)
+void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok)
 {
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);
@@ -311,228 +253,6 @@ static void log_group_failed(struct dop *d, const char *what,
 				sizeof(desc)));
 }
 
-/* ------------------------------------------------------------- files */
-
-static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
-				const struct fc_attr *a)
-{
-	struct fc_file *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return NULL;
-	f->ino = ino;
-	f->mgr_fh = mgr_fh;
-	f->flags = flags;
-	f->refs = 1;
-	f->end_gen = a->trunc_gen;
-	return f;
-}
-
-static struct fc_file *fh_file(const struct fuse_file_info *fi)
-{
-	return (struct fc_file *)(uintptr_t)fi->fh;
-}
-
-/* ---------------------------------------------------------- open/create */
-
-/* O_DIRECT bypasses the kernel's cache.  So does O_APPEND: through the
- * page cache the kernel may cut one write(2) into several WRITE requests,
- * each of which would get its own reservation at mgrd (append_reserve), so
- * another mount's record could land in the middle; direct I/O sends up to
- * max_write bytes as one request.  (Such a file cannot be mmapped shared
- * through that descriptor.) */
-static unsigned direct_io(int flags)
-{
-	return (flags & (O_DIRECT | O_APPEND)) ? 1 : 0;
-}
-
-static void release_only_done(struct fc_mgr_call *mc, int status,
-			      struct wire_msg *reply)
-{
-	(void)status;
-	if (reply)
-		wire_msg_free(reply);
-	free(mc->arg);
-}
-
-/* The kernel refused an open/create reply (the syscall was interrupted):
- * close mgrd's handle again. */
-static void release_orphan(struct fc_client *cl, uint64_t ino, uint64_t fh)
-{
-	struct {
-		struct fc_mgr_call mc;
-		Twinfs__Release rel;
-	} *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return;
-	twinfs__release__init(&r->rel);
-	r->rel.ino = ino;
-	r->rel.fh = fh;
-	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_RELEASE, &r->rel.base,
-		    &r->rel.ctx, NULL, 0, release_only_done, r);
-}
-
-static void open_done(struct fc_mgr_call *mc, int status,
-		      struct wire_msg *reply)
-{
-	struct dop *d = mc->arg;
-	struct fc_client *cl = d->op.cl;
-	const Twinfs__OpenReply *r;
-	struct fc_attr old, a;
-	bool had;
-	struct fc_file *f;
-	uint64_t fh;
-
-	if (status == 0 &&
-	    reply->body->descriptor != &twinfs__open_reply__descriptor)
-		status = -EIO;
-	if (status < 0) {
-		if (reply)
-			wire_msg_free(reply);
-		fc_op_reply_err(&d->op, -status);
-		return;
-	}
-	r = (const void *)reply->body;
-	fh = r->fh;
-	status = fc_attr_from_pb(r->attr, &a);
-	wire_msg_free(reply);
-	if (status < 0) {
-		release_orphan(cl, d->ino, fh);
-		fc_op_reply_err(&d->op, EIO);
-		return;
-	}
-	/* Close-to-open: keep the kernel's cached pages only if nobody
-	 * changed the data since we last saw the attributes. */
-	had = fc_inode_get(cl, d->ino, &old, NULL);
-	d->fi.keep_cache = had && old.size == a.size &&
-		old.mtime_sec == a.mtime_sec &&
-		old.mtime_nsec == a.mtime_nsec &&
-		old.data_version == a.data_version &&
-		old.trunc_gen == a.trunc_gen &&
-		/* The kernel would serve reads from its page cache, which
-		 * we never see: not when a read must update the atime. */
-		!fc_atime_due(cl, &a, d->fi.flags);
-	fc_inode_update(cl, &a, NULL);
-	f = file_new(d->ino, fh, d->fi.flags, &a);
-	if (!f) {
-		release_orphan(cl, d->ino, fh);
-		fc_op_reply_err(&d->op, ENOMEM);
-		return;
-	}
-	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = direct_io(d->fi.flags);
-	if (d->fi.direct_io)
-		d->fi.keep_cache = 0;
-	/* Without keep_cache the kernel drops the cached pages, but it keeps
-	 * its cached attributes (i_size!) until attr_timeout: invalidate them
-	 * so the next stat, or a read past the old size, asks us again.
-	 * Close-to-open demands it (another mount may have truncated).  This
-	 * one invalidation is sent from the loop, unlike DESIGN.md's rule for
-	 * the others: it is attributes only (offset -1: no page locks) for a
-	 * file being opened, and the kernel holds no lock across OPEN. */
-	if (!d->fi.keep_cache && cl->se)
-		fuse_lowlevel_notify_inval_inode(cl->se, d->ino, -1, 0);
-	if (fc_op_reply_open(&d->op, &d->fi) < 0) {
-		release_orphan(cl, f->ino, fh);
-		fc_file_put(cl, f);
-	}
-}
-
-static void open_run(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-
-	twinfs__open__init(&d->m.open);
-	d->m.open.ino = d->ino;
-	d->m.open.flags = (uint32_t)d->fi.flags;
-	fc_mgr_send(op->cl, &d->mc, TWINFS__MSG_TYPE__MSG_OPEN,
-		    &d->m.open.base, &d->m.open.ctx, op, 0, open_done, d);
-}
-
-void fc_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dop *d = dop_new(req, open_run);
-
-	fc_tune_once(client(req));
-	if (d) {
-		d->ino = ino;
-		d->fi = *fi;
-	}
-	submit(req, d, true);
-}
-
-static void create_done(struct fc_mgr_call *mc, int status,
-			struct wire_msg *reply)
-{
-	struct dop *d = mc->arg;
-	struct fc_client *cl = d->op.cl;
-	struct fuse_entry_param e;
-	struct fc_attr a;
-	struct fc_file *f;
-	uint64_t fh = 0;
-
-	if (status == 0)
-		status = fc_entry_from_reply(cl, reply, &a);
-	if (status == 0)
-		fh = ((const Twinfs__Entry *)reply->body)->fh;
-	if (reply)
-		wire_msg_free(reply);
-	if (status < 0) {
-		fc_op_reply_err(&d->op, -status);
-		return;
-	}
-	f = file_new(a.ino, fh, d->fi.flags, &a);
-	if (!f) {
-		release_orphan(cl, a.ino, fh);
-		fc_op_reply_err(&d->op, ENOMEM);
-		return;
-	}
-	fc_inode_entry(cl, &a, &e);
-	fc_inode_set_new_file(cl, a.ino);
-	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = direct_io(d->fi.flags);
-	d->fi.keep_cache = 0;
-	if (fc_op_reply_create(&d->op, &e, &d->fi) < 0) {
-		release_orphan(cl, a.ino, fh);
-		fc_inode_forget(cl, a.ino, 1);
-		fc_file_put(cl, f);
-	}
-}
-
-static void create_run(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-
-	d->m.mknod.parent = d->ino;
-	d->m.mknod.name = d->name;
-	fc_mgr_send(op->cl, &d->mc, TWINFS__MSG_TYPE__MSG_MKNOD,
-		    &d->m.mknod.base, &d->m.mknod.ctx, op, 0, create_done, d);
-}
-
-void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       mode_t mode, struct fuse_file_info *fi)
-{
-	struct dop *d;
-	size_t len = strlen(name);
-
-	if (len == 0 || len > TW_NAME_MAX) {
-		fuse_reply_err(req, len ? ENAMETOOLONG : EINVAL);
-		return;
-	}
-	d = dop_new(req, create_run);
-	if (d) {
-		d->ino = parent;
-		d->fi = *fi;
-		d->name = strdup(name);
-		twinfs__mknod__init(&d->m.mknod);
-		d->m.mknod.mode = (mode & ~S_IFMT) | S_IFREG;
-		d->m.mknod.open = true;
-		d->m.mknod.open_flags = (uint32_t)fi->flags;
-		d->m.mknod.excl = (fi->flags & O_EXCL) != 0;
-	}
-	submit(req, d, d && d->name);
-}
 
 /* --------------------------------------------------- attribute refresh */
 
@@ -627,7 +347,7 @@ static void log_piece_err(struct dop *d, const char *what,
 }
 
 /* What the application sees for an iod's error. */
-static int user_err(int status)
+int fc_user_err(int status)
 {
 	switch (status) {
 	case -ENOSPC:
@@ -716,7 +436,7 @@ static void write_finish(struct dop *d)
 		return;
 	}
 	log_piece_err(d, "write", bad);
-	err = bad->status == -ESTALE ? EIO : user_err(bad->status);
+	err = bad->status == -ESTALE ? EIO : fc_user_err(bad->status);
 	if (fc_op_interrupted(&d->op) && transport)
 		err = EINTR;
 	write_end(d, err);
@@ -1062,11 +782,11 @@ static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
 			     struct fuse_file_info *fi, uint64_t off,
 			     size_t size)
 {
-	struct dop *d = dop_new(req, write_run);
+	struct dop *d = fc_dop_new(req, write_run);
 
 	if (d) {
 		d->ino = ino;
-		d->f = fh_file(fi);
+		d->f = fc_fh_file(fi);
 		d->off = off;
 		d->size = size;
 	}
@@ -1094,9 +814,9 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		if (d->buf)
 			memcpy(d->buf, buf, size);
 		/* The reference on d->f is taken on the loop thread
-		 * (write_run); submit() frees a failed op without cleanup. */
+		 * (write_run); fc_dop_submit() frees a failed op without cleanup. */
 	}
-	submit(req, d, d && d->buf);
+	fc_dop_submit(req, d, d && d->buf);
 }
 
 /* fallocate(2): the default mode and KEEP_SIZE allocate on both twins of
@@ -1130,7 +850,7 @@ void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 		d->kind = kind;
 		d->keep_size = (mode & FALLOC_FL_KEEP_SIZE) != 0;
 	}
-	submit(req, d, true);
+	fc_dop_submit(req, d, true);
 }
 
 /* ----------------------------------------------------------------- read */
@@ -1189,7 +909,7 @@ static void read_finish(struct dop *d)
 	}
 	log_piece_err(d, "read", bad);
 	fc_op_reply_err(&d->op, fc_op_interrupted(&d->op) ? EINTR :
-			user_err(bad->status));
+			fc_user_err(bad->status));
 }
 
 static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
@@ -1382,135 +1102,17 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	d = dop_new(req, read_run);
+	d = fc_dop_new(req, read_run);
 	if (d) {
 		d->ino = ino;
 		d->off = (uint64_t)off;
 		d->size = size;
 		/* For the atime; the reference is taken on the loop thread. */
-		d->f = fi ? fh_file(fi) : NULL;
+		d->f = fi ? fc_fh_file(fi) : NULL;
 	}
-	submit(req, d, true);
+	fc_dop_submit(req, d, true);
 }
 
-/* ------------------------------------------------ flush, release, fsync */
-
-/* Run next(op) once every earlier write of the inode landed (also those
- * answered early), with the error of a failed one in d->wb_err. */
-static void after_writes(struct dop *d, fc_op_fn next);
-
-static void writes_landed(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-
-	d->wb_err = fc_wb_take_err(op->cl, d->ino);
-	d->after(op);
-}
-
-static void after_writes(struct dop *d, fc_op_fn next)
-{
-	d->after = next;
-	if (fc_wb_enter(d->op.cl, &d->wb, &d->op, d->ino, 0, UINT64_MAX,
-			false, writes_landed))
-		writes_landed(&d->op);
-}
-
-static void flush_report_done(void *arg, int status)
-{
-	struct dop *d = arg;
-
-	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
-				status < 0 ? user_err(status) : 0);
-}
-
-static void flush_report(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-	int err;
-
-	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
-		fc_op_reply_err(op, d->wb_err ? d->wb_err : -err);
-}
-
-static void flush_run(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-
-	d->f->refs++;
-	after_writes(d, flush_report);
-}
-
-void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dop *d = dop_new(req, flush_run);
-
-	if (d) {
-		d->ino = ino;
-		d->f = fh_file(fi);
-	}
-	submit(req, d, true);
-}
-
-static void release_done(struct fc_mgr_call *mc, int status,
-			 struct wire_msg *reply)
-{
-	struct dop *d = mc->arg;
-
-	if (reply)
-		wire_msg_free(reply);
-	if (status < 0 && !d->err)
-		d->err = status;
-	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
-				d->err ? user_err(d->err) : 0);
-}
-
-static void release_send(struct dop *d)
-{
-	twinfs__release__init(&d->m.release);
-	d->m.release.ino = d->ino;
-	d->m.release.fh = d->f->mgr_fh;
-	fc_mgr_send(d->op.cl, &d->mc, TWINFS__MSG_TYPE__MSG_RELEASE,
-		    &d->m.release.base, &d->m.release.ctx, NULL, 0,
-		    release_done, d);
-}
-
-static void release_report_done(void *arg, int status)
-{
-	struct dop *d = arg;
-
-	if (status < 0)
-		d->err = status;
-	release_send(d);
-}
-
-static void release_report(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-	int err;
-
-	if (!fc_report_start(op->cl, d->f, false, release_report_done, d, &err))
-		release_send(d);
-}
-
-static void release_run(struct fc_op *op)
-{
-	struct dop *d = (struct dop *)op;
-
-	/* mmap writes can arrive after FLUSH, so RELEASE reports too.  The
-	 * op owns the open's reference from here (dropped at cleanup). */
-	after_writes(d, release_report);
-}
-
-void fc_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dop *d = dop_new(req, release_run);
-
-	if (d) {
-		d->ino = ino;
-		d->f = fh_file(fi);
-	}
-	submit(req, d, true);
-}
 
 static void fsync_issue(struct fc_op *op);
 
@@ -1536,7 +1138,7 @@ static void fsync_one_done(struct dop *d, int status)
 		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
 			  strerror(-d->err));
 	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
-				d->err ? user_err(d->err) : 0);
+				d->err ? fc_user_err(d->err) : 0);
 }
 
 struct fsync_call {
@@ -1662,18 +1264,18 @@ static void fsync_run(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 
 	d->f->refs++;
-	after_writes(d, fsync_start);
+	fc_after_writes(d, fsync_start);
 }
 
 void fc_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi)
 {
-	struct dop *d = dop_new(req, fsync_run);
+	struct dop *d = fc_dop_new(req, fsync_run);
 
 	if (d) {
 		d->ino = ino;
-		d->f = fh_file(fi);
+		d->f = fc_fh_file(fi);
 		d->datasync = datasync != 0;
 	}
-	submit(req, d, true);
+	fc_dop_submit(req, d, true);
 }

@@ -1,6 +1,6 @@
 /* ops_lock.c - the FUSE-facing side of cluster-wide locks that chains
  * into the data path: flush and release first release the closing owner's
- * or open file's locks at mgrd (locks.c), then run ops_data.c's handler;
+ * or open file's locks at mgrd (locks.c), then run ops_file.c's handler;
  * init asks the kernel for POSIX and flock locks.
  */
 #include "client_int.h"

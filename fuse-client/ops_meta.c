@@ -7,8 +7,8 @@
  * loop (fc_loop_submit); the loop sends one mgrd request (mgr.c numbers and
  * retransmits it) and the completion replies.  Entry replies add one lookup
  * before fuse_reply_entry and take it back when the kernel refused the
- * reply.  open/create/read/write live in ops_data.c, directories in
- * ops_dir.c.
+ * reply.  open/create/flush/release live in ops_file.c, read/write in
+ * ops_data.c, directories in ops_dir.c.
  */
 #include <errno.h>
 #include <inttypes.h>

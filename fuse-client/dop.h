@@ -1,0 +1,86 @@
+/* dop.h - the data op, shared by ops_data.c (read, write, fallocate,
+ * fsync: the failover machinery) and ops_file.c (open, create, flush,
+ * release); included only by those two.  Lifetimes are as ops_data.c's
+ * opening comment says: an op owns a reference on its fc_file from its
+ * first step on the loop thread until it is freed.
+ */
+#ifndef TWINFS_DOP_H
+#define TWINFS_DOP_H
+
+#include "client_int.h"
+
+struct piece {
+	struct dop *d;
+	struct r0_piece p;
+	struct fc_iod *iod;      /* where the current attempt went */
+	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
+	int attempts;
+	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
+};
+
+struct dop {
+	struct fc_op op;
+	struct fc_mgr_call mc;
+	struct fc_map_waiter mw;
+	struct fc_file *f;       /* holds a reference while the op runs */
+	uint64_t ino;
+	struct fuse_file_info fi;
+	char *name;              /* create */
+	union {
+		Twinfs__Open open;
+		Twinfs__Mknod mknod;
+		Twinfs__Release release;
+		Twinfs__Getattr getattr;
+		Twinfs__AppendReserve append;
+	} m;
+	/* read / write */
+	uint64_t off;
+	size_t size;             /* requested; for reads the clamped length */
+	uint8_t *buf;            /* write: the data (copied); read: result */
+	struct fc_attr attr;     /* layout and trunc_gen used */
+	struct piece *pieces;
+	int npieces, pending;
+	int tries;               /* attribute fetches and takeover rounds */
+	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
+	int refresh_pending;
+	uint64_t deadline;
+	/* takeover: waiting for mgrd to demote a failed iod */
+	uint64_t wait_since;     /* when the wait for a new map began */
+	bool map_polled;         /* the map was fetched during this op */
+	fc_op_fn reissue;        /* the round to run once the map moved */
+	bool is_read;
+	uint64_t wait_epoch;     /* map epoch when the wait began */
+	int iod_err;             /* fsync: first error from an iod */
+	bool timed_out;          /* a failed piece timed out (costly retry) */
+	/* fsync / flush / release */
+	int err;
+	bool datasync;
+	/* fallocate runs as a write whose pieces are FALLOCATE messages */
+	enum { DOP_WRITE = 0, DOP_ALLOC, DOP_PUNCH, DOP_ZERO } kind;
+	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
+	bool append;             /* O_APPEND: offset reserved at mgrd */
+	bool writepage;          /* write: page-cache writeback */
+	int flags;               /* write: the descriptor's flags now */
+	int wb_err;              /* flush/release/fsync: a write-behind's */
+	fc_op_fn after;          /* after_writes: the step to run then */
+	struct fc_wb wb;         /* place in the inode's order (wbehind.c) */
+};
+
+/* fi->fh of a regular file. */
+static inline struct fc_file *fc_fh_file(const struct fuse_file_info *fi)
+{
+	return (struct fc_file *)(uintptr_t)fi->fh;
+}
+
+/* A zeroed data op for req, first step run (NULL: ENOMEM). */
+struct dop *fc_dop_new(fuse_req_t req, fc_op_fn run);
+/* Hand d to the loop; !d or !ok: answer ENOMEM and free what d holds. */
+void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok);
+/* What the application sees for an iod's error (a positive errno). */
+int fc_user_err(int status);
+/* Run next(&d->op) once every earlier write of d->ino landed (also those
+ * answered early, wbehind.c), with the error of a failed one in
+ * d->wb_err (ops_file.c). */
+void fc_after_writes(struct dop *d, fc_op_fn next);
+
+#endif
