@@ -7,7 +7,8 @@
 #     same operations; both must be byte-identical, on both mounts);
 #   - close-to-open: another mount sees every byte once close returned;
 #   - fsync: the other mount sees the data before the writer closes;
-#   - a truncate right after many small writes is not undone by them;
+#   - a truncate right after many small writes is not undone by them,
+#     nor an explicit mtime set right after them (tar x);
 #   - a write answered early that cannot land (both twins of its group
 #     down) fails the close, with EIO, instead of vanishing.
 . "$(dirname "$0")/lib.sh"
@@ -101,6 +102,30 @@ d = open('$M2/tr', 'rb').read()
 sys.exit(0 if d == b'z' * 1000 + bytes(2000) else 1)" &&
 	pass wbehind-truncate-content || fail wbehind-truncate-content "bytes past the truncate came back"
 
+# 5. An explicit mtime right after writes (tar x does it on every file)
+# stays, although the writes may land after it; a later write moves it.
+"$PY" - "$M/mt" "$N" <<'EOF' && pass wbehind-mtime-after-writes || fail wbehind-mtime-after-writes "writer failed"
+import os, sys
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for i in range(n):
+    os.write(fd, b"m" * 10240)
+os.utime(fd, ns=(1000000000123456789, 981173106123456789))
+os.close(fd)
+EOF
+assert_eq wbehind-mtime-kept 981173106.123456789 "$(stat -c %.9Y "$M/mt")"
+assert_eq wbehind-mtime-other-mount 981173106.123456789 "$(stat -c %.9Y "$M2/mt")"
+assert_eq wbehind-mtime-size $((N * 10240)) "$(stat -c %s "$M2/mt")"
+"$PY" - "$M/mt2" <<'EOF' && pass wbehind-mtime-then-write || fail wbehind-mtime-then-write "mtime did not move"
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, b"a" * 4096)
+os.utime(fd, ns=(0, 981173106000000000))
+os.write(fd, b"b" * 4096)
+os.close(fd)
+sys.exit(0 if os.stat(sys.argv[1]).st_mtime > time.time() - 600 else 1)
+EOF
+
 check wbehind-sync ctl sync
 e2e_verify wbehind-verify-twins
 cd /
@@ -109,8 +134,9 @@ e2e_remount
 assert_eq wbehind-remount-own "$(sha "$T/own")" "$(sha "$M/own")"
 assert_eq wbehind-remount-ovl "$(sha "$T/ovl")" "$(sha "$M/ovl")"
 assert_eq wbehind-remount-tr 3000 "$(stat -c %s "$M/tr")"
+assert_eq wbehind-remount-mtime 981173106.123456789 "$(stat -c %.9Y "$M/mt")"
 
-# 5. Last: a write that cannot land fails the close.  Group 1 only.
+# 6. Last: a write that cannot land fails the close.  Group 1 only.
 mkdir "$M/g1"
 setfattr -n twinfs.layout -v "512K 1 1" "$M/g1"
 (cd / && lc kill-iod 3 >/dev/null && lc kill-iod 4 >/dev/null)
