@@ -44,6 +44,7 @@
 #include <string.h>
 
 #define MON_PROBE_GAP_MS 500u
+#define MON_FIRST_MS 100u       /* the first round of pings after start */
 
 struct mon_iod {
 	bool ping_busy;
@@ -282,7 +283,14 @@ int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out)
 	m->probe_timeout_ms = TW_MAX(rt / 2, 1u);
 	uv_timer_init(s->loop, &m->timer);
 	m->timer.data = m;
-	uv_timer_start(&m->timer, on_tick, m->interval_ms, m->interval_ms);
+	/* The first round goes out right after start: an mgrd that restarts
+	 * finds the iods as its journal left them, and one that is marked
+	 * down but runs again (it came back while mgrd was away, or while
+	 * its twin was down and nothing could resync it) rejoins at once,
+	 * not a monitor_interval later.  One ping each; a miss alone demotes
+	 * nobody. */
+	uv_timer_start(&m->timer, on_tick, TW_MIN(m->interval_ms, MON_FIRST_MS),
+		       m->interval_ms);
 	tw_info("mgrd: monitor pings every iod every %u ms (a miss: no answer "
 		"in %u ms), down after %u misses; probes wait %u ms",
 		m->interval_ms, m->ping_timeout_ms,
