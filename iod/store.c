@@ -635,6 +635,18 @@ int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 	return 0;
 }
 
+int store_sub_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
+		     bool create, const struct iod_sub_layout *layout,
+		     uint64_t gen, struct sub **out)
+{
+	int rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
+			       out);
+
+	if (rc == 0)
+		rc = store_raise_gen(s, *out, gen, layout);
+	return rc;
+}
+
 int store_home_layout(struct sub *e, struct iod_sub_layout *l)
 {
 	struct sub_xattr_disk xd;

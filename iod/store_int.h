@@ -100,6 +100,12 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
  * replay and checkpoint re-apply records, which must be idempotent). */
 int store_raise_gen(struct iod_store *s, struct sub *e, uint64_t trunc_gen,
 		    const struct iod_sub_layout *layout);
+/* store_get_sub (creating with layout only when `create`), then
+ * store_raise_gen to gen with layout: the first two steps of every
+ * in-place change and of the replay of a record. */
+int store_sub_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
+		     bool create, const struct iod_sub_layout *layout,
+		     uint64_t gen, struct sub **out);
 /* Unlink a subfile (absent is fine), dropping its cached fd. */
 int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
 /* The subfile exists (cached or on disk). */

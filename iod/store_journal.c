@@ -334,12 +334,10 @@ static int64_t op_free_space(void *arg)
 static int home_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
 		       uint64_t gen, struct sub **e)
 {
-	int rc = store_get_sub(s, ino, column, NULL, 0, e);
+	int rc = store_sub_at_gen(s, ino, column, false, NULL, gen, e);
 
 	if (rc == -ENOENT)
 		return 0;
-	if (rc == 0)
-		rc = store_raise_gen(s, *e, gen, NULL);
 	return rc < 0 ? rc : 1;
 }
 
@@ -378,10 +376,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		l.n_groups = TW_MIN(le32toh(c.n_groups), (uint32_t)IOD_MAX_COLUMNS);
 		for (uint32_t i = 0; i < l.n_groups; i++)
 			l.groups[i] = le32toh(c.groups[i]);
-		rc = store_get_sub(s, ino, column, &l, gen, &e);
-		if (rc < 0)
-			return rc;
-		return store_raise_gen(s, e, gen, &l);
+		return store_sub_at_gen(s, ino, column, true, &l, gen, &e);
 	}
 	case REC_MARK: {
 		struct rec_mark mk;
@@ -723,10 +718,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	} else {
 		struct sub *e;
 
-		rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
-				   &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, layout);
+		rc = store_sub_at_gen(s, ino, column, create, layout, gen, &e);
 		if (rc == 0 && len > 0)
 			rc = tw_pwrite_all(e->fd, buf, len, off);
 		if (rc == 0 && sync && s->mode == JBD_MODE_WRITEBACK &&
@@ -871,9 +863,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (s->mode != JBD_MODE_JOURNAL) {
 		struct sub *e;
 
-		rc = store_get_sub(s, ino, column, NULL, 0, &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, NULL);
+		rc = store_sub_at_gen(s, ino, column, false, NULL, gen, &e);
 		if (rc == 0 && ftruncate(e->fd, (off_t)size) < 0)
 			rc = -errno;
 		if (rc < 0)

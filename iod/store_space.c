@@ -198,10 +198,7 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 	} else {
 		struct sub *e;
 
-		rc = store_get_sub(s, ino, column, create ? layout : NULL, gen,
-				   &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, layout);
+		rc = store_sub_at_gen(s, ino, column, create, layout, gen, &e);
 		if (rc == 0)
 			rc = home_alloc(s, ino, column, off, len);
 		if (rc == 0)
@@ -290,9 +287,7 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	} else {
 		struct sub *e;
 
-		rc = store_get_sub(s, ino, column, NULL, 0, &e);
-		if (rc == 0)
-			rc = store_raise_gen(s, e, gen, NULL);
+		rc = store_sub_at_gen(s, ino, column, false, NULL, gen, &e);
 		if (rc == 0)
 			rc = store_home_punch(e, off, len);
 		if (rc == 0 && zero)
