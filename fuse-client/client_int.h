@@ -513,18 +513,17 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
-/* A namespace change of ours in directory a->ino answered with its new
- * attributes (Entry.parent_attr): store them, fresh for attr_timeout. */
-void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a);
-/* Any thread: if ino's attributes are fresh (fc_inode_parent_attr) and
+/* fc_inode_update for attributes that came with a change this mount made
+ * (a SETATTR's answer, an Entry's parent_attr): they are also fresh for
+ * attr_timeout (fc_inode_fresh). */
+uint64_t fc_inode_update_fresh(struct fc_client *cl, const struct fc_attr *a,
+			       struct stat *st);
+/* Any thread: if ino's attributes are fresh (fc_inode_update_fresh) and
  * its ACLs are not stale, fill *st and *timeout (what is left of the
  * freshness, so the kernel keeps them no longer than attr_timeout from
  * mgrd's answer) and return true. */
 bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 		    double *timeout);
-/* ino's cached attributes just came from mgrd's answer to our own change
- * of it (SETATTR): fresh for attr_timeout, like a parent_attr. */
-void fc_inode_mark_fresh(struct fc_client *cl, uint64_t ino);
 /* The directory changed in a way whose attributes we did not get (rename,
  * xattrs): the next GETATTR asks mgrd. */
 void fc_inode_unfresh(struct fc_client *cl, uint64_t ino);
@@ -570,7 +569,7 @@ extern const struct fuse_lowlevel_ops fc_ops;
  * its parent_attr (fc_parent_from_reply). */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
 			struct fc_attr *a);
-/* Store an Entry reply's parent_attr, if any (fc_inode_parent_attr). */
+/* Store an Entry reply's parent_attr, if any (fc_inode_update_fresh). */
 void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply);
 
 /* Send the size reports of every dirty open file of `ino` and wait until

@@ -212,18 +212,23 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 	fc_attr_to_stat(cl, a, size, &e->attr);
 }
 
-uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
-			 struct stat *st)
+static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
+		       struct stat *st, bool fresh)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
 	struct fc_attr cur = *a;
+	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, a->ino);
 	if (in) {
 		size = store_attr_locked(in, a);
 		cur = in->attr;
+		if (fresh) {
+			in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
+			in->fresh_gen = cl->fresh_gen;
+		}
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	if (st)
@@ -231,19 +236,16 @@ uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 	return size;
 }
 
-void fc_inode_parent_attr(struct fc_client *cl, const struct fc_attr *a)
+uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
+			 struct stat *st)
 {
-	struct fc_inode *in;
-	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
+	return update(cl, a, st, false);
+}
 
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, a->ino);
-	if (in) {
-		store_attr_locked(in, a);
-		in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
-		in->fresh_gen = cl->fresh_gen;
-	}
-	pthread_mutex_unlock(&cl->ino_lock);
+uint64_t fc_inode_update_fresh(struct fc_client *cl, const struct fc_attr *a,
+			       struct stat *st)
+{
+	return update(cl, a, st, true);
 }
 
 bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
@@ -268,20 +270,6 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 	if (fresh)
 		fc_attr_to_stat(cl, &a, size, st);
 	return fresh;
-}
-
-void fc_inode_mark_fresh(struct fc_client *cl, uint64_t ino)
-{
-	struct fc_inode *in;
-	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	if (in) {
-		in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
-		in->fresh_gen = cl->fresh_gen;
-	}
-	pthread_mutex_unlock(&cl->ino_lock);
 }
 
 void fc_inodes_unfresh_all(struct fc_client *cl)

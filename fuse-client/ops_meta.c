@@ -127,7 +127,7 @@ void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply)
 	e = (const void *)reply->body;
 	if (e->parent_attr && fc_attr_from_pb(e->parent_attr, &p) == 0 &&
 	    S_ISDIR(p.mode))
-		fc_inode_parent_attr(cl, &p);
+		fc_inode_update_fresh(cl, &p, NULL);
 }
 
 /* ---------------------------------------------------------------- init */
@@ -324,9 +324,10 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 		fc_op_reply_err(&m->op, -status);
 		return;
 	}
-	fc_inode_update(cl, &a, &st);
 	if (m->fresh)
-		fc_inode_mark_fresh(cl, a.ino);
+		fc_inode_update_fresh(cl, &a, &st);
+	else
+		fc_inode_update(cl, &a, &st);
 	forget_stale_acl(cl, a.ino);
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }

@@ -44,14 +44,6 @@ static uint32_t acl_sig(const struct mgr_inode *in)
 	return any ? crc | 1 : 0;
 }
 
-static bool has_xattr(const struct mgr_inode *in, const char *name)
-{
-	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
-		if (strcmp(x->name, name) == 0)
-			return true;
-	return false;
-}
-
 static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 		      const struct mgr_inode *in)
 {
@@ -75,7 +67,8 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.trunc_gen = in->trunc_gen;
 	ab->a.data_version = in->data_version;
 	ab->a.acl_sig = acl_sig(in);
-	ab->a.cap_absent = !has_xattr(in, "security.capability");
+	ab->a.cap_absent = mgr_ns_getxattr(ns, in->ino, "security.capability",
+					   NULL, 0) == -ENODATA;
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
 		ab->l.stripe_size = in->layout.stripe_size;
