@@ -14,32 +14,7 @@ RT_MS=$(awk -v v="$TWINFS_REQUEST_TIMEOUT" 'BEGIN { n = v + 0
 MI_MS=$(awk -v v="$TWINFS_MONITOR_INTERVAL" 'BEGIN { n = v + 0
 	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
 
-now_ms() { date +%s%3N; }
-
-# iod_state N: the STATE column of twinfsctl status for iod N
-# ("up", "down,needs-resync", "resyncing", ...).
-iod_state() {
-	ctl -t 2000 status 2>/dev/null | awk -v n="$1" '$1 == n { print $5; exit }'
-}
-
-# wait_state N REGEX TIMEOUT_MS: wait until iod N's state matches REGEX;
-# prints the milliseconds it took, returns 1 on timeout.
-wait_state() {
-	local n=$1 re=$2 limit=$3 t0 st
-	t0=$(now_ms)
-	while :; do
-		st=$(iod_state "$n")
-		if [[ $st =~ $re ]]; then
-			echo $(($(now_ms) - t0))
-			return 0
-		fi
-		if (($(now_ms) - t0 > limit)); then
-			echo "timeout (state '$st')"
-			return 1
-		fi
-		sleep 0.05
-	done
-}
+# now_ms, iod_state and wait_state are in lib.sh.
 
 # wait_resync_rejoin N TIMEOUT_MS: iod N came back through a resync: its
 # state is resyncing, or already up again with mgrd's log showing the

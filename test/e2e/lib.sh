@@ -254,6 +254,33 @@ e2e_verify() {
 # Drop the page cache so the next read comes from TwinFS, not the kernel.
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 
+now_ms() { date +%s%3N; }
+
+# iod_state N: the STATE column of twinfsctl status for iod N
+# ("up", "down,needs-resync", "resyncing", ...).
+iod_state() {
+	ctl -t 2000 status 2>/dev/null | awk -v n="$1" '$1 == n { print $5; exit }'
+}
+
+# wait_state N REGEX TIMEOUT_MS: wait until iod N's state matches REGEX;
+# prints the milliseconds it took, returns 1 on timeout.
+wait_state() {
+	local n=$1 re=$2 limit=$3 t0 st
+	t0=$(now_ms)
+	while :; do
+		st=$(iod_state "$n")
+		if [[ $st =~ $re ]]; then
+			echo $(($(now_ms) - t0))
+			return 0
+		fi
+		if (($(now_ms) - t0 > limit)); then
+			echo "timeout (state '$st')"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
 # e2e_remount: unmount and mount again, so reads cannot come from any cache.
 e2e_remount() {
 	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"

@@ -60,30 +60,21 @@ ino_new=$(stat -c %i "$M/after/f")
 # start), not a monitor_interval (30 s here) later.  CI once caught the
 # old behaviour in t_restart: iod 3 came back while its twin was down,
 # mgrd was killed before it could ping it, and the new mgrd left it down.
-st3() { ctl -t 2000 status 2>/dev/null | awk '$1 == 3 { print $5; exit }'; }
-wait_st3() { # REGEX TIMEOUT_S
-	local i
-	for ((i = 0; i < $2 * 20; i++)); do
-		[[ $(st3) =~ $1 ]] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 mkdir "$M/g1" && setfattr -n twinfs.layout -v "512K 1 1" "$M/g1"
 lc stop-iod 3 >/dev/null
 # A write to group 1 meets the hung iod: it is reported and demoted.
 head -c $((1 << 20)) /dev/urandom >"$T/g1f"
 cp "$T/g1f" "$M/g1/f" || fail g1-write-hung-twin "cp failed"
-wait_st3 '^down' 30 && pass iod3-demoted || fail iod3-demoted "iod 3 is '$(st3)'"
+out=$(wait_state 3 '^down' 30000) && pass iod3-demoted ||
+	fail iod3-demoted "iod 3: $out"
 lc kill-mgrd >/dev/null
 lc cont-iod 3 >/dev/null
 lc start-mgrd >/dev/null
-t0=$(date +%s%3N)
-if wait_st3 '^up' 15; then
-	echo "# iod 3 up $(($(date +%s%3N) - t0)) ms after start-mgrd"
+if out=$(wait_state 3 '^up' 15000); then
+	echo "# iod 3 up $out ms after start-mgrd"
 	pass iod3-rejoins-after-mgrd-restart
 else
-	fail iod3-rejoins-after-mgrd-restart "iod 3 still '$(st3)' 15 s after start-mgrd (monitor_interval 30 s)"
+	fail iod3-rejoins-after-mgrd-restart "iod 3 not up 15 s after start-mgrd (monitor_interval 30 s): $out"
 fi
 assert_same_file g1-file-after-rejoin "$T/g1f" "$M/g1/f"
 e2e_verify

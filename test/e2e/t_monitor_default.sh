@@ -9,7 +9,6 @@ unset TWINFS_MONITOR_INTERVAL TWINFS_REQUEST_TIMEOUT TWINFS_DOWN_AFTER
 export TWINFS_MOUNT_OPTS=allow_other
 e2e_begin monitor_default
 
-now_ms() { date +%s%3N; }
 # Let mgrd's monitor settle into its rhythm with everyone up.
 sleep 2
 [[ $(ctl status 2>/dev/null | awk '$1 == 2 { print $5 }') == up ]] &&

@@ -13,7 +13,6 @@ export TWINFS_MOUNT_OPTS=allow_other,monitor_interval=60000
 e2e_begin monitor_interval
 trap 'rc=$?; (cd / && lc cont-iod 3 >/dev/null 2>&1); (exit $rc); e2e_cleanup' EXIT
 
-now_ms() { date +%s%3N; }
 state_of() { ctl -t 1000 status 2>/dev/null | awk -v n="$1" '$1 == n { print $5 }'; }
 MI=2000 RT=1000
 # down_in N: wait (up to 2 x interval + request_timeout + 3 s) until iod N
