@@ -49,6 +49,12 @@
 #define FC_READAHEAD_KB        4096         /* -o readahead= default */
 #define FC_WB_MAX_BYTES        (32u << 20)  /* write-behind: bytes answered */
 #define FC_WB_MAX_OPS          256          /* ... and writes, not landed */
+#define FC_SA_DIRS             4            /* statahead: directories */
+#define FC_SA_BATCH            1024         /* ... entries per fetch */
+#define FC_SA_DIR_BATCHES      4            /* ... batches per directory */
+#define FC_SA_MIN_MISSES       2            /* ... lookups that start it */
+#define FC_SA_BACKOFF_MIN_MS   500          /* ... pause after a waste */
+#define FC_SA_BACKOFF_MAX_MS   16000
 
 /* ------------------------------------------------------------- options */
 
@@ -255,6 +261,42 @@ struct fc_wb {
 	struct fc_wb *ready_next;  /* wake()'s local list */
 };
 
+/* ---------------------------------------------------------- statahead */
+
+/* Listings fetched ahead of lookups (statahead.c). */
+struct fc_sa_batch;
+struct fc_sa_dir {
+	uint64_t ino;              /* 0: free slot */
+	uint64_t gen;              /* fc_sa.gen the batches belong to */
+	uint64_t last_use_ms;
+	struct fc_sa_batch *head, *tail;   /* oldest -> newest */
+	unsigned nbatches;
+	struct tw_hmap index;      /* name key -> struct sa_ent */
+	bool tail_eof;             /* tail reached the end */
+	uint64_t next_cookie;      /* the last cookie of tail */
+	bool fetching;
+	uint64_t fetch_seq;
+	unsigned misses;           /* lookups missed since the last fetch */
+	uint64_t backoff_ms, backoff_until_ms;
+};
+
+struct fc_sa {
+	pthread_mutex_t lock;
+	atomic_uint_fast64_t gen;  /* any thread: bumped by fc_sa_changed */
+	uint64_t ttl_ms;           /* immutable: 0 turns statahead off */
+	uint64_t fetch_seq;
+	struct fc_sa_dir dirs[FC_SA_DIRS];
+	/* statistics, logged at unmount */
+	uint64_t n_lookups, n_hits, n_fetches, n_kept;
+};
+
+/* A fetch fc_sa_find decided; dir 0: none. */
+struct fc_sa_fetch {
+	uint64_t dir, cookie, gen, sent_ms, seq;
+};
+
+enum fc_sa_result { FC_SA_MISS, FC_SA_HIT };
+
 /* ----------------------------------------------------------- the client */
 
 struct fc_deferred {
@@ -354,6 +396,7 @@ struct fc_client {
 	 * change inodes we know only by name (the nlink and ctime of the
 	 * victim), so every fresh mark before them is void. */
 	uint64_t fresh_gen;                /* [ino_lock] */
+	struct fc_sa sa;                   /* statahead.c */
 	/* tune.c: the first request after INIT set the readahead */
 	atomic_int tuned;
 	/* statistics for blksize of directories */
@@ -493,6 +536,32 @@ int fc_wb_take_err(struct fc_client *cl, uint64_t ino);
 /* No write in flight and nobody waiting. */
 bool fc_wb_idle(const struct fc_client *cl);
 
+/* -------------------------------------------------------- statahead.c */
+
+/* ttl_ms = min(entry_timeout, attr_timeout); 0 turns statahead off. */
+void fc_sa_init(struct fc_sa *sa, uint64_t ttl_ms);
+void fc_sa_free(struct fc_sa *sa);
+/* Any thread: this mount changed (or may have changed) names or
+ * attributes at mgrd; nothing fetched before is used. */
+void fc_sa_changed(struct fc_sa *sa);
+/* Whether an mgrd request of this type may change names or attributes. */
+bool fc_mgr_type_changes(uint16_t type);
+/* Look name up in what was fetched of parent.  FC_SA_HIT fills *a and
+ * *age_ms (how old the answer is).  In any case, f->dir != 0 asks the caller to start that fetch
+ * (fc_sa_start). */
+enum fc_sa_result fc_sa_find(struct fc_sa *sa, uint64_t parent,
+			     const char *name, uint64_t now_ms,
+			     struct fc_attr *a, uint64_t *age_ms,
+			     struct fc_sa_fetch *f);
+/* A fetch ended: keeps reply (a ReaddirReply) or frees it. */
+void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
+		   struct wire_msg *reply, uint64_t now_ms);
+/* Log how many lookups were answered ahead (at unmount). */
+void fc_sa_log_stats(struct fc_sa *sa);
+/* Any thread: send the READDIR of f from the loop, as uid/gid. */
+void fc_sa_start(struct fc_client *cl, const struct fc_sa_fetch *f,
+		 uint32_t uid, uint32_t gid);
+
 /* ------------------------------------------------------------ inode.c */
 
 void fc_inodes_init(struct fc_client *cl);
@@ -508,6 +577,10 @@ void fc_attr_to_stat(struct fc_client *cl, const struct fc_attr *a,
  * did not take the reply. */
 void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 		    struct fuse_entry_param *e);
+/* fc_inode_entry for an inode this mount does not know yet; -EEXIST (and
+ * nothing changed) if it does. */
+int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
+		       struct fuse_entry_param *e);
 /* Refresh the cached attributes of ino if it is cached (no lookup change).
  * Fills *st when st is non-NULL with the merged size.  Returns the merged
  * size. */

@@ -178,8 +178,8 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 			     in->local_gen);
 }
 
-void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
-		    struct fuse_entry_param *e)
+static int entry(struct fc_client *cl, const struct fc_attr *a,
+		 struct fuse_entry_param *e, bool only_new)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
@@ -187,6 +187,10 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, a->ino);
+	if (in && only_new) {
+		pthread_mutex_unlock(&cl->ino_lock);
+		return -EEXIST;
+	}
 	if (!in) {
 		in = calloc(1, sizeof(*in));
 		if (in && tw_hmap_put(&cl->inodes, a->ino, in) < 0) {
@@ -210,6 +214,19 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 	e->attr_timeout = cl->opts.attr_timeout;
 	e->entry_timeout = cl->opts.entry_timeout;
 	fc_attr_to_stat(cl, a, size, &e->attr);
+	return 0;
+}
+
+void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
+		    struct fuse_entry_param *e)
+{
+	(void)entry(cl, a, e, false);
+}
+
+int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
+		       struct fuse_entry_param *e)
+{
+	return entry(cl, a, e, true);
 }
 
 static uint64_t update(struct fc_client *cl, const struct fc_attr *a,

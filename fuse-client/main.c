@@ -5,8 +5,8 @@
  *
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
- * attr_timeout=, entry_timeout=, writeback_cache, relatime, noatime,
- * strictatime) are taken here; the rest
+ * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
+ * nostatahead, relatime, noatime, strictatime) are taken here; the rest
  * go to libfuse.  default_permissions is always on (mgrd checks no
  * permissions, FORMAT.md "Namespace").
  *
@@ -87,6 +87,7 @@ struct cmdline {
 	double entry_timeout;
 	int writeback_cache;
 	unsigned readahead;
+	int nostatahead;
 	int atime;
 	int help;
 	int version;
@@ -104,6 +105,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("writeback_cache", writeback_cache),
 	OPT("readahead=%u", readahead),
+	OPT("nostatahead", nostatahead),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
 	FUSE_OPT_KEY("noatime", KEY_NOATIME),
 	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
@@ -167,6 +169,8 @@ static void usage(const char *prog)
 	       "relatime)\n"
 	       "    -o readahead=KIB         kernel readahead window (default "
 	       "4096; 0: the kernel's 128)\n"
+	       "    -o nostatahead           no listing fetched ahead of "
+	       "lookups\n"
 	       "\n", prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -421,6 +425,7 @@ static void client_shutdown(struct fc_client *cl)
 		pthread_mutex_unlock(&cl->start_lock);
 	}
 	fc_loop_stop(cl);
+	fc_sa_log_stats(&cl->sa);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -548,6 +553,10 @@ int main(int argc, char *argv[])
 	cl->opts.writeback_cache = c.writeback_cache;
 	cl->opts.readahead_kb = c.readahead;
 	cl->opts.atime = c.atime;
+	/* Answers fetched ahead live as long as the shorter kernel cache. */
+	fc_sa_init(&cl->sa, c.nostatahead ? 0 : (uint64_t)(1000.0 *
+		   (c.attr_timeout < c.entry_timeout ? c.attr_timeout
+						     : c.entry_timeout)));
 
 	/* Ours first, so the user's own -o fsname=... wins. */
 	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,
@@ -635,6 +644,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	fc_inodes_free(cl);
+	fc_sa_free(&cl->sa);
 	tw_hmap_free(&cl->reports_inflight);
 	tw_hmap_free(&cl->wb_errs);
 	fuse_opt_free_args(&args);

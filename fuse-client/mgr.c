@@ -214,6 +214,10 @@ static void schedule_retry(struct fc_mgr_call *mc, uint64_t now, bool at_once);
 static void mgr_finish(struct fc_mgr_call *mc, int status,
 		       struct wire_msg *reply)
 {
+	/* Before the answer: a lookup it lets through sees no older listing
+	 * (statahead.c). */
+	if (fc_mgr_type_changes(mc->type))
+		fc_sa_changed(&mc->cl->sa);
 	seq_list_remove(mc->cl, mc);
 	mc->cb(mc, status, reply);
 }
@@ -372,6 +376,8 @@ void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
 		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
 {
+	if (fc_mgr_type_changes(type))
+		fc_sa_changed(&cl->sa);
 	memset(mc, 0, sizeof(*mc));
 	mc->cl = cl;
 	mc->type = type;

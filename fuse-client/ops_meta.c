@@ -269,6 +269,34 @@ static void lookup_run(struct fc_op *op)
 	SEND(m, LOOKUP, lookup, entry_done);
 }
 
+/* Answer from a listing fetched ahead (statahead.c), on this thread;
+ * false: ask mgrd. */
+static bool lookup_ahead(struct fc_client *cl, fuse_req_t req,
+			 uint64_t parent, const char *name)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct fc_sa_fetch f;
+	struct fc_attr a;
+	uint64_t age_ms = 0;
+	enum fc_sa_result r;
+	double age;
+
+	r = fc_sa_find(&cl->sa, parent, name, tw_now_ms(), &a, &age_ms, &f);
+	if (f.dir)
+		fc_sa_start(cl, &f, ctx->uid, ctx->gid);
+	if (r != FC_SA_HIT || fc_inode_entry_new(cl, &a, &e) < 0)
+		return false;
+	/* As long as the kernel may keep a LOOKUP answered when the
+	 * listing was asked for, no longer. */
+	age = (double)age_ms / 1000.0;
+	e.entry_timeout = cl->opts.entry_timeout - age;
+	e.attr_timeout = cl->opts.attr_timeout - age;
+	if (fuse_reply_entry(req, &e) < 0)
+		fc_inode_forget(cl, a.ino, 1);
+	return true;
+}
+
 void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mop *m;
@@ -279,6 +307,8 @@ void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (lookup_ahead(client(req), req, parent, name))
+		return;
 	m = mop_new(req, lookup_run);
 	if (m) {
 		m->ino = parent;
