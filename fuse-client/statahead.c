@@ -28,8 +28,10 @@
  *     answered ENOENT: a file another client created must be found at
  *     once (a job's ranks open what rank 0 created after a barrier).
  * Wasted work is bounded: at most FC_SA_DIRS directories, FC_SA_DIR_BATCHES
- * batches each; a directory whose batches go unused (they were invalidated
- * by creates, say, as in `tar x`) is left alone for a growing while.
+ * batches each; only misses with no change of this mount between them
+ * start a fetch (so `tar x`, a lookup before each create, starts none); a
+ * directory whose fetches go unused (voided in flight, or answering next
+ * to nothing) is left alone for a growing while.
  *
  * Any thread; everything below is guarded by sa->lock except gen.
  */
@@ -184,6 +186,9 @@ static void expire(struct fc_sa *sa, struct fc_sa_dir *d, uint64_t gen,
 	if (d->gen != gen) {
 		drop_all(d, now_ms);
 		d->gen = gen;
+		/* Misses count only while nothing changes between them: the
+		 * lookup before each create of `tar x` starts no fetch. */
+		d->misses = 0;
 		return;
 	}
 	while (d->head && now_ms >= d->head->sent_ms + sa->ttl_ms)

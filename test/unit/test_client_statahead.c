@@ -251,6 +251,26 @@ Test(client_statahead, wasted_fetches_back_off, .init = setup,
 	cr_assert(misses_fetch(now + 2 * FC_SA_BACKOFF_MIN_MS, &f));
 }
 
+/* tar x: a lookup misses, then a create changes the directory, and so
+ * on.  Misses with changes between them start no fetch. */
+Test(client_statahead, changes_between_misses_fetch_nothing, .init = setup,
+     .fini = teardown)
+{
+	struct fc_sa_fetch f;
+	struct fc_attr a;
+	char name[16];
+	unsigned i;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "new%u", i);
+		cr_assert_eq(find(name, 1000 + i, &a, &f), FC_SA_MISS);
+		cr_assert_eq(f.dir, 0, "%s", name);
+		fc_sa_changed(&sa);
+	}
+	/* Quiet again: the next two misses fetch at once. */
+	cr_assert(misses_fetch(1100, &f));
+}
+
 /* A used listing that expires costs no pause. */
 Test(client_statahead, used_listing_refetches_at_once, .init = setup,
      .fini = teardown)
