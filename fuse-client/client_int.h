@@ -7,14 +7,15 @@
  *     an op (struct fc_op and a per-kind extension) and hands it to the I/O
  *     loop with fc_loop_submit().  A few answers that need no server are
  *     given on the worker thread (forget, opendir, releasedir, a cached
- *     absent security.capability).
+ *     absent security.capability, fresh attributes, a lookup answered
+ *     from a listing fetched ahead).
  *   - The I/O loop thread (libuv) owns every wire_peer, the cluster map, the
  *     open-file state that changes with writes, the mgrd sequence numbers and
  *     all timers.  Every wire_* call and every fuse_reply_* of an op happens
  *     there.  Anything marked [loop] is touched only on that thread.
  *   - The inode table is shared: [ino_lock] fields are guarded by
- *     fc_client.ino_lock.  Lock order: queue_lock and ino_lock are leaves;
- *     never hold both.
+ *     fc_client.ino_lock.  Lock order: queue_lock, ino_lock and sa.lock
+ *     (statahead.c) are leaves; never hold two.
  *
  * Exactly one fuse_reply_* per request: an op's reply goes through
  * fc_op_reply_*() (loop.c), which disarms the interrupt callback first and

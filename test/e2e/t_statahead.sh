@@ -8,6 +8,7 @@
 #     names in a listing fetched before it;
 #   - a file another mount creates is found at once (no negative answer);
 #   - a change another mount makes is seen once the 1 s timeout passed;
+#   - a file another mount deleted can be created again at once;
 #   - the client says at unmount how many lookups it answered ahead.
 . "$(dirname "$0")/lib.sh"
 e2e_begin statahead
@@ -96,6 +97,25 @@ rm "$M/d/f00021"
 sleep 1.2
 assert_eq other-rename-seen "f00020 error No such file or directory;f00021 error No such file or directory;renamed 20" \
 	"$(stat2 f00020 f00021 renamed | awk '{ if ($2 == "error") print; else print $1, $3 }' | paste -sd';')"
+
+# A name the first mount deletes, written with O_CREAT on the second
+# while its listing still holds the name: the stale answer costs mgrd's
+# ESTALE, the kernel looks again, and a new file is made.
+got=$(python3 - "$M/d" "$M2/d" <<'EOF'
+import os, sys
+d1, d2 = sys.argv[1], sys.argv[2]
+with open("/proc/sys/vm/drop_caches", "w") as f:
+    f.write("3")
+for i in range(30, 40):
+    os.stat("%s/f%05d" % (d2, i))
+os.unlink("%s/f%05d" % (d1, 45))
+with open("%s/f%05d" % (d2, 45), "w") as f:
+    f.write("hello")
+print(open("%s/f%05d" % (d2, 45)).read())
+EOF
+)
+assert_eq create-over-name-deleted-elsewhere hello "$got"
+assert_eq create-seen-by-deleter hello "$(cat "$M/d/f00045" 2>&1)"
 
 lc umount "$M2" >/dev/null
 line=$(grep -o 'statahead: [0-9]* of [0-9]* lookups' "$LOG2" | tail -n 1)
