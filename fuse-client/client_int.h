@@ -273,8 +273,6 @@ struct fc_sa_dir {
 	struct fc_sa_batch *head, *tail;   /* oldest -> newest */
 	unsigned nbatches;
 	struct tw_hmap index;      /* name key -> struct sa_ent */
-	bool tail_eof;             /* tail reached the end */
-	uint64_t next_cookie;      /* the last cookie of tail */
 	bool fetching;
 	uint64_t fetch_seq;
 	unsigned misses;           /* lookups missed since the last fetch */

@@ -555,8 +555,7 @@ int main(int argc, char *argv[])
 	cl->opts.atime = c.atime;
 	/* Answers fetched ahead live as long as the shorter kernel cache. */
 	fc_sa_init(&cl->sa, c.nostatahead ? 0 : (uint64_t)(1000.0 *
-		   (c.attr_timeout < c.entry_timeout ? c.attr_timeout
-						     : c.entry_timeout)));
+		   TW_MIN(c.attr_timeout, c.entry_timeout)));
 
 	/* Ours first, so the user's own -o fsname=... wins. */
 	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,

@@ -50,8 +50,9 @@ struct sa_ent {
 
 struct fc_sa_batch {
 	struct wire_msg *msg;       /* ReaddirReply */
-	uint64_t from;              /* the cookie it was asked after (0: start) */
 	uint64_t sent_ms;           /* when its fetch was decided */
+	uint64_t last_cookie;       /* of its last entry: next batch after */
+	bool eof;                   /* the end of the directory (or empty) */
 	unsigned hits;
 	size_t n;
 	struct sa_ent *ents;        /* n entries, indexed in dir->index */
@@ -236,9 +237,10 @@ enum fc_sa_result fc_sa_find(struct fc_sa *sa, uint64_t parent,
 		*age_ms = now_ms - d->head->sent_ms;
 		res = FC_SA_HIT;
 		/* Read on ahead once half of the newest batch was used. */
-		if (!d->fetching && !d->tail_eof &&
+		if (!d->fetching && !d->tail->eof &&
 		    2 * (size_t)d->tail->hits >= d->tail->n)
-			start_fetch(sa, d, gen, d->next_cookie, now_ms, f);
+			start_fetch(sa, d, gen, d->tail->last_cookie, now_ms,
+				    f);
 	} else if (!d->fetching && now_ms >= d->backoff_until_ms &&
 		   ++d->misses >= FC_SA_MIN_MISSES) {
 		/* Nothing held: from the start.  Past the end of what is
@@ -246,8 +248,9 @@ enum fc_sa_result fc_sa_find(struct fc_sa *sa, uint64_t parent,
 		 * did not have: mgrd answers it. */
 		if (!d->head)
 			start_fetch(sa, d, gen, 0, now_ms, f);
-		else if (!d->tail_eof)
-			start_fetch(sa, d, gen, d->next_cookie, now_ms, f);
+		else if (!d->tail->eof)
+			start_fetch(sa, d, gen, d->tail->last_cookie, now_ms,
+				    f);
 	}
 	pthread_mutex_unlock(&sa->lock);
 	return res;
@@ -300,7 +303,8 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 	/* Changed while in flight, or no longer the continuation of what is
 	 * held (it expired meanwhile): not usable. */
 	if (f->gen != d->gen ||
-	    (f->cookie != 0 && (!d->tail || d->next_cookie != f->cookie)) ||
+	    (f->cookie != 0 &&
+	     (!d->tail || d->tail->last_cookie != f->cookie)) ||
 	    (f->cookie == 0 && d->head)) {
 		wasted(d, now_ms);
 		goto out;
@@ -310,9 +314,12 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 		goto out;
 	b->msg = reply;
 	reply = NULL;
-	b->from = f->cookie;
 	b->sent_ms = f->sent_ms;
 	r = (const void *)b->msg->body;
+	/* An empty batch that is not eof would be asked again forever. */
+	b->eof = r->eof || r->n_entries == 0;
+	if (r->n_entries)
+		b->last_cookie = r->entries[r->n_entries - 1]->cookie;
 	if (d->tail)
 		d->tail->next = b;
 	else
@@ -320,10 +327,6 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 	d->tail = b;
 	d->nbatches++;
 	sa->n_kept++;
-	/* An empty batch that is not eof would be asked again forever. */
-	d->tail_eof = r->eof || r->n_entries == 0;
-	if (r->n_entries)
-		d->next_cookie = r->entries[r->n_entries - 1]->cookie;
 	if (index_batch(d, b) < 0)
 		drop_all(d, now_ms);
 	while (d->nbatches > FC_SA_DIR_BATCHES)
