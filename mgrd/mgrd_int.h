@@ -644,8 +644,11 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg);
 /* Sum over groups of the smaller twin; cached about a second. */
 int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg);
-/* Try pending deletes now (after an iod registers or a file dies). */
+/* Try pending deletes (after an iod registers or a file dies): now if
+ * mgrd is idle or the backlog is long, else once client requests pause. */
 void mgr_pool_kick(struct mgr_iodpool *p);
+/* A client request arrived: background deletes give way for a while. */
+void mgr_pool_demand(struct mgr_iodpool *p);
 /* The peer of iod `id` (monitor pings share it), or NULL. */
 struct wire_peer;
 struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);

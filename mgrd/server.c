@@ -710,6 +710,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		goto out;
 	}
+	mgr_pool_demand(s->pool);
 	mgr_handle_client(s, c, m);
 out:
 	wire_msg_free(m);

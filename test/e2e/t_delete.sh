@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# t_delete.sh - the subfiles of removed files really go away on every iod
+# (DESIGN.md "Metadata": subfile deletion is asynchronous and retried).
+# mgrd defers those DELETEs while client requests keep arriving
+# (iodpool.c: demand before background work); this checks that they
+# happen once the requests stop, and that a steady stream of requests
+# that never pauses does not hold them back for good (the 1 s tick).
+. "$(dirname "$0")/lib.sh"
+e2e_begin delete
+e2e_tmpdir T
+CLUSTER=$TWINFS_CLUSTER
+N=$(scale 24)
+subfiles() { "$PY" "$E2E_DIR/twire.py" subfiles 127.0.0.1 $((TWINFS_PORT + $1)) "$CLUSTER"; }
+all_subfiles() { for i in 1 2 3 4; do subfiles $i; done; }
+
+# count INOS_FILE: how many subfiles of those inodes the four iods list
+count() { all_subfiles | awk 'NR == FNR { want[$1] = 1; next } ($1 in want)' "$1" - | wc -l; }
+
+# gone_within LABEL INOS_FILE SECONDS: poll until none is left
+gone_within() {
+	local t0 left
+	t0=$(now_ms)
+	while :; do
+		left=$(count "$2")
+		((left == 0 || $(now_ms) - t0 > $3 * 1000)) && break
+		sleep 0.1
+	done
+	if ((left == 0)); then
+		pass "$1"
+		echo "  $1: gone after $(($(now_ms) - t0)) ms"
+	else
+		fail "$1" "$left subfiles still listed after $3 s"
+	fi
+}
+
+cd "$M" || exit 1
+head -c $((1 << 20)) /dev/urandom >"$T/data"
+
+# N files of 1 MiB: with 512 KiB units over both groups, each has a
+# subfile on each of the four iods.
+mkdir quiet
+for ((i = 0; i < N; i++)); do cp "$T/data" quiet/f$i; done
+stat -c %i quiet/f* >"$T/inos1"
+assert_eq subfiles-written $((N * 4)) "$(count "$T/inos1")"
+rm -rf quiet
+gone_within deleted-when-idle "$T/inos1" 10
+
+# The same while another client process keeps mgrd busy: a chmod every
+# 2 ms (each one an mgrd round trip: the mount answers none itself), for
+# 6 s.  Deletes must still finish, well before the load ends.
+mkdir busy
+for ((i = 0; i < N; i++)); do cp "$T/data" busy/f$i; done
+stat -c %i busy/f* >"$T/inos2"
+assert_eq subfiles-written-busy $((N * 4)) "$(count "$T/inos2")"
+: >load
+"$PY" - "$M/load" "$T/load.done" <<'EOF' &
+import os, sys, time
+end = time.monotonic() + 6
+n = 0
+while time.monotonic() < end:
+    os.chmod(sys.argv[1], 0o600 if n % 2 else 0o644)
+    n += 1
+    time.sleep(0.002)
+open(sys.argv[2], "w").write("%d\n" % n)
+EOF
+load=$!
+sleep 0.3
+rm -rf busy
+gone_within deleted-under-load "$T/inos2" 4
+if [[ -e $T/load.done ]]; then
+	fail load-still-running "the chmod load ended before the deletes did"
+else
+	pass load-still-running
+fi
+wait "$load"
+echo "  chmods during the load: $(cat "$T/load.done" 2>/dev/null)"
+
+# Nothing of the files that stay was deleted by mistake.
+cp "$T/data" keep
+assert_same_file kept-file "$T/data" keep
+e2e_verify
+e2e_end
