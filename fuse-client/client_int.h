@@ -428,6 +428,7 @@ int fc_op_reply_write(struct fc_op *op, size_t count);
  * op->req becomes NULL, and its later fc_op_reply_* only frees it). */
 int fc_op_reply_early_write(struct fc_op *op, size_t count);
 int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size);
+int fc_op_reply_iov(struct fc_op *op, const struct iovec *iov, int count);
 int fc_op_reply_lseek(struct fc_op *op, off_t off);
 int fc_op_reply_readlink(struct fc_op *op, const char *target);
 int fc_op_reply_statfs(struct fc_op *op, const struct statvfs *st);
@@ -448,6 +449,12 @@ void fc_op_later_wake(struct fc_client *cl, fc_op_fn run);
 void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
 	     uint32_t timeout_ms, wire_reply_cb cb, void *arg);
+/* fc_call with the data sent from z without a copy (wire_call_z);
+ * z->release runs exactly once either way, also when the call could not
+ * start. */
+void fc_call_z(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
+	       const ProtobufCMessage *body, const struct wire_zdata *z,
+	       uint32_t timeout_ms, wire_reply_cb cb, void *arg);
 
 /* -------------------------------------------------------------- mgr.c */
 

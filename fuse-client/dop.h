@@ -16,6 +16,8 @@ struct piece {
 	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
 	int attempts;
 	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
+	struct wire_msg *reply;  /* read: the READ reply holding the data */
+	uint32_t got;            /* read: bytes of it; zeros up to p.len */
 };
 
 struct dop {
@@ -36,7 +38,8 @@ struct dop {
 	/* read / write */
 	uint64_t off;
 	size_t size;             /* requested; for reads the clamped length */
-	uint8_t *buf;            /* write: the data (copied); read: result */
+	uint8_t *buf;            /* write: the data (copied) */
+	struct fc_wbuf *wbuf;    /* write: holds buf (sends borrow it) */
 	struct fc_attr attr;     /* layout and trunc_gen used */
 	struct piece *pieces;
 	int npieces, pending;

@@ -160,6 +160,11 @@ int fc_op_reply_buf(struct fc_op *op, const void *buf, size_t size)
 	REPLY(op, fuse_reply_buf(op->req, buf, size));
 }
 
+int fc_op_reply_iov(struct fc_op *op, const struct iovec *iov, int count)
+{
+	REPLY(op, fuse_reply_iov(op->req, iov, count));
+}
+
 int fc_op_reply_readlink(struct fc_op *op, const char *target)
 {
 	REPLY(op, fuse_reply_readlink(op->req, target));
@@ -182,22 +187,15 @@ int fc_op_reply_lock(struct fc_op *op, const struct flock *lock)
 
 /* ------------------------------------------------------- deferred calls */
 
-void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
-	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
-	     uint32_t timeout_ms, wire_reply_cb cb, void *arg)
+static void call_failed(struct fc_client *cl, int rc, wire_reply_cb cb,
+			void *arg)
 {
 	struct fc_deferred *d;
-	int rc = -ENOTCONN;
 
-	if (cl->stopping)
-		rc = -ECANCELED;
-	else if (peer)
-		rc = wire_call(peer, type, body, iov, niov, timeout_ms, cb, arg);
-	if (rc == 0)
-		return;
-	/* Complete through the callback later, from the loop, so callers see
-	 * one path.  Without memory we cannot defer: complete now (callers
-	 * tolerate it; this is the only synchronous completion). */
+	/* A call that failed at once completes through the callback later,
+	 * from the loop, so callers see one path.  Without memory we cannot
+	 * defer: complete now (callers tolerate it; this is the only
+	 * synchronous completion). */
 	d = malloc(sizeof(*d));
 	if (!d) {
 		cb(rc, NULL, arg);
@@ -213,6 +211,36 @@ void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 		cl->def_head = d;
 	cl->def_tail = d;
 	uv_async_send(&cl->async);
+}
+
+void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
+	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
+	     uint32_t timeout_ms, wire_reply_cb cb, void *arg)
+{
+	int rc = -ENOTCONN;
+
+	if (cl->stopping)
+		rc = -ECANCELED;
+	else if (peer)
+		rc = wire_call(peer, type, body, iov, niov, timeout_ms, cb, arg);
+	if (rc < 0)
+		call_failed(cl, rc, cb, arg);
+}
+
+void fc_call_z(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
+	       const ProtobufCMessage *body, const struct wire_zdata *z,
+	       uint32_t timeout_ms, wire_reply_cb cb, void *arg)
+{
+	int rc = -ENOTCONN;
+
+	if (cl->stopping)
+		rc = -ECANCELED;
+	else if (peer)
+		rc = wire_call_z(peer, type, body, z, timeout_ms, cb, arg);
+	if (rc < 0) {
+		z->release(z->arg);   /* the wire layer never took it */
+		call_failed(cl, rc, cb, arg);
+	}
 }
 
 static void run_deferred(struct fc_client *cl)

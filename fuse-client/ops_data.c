@@ -30,6 +30,13 @@
  * serve now, the op waits for a new map as writes do.  Holes and short
  * pieces are zero-filled up to the clamped size.
  *
+ * Copies: a write's data is copied once, out of libfuse's buffer (the
+ * request outlives the handler); the WRITE frames send it from there
+ * (wire_call_z, the buffer is freed by the last of the op and its
+ * frames).  A read is answered from the READ replies' own buffers with
+ * one fuse_reply_iov (read_reply).  1 MiB through memcpy costs about as
+ * much CPU as the kernel's own copy of it into the socket.
+ *
  * Write-behind (wbehind.c): a buffered write is answered once its pieces
  * are known (maybe_behind), within caps; every data op first takes its
  * place in the inode's order (fc_wb_enter): writes and fallocate hold
@@ -66,6 +73,22 @@ static struct fc_client *client(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* A write's data, shared by the op and the WRITE frames that send it
+ * without a copy (wire_zdata): freed by the last of them.  Allocated on
+ * the worker, then only touched on the loop thread. */
+struct fc_wbuf {
+	int refs;
+	uint8_t bytes[];
+};
+
+static void wbuf_put(void *arg)
+{
+	struct fc_wbuf *b = arg;
+
+	if (b && --b->refs == 0)
+		free(b);
+}
+
 static void dop_cleanup(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -74,7 +97,9 @@ static void dop_cleanup(struct fc_op *op)
 	if (d->f)
 		fc_file_put(op->cl, d->f);
 	free(d->name);
-	free(d->buf);
+	wbuf_put(d->wbuf);
+	for (int i = 0; d->pieces && i < d->npieces; i++)
+		wire_msg_free(d->pieces[i].reply);
 	free(d->pieces);
 }
 
@@ -95,7 +120,7 @@ void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok)
 	}
 	if (!ok) {
 		free(d->name);
-		free(d->buf);
+		wbuf_put(d->wbuf);
 		free(d);
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -648,7 +673,7 @@ static void write_issue(struct fc_op *op)
 		struct piece *pc = &d->pieces[i];
 		Twinfs__Write w;
 		Twinfs__Layout lpb;
-		struct iovec iov;
+		struct wire_zdata z;
 		uint32_t k = pc->p.column;
 
 		if (pc->status != 1)
@@ -681,11 +706,15 @@ static void write_issue(struct fc_op *op)
 		w.epoch = cl->epoch;
 		w.sync = (d->f->flags & O_DSYNC) != 0;
 		w.layout = &lpb;
-		iov.iov_base = d->buf + (pc->p.file_off - d->off);
-		iov.iov_len = pc->p.len;
-		fc_call(cl, pc->iod ? pc->iod->peer : NULL,
-			TWINFS__MSG_TYPE__MSG_WRITE, &w.base, &iov, 1,
-			(uint32_t)left, write_piece_cb, pc);
+		/* Sent from d->buf itself: the frame holds a reference. */
+		assert(d->wbuf);
+		d->wbuf->refs++;
+		z = (struct wire_zdata){
+			.base = d->buf + (pc->p.file_off - d->off),
+			.len = pc->p.len, .release = wbuf_put, .arg = d->wbuf };
+		fc_call_z(cl, pc->iod ? pc->iod->peer : NULL,
+			  TWINFS__MSG_TYPE__MSG_WRITE, &w.base, &z,
+			  (uint32_t)left, write_piece_cb, pc);
 	}
 	if (--d->pending == 0)
 		write_finish(d);
@@ -810,9 +839,12 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->writepage = fi->writepage != 0;
 		d->flags = fi->flags;
-		d->buf = malloc(size ? size : 1);
-		if (d->buf)
+		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
+		if (d->wbuf) {
+			d->wbuf->refs = 1;
+			d->buf = d->wbuf->bytes;
 			memcpy(d->buf, buf, size);
+		}
 		/* The reference on d->f is taken on the loop thread
 		 * (write_run); fc_dop_submit() frees a failed op without cleanup. */
 	}
@@ -867,6 +899,49 @@ static uint64_t read_row(const struct dop *d, const struct piece *pc)
 }
 static void read_issue(struct fc_op *op);
 
+/* Zeros for the parts of a read that no subfile holds (holes, short
+ * subfiles).  Never written: its pages stay the kernel's zero page. */
+static uint8_t zeros[1u << 16];
+
+/* Answer a read from the pieces' replies, in file order (r0_split), with
+ * zeros after each piece's data up to its length: one writev to the
+ * kernel, no copy into a buffer of our own. */
+static void read_reply(struct dop *d)
+{
+	struct iovec *iov;
+	int n = 0, cap = 0;
+
+	for (int i = 0; i < d->npieces; i++) {
+		const struct piece *pc = &d->pieces[i];
+
+		cap += 1 + (int)((pc->p.len - pc->got + sizeof(zeros) - 1) /
+				 sizeof(zeros));
+	}
+	iov = malloc((size_t)(cap ? cap : 1) * sizeof(*iov));
+	if (!iov) {
+		fc_op_reply_err(&d->op, ENOMEM);
+		return;
+	}
+	for (int i = 0; i < d->npieces; i++) {
+		const struct piece *pc = &d->pieces[i];
+		uint64_t zero = pc->p.len - pc->got;
+
+		assert(i == 0 || pc->p.file_off == pc[-1].p.file_off +
+		       pc[-1].p.len);
+		if (pc->got)
+			iov[n++] = (struct iovec){ pc->reply->data, pc->got };
+		while (zero) {
+			size_t z = (size_t)TW_MIN(zero, (uint64_t)sizeof(zeros));
+
+			iov[n++] = (struct iovec){ zeros, z };
+			zero -= z;
+		}
+	}
+	assert(n <= cap);
+	fc_op_reply_iov(&d->op, iov, n);
+	free(iov);
+}
+
 static void read_finish(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
@@ -894,7 +969,7 @@ static void read_finish(struct dop *d)
 	if (!bad) {
 		if (d->f)
 			fc_file_accessed(cl, d->f);
-		fc_op_reply_buf(&d->op, d->buf, d->size);
+		read_reply(d);
 		return;
 	}
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
@@ -916,13 +991,15 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 {
 	struct piece *pc = arg;
 	struct dop *d = pc->d;
-	uint8_t *dst = d->buf + (pc->p.file_off - d->off);
-	uint32_t got = 0;
 
+	/* The data stays in the reply until the answer (read_reply). */
+	wire_msg_free(pc->reply);
+	pc->reply = NULL;
+	pc->got = 0;
 	if (status == 0) {
-		got = TW_MIN(reply->data_len, pc->p.len);
-		if (got)
-			memcpy(dst, reply->data, got);
+		pc->got = TW_MIN(reply->data_len, pc->p.len);
+		pc->reply = reply;
+		reply = NULL;
 	} else if (status == -ENOENT) {
 		/* Subfiles are created by the first write: a missing one
 		 * reads as zeros. */
@@ -931,8 +1008,6 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 	if (reply)
 		wire_msg_free(reply);
 	if (status == 0) {
-		if (got < pc->p.len)
-			memset(dst + got, 0, pc->p.len - got);
 		pc->status = 0;
 	} else {
 		struct fc_client *cl = d->op.cl;
@@ -1022,11 +1097,10 @@ static void read_issue(struct fc_op *op)
 		}
 		if (d->size > size - d->off)
 			d->size = (size_t)(size - d->off);
-		d->buf = malloc(d->size ? d->size : 1);
 		cnt = r0_piece_count(&d->attr.layout, d->off, d->size);
 		d->pieces = calloc(cnt ? cnt : 1, sizeof(*d->pieces));
 		tmp = calloc(cnt ? cnt : 1, sizeof(*tmp));
-		if (!d->buf || !d->pieces || !tmp) {
+		if (!d->pieces || !tmp) {
 			free(tmp);
 			fc_op_reply_err(op, ENOMEM);
 			return;

@@ -208,7 +208,7 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	const Twinfs__Read *r = (const Twinfs__Read *)m->body;
 	Twinfs__ReadReply rr = TWINFS__READ_REPLY__INIT;
 	struct iod_sub_stat st;
-	struct iovec iov;
+	struct wire_zdata z;
 	uint8_t *buf = NULL;
 	long n;
 
@@ -239,10 +239,11 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	rr.sub_size = st.size;
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)n;
-	wire_reply(c, &m->hdr, 0, &rr.base, &iov, n > 0 ? 1 : 0);
-	free(buf);
+	/* The data leaves from buf itself, freed once written. */
+	z = (struct wire_zdata){ .base = buf, .len = (size_t)n,
+				 .release = free, .arg = buf };
+	if (wire_reply_z(c, &m->hdr, &rr.base, &z) < 0)
+		free(buf);
 }
 
 /* SEEK_DATA / SEEK_HOLE in one subfile: a read, so either readable twin

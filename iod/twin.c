@@ -458,7 +458,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	struct r1_twin twins[2];
 	bool forward;
 	struct op *o = NULL;
-	struct iovec iov;
+	struct wire_zdata z;
 	int rc;
 
 	fields_of(m, &epoch, &forwarded, &ino, &column);
@@ -552,15 +552,19 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	*forwarded = true;
-	iov.iov_base = m->data;
-	iov.iov_len = m->data_len;
+	/* The data goes to the twin as it came, without a copy: the store
+	 * holds its own (jbd_write copies), so the forward takes the
+	 * buffer and frees it once written (wire_zdata). */
+	z = (struct wire_zdata){ .base = m->data, .len = m->data_len,
+				 .release = free, .arg = m->data };
 	o->pending++;
 	rc = d->twin_peer
-		? wire_call(d->twin_peer, type, m->body, &iov,
-			    m->data_len ? 1 : 0,
-			    TW_MAX(d->conf->request_timeout_ms / 2, 1u),
-			    on_forward_reply, o)
+		? wire_call_z(d->twin_peer, type, m->body, &z,
+			      TW_MAX(d->conf->request_timeout_ms / 2, 1u),
+			      on_forward_reply, o)
 		: -ENOTCONN;
+	if (rc == 0)
+		m->data = NULL;   /* the forward's now */
 	if (rc < 0) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": cannot forward to "
 			  "twin iod %" PRIu32 ": %s", type_name(type), ino,
@@ -571,7 +575,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	} else {
 		d->n_forwarded++;
 	}
-	wire_msg_free(m);    /* wire_call copied body and data */
+	wire_msg_free(m);    /* wire_call_z packed the body */
 	return;
 reply:
 	free(o);

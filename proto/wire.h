@@ -119,6 +119,27 @@ void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg);
 int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	       const ProtobufCMessage *body, const struct iovec *iov, int niov);
 
+/* Bulk data sent without a copy (wire_reply_z, wire_call_z): the frame's
+ * data part is base[0, len), read straight from the caller's memory.  The
+ * sender calls release(arg) exactly once when it no longer reads base:
+ * after the frame was written to the socket or dropped unsent.  That may
+ * be before or after the call's reply callback.  When the function that
+ * took it returns an error, release is never called (the caller still
+ * owns base).  A wire_reply/wire_call copy of 1 MiB costs about as much as
+ * the socket's own copy of it. */
+struct wire_zdata {
+	const void *base;
+	size_t len;
+	void (*release)(void *arg);
+	void *arg;
+};
+
+/* wire_reply with status 0 and the data part taken from *z (see above).
+ * An error return other than -ENOTCONN means the request was answered
+ * with that error instead (its frame could not be built). */
+int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
+		 const ProtobufCMessage *body, const struct wire_zdata *z);
+
 void wire_conn_ref(struct wire_conn *c);
 void wire_conn_unref(struct wire_conn *c);
 bool wire_conn_is_open(const struct wire_conn *c);
@@ -186,6 +207,11 @@ void wire_peer_connect(struct wire_peer *p);
 int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
 	      const struct iovec *iov, int niov, uint32_t timeout_ms,
 	      wire_reply_cb cb, void *arg);
+/* wire_call with the data part taken from *z, not copied (struct
+ * wire_zdata: release runs once the frame was written or dropped). */
+int wire_call_z(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
+		const struct wire_zdata *z, uint32_t timeout_ms,
+		wire_reply_cb cb, void *arg);
 /* Drop the connection: outstanding calls fail with -ECONNRESET; the next
  * call reconnects. */
 void wire_peer_reset(struct wire_peer *p);

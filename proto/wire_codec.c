@@ -188,10 +188,12 @@ uint8_t *wire_msg_take_data(struct wire_msg *m)
 
 /* ------------------------------------------------------------ building */
 
-uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
-			  uint64_t req_id, const ProtobufCMessage *body,
-			  const struct iovec *iov, int niov, size_t *len,
-			  int *err)
+/* Header, body and the iov data copied, announcing zlen more bytes of
+ * data that the caller sends after the buffer. */
+static uint8_t *frame_build(uint16_t type, uint32_t flags, int32_t status,
+			    uint64_t req_id, const ProtobufCMessage *body,
+			    const struct iovec *iov, int niov, size_t zlen,
+			    size_t *len, int *err)
 {
 	size_t msg_len = body ? protobuf_c_message_get_packed_size(body) : 0;
 	size_t data_len = 0;
@@ -200,7 +202,8 @@ uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
 
 	for (int i = 0; i < niov; i++)
 		data_len += iov[i].iov_len;
-	if (msg_len > WIRE_MAX_MSG || data_len > WIRE_MAX_DATA) {
+	if (msg_len > WIRE_MAX_MSG || data_len + zlen > WIRE_MAX_DATA ||
+	    zlen > WIRE_MAX_DATA) {
 		*err = -EMSGSIZE;
 		return NULL;
 	}
@@ -212,7 +215,8 @@ uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
 	h = (struct wire_hdr){
 		.magic = WIRE_MAGIC, .version = WIRE_VERSION, .type = type,
 		.flags = flags, .status = status, .req_id = req_id,
-		.msg_len = (uint32_t)msg_len, .data_len = (uint32_t)data_len,
+		.msg_len = (uint32_t)msg_len,
+		.data_len = (uint32_t)(data_len + zlen),
 	};
 	wire_hdr_encode(&h, buf);
 	p = buf + WIRE_HDR_SIZE;
@@ -228,10 +232,28 @@ uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
 	return buf;
 }
 
+uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
+			  uint64_t req_id, const ProtobufCMessage *body,
+			  const struct iovec *iov, int niov, size_t *len,
+			  int *err)
+{
+	return frame_build(type, flags, status, req_id, body, iov, niov, 0,
+			   len, err);
+}
+
+uint8_t *wire_frame_head(uint16_t type, uint32_t flags, int32_t status,
+			 uint64_t req_id, const ProtobufCMessage *body,
+			 size_t zlen, size_t *len, int *err)
+{
+	return frame_build(type, flags, status, req_id, body, NULL, 0, zlen,
+			   len, err);
+}
+
 struct wire_wreq {
 	uv_write_t req;
 	uint8_t *buf;
 	size_t len;
+	struct wire_zdata z;              /* z.release NULL: none */
 	void (*done)(void *arg, int status, size_t len);
 	void *arg;
 };
@@ -243,28 +265,50 @@ static void on_written(uv_write_t *req, int status)
 	if (w->done)
 		w->done(w->arg, status, w->len);
 	free(w->buf);
+	if (w->z.release)
+		w->z.release(w->z.arg);
 	free(w);
 }
 
-int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
-		      void (*done)(void *arg, int status, size_t len),
-		      void *arg)
+int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
+			const struct wire_zdata *z,
+			void (*done)(void *arg, int status, size_t len),
+			void *arg)
 {
 	struct wire_wreq *w = malloc(sizeof(*w));
-	uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+	uv_buf_t b[2];
+	unsigned nb = 1;
 	int rc;
 
 	if (!w) {
 		free(buf);
 		return -ENOMEM;
 	}
-	*w = (struct wire_wreq){ .buf = buf, .len = len, .done = done, .arg = arg };
-	rc = uv_write(&w->req, s, &b, 1, on_written);
+	*w = (struct wire_wreq){ .buf = buf, .len = len, .done = done,
+				 .arg = arg };
+	b[0] = uv_buf_init((char *)buf, (unsigned)len);
+	if (z && z->len) {
+		/* libuv only reads through the pointer. */
+		b[nb++] = uv_buf_init((char *)(uintptr_t)z->base,
+				      (unsigned)z->len);
+		w->len += z->len;
+	}
+	rc = uv_write(&w->req, s, b, nb, on_written);
 	if (rc < 0) {
 		free(buf);
 		free(w);
+		return rc;
 	}
-	return rc;
+	if (z)
+		w->z = *z;   /* only now: an error leaves z with the caller */
+	return 0;
+}
+
+int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
+		      void (*done)(void *arg, int status, size_t len),
+		      void *arg)
+{
+	return wire_stream_write_z(s, buf, len, NULL, done, arg);
 }
 
 void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen)

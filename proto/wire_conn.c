@@ -392,6 +392,28 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	return wire_stream_write((uv_stream_t *)&c->tcp, buf, len, NULL, NULL);
 }
 
+int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
+		 const ProtobufCMessage *body, const struct wire_zdata *z)
+{
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	if (!c->open)
+		return -ENOTCONN;
+	buf = wire_frame_head(req->type, WIRE_F_REPLY, 0, req->req_id, body,
+			      z->len, &len, &err);
+	if (!buf) {
+		tw_log_rl(TW_LOG_ERR, "wire: cannot build %s reply to %s: %s",
+			  wire_type_name(req->type), c->peer, strerror(-err));
+		/* Answered with the error; z stays the caller's. */
+		(void)wire_reply(c, req, err, NULL, NULL, 0);
+		return err;
+	}
+	return wire_stream_write_z((uv_stream_t *)&c->tcp, buf, len, z, NULL,
+				   NULL);
+}
+
 int wire_conn_push(struct wire_conn *c, uint16_t type,
 		   const ProtobufCMessage *body)
 {

@@ -46,6 +46,11 @@ uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
 			  uint64_t req_id, const ProtobufCMessage *body,
 			  const struct iovec *iov, int niov, size_t *len,
 			  int *err);
+/* The header and packed body of a frame whose data part (zlen bytes) the
+ * caller sends separately (wire_stream_write_z). */
+uint8_t *wire_frame_head(uint16_t type, uint32_t flags, int32_t status,
+			 uint64_t req_id, const ProtobufCMessage *body,
+			 size_t zlen, size_t *len, int *err);
 
 /* Write a built frame on a stream; takes ownership of buf (freed when the
  * write completes).  done (may be NULL) runs after completion with the
@@ -53,6 +58,13 @@ uint8_t *wire_frame_build(uint16_t type, uint32_t flags, int32_t status,
 int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
 		      void (*done)(void *arg, int status, size_t len),
 		      void *arg);
+/* The same, with z's data written after buf in one writev; z->release
+ * runs when the write completes (or fails), unless this returns an
+ * error.  z may be NULL. */
+int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
+			const struct wire_zdata *z,
+			void (*done)(void *arg, int status, size_t len),
+			void *arg);
 
 /* "1.2.3.4:5678" of a connected TCP handle's peer. */
 void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);

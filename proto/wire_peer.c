@@ -33,7 +33,8 @@ struct pcall {
 	uint64_t req_id;
 	uint64_t deadline;                /* ms, UINT64_MAX = none */
 	uint8_t *frame;                   /* until sent; then owned by the write */
-	size_t len;
+	size_t len;                       /* frame and z data */
+	struct wire_zdata z;              /* wire_call_z's data, until sent */
 	bool sent;
 	wire_reply_cb cb;
 	void *arg;
@@ -159,6 +160,11 @@ static void call_detach(struct wire_peer *p, struct pcall *c)
 		q_remove(p, c);
 	free(c->frame);
 	c->frame = NULL;
+	if (c->z.release) {
+		/* Never sent: nothing reads the data any more. */
+		c->z.release(c->z.arg);
+		c->z.release = NULL;
+	}
 }
 
 static void call_complete(struct wire_peer *p, struct pcall *c, int status,
@@ -266,10 +272,11 @@ static void on_written(void *arg, int status, size_t len)
 	}
 }
 
-static int send_frame(struct wire_peer *p, uint8_t *buf, size_t len)
+static int send_frame(struct wire_peer *p, uint8_t *buf, size_t len,
+		      const struct wire_zdata *z)
 {
-	return wire_stream_write((uv_stream_t *)&p->conn->tcp, buf, len,
-				 on_written, p->conn);
+	return wire_stream_write_z((uv_stream_t *)&p->conn->tcp, buf, len, z,
+				   on_written, p->conn);
 }
 
 static void pump(struct wire_peer *p)
@@ -288,10 +295,11 @@ static void pump(struct wire_peer *p)
 		p->inflight += c->len;
 		uint8_t *buf = c->frame;
 		c->frame = NULL;
-		if (send_frame(p, buf, c->len) < 0) {
-			conn_lost(p, -ECONNRESET);
+		if (send_frame(p, buf, c->len - c->z.len, &c->z) < 0) {
+			conn_lost(p, -ECONNRESET);   /* releases c->z */
 			return;
 		}
+		c->z.release = NULL;   /* the write's now */
 	}
 }
 
@@ -321,7 +329,7 @@ static void handle_push(struct wire_peer *p, struct wire_msg *m)
 	buf = wire_frame_build(req.type, WIRE_F_REPLY, 0, req.req_id, NULL,
 			       NULL, 0, &len, &err);
 	if (buf)
-		send_frame(p, buf, len);
+		send_frame(p, buf, len, NULL);
 }
 
 static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
@@ -362,7 +370,7 @@ static void send_hello(struct wire_peer *p)
 		conn_lost(p, err);
 		return;
 	}
-	if (send_frame(p, buf, len) < 0)
+	if (send_frame(p, buf, len, NULL) < 0)
 		conn_lost(p, -ECONNRESET);
 }
 
@@ -387,7 +395,7 @@ static void send_auth(struct wire_peer *p, uint32_t step, const uint8_t *proof)
 		conn_lost(p, err);
 		return;
 	}
-	if (send_frame(p, buf, len) < 0)
+	if (send_frame(p, buf, len, NULL) < 0)
 		conn_lost(p, -ECONNRESET);
 }
 
@@ -698,9 +706,10 @@ int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *o,
 	return 0;
 }
 
-int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
-	      const struct iovec *iov, int niov, uint32_t timeout_ms,
-	      wire_reply_cb cb, void *arg)
+static int call_start(struct wire_peer *p, uint16_t type,
+		      const ProtobufCMessage *body, const struct iovec *iov,
+		      int niov, const struct wire_zdata *z,
+		      uint32_t timeout_ms, wire_reply_cb cb, void *arg)
 {
 	struct pcall *c;
 	int err;
@@ -717,8 +726,10 @@ int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
 	if (++p->next_id == HELLO_REQ_ID)
 		++p->next_id;
 	c->req_id = p->next_id;
-	c->frame = wire_frame_build(type, 0, 0, c->req_id, body, iov, niov,
-				    &c->len, &err);
+	c->frame = z ? wire_frame_head(type, 0, 0, c->req_id, body, z->len,
+				       &c->len, &err)
+		     : wire_frame_build(type, 0, 0, c->req_id, body, iov, niov,
+					&c->len, &err);
 	if (!c->frame) {
 		free(c);
 		return err;
@@ -727,6 +738,10 @@ int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
 		free(c->frame);
 		free(c);
 		return -ENOMEM;
+	}
+	if (z) {
+		c->z = *z;   /* from here on, call_detach or the write release it */
+		c->len += z->len;
 	}
 	c->cb = cb;
 	c->arg = arg;
@@ -740,6 +755,21 @@ int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
 	else
 		pump(p);
 	return 0;
+}
+
+int wire_call(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
+	      const struct iovec *iov, int niov, uint32_t timeout_ms,
+	      wire_reply_cb cb, void *arg)
+{
+	return call_start(p, type, body, iov, niov, NULL, timeout_ms, cb, arg);
+}
+
+int wire_call_z(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body,
+		const struct wire_zdata *z, uint32_t timeout_ms,
+		wire_reply_cb cb, void *arg)
+{
+	assert(z);
+	return call_start(p, type, body, NULL, 0, z, timeout_ms, cb, arg);
 }
 
 void wire_peer_reset(struct wire_peer *p)

@@ -237,7 +237,35 @@ struct srv_state {
 	struct wire_hdr held;       /* a request answered late */
 	struct wire_conn *held_conn;
 	bool hold_next;
+	bool echo_z;                /* echo WRITE data with wire_reply_z */
+	int z_released;             /* releases of those echoes */
 };
+
+/* A zero-copy buffer: a heap copy whose release counts and frees it. */
+struct zbuf {
+	int *released;
+	uint8_t bytes[];
+};
+
+static void zbuf_release(void *arg)
+{
+	struct zbuf *b = arg;
+
+	(*b->released)++;
+	free(b);
+}
+
+static struct wire_zdata zbuf_new(const void *data, size_t len, int *released)
+{
+	struct zbuf *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	cr_assert_not_null(b);
+	b->released = released;
+	if (len)
+		memcpy(b->bytes, data, len);
+	return (struct wire_zdata){ .base = b->bytes, .len = len,
+				    .release = zbuf_release, .arg = b };
+}
 
 static void srv_on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 {
@@ -255,6 +283,13 @@ static void srv_on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		wire_conn_ref(c);
 	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_PING) {
 		wire_reply(c, &m->hdr, 0, m->body, NULL, 0);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE && st->echo_z) {
+		Twinfs__WriteReply wr = TWINFS__WRITE_REPLY__INIT;
+		struct wire_zdata z = zbuf_new(m->data, m->data_len,
+					       &st->z_released);
+
+		wr.sub_size = m->data_len;
+		cr_assert_eq(wire_reply_z(c, &m->hdr, &wr.base, &z), 0);
 	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE) {
 		/* Echo the bulk data back in a READ-shaped reply. */
 		Twinfs__WriteReply wr = TWINFS__WRITE_REPLY__INIT;
@@ -297,7 +332,9 @@ static void cli_on_reply(int status, struct wire_msg *m, void *arg)
 	cc->st->status[cc->idx] = status;
 	if (m && cc->expect) {
 		cr_assert_eq(m->data_len, cc->expect_len);
-		cr_assert_eq(memcmp(m->data, cc->expect, cc->expect_len), 0);
+		if (cc->expect_len)
+			cr_assert_eq(memcmp(m->data, cc->expect,
+					    cc->expect_len), 0);
 		cc->st->sizes[cc->idx] = ((Twinfs__WriteReply *)m->body)->sub_size;
 	}
 	cc->st->replies++;
@@ -316,6 +353,31 @@ static void cli_on_connect(struct wire_peer *p, int status,
 	}
 }
 
+/* A server on a free loopback port and a peer to it (cap: the peer's
+ * max_inflight_bytes, 0 = default).  Returns the port. */
+static int pair_open(uv_loop_t *loop, struct srv_state *ss,
+		     struct cli_state *cs, uint64_t cap,
+		     struct wire_server **srv, struct wire_peer **peer)
+{
+	static const struct wire_server_ops ops = { srv_on_request,
+						    srv_on_close };
+	Twinfs__Hello hello;
+	int port;
+
+	cr_assert_eq(uv_loop_init(loop), 0);
+	cr_assert_eq(wire_listen(loop, "127.0.0.1", 0, &ops, ss, srv), 0);
+	port = wire_server_port(*srv);
+	cr_assert_gt(port, 0);
+	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
+	struct wire_peer_opts po = {
+		.host = "127.0.0.1", .port = port, .hello = &hello,
+		.on_connect = cli_on_connect, .arg = cs,
+		.max_inflight_bytes = cap,
+	};
+	cr_assert_eq(wire_peer_new(loop, &po, peer), 0);
+	return port;
+}
+
 static void run_until(uv_loop_t *loop, int *counter, int target)
 {
 	uint64_t end = tw_now_ms() + 10000;
@@ -330,25 +392,12 @@ Test(conn, pipelined_calls_bulk_data_and_deadlines)
 	uv_loop_t loop;
 	struct wire_server *srv;
 	struct srv_state ss = { 0 };
-	struct wire_server_ops ops = { srv_on_request, srv_on_close };
 	struct cli_state cs = { 0 };
 	struct wire_peer *peer;
-	Twinfs__Hello hello;
 	static uint8_t big[1 << 20];
 	struct cli_call calls[64];
 
-	cr_assert_eq(uv_loop_init(&loop), 0);
-	cr_assert_eq(wire_listen(&loop, "127.0.0.1", 0, &ops, &ss, &srv), 0);
-	int port = wire_server_port(srv);
-	cr_assert_gt(port, 0);
-
-	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
-	struct wire_peer_opts po = {
-		.host = "127.0.0.1", .port = port, .hello = &hello,
-		.on_connect = cli_on_connect, .arg = &cs,
-		.max_inflight_bytes = 3 << 20,
-	};
-	cr_assert_eq(wire_peer_new(&loop, &po, &peer), 0);
+	pair_open(&loop, &ss, &cs, 3 << 20, &srv, &peer);
 
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i ^ (i >> 9));
@@ -415,6 +464,85 @@ Test(conn, pipelined_calls_bulk_data_and_deadlines)
 	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
+/* wire_call_z and wire_reply_z: the bytes arrive as sent, each buffer is
+ * released exactly once (sent, dropped unsent, or refused). */
+Test(conn, zero_copy_calls_and_replies)
+{
+	uv_loop_t loop;
+	struct wire_server *srv;
+	struct srv_state ss = { .echo_z = true };
+	struct cli_state cs = { 0 };
+	struct wire_peer *peer, *lost;
+	static uint8_t big[1 << 20];
+	struct cli_call calls[64];
+	int released = 0;
+
+	pair_open(&loop, &ss, &cs, 3 << 20, &srv, &peer);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 ^ (i >> 11));
+	/* 12 calls of about 1 MiB (one empty) with a 3 MiB cap. */
+	for (int i = 0; i < 12; i++) {
+		Twinfs__Write w = TWINFS__WRITE__INIT;
+		size_t len = i == 5 ? 0 : sizeof(big) - (size_t)i * 4093;
+		struct wire_zdata z = zbuf_new(big, len, &released);
+
+		calls[i] = (struct cli_call){ &cs, i, big, len };
+		cr_assert_eq(wire_call_z(peer, TWINFS__MSG_TYPE__MSG_WRITE,
+					 &w.base, &z, 10000, cli_on_reply,
+					 &calls[i]), 0);
+	}
+	cr_assert_eq(released, 0, "nothing released from inside wire_call_z");
+	run_until(&loop, &cs.replies, 12);
+	run_until(&loop, &released, 12);
+	run_until(&loop, &ss.z_released, 12);
+	for (int i = 0; i < 12; i++) {
+		cr_assert_eq(cs.status[i], 0);
+		cr_assert_eq(cs.sizes[i], i == 5 ? 0 : sizeof(big) - (size_t)i * 4093);
+	}
+
+	/* Refused up front (wrong body type): not released, still ours. */
+	{
+		Twinfs__Ping ping = TWINFS__PING__INIT;
+		struct wire_zdata z = zbuf_new(big, 10, &released);
+
+		cr_assert_eq(wire_call_z(peer, TWINFS__MSG_TYPE__MSG_WRITE,
+					 &ping.base, &z, 1000, cli_on_reply,
+					 &calls[12]), -EINVAL);
+		cr_assert_eq(released, 12);
+		zbuf_release(z.arg);
+		cr_assert_eq(released, 13);
+	}
+
+	/* Never sent: a peer whose port nobody listens on is freed with the
+	 * call still queued; the call fails and its data is released. */
+	{
+		Twinfs__Hello hello;
+		Twinfs__Write w = TWINFS__WRITE__INIT;
+		struct wire_zdata z = zbuf_new(big, 4096, &released);
+		struct wire_peer_opts lo = {
+			/* privileged and unused: refused or unreachable */
+			.host = "127.0.0.1", .port = 1, .hello = &hello,
+		};
+
+		wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
+		cr_assert_eq(wire_peer_new(&loop, &lo, &lost), 0);
+		calls[13] = (struct cli_call){ &cs, 13, NULL, 0 };
+		cr_assert_eq(wire_call_z(lost, TWINFS__MSG_TYPE__MSG_WRITE,
+					 &w.base, &z, 10000, cli_on_reply,
+					 &calls[13]), 0);
+		wire_peer_free(lost);
+		run_until(&loop, &cs.replies, 13);
+		cr_assert_lt(cs.status[13], 0);
+		cr_assert_eq(released, 14);
+	}
+
+	wire_peer_free(peer);
+	wire_server_close(srv, NULL, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	cr_assert_eq(ss.z_released, 12);
+}
+
 static void raw_send(int port, const void *buf, size_t len)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -433,25 +561,14 @@ Test(conn, hostile_bytes_close_only_that_connection)
 	uv_loop_t loop;
 	struct wire_server *srv;
 	struct srv_state ss = { 0 };
-	struct wire_server_ops ops = { srv_on_request, srv_on_close };
 	struct cli_state cs = { 0 };
 	struct wire_peer *peer;
-	Twinfs__Hello hello;
 	Twinfs__Ping ping = TWINFS__PING__INIT;
 	struct cli_call calls[8];
 	uint8_t bad[WIRE_HDR_SIZE];
 	uint8_t *f;
 	size_t l;
-
-	cr_assert_eq(uv_loop_init(&loop), 0);
-	cr_assert_eq(wire_listen(&loop, "127.0.0.1", 0, &ops, &ss, &srv), 0);
-	int port = wire_server_port(srv);
-	wire_hello_init(&hello, "test", TWINFS__ROLE__ROLE_CLIENT, 1);
-	struct wire_peer_opts po = {
-		.host = "127.0.0.1", .port = port, .hello = &hello,
-		.on_connect = cli_on_connect, .arg = &cs,
-	};
-	cr_assert_eq(wire_peer_new(&loop, &po, &peer), 0);
+	int port = pair_open(&loop, &ss, &cs, 0, &srv, &peer);
 	calls[0] = (struct cli_call){ &cs, 0, NULL, 0 };
 	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
 			       NULL, 0, 2000, cli_on_reply, &calls[0]), 0);
