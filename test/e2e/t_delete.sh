@@ -4,7 +4,7 @@
 # mgrd defers those DELETEs while client requests keep arriving
 # (iodpool.c: demand before background work); this checks that they
 # happen once the requests stop, and that a steady stream of requests
-# that never pauses does not hold them back for good (the 1 s tick).
+# that never pauses does not hold them back for good (the 100 ms tick).
 . "$(dirname "$0")/lib.sh"
 e2e_begin delete
 e2e_tmpdir T
