@@ -64,6 +64,9 @@ struct mgr_iodpool {
 	uv_timer_t retry_timer;
 	uint32_t pdel_busy;
 	uint64_t demand_ms;                  /* last client request */
+	/* No pending delete can start before this (0: look now).  Spares
+	 * the scan of a long list that waits out a down group. */
+	uint64_t due_ms;
 	uv_timer_t idle_timer;               /* next look at the deletes */
 	/* statfs cache */
 	struct mgr_statfs sf;
@@ -509,6 +512,7 @@ static void pdel_done(int status, void *arg)
 
 		pd->next_try_ms = tw_now_ms() + TW_MIN(backoff,
 						       PDEL_BACKOFF_MAX);
+		p->due_ms = TW_MIN(p->due_ms, pd->next_try_ms);
 	}
 	tw_log_rl(TW_LOG_WARN, "mgrd: deleting subfiles of ino %llu failed "
 		  "(%s, attempt %u); retrying", (unsigned long long)pd->ino,
@@ -524,11 +528,14 @@ static void pdel_start(struct mgr_iodpool *p, struct mgr_pdel *pd)
 	for (uint32_t k = 0; k < l->stripe_count; k++)
 		if (!peer_of(p, mgr_map_primary(p->map, l, pd->ino, k))) {
 			pd->next_try_ms = tw_now_ms() + PDEL_WAIT_MS;
+			p->due_ms = TW_MIN(p->due_ms, pd->next_try_ms);
 			return;
 		}
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		p->due_ms = 0;   /* still due: the next tick tries again */
 		return;
+	}
 	f->pool = p;
 	f->cb = pdel_done;
 	f->arg = f;
@@ -566,31 +573,38 @@ static void pdel_start(struct mgr_iodpool *p, struct mgr_pdel *pd)
 	fanout_done(f);
 }
 
-/* Start every pending delete that is due, up to PDEL_MAX_BUSY in flight. */
+/* Start every pending delete that is due, up to PDEL_MAX_BUSY in flight,
+ * and note when the next of the others will be. */
 static void pdel_run(struct mgr_iodpool *p)
 {
 	uint64_t now = tw_now_ms(), k;
 	void *v;
 
+	if (now < p->due_ms)
+		return;
+	p->due_ms = UINT64_MAX;   /* lowered by every wait seen or set */
 	for (size_t it = 0; tw_hmap_next(&p->ns->pdel, &it, &k, &v);) {
 		struct mgr_pdel *pd = v;
 
-		if (p->pdel_busy >= PDEL_MAX_BUSY)
+		if (p->pdel_busy >= PDEL_MAX_BUSY) {
+			p->due_ms = 0;   /* not all seen: look again */
 			break;
-		if (pd->busy || pd->next_try_ms > now)
+		}
+		if (pd->busy)
 			continue;
+		if (pd->next_try_ms > now) {
+			p->due_ms = TW_MIN(p->due_ms, pd->next_try_ms);
+			continue;
+		}
 		/* pdel_start may complete synchronously and delete pd (the
 		 * map allows deleting the current key while iterating). */
 		pdel_start(p, pd);
 	}
 }
 
-static void on_idle(uv_timer_t *t)
-{
-	mgr_pool_kick(t->data);
-}
-
-void mgr_pool_kick(struct mgr_iodpool *p)
+/* Run the deletes now if mgrd is idle (or the backlog long), else look
+ * again when the client requests may have stopped. */
+static void kick(struct mgr_iodpool *p)
 {
 	uint64_t now = tw_now_ms();
 	uint64_t quiet = now - TW_MIN(p->demand_ms, now);
@@ -598,11 +612,21 @@ void mgr_pool_kick(struct mgr_iodpool *p)
 	if (p->closing || p->ns->pdel.count == 0)
 		return;
 	if (quiet < PDEL_IDLE_MS && p->ns->pdel.count < PDEL_BACKLOG) {
-		/* Look again when the requests may have stopped. */
 		uv_timer_start(&p->idle_timer, on_idle, PDEL_IDLE_MS - quiet, 0);
 		return;
 	}
 	pdel_run(p);
+}
+
+static void on_idle(uv_timer_t *t)
+{
+	kick(t->data);
+}
+
+void mgr_pool_kick(struct mgr_iodpool *p)
+{
+	p->due_ms = 0;   /* a new delete, or a group came back */
+	kick(p);
 }
 
 void mgr_pool_demand(struct mgr_iodpool *p)

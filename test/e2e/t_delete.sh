@@ -4,17 +4,27 @@
 # mgrd defers those DELETEs while client requests keep arriving
 # (iodpool.c: demand before background work); this checks that they
 # happen once the requests stop, and that a steady stream of requests
-# that never pauses does not hold them back for good (the 100 ms tick).
+# that never pauses does not hold them back for good (the 100 ms tick),
+# nor a twin group that is down (its deletes wait, the others do not).
 . "$(dirname "$0")/lib.sh"
 e2e_begin delete
 e2e_tmpdir T
 CLUSTER=$TWINFS_CLUSTER
 N=$(scale 24)
 subfiles() { "$PY" "$E2E_DIR/twire.py" subfiles 127.0.0.1 $((TWINFS_PORT + $1)) "$CLUSTER"; }
-all_subfiles() { for i in 1 2 3 4; do subfiles $i; done; }
+IODS="1 2 3 4"   # the iods count asks
 
-# count INOS_FILE: how many subfiles of those inodes the four iods list
-count() { all_subfiles | awk 'NR == FNR { want[$1] = 1; next } ($1 in want)' "$1" - | wc -l; }
+# count INOS_FILE: how many subfiles of those inodes the iods in $IODS
+# list; -1 when an iod cannot list them (never taken for "none left").
+count() {
+	local i out all=
+	for i in $IODS; do
+		out=$(subfiles "$i") || { echo -1; return; }
+		all+=$out$'\n'
+	done
+	printf '%s' "$all" |
+		awk 'NR == FNR { want[$1] = 1; next } ($1 in want)' "$1" - | wc -l
+}
 
 # gone_within LABEL INOS_FILE SECONDS: poll until none is left
 gone_within() {
@@ -29,7 +39,7 @@ gone_within() {
 		pass "$1"
 		echo "  $1: gone after $(($(now_ms) - t0)) ms"
 	else
-		fail "$1" "$left subfiles still listed after $3 s"
+		fail "$1" "after $3 s: $( ((left < 0)) && echo "an iod cannot list its subfiles" || echo "$left subfiles still listed")"
 	fi
 }
 
@@ -74,6 +84,30 @@ else
 fi
 wait "$load"
 echo "  chmods during the load: $(cat "$T/load.done" 2>/dev/null)"
+
+# Both twins of group 1 down: the files removed meanwhile on group 0 are
+# deleted as usual (the group-1 deletes waiting for their group hold
+# nothing up); once the group is back, its deletes go through too.
+mkdir g0 g1
+setfattr -n twinfs.layout -v "512K 1 0" g0
+setfattr -n twinfs.layout -v "512K 1 1" g1
+for ((i = 0; i < N; i++)); do cp "$T/data" g1/f$i; done
+stat -c %i g1/f* >"$T/inos_g1"
+(cd / && lc kill-iod 3 >/dev/null && lc kill-iod 4 >/dev/null)
+w3=$(wait_state 3 down 20000) && w4=$(wait_state 4 down 20000) &&
+	pass group1-down || fail group1-down "iod 3: $w3, iod 4: $w4"
+rm -rf g1 && pass rm-while-group-down || fail rm-while-group-down
+for ((i = 0; i < N; i++)); do cp "$T/data" g0/f$i; done
+stat -c %i g0/f* >"$T/inos_g0"
+IODS="1 2"
+assert_eq subfiles-written-g0 $((N * 2)) "$(count "$T/inos_g0")"
+rm -rf g0
+gone_within deleted-beside-a-down-group "$T/inos_g0" 5
+IODS="1 2 3 4"
+(cd / && lc start-iod 3 >/dev/null && lc start-iod 4 >/dev/null)
+w3=$(wait_state 3 '^up$' 60000) && w4=$(wait_state 4 '^up$' 60000) &&
+	pass group1-back || fail group1-back "iod 3: $w3, iod 4: $w4"
+gone_within deleted-after-group-back "$T/inos_g1" 10
 
 # Nothing of the files that stay was deleted by mistake.
 cp "$T/data" keep
