@@ -136,6 +136,12 @@ struct fc_file {
 	uint64_t ino;              /* immutable */
 	uint64_t mgr_fh;           /* immutable: mgrd's handle */
 	int flags;                 /* immutable: open flags */
+	/* [any thread] a read, write or fallocate was submitted through this
+	 * handle; until then FLUSH has nothing to wait for (fc_flush). */
+	atomic_bool touched;
+	/* [any thread] a write or fallocate was submitted through it: its
+	 * flush and release return a failed write-behind's error. */
+	atomic_bool wrote;
 	int refs;                  /* [loop] base ref + reports in flight */
 	uint64_t end;              /* [loop] highest end written under end_gen */
 	uint64_t end_gen;          /* [loop] trunc_gen of those writes */

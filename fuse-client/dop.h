@@ -65,6 +65,7 @@ struct dop {
 	bool writepage;          /* write: page-cache writeback */
 	int flags;               /* write: the descriptor's flags now */
 	int wb_err;              /* flush/release/fsync: a write-behind's */
+	bool any_err;            /* fsync: also when this handle never wrote */
 	fc_op_fn after;          /* after_writes: the step to run then */
 	struct fc_wb wb;         /* place in the inode's order (wbehind.c) */
 };
@@ -83,7 +84,8 @@ void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok);
 int fc_user_err(int status);
 /* Run next(&d->op) once every earlier write of d->ino landed (also those
  * answered early, wbehind.c), with the error of a failed one in
- * d->wb_err (ops_file.c). */
+ * d->wb_err (ops_file.c) if d->f wrote or d->any_err is set: the close
+ * of a handle that only read does not take the writer's error. */
 void fc_after_writes(struct dop *d, fc_op_fn next);
 
 #endif

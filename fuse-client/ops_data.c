@@ -818,6 +818,8 @@ static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
 		d->f = fc_fh_file(fi);
 		d->off = off;
 		d->size = size;
+		atomic_store(&d->f->touched, true);
+		atomic_store(&d->f->wrote, true);
 	}
 	return d;
 }
@@ -1183,6 +1185,8 @@ void fc_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->size = size;
 		/* For the atime; the reference is taken on the loop thread. */
 		d->f = fi ? fc_fh_file(fi) : NULL;
+		if (d->f)
+			atomic_store(&d->f->touched, true);
 	}
 	fc_dop_submit(req, d, true);
 }
@@ -1338,6 +1342,7 @@ static void fsync_run(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 
 	d->f->refs++;
+	d->any_err = true;   /* fsync reports any handle's failed write */
 	fc_after_writes(d, fsync_start);
 }
 

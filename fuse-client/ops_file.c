@@ -249,7 +249,8 @@ static void writes_landed(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	d->wb_err = fc_wb_take_err(op->cl, d->ino);
+	if (d->any_err || (d->f && atomic_load(&d->f->wrote)))
+		d->wb_err = fc_wb_take_err(op->cl, d->ino);
 	d->after(op);
 }
 
@@ -301,6 +302,14 @@ static void submit_file_op(fuse_req_t req, fuse_ino_t ino,
 
 void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	/* A handle that never read, wrote or allocated has no writes to
+	 * wait for, no size or atime to report: answer here, without the
+	 * hop to the loop thread (open-close and create-close).  Writes of
+	 * other handles of the inode are theirs to wait for and report. */
+	if (!atomic_load(&fc_fh_file(fi)->touched)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	submit_file_op(req, ino, fi, flush_run);
 }
 

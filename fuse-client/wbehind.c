@@ -16,9 +16,10 @@
  *     write of the inode (end = UINT64_MAX), so close-to-open holds: close
  *     returns once the data is on the iods and the size report went out.
  *   - Errors.  A write answered early that fails for good (both twins
- *     down, ENOSPC) records its errno on the inode; the next flush, fsync
- *     or release of that inode returns it once (fc_wb_take_err), as the
- *     kernel does for page-cache writeback.
+ *     down, ENOSPC) records its errno on the inode; the next fsync of the
+ *     inode, or flush or release of a handle that wrote, returns it once
+ *     (fc_wb_take_err), as the kernel does for page-cache writeback.  A
+ *     handle that only read does not take it from the writer.
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
  *     early at a time; past that a write is answered when it lands, which
  *     throttles the writer.
