@@ -482,9 +482,13 @@ void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 /* -------------------------------------------------- release on close */
 
 /* Hand the request on to the data path's flush/release (ops_file.c), then
- * free this op: the new op re-arms the interrupt callback first. */
+ * free this op.  The interrupt callback that points at this op is cleared
+ * first (which waits out a running one): next may answer the request at
+ * once (an idle handle's flush) instead of submitting an op that re-arms
+ * it.  An interrupt meanwhile is kept by libfuse for the next callback. */
 static void pass_on(struct lop *l)
 {
+	fuse_req_interrupt_func(l->op.req, NULL, NULL);
 	l->next(l->op.req, l->ino, &l->fi);
 	fc_op_free(&l->op);
 }

@@ -135,8 +135,8 @@ struct wire_zdata {
 };
 
 /* wire_reply with status 0 and the data part taken from *z (see above).
- * An error return other than -ENOTCONN means the request was answered
- * with that error instead (its frame could not be built). */
+ * On an error return z stays the caller's; if the error is from building
+ * the frame (-ENOMEM, -EMSGSIZE), the request was answered with it. */
 int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
 		 const ProtobufCMessage *body, const struct wire_zdata *z);
 
