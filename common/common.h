@@ -67,6 +67,10 @@ bool tw_relatime_due(struct tw_ts atime, struct tw_ts mtime,
  * Uses SSE4.2 when the CPU has it. */
 uint32_t tw_crc32c(uint32_t crc, const void *buf, size_t len);
 
+/* FNV-1a, 64 bits: a fast hash of names for in-memory tables (not
+ * collision-proof; never stored). */
+uint64_t tw_fnv1a64(const void *buf, size_t len);
+
 /* ---------------------------------------------------------------- config */
 
 #define TW_MAX_IODS     64

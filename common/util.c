@@ -27,6 +27,18 @@ uint64_t tw_now_ms(void)
 	return tw_now_ns() / 1000000u;
 }
 
+uint64_t tw_fnv1a64(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
 void tw_malloc_tune(void)
 {
 	/* Above the largest frame (1 MiB + header); the heap keeps up to

@@ -59,15 +59,11 @@ struct fc_sa_batch {
 	struct fc_sa_batch *next;   /* older -> newer */
 };
 
-/* FNV-1a; 0 is not a valid tw_hmap key. */
+/* 0 is not a valid tw_hmap key. */
 static uint64_t name_key(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = tw_fnv1a64(s, strlen(s));
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
 	return h ? h : 1;
 }
 

@@ -30,15 +30,9 @@
 
 static uint32_t name_hash(const char *s, size_t len)
 {
-	/* FNV-1a; the chains are short enough that a better hash does not
-	 * matter, and collisions only cost a strcmp. */
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 16777619u;
-	}
-	return h;
+	/* The chains are short enough that a better hash does not matter,
+	 * and collisions only cost a strcmp.  In memory only. */
+	return (uint32_t)tw_fnv1a64(s, len);
 }
 
 int mgr_name_check(const char *name)

@@ -593,3 +593,11 @@ Test(time, relatime_rule)
 	cr_assert(tw_relatime_due(t100b, t100, t100, day));
 	cr_assert(!tw_relatime_due(t200, t100, t100, day));
 }
+
+/* Published FNV-1a 64 test vectors. */
+Test(util, fnv1a64_vectors)
+{
+	cr_assert_eq(tw_fnv1a64("", 0), 0xcbf29ce484222325ull);
+	cr_assert_eq(tw_fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+	cr_assert_eq(tw_fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
