@@ -340,6 +340,13 @@ long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 
 /* ------------------------------------------------------------ handles */
 
+/* Block buffers the log may be written from with O_DIRECT (JBD_BUF_ALIGN);
+ * freed with free(). */
+void *jbd__blk_alloc(size_t nblocks)
+{
+	return aligned_alloc(JBD_BUF_ALIGN, nblocks * JBD_BLOCK_SIZE);
+}
+
 int jbd_begin(struct jbd *j, struct jbd_handle **out)
 {
 	if (j->aborted)
@@ -513,7 +520,7 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 	for (uint64_t b = first; b <= last; b++) {
 		uint64_t b0 = b * JBD_BLOCK_SIZE;
 		uint64_t lo = TW_MAX(b0, off), hi = TW_MIN(b0 + JBD_BLOCK_SIZE, off + len);
-		uint8_t *blk = malloc(JBD_BLOCK_SIZE);
+		uint8_t *blk = jbd__blk_alloc(1);
 		if (blk == NULL) {
 			rc = -ENOMEM;
 			goto undo;
@@ -842,6 +849,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 		}
 	}
 	struct jbd_txn *t = j->running;
+	t->behind = t->behind || j->closing;
 	for (size_t i = 0; i < h->n_items; i++) {
 		struct jbd_item *it = &h->items[i];
 		if (it->kind == ITEM_DATA) {
@@ -1057,6 +1065,26 @@ static int create_journal(struct jbd *j, uint64_t size)
 	return 0;
 }
 
+/* A second descriptor with O_DIRECT for the log writes of batched
+ * transactions (jbd_commit.c), when the file system takes buffers and
+ * offsets aligned as ours are (statx STATX_DIOALIGN, Linux 6.1): it saves
+ * the copy of every journaled byte into the page cache.  Without it every
+ * write goes through fd, as before. */
+static void open_direct(struct jbd *j)
+{
+	if (j->io != NULL || j->opts.buffered)
+		return;
+	struct statx sx;
+	if (statx(j->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_DIOALIGN) || sx.stx_dio_mem_align == 0 ||
+	    sx.stx_dio_mem_align > JBD_BUF_ALIGN ||
+	    sx.stx_dio_offset_align == 0 ||
+	    sx.stx_dio_offset_align > JBD_BLOCK_SIZE)
+		return;
+	j->dfd = open(j->opts.path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	j->direct = j->dfd >= 0;
+}
+
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	     struct jbd **out)
 {
@@ -1078,6 +1106,7 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	j->ops = opts->ops;
 	j->io = opts->io;
 	j->fd = -1;
+	j->dfd = -1;
 	j->efd = -1;
 	if (j->opts.commit_interval_ms == 0)
 		j->opts.commit_interval_ms = 5000;
@@ -1122,6 +1151,7 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 		goto fail;
 	j->max_txn = j->nlog / 4;
 	j->last_sync_ms = tw_now_ms();
+	open_direct(j);
 	*out = j;
 	return 0;
 fail:
@@ -1175,6 +1205,8 @@ void jbd_abandon(struct jbd *j)
 		free(w);
 	}
 	free_index(j);
+	if (j->dfd >= 0)
+		close(j->dfd);
 	if (j->fd >= 0)
 		close(j->fd);
 	free(j);

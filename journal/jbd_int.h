@@ -151,6 +151,8 @@ struct jbd_txn {
 	uint64_t data_bytes;     /* admission accounting */
 	uint64_t start;          /* first log block (from CLOSING on) */
 	uint64_t nblocks;        /* log blocks including the commit */
+	bool behind;             /* got a request while another closed:
+	                          * part of a stream (jbd__commit_kick) */
 	struct jbd_waiter *waiters;   /* handle callbacks */
 	/* CLOSING: */
 	uint8_t *meta;           /* metadata blocks, in log order */
@@ -231,6 +233,8 @@ struct jbd {
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io;
 	int fd;                  /* journal file */
+	int dfd;                 /* the same file opened O_DIRECT, or -1 */
+	bool direct;             /* batched log writes go through dfd */
 	int efd;                 /* eventfd */
 	struct io_uring ring;
 	bool ring_ok;
@@ -294,7 +298,16 @@ struct jbd {
 	struct jbd_stats st;
 };
 
+/* Memory alignment of every block buffer the log is written from, so that
+ * batched transactions can go through dfd (O_DIRECT); jbd_open opens dfd
+ * only when the file system asks for no more (statx STATX_DIOALIGN). */
+#define JBD_BUF_ALIGN      512u
+/* A transaction of at least this many blocks (64 KiB) that filled while
+ * another closed goes to the log through dfd (jbd__commit_kick). */
+#define JBD_DIRECT_MIN     16u
+
 /* jbd.c */
+void *jbd__blk_alloc(size_t nblocks);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);

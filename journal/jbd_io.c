@@ -278,6 +278,20 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		jbd__io_submit(j, io);
 		return;
 	}
+	if (res == -EINVAL && io->fd == j->dfd && j->dfd >= 0) {
+		/* O_DIRECT refused what statx promised: write this and every
+		 * later log write through the page cache (dfd stays open
+		 * while requests on it are in flight). */
+		if (j->direct)
+			tw_warn("journal %s: O_DIRECT write refused (%s); the "
+				"log is written through the page cache from now "
+				"on", j->opts.path, strerror(-res));
+		j->direct = false;
+		io->fd = j->fd;
+		io->link = false;
+		push_front(j, io);
+		return;
+	}
 	if (res < 0) {
 		io->done(j, io, res);
 		jbd__io_free(io);
@@ -292,6 +306,8 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		}
 		if ((size_t)res < total) {
 			iov_advance(io, (size_t)res);
+			if (io->fd == j->dfd)
+				io->fd = j->fd;  /* the rest may be unaligned */
 			io->link = false;
 			push_front(j, io);
 			return;

@@ -180,6 +180,9 @@ struct jbd_opts {
 	uint32_t commit_interval_ms; /* 0 = 5000 */
 	uint64_t reserve;            /* bytes kept free at home (admission) */
 	unsigned max_inflight;       /* io_uring requests in flight; 0 = 64 */
+	bool buffered;               /* never write the log with O_DIRECT
+	                              * (else: batched transactions do, where
+	                              * the file system allows; jbd_commit.c) */
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
 };
@@ -319,6 +322,7 @@ struct jbd_stats {
 	uint64_t next_seq, closed_seq, synced_seq, checkpointed_seq;
 	uint64_t commits, syncs, checkpoints, full_waits;
 	uint64_t log_blocks;         /* blocks written to the log, ever */
+	uint64_t direct_txns;        /* ... of which transactions by O_DIRECT */
 	uint64_t tail, head;         /* log block numbers */
 	int aborted;                 /* 0 or -EIO */
 };

@@ -1021,6 +1021,76 @@ Test(jbd, uring_wraparound)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* What jbd_open checks before it opens the log a second time with
+ * O_DIRECT (jbd.c open_direct), asked independently of the library. */
+static bool fs_takes_direct(const char *path)
+{
+	struct statx sx;
+	return statx(AT_FDCWD, path, 0, STATX_DIOALIGN, &sx) == 0 &&
+	       (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_mem_align != 0 &&
+	       sx.stx_dio_mem_align <= 512 && sx.stx_dio_offset_align != 0 &&
+	       sx.stx_dio_offset_align <= BS;
+}
+
+/* A lone request, then a stream of 47 issued without waiting (they fill
+ * transactions while another closes: those go to the log with O_DIRECT
+ * where the file system allows it).  Reads see every byte; after a process
+ * death the replay of the log alone gives every byte back. */
+static void stream_then_death(bool buffered)
+{
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	o.buffered = buffered;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t model[3][1 << 20], buf[32 * BS], r[1 << 20];
+	memset(model, 0, sizeof(model));
+	uint64_t size[3] = { 0, 0, 0 };
+	int cnt = 0;
+	uint32_t x = 7;
+	for (int i = 0; i < 48; i++) {
+		uint64_t obj = 1 + (uint64_t)(i % 2);
+		x = x * 1103515245u + 12345u;
+		size_t len = BS * (1 + (x >> 8) % 32) - (x >> 4) % 100;
+		uint64_t off = (uint64_t)((x >> 13) % 200) * 1000;
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (uint8_t)(x >> 16) + (uint8_t)(k * 13);
+		memcpy(model[obj] + off, buf, len);
+		size[obj] = TW_MAX(size[obj], off + len);
+		write1(j, obj, off, buf, len, &cnt);
+		if (i == 0)
+			drain(j);
+	}
+	drain(j);
+	cr_assert_eq(cnt, 48);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	if (buffered || !fs_takes_direct(F.path))
+		cr_assert_eq(st.direct_txns, 0);
+	else
+		cr_assert(st.direct_txns > 0 && st.direct_txns < st.commits,
+			  "direct %lu of %lu", (unsigned long)st.direct_txns,
+			  (unsigned long)st.commits);
+	for (uint64_t obj = 1; obj <= 2; obj++) {
+		cr_assert_eq(jbd_read(j, obj, 0, r, sizeof(r)), (long)size[obj]);
+		cr_assert_eq(memcmp(r, model[obj], size[obj]), 0, "obj %lu",
+			     (unsigned long)obj);
+	}
+	jbd_abandon(j);
+	struct jbd_replay_info info;
+	cr_assert_eq(jbd_open(&o, &info, &j), 0);
+	cr_assert(info.txns >= 2 && !info.torn_tail, "replayed %lu",
+		  (unsigned long)info.txns);
+	for (uint64_t obj = 1; obj <= 2; obj++) {
+		cr_assert_eq(jbd_read(j, obj, 0, r, sizeof(r)), (long)size[obj]);
+		cr_assert_eq(memcmp(r, model[obj], size[obj]), 0,
+			     "obj %lu after replay", (unsigned long)obj);
+	}
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+Test(jbd, stream_direct_then_death) { stream_then_death(false); }
+Test(jbd, stream_buffered_then_death) { stream_then_death(true); }
+
 /* A full journal makes writers wait for the checkpoint; none fails. */
 Test(jbd, full_journal_waits)
 {
