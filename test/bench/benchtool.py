@@ -317,6 +317,25 @@ def cmd_report(raw, summary, mode):
         f.write("\t".join(cols) + "\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
+    # The physical ceiling of the write targets (DESIGN.md "Journal"): with
+    # both twins on one disk every byte is written four times with
+    # data=journal (0.25 x disk), twice otherwise (0.5 x).
+    disk = vals.get(("disk_write", "local"), {})
+    if disk:
+        d = statistics.median(disk.values())
+        limit = 0.25 if mode == "journal" else 0.5
+        rows.append(("disk_write", "MB/s", fmt(d), "-", "-", "-", "-", "-",
+                     "-", "-"))
+        for name in ("seq_write", "par4_write"):
+            tw = vals.get((name, "twinfs"), {})
+            if not tw:
+                continue
+            rr = [tw[k] / disk[k] for k in tw if k in disk and disk[k]]
+            r = statistics.median(tw.values()) / d
+            rows.append((name + "/disk", "ratio", "-", "-", fmt(r), "-", "-",
+                         fmt(statistics.median(rr)) if rr else "-",
+                         "ceiling %g x disk" % limit,
+                         "%.0f%% of it" % (100 * r / limit)))
     w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     line = lambda r: "  ".join(
         (s.ljust(w[i]) if i in (0, 1, 8, 9) else s.rjust(w[i]))
