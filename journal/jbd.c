@@ -1065,24 +1065,77 @@ static int create_journal(struct jbd *j, uint64_t size)
 	return 0;
 }
 
+/* Byte 0 of the journal file carries an OFD write lock through dfd while
+ * it is open.  flock on fd says whether a live process owns the journal;
+ * but when an owner dies its O_DIRECT writes may still be in flight on
+ * io_uring, holding dfd's file (not fd's, which the flock is on), and
+ * would land on a log the next owner has already replayed and reused.
+ * The lock on byte 0 goes away only when the last of them completes, so
+ * jbd_open waits for it (bounded): the device finishes a write in ms. */
+static const struct flock dfd_lock = {
+	.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
+};
+#define DFD_WAIT_MS 10000
+
+static int wait_old_direct_writes(struct jbd *j)
+{
+	for (int waited = 0;; waited += 10) {
+		struct flock l = dfd_lock;
+		if (fcntl(j->fd, F_OFD_GETLK, &l) < 0)
+			return errno == EINVAL ? 0 : -errno; /* no OFD locks: no dfd */
+		if (l.l_type == F_UNLCK)
+			return 0;
+		if (waited >= DFD_WAIT_MS) {
+			tw_err("journal %s: O_DIRECT writes of its previous owner "
+			       "still in flight after %d ms", j->opts.path,
+			       DFD_WAIT_MS);
+			return -EBUSY;
+		}
+		usleep(10 * 1000);
+	}
+}
+
 /* A second descriptor with O_DIRECT for the log writes of batched
  * transactions (jbd_commit.c), when the file system takes buffers and
- * offsets aligned as ours are (statx STATX_DIOALIGN, Linux 6.1): it saves
- * the copy of every journaled byte into the page cache.  Without it every
- * write goes through fd, as before. */
+ * offsets aligned as ours are (statx STATX_DIOALIGN, Linux 6.1) and a
+ * page is no larger than a block (so no page holds both buffered and
+ * direct blocks): it saves the copy of every journaled byte into the page
+ * cache.  Opened through /proc/self/fd so that it is fd's file even if the
+ * path was replaced.  Without it every write goes through fd. */
 static void open_direct(struct jbd *j)
 {
-	if (j->io != NULL || j->opts.buffered)
-		return;
+	const char *why = NULL;
+	char proc[64];
 	struct statx sx;
-	if (statx(j->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0 ||
-	    !(sx.stx_mask & STATX_DIOALIGN) || sx.stx_dio_mem_align == 0 ||
-	    sx.stx_dio_mem_align > JBD_BUF_ALIGN ||
-	    sx.stx_dio_offset_align == 0 ||
-	    sx.stx_dio_offset_align > JBD_BLOCK_SIZE)
-		return;
-	j->dfd = open(j->opts.path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	j->direct = j->dfd >= 0;
+
+	if (j->io != NULL)
+		return;                 /* the test layer writes synchronously */
+	if (j->opts.buffered)
+		why = "as configured";
+	else if (sysconf(_SC_PAGESIZE) > (long)JBD_BLOCK_SIZE)
+		why = "pages larger than a journal block";
+	else if (statx(j->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0 ||
+		 !(sx.stx_mask & STATX_DIOALIGN) ||
+		 sx.stx_dio_mem_align == 0 ||
+		 sx.stx_dio_mem_align > JBD_BUF_ALIGN ||
+		 sx.stx_dio_offset_align == 0 ||
+		 sx.stx_dio_offset_align > JBD_BLOCK_SIZE)
+		why = "the file system does not take O_DIRECT as aligned here";
+	if (why == NULL) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", j->fd);
+		j->dfd = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		if (j->dfd < 0) {
+			why = "cannot open it with O_DIRECT";
+		} else if (fcntl(j->dfd, F_OFD_SETLK, &dfd_lock) < 0) {
+			why = "cannot lock it for O_DIRECT";
+			close(j->dfd);
+			j->dfd = -1;
+		}
+	}
+	j->direct = why == NULL;
+	tw_info("journal %s: streams of writes go to the log %s%s%s",
+		j->opts.path, why ? "through the page cache" : "with O_DIRECT",
+		why ? ": " : "", why ? why : "");
 }
 
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
@@ -1125,6 +1178,9 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 		       strerror(-rc));
 		goto fail;
 	}
+	rc = wait_old_direct_writes(j);
+	if (rc < 0)
+		goto fail;
 	struct stat stb;
 	if (fstat(j->fd, &stb) < 0) {
 		rc = -errno;

@@ -290,6 +290,7 @@ struct jbd {
 	struct jbd_io *done_head, *done_tail; /* completed (sync layer) */
 	unsigned inflight, max_inflight;
 	bool fault_log_eio;      /* jbd_inject_log_eio armed (test only) */
+	int fault_direct;        /* jbd_inject_direct_fault: 0, 1, -EINVAL */
 
 	/* deferred callbacks */
 	struct jbd_waiter *cb_head, *cb_tail;

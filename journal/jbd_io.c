@@ -12,6 +12,11 @@
  * liburing's io_uring-cp pattern: error / short (resubmit the rest) /
  * complete.  The eventfd registered with the ring (or written by the
  * synchronous layer) tells the owner's loop that completions are ready.
+ *
+ * Log writes on dfd (O_DIRECT, jbd_commit.c): one refused with EINVAL is
+ * redone on fd and turns O_DIRECT off (queued ones move to fd when
+ * submitted); the rest of a short one is written on fd, where any
+ * alignment goes.
  */
 #include "jbd_int.h"
 
@@ -127,6 +132,12 @@ void jbd_inject_log_eio(struct jbd *j)
 	j->fault_log_eio = true;
 }
 
+void jbd_inject_direct_fault(struct jbd *j, int err)
+{
+	assert(err == -EINVAL || err == 0);
+	j->fault_direct = err == 0 ? 1 : err;
+}
+
 void jbd__io_submit(struct jbd *j, struct jbd_io *io)
 {
 	if (j->fault_log_eio && io->op == IO_WRITE && io->kind == JBD_IO_LOG) {
@@ -238,6 +249,8 @@ void jbd__io_pump(struct jbd *j)
 				j->q_tail = NULL;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&j->ring);
 			assert(sqe != NULL); /* space checked above */
+			if (io->fd == j->dfd && !j->direct)
+				io->fd = j->fd;   /* O_DIRECT was given up */
 			if (io->op == IO_FSYNC)
 				io_uring_prep_fsync(sqe, io->fd,
 						    IORING_FSYNC_DATASYNC);
@@ -278,15 +291,28 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		jbd__io_submit(j, io);
 		return;
 	}
+	if (j->fault_direct && io->fd == j->dfd && io->op == IO_WRITE) {
+		/* Test fault (jbd_inject_direct_fault): report what the
+		 * kernel did as refused, or as short by all but one block.
+		 * Both are rewritten through fd: the same bytes again. */
+		size_t total = iov_total(io->iov, io->iovcnt);
+		if (j->fault_direct == -EINVAL)
+			res = -EINVAL;
+		else if (res > 0 && total > JBD_BLOCK_SIZE)
+			res = JBD_BLOCK_SIZE;
+		j->fault_direct = 0;
+	}
 	if (res == -EINVAL && io->fd == j->dfd && j->dfd >= 0) {
 		/* O_DIRECT refused what statx promised: write this and every
 		 * later log write through the page cache (dfd stays open
-		 * while requests on it are in flight). */
+		 * while requests on it are in flight; jbd__io_pump moves
+		 * the queued ones). */
 		if (j->direct)
 			tw_warn("journal %s: O_DIRECT write refused (%s); the "
 				"log is written through the page cache from now "
 				"on", j->opts.path, strerror(-res));
 		j->direct = false;
+		j->st.direct_fallbacks++;
 		io->fd = j->fd;
 		io->link = false;
 		push_front(j, io);

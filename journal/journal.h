@@ -322,7 +322,9 @@ struct jbd_stats {
 	uint64_t next_seq, closed_seq, synced_seq, checkpointed_seq;
 	uint64_t commits, syncs, checkpoints, full_waits;
 	uint64_t log_blocks;         /* blocks written to the log, ever */
-	uint64_t direct_txns;        /* ... of which transactions by O_DIRECT */
+	uint64_t direct_txns;        /* transactions written with O_DIRECT */
+	uint64_t direct_fallbacks;   /* O_DIRECT writes refused (EINVAL) and
+	                              * redone through the page cache */
 	uint64_t tail, head;         /* log block numbers */
 	int aborted;                 /* 0 or -EIO */
 };
@@ -336,5 +338,11 @@ int jbd_aborted(const struct jbd *j);
  * as a failing disk would make it, so the journal aborts (J12) through its
  * ordinary error path.  Works with io_uring and with a jbd_io_ops layer. */
 void jbd_inject_log_eio(struct jbd *j);
+
+/* Test only: the next log write done with O_DIRECT is reported as refused
+ * (err -EINVAL: it and every later one go through the page cache) or, with
+ * err 0, as short by all but its first block (the rest goes through the
+ * page cache), whatever the kernel did. */
+void jbd_inject_direct_fault(struct jbd *j, int err);
 
 #endif

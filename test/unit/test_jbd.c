@@ -34,6 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1032,26 +1035,35 @@ static bool fs_takes_direct(const char *path)
 	       sx.stx_dio_offset_align <= BS;
 }
 
-/* A lone request, then a stream of 47 issued without waiting (they fill
+enum dfault { DF_NONE, DF_EINVAL, DF_SHORT };
+
+/* A lone request, then a stream of 95 issued without waiting (they fill
  * transactions while another closes: those go to the log with O_DIRECT
- * where the file system allows it).  Reads see every byte; after a process
- * death the replay of the log alone gives every byte back. */
-static void stream_then_death(bool buffered)
+ * where the file system allows it), optionally with the first O_DIRECT
+ * write refused (EINVAL: everything after goes through the page cache) or
+ * short (the rest goes through the page cache).  Reads see every byte;
+ * after a process death the replay of the log alone gives every byte
+ * back. */
+static void stream_then_death(bool buffered, enum dfault fault)
 {
 	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
 	o.buffered = buffered;
 	struct jbd *j;
 	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
-	static uint8_t model[3][1 << 20], buf[32 * BS], r[1 << 20];
+	if (fault != DF_NONE)
+		jbd_inject_direct_fault(j, fault == DF_EINVAL ? -EINVAL : 0);
+	static uint8_t model[3][4 << 20], buf[32 * BS], r[4 << 20];
 	memset(model, 0, sizeof(model));
 	uint64_t size[3] = { 0, 0, 0 };
 	int cnt = 0;
 	uint32_t x = 7;
-	for (int i = 0; i < 48; i++) {
+	for (int i = 0; i < 96; i++) {
 		uint64_t obj = 1 + (uint64_t)(i % 2);
 		x = x * 1103515245u + 12345u;
+		/* mostly new blocks, so that the stream fills several
+		 * transactions (rewrites of a running one update it) */
 		size_t len = BS * (1 + (x >> 8) % 32) - (x >> 4) % 100;
-		uint64_t off = (uint64_t)((x >> 13) % 200) * 1000;
+		uint64_t off = (uint64_t)(i / 2) * (80 << 10) + (x >> 13) % 5000;
 		for (size_t k = 0; k < len; k++)
 			buf[k] = (uint8_t)(x >> 16) + (uint8_t)(k * 13);
 		memcpy(model[obj] + off, buf, len);
@@ -1061,15 +1073,22 @@ static void stream_then_death(bool buffered)
 			drain(j);
 	}
 	drain(j);
-	cr_assert_eq(cnt, 48);
+	cr_assert_eq(cnt, 96);
 	struct jbd_stats st;
 	jbd_stats(j, &st);
-	if (buffered || !fs_takes_direct(F.path))
+	if (buffered || !fs_takes_direct(F.path)) {
 		cr_assert_eq(st.direct_txns, 0);
-	else
-		cr_assert(st.direct_txns > 0 && st.direct_txns < st.commits,
+		cr_assert_eq(st.direct_fallbacks, 0);
+	} else if (fault == DF_EINVAL) {
+		cr_assert_eq(st.direct_txns, 1, "direct %lu",
+			     (unsigned long)st.direct_txns);
+		cr_assert_eq(st.direct_fallbacks, 1);
+	} else {
+		cr_assert(st.direct_txns > 1 && st.direct_txns < st.commits,
 			  "direct %lu of %lu", (unsigned long)st.direct_txns,
 			  (unsigned long)st.commits);
+		cr_assert_eq(st.direct_fallbacks, 0);
+	}
 	for (uint64_t obj = 1; obj <= 2; obj++) {
 		cr_assert_eq(jbd_read(j, obj, 0, r, sizeof(r)), (long)size[obj]);
 		cr_assert_eq(memcmp(r, model[obj], size[obj]), 0, "obj %lu",
@@ -1088,8 +1107,46 @@ static void stream_then_death(bool buffered)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
-Test(jbd, stream_direct_then_death) { stream_then_death(false); }
-Test(jbd, stream_buffered_then_death) { stream_then_death(true); }
+Test(jbd, stream_direct_then_death) { stream_then_death(false, DF_NONE); }
+Test(jbd, stream_buffered_then_death) { stream_then_death(true, DF_NONE); }
+Test(jbd, stream_direct_refused) { stream_then_death(false, DF_EINVAL); }
+Test(jbd, stream_direct_short) { stream_then_death(false, DF_SHORT); }
+
+/* The lock of O_DIRECT writes in flight (jbd.c wait_old_direct_writes):
+ * while anybody holds an OFD lock on byte 0 of the journal file, as the
+ * O_DIRECT descriptor of a dead owner does until its last write lands,
+ * jbd_open waits; it opens once the lock is gone. */
+static atomic_int unlocked;
+
+static void *unlock_later(void *arg)
+{
+	usleep(300 * 1000);
+	atomic_store(&unlocked, 1);
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+Test(jbd, open_waits_for_old_direct_writes)
+{
+	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_close(j), 0);
+	int lfd = open(F.path, O_WRONLY);
+	cr_assert(lfd >= 0);
+	struct flock l = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
+	};
+	cr_assert_eq(fcntl(lfd, F_OFD_SETLK, &l), 0);
+	pthread_t th;
+	atomic_store(&unlocked, 0);
+	cr_assert_eq(pthread_create(&th, NULL, unlock_later,
+				    (void *)(intptr_t)lfd), 0);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(atomic_load(&unlocked), 1, "opened under the lock");
+	pthread_join(th, NULL);
+	cr_assert_eq(jbd_close(j), 0);
+}
 
 /* A full journal makes writers wait for the checkpoint; none fails. */
 Test(jbd, full_journal_waits)
