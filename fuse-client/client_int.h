@@ -142,6 +142,9 @@ struct fc_file {
 	/* [any thread] a write or fallocate was submitted through it: its
 	 * flush and release return a failed write-behind's error. */
 	atomic_bool wrote;
+	/* [loop] the inode's write-behind error seq this handle reported, or
+	 * had at open: each handle reports a failure once (wbehind.c). */
+	uint64_t err_seen;
 	int refs;                  /* [loop] base ref + reports in flight */
 	uint64_t end;              /* [loop] highest end written under end_gen */
 	uint64_t end_gen;          /* [loop] trunc_gen of those writes */
@@ -370,7 +373,10 @@ struct fc_client {
 	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
 	unsigned wb_ops;                   /* [loop] answered, not landed */
 	size_t wb_bytes;                   /* [loop] their bytes */
-	struct tw_hmap wb_errs;            /* [loop] ino -> errno to report */
+	/* [loop] ino -> the latest failed write-behind of the inode:
+	 * seq << 16 | errno (wbehind.c); seqs from wb_err_seq, never 0 */
+	struct tw_hmap wb_errs;
+	uint64_t wb_err_seq;
 	/* open files with unreported writes */
 	struct fc_file *dirty_head;
 	/* Size reports in flight per inode, and the SETATTRs waiting for an
@@ -543,8 +549,11 @@ bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes);
  * would have seen (kept for the next flush/fsync/release when w was
  * answered early).  No-op when w holds nothing.  May run waiters. */
 void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err);
-/* The errno of a failed early-answered write of ino, once (0: none). */
-int fc_wb_take_err(struct fc_client *cl, uint64_t ino);
+/* The errno of the latest failed early-answered write of f's inode, if f
+ * has not reported it yet (0: none); afterwards f has. */
+int fc_wb_take_err(struct fc_client *cl, struct fc_file *f);
+/* What a handle of ino opened now has seen (fc_file.err_seen). */
+uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino);
 /* No write in flight and nobody waiting. */
 bool fc_wb_idle(const struct fc_client *cl);
 

@@ -83,9 +83,10 @@ void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok);
 /* What the application sees for an iod's error (a positive errno). */
 int fc_user_err(int status);
 /* Run next(&d->op) once every earlier write of d->ino landed (also those
- * answered early, wbehind.c), with the error of a failed one in
- * d->wb_err (ops_file.c) if d->f wrote or d->any_err is set: the close
- * of a handle that only read does not take the writer's error. */
+ * answered early, wbehind.c), with the error of a failed one that d->f
+ * has not reported yet in d->wb_err (ops_file.c), if d->f wrote or
+ * d->any_err is set: the close of a handle that only read does not take
+ * the writer's error. */
 void fc_after_writes(struct dop *d, fc_op_fn next);
 
 #endif

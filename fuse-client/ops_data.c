@@ -1342,7 +1342,7 @@ static void fsync_run(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 
 	d->f->refs++;
-	d->any_err = true;   /* fsync reports any handle's failed write */
+	d->any_err = true;   /* fsync reports a failed write of any handle */
 	fc_after_writes(d, fsync_start);
 }
 

@@ -26,7 +26,9 @@ static struct fc_client *client(fuse_req_t req)
 
 /* ------------------------------------------------------------- files */
 
-static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
+/* [loop] */
+static struct fc_file *file_new(struct fc_client *cl, uint64_t ino,
+				uint64_t mgr_fh, int flags,
 				const struct fc_attr *a)
 {
 	struct fc_file *f = calloc(1, sizeof(*f));
@@ -34,6 +36,7 @@ static struct fc_file *file_new(uint64_t ino, uint64_t mgr_fh, int flags,
 	if (!f)
 		return NULL;
 	f->ino = ino;
+	f->err_seen = fc_wb_err_seq(cl, ino);
 	f->mgr_fh = mgr_fh;
 	f->flags = flags;
 	f->refs = 1;
@@ -122,7 +125,7 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		 * we never see: not when a read must update the atime. */
 		!fc_atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
-	f = file_new(d->ino, fh, d->fi.flags, &a);
+	f = file_new(cl, d->ino, fh, d->fi.flags, &a);
 	if (!f) {
 		release_orphan(cl, d->ino, fh);
 		fc_op_reply_err(&d->op, ENOMEM);
@@ -190,7 +193,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 		fc_op_reply_err(&d->op, -status);
 		return;
 	}
-	f = file_new(a.ino, fh, d->fi.flags, &a);
+	f = file_new(cl, a.ino, fh, d->fi.flags, &a);
 	if (!f) {
 		release_orphan(cl, a.ino, fh);
 		fc_op_reply_err(&d->op, ENOMEM);
@@ -249,8 +252,8 @@ static void writes_landed(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	if (d->any_err || (d->f && atomic_load(&d->f->wrote)))
-		d->wb_err = fc_wb_take_err(op->cl, d->ino);
+	if (d->f && (d->any_err || atomic_load(&d->f->wrote)))
+		d->wb_err = fc_wb_take_err(op->cl, d->f);
 	d->after(op);
 }
 

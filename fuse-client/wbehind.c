@@ -16,10 +16,14 @@
  *     write of the inode (end = UINT64_MAX), so close-to-open holds: close
  *     returns once the data is on the iods and the size report went out.
  *   - Errors.  A write answered early that fails for good (both twins
- *     down, ENOSPC) records its errno on the inode; the next fsync of the
- *     inode, or flush or release of a handle that wrote, returns it once
- *     (fc_wb_take_err), as the kernel does for page-cache writeback.  A
- *     handle that only read does not take it from the writer.
+ *     down, ENOSPC) records its errno on the inode with a new sequence
+ *     number, as the kernel's errseq_t does for page-cache writeback:
+ *     every handle open at that time returns it once, from its next fsync,
+ *     or from its next flush or release if it wrote (fc_wb_take_err).  So
+ *     each of two writers' close fails, a handle that only read does not
+ *     take the error from a writer, and a handle opened later does not
+ *     see it.  The record stays while the client runs (16 bytes an inode
+ *     that ever failed a write).
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
  *     early at a time; past that a write is answered when it lands, which
  *     throttles the writer.
@@ -151,9 +155,9 @@ bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
 
 static void note_err(struct fc_client *cl, uint64_t ino, int err)
 {
-	if (tw_hmap_get(&cl->wb_errs, ino))
-		return;   /* the first error is the one reported */
-	if (tw_hmap_put(&cl->wb_errs, ino, (void *)(uintptr_t)err) < 0)
+	assert(err > 0 && err <= 0xffff);
+	uintptr_t v = (uintptr_t)(++cl->wb_err_seq << 16) | (uintptr_t)err;
+	if (tw_hmap_put(&cl->wb_errs, ino, (void *)v) < 0)
 		tw_log_rl(TW_LOG_ERR, "ino %" PRIu64 ": lost a write error "
 			  "(out of memory)", ino);
 }
@@ -181,9 +185,18 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 		wake(cl);
 }
 
-int fc_wb_take_err(struct fc_client *cl, uint64_t ino)
+int fc_wb_take_err(struct fc_client *cl, struct fc_file *f)
 {
-	return (int)(uintptr_t)tw_hmap_del(&cl->wb_errs, ino);
+	uintptr_t v = (uintptr_t)tw_hmap_get(&cl->wb_errs, f->ino);
+	if (v >> 16 <= f->err_seen)
+		return 0;
+	f->err_seen = v >> 16;
+	return (int)(v & 0xffff);
+}
+
+uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino)
+{
+	return (uintptr_t)tw_hmap_get(&cl->wb_errs, ino) >> 16;
 }
 
 bool fc_wb_idle(const struct fc_client *cl)

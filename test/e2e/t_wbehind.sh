@@ -171,4 +171,34 @@ case $got in
 write:EIO | close:EIO) pass wbehind-error-not-lost ;;
 *) fail wbehind-error-not-lost "got '$got' (want EIO from write or the writer's close)" ;;
 esac
+
+# 7. Two writers of one file, group 1 still down: each one's writes are
+# lost, so each must see EIO (from a write or its own close), not only the
+# one that closes first.
+got=$(timeout 60 "$PY" - "$M/g1/two" <<'EOF'
+import errno, os, sys
+def code(e): return errno.errorcode.get(e.errno, str(e.errno))
+a = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+b = os.open(sys.argv[1], os.O_WRONLY)
+res = {}
+for name, fd, base in (("a", a, 0), ("b", b, 1 << 20)):
+    try:
+        for i in range(16):
+            os.pwrite(fd, b"w" * 4096, base + i * 4096)
+    except OSError as e:
+        res[name] = "write:" + code(e)
+for name, fd in (("a", a), ("b", b)):
+    try:
+        os.close(fd)
+        res.setdefault(name, "no-error")
+    except OSError as e:
+        res.setdefault(name, "close:" + code(e))
+print("a=%s b=%s" % (res["a"], res["b"]))
+EOF
+)
+echo "# two writers to a failed group: $got"
+case $got in
+a=*EIO\ b=*EIO) pass wbehind-error-each-writer ;;
+*) fail wbehind-error-each-writer "got '$got' (want EIO for both writers)" ;;
+esac
 e2e_end

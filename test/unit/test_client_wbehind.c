@@ -155,13 +155,22 @@ Test(client_wbehind, caps_and_errors)
 			     i < FC_WB_MAX_OPS, "op %d", i);
 	}
 	cr_assert_eq(cl->wb_ops, FC_WB_MAX_OPS);
-	/* Two of the early ones fail: the first error is kept, once. */
+	/* Two handles of ino 9 open, then two of the early writes fail:
+	 * each handle reports the latest error once (errseq_t). */
+	struct fc_file fa = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	struct fc_file fb = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	struct fc_file other = { .ino = 10, .err_seen = fc_wb_err_seq(cl, 10) };
 	fc_wb_release(cl, &w[3].wb, 5 /* EIO */);
 	fc_wb_release(cl, &w[4].wb, 28 /* ENOSPC */);
 	for (i = 0; i <= FC_WB_MAX_OPS; i++)
 		fc_wb_release(cl, &w[i].wb, 0);   /* no-op for 3 and 4 */
-	cr_assert_eq(fc_wb_take_err(cl, 9), 5);
-	cr_assert_eq(fc_wb_take_err(cl, 9), 0);
+	struct fc_file late = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	cr_assert_eq(fc_wb_take_err(cl, &fa), 28);
+	cr_assert_eq(fc_wb_take_err(cl, &fa), 0);
+	cr_assert_eq(fc_wb_take_err(cl, &fb), 28, "each handle, not the first");
+	cr_assert_eq(fc_wb_take_err(cl, &fb), 0);
+	cr_assert_eq(fc_wb_take_err(cl, &late), 0, "opened after the error");
+	cr_assert_eq(fc_wb_take_err(cl, &other), 0, "another inode");
 	/* A write answered when it landed reports its own error. */
 	{
 		struct top big;
@@ -169,7 +178,19 @@ Test(client_wbehind, caps_and_errors)
 		enter(cl, &big, 1000, 9, 0, 1, true);
 		cr_assert(!fc_wb_detach(cl, &big.wb, FC_WB_MAX_BYTES + 1));
 		fc_wb_release(cl, &big.wb, 5);
-		cr_assert_eq(fc_wb_take_err(cl, 9), 0);
+		cr_assert_eq(fc_wb_take_err(cl, &fa), 0);
+		cr_assert_eq(fc_wb_take_err(cl, &late), 0);
+	}
+	/* A later failure is news to every handle again. */
+	{
+		struct top again;
+
+		enter(cl, &again, 1001, 9, 0, 1, true);
+		cr_assert(fc_wb_detach(cl, &again.wb, 1));
+		fc_wb_release(cl, &again.wb, 5);
+		cr_assert_eq(fc_wb_take_err(cl, &fa), 5);
+		cr_assert_eq(fc_wb_take_err(cl, &late), 5);
+		cr_assert_eq(fc_wb_take_err(cl, &late), 0);
 	}
 	client_free(cl);
 }
