@@ -154,7 +154,8 @@ struct tw_hmap {
 void tw_hmap_init(struct tw_hmap *m);
 void tw_hmap_free(struct tw_hmap *m);              /* frees the table only */
 void *tw_hmap_get(const struct tw_hmap *m, uint64_t key);
-int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val); /* replaces; -ENOMEM */
+int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val); /* replaces (never
+                                                   * fails then); -ENOMEM */
 void *tw_hmap_del(struct tw_hmap *m, uint64_t key);  /* returns old value or NULL */
 /* Iterate: for (size_t it = 0; tw_hmap_next(m, &it, &k, &v);) { ... }
  * Deleting the current key during iteration is allowed. */

@@ -139,6 +139,15 @@ int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val)
 
 	if (key == 0)
 		return -EINVAL;
+	/* Replacing needs no memory, so it cannot fail (callers that keep
+	 * the latest value of a key rely on it: wbehind.c). */
+	if (m->cap != 0) {
+		i = probe(m->keys, m->cap, key);
+		if (i < n_slots(m->cap) && m->keys[i] == key) {
+			m->vals[i] = val;
+			return 0;
+		}
+	}
 	/* Keep the load at most 1/2 of the home slots: linear probing
 	 * degrades fast above that. */
 	if (m->cap == 0 || (m->count + 1) * 2 > m->cap) {

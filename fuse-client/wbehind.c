@@ -22,8 +22,12 @@
  *     or from its next flush or release if it wrote (fc_wb_take_err).  So
  *     each of two writers' close fails, a handle that only read does not
  *     take the error from a writer, and a handle opened later does not
- *     see it.  The record stays while the client runs (16 bytes an inode
- *     that ever failed a write).
+ *     see it.  Unlike errseq_t there is no "seen" bit (a handle opened
+ *     after a failure nobody reported yet does not get it): every writer
+ *     open at the time gets it, since its flush waits for all writes of
+ *     the inode, and writepage's writes are never answered early.  The
+ *     record stays while the client runs (a map entry, at most 32 bytes,
+ *     an inode that ever failed a write).
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
  *     early at a time; past that a write is answered when it lands, which
  *     throttles the writer.
@@ -155,6 +159,7 @@ bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
 
 static void note_err(struct fc_client *cl, uint64_t ino, int err)
 {
+	_Static_assert(sizeof(uintptr_t) >= 8, "seq << 16 needs 64 bits");
 	assert(err > 0 && err <= 0xffff);
 	uintptr_t v = (uintptr_t)(++cl->wb_err_seq << 16) | (uintptr_t)err;
 	if (tw_hmap_put(&cl->wb_errs, ino, (void *)v) < 0)
