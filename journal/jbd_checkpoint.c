@@ -3,7 +3,8 @@
  *
  * A checkpoint takes the oldest run of SYNCED transactions (never a closed
  * but unsynced one: J7) and walks their items in log order: data blocks
- * are written home with io_uring (at most max_inflight at once), records
+ * are written home with io_uring (at most max_inflight at once; runs of
+ * full blocks with O_DIRECT when the log is written so, cp_dfd), records
  * (data=journal) are handed to ops.apply once every earlier home write has
  * completed, so home sees exactly the log order replay would produce (J10).
  * Then the objects are made durable, and only then the
@@ -29,6 +30,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +40,7 @@
 enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
 
 #define CP_MAX_IOV 256          /* blocks per home writev */
+#define CP_BUSY_DIRECT ((intptr_t)1 << 32)
 
 struct jbd_cp {
 	struct jbd_txn *first, *last;   /* inclusive, consecutive, SYNCED */
@@ -45,6 +49,10 @@ struct jbd_cp {
 	unsigned inflight;
 	int state;
 	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
+	struct tw_hmap dfds;            /* obj + 1 -> O_DIRECT fd + 1, or -1
+	                                 * when it cannot be opened (cp_dfd) */
+	struct tw_hmap busy;            /* obj + 1 -> its writes in flight:
+	                                 * n + CP_BUSY_DIRECT * n_direct */
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
@@ -70,6 +78,11 @@ void jbd__cp_fini(struct jbd *j)
 	for (size_t it = 0; tw_hmap_next(&cp->fds, &it, &key, &val);)
 		close((int)((intptr_t)val - 1));
 	tw_hmap_free(&cp->fds);
+	for (size_t it = 0; tw_hmap_next(&cp->dfds, &it, &key, &val);)
+		if ((intptr_t)val > 0)
+			close((int)((intptr_t)val - 1));
+	tw_hmap_free(&cp->dfds);
+	tw_hmap_free(&cp->busy);
 	tw_hmap_free(&cp->seen);
 	free(cp->objs);
 	free(cp);
@@ -122,6 +135,35 @@ static void cp_forget_fd(struct jbd_cp *cp, uint64_t obj)
 
 	if (v != NULL)
 		close((int)((intptr_t)v - 1));
+	v = tw_hmap_del(&cp->dfds, obj + 1);
+	if (v != NULL && (intptr_t)v > 0)
+		close((int)((intptr_t)v - 1));
+}
+
+/* The home object's fd (from cp_fd) opened again with O_DIRECT, or -1.
+ * Full blocks go home through it when the journal writes its log with
+ * O_DIRECT (same checks, jbd.c open_direct): with both twins on one disk
+ * every byte is copied into the page cache of its home file at checkpoint
+ * otherwise, the largest CPU cost left on the write path.  (A home block
+ * is then read from the disk, not from the page cache, the first time
+ * after the checkpoint.)  A failed open is remembered as "none". */
+static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
+{
+	if (!j->direct)
+		return -1;
+	intptr_t v = (intptr_t)tw_hmap_get(&cp->dfds, obj + 1);
+	if (v != 0)
+		return v > 0 ? (int)(v - 1) : -1;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int d = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (tw_hmap_put(&cp->dfds, obj + 1,
+			(void *)(d >= 0 ? (intptr_t)d + 1 : -1)) < 0) {
+		if (d >= 0)
+			close(d);
+		return -1;
+	}
+	return d;
 }
 
 static void cp_step(struct jbd *j);
@@ -131,6 +173,15 @@ static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 	struct jbd_cp *cp = j->cp;
 	assert(cp != NULL && cp->inflight > 0);
 	cp->inflight--;
+	if (io->kind == JBD_IO_HOME) {
+		intptr_t busy = (intptr_t)tw_hmap_get(&cp->busy, io->obj + 1);
+		assert(busy >= io->busy);
+		busy -= io->busy;
+		if (busy == 0)
+			tw_hmap_del(&cp->busy, io->obj + 1);
+		else
+			(void)tw_hmap_put(&cp->busy, io->obj + 1, (void *)busy);
+	}
 	if (rc < 0) {
 		jbd__abort(j, rc, io->kind == JBD_IO_HOME ?
 			   "checkpoint write to a home object" :
@@ -303,13 +354,6 @@ static void cp_step(struct jbd *j)
 				jbd__abort(j, rc, "opening a home object");
 				return;
 			}
-			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
-							it->blk * JBD_BLOCK_SIZE,
-							cp_io_done, cp);
-			if (io == NULL) {
-				jbd__abort(j, -ENOMEM, "queueing a home write");
-				return;
-			}
 			/* Coalesce the following blocks of the same object that
 			 * continue this one into one writev. */
 			size_t run = 1;
@@ -320,6 +364,26 @@ static void cp_step(struct jbd *j)
 				    nx->blk != pv->blk + 1 || pv->len != JBD_BLOCK_SIZE)
 					break;
 				run++;
+			}
+			/* only the last block of a run can be short */
+			bool full = it[run - 1].len == JBD_BLOCK_SIZE;
+			int dfd = full ? cp_dfd(j, cp, it->obj, fd) : -1;
+			/* Two writes of one home block must never be in flight
+			 * together.  Buffered ones are run one after the other
+			 * per file by io_uring (io-wq hashes them by inode),
+			 * O_DIRECT ones are not (ext4 allows parallel direct
+			 * writes).  So an O_DIRECT run waits for every write of
+			 * its object, and any run for its object's O_DIRECT
+			 * writes; cp_io_done runs this again. */
+			intptr_t busy = (intptr_t)tw_hmap_get(&cp->busy, it->obj + 1);
+			if (busy != 0 && (dfd >= 0 || busy >= CP_BUSY_DIRECT))
+				return;
+			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
+							it->blk * JBD_BLOCK_SIZE,
+							cp_io_done, cp);
+			if (io == NULL) {
+				jbd__abort(j, -ENOMEM, "queueing a home write");
+				return;
 			}
 			if (run > TW_ARRAY_SIZE(io->iov_inline)) {
 				io->iov_owned = calloc(run, sizeof(struct iovec));
@@ -336,6 +400,20 @@ static void cp_step(struct jbd *j)
 				io->iov[k].iov_len = it[k].len;
 			}
 			io->iovcnt = (int)run;
+			io->obj = it->obj;
+			io->busy = 1;
+			if (dfd >= 0) {
+				io->alt_fd = fd;
+				io->fd = dfd;
+				io->busy += CP_BUSY_DIRECT;
+				j->st.direct_home_writes++;
+			}
+			if (tw_hmap_put(&cp->busy, it->obj + 1,
+					(void *)(busy + io->busy)) < 0) {
+				jbd__io_free(io);
+				jbd__abort(j, -ENOMEM, "queueing a home write");
+				return;
+			}
 			cp->inflight++;
 			jbd__io_submit(j, io);
 			cp->item += run;
@@ -409,6 +487,8 @@ void jbd__cp_kick(struct jbd *j)
 		goto out;
 	}
 	tw_hmap_init(&cp->fds);
+	tw_hmap_init(&cp->dfds);
+	tw_hmap_init(&cp->busy);
 	tw_hmap_init(&cp->seen);
 	cp->first = first;
 	struct jbd_txn *t = first;

@@ -392,6 +392,8 @@ void jbd__commit_kick(struct jbd *j)
 		struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_LOG, fd,
 						pos * JBD_BLOCK_SIZE,
 						close_io_done, t);
+		if (io != NULL && direct)
+			io->alt_fd = j->fd;
 		struct iovec *iov = io ? calloc(run, sizeof(*iov)) : NULL;
 		if (iov == NULL) {
 			free(io);

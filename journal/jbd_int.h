@@ -205,12 +205,16 @@ struct jbd_io {
 	int op;
 	enum jbd_io_kind kind;
 	int fd;
+	int alt_fd;              /* fd is O_DIRECT: the same file buffered,
+	                          * for a refused or short write; else -1 */
 	struct iovec *iov;       /* advanced on short writes */
 	int iovcnt;
 	struct iovec iov_inline[4];
 	struct iovec *iov_owned;  /* heap vector (freed with the request) */
 	uint64_t off;
 	bool link;               /* IOSQE_IO_LINK to the next request */
+	uint64_t obj;            /* checkpoint home write: its object ... */
+	intptr_t busy;           /* ... and what it adds to cp->busy */
 	jbd_io_done done;
 	void *ctx;
 	int rc;                  /* set on completion */

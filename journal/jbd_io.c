@@ -13,10 +13,11 @@
  * complete.  The eventfd registered with the ring (or written by the
  * synchronous layer) tells the owner's loop that completions are ready.
  *
- * Log writes on dfd (O_DIRECT, jbd_commit.c): one refused with EINVAL is
- * redone on fd and turns O_DIRECT off (queued ones move to fd when
- * submitted); the rest of a short one is written on fd, where any
- * alignment goes.
+ * O_DIRECT writes (log writes on dfd, jbd_commit.c; full-block home
+ * writes of the checkpoint) carry the buffered descriptor of the same file
+ * in alt_fd: one refused with EINVAL is redone there and turns O_DIRECT
+ * off for the journal (queued ones move to alt_fd when submitted); the
+ * rest of a short one is written there, where any alignment goes.
  */
 #include "jbd_int.h"
 
@@ -82,6 +83,7 @@ struct jbd_io *jbd__io_new(int op, enum jbd_io_kind kind, int fd,
 	io->done = done;
 	io->ctx = ctx;
 	io->iov = io->iov_inline;
+	io->alt_fd = -1;
 	return io;
 }
 
@@ -249,8 +251,10 @@ void jbd__io_pump(struct jbd *j)
 				j->q_tail = NULL;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&j->ring);
 			assert(sqe != NULL); /* space checked above */
-			if (io->fd == j->dfd && !j->direct)
-				io->fd = j->fd;   /* O_DIRECT was given up */
+			if (io->alt_fd >= 0 && !j->direct) {
+				io->fd = io->alt_fd;  /* O_DIRECT was given up */
+				io->alt_fd = -1;
+			}
 			if (io->op == IO_FSYNC)
 				io_uring_prep_fsync(sqe, io->fd,
 						    IORING_FSYNC_DATASYNC);
@@ -291,10 +295,10 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		jbd__io_submit(j, io);
 		return;
 	}
-	if (j->fault_direct && io->fd == j->dfd && io->op == IO_WRITE) {
+	if (j->fault_direct && io->alt_fd >= 0 && io->op == IO_WRITE) {
 		/* Test fault (jbd_inject_direct_fault): report what the
 		 * kernel did as refused, or as short by all but one block.
-		 * Both are rewritten through fd: the same bytes again. */
+		 * Both are rewritten through alt_fd: the same bytes again. */
 		size_t total = iov_total(io->iov, io->iovcnt);
 		if (j->fault_direct == -EINVAL)
 			res = -EINVAL;
@@ -302,7 +306,7 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 			res = JBD_BLOCK_SIZE;
 		j->fault_direct = 0;
 	}
-	if (res == -EINVAL && io->fd == j->dfd && j->dfd >= 0) {
+	if (res == -EINVAL && io->alt_fd >= 0) {
 		/* O_DIRECT refused what statx promised: write this and every
 		 * later log write through the page cache (dfd stays open
 		 * while requests on it are in flight; jbd__io_pump moves
@@ -313,7 +317,8 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 				"on", j->opts.path, strerror(-res));
 		j->direct = false;
 		j->st.direct_fallbacks++;
-		io->fd = j->fd;
+		io->fd = io->alt_fd;
+		io->alt_fd = -1;
 		io->link = false;
 		push_front(j, io);
 		return;
@@ -332,8 +337,10 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		}
 		if ((size_t)res < total) {
 			iov_advance(io, (size_t)res);
-			if (io->fd == j->dfd)
-				io->fd = j->fd;  /* the rest may be unaligned */
+			if (io->alt_fd >= 0) {
+				io->fd = io->alt_fd;  /* the rest may be unaligned */
+				io->alt_fd = -1;
+			}
 			io->link = false;
 			push_front(j, io);
 			return;

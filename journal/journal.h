@@ -323,6 +323,7 @@ struct jbd_stats {
 	uint64_t commits, syncs, checkpoints, full_waits;
 	uint64_t log_blocks;         /* blocks written to the log, ever */
 	uint64_t direct_txns;        /* transactions written with O_DIRECT */
+	uint64_t direct_home_writes; /* checkpoint writes home by O_DIRECT */
 	uint64_t direct_fallbacks;   /* O_DIRECT writes refused (EINVAL) and
 	                              * redone through the page cache */
 	uint64_t tail, head;         /* log block numbers */

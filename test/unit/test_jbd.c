@@ -1105,6 +1105,17 @@ static void stream_then_death(bool buffered, enum dfault fault)
 			     "obj %lu after replay", (unsigned long)obj);
 	}
 	cr_assert_eq(jbd_close(j), 0);
+	/* everything checkpointed: the homes themselves hold every byte
+	 * (full blocks may have gone home with O_DIRECT) */
+	for (uint64_t obj = 1; obj <= 2; obj++) {
+		struct stat sb;
+		cr_assert_eq(fstat(F.obj[obj].fd, &sb), 0);
+		cr_assert_eq((uint64_t)sb.st_size, size[obj]);
+		cr_assert_eq(pread(F.obj[obj].fd, r, size[obj], 0),
+			     (ssize_t)size[obj]);
+		cr_assert_eq(memcmp(r, model[obj], size[obj]), 0,
+			     "obj %lu at home", (unsigned long)obj);
+	}
 }
 
 Test(jbd, stream_direct_then_death) { stream_then_death(false, DF_NONE); }
