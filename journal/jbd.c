@@ -1133,9 +1133,18 @@ static void open_direct(struct jbd *j)
 		}
 	}
 	j->direct = why == NULL;
-	tw_info("journal %s: streams of writes go to the log %s%s%s",
+	/* Home writes with O_DIRECT hold only their own files; registered
+	 * with the ring, dfd (and so its lock) lives until the ring is torn
+	 * down, which happens only after its last request completed: then
+	 * wait_old_direct_writes also waits for a dead owner's checkpoint. */
+	j->direct_home = j->direct && j->ring_ok &&
+			 io_uring_register_files(&j->ring, &j->dfd, 1) == 0;
+	tw_info("journal %s: streams of writes go to the log %s%s%s%s",
 		j->opts.path, why ? "through the page cache" : "with O_DIRECT",
-		why ? ": " : "", why ? why : "");
+		why ? ": " : "", why ? why : "",
+		j->direct && !j->direct_home ?
+		" (checkpoints through the page cache: the ring does not "
+		"take the descriptor)" : "");
 }
 
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,

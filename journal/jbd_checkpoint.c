@@ -40,7 +40,6 @@
 enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
 
 #define CP_MAX_IOV 256          /* blocks per home writev */
-#define CP_BUSY_DIRECT ((intptr_t)1 << 32)
 
 struct jbd_cp {
 	struct jbd_txn *first, *last;   /* inclusive, consecutive, SYNCED */
@@ -51,8 +50,7 @@ struct jbd_cp {
 	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
 	struct tw_hmap dfds;            /* obj + 1 -> O_DIRECT fd + 1, or -1
 	                                 * when it cannot be opened (cp_dfd) */
-	struct tw_hmap busy;            /* obj + 1 -> its writes in flight:
-	                                 * n + CP_BUSY_DIRECT * n_direct */
+	struct tw_hmap busy;            /* obj + 1 -> 1: a write in flight */
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
@@ -149,7 +147,7 @@ static void cp_forget_fd(struct jbd_cp *cp, uint64_t obj)
  * after the checkpoint.)  A failed open is remembered as "none". */
 static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 {
-	if (!j->direct)
+	if (!j->direct || !j->direct_home)
 		return -1;
 	intptr_t v = (intptr_t)tw_hmap_get(&cp->dfds, obj + 1);
 	if (v != 0)
@@ -174,13 +172,9 @@ static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 	assert(cp != NULL && cp->inflight > 0);
 	cp->inflight--;
 	if (io->kind == JBD_IO_HOME) {
-		intptr_t busy = (intptr_t)tw_hmap_get(&cp->busy, io->obj + 1);
-		assert(busy >= io->busy);
-		busy -= io->busy;
-		if (busy == 0)
-			tw_hmap_del(&cp->busy, io->obj + 1);
-		else
-			(void)tw_hmap_put(&cp->busy, io->obj + 1, (void *)busy);
+		void *was = tw_hmap_del(&cp->busy, io->obj + 1);
+		assert(was != NULL);
+		(void)was;
 	}
 	if (rc < 0) {
 		jbd__abort(j, rc, io->kind == JBD_IO_HOME ?
@@ -369,14 +363,13 @@ static void cp_step(struct jbd *j)
 			bool full = it[run - 1].len == JBD_BLOCK_SIZE;
 			int dfd = full ? cp_dfd(j, cp, it->obj, fd) : -1;
 			/* Two writes of one home block must never be in flight
-			 * together.  Buffered ones are run one after the other
-			 * per file by io_uring (io-wq hashes them by inode),
-			 * O_DIRECT ones are not (ext4 allows parallel direct
-			 * writes).  So an O_DIRECT run waits for every write of
-			 * its object, and any run for its object's O_DIRECT
-			 * writes; cp_io_done runs this again. */
-			intptr_t busy = (intptr_t)tw_hmap_get(&cp->busy, it->obj + 1);
-			if (busy != 0 && (dfd >= 0 || busy >= CP_BUSY_DIRECT))
+			 * together: io_uring does not keep them in order (ext4
+			 * runs O_DIRECT writes in parallel, an EAGAIN is retried
+			 * behind later requests, an async buffered write may
+			 * finish inline before one waiting in io-wq).  So one
+			 * write per object at a time, across objects as many as
+			 * max_inflight; cp_io_done runs this again. */
+			if (tw_hmap_get(&cp->busy, it->obj + 1) != NULL)
 				return;
 			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
 							it->blk * JBD_BLOCK_SIZE,
@@ -401,15 +394,12 @@ static void cp_step(struct jbd *j)
 			}
 			io->iovcnt = (int)run;
 			io->obj = it->obj;
-			io->busy = 1;
 			if (dfd >= 0) {
 				io->alt_fd = fd;
 				io->fd = dfd;
-				io->busy += CP_BUSY_DIRECT;
 				j->st.direct_home_writes++;
 			}
-			if (tw_hmap_put(&cp->busy, it->obj + 1,
-					(void *)(busy + io->busy)) < 0) {
+			if (tw_hmap_put(&cp->busy, it->obj + 1, (void *)1) < 0) {
 				jbd__io_free(io);
 				jbd__abort(j, -ENOMEM, "queueing a home write");
 				return;

@@ -213,8 +213,7 @@ struct jbd_io {
 	struct iovec *iov_owned;  /* heap vector (freed with the request) */
 	uint64_t off;
 	bool link;               /* IOSQE_IO_LINK to the next request */
-	uint64_t obj;            /* checkpoint home write: its object ... */
-	intptr_t busy;           /* ... and what it adds to cp->busy */
+	uint64_t obj;            /* checkpoint home write: its object */
 	jbd_io_done done;
 	void *ctx;
 	int rc;                  /* set on completion */
@@ -239,6 +238,8 @@ struct jbd {
 	int fd;                  /* journal file */
 	int dfd;                 /* the same file opened O_DIRECT, or -1 */
 	bool direct;             /* batched log writes go through dfd */
+	bool direct_home;        /* ... and checkpoints' full blocks go home
+	                          * with O_DIRECT (dfd is held by the ring) */
 	int efd;                 /* eventfd */
 	struct io_uring ring;
 	bool ring_ok;

@@ -313,8 +313,8 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 		 * the queued ones). */
 		if (j->direct)
 			tw_warn("journal %s: O_DIRECT write refused (%s); the "
-				"log is written through the page cache from now "
-				"on", j->opts.path, strerror(-res));
+				"log and the checkpoints write through the page "
+				"cache from now on", j->opts.path, strerror(-res));
 		j->direct = false;
 		j->st.direct_fallbacks++;
 		io->fd = io->alt_fd;

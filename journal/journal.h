@@ -180,9 +180,11 @@ struct jbd_opts {
 	uint32_t commit_interval_ms; /* 0 = 5000 */
 	uint64_t reserve;            /* bytes kept free at home (admission) */
 	unsigned max_inflight;       /* io_uring requests in flight; 0 = 64 */
-	bool buffered;               /* never write the log with O_DIRECT
-	                              * (else: batched transactions do, where
-	                              * the file system allows; jbd_commit.c) */
+	bool buffered;               /* never use O_DIRECT (else batched
+	                              * transactions go to the log with it and
+	                              * checkpoints write full blocks home
+	                              * with it, where the file system allows;
+	                              * journal/FORMAT.md) */
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
 };
@@ -340,7 +342,7 @@ int jbd_aborted(const struct jbd *j);
  * ordinary error path.  Works with io_uring and with a jbd_io_ops layer. */
 void jbd_inject_log_eio(struct jbd *j);
 
-/* Test only: the next log write done with O_DIRECT is reported as refused
+/* Test only: the next write done with O_DIRECT is reported as refused
  * (err -EINVAL: it and every later one go through the page cache) or, with
  * err 0, as short by all but its first block (the rest goes through the
  * page cache), whatever the kernel did. */

@@ -1148,7 +1148,9 @@ Test(jbd, open_waits_for_old_direct_writes)
 	struct flock l = {
 		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
 	};
-	cr_assert_eq(fcntl(lfd, F_OFD_SETLK, &l), 0);
+	/* waits: the closed journal's io_uring ring, torn down in the
+	 * background, still holds its O_DIRECT descriptor for a moment */
+	cr_assert_eq(fcntl(lfd, F_OFD_SETLKW, &l), 0);
 	pthread_t th;
 	atomic_store(&unlocked, 0);
 	cr_assert_eq(pthread_create(&th, NULL, unlock_later,
