@@ -40,6 +40,10 @@
 enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
 
 #define CP_MAX_IOV 256          /* blocks per home writev */
+/* O_DIRECT descriptors a checkpoint keeps open at most: each object already
+ * holds one dup'd descriptor (cp_fd), and a checkpoint of many small files
+ * must not run out of descriptors for those; past this, buffered. */
+#define CP_MAX_DFDS 1024
 
 struct jbd_cp {
 	struct jbd_txn *first, *last;   /* inclusive, consecutive, SYNCED */
@@ -152,6 +156,8 @@ static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 	intptr_t v = (intptr_t)tw_hmap_get(&cp->dfds, obj + 1);
 	if (v != 0)
 		return v > 0 ? (int)(v - 1) : -1;
+	if (cp->dfds.count >= CP_MAX_DFDS)
+		return -1;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	int d = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
