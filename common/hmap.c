@@ -139,14 +139,13 @@ int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val)
 
 	if (key == 0)
 		return -EINVAL;
-	/* Replacing needs no memory, so it cannot fail (callers that keep
-	 * the latest value of a key rely on it: wbehind.c). */
-	if (m->cap != 0) {
-		i = probe(m->keys, m->cap, key);
-		if (i < n_slots(m->cap) && m->keys[i] == key) {
-			m->vals[i] = val;
-			return 0;
-		}
+	/* A key already there is replaced in place: that needs no memory,
+	 * so it cannot fail (callers that keep the latest value of a key
+	 * rely on it: wbehind.c).  One probe serves both cases. */
+	i = m->cap != 0 ? probe(m->keys, m->cap, key) : 0;
+	if (m->cap != 0 && i < n_slots(m->cap) && m->keys[i] == key) {
+		m->vals[i] = val;
+		return 0;
 	}
 	/* Keep the load at most 1/2 of the home slots: linear probing
 	 * degrades fast above that. */
@@ -154,14 +153,13 @@ int tw_hmap_put(struct tw_hmap *m, uint64_t key, void *val)
 		rc = grow(m);
 		if (rc < 0)
 			return rc;
-	}
-	for (;;) {
 		i = probe(m->keys, m->cap, key);
-		if (i < n_slots(m->cap))
-			break;
+	}
+	while (i >= n_slots(m->cap)) {
 		rc = grow(m);
 		if (rc < 0)
 			return rc;
+		i = probe(m->keys, m->cap, key);
 	}
 	if (m->keys[i] == 0) {
 		m->keys[i] = key;
