@@ -340,6 +340,16 @@ long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 
 /* ------------------------------------------------------------ handles */
 
+/* fd's file opened again with O_DIRECT, through /proc/self/fd so that it
+ * is fd's file even if its path was replaced; -1 if it cannot be. */
+int jbd__reopen_direct(int fd)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+}
+
 /* Block buffers the log may be written from with O_DIRECT (JBD_BUF_ALIGN);
  * freed with free(). */
 void *jbd__blk_alloc(size_t nblocks)
@@ -1100,12 +1110,10 @@ static int wait_old_direct_writes(struct jbd *j)
  * offsets aligned as ours are (statx STATX_DIOALIGN, Linux 6.1) and a
  * page is no larger than a block (so no page holds both buffered and
  * direct blocks): it saves the copy of every journaled byte into the page
- * cache.  Opened through /proc/self/fd so that it is fd's file even if the
- * path was replaced.  Without it every write goes through fd. */
+ * cache.  Without it every write goes through fd. */
 static void open_direct(struct jbd *j)
 {
 	const char *why = NULL;
-	char proc[64];
 	struct statx sx;
 
 	if (j->io != NULL)
@@ -1122,8 +1130,7 @@ static void open_direct(struct jbd *j)
 		 sx.stx_dio_offset_align > JBD_BLOCK_SIZE)
 		why = "the file system does not take O_DIRECT as aligned here";
 	if (why == NULL) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", j->fd);
-		j->dfd = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		j->dfd = jbd__reopen_direct(j->fd);
 		if (j->dfd < 0) {
 			why = "cannot open it with O_DIRECT";
 		} else if (fcntl(j->dfd, F_OFD_SETLK, &dfd_lock) < 0) {

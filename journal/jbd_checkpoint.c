@@ -30,8 +30,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,9 +156,7 @@ static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 		return v > 0 ? (int)(v - 1) : -1;
 	if (cp->dfds.count >= CP_MAX_DFDS)
 		return -1;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int d = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	int d = jbd__reopen_direct(fd);
 	if (tw_hmap_put(&cp->dfds, obj + 1,
 			(void *)(d >= 0 ? (intptr_t)d + 1 : -1)) < 0) {
 		if (d >= 0)
@@ -365,9 +361,6 @@ static void cp_step(struct jbd *j)
 					break;
 				run++;
 			}
-			/* only the last block of a run can be short */
-			bool full = it[run - 1].len == JBD_BLOCK_SIZE;
-			int dfd = full ? cp_dfd(j, cp, it->obj, fd) : -1;
 			/* Two writes of one home block must never be in flight
 			 * together: io_uring does not keep them in order (ext4
 			 * runs O_DIRECT writes in parallel, an EAGAIN is retried
@@ -377,6 +370,9 @@ static void cp_step(struct jbd *j)
 			 * max_inflight; cp_io_done runs this again. */
 			if (tw_hmap_get(&cp->busy, it->obj + 1) != NULL)
 				return;
+			/* only the last block of a run can be short */
+			bool full = it[run - 1].len == JBD_BLOCK_SIZE;
+			int dfd = full ? cp_dfd(j, cp, it->obj, fd) : -1;
 			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
 							it->blk * JBD_BLOCK_SIZE,
 							cp_io_done, cp);

@@ -373,7 +373,6 @@ void jbd__commit_kick(struct jbd *j)
 	j->closing = true;
 	j->head = jbd__log_next(j, j->head, t->nblocks);
 	j->used += t->nblocks;
-	/* writev runs: contiguous in the file, at most IO_MAX_IOV blocks */
 	/* A stream (t filled while another closed) skips the page cache: the
 	 * copy into it was a third of all CPU of a 4 x 256 MiB write, and the
 	 * stream has the device's bandwidth to itself anyway.  A lone request
@@ -384,6 +383,7 @@ void jbd__commit_kick(struct jbd *j)
 	int fd = direct ? j->dfd : j->fd;
 	if (direct)
 		j->st.direct_txns++;
+	/* writev runs: contiguous in the file, at most IO_MAX_IOV blocks */
 	uint64_t k = 0;
 	while (k < t->nblocks) {
 		uint64_t pos = jbd__log_next(j, t->start, k);

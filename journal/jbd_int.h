@@ -313,6 +313,7 @@ struct jbd {
 #define JBD_DIRECT_MIN     16u
 
 /* jbd.c */
+int jbd__reopen_direct(int fd);
 void *jbd__blk_alloc(size_t nblocks);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);

@@ -308,9 +308,8 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 	}
 	if (res == -EINVAL && io->alt_fd >= 0) {
 		/* O_DIRECT refused what statx promised: write this and every
-		 * later log write through the page cache (dfd stays open
-		 * while requests on it are in flight; jbd__io_pump moves
-		 * the queued ones). */
+		 * later O_DIRECT write through the page cache (jbd__io_pump
+		 * moves the queued ones to their alt_fd). */
 		if (j->direct)
 			tw_warn("journal %s: O_DIRECT write refused (%s); the "
 				"log and the checkpoints write through the page "
