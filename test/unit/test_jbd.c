@@ -1076,6 +1076,9 @@ static void stream_then_death(bool buffered, enum dfault fault)
 	cr_assert_eq(cnt, 96);
 	struct jbd_stats st;
 	jbd_stats(j, &st);
+	/* the lone first request went to the log without the ring */
+	cr_assert(st.inline_writes >= 1, "inline %lu",
+		  (unsigned long)st.inline_writes);
 	if (buffered || !fs_takes_direct(F.path)) {
 		cr_assert_eq(st.direct_txns, 0);
 		cr_assert_eq(st.direct_fallbacks, 0);
