@@ -125,10 +125,6 @@ struct fc_inode {
 	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
-	/* cl->write_seq when this mount last set an explicit mtime without
-	 * waiting for its earlier writes (fc_setattr): a size report whose
-	 * writes all entered by then leaves mtime and ctime alone. */
-	uint64_t times_fence;      /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -154,12 +150,8 @@ struct fc_file {
 	uint64_t end_gen;          /* [loop] trunc_gen of those writes */
 	uint64_t write_gen;        /* [loop] bumped by every completed write */
 	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
-	/* [loop] when the last-entered write that landed landed, and its
-	 * cl->write_seq: the report's mtime unless an explicit mtime came
-	 * after that write (fc_inode_times_fence). */
-	int64_t mtime_sec;
+	int64_t mtime_sec;         /* [loop] time of the last write */
 	uint32_t mtime_nsec;
-	uint64_t mtime_seq;
 	/* A read since the last report, and when (the atime to report). */
 	bool atime_pending;        /* [loop] */
 	int64_t atime_sec;         /* [loop] */
@@ -378,7 +370,6 @@ struct fc_client {
 
 	/* write-behind (wbehind.c) */
 	struct fc_wb *wb_held;             /* [loop] writes in flight */
-	uint64_t write_seq;                /* [loop] writes entered, in order */
 	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
 	unsigned wb_ops;                   /* [loop] answered, not landed */
 	size_t wb_bytes;                   /* [loop] their bytes */
@@ -659,13 +650,6 @@ void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
  * the kernel's question before each write needs no mgrd round trip (nor
  * mgrd at all: writes go on while it is away). */
 void fc_inode_set_new_file(struct fc_client *cl, uint64_t ino);
-/* An explicit mtime is being set on ino after every write entered so far
- * (seq = cl->write_seq; false: ino is not cached), and
- * fc_inode_times_fence: the latest such seq, 0 if none.  Reports of those
- * writes leave the times alone (report.c). */
-bool fc_inode_set_times_fence(struct fc_client *cl, uint64_t ino,
-			      uint64_t seq);
-uint64_t fc_inode_times_fence(struct fc_client *cl, uint64_t ino);
 /* Merged size rule, pure (unit-tested): the size to show for attributes a
  * when this client wrote up to local_size under local_gen. */
 uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
@@ -686,17 +670,12 @@ void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply);
  * every report of `ino` in flight, these and earlier ones still being
  * retransmitted, has its reply (loop thread).  Returns true when there was
  * something to wait for: done(arg, 0) runs once, later.  False: nothing in
- * flight, done never runs.  A SETATTR of size waits for this, so a report
- * of earlier writes cannot reach mgrd after it (retransmissions after an
- * mgrd restart are not ordered) with a size from before the truncate. */
+ * flight, done never runs.  A SETATTR of size or mtime waits for this, so
+ * a report of earlier writes cannot reach mgrd after it (retransmissions
+ * after an mgrd restart are not ordered) and overwrite the mtime it set
+ * (cp -a, tar x). */
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg);
-/* fc_report_ino without sending: wait only for the reports of ino already
- * in flight.  An explicit mtime waits for this, so a report that carries
- * an earlier write's mtime cannot reach mgrd after it (cp -a, tar x);
- * later reports of the writes before it keep it (fc_inode_times_fence). */
-bool fc_report_wait(struct fc_client *cl, uint64_t ino,
-		    void (*done)(void *arg, int status), void *arg);
 struct fc_report_barrier;
 
 void fc_init(void *userdata, struct fuse_conn_info *conn);

@@ -63,7 +63,6 @@ struct dop {
 	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
 	bool append;             /* O_APPEND: offset reserved at mgrd */
 	bool writepage;          /* write: page-cache writeback */
-	uint64_t seq;            /* write, fallocate: cl->write_seq at entry */
 	int flags;               /* write: the descriptor's flags now */
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */

@@ -439,32 +439,6 @@ void fc_inode_set_new_file(struct fc_client *cl, uint64_t ino)
 		fc_inode_set_xattr_absent(cl, ino, (int)i, true);
 }
 
-bool fc_inode_set_times_fence(struct fc_client *cl, uint64_t ino,
-			      uint64_t seq)
-{
-	struct fc_inode *in;
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	if (in && seq > in->times_fence)
-		in->times_fence = seq;
-	pthread_mutex_unlock(&cl->ino_lock);
-	return in != NULL;
-}
-
-uint64_t fc_inode_times_fence(struct fc_client *cl, uint64_t ino)
-{
-	struct fc_inode *in;
-	uint64_t seq = 0;
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	if (in)
-		seq = in->times_fence;
-	pthread_mutex_unlock(&cl->ino_lock);
-	return seq;
-}
-
 void fc_inode_set_xattr_absent(struct fc_client *cl, uint64_t ino, int idx,
 			       bool absent)
 {

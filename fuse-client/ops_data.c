@@ -436,15 +436,10 @@ static void write_finish(struct dop *d)
 		if (grows && end > f->end)
 			f->end = end;
 		/* KEEP_SIZE allocation changes neither data nor size: its
-		 * blocks go with the next report.  The mtime to report is
-		 * that of the last write to enter: one that entered before
-		 * an explicit mtime must not bring a later time over it. */
+		 * blocks go with the next report. */
 		if (d->kind != DOP_ALLOC || !d->keep_size) {
 			f->write_gen++;
-			if (d->seq > f->mtime_seq) {
-				f->mtime_seq = d->seq;
-				tw_realtime(&f->mtime_sec, &f->mtime_nsec);
-			}
+			tw_realtime(&f->mtime_sec, &f->mtime_nsec);
 		}
 		if (grows)
 			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
@@ -806,7 +801,6 @@ static void write_run(struct fc_op *op)
 	uint64_t end = d->append ? UINT64_MAX : d->off + d->size;
 
 	d->f->refs++;
-	d->seq = ++op->cl->write_seq;
 	if (fc_wb_enter(op->cl, &d->wb, op, d->ino, off, end, true,
 			write_start))
 		write_start(op);

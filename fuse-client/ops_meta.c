@@ -516,24 +516,9 @@ static void setattr_run(struct fc_op *op)
 	const uint32_t ordered = TWINFS__SETATTR_VALID__SA_SIZE |
 		TWINFS__SETATTR_VALID__SA_MTIME;
 
-	/* An explicit mtime without a size (futimens after the writes: tar
-	 * x, cp -p, touch) need not wait for earlier writes to land: the
-	 * reports of every write that entered before it keep the times it
-	 * sets (report.c), so it stands.  The writes' size and blocks go
-	 * with the next report (close, fsync, the timer), and the size we
-	 * answer meanwhile is the merged one (fc_merge_size).  Reports of
-	 * ino already in flight may carry a write's mtime: wait for them. */
-	if ((m->m.setattr.valid & ordered) == TWINFS__SETATTR_VALID__SA_MTIME &&
-	    !m->kind &&
-	    fc_inode_set_times_fence(op->cl, m->ino, op->cl->write_seq)) {
-		m->kind = REPORTED;
-		m->writes_landed = true;
-		if (fc_report_wait(op->cl, m->ino, setattr_reported, m))
-			return;
-	}
-	/* A size change (and an mtime on an inode not cached) comes after
-	 * every earlier write, also those answered early (wbehind.c): a
-	 * truncate must not be undone by a write still in flight. */
+	/* A size or mtime change comes after every earlier write, also
+	 * those answered early (wbehind.c): a truncate must not be undone
+	 * by a write still in flight. */
 	if ((m->m.setattr.valid & ordered) && !m->writes_landed) {
 		m->writes_landed = true;
 		if (!fc_wb_enter(op->cl, &m->wb, op, m->ino, 0, UINT64_MAX,

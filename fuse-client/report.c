@@ -195,13 +195,6 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	r->sr.mtime_sec = f->mtime_sec;
 	r->sr.mtime_nsec = f->mtime_nsec;
 	r->sr.wrote = file_dirty(f);
-	/* An explicit mtime set after every write this report covers
-	 * entered stays (fc_setattr). */
-	if (r->sr.wrote) {
-		uint64_t fence = fc_inode_times_fence(cl, f->ino);
-
-		r->sr.keep_times = fence && f->mtime_seq <= fence;
-	}
 	if (f->atime_pending) {
 		/* Best effort: a lost atime is not worth a retry. */
 		f->atime_pending = false;
@@ -229,6 +222,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg)
 {
+	struct fc_report_barrier *b;
 	struct fc_file *f, *next;
 	int err;
 
@@ -237,14 +231,6 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		if (f->ino == ino)
 			fc_report_start(cl, f, false, NULL, NULL, &err);
 	}
-	return fc_report_wait(cl, ino, done, arg);
-}
-
-bool fc_report_wait(struct fc_client *cl, uint64_t ino,
-		    void (*done)(void *arg, int status), void *arg)
-{
-	struct fc_report_barrier *b;
-
 	if (!tw_hmap_get(&cl->reports_inflight, ino))
 		return false;
 	b = calloc(1, sizeof(*b));

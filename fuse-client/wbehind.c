@@ -12,11 +12,9 @@
  *     first one is retried on the surviving twin after the second one was
  *     sent.
  *   - Visibility.  A read waits for the writes of its range; flush, fsync,
- *     release, a size change and SEEK_DATA/HOLE wait for every write of
- *     the inode (end = UINT64_MAX), so close-to-open holds: close returns
- *     once the data is on the iods and the size report went out.  An
- *     explicit mtime does not wait: the reports of the writes before it
- *     leave the times it set (fc_setattr, report.c).
+ *     release, a size or mtime change and SEEK_DATA/HOLE wait for every
+ *     write of the inode (end = UINT64_MAX), so close-to-open holds: close
+ *     returns once the data is on the iods and the size report went out.
  *   - Errors.  A write answered early that fails for good (both twins
  *     down, ENOSPC) records its errno on the inode with a new sequence
  *     number, as the kernel's errseq_t does for page-cache writeback:

@@ -619,11 +619,9 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	op.mtime.nsec = q->mtime_nsec;
 	op.trunc_gen = q->trunc_gen;
 	op.wrote = q->wrote;
-	if (q->wrote && q->keep_times)
-		op.valid |= MGR_REPORT_KEEP_TIMES;
 	if (q->accessed) {
-		op.valid |= MGR_REPORT_ACCESSED |
-			    (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op.valid = MGR_REPORT_ACCESSED |
+			   (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
 		op.atime.sec = q->atime_sec;
 		op.atime.nsec = q->atime_nsec;
 	}
