@@ -210,21 +210,30 @@ static void run_sync(struct jbd *j, struct jbd_io *io)
 	done_push(j, io, 0);
 }
 
-/* A small buffered write while the ring is idle is written here, with
+/* A lone small log append while the ring is idle is written here, with
  * pwritev, and completes through the done list like the test layer's.
  * Through the ring it would be punted to an io-wq worker (ext4 cannot
  * take a buffered write without blocking), whose wakeup and completion
  * cost two context switches, on this kind of VM each a wakeup of an idle
- * vCPU (tens of us), for a copy of a few pages.  Only while nothing is in
- * flight on the ring: io-wq keeps buffered writes of one file in order,
- * and a write done here must not pass one still queued there.  Never for
- * O_DIRECT writes, links or fsyncs. */
+ * vCPU (tens of us), for a copy of a few pages.
+ *   - Only while nothing is in flight on the ring: io-wq keeps buffered
+ *     writes of one file in order, and a write done here must not pass
+ *     one still queued there.
+ *   - Only a lone log append (nothing queued behind it): one per commit of
+ *     requests that arrived, so the loop thread does no more of it than
+ *     the requests bring.  The checkpoint's home writes stay on the ring;
+ *     inline, each completion would queue the next, and a whole
+ *     checkpoint would run in one jbd_process call, blocking the loop.
+ *   - Never O_DIRECT writes, links or fsyncs. */
 #define INLINE_MAX (128u << 10)
 
 static bool run_inline(struct jbd *j, struct jbd_io *io)
 {
-	if (j->inflight > 0 || io->op != IO_WRITE || io->alt_fd >= 0 ||
-	    io->link || iov_total(io->iov, io->iovcnt) > INLINE_MAX)
+	size_t total = iov_total(io->iov, io->iovcnt);
+
+	if (j->inflight > 0 || io->next != NULL || io->kind != JBD_IO_LOG ||
+	    io->op != IO_WRITE || io->alt_fd >= 0 || io->link || total == 0 ||
+	    total > INLINE_MAX)
 		return false;
 	j->q_head = io->next;
 	if (j->q_head == NULL)

@@ -328,7 +328,7 @@ struct jbd_stats {
 	uint64_t direct_home_writes; /* checkpoint writes home by O_DIRECT */
 	uint64_t direct_fallbacks;   /* O_DIRECT writes refused (EINVAL) and
 	                              * redone through the page cache */
-	uint64_t inline_writes;      /* small buffered writes done with
+	uint64_t inline_writes;      /* lone small log appends done with
 	                              * pwritev, not the ring (jbd_io.c) */
 	uint64_t tail, head;         /* log block numbers */
 	int aborted;                 /* 0 or -EIO */

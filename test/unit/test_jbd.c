@@ -977,6 +977,47 @@ Test(jbd, uring_basic)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Lone small requests go to the log inline (no io-wq hop); the
+ * checkpoint's home writes stay on the ring, or one completion would queue
+ * the next and a whole checkpoint would run inside one jbd_process call. */
+Test(jbd, inline_log_not_home)
+{
+	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
+	o.buffered = true;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t b[300], r[300 * 3];
+	int cnt = 0;
+	for (int i = 0; i < 12; i++) {
+		memset(b, 'a' + i, sizeof(b));
+		write1(j, 1 + (uint64_t)(i % 3), (uint64_t)(i / 3) * 300, b,
+		       sizeof(b), &cnt);
+		drain(j);
+	}
+	cr_assert_eq(cnt, 12);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.inline_writes, st.commits, "inline %lu of %lu commits",
+		     (unsigned long)st.inline_writes,
+		     (unsigned long)st.commits);
+	uint64_t before = st.inline_writes;
+	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert(st.checkpointed_seq >= st.closed_seq, "checkpointed");
+	cr_assert_eq(st.inline_writes, before, "a home write went inline");
+	for (uint64_t obj = 1; obj <= 3; obj++) {
+		struct stat sb;
+		fstat(F.obj[obj].fd, &sb);
+		cr_assert_eq(sb.st_size, 4 * 300, "home of obj %lu",
+			     (unsigned long)obj);
+		cr_assert_eq(jbd_read(j, obj, 0, r, sizeof(r)), 900);
+		for (int k = 0; k < 3; k++)
+			cr_assert_eq(r[k * 300], 'a' + (int)obj - 1 + 3 * k);
+	}
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* Wraparound many times with io_uring, automatic checkpoints and syncs. */
 Test(jbd, uring_wraparound)
 {
