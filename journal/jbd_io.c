@@ -1,8 +1,10 @@
 /* jbd_io.c - the I/O layer of the block journal: every write and fsync the
  * journal issues (log appends, the superblock, checkpoint home writes) goes
- * through jbd__io_submit, which runs it on io_uring, or, when the caller set
- * jbd_opts.io (tests), synchronously through that table so a fault layer
- * can fail, tear or drop the N-th write and keep a shadow of synced bytes.
+ * through jbd__io_submit, which runs it on io_uring (a lone small log
+ * append while the ring is idle: with pwritev on the caller's thread,
+ * run_inline), or, when the caller set jbd_opts.io (tests), synchronously
+ * through that table so a fault layer can fail, tear or drop the N-th
+ * write and keep a shadow of synced bytes.
  * jbd_inject_log_eio (drills on real daemons) fails the next log write here,
  * before it reaches either layer.
  *
@@ -11,7 +13,8 @@
  * submit what we have and retry later, never assert).  Completions follow
  * liburing's io_uring-cp pattern: error / short (resubmit the rest) /
  * complete.  The eventfd registered with the ring (or written by the
- * synchronous layer) tells the owner's loop that completions are ready.
+ * synchronous layer and run_inline) tells the owner's loop that
+ * completions are ready.
  *
  * O_DIRECT writes (log writes on dfd, jbd_commit.c; full-block home
  * writes of the checkpoint) carry the buffered descriptor of the same file
