@@ -232,11 +232,11 @@ static void run_sync(struct jbd *j, struct jbd_io *io)
 
 static bool run_inline(struct jbd *j, struct jbd_io *io)
 {
-	size_t total = iov_total(io->iov, io->iovcnt);
-
 	if (j->inflight > 0 || io->next != NULL || io->kind != JBD_IO_LOG ||
-	    io->op != IO_WRITE || io->alt_fd >= 0 || io->link || total == 0 ||
-	    total > INLINE_MAX)
+	    io->op != IO_WRITE || io->alt_fd >= 0 || io->link)
+		return false;
+	size_t total = iov_total(io->iov, io->iovcnt);
+	if (total == 0 || total > INLINE_MAX)
 		return false;
 	j->q_head = io->next;
 	if (j->q_head == NULL)
@@ -337,7 +337,8 @@ void jbd__io_pump(struct jbd *j)
 		if (rc < 0)
 			jbd__abort(j, rc, "io_uring_submit");
 	}
-	if (inlined)
+	/* jbd_process drains the done list itself before it returns */
+	if (inlined && !j->in_process)
 		wake(j);
 }
 
