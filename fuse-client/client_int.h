@@ -160,6 +160,8 @@ struct fc_file {
 	uint64_t col_blocks[R0_MAX_STRIPE_COUNT]; /* [loop] from WriteReply */
 	bool on_dirty_list;        /* [loop] */
 	bool timer_report;         /* [loop] a timer report is in flight */
+	/* [loop] its report inside a SETATTR in flight (fc_report_embed) */
+	struct fc_report *embedded;
 	struct fc_file *dirty_prev, *dirty_next; /* [loop] */
 };
 
@@ -670,10 +672,10 @@ void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply);
  * every report of `ino` in flight, these and earlier ones still being
  * retransmitted, has its reply (loop thread).  Returns true when there was
  * something to wait for: done(arg, 0) runs once, later.  False: nothing in
- * flight, done never runs.  A SETATTR of size or mtime waits for this, so
- * a report of earlier writes cannot reach mgrd after it (retransmissions
- * after an mgrd restart are not ordered) and overwrite the mtime it set
- * (cp -a, tar x). */
+ * flight, done never runs.  A SETATTR of size or mtime whose reports
+ * cannot ride inside it (fc_report_embed) waits for this, so a report of
+ * earlier writes cannot reach mgrd after it (retransmissions after an mgrd
+ * restart are not ordered) and overwrite the mtime it set (cp -a, tar x). */
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg);
 struct fc_report_barrier;
@@ -752,10 +754,36 @@ bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
 /* Loop thread (report.c): a read through f completed; its atime goes to
  * mgrd with the next report (flush, fsync, release), never per read. */
 void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
+/* Size reports carried inside a SETATTR of size or mtime instead of sent
+ * ahead of it (report.c, proto/FORMAT.md "Size, truncate, data_version"):
+ * one message, so no report of the earlier writes can reach mgrd after
+ * the SETATTR, and one round trip less for futimens after writes (tar x,
+ * cp -a). */
+#define FC_REPORT_SET_MAX WIRE_SETATTR_REPORTS_MAX
+struct fc_report;
+struct fc_report_set {
+	size_t n;
+	struct fc_report *r[FC_REPORT_SET_MAX];
+	Twinfs__SizeReport *sr[FC_REPORT_SET_MAX];  /* r[i]'s bodies */
+};
+/* Loop thread: the reports of every open file of ino with unreported
+ * writes or reads, into *set, counted in flight until
+ * fc_report_embed_done; while one is out, its file sends no report of the
+ * same writes (a flush waits for the SETATTR instead).  False: ino has
+ * reports in flight already (fc_report_ino must wait for them), more dirty
+ * files than FC_REPORT_SET_MAX, or no memory; *set is empty then. */
+bool fc_report_embed(struct fc_client *cl, uint64_t ino,
+		     struct fc_report_set *set);
+/* Loop thread: the SETATTR carrying *set ended with status (0: mgrd
+ * applied the reports); empties *set. */
+void fc_report_embed_done(struct fc_client *cl, struct fc_report_set *set,
+			  int status);
 /* Loop thread (report.c): send f's size report if it has unreported
- * writes or an unreported read.  Returns true when a report was sent (done
- * runs later), false when there was nothing to do or no memory (done never
- * runs; *err says which). */
+ * writes or an unreported read.  Returns true when a report was sent, or
+ * f's writes are reported inside a SETATTR in flight (done runs later,
+ * once that ended); false when there was nothing to do or no memory (done
+ * never runs; *err says which).  A timer's report (from_timer) or one
+ * without done never waits for a SETATTR: it is not sent. */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg, int *err);
 

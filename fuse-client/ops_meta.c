@@ -10,6 +10,7 @@
  * reply.  open/create/flush/release live in ops_file.c, read/write in
  * ops_data.c, directories in ops_dir.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ struct mop {
 	} m;
 	Twinfs__Layout layout_pb;
 	struct fc_wb wb;         /* setattr: waits for earlier writes */
+	struct fc_report_set reports; /* setattr: carried inside it */
 	bool writes_landed;      /* setattr: it did */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 };
@@ -62,6 +64,7 @@ static void mop_cleanup(struct fc_op *op)
 {
 	struct mop *m = (struct mop *)op;
 
+	assert(m->reports.n == 0);
 	free(m->name);
 	free(m->name2);
 	free(m->value);
@@ -491,6 +494,7 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 {
 	struct mop *m = mc->arg;
 
+	fc_report_embed_done(m->op.cl, &m->reports, status);
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
 	 * cached ACLs when it sent us the SETATTR. */
 	if (status == 0 &&
@@ -525,10 +529,13 @@ static void setattr_run(struct fc_op *op)
 				 false, setattr_run))
 			return;
 	}
-	/* Earlier writes are reported first (fc_report_ino says why). */
+	/* Earlier writes are reported in the SETATTR itself, or, while
+	 * reports of them are in flight, before it (fc_report_ino says
+	 * why). */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
 		m->kind = REPORTED;
-		if (fc_report_ino(op->cl, m->ino, setattr_reported, m))
+		if (!fc_report_embed(op->cl, m->ino, &m->reports) &&
+		    fc_report_ino(op->cl, m->ino, setattr_reported, m))
 			return;
 	}
 	if (m->m.setattr.valid == 0) {
@@ -544,6 +551,8 @@ static void setattr_run(struct fc_op *op)
 		}
 	}
 	m->m.setattr.ino = m->ino;
+	m->m.setattr.n_reports = m->reports.n;
+	m->m.setattr.reports = m->reports.n ? m->reports.sr : NULL;
 	SEND(m, SETATTR, setattr, setattr_done);
 }
 

@@ -2,8 +2,9 @@
  * open files with unreported writes, the report sent on flush, fsync,
  * release and every FC_REPORT_INTERVAL_MS while dirty (proto/FORMAT.md
  * "Size, truncate, data_version"), and the final flush of every dirty file
- * at unmount.  Split out of ops_data.c, which calls it; everything here runs
- * on the loop thread.
+ * at unmount, and the reports a SETATTR of size or mtime carries inside it
+ * (fc_report_embed).  Split out of ops_data.c, which calls it; everything
+ * here runs on the loop thread.
  *
  * Lifetimes: struct fc_file is freed when its last reference goes (the
  * open's, or a write or report in flight: fc_file_put).
@@ -40,7 +41,7 @@ void fc_file_put(struct fc_client *cl, struct fc_file *f)
 
 /* ------------------------------------------------------- size reports */
 
-struct report {
+struct fc_report {
 	struct fc_client *cl;
 	struct fc_file *f;
 	struct fc_mgr_call mc;
@@ -130,27 +131,24 @@ void fc_file_accessed(struct fc_client *cl, struct fc_file *f)
 	tw_realtime(&f->atime_sec, &f->atime_nsec);
 }
 
-static void report_done(struct fc_mgr_call *mc, int status,
-			struct wire_msg *reply)
+/* The end of report r, sent alone (report_done) or inside a SETATTR
+ * (fc_report_embed_done): the file is clean up to r->gen if it landed. */
+static void report_end(struct fc_report *r, int status, bool log)
 {
-	struct report *r = mc->arg;
 	struct fc_client *cl = r->cl;
 	struct fc_file *f = r->f;
-	struct fc_attr a;
 
+	if (f->embedded == r)
+		f->embedded = NULL;
 	if (status == 0) {
-		if (fc_entry_from_reply(cl, reply, &a) == 0)
-			fc_inode_update(cl, &a, NULL);
 		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
 			f->reported_gen = r->gen;
 		if (!file_dirty(f))
 			dirty_remove(cl, f);
-	} else if (status != -EIO || !cl->stopping) {
+	} else if (log && (status != -EIO || !cl->stopping)) {
 		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
 			  f->ino, strerror(-status));
 	}
-	if (reply)
-		wire_msg_free(reply);
 	if (r->from_timer)
 		f->timer_report = false;
 	/* A failed atime-only report fails no flush or fsync. */
@@ -162,22 +160,31 @@ static void report_done(struct fc_mgr_call *mc, int status,
 	free(r);
 }
 
-bool fc_report_start(struct fc_client *cl, struct fc_file *f,
-			 bool from_timer, void (*done)(void *, int),
-			 void *arg, int *err)
+static void report_done(struct fc_mgr_call *mc, int status,
+			struct wire_msg *reply)
 {
-	struct report *r;
+	struct fc_report *r = mc->arg;
+	struct fc_attr a;
+
+	if (status == 0 && fc_entry_from_reply(r->cl, reply, &a) == 0)
+		fc_inode_update(r->cl, &a, NULL);
+	if (reply)
+		wire_msg_free(reply);
+	report_end(r, status, true);
+}
+
+/* A report of f's writes and reads so far, counted in flight for f->ino;
+ * NULL without memory. */
+static struct fc_report *report_new(struct fc_client *cl, struct fc_file *f,
+				    bool from_timer,
+				    void (*done)(void *, int), void *arg)
+{
+	struct fc_report *r = calloc(1, sizeof(*r));
 	uint32_t k;
 	size_t n = 0;
 
-	*err = 0;
-	if (!file_dirty(f) && !f->atime_pending)
-		return false;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		*err = -ENOMEM;
-		return false;
-	}
+	if (!r)
+		return NULL;
 	r->cl = cl;
 	r->f = f;
 	r->gen = f->write_gen;
@@ -214,15 +221,136 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	}
 	r->sr.n_blocks = n;
 	r->sr.blocks = n ? r->cbp : NULL;
+	return r;
+}
+
+/* Run done(arg, 0) once ino has no report in flight; false without
+ * memory. */
+static bool barrier_add(struct fc_client *cl, uint64_t ino,
+			void (*done)(void *arg, int status), void *arg)
+{
+	struct fc_report_barrier *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return false;
+	b->ino = ino;
+	b->done = done;
+	b->arg = arg;
+	b->next = cl->barriers;
+	cl->barriers = b;
+	return true;
+}
+
+/* A flush, fsync or release whose report rides in a SETATTR in flight. */
+struct embed_wait {
+	struct fc_client *cl;
+	struct fc_file *f;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+static void embed_wait_fire(void *arg, int status)
+{
+	struct embed_wait *w = arg;
+	int err;
+
+	(void)status;
+	/* If the SETATTR failed, the file is still dirty: report it now. */
+	if (!fc_report_start(w->cl, w->f, false, w->done, w->arg, &err))
+		w->done(w->arg, err);
+	fc_file_put(w->cl, w->f);
+	free(w);
+}
+
+bool fc_report_start(struct fc_client *cl, struct fc_file *f,
+			 bool from_timer, void (*done)(void *, int),
+			 void *arg, int *err)
+{
+	struct fc_report *r;
+
+	*err = 0;
+	if (!file_dirty(f) && !f->atime_pending)
+		return false;
+	if (f->embedded && f->embedded->gen == f->write_gen) {
+		/* These writes are reported inside a SETATTR in flight.  A
+		 * second report of them (wrote, the mtime of the last write)
+		 * could reach mgrd after it, a retransmission, and undo its
+		 * mtime: wait for it instead, then look again (a read's atime
+		 * goes out then). */
+		struct embed_wait *w;
+
+		if (from_timer || !done)
+			return false;
+		w = calloc(1, sizeof(*w));
+		if (!w || !barrier_add(cl, f->ino, embed_wait_fire, w)) {
+			free(w);
+			*err = -ENOMEM;
+			return false;
+		}
+		*w = (struct embed_wait){ cl, f, done, arg };
+		f->refs++;
+		return true;
+	}
+	r = report_new(cl, f, from_timer, done, arg);
+	if (!r) {
+		*err = -ENOMEM;
+		return false;
+	}
 	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
 		    &r->sr.ctx, NULL, 0, report_done, r);
 	return true;
 }
 
+bool fc_report_embed(struct fc_client *cl, uint64_t ino,
+		     struct fc_report_set *set)
+{
+	struct fc_file *f;
+	size_t n = 0;
+
+	set->n = 0;
+	/* Reports already on their way may be retransmitted after this
+	 * SETATTR: the caller waits for them (fc_report_ino) instead. */
+	if (tw_hmap_get(&cl->reports_inflight, ino))
+		return false;
+	for (f = cl->dirty_head; f; f = f->dirty_next)
+		if (f->ino == ino && (file_dirty(f) || f->atime_pending))
+			n++;
+	if (n > FC_REPORT_SET_MAX)
+		return false;
+	for (f = cl->dirty_head; f; f = f->dirty_next) {
+		struct fc_report *r;
+
+		if (f->ino != ino || (!file_dirty(f) && !f->atime_pending))
+			continue;
+		r = report_new(cl, f, false, NULL, NULL);
+		if (!r) {
+			fc_report_embed_done(cl, set, -ENOMEM);
+			return false;
+		}
+		f->embedded = r;
+		set->r[set->n] = r;
+		set->sr[set->n] = &r->sr;
+		set->n++;
+	}
+	return true;
+}
+
+void fc_report_embed_done(struct fc_client *cl, struct fc_report_set *set,
+			  int status)
+{
+	size_t i, n = set->n;
+
+	(void)cl;
+	set->n = 0;
+	/* Unlogged: the SETATTR's caller gets the error, and the files stay
+	 * dirty, to be reported again. */
+	for (i = 0; i < n; i++)
+		report_end(set->r[i], status, false);
+}
+
 bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		   void (*done)(void *arg, int status), void *arg)
 {
-	struct fc_report_barrier *b;
 	struct fc_file *f, *next;
 	int err;
 
@@ -233,15 +361,8 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 	}
 	if (!tw_hmap_get(&cl->reports_inflight, ino))
 		return false;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return false;  /* best effort: the SETATTR goes out now */
-	b->ino = ino;
-	b->done = done;
-	b->arg = arg;
-	b->next = cl->barriers;
-	cl->barriers = b;
-	return true;
+	/* Without memory, best effort: the SETATTR goes out now. */
+	return barrier_add(cl, ino, done, arg);
 }
 
 static void report_timer_cb(uv_timer_t *t)

@@ -604,35 +604,42 @@ static void h_setxattr(struct mgr_server *s, struct wire_conn *c,
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 }
 
+/* The op of a size report; -EINVAL if it is malformed. */
+static int report_op(const Twinfs__SizeReport *q, struct mgr_op *op)
+{
+	op->ino = q->ino;
+	op->size = q->size;
+	op->mtime.sec = q->mtime_sec;
+	op->mtime.nsec = q->mtime_nsec;
+	op->trunc_gen = q->trunc_gen;
+	op->wrote = q->wrote;
+	if (q->accessed) {
+		op->valid = MGR_REPORT_ACCESSED |
+			    (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op->atime.sec = q->atime_sec;
+		op->atime.nsec = q->atime_nsec;
+	}
+	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u ||
+	    q->atime_nsec >= 1000000000u)
+		return -EINVAL;
+	for (size_t i = 0; i < q->n_blocks; i++) {
+		op->cols[i] = q->blocks[i]->column;
+		op->blocks[i] = q->blocks[i]->blocks;
+	}
+	op->n_cols = (uint32_t)q->n_blocks;
+	return 0;
+}
+
 static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 			  struct wire_msg *m)
 {
 	const Twinfs__SizeReport *q = (const Twinfs__SizeReport *)m->body;
 	struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
-	int rc = 0;
+	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
 		return;
-	op.ino = q->ino;
-	op.size = q->size;
-	op.mtime.sec = q->mtime_sec;
-	op.mtime.nsec = q->mtime_nsec;
-	op.trunc_gen = q->trunc_gen;
-	op.wrote = q->wrote;
-	if (q->accessed) {
-		op.valid = MGR_REPORT_ACCESSED |
-			   (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
-		op.atime.sec = q->atime_sec;
-		op.atime.nsec = q->atime_nsec;
-	}
-	if (q->n_blocks > MGR_OP_MAX_COLS || q->mtime_nsec >= 1000000000u ||
-	    q->atime_nsec >= 1000000000u)
-		rc = -EINVAL;
-	for (size_t i = 0; rc == 0 && i < q->n_blocks; i++) {
-		op.cols[i] = q->blocks[i]->column;
-		op.blocks[i] = q->blocks[i]->blocks;
-	}
-	op.n_cols = rc == 0 ? (uint32_t)q->n_blocks : 0;
+	rc = report_op(q, &op);
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
 	/* fsync's report: DESIGN.md wants the size synced at mgrd before
@@ -643,6 +650,28 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 			mgr_srv_fatal(s, "sync", src);
 	}
 	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
+}
+
+/* A SETATTR's size reports (FORMAT.md "Size, truncate, data_version"):
+ * each applied and journaled as a SIZE_REPORT of its own, before the
+ * SETATTR.  A retransmission of the SETATTR is answered from the reply
+ * cache; one after a failure applies them again, which changes nothing
+ * but the ctime. */
+static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q)
+{
+	if (q->n_reports > WIRE_SETATTR_REPORTS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < q->n_reports; i++) {
+		struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
+		int rc = q->reports[i]->ino == q->ino
+			 ? report_op(q->reports[i], &op) : -EINVAL;
+
+		if (rc == 0)
+			rc = mgr_srv_internal(s, &op);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 /* O_APPEND across mounts (DESIGN.md "Client"): reserve q->length bytes at
@@ -807,6 +836,11 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 	if (q->atime_nsec >= 1000000000u || q->mtime_nsec >= 1000000000u ||
 	    q->ctime_nsec >= 1000000000u) {
 		mgr_srv_finish(s, c, &m->hdr, &op, -EINVAL, NULL);
+		return;
+	}
+	rc = setattr_reports(s, q);
+	if (rc < 0) {
+		mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 		return;
 	}
 	rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);

@@ -8,7 +8,8 @@
 #   - close-to-open: another mount sees every byte once close returned;
 #   - fsync: the other mount sees the data before the writer closes;
 #   - a truncate right after many small writes is not undone by them,
-#     nor an explicit mtime set right after them (tar x);
+#     nor an explicit mtime set right after them (tar x), also with two
+#     writers whose reports ride inside that SETATTR;
 #   - a write answered early that cannot land (both twins of its group
 #     down) fails the close, with EIO, instead of vanishing; closing an
 #     idle second handle of the file first does not take that error; of
@@ -126,6 +127,47 @@ os.utime(fd, ns=(0, 981173106000000000))
 os.write(fd, b"b" * 4096)
 os.close(fd)
 sys.exit(0 if os.stat(sys.argv[1]).st_mtime > time.time() - 600 else 1)
+EOF
+
+# 5b. The reports of every writer of the file ride inside the SETATTR of
+# an explicit mtime (proto/FORMAT.md); a second writer's close racing with
+# it waits for it.  The other mount sees both writers' bytes once futimens
+# returned (the first is still open), and the mtime set last.
+"$PY" - "$M/mt3" "$M2/mt3" "$(scale 80)" <<'EOF' && pass wbehind-mtime-two-writers || fail wbehind-mtime-two-writers "other mount saw less"
+import os, sys, threading, time
+p, p2, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+want = b"a" * 10240 + b"b" * 10240
+
+def closer(fd, delay, out):
+    # Close-to-open for the second writer while futimens may be in
+    # flight (the delays sweep its round trips).
+    time.sleep(delay)
+    os.close(fd)
+    with open(p2, "rb") as g:
+        out.append(g.read())
+
+for i in range(max(n, 16)):
+    fd1 = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    fd2 = os.open(p, os.O_WRONLY)
+    os.pwrite(fd1, b"a" * 10240, 0)
+    os.pwrite(fd2, b"b" * 10240, 10240)
+    seen = []
+    t = threading.Thread(target=closer, args=(fd2, (i % 8) * 0.0001, seen))
+    t.start()
+    os.utime(fd1, ns=(10**18, 981173106000000000 + i))
+    t.join()
+    if not seen or seen[0][10240:] != b"b" * 10240:
+        sys.exit("round %d: after close: %d bytes" % (
+            i, len(seen[0]) if seen else -1))
+    with open(p2, "rb") as g:
+        got = g.read()
+        mt = os.fstat(g.fileno()).st_mtime_ns
+    if got != want:
+        sys.exit("round %d: %d bytes, %d differ" % (
+            i, len(got), sum(x != y for x, y in zip(got, want))))
+    if mt != 981173106000000000 + i:
+        sys.exit("round %d: mtime %d" % (i, mt))
+    os.close(fd1)
 EOF
 
 check wbehind-sync ctl sync

@@ -57,7 +57,8 @@ Test(codec, header_malformed)
 	cr_assert_eq(wire_hdr_decode(b, &g), -EPROTO, #field " = " #value); \
 } while (0)
 	BAD(magic, 0x12345678);
-	BAD(version, 2);
+	BAD(version, WIRE_VERSION + 1);
+	BAD(version, WIRE_VERSION - 1);
 	BAD(version, 0);
 	BAD(type, 0);
 	BAD(type, 9);
