@@ -769,7 +769,7 @@ struct fc_report_set {
 /* Loop thread: the reports of every open file of ino with unreported
  * writes or reads, into *set, counted in flight until
  * fc_report_embed_done; while one is out, its file sends no report of the
- * same writes (a flush waits for the SETATTR instead).  False: ino has
+ * same writes (fc_report_start: a flush waits instead).  False: ino has
  * reports in flight already (fc_report_ino must wait for them), more dirty
  * files than FC_REPORT_SET_MAX, or no memory; *set is empty then. */
 bool fc_report_embed(struct fc_client *cl, uint64_t ino,
@@ -781,7 +781,8 @@ void fc_report_embed_done(struct fc_client *cl, struct fc_report_set *set,
 /* Loop thread (report.c): send f's size report if it has unreported
  * writes or an unreported read.  Returns true when a report was sent, or
  * f's writes are reported inside a SETATTR in flight (done runs later,
- * once that ended); false when there was nothing to do or no memory (done
+ * once the inode has no report in flight, and after a report of its own
+ * if that SETATTR failed); false when there was nothing to do or no memory (done
  * never runs; *err says which).  A timer's report (from_timer) or one
  * without done never waits for a SETATTR: it is not sent. */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,

@@ -45,6 +45,7 @@ struct mop {
 	Twinfs__Layout layout_pb;
 	struct fc_wb wb;         /* setattr: waits for earlier writes */
 	struct fc_report_set reports; /* setattr: carried inside it */
+	int report_rounds;       /* setattr: times it looked for reports */
 	bool writes_landed;      /* setattr: it did */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 };
@@ -504,13 +505,20 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 	attr_done(mc, status, reply);
 }
 
+/* Rounds of waiting for an inode's reports before a SETATTR goes out
+ * anyway (a report that keeps failing must not hold it for ever). */
+#define SETATTR_REPORT_ROUNDS 3
+
 static void setattr_reported(void *arg, int status)
 {
 	struct mop *m = arg;
 
-	/* A failed report is logged by the report itself; the SETATTR
-	 * still goes out (it is what the caller asked for). */
+	/* A failed report is logged by the report itself.  What we waited
+	 * for may have been another SETATTR carrying the reports, and it may
+	 * have failed: look again, so they ride in this one. */
 	(void)status;
+	if (m->report_rounds < SETATTR_REPORT_ROUNDS)
+		m->kind = 0;
 	setattr_run(&m->op);
 }
 
@@ -534,6 +542,7 @@ static void setattr_run(struct fc_op *op)
 	 * why). */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
 		m->kind = REPORTED;
+		m->report_rounds++;
 		if (!fc_report_embed(op->cl, m->ino, &m->reports) &&
 		    fc_report_ino(op->cl, m->ino, setattr_reported, m))
 			return;

@@ -145,9 +145,16 @@ static void report_end(struct fc_report *r, int status, bool log)
 			f->reported_gen = r->gen;
 		if (!file_dirty(f))
 			dirty_remove(cl, f);
-	} else if (log && (status != -EIO || !cl->stopping)) {
-		tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64 ": %s",
-			  f->ino, strerror(-status));
+	} else {
+		/* The next report carries the read's atime again. */
+		if (r->sr.accessed && !f->atime_pending) {
+			f->atime_pending = true;
+			f->atime_sec = r->sr.atime_sec;
+			f->atime_nsec = r->sr.atime_nsec;
+		}
+		if (log && (status != -EIO || !cl->stopping))
+			tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64
+				  ": %s", f->ino, strerror(-status));
 	}
 	if (r->from_timer)
 		f->timer_report = false;
@@ -275,8 +282,9 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 		/* These writes are reported inside a SETATTR in flight.  A
 		 * second report of them (wrote, the mtime of the last write)
 		 * could reach mgrd after it, a retransmission, and undo its
-		 * mtime: wait for it instead, then look again (a read's atime
-		 * goes out then). */
+		 * mtime: wait until the inode has no report in flight, that
+		 * SETATTR's included, then look again (a read's atime goes
+		 * out then). */
 		struct embed_wait *w;
 
 		if (from_timer || !done)

@@ -653,20 +653,24 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 }
 
 /* A SETATTR's size reports (FORMAT.md "Size, truncate, data_version"):
- * each applied and journaled as a SIZE_REPORT of its own, before the
- * SETATTR.  A retransmission of the SETATTR is answered from the reply
- * cache; one after a failure applies them again, which changes nothing
- * but the ctime. */
-static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q)
+ * checked together, then each applied and journaled as a SIZE_REPORT of
+ * its own, just before the SETATTR itself.  A retransmission of the
+ * SETATTR is answered from the reply cache.  After a failure, or a crash
+ * between these records and the SETATTR's, the client reports the same
+ * writes again: the size stays, mtime and ctime take the writes' time
+ * again and data_version counts them once more. */
+static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q,
+			   bool apply)
 {
-	if (q->n_reports > WIRE_SETATTR_REPORTS_MAX)
+	if (q->n_reports > WIRE_SETATTR_REPORTS_MAX ||
+	    (q->n_reports && !(q->valid & (MGR_SA_SIZE | MGR_SA_MTIME))))
 		return -EINVAL;
 	for (size_t i = 0; i < q->n_reports; i++) {
 		struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };
 		int rc = q->reports[i]->ino == q->ino
 			 ? report_op(q->reports[i], &op) : -EINVAL;
 
-		if (rc == 0)
+		if (rc == 0 && apply)
 			rc = mgr_srv_internal(s, &op);
 		if (rc < 0)
 			return rc;
@@ -838,20 +842,17 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 		mgr_srv_finish(s, c, &m->hdr, &op, -EINVAL, NULL);
 		return;
 	}
-	rc = setattr_reports(s, q);
-	if (rc < 0) {
-		mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
-		return;
-	}
-	rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);
+	rc = setattr_reports(s, q, false);
+	if (rc == 0)
+		rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);
+	if (rc == 0 && (q->valid & MGR_SA_SIZE) && q->size > (uint64_t)INT64_MAX)
+		rc = -EFBIG;
+	if (rc == 0)
+		rc = setattr_reports(s, q, true);
 	if (rc < 0 || !(q->valid & MGR_SA_SIZE)) {
 		if (rc == 0)
 			rc = mgr_op_apply(&s->st, &op);
 		reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
-		return;
-	}
-	if (q->size > (uint64_t)INT64_MAX) {
-		mgr_srv_finish(s, c, &m->hdr, &op, -EFBIG, NULL);
 		return;
 	}
 	in = mgr_ns_get(&s->st.ns, q->ino);

@@ -47,6 +47,12 @@ drop_caches
 "$PY" "$E2E_DIR/fa_check.py" seek "$M/fa" "$T" "$MB" &&
 	pass fa-seek-after-restart || fail fa-seek-after-restart "see the python output above"
 e2e_verify fa-verify-after-restart
-# Bad FALLOCATE / SEEK / APPEND_RESERVE requests: exact errno, no harm.
-run_checks "$PY" "$E2E_DIR/twire.py" space 127.0.0.1 "$TWINFS_PORT" $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER"
+# Bad FALLOCATE / SEEK / APPEND_RESERVE / SETATTR size reports: exact
+# errno, no harm.
+FA_FILE=$M/fa/grow   # a regular file
+FA_INO=$(stat -c %i "$FA_FILE")
+FA_STAT=$(stat -c '%F %s %a %Y' "$FA_FILE")
+run_checks "$PY" "$E2E_DIR/twire.py" space 127.0.0.1 "$TWINFS_PORT" $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER" "$FA_INO"
+drop_caches
+assert_eq fa-setattr-reports-no-harm "$FA_STAT" "$(stat -c '%F %s %a %Y' "$FA_FILE")"
 e2e_end

@@ -18,9 +18,10 @@ do not share a single line of code with the implementation they check.
         them, from two client sessions: malformed requests, grant, denial
         with the holder, F_GETLK, a parked wait answered -EINTR on cancel
         and 0 on unlock.  Needs an mgrd outside its lock grace.
-    twire.py space HOST MGRD_PORT IOD_PORT CLUSTER
-        invalid FALLOCATE, SEEK (iod) and APPEND_RESERVE (mgrd) requests
-        get their exact negative errno and the daemons go on serving.
+    twire.py space HOST MGRD_PORT IOD_PORT CLUSTER FILE_INO
+        invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
+        reports (mgrd; FILE_INO: a regular file's inode) get their exact
+        negative errno and the daemons go on serving.
 """
 import os
 import socket
@@ -437,7 +438,7 @@ def subfiles(host, port, cluster):
     c.close()
 
 
-def space(host, mgrd_port, iod_port, cluster):
+def space(host, mgrd_port, iod_port, cluster, file_ino):
     """FORMAT.md "FALLOCATE", "SEEK", "Appends": bad requests are refused
     with the errno the contract names; nothing else happens."""
     MSG_APPEND_RESERVE, MSG_FALLOCATE, MSG_SEEK = 45, 59, 60
@@ -461,9 +462,27 @@ def space(host, mgrd_port, iod_port, cluster):
         ("seek-bad-column", MSG_SEEK, f_varint(1, 5) + f_varint(2, 99) + f_varint(4, 3) + big_epoch, -EINVAL),
         ("seek-absent", MSG_SEEK, f_varint(1, 987654) + f_varint(4, 3) + big_epoch, 0),
     ]
+    # SETATTR's size reports (FORMAT.md "Size, truncate, data_version"):
+    # each one must name the SETATTR's ino, at most 8, only with SA_SIZE
+    # or SA_MTIME, and be a report mgrd would take alone (a directory has
+    # no size to report).  Each case would change regular file file_ino
+    # (mode, size, mtime 1970) or the root if it were taken.
+    MSG_SETATTR, SA_MODE, SA_MTIME = 12, 1, 32
+
+    def setattr(ino, valid, reports):
+        return (f_varint(2, ino) + f_varint(3, valid) + f_varint(4, 0o700) +
+                f_varint(10, 1) + b"".join(f_bytes(14, r) for r in reports))
+
+    def report(ino):
+        return f_varint(2, ino) + f_varint(3, 100) + f_varint(8, 1)
+
     mgrd_cases = [
         ("append-unknown-ino", MSG_APPEND_RESERVE, f_varint(2, 987654) + f_varint(3, 10), -ESTALE),
         ("append-directory", MSG_APPEND_RESERVE, f_varint(2, 1) + f_varint(3, 10), -EISDIR),
+        ("setattr-report-other-ino", MSG_SETATTR, setattr(file_ino, SA_MTIME, [report(987654)]), -EINVAL),
+        ("setattr-report-without-mtime", MSG_SETATTR, setattr(file_ino, SA_MODE, [report(file_ino)]), -EINVAL),
+        ("setattr-9-reports", MSG_SETATTR, setattr(file_ino, SA_MTIME, [report(file_ino)] * 9), -EINVAL),
+        ("setattr-report-directory", MSG_SETATTR, setattr(1, SA_MTIME, [report(1)]), -EINVAL),
     ]
     for port, cases in ((iod_port, iod_cases), (mgrd_port, mgrd_cases)):
         c = Conn(host, port)
@@ -502,7 +521,7 @@ def main(argv):
         return 1 if locks(host, port, cluster) else 0
     if cmd == "space":
         try:
-            return 1 if space(host, port, int(argv[4]), argv[5]) else 0
+            return 1 if space(host, port, int(argv[4]), argv[5], int(argv[6])) else 0
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
             print("FAIL space: %s: %s" % (type(e).__name__, e))
             return 1

@@ -4,8 +4,9 @@
  * mtime and write flag; they count as reports in flight until the SETATTR
  * ends; meanwhile no timer report and no second report of the same
  * writes goes out, and a flush waits for the SETATTR instead; success
- * makes the handles clean, failure leaves them dirty; reports already in
- * flight or too many handles fall back to reports sent ahead. */
+ * makes the handles clean, failure leaves them dirty (and a read's atime
+ * pending); reports already in flight or too many handles fall back to
+ * reports sent ahead. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -180,8 +181,14 @@ Test(client_report, failure_leaves_the_writes_dirty)
 	struct fc_file *f = file_new(cl, 11, 2, 4096);
 	struct fc_report_set set;
 
+	f->atime_pending = true;
+	f->atime_sec = 77;
 	cr_assert(fc_report_embed(cl, 11, &set));
+	cr_assert(set.sr[0]->accessed);
+	cr_assert(!f->atime_pending);
 	fc_report_embed_done(cl, &set, -EIO);
+	cr_assert(f->atime_pending && f->atime_sec == 77,
+		  "the read's atime goes out with the next report");
 	cr_assert(dirty(f));
 	cr_assert(f->on_dirty_list, "reported again later");
 	cr_assert_null(f->embedded);
