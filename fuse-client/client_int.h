@@ -373,8 +373,8 @@ struct fc_client {
 	/* write-behind (wbehind.c) */
 	struct fc_wb *wb_held;             /* [loop] writes in flight */
 	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
-	unsigned wb_ops;                   /* [loop] answered, not landed */
-	size_t wb_bytes;                   /* [loop] their bytes */
+	atomic_uint wb_ops;                /* [atomic] answered, not landed */
+	atomic_size_t wb_bytes;            /* [atomic] their bytes */
 	/* [loop] ino -> the latest failed write-behind of the inode:
 	 * seq << 16 | errno (wbehind.c); seqs from wb_err_seq, never 0 */
 	struct tw_hmap wb_errs;
@@ -424,6 +424,11 @@ int fc_loop_start(struct fc_client *cl);
 void fc_loop_stop(struct fc_client *cl);
 /* Any thread: hand op to the loop thread. */
 void fc_loop_submit(struct fc_client *cl, struct fc_op *op);
+/* FUSE worker: hand a write op to the loop thread and answer its request
+ * with count written, in that order as the application sees it; the op
+ * goes on without a request (wbehind.c).  fuse_reply_write's result. */
+int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
+			   size_t count);
 /* Allocate a zeroed op of `size` bytes (>= sizeof(struct fc_op)), with the
  * request's context captured.  req may be NULL (internal op).  Returns NULL
  * on ENOMEM (then the caller replies ENOMEM itself). */
@@ -547,6 +552,11 @@ bool fc_wb_enter(struct fc_client *cl, struct fc_wb *w, struct fc_op *op,
 /* A write holding w may be answered before it lands (within the caps):
  * true, and it counts as write-behind until released. */
 bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes);
+/* Any thread: take one early answer of `bytes` from the caps (false: over
+ * them).  The write's w takes it over with fc_wb_adopt once it holds its
+ * range. */
+bool fc_wb_reserve(struct fc_client *cl, size_t bytes);
+void fc_wb_adopt(struct fc_wb *w, size_t bytes);
 /* The op holding w ended: err 0, or the positive errno the application
  * would have seen (kept for the next flush/fsync/release when w was
  * answered early).  No-op when w holds nothing.  May run waiters. */

@@ -63,6 +63,7 @@ struct dop {
 	bool keep_size;          /* DOP_ALLOC, DOP_ZERO: FALLOC_FL_KEEP_SIZE */
 	bool append;             /* O_APPEND: offset reserved at mgrd */
 	bool writepage;          /* write: page-cache writeback */
+	bool early;              /* write: answered by the FUSE worker */
 	int flags;               /* write: the descriptor's flags now */
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */

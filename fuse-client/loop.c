@@ -71,6 +71,28 @@ void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
 	uv_async_send(&cl->async);
 }
 
+int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
+			   size_t count)
+{
+	int rc;
+
+	assert(op->req);
+	/* The answer goes out under the queue's lock: whatever the
+	 * application sends after it is queued after this op. */
+	pthread_mutex_lock(&cl->queue_lock);
+	op->next = NULL;
+	if (cl->q_tail)
+		cl->q_tail->next = op;
+	else
+		cl->q_head = op;
+	cl->q_tail = op;
+	rc = fuse_reply_write(op->req, count);
+	op->req = NULL;
+	pthread_mutex_unlock(&cl->queue_lock);
+	uv_async_send(&cl->async);
+	return rc;
+}
+
 bool fc_op_interrupted(const struct fc_op *op)
 {
 	return atomic_load(&((struct fc_op *)op)->interrupted) != 0;

@@ -783,6 +783,10 @@ static void write_start(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	/* Answered by the worker (fc_write): it holds its range now. */
+	if (d->early && !d->wb.behind)
+		fc_wb_adopt(&d->wb, d->size);
+
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
 	if (d->append && d->size > 0)
@@ -824,6 +828,26 @@ static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
 	return d;
 }
 
+/* Write-behind answered on the FUSE worker (wbehind.c), which spares the
+ * application the wait for the loop thread to wake: the writes
+ * maybe_behind would answer early, when this client has the inode's
+ * attributes, so that the size the write makes is noted before the
+ * application sees the answer (a stat must not shrink it), and within the
+ * caps. */
+static bool early_ok(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	struct fc_attr a;
+
+	if (d->size == 0 || d->append || d->writepage ||
+	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
+	    (d->f->flags & (O_DIRECT | O_DSYNC)) ||
+	    !fc_inode_get(cl, d->ino, &a, NULL) || !fc_wb_reserve(cl, d->size))
+		return false;
+	fc_inode_note_write(cl, d->ino, d->off + d->size, a.trunc_gen);
+	return true;
+}
+
 void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi)
 {
@@ -849,6 +873,11 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		}
 		/* The reference on d->f is taken on the loop thread
 		 * (write_run); fc_dop_submit() frees a failed op without cleanup. */
+	}
+	if (d && d->buf && early_ok(d)) {
+		d->early = true;
+		fc_loop_submit_written(d->op.cl, &d->op, size);
+		return;
 	}
 	fc_dop_submit(req, d, d && d->buf);
 }

@@ -32,11 +32,17 @@
  *     early at a time; past that a write is answered when it lands, which
  *     throttles the writer.
  * O_DIRECT, O_SYNC, O_DSYNC, O_APPEND and page-cache writeback (writepage)
- * are never answered early; the caller decides (ops_data.c).
+ * are never answered early; the caller decides (ops_data.c).  A write is
+ * answered either on the loop once it holds its range (fc_wb_detach), or
+ * by the FUSE worker as it hands the write to the loop (fc_wb_reserve, and
+ * fc_wb_adopt once held): the handoff queue is FIFO and the answer goes
+ * out under its lock, so every later request of the application enters
+ * the order after the write.
  *
- * Everything here runs on the loop thread.  Held ranges and waiters are
- * short lists (bounded by the caps and the kernel's requests in flight), so
- * they are scanned linearly.
+ * Everything here runs on the loop thread, except fc_wb_reserve (any
+ * thread: the caps are atomic).  Held ranges and waiters are short lists
+ * (bounded by the caps and the kernel's requests in flight), so they are
+ * scanned linearly.
  */
 #include <assert.h>
 #include <errno.h>
@@ -144,16 +150,34 @@ static void wake(struct fc_client *cl)
 	}
 }
 
-bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
+bool fc_wb_reserve(struct fc_client *cl, size_t bytes)
+{
+	/* Two counters, each taken then given back when over: a racing
+	 * reservation may fail needlessly, never pass the caps. */
+	if (atomic_fetch_add(&cl->wb_ops, 1) >= FC_WB_MAX_OPS) {
+		atomic_fetch_sub(&cl->wb_ops, 1);
+		return false;
+	}
+	if (atomic_fetch_add(&cl->wb_bytes, bytes) + bytes > FC_WB_MAX_BYTES) {
+		atomic_fetch_sub(&cl->wb_bytes, bytes);
+		atomic_fetch_sub(&cl->wb_ops, 1);
+		return false;
+	}
+	return true;
+}
+
+void fc_wb_adopt(struct fc_wb *w, size_t bytes)
 {
 	assert(w->held && !w->behind);
-	if (cl->wb_ops >= FC_WB_MAX_OPS ||
-	    cl->wb_bytes + bytes > FC_WB_MAX_BYTES)
-		return false;
 	w->behind = true;
 	w->bytes = bytes;
-	cl->wb_ops++;
-	cl->wb_bytes += bytes;
+}
+
+bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
+{
+	if (!fc_wb_reserve(cl, bytes))
+		return false;
+	fc_wb_adopt(w, bytes);
 	return true;
 }
 
@@ -179,9 +203,10 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 		w->next->prev = w->prev;
 	w->held = false;
 	if (w->behind) {
-		assert(cl->wb_ops > 0 && cl->wb_bytes >= w->bytes);
-		cl->wb_ops--;
-		cl->wb_bytes -= w->bytes;
+		assert(atomic_load(&cl->wb_ops) > 0 &&
+		       atomic_load(&cl->wb_bytes) >= w->bytes);
+		atomic_fetch_sub(&cl->wb_ops, 1);
+		atomic_fetch_sub(&cl->wb_bytes, w->bytes);
 		if (err)
 			note_err(cl, w->ino, err);
 		w->behind = false;

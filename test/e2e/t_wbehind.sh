@@ -2,7 +2,8 @@
 # t_wbehind.sh - write-behind (fuse-client/wbehind.c): buffered writes are
 # answered before they land, and nothing a user can observe may change.
 #   - a writer reads its own writes back before close, also after the
-#     kernel dropped its cached pages (the reads reach the client);
+#     kernel dropped its cached pages (the reads reach the client), and
+#     stat shows its size while the kernel asks for attributes again;
 #   - overlapping rewrites land in order (a local reference file gets the
 #     same operations; both must be byte-identical, on both mounts);
 #   - close-to-open: another mount sees every byte once close returned;
@@ -104,6 +105,24 @@ import sys
 d = open('$M2/tr', 'rb').read()
 sys.exit(0 if d == b'z' * 1000 + bytes(2000) else 1)" &&
 	pass wbehind-truncate-content || fail wbehind-truncate-content "bytes past the truncate came back"
+
+# 4b. A writer's own size never goes back: the kernel asks for the
+# attributes again every second (attr_timeout) while writes answered early
+# have not landed or been reported; stat must show every byte written.
+"$PY" - "$M/grow" <<'EOF' && pass wbehind-size-never-shrinks || fail wbehind-size-never-shrinks "stat showed less than written"
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+total, end = 0, time.time() + 2.5
+while time.time() < end:
+    os.write(fd, b"g" * 10240)
+    total += 10240
+    st = os.fstat(fd).st_size
+    if st != total:
+        sys.exit("fstat %d after writing %d" % (st, total))
+    if os.stat(sys.argv[1]).st_size != total:
+        sys.exit("stat %d after writing %d" % (os.stat(sys.argv[1]).st_size, total))
+os.close(fd)
+EOF
 
 # 5. An explicit mtime right after writes (tar x does it on every file)
 # stays, although the writes may land after it; a later write moves it.

@@ -3,7 +3,7 @@
  * run in the order they entered; a read waits for the writes of its range
  * only; a whole-file wait (flush, fsync) waits for every write of the inode
  * and nothing else; waiters keep FIFO order among themselves; the caps on
- * early answers hold; the error of a failed early write is reported once;
+ * early answers hold, also for the FUSE worker's reservations; the error of a failed early write is reported once;
  * and a random model check compares every start with a reference rule. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -191,6 +191,41 @@ Test(client_wbehind, caps_and_errors)
 		cr_assert_eq(fc_wb_take_err(cl, &fa), 5);
 		cr_assert_eq(fc_wb_take_err(cl, &late), 5);
 		cr_assert_eq(fc_wb_take_err(cl, &late), 0);
+	}
+	client_free(cl);
+}
+
+/* Writes answered by the FUSE worker reserve from the same caps before
+ * they enter the order; each one is given back when the write that
+ * adopted it ends, with its error kept as for any early answer. */
+Test(client_wbehind, worker_reservations_share_the_caps)
+{
+	struct fc_client *cl = client_new();
+	struct fc_file f = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	struct top t, u;
+	int i;
+
+	for (i = 0; i < FC_WB_MAX_OPS - 1; i++)
+		cr_assert(fc_wb_reserve(cl, 4096), "reservation %d", i);
+	cr_assert(!fc_wb_reserve(cl, FC_WB_MAX_BYTES), "bytes over the cap");
+	cr_assert_eq(cl->wb_ops, FC_WB_MAX_OPS - 1, "a refused one gives back");
+	cr_assert(fc_wb_reserve(cl, 4096));
+	cr_assert(!fc_wb_reserve(cl, 1), "ops over the cap");
+	enter(cl, &t, 1, 9, 0, 4096, true);
+	cr_assert(!fc_wb_detach(cl, &t.wb, 4096), "the loop's answer too");
+	/* The first reserved write enters, holds and adopts its share. */
+	fc_wb_adopt(&t.wb, 4096);
+	fc_wb_release(cl, &t.wb, 5 /* EIO */);
+	cr_assert_eq(cl->wb_ops, FC_WB_MAX_OPS - 1);
+	cr_assert_eq(fc_wb_take_err(cl, &f), 5, "the error is kept");
+	enter(cl, &u, 2, 9, 0, 4096, true);
+	cr_assert(fc_wb_detach(cl, &u.wb, 4096), "room again");
+	fc_wb_release(cl, &u.wb, 0);
+	/* Give back the others as their writes would. */
+	for (i = 0; i < FC_WB_MAX_OPS - 1; i++) {
+		enter(cl, &t, 3 + i, 9, 0, 4096, true);
+		fc_wb_adopt(&t.wb, 4096);
+		fc_wb_release(cl, &t.wb, 0);
 	}
 	client_free(cl);
 }
