@@ -56,17 +56,23 @@ void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
 	return op;
 }
 
-void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
+/* Append op to the handoff queue; queue_lock held. */
+static void queue_locked(struct fc_client *cl, struct fc_op *op)
 {
-	if (op->req)
-		fuse_req_interrupt_func(op->req, interrupt_cb, op);
-	pthread_mutex_lock(&cl->queue_lock);
 	op->next = NULL;
 	if (cl->q_tail)
 		cl->q_tail->next = op;
 	else
 		cl->q_head = op;
 	cl->q_tail = op;
+}
+
+void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
+{
+	if (op->req)
+		fuse_req_interrupt_func(op->req, interrupt_cb, op);
+	pthread_mutex_lock(&cl->queue_lock);
+	queue_locked(cl, op);
 	pthread_mutex_unlock(&cl->queue_lock);
 	uv_async_send(&cl->async);
 }
@@ -80,12 +86,7 @@ int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
 	/* The answer goes out under the queue's lock: whatever the
 	 * application sends after it is queued after this op. */
 	pthread_mutex_lock(&cl->queue_lock);
-	op->next = NULL;
-	if (cl->q_tail)
-		cl->q_tail->next = op;
-	else
-		cl->q_head = op;
-	cl->q_tail = op;
+	queue_locked(cl, op);
 	rc = fuse_reply_write(op->req, count);
 	op->req = NULL;
 	pthread_mutex_unlock(&cl->queue_lock);
