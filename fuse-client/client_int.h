@@ -373,8 +373,10 @@ struct fc_client {
 	/* write-behind (wbehind.c) */
 	struct fc_wb *wb_held;             /* [loop] writes in flight */
 	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
-	atomic_uint wb_ops;                /* [atomic] answered, not landed */
-	atomic_size_t wb_bytes;            /* [atomic] their bytes */
+	/* [atomic] writes answered (or reserved to be, fc_wb_reserve) and not
+	 * landed, and their bytes */
+	atomic_uint wb_ops;
+	atomic_size_t wb_bytes;
 	/* [loop] ino -> the latest failed write-behind of the inode:
 	 * seq << 16 | errno (wbehind.c); seqs from wb_err_seq, never 0 */
 	struct tw_hmap wb_errs;
@@ -556,6 +558,7 @@ bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes);
  * them).  The write's w takes it over with fc_wb_adopt once it holds its
  * range. */
 bool fc_wb_reserve(struct fc_client *cl, size_t bytes);
+void fc_wb_unreserve(struct fc_client *cl, size_t bytes);
 void fc_wb_adopt(struct fc_wb *w, size_t bytes);
 /* The op holding w ended: err 0, or the positive errno the application
  * would have seen (kept for the next flush/fsync/release when w was
@@ -651,6 +654,10 @@ bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
 /* A write [.., end) under trunc_gen completed: raise the local size. */
 void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
 			 uint64_t trunc_gen);
+/* The same for a write answered now, under the cached trunc_gen; false
+ * (nothing noted) unless ino is a cached regular file with a layout, as
+ * a write needs. */
+bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end);
 /* Absence cache for the xattr names the kernel asks for all the time:
  * security.capability (before every write) and security.selinux (ls -l).
  * fc_xattr_cache_index: the name's bit, or -1 when it is not cached. */
@@ -667,16 +674,16 @@ void fc_inode_set_new_file(struct fc_client *cl, uint64_t ino);
 uint64_t fc_merge_size(uint64_t attr_size, uint64_t attr_gen,
 		       uint64_t local_size, uint64_t local_gen);
 
-/* ----------------------------------------------------------- ops_*.c */
-
-extern const struct fuse_lowlevel_ops fc_ops;
-
 /* The attributes of an Entry reply (-EIO if it is not one); also stores
  * its parent_attr (fc_parent_from_reply). */
 int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
 			struct fc_attr *a);
 /* Store an Entry reply's parent_attr, if any (fc_inode_update_fresh). */
 void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply);
+
+/* ----------------------------------------------------------- ops_*.c */
+
+extern const struct fuse_lowlevel_ops fc_ops;
 
 /* Send the size reports of every dirty open file of `ino` and wait until
  * every report of `ino` in flight, these and earlier ones still being

@@ -366,6 +366,31 @@ void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)
 	pthread_mutex_unlock(&cl->ino_lock);
 }
 
+int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
+			struct fc_attr *a)
+{
+	const Twinfs__Entry *e;
+
+	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
+		return -EIO;
+	e = (const void *)reply->body;
+	fc_parent_from_reply(cl, reply);
+	return fc_attr_from_pb(e->attr, a);
+}
+
+void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply)
+{
+	const Twinfs__Entry *e;
+	struct fc_attr p;
+
+	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
+		return;
+	e = (const void *)reply->body;
+	if (e->parent_attr && fc_attr_from_pb(e->parent_attr, &p) == 0 &&
+	    S_ISDIR(p.mode))
+		fc_inode_update_fresh(cl, &p, NULL);
+}
+
 bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
 		  uint64_t *size)
 {
@@ -385,6 +410,16 @@ bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
 	return in != NULL;
 }
 
+static void note_write_locked(struct fc_inode *in, uint64_t end)
+{
+	if (in->local_gen != in->attr.trunc_gen) {
+		in->local_gen = in->attr.trunc_gen;
+		in->local_size = 0;
+	}
+	if (end > in->local_size)
+		in->local_size = end;
+}
+
 void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
 			 uint64_t trunc_gen)
 {
@@ -392,15 +427,23 @@ void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, ino);
-	if (in && trunc_gen == in->attr.trunc_gen) {
-		if (in->local_gen != trunc_gen) {
-			in->local_gen = trunc_gen;
-			in->local_size = 0;
-		}
-		if (end > in->local_size)
-			in->local_size = end;
-	}
+	if (in && trunc_gen == in->attr.trunc_gen)
+		note_write_locked(in, end);
 	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end)
+{
+	struct fc_inode *in;
+	bool ok;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	ok = in && S_ISREG(in->attr.mode) && in->attr.has_layout;
+	if (ok)
+		note_write_locked(in, end);
+	pthread_mutex_unlock(&cl->ino_lock);
+	return ok;
 }
 
 static const char *const cached_xattrs[] = {

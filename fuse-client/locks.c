@@ -66,7 +66,41 @@ struct lop {
 	struct lop *wnext;            /* fc_locks.waiting */
 	bool cancel_sent;
 	unsigned local_retries;       /* LOP_SET: see set_mgr_cb */
+	struct fc_wb wb;              /* unlock: waits for earlier writes */
+	bool writes_landed;           /* ... and did */
+	bool reported;                /* ... and their size reports */
+	fc_op_fn resume;              /* ... then this step runs again */
 };
+
+static void unlock_reported(void *arg, int status)
+{
+	struct lop *l = arg;
+
+	(void)status;   /* a failed report is logged by the report */
+	l->resume(&l->op);
+}
+
+/* An unlock publishes this mount's writes to the file, as NFS's does:
+ * whoever takes the lock next, on any mount, reads them and the size they
+ * made.  So every earlier write lands first, also those answered early
+ * (wbehind.c), and the file's size reports reach mgrd.  True: go on now;
+ * false: run(op) again once that is done. */
+static bool unlock_after_writes(struct lop *l, fc_op_fn run)
+{
+	if (!l->writes_landed) {
+		l->writes_landed = true;
+		if (!fc_wb_enter(l->op.cl, &l->wb, &l->op, l->ino, 0,
+				 UINT64_MAX, false, run))
+			return false;
+	}
+	if (!l->reported) {
+		l->reported = true;
+		l->resume = run;
+		if (fc_report_ino(l->op.cl, l->ino, unlock_reported, l))
+			return false;
+	}
+	return true;
+}
 
 static struct fc_locks *locks_get(struct fc_client *cl)
 {
@@ -285,6 +319,8 @@ static void set_run(struct fc_op *op)
 		fc_op_reply_err(op, EINTR);
 		return;
 	}
+	if (l->want.type == TW_LK_UNLCK && !unlock_after_writes(l, set_run))
+		return;
 	lock_pb(l);
 	if (!l->wait) {
 		fc_mgr_send(cl, &l->mc, TWINFS__MSG_TYPE__MSG_LOCK,
@@ -523,6 +559,8 @@ static void drop_run(struct fc_op *op)
 		pass_on(l);
 		return;
 	}
+	if (!unlock_after_writes(l, drop_run))
+		return;
 	twinfs__lock_drop__init(&l->drop);
 	l->drop.ino = l->ino;
 	l->drop.by_file = l->kind == LOP_RELEASE;

@@ -10,7 +10,8 @@
  * callback, later) and the orderly stop of the loop.
  *
  * Interrupts: fc_loop_submit registers an interrupt callback that only sets
- * op->interrupted.  Before replying, fc_op_reply_*() re-registers NULL,
+ * op->interrupted (a write answered by the worker, fc_loop_submit_written,
+ * has no request to interrupt).  Before replying, fc_op_reply_*() re-registers NULL,
  * which takes libfuse's per-request lock and so waits out a running
  * callback; after that nothing can touch the op, and it is freed.
  */
@@ -80,18 +81,18 @@ void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
 int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
 			   size_t count)
 {
-	int rc;
+	fuse_req_t req = op->req;
 
-	assert(op->req);
-	/* The answer goes out under the queue's lock: whatever the
-	 * application sends after it is queued after this op. */
+	assert(req);
+	/* Queued before the answer: whatever the application sends after
+	 * it is queued after this op.  From the unlock on the op is the
+	 * loop's (and may be gone). */
+	op->req = NULL;
 	pthread_mutex_lock(&cl->queue_lock);
 	queue_locked(cl, op);
-	rc = fuse_reply_write(op->req, count);
-	op->req = NULL;
 	pthread_mutex_unlock(&cl->queue_lock);
 	uv_async_send(&cl->async);
-	return rc;
+	return fuse_reply_write(req, count);
 }
 
 bool fc_op_interrupted(const struct fc_op *op)
@@ -117,8 +118,8 @@ static void disarm(struct fc_op *op)
 		fuse_req_interrupt_func(op->req, NULL, NULL);
 }
 
-/* An op answered early (fc_op_reply_early_write) has no request left:
- * its final "reply" only frees it. */
+/* An op answered early (fc_op_reply_early_write, fc_loop_submit_written)
+ * has no request left: its final "reply" only frees it. */
 #define REPLY(op, call) do {                     \
 		int rc_ = 0;                     \
 		disarm(op);                      \

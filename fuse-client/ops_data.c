@@ -37,12 +37,14 @@
  * one fuse_reply_iov (read_reply).  1 MiB through memcpy costs about as
  * much CPU as the kernel's own copy of it into the socket.
  *
- * Write-behind (wbehind.c): a buffered write is answered once its pieces
- * are known (maybe_behind), within caps; every data op first takes its
- * place in the inode's order (fc_wb_enter): writes and fallocate hold
- * their range until write_end, reads wait for the writes of their range,
- * flush/fsync/release (after_writes) for all of the inode's, and return
- * the error of a failed early-answered write.
+ * Write-behind (wbehind.c): a buffered write is answered by the FUSE
+ * worker as it is handed to the loop (early_ok), or else by the loop once
+ * its pieces are known (maybe_behind), within caps; every data op first
+ * takes its place in the inode's order (fc_wb_enter): writes and
+ * fallocate hold their range until write_end, reads wait for the writes
+ * of their range, flush/fsync/release (after_writes) and unlocks
+ * (locks.c) for all of the inode's, and flush/fsync/release return the
+ * error of a failed early-answered write.
  *
  * Size reports (SIZE_REPORT) go out on flush, fsync, release and every
  * second while a file has unreported writes (FORMAT.md "Size, truncate");
@@ -618,6 +620,12 @@ static void write_issue(struct fc_op *op)
 		refresh(d, !cl->have_map, write_issue);
 		return;
 	}
+	/* Answered by the worker under the trunc_gen it had then: the size
+	 * is ours under the one the write goes out with too (a truncate by
+	 * another mount may have come in between). */
+	if (d->early)
+		fc_inode_note_write(cl, d->ino, d->off + d->size,
+				    d->attr.trunc_gen);
 	if (!d->pieces && d->kind != DOP_WRITE) {
 		if (space_pieces(d) < 0) {
 			write_end(d, ENOMEM);
@@ -837,14 +845,17 @@ static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
 static bool early_ok(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
-	struct fc_attr a;
 
 	if (d->size == 0 || d->append || d->writepage ||
 	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)) ||
-	    !fc_inode_get(cl, d->ino, &a, NULL) || !fc_wb_reserve(cl, d->size))
+	    !fc_wb_reserve(cl, d->size))
 		return false;
-	fc_inode_note_write(cl, d->ino, d->off + d->size, a.trunc_gen);
+	/* Reserved first: a note cannot be taken back. */
+	if (!fc_inode_note_write_now(cl, d->ino, d->off + d->size)) {
+		fc_wb_unreserve(cl, d->size);
+		return false;
+	}
 	return true;
 }
 

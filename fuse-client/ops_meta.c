@@ -109,31 +109,6 @@ static void submit_or_enomem(fuse_req_t req, struct mop *m, bool ok)
 	fc_loop_submit(m->op.cl, &m->op);
 }
 
-int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
-			struct fc_attr *a)
-{
-	const Twinfs__Entry *e;
-
-	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
-		return -EIO;
-	e = (const void *)reply->body;
-	fc_parent_from_reply(cl, reply);
-	return fc_attr_from_pb(e->attr, a);
-}
-
-void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply)
-{
-	const Twinfs__Entry *e;
-	struct fc_attr p;
-
-	if (!reply || reply->body->descriptor != &twinfs__entry__descriptor)
-		return;
-	e = (const void *)reply->body;
-	if (e->parent_attr && fc_attr_from_pb(e->parent_attr, &p) == 0 &&
-	    S_ISDIR(p.mode))
-		fc_inode_update_fresh(cl, &p, NULL);
-}
-
 /* ---------------------------------------------------------------- init */
 
 void fc_init(void *userdata, struct fuse_conn_info *conn)

@@ -1,9 +1,10 @@
 /* wbehind.c - write-behind and the ordering of data operations on one
  * inode (DESIGN.md "Client": write-behind).
  *
- * A buffered write(2) is answered as soon as its data is copied and its
- * pieces are on their way to the iods; the application goes on while the
- * twins journal it.  What that must not change:
+ * A buffered write(2) is answered as soon as its data is copied and
+ * queued for the loop thread (or, past the worker's checks, once its
+ * pieces are on their way to the iods); the application goes on while
+ * the twins journal it.  What that must not change:
  *   - Order.  Every write (and fallocate) holds its byte range from the
  *     moment it passes fc_wb_enter until it ends (fc_wb_release).  An
  *     operation whose range overlaps a held range, or a range that an
@@ -164,6 +165,12 @@ bool fc_wb_reserve(struct fc_client *cl, size_t bytes)
 		return false;
 	}
 	return true;
+}
+
+void fc_wb_unreserve(struct fc_client *cl, size_t bytes)
+{
+	atomic_fetch_sub(&cl->wb_bytes, bytes);
+	atomic_fetch_sub(&cl->wb_ops, 1);
 }
 
 void fc_wb_adopt(struct fc_wb *w, size_t bytes)

@@ -4,7 +4,8 @@
 # mounts (F_SETLK EAGAIN, F_GETLK reports the holder with pid 0 from the
 # other mount and the holder's pid from its own), F_SETLKW waits and gets
 # the lock on unlock, close and holder exit, deadlocks across mounts give
-# EDEADLK, flock and OFD locks conflict across mounts, a waiter killed by
+# EDEADLK, an unlock publishes the holder's writes to the next holder on
+# another mount, flock and OFD locks conflict across mounts, a waiter killed by
 # SIGKILL or interrupted by SIGINT leaves nothing behind, a held lock
 # survives an mgrd restart (re-claimed in the grace period), and killing a
 # client's twinfs process releases its locks when its session expires.
@@ -107,6 +108,35 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12; do bg_stop "m$i"; done
 bg_stop w1
 assert_eq exit-releases ok "$(probe "$M/f" posix try wr 0 0)"
 bg_stop h1
+
+# An unlock publishes the holder's writes, as NFS's does: the next holder,
+# on the other mount, reads every byte and the size, while the writer
+# keeps the file open (no close-to-open to rely on).
+"$PY" - "$M/pub" "$M2/pub" <<'EOF' && pass unlock-publishes-writes || fail unlock-publishes-writes "the next holder saw less"
+import fcntl, os, struct, sys
+a, b = sys.argv[1], sys.argv[2]
+def lk(fd, t, wait=True):
+    fcntl.fcntl(fd, fcntl.F_SETLKW if wait else fcntl.F_SETLK,
+                struct.pack("@hhqqi4x", t, os.SEEK_SET, 0, 0, 0))
+fd = os.open(a, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+unit = 16 * 10240   # 40 pages: rounds never share a page
+for r in range(20):
+    lk(fd, fcntl.F_WRLCK)
+    data = bytes([65 + r]) * 10240
+    for i in range(16):
+        os.pwrite(fd, data, r * unit + i * 10240)
+    lk(fd, fcntl.F_UNLCK, False)
+    g = os.open(b, os.O_RDWR)
+    lk(g, fcntl.F_WRLCK)
+    got = os.pread(g, unit, r * unit)
+    size = os.fstat(g).st_size
+    lk(g, fcntl.F_UNLCK, False)
+    os.close(g)
+    if got != data * 16 or size != (r + 1) * unit:
+        sys.exit("round %d: %d bytes read, %d right, size %d" % (
+            r, len(got), sum(x == y for x, y in zip(got, data * 16)), size))
+os.close(fd)
+EOF
 
 # ... when A closes the file (another fd of the same process)
 bg_start h2 "$M/f" posix hold wr 0 0

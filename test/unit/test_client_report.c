@@ -14,18 +14,6 @@
 
 #include "client_int.h"
 
-/* report.c's only call outside the core library: a standalone report's
- * reply.  These tests never send one. */
-int fc_entry_from_reply(struct fc_client *cl, struct wire_msg *reply,
-			struct fc_attr *a)
-{
-	(void)cl;
-	(void)reply;
-	(void)a;
-	cr_assert_fail("a report was sent");
-	return -EIO;
-}
-
 static struct fc_client *client_new(void)
 {
 	struct fc_client *cl = calloc(1, sizeof(*cl));
