@@ -11,9 +11,10 @@
  *
  * Interrupts: fc_loop_submit registers an interrupt callback that only sets
  * op->interrupted (a write answered by the worker, fc_loop_submit_written,
- * has no request to interrupt).  Before replying, fc_op_reply_*() re-registers NULL,
- * which takes libfuse's per-request lock and so waits out a running
- * callback; after that nothing can touch the op, and it is freed.
+ * has no request to interrupt).  Before replying, fc_op_reply_*()
+ * re-registers NULL, which takes libfuse's per-request lock and so waits
+ * out a running callback; after that nothing can touch the op, and it is
+ * freed.
  */
 #include <assert.h>
 #include <errno.h>

@@ -100,6 +100,12 @@ static bool file_dirty(const struct fc_file *f)
 	return f->write_gen != f->reported_gen;
 }
 
+/* Whether f has something to report: writes, or a read's atime. */
+static bool has_news(const struct fc_file *f)
+{
+	return file_dirty(f) || f->atime_pending;
+}
+
 bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags)
 {
 	struct tw_ts now;
@@ -276,7 +282,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 	struct fc_report *r;
 
 	*err = 0;
-	if (!file_dirty(f) && !f->atime_pending)
+	if (!has_news(f))
 		return false;
 	if (f->embedded && f->embedded->gen == f->write_gen) {
 		/* These writes are reported inside a SETATTR in flight.  A
@@ -321,14 +327,14 @@ bool fc_report_embed(struct fc_client *cl, uint64_t ino,
 	if (tw_hmap_get(&cl->reports_inflight, ino))
 		return false;
 	for (f = cl->dirty_head; f; f = f->dirty_next)
-		if (f->ino == ino && (file_dirty(f) || f->atime_pending))
+		if (f->ino == ino && has_news(f))
 			n++;
 	if (n > FC_REPORT_SET_MAX)
 		return false;
 	for (f = cl->dirty_head; f; f = f->dirty_next) {
 		struct fc_report *r;
 
-		if (f->ino != ino || (!file_dirty(f) && !f->atime_pending))
+		if (f->ino != ino || !has_news(f))
 			continue;
 		r = report_new(cl, f, false, NULL, NULL);
 		if (!r) {

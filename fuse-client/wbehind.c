@@ -36,9 +36,9 @@
  * are never answered early; the caller decides (ops_data.c).  A write is
  * answered either on the loop once it holds its range (fc_wb_detach), or
  * by the FUSE worker as it hands the write to the loop (fc_wb_reserve, and
- * fc_wb_adopt once held): the handoff queue is FIFO and the answer goes
- * out under its lock, so every later request of the application enters
- * the order after the write.
+ * fc_wb_adopt once held): the handoff queue is FIFO and the op is queued
+ * before the answer goes out, so every later request of the application
+ * enters the order after the write.
  *
  * Everything here runs on the loop thread, except fc_wb_reserve (any
  * thread: the caps are atomic).  Held ranges and waiters are short lists
@@ -151,6 +151,12 @@ static void wake(struct fc_client *cl)
 	}
 }
 
+void fc_wb_unreserve(struct fc_client *cl, size_t bytes)
+{
+	atomic_fetch_sub(&cl->wb_bytes, bytes);
+	atomic_fetch_sub(&cl->wb_ops, 1);
+}
+
 bool fc_wb_reserve(struct fc_client *cl, size_t bytes)
 {
 	/* Two counters, each taken then given back when over: a racing
@@ -160,17 +166,10 @@ bool fc_wb_reserve(struct fc_client *cl, size_t bytes)
 		return false;
 	}
 	if (atomic_fetch_add(&cl->wb_bytes, bytes) + bytes > FC_WB_MAX_BYTES) {
-		atomic_fetch_sub(&cl->wb_bytes, bytes);
-		atomic_fetch_sub(&cl->wb_ops, 1);
+		fc_wb_unreserve(cl, bytes);
 		return false;
 	}
 	return true;
-}
-
-void fc_wb_unreserve(struct fc_client *cl, size_t bytes)
-{
-	atomic_fetch_sub(&cl->wb_bytes, bytes);
-	atomic_fetch_sub(&cl->wb_ops, 1);
 }
 
 void fc_wb_adopt(struct fc_wb *w, size_t bytes)
@@ -212,8 +211,7 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 	if (w->behind) {
 		assert(atomic_load(&cl->wb_ops) > 0 &&
 		       atomic_load(&cl->wb_bytes) >= w->bytes);
-		atomic_fetch_sub(&cl->wb_ops, 1);
-		atomic_fetch_sub(&cl->wb_bytes, w->bytes);
+		fc_wb_unreserve(cl, w->bytes);
 		if (err)
 			note_err(cl, w->ino, err);
 		w->behind = false;

@@ -108,10 +108,12 @@ static size_t iov_total(const struct iovec *iov, int cnt)
 }
 
 /* Drop the first n bytes of io's vector (after a short write). */
+/* Past n written bytes, and past empty entries, so that what is left
+ * starts with a byte to write (a write of nothing would read as EOF). */
 static void iov_advance(struct jbd_io *io, size_t n)
 {
 	io->off += n;
-	while (n > 0 && io->iovcnt > 0) {
+	while (io->iovcnt > 0 && (n > 0 || io->iov[0].iov_len == 0)) {
 		if (n >= io->iov[0].iov_len) {
 			n -= io->iov[0].iov_len;
 			io->iov++;
@@ -255,10 +257,6 @@ static bool run_inline(struct jbd *j, struct jbd_io *io)
 			return true;
 		}
 		iov_advance(io, (size_t)n);
-		while (io->iovcnt > 0 && io->iov[0].iov_len == 0) {
-			io->iov++;
-			io->iovcnt--;
-		}
 	}
 	j->st.inline_writes++;
 	done_push(j, io, 0);
