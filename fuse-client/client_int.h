@@ -44,6 +44,9 @@
 #define FC_REPORT_INTERVAL_MS  1000         /* size reports while dirty */
 #define FC_MGR_RETRY_MIN_MS    100
 #define FC_MGR_RETRY_MAX_MS    2000
+/* How long an interrupted mgrd request on the wire waits for its answer
+ * before it ends with EINTR (mgr.c, fc_mgr_interrupts). */
+#define FC_MGR_INTR_GRACE_MS   1000
 #define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
 #define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
 #define FC_LAYOUT_XATTR        "twinfs.layout"
@@ -233,6 +236,7 @@ struct fc_mgr_call {
 	 * (flight->mc = NULL) so its late reply is dropped. */
 	struct fc_mgr_flight *flight;
 	struct fc_mgr_call *intr_next;
+	uint64_t intr_ms;          /* when an interrupt was first seen, 0 none */
 };
 
 /* --------------------------------------------------------------- ops */
@@ -349,6 +353,9 @@ struct fc_client {
 	struct fc_mgr_call *retry_head;
 	uv_timer_t retry_timer;
 	bool mgr_down_logged;
+	/* an interrupted request waits out FC_MGR_INTR_GRACE_MS on the wire:
+	 * the retry timer looks at it again */
+	bool mgr_intr_waiting;
 	int mgr_last_connect_err;
 
 	/* map */

@@ -15,6 +15,15 @@
  * from the map.  Routing follows raid's twin policy on the map's states
  * (r1_write_primary, r1_read_pick, r1_read_fallback).
  *
+ * Interrupts (DESIGN.md "mgrd down: ... waits honour FUSE interrupts"): a
+ * request that waits to be sent again (mgrd unreachable) ends with EINTR
+ * as soon as its caller is interrupted; one on the wire is given
+ * FC_MGR_INTR_GRACE_MS for its answer first.  mgrd applies what it
+ * received whether or not we wait, and on a local file system mkdir,
+ * open(O_CREAT) or rename never fail with EINTR: a program told EINTR for
+ * a change that was made retries into EEXIST or ENOENT.  Only a silent
+ * mgrd leaves the outcome unknown, as a timeout does.
+ *
  * Failover monitor: every monitor_interval, a PING to mgrd on the control
  * connection and to every iod the map does not call down; a ping not
  * answered within min(request_timeout, monitor_interval) is reported to
@@ -315,7 +324,9 @@ static void retry_timer_cb(uv_timer_t *t)
 		else
 			mgr_attempt(mc);
 	}
-	if (!cl->retry_head)
+	if (cl->mgr_intr_waiting)
+		fc_mgr_interrupts(cl);
+	if (!cl->retry_head && !cl->mgr_intr_waiting)
 		uv_timer_stop(t);
 }
 
@@ -347,13 +358,28 @@ static void mgr_attempt(struct fc_mgr_call *mc)
 void fc_mgr_interrupts(struct fc_client *cl)
 {
 	struct fc_mgr_call *mc, *victims = NULL, **pp;
+	uint64_t now = tw_now_ms();
+	bool waiting = false;
 
 	for (mc = cl->seq_head; mc; mc = mc->seq_next) {
 		if (!mc->op || !fc_op_interrupted(mc->op))
 			continue;
+		if (!mc->in_retry_list) {
+			/* On the wire: its answer is likely on its way. */
+			if (!mc->intr_ms)
+				mc->intr_ms = now;
+			if (now - mc->intr_ms < FC_MGR_INTR_GRACE_MS) {
+				waiting = true;
+				continue;
+			}
+		}
 		mc->intr_next = victims;
 		victims = mc;
 	}
+	cl->mgr_intr_waiting = waiting;
+	if (waiting && !cl->stopping &&
+	    !uv_is_active((uv_handle_t *)&cl->retry_timer))
+		uv_timer_start(&cl->retry_timer, retry_timer_cb, 50, 50);
 	while ((mc = victims)) {
 		victims = mc->intr_next;
 		if (mc->flight) {

@@ -10,7 +10,8 @@
 # metadata operation started during the outage waits, and completes once
 # mgrd is back within mgr_timeout; one that finds mgrd cut off for longer
 # fails with EIO after mgr_timeout (not before, not much later) and the
-# client's log names mgrd; afterwards everything works and verify is clean.
+# client's log names mgrd; one interrupted by a caught signal ends with
+# EINTR instead of waiting; afterwards everything works and verify is clean.
 
 export TWINFS_MGR_TIMEOUT=${TWINFS_MGR_TIMEOUT:-6s}
 MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
@@ -57,6 +58,27 @@ mgrd_outage_drill() {
 
 	# An outage longer than mgr_timeout: EIO after mgr_timeout.
 	$cut
+	# Meanwhile a wait for mgrd honours interrupts (DESIGN.md): a caught
+	# signal ends a mkdir with EINTR once the client's grace for an
+	# answer on the wire (FC_MGR_INTR_GRACE_MS, 1 s) is over.  (From /:
+	# python looks for modules in its working directory.)
+	out=$(cd / && "$PY" - "$M/intr-$n" 2>&1 <<'EOF'
+import os, signal, sys, time
+signal.signal(signal.SIGALRM, lambda s, f: None)
+signal.setitimer(signal.ITIMER_REAL, 0.5)
+t0 = time.monotonic()
+try:
+    os.mkdir(sys.argv[1])
+    print("made")
+except InterruptedError:
+    print("eintr %d" % ((time.monotonic() - t0) * 1000))
+except OSError as e:
+    print("error %r" % e)
+EOF
+)
+	echo "# mkdir interrupted 500 ms into the outage: $out"
+	[[ $out =~ ^eintr\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] <= 6000)) &&
+		pass "$n-metadata-interruptible" || fail "$n-metadata-interruptible" "$out"
 	t0=$(now_ms)
 	if mkdir "$M/too-late" 2>"$T/mkdir2.err"; then
 		fail "$n-metadata-eio" "mkdir succeeded with mgrd cut off"
