@@ -237,19 +237,28 @@ static int user_status(int status)
 
 static void set_run(struct fc_op *op);
 
+/* Whether a signal ends l with EINTR.  Never an unlock: on Linux F_UNLCK
+ * and LOCK_UN do not fail with EINTR, and one that did would leave the
+ * lock held by a program that believes it let go.  Ours may wait (for
+ * the writes before it to land, through a failover; for mgrd), so it
+ * waits on, as a close's UNLOCK_ALL does. */
+static bool lop_interrupted(const struct lop *l)
+{
+	return l->want.type != TW_LK_UNLCK && fc_op_interrupted(&l->op);
+}
+
 /* The answer to a LOCK (setlk or flock) request. */
 static void set_done(struct lop *l, int status)
 {
 	struct fc_client *cl = l->op.cl;
 
-	if (status == -EINPROGRESS && !cl->stopping &&
-	    !fc_op_interrupted(&l->op)) {
+	if (status == -EINPROGRESS && !cl->stopping && !lop_interrupted(l)) {
 		/* mgrd's grace after a restart: ask again. */
 		fc_op_later(&l->op, LOCK_RETRY_MS);
 		return;
 	}
 	if (status == -EINPROGRESS)
-		status = fc_op_interrupted(&l->op) ? -EINTR : -EIO;
+		status = lop_interrupted(l) ? -EINTR : -EIO;
 	if (status == 0)
 		mirror_set(cl, l->ino, &l->want);
 	fc_op_reply_err(&l->op, -user_status(status));
@@ -315,7 +324,7 @@ static void set_run(struct fc_op *op)
 		fc_op_reply_err(op, ENOLCK);
 		return;
 	}
-	if (fc_op_interrupted(op)) {
+	if (lop_interrupted(l)) {
 		fc_op_reply_err(op, EINTR);
 		return;
 	}
@@ -323,8 +332,11 @@ static void set_run(struct fc_op *op)
 		return;
 	lock_pb(l);
 	if (!l->wait) {
+		/* An unlock's call is not ended by interrupts (no op). */
 		fc_mgr_send(cl, &l->mc, TWINFS__MSG_TYPE__MSG_LOCK,
-			    &l->lock.base, NULL, op, 0, set_mgr_cb, l);
+			    &l->lock.base, NULL,
+			    l->want.type == TW_LK_UNLCK ? NULL : op, 0,
+			    set_mgr_cb, l);
 		return;
 	}
 	/* Parked at mgrd until granted: no deadline, one waiter_id for

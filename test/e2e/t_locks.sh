@@ -5,7 +5,7 @@
 # other mount and the holder's pid from its own), F_SETLKW waits and gets
 # the lock on unlock, close and holder exit, deadlocks across mounts give
 # EDEADLK, an unlock publishes the holder's writes to the next holder on
-# another mount, flock and OFD locks conflict across mounts, a waiter killed by
+# another mount (and is not ended by a signal while it waits for them), flock and OFD locks conflict across mounts, a waiter killed by
 # SIGKILL or interrupted by SIGINT leaves nothing behind, a held lock
 # survives an mgrd restart (re-claimed in the grace period), and killing a
 # client's twinfs process releases its locks when its session expires.
@@ -137,6 +137,39 @@ for r in range(20):
             r, len(got), sum(x == y for x, y in zip(got, data * 16)), size))
 os.close(fd)
 EOF
+
+# An unlock that waits for the writes before it (a twin hung: they land
+# after the failover, up to request_timeout) and is interrupted meanwhile
+# still unlocks: Linux never fails F_UNLCK with EINTR, and a program told
+# so would leave the lock held.  (ctypes: python's fcntl retries EINTR.)
+lc stop-iod 2 >/dev/null
+out=$(cd / && "$PY" - "$M/hung" "$M2/hung" 2>&1 <<'EOF'
+import ctypes, fcntl, os, signal, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def lk(fd, t):
+    b = ctypes.create_string_buffer(struct.pack("@hhqqi4x", t, os.SEEK_SET, 0, 0, 0))
+    r = libc.fcntl(fd, fcntl.F_SETLK, b)
+    return 0 if r == 0 else ctypes.get_errno()
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+if lk(fd, fcntl.F_WRLCK):
+    sys.exit("lock failed")
+os.pwrite(fd, b"h" * (2 << 20), 0)   # both groups: some of it to iod 2
+signal.signal(signal.SIGALRM, lambda s, f: None)
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+t0 = time.monotonic()
+err = lk(fd, fcntl.F_UNLCK)
+el = time.monotonic() - t0
+g = os.open(sys.argv[2], os.O_RDWR)
+other = lk(g, fcntl.F_WRLCK)
+print("unlock %s after %.1f s, other mount's lock %s" % (
+    os.strerror(err) if err else "ok", el, os.strerror(other) if other else "ok"))
+EOF
+)
+lc cont-iod 2 >/dev/null
+echo "# $out"
+[[ $out == "unlock ok after "*", other mount's lock ok" ]] && pass unlock-not-interrupted ||
+	fail unlock-not-interrupted "$out"
+el=$(wait_state 2 '^up$' 120000) || fail unlock-not-interrupted-twin-back "iod 2: $el"
 
 # ... when A closes the file (another fd of the same process)
 bg_start h2 "$M/f" posix hold wr 0 0
