@@ -7,7 +7,10 @@
  * (raid striping: x_k = r0_subfile_size(k, off) is the first byte of
  * column k at or after file offset off, and the column's bytes map to
  * the file in increasing order), on either readable twin; on failure the
- * other twin is asked once, then the op fails with EIO.  Then:
+ * other twin is asked once, then the op fails with EIO.  An iod that
+ * refuses our map's epoch (-ESTALE: the map moved on) makes the whole
+ * seek start again on the new map, FC_SEEK_STALE_TRIES times at most.
+ * Then:
  *   SEEK_DATA  the smallest file offset of a column's data answer; none,
  *              or at/after the size: ENXIO.
  *   SEEK_HOLE  the smallest file offset of a column's hole answer (a
@@ -31,9 +34,15 @@ struct seek_col {
 	int attempts;
 };
 
+/* Rounds of a seek on a new map after an iod said -ESTALE. */
+#define FC_SEEK_STALE_TRIES 8
+
 struct seek_op {
 	struct fc_op op;
 	struct fc_mgr_call mc;
+	struct fc_map_waiter mw;
+	int stale_tries;
+	bool stale;                /* a column said -ESTALE this round */
 	Twinfs__Getattr getattr;
 	uint64_t ino;
 	uint64_t off;
@@ -48,9 +57,30 @@ struct seek_op {
 };
 
 static void seek_send(struct seek_op *so, struct seek_col *sc);
+static void seek_start(struct fc_op *op);
+
+static void seek_map_done(void *arg, int status)
+{
+	struct seek_op *so = arg;
+
+	if (status < 0) {
+		fc_op_reply_err(&so->op, EIO);
+		return;
+	}
+	seek_start(&so->op);
+}
 
 static void seek_finish(struct seek_op *so)
 {
+	if (so->stale) {
+		so->stale = false;
+		so->err = 0;
+		so->stale_tries++;
+		so->mw.cb = seek_map_done;
+		so->mw.arg = so;
+		fc_map_refresh(so->op.cl, &so->mw);
+		return;
+	}
 	if (so->err) {
 		fc_op_reply_err(&so->op, so->err);
 		return;
@@ -88,7 +118,10 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 	}
 	if (reply)
 		wire_msg_free(reply);
-	if (status < 0) {
+	if (status == -ESTALE && so->stale_tries < FC_SEEK_STALE_TRIES &&
+	    !cl->stopping) {
+		so->stale = true;   /* seek_finish starts again */
+	} else if (status < 0) {
 		struct fc_iod *failed = sc->iod;
 		char name[96], cause[64];
 
