@@ -237,6 +237,22 @@ static int user_status(int status)
 
 static void set_run(struct fc_op *op);
 
+/* A lock granted revalidates what the kernel caches of the file, as NFS
+ * does: the last holder, on another mount, may have changed it, and its
+ * unlock published those writes and their size and mtime to mgrd
+ * (unlock_after_writes).  Forgetting the kernel's attributes (offset -1:
+ * no page lock, safe from the loop) makes its next read or stat ask
+ * mgrd; a changed size or mtime then drops the cached pages in the kernel
+ * (FUSE's auto_inval_data, which libfuse asks for).  Without it, SQLite
+ * on two mounts read a page cache older than the lock and lost
+ * transactions, or corrupted the database. */
+static void lock_revalidate(struct fc_client *cl, uint64_t ino)
+{
+	fc_inode_unfresh(cl, ino);
+	if (cl->se)
+		fuse_lowlevel_notify_inval_inode(cl->se, ino, -1, 0);
+}
+
 /* Whether a signal ends l with EINTR.  Never an unlock: on Linux F_UNLCK
  * and LOCK_UN do not fail with EINTR, and one that did would leave the
  * lock held by a program that believes it let go.  Ours may wait (for
@@ -261,6 +277,8 @@ static void set_done(struct lop *l, int status)
 		status = lop_interrupted(l) ? -EINTR : -EIO;
 	if (status == 0)
 		mirror_set(cl, l->ino, &l->want);
+	if (status == 0 && l->want.type != TW_LK_UNLCK)
+		lock_revalidate(cl, l->ino);
 	fc_op_reply_err(&l->op, -user_status(status));
 }
 

@@ -129,6 +129,11 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Attributes with a new size or mtime drop the kernel's cached pages
+	 * (libfuse's default, relied on: a lock granted, locks.c, and a
+	 * GETATTR after another mount's close). */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	/* O_TRUNC must arrive as setattr(size) so it goes through mgrd's
 	 * truncate (trunc_gen); suid/sgid clearing is left to the kernel. */
 	conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_EXPORT_SUPPORT |

@@ -5,7 +5,8 @@
 # other mount and the holder's pid from its own), F_SETLKW waits and gets
 # the lock on unlock, close and holder exit, deadlocks across mounts give
 # EDEADLK, an unlock publishes the holder's writes to the next holder on
-# another mount (and is not ended by a signal while it waits for them), flock and OFD locks conflict across mounts, a waiter killed by
+# another mount (and is not ended by a signal while it waits for them),
+# a lock granted drops what the kernel cached of the file (SQLite), flock and OFD locks conflict across mounts, a waiter killed by
 # SIGKILL or interrupted by SIGINT leaves nothing behind, a held lock
 # survives an mgrd restart (re-claimed in the grace period), and killing a
 # client's twinfs process releases its locks when its session expires.
@@ -170,6 +171,15 @@ echo "# $out"
 [[ $out == "unlock ok after "*", other mount's lock ok" ]] && pass unlock-not-interrupted ||
 	fail unlock-not-interrupted "$out"
 el=$(wait_state 2 '^up$' 120000) || fail unlock-not-interrupted-twin-back "iod 2: $el"
+
+# A lock makes the last holder's writes visible, also data the kernel had
+# cached before: SQLite, two processes on each mount (sqlite2.py).
+n=$(awk -v s="$SCALE" 'BEGIN { v = int(150 * s); if (v < 40) v = 40; print v }')
+for mode in DELETE TRUNCATE; do
+	out=$(cd / && timeout 600 "$PY" "$E2E_DIR/sqlite2.py" "$M/sql-$mode.db" "$M2/sql-$mode.db" \
+		"$mode" "$n" 2>&1)
+	[[ $out == ok ]] && pass "sqlite-two-mounts-$mode" || fail "sqlite-two-mounts-$mode" "$out"
+done
 
 # ... when A closes the file (another fd of the same process)
 bg_start h2 "$M/f" posix hold wr 0 0
