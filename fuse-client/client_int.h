@@ -45,7 +45,8 @@
 #define FC_MGR_RETRY_MIN_MS    100
 #define FC_MGR_RETRY_MAX_MS    2000
 /* How long an interrupted mgrd request on the wire waits for its answer
- * before it ends with EINTR (mgr.c, fc_mgr_interrupts). */
+ * before it ends with EINTR, unless mgrd answers a ping meanwhile (mgr.c,
+ * fc_mgr_interrupts). */
 #define FC_MGR_INTR_GRACE_MS   1000
 #define FC_TAKEOVER_POLL_MS    200          /* map poll while a twin fails */
 #define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
@@ -356,6 +357,7 @@ struct fc_client {
 	/* an interrupted request waits out FC_MGR_INTR_GRACE_MS on the wire:
 	 * the retry timer looks at it again */
 	bool mgr_intr_waiting;
+	uint64_t mgr_pong_ms;              /* mgrd's last answer to a ping */
 	int mgr_last_connect_err;
 
 	/* map */

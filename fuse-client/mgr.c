@@ -17,12 +17,16 @@
  *
  * Interrupts (DESIGN.md "mgrd down: ... waits honour FUSE interrupts"): a
  * request that waits to be sent again (mgrd unreachable) ends with EINTR
- * as soon as its caller is interrupted; one on the wire is given
- * FC_MGR_INTR_GRACE_MS for its answer first.  mgrd applies what it
- * received whether or not we wait, and on a local file system mkdir,
- * open(O_CREAT) or rename never fail with EINTR: a program told EINTR for
- * a change that was made retries into EEXIST or ENOENT.  Only a silent
- * mgrd leaves the outcome unknown, as a timeout does.
+ * as soon as its caller is interrupted.  One on the wire waits for its
+ * answer as long as mgrd is alive: the interrupt sends mgrd a ping on the
+ * control connection, and the request ends with EINTR only when
+ * FC_MGR_INTR_GRACE_MS passed without an answer to it (mgrd hung or cut
+ * off), or when the attempt times out.  mgrd applies what it received
+ * whether or not we wait (a truncate through a hung twin takes seconds),
+ * and on a local file system mkdir, open(O_CREAT) or rename never fail
+ * with EINTR: a program told EINTR for a change that was made retries
+ * into EEXIST or ENOENT.  Only a silent mgrd leaves the outcome unknown,
+ * as a timeout does.
  *
  * Failover monitor: every monitor_interval, a PING to mgrd on the control
  * connection and to every iod the map does not call down; a ping not
@@ -355,20 +359,28 @@ static void mgr_attempt(struct fc_mgr_call *mc)
 		mgr_reply_cb, mc->flight);
 }
 
+static void send_ping(struct fc_client *cl, struct fc_iod *iod);
+
 void fc_mgr_interrupts(struct fc_client *cl)
 {
 	struct fc_mgr_call *mc, *victims = NULL, **pp;
 	uint64_t now = tw_now_ms();
-	bool waiting = false;
+	bool waiting = false, probe = false;
 
 	for (mc = cl->seq_head; mc; mc = mc->seq_next) {
 		if (!mc->op || !fc_op_interrupted(mc->op))
 			continue;
 		if (!mc->in_retry_list) {
-			/* On the wire: its answer is likely on its way. */
-			if (!mc->intr_ms)
+			/* On the wire: ask mgrd whether it is alive (a ping
+			 * on the control connection), and wait on while it
+			 * is, or for the grace; the attempt's own timeout
+			 * still bounds the wait. */
+			if (!mc->intr_ms) {
 				mc->intr_ms = now;
-			if (now - mc->intr_ms < FC_MGR_INTR_GRACE_MS) {
+				probe = true;
+			}
+			if (now - mc->intr_ms < FC_MGR_INTR_GRACE_MS ||
+			    cl->mgr_pong_ms >= mc->intr_ms) {
 				waiting = true;
 				continue;
 			}
@@ -376,6 +388,8 @@ void fc_mgr_interrupts(struct fc_client *cl)
 		mc->intr_next = victims;
 		victims = mc;
 	}
+	if (probe && !cl->stopping)
+		send_ping(cl, NULL);
 	cl->mgr_intr_waiting = waiting;
 	if (waiting && !cl->stopping &&
 	    !uv_is_active((uv_handle_t *)&cl->retry_timer))
@@ -734,6 +748,8 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 		bool was_ok = cl->ctl_ok;
 
 		cl->ctl_ok = status == 0;
+		if (status == 0)
+			cl->mgr_pong_ms = tw_now_ms();
 		if (status == 0 && reply->body->descriptor ==
 		    &twinfs__ping__descriptor) {
 			const Twinfs__Ping *p = (const void *)reply->body;

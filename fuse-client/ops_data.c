@@ -1242,19 +1242,12 @@ static void fsync_one_done(struct dop *d, int status)
 		d->err = status;
 	if (--d->pending > 0)
 		return;
-	/* An iod refused our map's epoch: the map moved on (a twin came
-	 * back, or was set down) while we synced.  Fetch it and sync again,
-	 * as reads and writes do. */
-	if (d->iod_err == -ESTALE && d->err == -ESTALE &&
-	    d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
-		d->stale_tries++;
-		d->iod_err = 0;
-		refresh(d, true, fsync_issue);
-		return;
-	}
 	/* Only iods failed: wait for mgrd's new map and sync again (the
-	 * mgrd step is idempotent), within the op's deadline. */
-	if (d->iod_err && d->err == d->iod_err && takeover_err(d->iod_err) &&
+	 * mgrd step is idempotent), within the op's deadline.  -ESTALE is
+	 * an iod refusing our map's epoch: the map moved on (a twin came
+	 * back, or was set down) while we synced. */
+	if (d->iod_err && d->err == d->iod_err &&
+	    (takeover_err(d->iod_err) || d->iod_err == -ESTALE) &&
 	    remaining_ms(d) > FC_TAKEOVER_POLL_MS && !cl->stopping &&
 	    !fc_op_interrupted(&d->op)) {
 		d->err = 0;

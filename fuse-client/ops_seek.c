@@ -7,9 +7,9 @@
  * (raid striping: x_k = r0_subfile_size(k, off) is the first byte of
  * column k at or after file offset off, and the column's bytes map to
  * the file in increasing order), on either readable twin; on failure the
- * other twin is asked once, then the op fails with EIO.  An iod that
- * refuses our map's epoch (-ESTALE: the map moved on) makes the whole
- * seek start again on the new map, FC_SEEK_STALE_TRIES times at most.
+ * other twin is asked once, then the op fails with EIO.  When both twins
+ * refuse our map's epoch (-ESTALE: the map moved on) the whole seek
+ * starts again on a newer map, FC_SEEK_STALE_TRIES times at most.
  * Then:
  *   SEEK_DATA  the smallest file offset of a column's data answer; none,
  *              or at/after the size: ENXIO.
@@ -43,6 +43,7 @@ struct seek_op {
 	struct fc_map_waiter mw;
 	int stale_tries;
 	bool stale;                /* a column said -ESTALE this round */
+	uint64_t epoch;            /* the map's epoch this round was sent with */
 	Twinfs__Getattr getattr;
 	uint64_t ino;
 	uint64_t off;
@@ -65,6 +66,13 @@ static void seek_map_done(void *arg, int status)
 
 	if (status < 0) {
 		fc_op_reply_err(&so->op, EIO);
+		return;
+	}
+	/* mgrd's map has not moved past ours yet (an iod learned of the new
+	 * epoch first): ask again a little later, not at once. */
+	if (so->op.cl->epoch <= so->epoch) {
+		so->op.run = seek_start;
+		fc_op_later(&so->op, FC_TAKEOVER_POLL_MS);
 		return;
 	}
 	seek_start(&so->op);
@@ -118,10 +126,7 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 	}
 	if (reply)
 		wire_msg_free(reply);
-	if (status == -ESTALE && so->stale_tries < FC_SEEK_STALE_TRIES &&
-	    !cl->stopping) {
-		so->stale = true;   /* seek_finish starts again */
-	} else if (status < 0) {
+	if (status < 0) {
 		struct fc_iod *failed = sc->iod;
 		char name[96], cause[64];
 
@@ -136,6 +141,13 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 			seek_send(so, sc);
 			return;
 		}
+		/* Both twins refused our epoch: seek_finish starts again on
+		 * a new map. */
+		if (status == -ESTALE && so->stale_tries < FC_SEEK_STALE_TRIES &&
+		    !cl->stopping) {
+			so->stale = true;
+			goto out;
+		}
 		if (failed)
 			tw_log_rl(TW_LOG_WARN, "lseek ino %" PRIu64 ": %s %s",
 				  so->ino, fc_iod_name(failed, name, sizeof(name)),
@@ -145,6 +157,7 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 		if (!so->err)
 			so->err = status == -EOPNOTSUPP ? ENOSYS : EIO;
 	}
+out:
 	if (--so->pending == 0)
 		seek_finish(so);
 }
@@ -192,12 +205,14 @@ static void seek_attr_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	so->best = UINT64_MAX;
+	so->epoch = cl->epoch;
 	so->pending = 1;   /* guard while sending */
 	for (uint32_t k = 0; k < l->stripe_count; k++) {
 		struct seek_col *sc = &so->cols[k];
 
 		sc->so = so;
 		sc->column = k;
+		sc->attempts = 0;
 		sc->sub_off = r0_subfile_size(l, k, so->off);
 		sc->iod = fc_map_read_iod(cl, so->ino, l->groups[k], k, 0, NULL);
 		so->pending++;

@@ -5,12 +5,13 @@ A caught signal makes the kernel send FUSE an INTERRUPT for the request in
 flight.  On a local file system mkdir, open(O_CREAT), unlink, rename,
 chmod, chown and setxattr are never interrupted, so neither may they be
 here once mgrd has the request: answering EINTR for a change that mgrd
-applies anyway makes a program see a failure that happened.  Where
-Python retries a call after EINTR (PEP 475: open, write, ...) such an
-answer shows as the retry's error, FileExistsError from open(O_CREAT |
-O_EXCL) of a fresh name; mkdir, setxattr and the like raise
-InterruptedError.  The storm is one SIGALRM every 300 us (ITIMER_REAL).
-Prints "ok N calls, K signals" or the first wrong result."""
+applies anyway makes a program see a failure that happened.  Python
+retries open, write, fchmod and fchown after EINTR (PEP 475), so there
+such an answer shows only as the retry's error, FileExistsError from
+open(O_CREAT | O_EXCL) of a fresh name; mkdir, setxattr, rename, unlink
+and rmdir raise InterruptedError.  The storm is one SIGALRM every 300 us
+(ITIMER_REAL).  Prints "ok N calls, K signals" or the first wrong
+result."""
 import os, signal, sys, time, traceback
 
 d, secs = sys.argv[1], float(sys.argv[2])

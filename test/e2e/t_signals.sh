@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 e2e_begin signals
 
-secs=$(awk -v s="$SCALE" 'BEGIN { v = 6 * s; if (v < 2) v = 2; print v }')
+secs=$(awk -v s="$SCALE" 'BEGIN { v = int(6 * s); if (v < 2) v = 2; print v }')
 for d in one two; do
 	out=$(timeout $((secs * 4 + 60)) "$PY" "$E2E_DIR/sigstorm.py" "$M/$d" "$secs" 2>&1)
 	echo "# $d: $out"
