@@ -245,7 +245,10 @@ static void set_run(struct fc_op *op);
  * mgrd; a changed size or mtime then drops the cached pages in the kernel
  * (FUSE's auto_inval_data, which libfuse asks for).  Without it, SQLite
  * on two mounts read a page cache older than the lock and lost
- * transactions, or corrupted the database. */
+ * transactions, or corrupted the database.  Not covered: pages mapped
+ * with mmap (a fault on a cached page asks nothing), a same-size rewrite
+ * whose mtime was then set back, and -o writeback_cache (the kernel keeps
+ * its own size and mtime; that mode is for single writers). */
 static void lock_revalidate(struct fc_client *cl, uint64_t ino)
 {
 	fc_inode_unfresh(cl, ino);

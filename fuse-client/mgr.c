@@ -737,6 +737,7 @@ struct fc_ping {
 	struct fc_client *cl;
 	struct fc_iod *iod;   /* NULL: mgrd */
 	Twinfs__Ping body;
+	uint64_t sent_ms;
 };
 
 static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
@@ -748,8 +749,10 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 		bool was_ok = cl->ctl_ok;
 
 		cl->ctl_ok = status == 0;
-		if (status == 0)
-			cl->mgr_pong_ms = tw_now_ms();
+		/* When it was sent: an answer older than an interrupt,
+		 * delivered late, proves nothing about mgrd now. */
+		if (status == 0 && pg->sent_ms > cl->mgr_pong_ms)
+			cl->mgr_pong_ms = pg->sent_ms;
 		if (status == 0 && reply->body->descriptor ==
 		    &twinfs__ping__descriptor) {
 			const Twinfs__Ping *p = (const void *)reply->body;
@@ -789,6 +792,7 @@ static void send_ping(struct fc_client *cl, struct fc_iod *iod)
 		return;
 	pg->cl = cl;
 	pg->iod = iod;
+	pg->sent_ms = tw_now_ms();
 	twinfs__ping__init(&pg->body);
 	pg->body.epoch = cl->epoch;
 	pg->body.incarnation = cl->incarnation;

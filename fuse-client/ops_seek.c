@@ -7,9 +7,10 @@
  * (raid striping: x_k = r0_subfile_size(k, off) is the first byte of
  * column k at or after file offset off, and the column's bytes map to
  * the file in increasing order), on either readable twin; on failure the
- * other twin is asked once, then the op fails with EIO.  When both twins
- * refuse our map's epoch (-ESTALE: the map moved on) the whole seek
- * starts again on a newer map, FC_SEEK_STALE_TRIES times at most.
+ * other twin is asked once, then the op fails with EIO.  When a twin
+ * refused our map's epoch (-ESTALE: the map moved on) and the other one
+ * cannot answer either, the whole seek starts again on a newer map,
+ * FC_SEEK_STALE_TRIES times at most.
  * Then:
  *   SEEK_DATA  the smallest file offset of a column's data answer; none,
  *              or at/after the size: ENXIO.
@@ -32,6 +33,7 @@ struct seek_col {
 	uint64_t sub_off;
 	struct fc_iod *iod;
 	int attempts;
+	bool saw_stale;            /* a twin refused our epoch this round */
 };
 
 /* Rounds of a seek on a new map after an iod said -ESTALE. */
@@ -141,10 +143,13 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 			seek_send(so, sc);
 			return;
 		}
-		/* Both twins refused our epoch: seek_finish starts again on
-		 * a new map. */
-		if (status == -ESTALE && so->stale_tries < FC_SEEK_STALE_TRIES &&
-		    !cl->stopping) {
+		/* A twin refused our epoch (the other may be the one that
+		 * died): seek_finish starts again on a new map. */
+		if (status == -ESTALE)
+			sc->saw_stale = true;
+		if ((status == -ESTALE || (sc->saw_stale &&
+					   fc_is_transport_err(status))) &&
+		    so->stale_tries < FC_SEEK_STALE_TRIES && !cl->stopping) {
 			so->stale = true;
 			goto out;
 		}
@@ -213,6 +218,7 @@ static void seek_attr_done(struct fc_mgr_call *mc, int status,
 		sc->so = so;
 		sc->column = k;
 		sc->attempts = 0;
+		sc->saw_stale = false;
 		sc->sub_off = r0_subfile_size(l, k, so->off);
 		sc->iod = fc_map_read_iod(cl, so->ino, l->groups[k], k, 0, NULL);
 		so->pending++;

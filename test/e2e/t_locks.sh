@@ -165,7 +165,7 @@ el = time.monotonic() - t0
 g = os.open(sys.argv[2], os.O_RDWR)
 other = lk(g, fcntl.F_WRLCK)
 # The signal must have come while the unlock waited, or this proves nothing.
-print("unlock %s after %.1f s, %d signal(s), other mount's lock %s" % (
+print("unlock %s after %.3f s, %d signal(s), other mount's lock %s" % (
     os.strerror(err) if err else "ok", el, len(hits),
     os.strerror(other) if other else "ok"))
 EOF

@@ -30,7 +30,8 @@ BAD='\<(error|errors|fail|failed|failure)\>'
 tool_judge() {
 	local n=$1 rc=$2 bad
 	bad=$(grep -v -e ' info: ' -e '^[0-9.]*,[0-9a-z.]*,' "$T/$n.out" | grep -iE "$BAD")
-	bad+=$(grep -h 'skipping stressor' "$T/$n.out")
+	bad+=$'\n'$(grep -h 'skipping stressor' "$T/$n.out")
+	bad=$(grep -v '^$' <<<"$bad")
 	if ((rc != 0)); then
 		fail "tools-$n" "exit $rc: $(head -n 3 <<<"$bad" | tr '\n' ' ')"
 		tail -n 15 "$T/$n.out" | sed 's/^/#   /'
