@@ -129,13 +129,6 @@ struct fc_inode {
 	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
-	/* The data_version the kernel's cache of the file reflects: that of
-	 * the last attributes handed to the kernel (whose size and mtime made
-	 * it drop stale pages), moved on by this mount's own reported writes
-	 * (the kernel holds those bytes).  A lock granted at another
-	 * data_version revalidates (locks.c). */
-	uint64_t kernel_dv;        /* [ino_lock] */
-	bool kernel_dv_set;        /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -652,14 +645,6 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 /* The directory changed in a way whose attributes we did not get (rename,
  * xattrs): the next GETATTR asks mgrd. */
 void fc_inode_unfresh(struct fc_client *cl, uint64_t ino);
-/* Attributes of ino at data_version dv go to the kernel now. */
-void fc_inode_kernel_saw(struct fc_client *cl, uint64_t ino, uint64_t dv);
-/* A report of this mount's writes to ino came back at data_version dv:
- * if that is the kernel's plus one (no other writer between), the kernel's
- * cache, which holds those writes, reflects dv. */
-void fc_inode_own_write_dv(struct fc_client *cl, uint64_t ino, uint64_t dv);
-/* Whether the kernel's cache of ino reflects data_version dv (not 0). */
-bool fc_inode_kernel_current(struct fc_client *cl, uint64_t ino, uint64_t dv);
 /* An unlink, rmdir or rename succeeded: no fresh mark made before holds. */
 void fc_inodes_unfresh_all(struct fc_client *cl);
 /* Whether the inode's ACLs changed since the last call (clears it). */

@@ -205,8 +205,6 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		in->nlookup++;
-		in->kernel_dv = a->data_version;
-		in->kernel_dv_set = true;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	/* Without memory for the table the entry is still answered: the
@@ -244,10 +242,6 @@ static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		cur = in->attr;
-		if (st) {
-			in->kernel_dv = cur.data_version;
-			in->kernel_dv_set = true;
-		}
 		if (fresh) {
 			in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
 			in->fresh_gen = cl->fresh_gen;
@@ -288,49 +282,11 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 				     in->local_gen);
 		*timeout = (double)(in->fresh_until_ms - now) / 1000.0;
 		fresh = true;
-		in->kernel_dv = a.data_version;
-		in->kernel_dv_set = true;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	if (fresh)
 		fc_attr_to_stat(cl, &a, size, st);
 	return fresh;
-}
-
-void fc_inode_kernel_saw(struct fc_client *cl, uint64_t ino, uint64_t dv)
-{
-	struct fc_inode *in;
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	if (in) {
-		in->kernel_dv = dv;
-		in->kernel_dv_set = true;
-	}
-	pthread_mutex_unlock(&cl->ino_lock);
-}
-
-void fc_inode_own_write_dv(struct fc_client *cl, uint64_t ino, uint64_t dv)
-{
-	struct fc_inode *in;
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	if (in && in->kernel_dv_set && dv == in->kernel_dv + 1)
-		in->kernel_dv = dv;
-	pthread_mutex_unlock(&cl->ino_lock);
-}
-
-bool fc_inode_kernel_current(struct fc_client *cl, uint64_t ino, uint64_t dv)
-{
-	struct fc_inode *in;
-	bool cur;
-
-	pthread_mutex_lock(&cl->ino_lock);
-	in = tw_hmap_get(&cl->inodes, ino);
-	cur = dv && in && in->kernel_dv_set && in->kernel_dv == dv;
-	pthread_mutex_unlock(&cl->ino_lock);
-	return cur;
 }
 
 void fc_inodes_unfresh_all(struct fc_client *cl)

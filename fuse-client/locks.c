@@ -66,7 +66,6 @@ struct lop {
 	struct lop *wnext;            /* fc_locks.waiting */
 	bool cancel_sent;
 	unsigned local_retries;       /* LOP_SET: see set_mgr_cb */
-	uint64_t granted_dv;          /* LOP_SET: LockReply.data_version */
 	struct fc_wb wb;              /* unlock: waits for earlier writes */
 	bool writes_landed;           /* ... and did */
 	bool reported;                /* ... and their size reports */
@@ -246,19 +245,12 @@ static void set_run(struct fc_op *op);
  * mgrd; a changed size or mtime then drops the cached pages in the kernel
  * (FUSE's auto_inval_data, which libfuse asks for).  Without it, SQLite
  * on two mounts read a page cache older than the lock and lost
- * transactions, or corrupted the database.  Skipped when the grant's
- * data_version is what the kernel's cache reflects (fc_inode_kernel_current:
- * nobody else wrote since), so one mount's own locking costs nothing.
- * Not covered: pages mapped
+ * transactions, or corrupted the database.  Not covered: pages mapped
  * with mmap (a fault on a cached page asks nothing), a same-size rewrite
  * whose mtime was then set back, and -o writeback_cache (the kernel keeps
  * its own size and mtime; that mode is for single writers). */
-static void lock_revalidate(struct fc_client *cl, uint64_t ino, uint64_t dv)
+static void lock_revalidate(struct fc_client *cl, uint64_t ino)
 {
-	/* mgrd's data_version at the grant is what the kernel's cache
-	 * reflects (this mount's own writes included): nothing to do. */
-	if (fc_inode_kernel_current(cl, ino, dv))
-		return;
 	fc_inode_unfresh(cl, ino);
 	if (cl->se)
 		fuse_lowlevel_notify_inval_inode(cl->se, ino, -1, 0);
@@ -289,32 +281,21 @@ static void set_done(struct lop *l, int status)
 	if (status == 0)
 		mirror_set(cl, l->ino, &l->want);
 	if (status == 0 && l->want.type != TW_LK_UNLCK)
-		lock_revalidate(cl, l->ino, l->granted_dv);
+		lock_revalidate(cl, l->ino);
 	fc_op_reply_err(&l->op, -user_status(status));
-}
-
-/* A LockReply's data_version (0: none, or an older mgrd). */
-static uint64_t reply_dv(const struct wire_msg *reply)
-{
-	if (!reply || !reply->body ||
-	    reply->body->descriptor != &twinfs__lock_reply__descriptor)
-		return 0;
-	return ((const Twinfs__LockReply *)reply->body)->data_version;
 }
 
 static void set_mgr_cb(struct fc_mgr_call *mc, int status,
 		       struct wire_msg *reply)
 {
-	struct lop *l = mc->arg;
-
 	if (status == 0 && reply &&
 	    ((const Twinfs__LockReply *)reply->body)->denied)
 		status = -EAGAIN;
-	l->granted_dv = status == 0 ? reply_dv(reply) : 0;
 	if (reply)
 		wire_msg_free(reply);
 	if (status == -EIO || status == -EINTR)
 		mc->cl->locks->uncertain = true;
+	struct lop *l = mc->arg;
 	if (status == -EAGAIN && l->local_retries < LOCK_LOCAL_RETRIES &&
 	    !fc_op_interrupted(&l->op) &&
 	    tw_lk_test(&mc->cl->locks->mine, l->ino, &l->want, NULL)) {
@@ -335,7 +316,6 @@ static void wait_cb(int status, struct wire_msg *reply, void *arg)
 	struct lop *l = arg;
 	struct fc_client *cl = l->op.cl;
 
-	l->granted_dv = status == 0 ? reply_dv(reply) : 0;
 	if (reply)
 		wire_msg_free(reply);
 	waiting_remove(cl->locks, l);

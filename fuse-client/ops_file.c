@@ -119,17 +119,12 @@ static void open_done(struct fc_mgr_call *mc, int status,
 	d->fi.keep_cache = had && old.size == a.size &&
 		old.mtime_sec == a.mtime_sec &&
 		old.mtime_nsec == a.mtime_nsec &&
-		/* what the kernel's pages reflect, not only what this
-		 * client heard of (a seek's or fsync's GETATTR) */
-		fc_inode_kernel_current(cl, d->ino, a.data_version) &&
+		old.data_version == a.data_version &&
 		old.trunc_gen == a.trunc_gen &&
 		/* The kernel would serve reads from its page cache, which
 		 * we never see: not when a read must update the atime. */
 		!fc_atime_due(cl, &a, d->fi.flags);
 	fc_inode_update(cl, &a, NULL);
-	/* Pages kept, or dropped by the kernel at this open: either way its
-	 * cache reflects these attributes. */
-	fc_inode_kernel_saw(cl, d->ino, a.data_version);
 	f = file_new(cl, d->ino, fh, d->fi.flags, &a);
 	if (!f) {
 		release_orphan(cl, d->ino, fh);

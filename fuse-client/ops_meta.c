@@ -384,7 +384,6 @@ static void getattr_done(struct fc_mgr_call *mc, int status,
 				  m->ino, cl->mgr ? wire_peer_name(cl->mgr)
 				  : "?", cl->opts.request_timeout_ms);
 			fc_attr_to_stat(cl, &a, size, &st);
-			fc_inode_kernel_saw(cl, m->ino, a.data_version);
 			fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 			return;
 		}

@@ -179,11 +179,8 @@ static void report_done(struct fc_mgr_call *mc, int status,
 	struct fc_report *r = mc->arg;
 	struct fc_attr a;
 
-	if (status == 0 && fc_entry_from_reply(r->cl, reply, &a) == 0) {
+	if (status == 0 && fc_entry_from_reply(r->cl, reply, &a) == 0)
 		fc_inode_update(r->cl, &a, NULL);
-		if (r->sr.wrote)
-			fc_inode_own_write_dv(r->cl, a.ino, a.data_version);
-	}
 	if (reply)
 		wire_msg_free(reply);
 	report_end(r, status, true);

@@ -37,7 +37,6 @@ struct parked {
 
 struct mgr_locks {
 	struct tw_lk_table t;
-	struct mgr_ns *ns;        /* for LockReply.data_version */
 	struct parked *parked;
 	uint64_t grace_until_ms;  /* 0: no grace */
 	bool grace_logged;
@@ -51,7 +50,6 @@ int mgr_locks_new(struct mgr_server *s, bool grace)
 	if (!lk)
 		return -ENOMEM;
 	tw_lk_init(&lk->t);
-	lk->ns = &s->st.ns;
 	if (grace) {
 		lk->grace_until_ms = tw_now_ms() + ms;
 		tw_info("mgrd: lock grace for %u ms: clients re-claim the locks "
@@ -100,18 +98,12 @@ static bool in_grace(struct mgr_locks *lk)
 	return false;
 }
 
-static void reply_lock(struct mgr_locks *lk, uint64_t ino,
-		       struct wire_conn *c, const struct wire_hdr *h,
+static void reply_lock(struct wire_conn *c, const struct wire_hdr *h,
 		       int status, const struct tw_lk *holder,
 		       uint64_t session)
 {
 	Twinfs__LockReply r = TWINFS__LOCK_REPLY__INIT;
 
-	if (status == 0 && !holder && lk->ns) {
-		const struct mgr_inode *in = mgr_ns_get(lk->ns, ino);
-
-		r.data_version = in ? in->data_version : 0;
-	}
 	if (status == -EAGAIN) {
 		/* A conflict is an answer, not an error (see LockReply). */
 		status = 0;
@@ -136,7 +128,7 @@ static void grant(struct mgr_locks *lk, uint64_t ino)
 		struct parked *p = w->arg;
 		int rc = tw_lk_set(&lk->t, ino, &w->want);
 
-		reply_lock(lk, ino, p->c, &p->hdr, rc < 0 ? -ENOLCK : 0, NULL, 0);
+		reply_lock(p->c, &p->hdr, rc < 0 ? -ENOLCK : 0, NULL, 0);
 		parked_unlink(lk, p);
 	}
 }
@@ -263,7 +255,7 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 		goto out;
 	}
 	if (!q->wait) {
-		reply_lock(lk, q->ino, c, &m->hdr, -EAGAIN, &holder, session);
+		reply_lock(c, &m->hdr, -EAGAIN, &holder, session);
 		return;
 	}
 	if (tw_lk_deadlock(&lk->t, q->ino, &want)) {
@@ -275,7 +267,7 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 out:
 	if (rc == -ENOMEM)
 		rc = -ENOLCK;
-	reply_lock(lk, q->ino, c, &m->hdr, rc, NULL, session);
+	reply_lock(c, &m->hdr, rc, NULL, session);
 }
 
 static void h_getlk(struct mgr_locks *lk, uint64_t session,
@@ -290,10 +282,10 @@ static void h_getlk(struct mgr_locks *lk, uint64_t session,
 	if (rc == 0 && in_grace(lk))
 		rc = -EINPROGRESS;
 	if (rc < 0) {
-		reply_lock(lk, q->ino, c, &m->hdr, rc, NULL, session);
+		reply_lock(c, &m->hdr, rc, NULL, session);
 		return;
 	}
-	reply_lock(lk, q->ino, c, &m->hdr, 0, tw_lk_test(&lk->t, q->ino, &want, &holder)
+	reply_lock(c, &m->hdr, 0, tw_lk_test(&lk->t, q->ino, &want, &holder)
 		   ? &holder : NULL, session);
 }
 
