@@ -107,9 +107,9 @@ static size_t iov_total(const struct iovec *iov, int cnt)
 	return n;
 }
 
-/* Drop the first n bytes of io's vector (after a short write). */
-/* Past n written bytes, and past empty entries, so that what is left
- * starts with a byte to write (a write of nothing would read as EOF). */
+/* Drop the first n bytes of io's vector (after a short write), and the
+ * empty entries after them, so that what is left starts with a byte to
+ * write (a write of nothing would read as EOF). */
 static void iov_advance(struct jbd_io *io, size_t n)
 {
 	io->off += n;

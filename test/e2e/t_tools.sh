@@ -15,8 +15,7 @@ e2e_tmpdir T
 
 # tool_run NAME CMD...: run CMD from / (its output in $T/NAME.out), with
 # its exit status; tool_judge NAME STATUS: PASS if it is 0 and CMD printed
-# no line of error or failure (stress-ng's "info:" lines aside: "some I/O
-# tests may fail" is one).  tool NAME CMD...: both.
+# nothing BAD (below).  tool NAME CMD...: both.
 tool_run() {
 	local n=$1
 	shift
