@@ -239,6 +239,7 @@ WORKLOADS = [
     ("par4_read", "MB/s", True, "local", 0.5),
     ("randread_4k", "IOPS", True, "bindfs", 0.5),
     ("randread_4k_lat", "us", False, None, None),
+    ("randread_4k_paced_lat", "us", False, None, None),
     ("randwrite_4k", "IOPS", True, "bindfs", 0.5),
     ("randwrite_4k_lat", "us", False, None, None),
     ("meta_create", "ops/s", True, "bindfs", 2.0),
