@@ -4,7 +4,8 @@
  * A checkpoint takes the oldest run of SYNCED transactions (never a closed
  * but unsynced one: J7) and walks their items in log order: data blocks
  * are written home with io_uring (at most max_inflight at once; runs of
- * full blocks with O_DIRECT when the log is written so, cp_dfd), records
+ * JBD_DIRECT_MIN full blocks or more with O_DIRECT when the log is written
+ * so, cp_dfd), records
  * (data=journal) are handed to ops.apply once every earlier home write has
  * completed, so home sees exactly the log order replay would produce (J10).
  * Then the objects are made durable, and only then the
@@ -141,12 +142,13 @@ static void cp_forget_fd(struct jbd_cp *cp, uint64_t obj)
 }
 
 /* The home object's fd (from cp_fd) opened again with O_DIRECT, or -1.
- * Full blocks go home through it when the journal writes its log with
- * O_DIRECT (same checks, jbd.c open_direct): with both twins on one disk
- * every byte is copied into the page cache of its home file at checkpoint
- * otherwise, the largest CPU cost left on the write path.  (A home block
- * is then read from the disk, not from the page cache, the first time
- * after the checkpoint.)  A failed open is remembered as "none". */
+ * Runs of at least JBD_DIRECT_MIN full blocks go home through it when the
+ * journal writes its log with O_DIRECT (same checks, jbd.c open_direct):
+ * with both twins on one disk every byte is copied into the page cache of
+ * its home file at checkpoint otherwise, the largest CPU cost left on the
+ * write path.  (Such a block is then read from the disk, not from the page
+ * cache, the first time after the checkpoint.)  A failed open is
+ * remembered as "none". */
 static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 {
 	if (!j->direct || !j->direct_home)
@@ -370,9 +372,16 @@ static void cp_step(struct jbd *j)
 			 * max_inflight; cp_io_done runs this again. */
 			if (tw_hmap_get(&cp->busy, it->obj + 1) != NULL)
 				return;
-			/* only the last block of a run can be short */
+			/* Only the last block of a run can be short.  A run as
+			 * long as a stream's transaction skips the page cache
+			 * (cp_dfd); a shorter one (a small write, a small file)
+			 * goes home through it, as the log writes it: its copy
+			 * is small, and its blocks, the ones an application
+			 * reads back soonest, are then read from memory after
+			 * the checkpoint, not from the disk. */
 			bool full = it[run - 1].len == JBD_BLOCK_SIZE;
-			int dfd = full ? cp_dfd(j, cp, it->obj, fd) : -1;
+			int dfd = full && run >= JBD_DIRECT_MIN ?
+				  cp_dfd(j, cp, it->obj, fd) : -1;
 			struct jbd_io *io = jbd__io_new(IO_WRITE, JBD_IO_HOME, fd,
 							it->blk * JBD_BLOCK_SIZE,
 							cp_io_done, cp);

@@ -309,7 +309,9 @@ struct jbd {
  * only when the file system asks for no more (statx STATX_DIOALIGN). */
 #define JBD_BUF_ALIGN      512u
 /* A transaction of at least this many blocks (64 KiB) that filled while
- * another closed goes to the log through dfd (jbd__commit_kick). */
+ * another closed goes to the log through dfd (jbd__commit_kick); a
+ * checkpoint writes a run of at least this many full blocks home with
+ * O_DIRECT (jbd_checkpoint.c). */
 #define JBD_DIRECT_MIN     16u
 
 /* jbd.c */

@@ -331,8 +331,24 @@ static void setup(void)
 	fault_reset();
 }
 
+/* The file homes of checkpoint_short_runs_through_page_cache, if any. */
+static int file_home[N_OBJS] = { -1, -1, -1, -1 };
+
+static void file_homes_remove(void)
+{
+	for (int i = 1; i < N_OBJS; i++) {
+		char p[200];
+		if (file_home[i] >= 0)
+			close(file_home[i]);
+		file_home[i] = -1;
+		snprintf(p, sizeof(p), "%s/home.%d", tmpdir, i);
+		unlink(p);
+	}
+}
+
 static void teardown(void)
 {
+	file_homes_remove();
 	fault_reset();
 	char p[300];
 	snprintf(p, sizeof(p), "%s/journal", tmpdir);
@@ -1074,6 +1090,74 @@ static bool fs_takes_direct(const char *path)
 	       (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_mem_align != 0 &&
 	       sx.stx_dio_mem_align <= 512 && sx.stx_dio_offset_align != 0 &&
 	       sx.stx_dio_offset_align <= BS;
+}
+
+/* Homes that are files next to the journal (the fixture's are memfds,
+ * which do not take O_DIRECT), for the checkpoint's choice between the
+ * page cache and O_DIRECT; file_homes_remove (teardown) removes them. */
+
+static int h_file_home_fd(void *arg, uint64_t obj, bool create, int *fd)
+{
+	(void)arg;
+	cr_assert(obj >= 1 && obj < N_OBJS, "obj %lu", (unsigned long)obj);
+	if (file_home[obj] < 0) {
+		char p[200];
+		snprintf(p, sizeof(p), "%s/home.%lu", tmpdir,
+			 (unsigned long)obj);
+		file_home[obj] = open(p, O_RDWR | O_CLOEXEC |
+				      (create ? O_CREAT : 0), 0600);
+		if (file_home[obj] < 0)
+			return -errno;
+	}
+	*fd = file_home[obj];
+	return 0;
+}
+
+static int h_file_home_sync(void *arg, const uint64_t *objs, size_t n)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		if (file_home[objs[i]] >= 0 && fsync(file_home[objs[i]]) < 0)
+			return -errno;
+	return 0;
+}
+
+/* A checkpoint sends a run as long as a stream's transaction home with
+ * O_DIRECT (where the file system takes it) and a lone 4 KiB block
+ * through the page cache, where a read after the checkpoint finds it;
+ * both homes hold their bytes. */
+Test(jbd, checkpoint_short_runs_through_page_cache)
+{
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	o.ops.home_fd = h_file_home_fd;
+	o.ops.home_sync = h_file_home_sync;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t big[32 * BS], r[32 * BS];
+	uint8_t small[BS];
+	memset(small, 's', sizeof(small));
+	for (size_t k = 0; k < sizeof(big); k++)
+		big[k] = (uint8_t)(k * 7 + k / BS);
+	int cnt = 0;
+	write1(j, 1, 0, small, sizeof(small), &cnt);
+	drain(j);
+	write1(j, 2, 0, big, sizeof(big), &cnt);
+	drain(j);
+	cr_assert_eq(cnt, 2);
+	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
+	drain(j);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert(st.checkpointed_seq >= st.closed_seq, "checkpointed");
+	/* one O_DIRECT write: the 32-block run; never the lone block */
+	cr_assert_eq(st.direct_home_writes, fs_takes_direct(F.path) ? 1 : 0,
+		     "direct home writes %lu",
+		     (unsigned long)st.direct_home_writes);
+	cr_assert_eq(pread(file_home[1], r, sizeof(r), 0), (ssize_t)BS);
+	cr_assert_eq(memcmp(r, small, BS), 0);
+	cr_assert_eq(pread(file_home[2], r, sizeof(r), 0), (ssize_t)sizeof(big));
+	cr_assert_eq(memcmp(r, big, sizeof(big)), 0);
+	cr_assert_eq(jbd_close(j), 0);
 }
 
 enum dfault { DF_NONE, DF_EINVAL, DF_SHORT };
