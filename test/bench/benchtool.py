@@ -21,9 +21,13 @@ Subcommands (all print their result on stdout, one line):
                                waited, or "timeout:SECONDS" after TIMEOUT s
   modes-report RAW.tsv MODE...
                                journal_modes.sh's table (README.md here)
-  report RAW.tsv SUMMARY.tsv MODE
+  report RAW.tsv SUMMARY.tsv MODE [CEILING.tsv]
                                medians per target and workload, ratios,
-                               targets of issue 6; prints the table
+                               targets of issue 6; prints the table (and,
+                               with CEILING.tsv, the table against hopfs)
+  check OUTDIR                 run --quick's self-check for CI: a figure
+                               for every workload on every target, no
+                               failed measurement; judges no figure
 """
 import json
 import os
@@ -405,6 +409,60 @@ def ceiling_report(vals, out):
     print_table(cols, rows, (0, 1, 7, 8))
 
 
+def cmd_check(out):
+    """run --quick's self-check, for CI: summary.tsv has a figure for every
+    workload on local, bindfs and TwinFS (no CPU figure for local: it has
+    no server process), ceiling.tsv one on bindfs, hopfs and TwinFS for
+    each of its workloads, and raw.tsv no failed measurement.  Judges no
+    figure.  Prints each problem and a verdict; exits 1 on a problem."""
+    bad = []
+
+    def table(name):
+        path = os.path.join(out, name)
+        try:
+            with open(path) as f:
+                head = f.readline().rstrip("\n").split("\t")
+                return [dict(zip(head, line.rstrip("\n").split("\t")))
+                        for line in f]
+        except OSError as e:
+            bad.append("%s: %s" % (path, e.strerror))
+            return []
+
+    def number(s):
+        try:
+            float(s)
+            return True
+        except (TypeError, ValueError):
+            return False
+
+    for name, cols in (("summary.tsv", ("local", "bindfs", "twinfs")),
+                       ("ceiling.tsv", ("bindfs", "hopfs", "twinfs"))):
+        rows = {r["workload"]: r for r in table(name) if "workload" in r}
+        for w, _, _, base, _ in WORKLOADS:
+            if name == "ceiling.tsv" and base != "bindfs" \
+                    and not w.startswith("rand"):
+                continue
+            if w not in rows:
+                bad.append("%s: no row %s" % (name, w))
+                continue
+            for c in cols:
+                if c == "local" and w.startswith("cpu_"):
+                    continue
+                if not number(rows[w].get(c)):
+                    bad.append("%s: %s on %s is %r"
+                               % (name, w, c, rows[w].get(c)))
+    for r in table("raw.tsv"):
+        if r.get("value") == "fail":
+            bad.append("raw.tsv: run %s %s %s failed %s"
+                       % (r.get("run"), r.get("target"), r.get("workload"),
+                          r.get("note", "")))
+    for b in bad:
+        print(b)
+    print("bench check: %s" % ("ok" if not bad else "%d problem(s)"
+                                % len(bad)))
+    sys.exit(1 if bad else 0)
+
+
 def main(a):
     if len(a) < 2:
         sys.exit(__doc__)
@@ -430,6 +488,8 @@ def main(a):
         cmd_modes_report(a[2], a[3:])
     elif c == "report":
         cmd_report(a[2], a[3], a[4], a[5] if len(a) > 5 else None)
+    elif c == "check":
+        cmd_check(a[2])
     else:
         sys.exit(__doc__)
 
