@@ -1022,6 +1022,7 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 	st->tail = j->tail;
 	st->head = j->head;
 	st->aborted = j->aborted;
+	st->direct_home = j->direct_home;
 }
 
 /* ------------------------------------------------------- open / close */

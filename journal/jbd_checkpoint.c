@@ -3,9 +3,9 @@
  *
  * A checkpoint takes the oldest run of SYNCED transactions (never a closed
  * but unsynced one: J7) and walks their items in log order: data blocks
- * are written home with io_uring (at most max_inflight at once; runs of
+ * are written home with io_uring (at most max_inflight at once; a run of
  * JBD_DIRECT_MIN full blocks or more with O_DIRECT when the log is written
- * so, cp_dfd), records
+ * so: cp_dfd), records
  * (data=journal) are handed to ops.apply once every earlier home write has
  * completed, so home sees exactly the log order replay would produce (J10).
  * Then the objects are made durable, and only then the

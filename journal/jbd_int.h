@@ -238,8 +238,9 @@ struct jbd {
 	int fd;                  /* journal file */
 	int dfd;                 /* the same file opened O_DIRECT, or -1 */
 	bool direct;             /* batched log writes go through dfd */
-	bool direct_home;        /* ... and checkpoints' full blocks go home
-	                          * with O_DIRECT (dfd is held by the ring) */
+	bool direct_home;        /* ... and checkpoints' runs of at least
+	                          * JBD_DIRECT_MIN full blocks go home with
+	                          * O_DIRECT (dfd is held by the ring) */
 	int efd;                 /* eventfd */
 	struct io_uring ring;
 	bool ring_ok;

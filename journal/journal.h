@@ -182,9 +182,9 @@ struct jbd_opts {
 	unsigned max_inflight;       /* io_uring requests in flight; 0 = 64 */
 	bool buffered;               /* never use O_DIRECT (else batched
 	                              * transactions go to the log with it and
-	                              * checkpoints write full blocks home
-	                              * with it, where the file system allows;
-	                              * journal/FORMAT.md) */
+	                              * checkpoints write runs of at least 16
+	                              * full blocks home with it, where the
+	                              * file system allows; FORMAT.md) */
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
 };
@@ -326,6 +326,9 @@ struct jbd_stats {
 	uint64_t log_blocks;         /* blocks written to the log, ever */
 	uint64_t direct_txns;        /* transactions written with O_DIRECT */
 	uint64_t direct_home_writes; /* checkpoint writes home by O_DIRECT */
+	bool direct_home;            /* long runs may go home by O_DIRECT:
+	                              * the log does, and the ring holds its
+	                              * O_DIRECT descriptor */
 	uint64_t direct_fallbacks;   /* O_DIRECT writes refused (EINVAL) and
 	                              * redone through the page cache */
 	uint64_t inline_writes;      /* lone small log appends done with
