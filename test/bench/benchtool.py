@@ -30,6 +30,7 @@ Subcommands (all print their result on stdout, one line):
                                failed measurement; judges no figure
 """
 import json
+import math
 import os
 import statistics
 import sys
@@ -428,17 +429,21 @@ def cmd_check(out):
             bad.append("%s: %s" % (path, e.strerror))
             return []
 
-    def number(s):
+    def number(s, unit):
+        """A measured figure: finite, and above zero for a rate or a
+        latency (a time in seconds may round to 0 on a --quick run)."""
         try:
-            float(s)
-            return True
+            v = float(s)
         except (TypeError, ValueError):
             return False
+        if not math.isfinite(v) or v < 0:
+            return False
+        return v > 0 or unit in ("s", "s/GiB")
 
     for name, cols in (("summary.tsv", ("local", "bindfs", "twinfs")),
                        ("ceiling.tsv", ("bindfs", "hopfs", "twinfs"))):
         rows = {r["workload"]: r for r in table(name) if "workload" in r}
-        for w, _, _, base, _ in WORKLOADS:
+        for w, unit, _, base, _ in WORKLOADS:
             if name == "ceiling.tsv" and base != "bindfs" \
                     and not w.startswith("rand"):
                 continue
@@ -448,7 +453,7 @@ def cmd_check(out):
             for c in cols:
                 if c == "local" and w.startswith("cpu_"):
                     continue
-                if not number(rows[w].get(c)):
+                if not number(rows[w].get(c), unit):
                     bad.append("%s: %s on %s is %r"
                                % (name, w, c, rows[w].get(c)))
     for r in table("raw.tsv"):
@@ -488,7 +493,7 @@ def main(a):
         cmd_modes_report(a[2], a[3:])
     elif c == "report":
         cmd_report(a[2], a[3], a[4], a[5] if len(a) > 5 else None)
-    elif c == "check":
+    elif c == "check" and len(a) == 3:
         cmd_check(a[2])
     else:
         sys.exit(__doc__)

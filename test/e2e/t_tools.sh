@@ -25,9 +25,11 @@ tool_run() {
 # "failed", "failure"), outside stress-ng's "info:" lines ("some I/O tests
 # may fail" is one), bonnie++'s CSV summary line (it holds the host
 # name) and dbench's "failed to create barrier semaphore" (its SysV
-# semaphore for starting the clients together, not the mount: dbench goes
-# on without it; seen once in a whole e2e run).  A stressor skipped as
-# unsupported fails too: it tested nothing.
+# semaphore for starting the clients together, not the mount: dbench says
+# so when semget returns id 0, which is valid, and goes on using it; a
+# real failure says "failed to initialize" and exits 1; seen once in a
+# whole e2e run).  A stressor skipped as unsupported fails too: it tested
+# nothing.
 BAD='\<(error|errors|fail|failed|failure)\>'
 tool_judge() {
 	local n=$1 rc=$2 bad
