@@ -44,6 +44,12 @@ enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
  * must not run out of descriptors for those; past this, buffered. */
 #define CP_MAX_DFDS 1024
 
+/* A home write in flight: blocks [lo, hi) of obj. */
+struct cp_busy {
+	const struct jbd_io *io;
+	uint64_t obj, lo, hi;
+};
+
 struct jbd_cp {
 	struct jbd_txn *first, *last;   /* inclusive, consecutive, SYNCED */
 	struct jbd_txn *cur;
@@ -53,7 +59,8 @@ struct jbd_cp {
 	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
 	struct tw_hmap dfds;            /* obj + 1 -> O_DIRECT fd + 1, or -1
 	                                 * when it cannot be opened (cp_dfd) */
-	struct tw_hmap busy;            /* obj + 1 -> 1: a write in flight */
+	struct cp_busy *busy;           /* home writes in flight (max_inflight) */
+	unsigned n_busy;
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
@@ -83,7 +90,7 @@ void jbd__cp_fini(struct jbd *j)
 		if ((intptr_t)val > 0)
 			close((int)((intptr_t)val - 1));
 	tw_hmap_free(&cp->dfds);
-	tw_hmap_free(&cp->busy);
+	free(cp->busy);
 	tw_hmap_free(&cp->seen);
 	free(cp->objs);
 	free(cp);
@@ -168,6 +175,29 @@ static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 	return d;
 }
 
+/* Does a home write in flight touch blocks [lo, hi) of obj? */
+static bool cp_is_busy(const struct jbd_cp *cp, uint64_t obj, uint64_t lo,
+		       uint64_t hi)
+{
+	for (unsigned i = 0; i < cp->n_busy; i++) {
+		const struct cp_busy *b = &cp->busy[i];
+		if (b->obj == obj && b->lo < hi && lo < b->hi)
+			return true;
+	}
+	return false;
+}
+
+static void cp_unbusy(struct jbd_cp *cp, const struct jbd_io *io)
+{
+	for (unsigned i = 0; i < cp->n_busy; i++) {
+		if (cp->busy[i].io == io) {
+			cp->busy[i] = cp->busy[--cp->n_busy];
+			return;
+		}
+	}
+	assert(!"a home write not in the busy list");
+}
+
 static void cp_step(struct jbd *j);
 
 static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
@@ -175,11 +205,8 @@ static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 	struct jbd_cp *cp = j->cp;
 	assert(cp != NULL && cp->inflight > 0);
 	cp->inflight--;
-	if (io->kind == JBD_IO_HOME) {
-		void *was = tw_hmap_del(&cp->busy, io->obj + 1);
-		assert(was != NULL);
-		(void)was;
-	}
+	if (io->kind == JBD_IO_HOME)
+		cp_unbusy(cp, io);
 	if (rc < 0) {
 		jbd__abort(j, rc, io->kind == JBD_IO_HOME ?
 			   "checkpoint write to a home object" :
@@ -367,10 +394,15 @@ static void cp_step(struct jbd *j)
 			 * together: io_uring does not keep them in order (ext4
 			 * runs O_DIRECT writes in parallel, an EAGAIN is retried
 			 * behind later requests, an async buffered write may
-			 * finish inline before one waiting in io-wq).  So one
-			 * write per object at a time, across objects as many as
-			 * max_inflight; cp_io_done runs this again. */
-			if (tw_hmap_get(&cp->busy, it->obj + 1) != NULL)
+			 * finish inline before one waiting in io-wq).  So the
+			 * walk waits here while a write in flight touches one
+			 * of these blocks; cp_io_done runs it again.  Writes of
+			 * other blocks, of this object too, go out together, up
+			 * to max_inflight: 4 KiB random overwrites of one file
+			 * would otherwise go home one at a time, each costing
+			 * the loop a wakeup, while the same loop serves the
+			 * writes that fill the log. */
+			if (cp_is_busy(cp, it->obj, it->blk, it->blk + run))
 				return;
 			/* Only the last block of a run can be short.  A run as
 			 * long as a stream's transaction skips the page cache
@@ -410,11 +442,12 @@ static void cp_step(struct jbd *j)
 				io->fd = dfd;
 				j->st.direct_home_writes++;
 			}
-			if (tw_hmap_put(&cp->busy, it->obj + 1, (void *)1) < 0) {
-				jbd__io_free(io);
-				jbd__abort(j, -ENOMEM, "queueing a home write");
-				return;
-			}
+			assert(cp->n_busy < j->max_inflight);
+			cp->busy[cp->n_busy++] = (struct cp_busy){
+				.io = io, .obj = it->obj, .lo = it->blk,
+				.hi = it->blk + run };
+			if (cp->n_busy > j->st.home_inflight_max)
+				j->st.home_inflight_max = cp->n_busy;
 			cp->inflight++;
 			jbd__io_submit(j, io);
 			cp->item += run;
@@ -489,7 +522,12 @@ void jbd__cp_kick(struct jbd *j)
 	}
 	tw_hmap_init(&cp->fds);
 	tw_hmap_init(&cp->dfds);
-	tw_hmap_init(&cp->busy);
+	cp->busy = calloc(j->max_inflight, sizeof(*cp->busy));
+	if (cp->busy == NULL) {
+		free(cp);
+		jbd__abort(j, -ENOMEM, "starting a checkpoint");
+		goto out;
+	}
 	tw_hmap_init(&cp->seen);
 	cp->first = first;
 	struct jbd_txn *t = first;

@@ -295,6 +295,8 @@ struct jbd {
 	struct jbd_io *q_head, *q_tail;  /* not yet submitted */
 	struct jbd_io *done_head, *done_tail; /* completed (sync layer) */
 	unsigned inflight, max_inflight;
+	unsigned log_inflight;   /* of inflight, requests on the journal
+	                          * file (log, superblock, its fsyncs) */
 	bool fault_log_eio;      /* jbd_inject_log_eio armed (test only) */
 	int fault_direct;        /* jbd_inject_direct_fault: 0, 1, -EINVAL */
 

@@ -1,8 +1,8 @@
 /* jbd_io.c - the I/O layer of the block journal: every write and fsync the
  * journal issues (log appends, the superblock, checkpoint home writes) goes
  * through jbd__io_submit, which runs it on io_uring (a lone small log
- * append while the ring is idle: with pwritev on the caller's thread,
- * run_inline), or, when the caller set jbd_opts.io (tests), synchronously
+ * append while nothing else on the journal file is in flight: with pwritev
+ * on the caller's thread, run_inline), or, when the caller set jbd_opts.io (tests), synchronously
  * through that table so a fault layer can fail, tear or drop the N-th
  * write and keep a shadow of synced bytes.
  * jbd_inject_log_eio (drills on real daemons) fails the next log write here,
@@ -215,15 +215,19 @@ static void run_sync(struct jbd *j, struct jbd_io *io)
 	done_push(j, io, 0);
 }
 
-/* A lone small log append while the ring is idle is written here, with
- * pwritev, and completes through the done list like the test layer's.
+/* A lone small log append, while no other request on the journal file is
+ * in flight, is written here with pwritev and completes through the done
+ * list like the test layer's.
  * Through the ring it would be punted to an io-wq worker (ext4 cannot
  * take a buffered write without blocking), whose wakeup and completion
  * cost two context switches, on this kind of VM each a wakeup of an idle
  * vCPU (tens of us), for a copy of a few pages.
- *   - Only while nothing is in flight on the ring: io-wq keeps buffered
- *     writes of one file in order, and a write done here must not pass
- *     one still queued there.
+ *   - Only while nothing on the journal file is in flight on the ring:
+ *     io-wq keeps buffered writes of one file in order, and a write done
+ *     here must not pass one still queued there.  Checkpoint writes to
+ *     home objects may be in flight: they are other files, and while a
+ *     checkpoint runs (under a steady load, most of the time) every log
+ *     append would otherwise take the io-wq hop.
  *   - Only a lone log append (nothing queued behind it): one per commit of
  *     requests that arrived, so the loop thread does no more of it than
  *     the requests bring.  The checkpoint's home writes stay on the ring;
@@ -234,7 +238,7 @@ static void run_sync(struct jbd *j, struct jbd_io *io)
 
 static bool run_inline(struct jbd *j, struct jbd_io *io)
 {
-	if (j->inflight > 0 || io->next != NULL || io->kind != JBD_IO_LOG ||
+	if (j->log_inflight > 0 || io->next != NULL || io->kind != JBD_IO_LOG ||
 	    io->op != IO_WRITE || io->alt_fd >= 0 || io->link)
 		return false;
 	size_t total = iov_total(io->iov, io->iovcnt);
@@ -324,6 +328,8 @@ void jbd__io_pump(struct jbd *j)
 				sqe->flags |= IOSQE_IO_LINK;
 			io_uring_sqe_set_data(sqe, io);
 			j->inflight++;
+			if (io->kind == JBD_IO_LOG)
+				j->log_inflight++;
 			queued++;
 		}
 	}
@@ -448,6 +454,10 @@ int jbd__io_reap(struct jbd *j, bool wait)
 		int res = cqe->res;
 		io_uring_cqe_seen(&j->ring, cqe);
 		j->inflight--;
+		if (io->kind == JBD_IO_LOG) {
+			assert(j->log_inflight > 0);
+			j->log_inflight--;
+		}
 		complete(j, io, res);
 		handled++;
 	}

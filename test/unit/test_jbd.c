@@ -929,6 +929,15 @@ static void drain(struct jbd *j)
 		;
 }
 
+/* Checkpoint everything, wait, and return the stats. */
+static void checkpoint_all(struct jbd *j, struct jbd_stats *st)
+{
+	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
+	drain(j);
+	jbd_stats(j, st);
+	cr_assert(st->checkpointed_seq >= st->closed_seq, "checkpointed");
+}
+
 /* io_uring path: overlay reads before the checkpoint, group commit, the
  * escape, the data home after close, and across a reopen. */
 Test(jbd, uring_basic)
@@ -1018,10 +1027,7 @@ Test(jbd, inline_log_not_home)
 		     (unsigned long)st.inline_writes,
 		     (unsigned long)st.commits);
 	uint64_t before = st.inline_writes;
-	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
-	drain(j);
-	jbd_stats(j, &st);
-	cr_assert(st.checkpointed_seq >= st.closed_seq, "checkpointed");
+	checkpoint_all(j, &st);
 	cr_assert_eq(st.inline_writes, before, "a home write went inline");
 	for (uint64_t obj = 1; obj <= 3; obj++) {
 		struct stat sb;
@@ -1145,11 +1151,8 @@ Test(jbd, checkpoint_short_runs_through_page_cache)
 	write1(j, 2, 0, big, sizeof(big), &cnt);
 	drain(j);
 	cr_assert_eq(cnt, 2);
-	cr_assert_eq(jbd_checkpoint(j, NULL, NULL), 0);
-	drain(j);
 	struct jbd_stats st;
-	jbd_stats(j, &st);
-	cr_assert(st.checkpointed_seq >= st.closed_seq, "checkpointed");
+	checkpoint_all(j, &st);
 	/* One O_DIRECT write where the journal may write home so: the
 	 * 32-block run, never the lone block.  (Where it may not, e.g. on
 	 * tmpfs, both go through the page cache and this tells nothing.) */
@@ -1165,6 +1168,144 @@ Test(jbd, checkpoint_short_runs_through_page_cache)
 	cr_assert_eq(pread(file_home[2], r, sizeof(r), 0), (ssize_t)sizeof(big));
 	cr_assert_eq(memcmp(r, big, sizeof(big)), 0);
 	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* A checkpoint sends home writes of different blocks of one object
+ * together (4 KiB random overwrites of one file would otherwise go home one
+ * at a time), and holds back a write of a block while an earlier write of
+ * that block is in flight: home ends with the last copy. */
+Test(jbd, checkpoint_one_object_in_parallel_in_log_order)
+{
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	o.ops.home_fd = h_file_home_fd;
+	o.ops.home_sync = h_file_home_sync;
+	o.max_inflight = 128;    /* room for all 66: only the rule holds back */
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t b[BS], r[BS];
+	int cnt = 0;
+	/* 64 transactions, one block each, every other block: no runs */
+	for (int k = 0; k < 64; k++) {
+		memset(b, 'A' + k % 26, sizeof(b));
+		write1(j, 1, (uint64_t)(2 * k) * BS, b, sizeof(b), &cnt);
+		drain(j);
+	}
+	memset(b, 'z', sizeof(b));
+	write1(j, 1, 0, b, sizeof(b), &cnt);           /* block 0 again */
+	drain(j);
+	memset(b, 'y', sizeof(b));
+	write1(j, 1, 2 * BS, b, sizeof(b), &cnt);      /* block 2 again */
+	drain(j);
+	cr_assert_eq(cnt, 66);
+	struct jbd_stats st;
+	checkpoint_all(j, &st);
+	/* the first 64 went out together; the rewrite of block 0 waited
+	 * for the first write of block 0 (so did block 2's, behind it) */
+	cr_assert_eq(st.home_inflight_max, 64, "home writes in flight %lu",
+		     (unsigned long)st.home_inflight_max);
+	for (int k = 0; k < 64; k++) {
+		int want = k == 0 ? 'z' : k == 1 ? 'y' : 'A' + k % 26;
+		cr_assert_eq(pread(file_home[1], r, BS,
+				   (off_t)(2 * k) * BS), (ssize_t)BS);
+		cr_assert_eq(r[0], want, "block %d: %c, want %c", 2 * k, r[0],
+			     want);
+		cr_assert_eq(r[BS - 1], want);
+	}
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Home of object 3 for the next test: a pipe that is full, so the
+ * checkpoint's write to it stays in flight until the test reads. */
+static int pipe_rd = -1;
+
+static int h_pipe_home_fd(void *arg, uint64_t obj, bool create, int *fd)
+{
+	if (obj != 3)
+		return h_file_home_fd(arg, obj, create, fd);
+	*fd = file_home[3];
+	return 0;
+}
+
+static int h_pipe_home_sync(void *arg, const uint64_t *objs, size_t n)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		if (objs[i] != 3 && file_home[objs[i]] >= 0 &&
+		    fsync(file_home[objs[i]]) < 0)
+			return -errno;
+	return 0;
+}
+
+/* Process the journal's events for up to ms milliseconds, or until *cnt
+ * reaches want.  Never jbd_wait: it would wait for the stuck write. */
+static void process_until(struct jbd *j, int *cnt, int want, int ms)
+{
+	for (int t = 0; t < ms && *cnt < want; t++) {
+		struct pollfd p = { .fd = jbd_event_fd(j), .events = POLLIN };
+		poll(&p, 1, 1);
+		jbd_process(j);
+	}
+}
+
+/* A lone log append goes inline while the checkpoint's home writes (other
+ * files) are in flight on the ring: under a steady load a checkpoint runs
+ * most of the time, and every append would otherwise take the io-wq hop. */
+Test(jbd, inline_log_while_home_write_in_flight)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pipe_rd = p[0];
+	file_home[3] = p[1];
+	int cap = fcntl(p[1], F_SETPIPE_SZ, BS);
+	cr_assert(cap >= (int)BS, "F_SETPIPE_SZ: %d", cap);
+	uint8_t *fill = calloc(1, (size_t)cap);
+	cr_assert_eq(write(p[1], fill, (size_t)cap), cap);  /* now full */
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	o.ops.home_fd = h_pipe_home_fd;
+	o.ops.home_sync = h_pipe_home_sync;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t b[BS], small[100];
+	memset(b, 'p', sizeof(b));
+	memset(small, 's', sizeof(small));
+	int cnt = 0, cp_done = 0;
+	write1(j, 3, 0, b, sizeof(b), &cnt);
+	drain(j);
+	cr_assert_eq(jbd_checkpoint(j, cnt_cb, &cp_done), 0);
+	process_until(j, &cp_done, 1, 50);
+	cr_assert_eq(cp_done, 0, "the write to the full pipe finished");
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	uint64_t before = st.inline_writes;
+	write1(j, 1, 0, small, sizeof(small), &cnt);
+	process_until(j, &cnt, 2, 2000);
+	cr_assert_eq(cnt, 2, "the append did not close");
+	jbd_stats(j, &st);
+	cr_assert_eq(st.inline_writes, before + 1,
+		     "the append waited for the ring (inline %lu -> %lu)",
+		     (unsigned long)before, (unsigned long)st.inline_writes);
+	cr_assert_eq(cp_done, 0);
+	/* let the home write through: the filler, then the block */
+	uint8_t *got = malloc((size_t)cap + BS);
+	size_t n = 0;
+	for (int t = 0; t < 2000 && n < (size_t)cap + BS; t++) {
+		struct pollfd pr = { .fd = p[0], .events = POLLIN };
+		if (poll(&pr, 1, 1) > 0) {
+			ssize_t k = read(p[0], got + n, (size_t)cap + BS - n);
+			cr_assert(k > 0);
+			n += (size_t)k;
+		}
+		jbd_process(j);
+	}
+	cr_assert_eq(n, (size_t)cap + BS);
+	cr_assert_eq(memcmp(got + cap, b, BS), 0);
+	process_until(j, &cp_done, 1, 2000);
+	cr_assert_eq(cp_done, 1, "checkpoint %d", cp_done);
+	cr_assert_eq(jbd_close(j), 0);
+	free(got);
+	free(fill);
+	close(pipe_rd);
+	pipe_rd = -1;
 }
 
 enum dfault { DF_NONE, DF_EINVAL, DF_SHORT };
