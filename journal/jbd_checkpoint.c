@@ -3,7 +3,7 @@
  *
  * A checkpoint takes the oldest run of SYNCED transactions (never a closed
  * but unsynced one: J7) and walks their items in log order: data blocks
- * are written home with io_uring (at most max_inflight at once; a run of
+ * are written home with io_uring (at most cp_max_inflight at once; a run of
  * JBD_DIRECT_MIN full blocks or more with O_DIRECT when the log is written
  * so: cp_dfd), records
  * (data=journal) are handed to ops.apply once every earlier home write has
@@ -44,6 +44,14 @@ enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
  * must not run out of descriptors for those; past this, buffered. */
 #define CP_MAX_DFDS 1024
 
+/* Home writes a checkpoint keeps in flight at most: three quarters of the
+ * journal's max_inflight, so log writes (the requests clients wait for)
+ * always find room on the ring and never queue behind home writes. */
+static unsigned cp_max_inflight(const struct jbd *j)
+{
+	return TW_MAX(j->max_inflight - j->max_inflight / 4, 1u);
+}
+
 /* A home write in flight: blocks [lo, hi) of obj. */
 struct cp_busy {
 	const struct jbd_io *io;
@@ -59,7 +67,7 @@ struct jbd_cp {
 	struct tw_hmap fds;             /* obj + 1 -> dup'd fd + 1 */
 	struct tw_hmap dfds;            /* obj + 1 -> O_DIRECT fd + 1, or -1
 	                                 * when it cannot be opened (cp_dfd) */
-	struct cp_busy *busy;           /* home writes in flight (max_inflight) */
+	struct cp_busy *busy;           /* home writes in flight */
 	unsigned n_busy;
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
 	uint64_t *objs;
@@ -220,6 +228,7 @@ static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 static void cp_finish(struct jbd *j)
 {
 	struct jbd_cp *cp = j->cp;
+	assert(cp->n_busy == 0);
 	struct jbd_txn *t = j->txn_head;
 	uint64_t last_seq = cp->last->seq;
 	while (t != NULL && t->seq <= last_seq) {
@@ -371,7 +380,9 @@ static void cp_step(struct jbd *j)
 		struct jbd_item *it = &cp->cur->items[cp->item];
 		int rc = 0;
 		if (it->kind == ITEM_DATA) {
-			if (cp->inflight >= j->max_inflight)
+			/* CP_ITEMS: only home writes are in flight */
+			assert(cp->n_busy == cp->inflight);
+			if (cp->inflight >= cp_max_inflight(j))
 				return;
 			int fd;
 			rc = cp_fd(j, cp, it->obj, &fd);
@@ -398,7 +409,7 @@ static void cp_step(struct jbd *j)
 			 * walk waits here while a write in flight touches one
 			 * of these blocks; cp_io_done runs it again.  Writes of
 			 * other blocks, of this object too, go out together, up
-			 * to max_inflight: 4 KiB random overwrites of one file
+			 * to cp_max_inflight: 4 KiB random overwrites of one file
 			 * would otherwise go home one at a time, each costing
 			 * the loop a wakeup, while the same loop serves the
 			 * writes that fill the log. */
@@ -442,7 +453,7 @@ static void cp_step(struct jbd *j)
 				io->fd = dfd;
 				j->st.direct_home_writes++;
 			}
-			assert(cp->n_busy < j->max_inflight);
+			assert(cp->n_busy < cp_max_inflight(j));
 			cp->busy[cp->n_busy++] = (struct cp_busy){
 				.io = io, .obj = it->obj, .lo = it->blk,
 				.hi = it->blk + run };

@@ -333,8 +333,9 @@ struct jbd_stats {
 	                              * redone through the page cache */
 	uint64_t inline_writes;      /* lone small log appends done with
 	                              * pwritev, not the ring (jbd_io.c) */
-	uint64_t home_inflight_max;  /* most checkpoint home writes in
-	                              * flight at once, ever */
+	uint64_t home_inflight_max;  /* most checkpoint home writes issued
+	                              * and not yet completed at once, ever
+	                              * (queued or in the kernel) */
 	uint64_t tail, head;         /* log block numbers */
 	int aborted;                 /* 0 or -EIO */
 };

@@ -1173,51 +1173,65 @@ Test(jbd, checkpoint_short_runs_through_page_cache)
 /* A checkpoint sends home writes of different blocks of one object
  * together (4 KiB random overwrites of one file would otherwise go home one
  * at a time), and holds back a write of a block while an earlier write of
- * that block is in flight: home ends with the last copy. */
+ * that block is in flight, also when that write is one of a run: home ends
+ * with the last copy of every block. */
 Test(jbd, checkpoint_one_object_in_parallel_in_log_order)
 {
 	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
 	o.ops.home_fd = h_file_home_fd;
 	o.ops.home_sync = h_file_home_sync;
-	o.max_inflight = 128;    /* room for all 66: only the rule holds back */
+	o.max_inflight = 128;    /* room for all 69: only the rule holds back */
 	struct jbd *j;
 	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
-	uint8_t b[BS], r[BS];
+	uint8_t b[4 * BS], r[BS];
 	int cnt = 0;
-	/* 64 transactions, one block each, every other block: no runs */
+	/* 64 transactions, one block each, neighbours (a run never crosses
+	 * transactions), then one run of 4 blocks */
 	for (int k = 0; k < 64; k++) {
-		memset(b, 'A' + k % 26, sizeof(b));
-		write1(j, 1, (uint64_t)(2 * k) * BS, b, sizeof(b), &cnt);
+		memset(b, 'A' + k % 26, BS);
+		write1(j, 1, (uint64_t)k * BS, b, BS, &cnt);
 		drain(j);
 	}
-	memset(b, 'z', sizeof(b));
-	write1(j, 1, 0, b, sizeof(b), &cnt);           /* block 0 again */
+	memset(b, 'R', sizeof(b));
+	write1(j, 1, 100 * BS, b, 4 * BS, &cnt);        /* blocks 100-103 */
 	drain(j);
-	memset(b, 'y', sizeof(b));
-	write1(j, 1, 2 * BS, b, sizeof(b), &cnt);      /* block 2 again */
+	/* rewrites: block 0, block 1, block 102 inside the run; a short
+	 * block at the end that touches nothing in flight */
+	memset(b, 'z', BS);
+	write1(j, 1, 0, b, BS, &cnt);
 	drain(j);
-	cr_assert_eq(cnt, 66);
+	memset(b, 'y', BS);
+	write1(j, 1, BS, b, BS, &cnt);
+	drain(j);
+	memset(b, 'm', BS);
+	write1(j, 1, 102 * BS, b, BS, &cnt);
+	drain(j);
+	memset(b, 's', 100);
+	write1(j, 1, 104 * BS, b, 100, &cnt);
+	drain(j);
+	cr_assert_eq(cnt, 69);
 	struct jbd_stats st;
 	checkpoint_all(j, &st);
-	/* the first 64 went out together; the rewrite of block 0 waited
-	 * for the first write of block 0 (so did block 2's, behind it) */
-	cr_assert_eq(st.home_inflight_max, 64, "home writes in flight %lu",
+	/* the first 65 writes went out together; the rewrite of block 0
+	 * waited for the first write of block 0, and all after it waited */
+	cr_assert_eq(st.home_inflight_max, 65, "home writes in flight %lu",
 		     (unsigned long)st.home_inflight_max);
-	for (int k = 0; k < 64; k++) {
-		int want = k == 0 ? 'z' : k == 1 ? 'y' : 'A' + k % 26;
-		cr_assert_eq(pread(file_home[1], r, BS,
-				   (off_t)(2 * k) * BS), (ssize_t)BS);
-		cr_assert_eq(r[0], want, "block %d: %c, want %c", 2 * k, r[0],
+	for (int k = 0; k <= 104; k++) {
+		int want = k == 0 ? 'z' : k == 1 ? 'y' : k < 64 ? 'A' + k % 26 :
+			   k == 102 ? 'm' : k >= 100 && k < 104 ? 'R' :
+			   k == 104 ? 's' : 0;
+		size_t len = k == 104 ? 100 : BS;
+		cr_assert_eq(pread(file_home[1], r, BS, (off_t)k * BS),
+			     (ssize_t)len, "block %d", k);
+		cr_assert_eq(r[0], want, "block %d: %d, want %d", k, r[0],
 			     want);
-		cr_assert_eq(r[BS - 1], want);
+		cr_assert_eq(r[len - 1], want);
 	}
 	cr_assert_eq(jbd_close(j), 0);
 }
 
 /* Home of object 3 for the next test: a pipe that is full, so the
  * checkpoint's write to it stays in flight until the test reads. */
-static int pipe_rd = -1;
-
 static int h_pipe_home_fd(void *arg, uint64_t obj, bool create, int *fd)
 {
 	if (obj != 3)
@@ -1254,8 +1268,7 @@ Test(jbd, inline_log_while_home_write_in_flight)
 {
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pipe_rd = p[0];
-	file_home[3] = p[1];
+	file_home[3] = p[1];     /* closed by teardown */
 	int cap = fcntl(p[1], F_SETPIPE_SZ, BS);
 	cr_assert(cap >= (int)BS, "F_SETPIPE_SZ: %d", cap);
 	uint8_t *fill = calloc(1, (size_t)cap);
@@ -1272,10 +1285,18 @@ Test(jbd, inline_log_while_home_write_in_flight)
 	write1(j, 3, 0, b, sizeof(b), &cnt);
 	drain(j);
 	cr_assert_eq(jbd_checkpoint(j, cnt_cb, &cp_done), 0);
-	process_until(j, &cp_done, 1, 50);
-	cr_assert_eq(cp_done, 0, "the write to the full pipe finished");
+	/* wait (bounded) until the checkpoint has issued its home write:
+	 * before that the log's fdatasync may still be in flight */
 	struct jbd_stats st;
 	jbd_stats(j, &st);
+	for (int t = 0; t < 5000 && st.home_inflight_max == 0; t++) {
+		struct pollfd pe = { .fd = jbd_event_fd(j), .events = POLLIN };
+		poll(&pe, 1, 1);
+		jbd_process(j);
+		jbd_stats(j, &st);
+	}
+	cr_assert_eq(st.home_inflight_max, 1, "the home write was not issued");
+	cr_assert_eq(cp_done, 0, "the write to the full pipe finished");
 	uint64_t before = st.inline_writes;
 	write1(j, 1, 0, small, sizeof(small), &cnt);
 	process_until(j, &cnt, 2, 2000);
@@ -1304,8 +1325,7 @@ Test(jbd, inline_log_while_home_write_in_flight)
 	cr_assert_eq(jbd_close(j), 0);
 	free(got);
 	free(fill);
-	close(pipe_rd);
-	pipe_rd = -1;
+	close(p[0]);
 }
 
 enum dfault { DF_NONE, DF_EINVAL, DF_SHORT };
