@@ -980,8 +980,24 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	}
 	if (s->mode == JBD_MODE_WRITEBACK) {
 		/* Data written in place is not ordered with the journal in
-		 * writeback mode: make it durable here (blocking, as the
-		 * synchronous store did). */
+		 * writeback mode: a syncfs on the journal's helper thread
+		 * makes it durable, then the log is synced.  On the loop, an
+		 * fsync of a file with a lot of dirty data would stall every
+		 * request of this iod (and its pings) for seconds. */
+		r = sreq_new(s, cb, arg);
+		if (!r)
+			return -ENOMEM;
+		rc = jbd_sync_home(s->j, sreq_done, r);
+		if (rc != -EOPNOTSUPP) {
+			if (rc < 0) {
+				free(r);
+				store_check_abort(s);
+			}
+			return rc;
+		}
+		free(r);
+		/* No helper thread possible (tests): blocking, the
+		 * subfiles of ino only. */
 		if (ino == 0) {
 			if (syncfs(s->sub_fd) < 0)
 				return -errno;

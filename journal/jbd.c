@@ -127,6 +127,14 @@ void jbd__abort(struct jbd *j, int rc, const char *what)
 		fail_waiters(j, &t->waiters, -EIO);
 	fail_waiters(j, &j->sync_waiters, -EIO);
 	fail_waiters(j, &j->cp_waiters, -EIO);
+	fail_waiters(j, &j->home_waiters, -EIO);
+	/* wake the owner: the failed callbacks run at its next jbd_process
+	 * (an abort inside a public call would otherwise leave them queued) */
+	if (j->efd >= 0) {
+		uint64_t one = 1;
+		ssize_t wr = write(j->efd, &one, sizeof(one));
+		(void)wr;
+	}
 }
 
 int jbd_aborted(const struct jbd *j)
@@ -954,6 +962,7 @@ void jbd_process(struct jbd *j)
 		int n = jbd__io_reap(j, false);
 		jbd__commit_kick(j);
 		jbd__sync_kick(j);
+		jbd__home_kick(j);
 		jbd__cp_kick(j);
 		jbd__io_pump(j);
 		if (n == 0 && j->done_head == NULL)
@@ -986,7 +995,8 @@ static bool pending_work(const struct jbd *j)
 		return true;
 	if (j->first_sealed || j->closing || j->cp_active)
 		return true;
-	if (j->sync_waiters || j->cp_waiters || j->cp_active)
+	if (j->sync_waiters || j->cp_waiters || j->cp_active ||
+	    j->home_waiters)
 		return true;
 	if (j->want_sync > j->synced_seq && j->want_sync <= j->closed_seq)
 		return true;
@@ -1273,6 +1283,10 @@ void jbd_abandon(struct jbd *j)
 		j->cp_waiters = w->next;
 		free(w);
 	}
+	while ((w = j->home_waiters) != NULL) {
+		j->home_waiters = w->next;
+		free(w);
+	}
 	while ((w = j->cb_head) != NULL) {
 		j->cb_head = w->next;
 		free(w);
@@ -1300,7 +1314,9 @@ int jbd_close(struct jbd *j)
 		int done = 0;
 		rc = jbd_checkpoint(j, close_done, &done);
 		if (rc == 0) {
-			while (done == 0 && !j->aborted)
+			/* and the jbd_sync_home callers, whose callbacks
+			 * free their requests */
+			while ((done == 0 || j->home_waiters) && !j->aborted)
 				if (jbd_wait(j) == 1 && done == 0)
 					break;
 			rc = done == 1 ? 0 : (done < 0 ? done : -EIO);

@@ -540,6 +540,67 @@ int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg)
 	return 0;
 }
 
+int jbd_sync_home(struct jbd *j, jbd_done_cb cb, void *arg)
+{
+	if (j->aborted)
+		return j->aborted;
+	if (!jbd__bgsync_usable(j))
+		return -EOPNOTSUPP;
+	struct jbd_waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->cb = cb;
+	w->arg = arg;
+	w->seq = last_seq(j);
+	w->next = j->home_waiters;
+	j->home_waiters = w;
+	jbd__home_kick(j);
+	return 0;
+}
+
+/* jbd_sync_home's waiters: once osync covers a waiter's transaction, it
+ * waits for the log sync like any jbd_sync; while some are not covered, a
+ * syncfs runs (osync, shared with ordered mode's closes).  A waiter's
+ * transaction may still be running: it is sealed first, so the syncfs
+ * covers it (its in-place writes returned before it joined a handle). */
+void jbd__home_kick(struct jbd *j)
+{
+	if (j->home_waiters == NULL || j->aborted)
+		return;
+	int rc;
+	if (j->osync.started) {
+		if (!jbd__bgsync_poll(&j->osync, &rc))
+			return;
+		if (rc < 0) {
+			jbd__abort(j, rc, "syncing the home file system");
+			return;
+		}
+		j->osync_seq = j->osync_target;
+	}
+	struct jbd_waiter **pp = &j->home_waiters;
+	while (*pp) {
+		struct jbd_waiter *w = *pp;
+		if (w->seq > j->osync_seq) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		rc = jbd_sync(j, w->cb, w->arg);
+		if (rc < 0)
+			jbd__queue_cb(j, w->cb, w->arg, rc);
+		free(w);
+	}
+	/* ordered closes start osync too (ordered_sync): wait for theirs */
+	if (j->home_waiters == NULL || j->osync.started)
+		return;
+	if (j->running && j->running->n_items > 0)
+		jbd__seal(j);
+	j->osync_target = last_seq(j);
+	rc = jbd__bgsync_start(j, &j->osync);
+	if (rc < 0)
+		jbd__abort(j, rc, "starting a syncfs of the home file system");
+}
+
 int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg)
 {
 	if (j->aborted)

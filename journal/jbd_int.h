@@ -267,10 +267,12 @@ struct jbd {
 	struct jbd_txn *first_sealed;   /* oldest SEALED, or NULL */
 	struct jbd_txn *first_closed;   /* oldest CLOSED (not synced), or NULL */
 	bool closing;
-	/* ordered mode: in-place data of transactions up to osync_seq is
-	 * durable; osync covers every transaction sealed when it started */
+	/* ordered mode and jbd_sync_home: in-place data of transactions up
+	 * to osync_seq is durable; osync covers every transaction sealed
+	 * when it started */
 	struct jbd_bgsync osync;
 	uint64_t osync_target, osync_seq;
+	struct jbd_waiter *home_waiters; /* jbd_sync_home, until osync */
 
 	/* sync */
 	bool syncing;
@@ -347,6 +349,7 @@ bool jbd__io_busy(const struct jbd *j);
  * result (collected once); wait blocks until the thread ended, leaving the
  * result for poll (jbd_wait, close). */
 bool jbd__bgsync_usable(const struct jbd *j);
+void jbd__home_kick(struct jbd *j);
 int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b);
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
 void jbd__bgsync_wait(struct jbd_bgsync *b);

@@ -544,6 +544,7 @@ int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b)
 	int rc = pthread_create(&b->thread, NULL, bgsync_main, b);
 	if (rc != 0)
 		return -rc;
+	j->st.home_syncfs++;
 	b->started = true;
 	b->joined = false;
 	return 0;

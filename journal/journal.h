@@ -272,6 +272,14 @@ void jbd_cancel(struct jbd_handle *h);
  * transaction committed before this call is synced.  cb may be NULL. */
 int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg);
 
+/* writeback mode's fsync: cb once a syncfs of the home file system that
+ * started after every in-place write committed before this call has
+ * finished (on a helper thread: the owner's loop never waits for the
+ * disk), and the log is synced (jbd_sync).  -EOPNOTSUPP where no
+ * background syncfs is possible (no ops.home_fs_fd, the test I/O layer):
+ * the caller then syncs home itself and calls jbd_sync. */
+int jbd_sync_home(struct jbd *j, jbd_done_cb cb, void *arg);
+
 /* Sync, then checkpoint every transaction (the log becomes empty): cb once
  * the tail has moved.  cb may be NULL. */
 int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg);
@@ -326,6 +334,9 @@ struct jbd_stats {
 	uint64_t log_blocks;         /* blocks written to the log, ever */
 	uint64_t direct_txns;        /* transactions written with O_DIRECT */
 	uint64_t direct_home_writes; /* checkpoint writes home by O_DIRECT */
+	uint64_t home_syncfs;        /* background syncfs runs started
+	                              * (checkpoints, ordered closes,
+	                              * jbd_sync_home) */
 	bool direct_home;            /* long runs may go home by O_DIRECT:
 	                              * the log does, and the ring holds its
 	                              * O_DIRECT descriptor */

@@ -210,6 +210,32 @@ Test(iod_journal, all_modes_restart_clean_and_after_death)
 	}
 }
 
+/* writeback mode: an fsync of a subfile, and one of everything (ino 0)
+ * after another write, go through the journal's background syncfs
+ * (jbd_sync_home; what it covers is tested in test_jbd.c) and complete
+ * after the call; the data reads back after a process death. */
+Test(iod_journal, writeback_fsync_in_background)
+{
+	static uint8_t a[256 * 1024];
+
+	fresh(2);
+	fill(a, sizeof(a), 5);
+	for (uint64_t ino = 31; ino <= 32; ino++) {
+		int flag = 0;
+		uint64_t what = ino == 31 ? 31 : 0;
+
+		cr_assert_eq(s_write(st, ino, 0, 0, a, sizeof(a), 0, &L, NULL),
+			     0);
+		cr_assert_eq(iod_store_fsync(st, what, sync_cb, &flag), 0);
+		cr_assert_eq(flag, 0, "fsync of ino %lu finished inside the call",
+			     (unsigned long)what);
+		cr_assert_eq(sync_wait(st, &flag), 0);
+	}
+	restart_dead();
+	expect(31, 0, a, sizeof(a));
+	expect(32, 0, a, sizeof(a));
+}
+
 /* In journal mode the data of a closed transaction is only in the log
  * before a checkpoint: replay is what brings it home. */
 Test(iod_journal, journal_mode_replay_brings_data_home)

@@ -1711,6 +1711,95 @@ Test(jbd, writeback_records)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* ops.home_fs_fd for jbd_sync_home: the test directory (or -1 when
+ * home_fs_bad, so the syncfs fails); counts the syncfs runs started. */
+static int home_fs_calls;
+static int home_fs_fd_dir = -1;
+static bool home_fs_bad;
+
+static int h_home_fs_fd(void *arg)
+{
+	(void)arg;
+	home_fs_calls++;
+	if (home_fs_bad)
+		return -1;
+	if (home_fs_fd_dir < 0)
+		home_fs_fd_dir = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return home_fs_fd_dir;
+}
+
+/* One request: record r of obj (cut: jbd_record's), after an in-place
+ * write of obj when `inplace`. */
+static void commit_record(struct jbd *j, uint64_t obj, uint64_t cut,
+			  const struct rec *r, bool inplace, int *cnt)
+{
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	if (inplace)
+		cr_assert_eq(jbd_inplace(h, obj), 0);
+	cr_assert_eq(jbd_record(h, obj, cut, r, sizeof(*r)), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, cnt) > 0);
+}
+
+static void commit_inplace(struct jbd *j, uint64_t obj, int *cnt)
+{
+	struct rec note = { .op = REC_NOTE };
+	commit_record(j, obj, JBD_NO_CUT, &note, true, cnt);
+}
+
+/* writeback mode's fsync: a syncfs on a helper thread that covers every
+ * in-place write committed before the call, then the log sync.  A request
+ * still in the running transaction is covered (the transaction is sealed,
+ * so a later request cannot join it unsynced); one syncfs serves later
+ * calls with nothing new; the callback waits for the syncfs (a failed one
+ * aborts); without home_fs_fd the caller must sync home itself. */
+Test(jbd, sync_home_in_background)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_WRITEBACK, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_sync_home(j, NULL, NULL), -EOPNOTSUPP);
+	cr_assert_eq(jbd_close(j), 0);
+
+	o.ops.home_fs_fd = h_home_fs_fd;
+	home_fs_calls = 0;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int cnt = 0, synced = 0;
+	commit_inplace(j, 1, &cnt);          /* A: starts closing at once */
+	commit_inplace(j, 2, &cnt);          /* B: waits in the running txn */
+	cr_assert_eq(jbd_sync_home(j, cnt_cb, &synced), 0);
+	cr_assert_eq(home_fs_calls, 1, "the syncfs did not start at once");
+	commit_inplace(j, 3, &cnt);          /* C: after the call */
+	drain(j);
+	cr_assert_eq(synced, 1);
+	cr_assert_eq(cnt, 3);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_syncfs, 1);
+	cr_assert_eq(st.synced_seq, st.closed_seq);
+	/* C is not covered by the first syncfs: a second one runs */
+	cr_assert_eq(jbd_sync_home(j, cnt_cb, &synced), 0);
+	drain(j);
+	cr_assert_eq(synced, 2);
+	cr_assert_eq(home_fs_calls, 2, "C was covered by a syncfs before it");
+	/* nothing new: served by the syncfs that ran */
+	cr_assert_eq(jbd_sync_home(j, cnt_cb, &synced), 0);
+	drain(j);
+	cr_assert_eq(synced, 3);
+	cr_assert_eq(home_fs_calls, 2);
+	/* a failed syncfs fails the fsync and aborts the journal */
+	home_fs_bad = true;
+	commit_inplace(j, 1, &cnt);
+	cr_assert_eq(jbd_sync_home(j, cnt_cb, &synced), 0);
+	drain(j);
+	home_fs_bad = false;
+	cr_assert_eq(synced, -1000, "the fsync did not wait for the syncfs");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
+	close(home_fs_fd_dir);
+	home_fs_fd_dir = -1;
+}
+
 /* Many concurrent requests share one close (group commit). */
 Test(jbd, group_commit)
 {
@@ -1754,10 +1843,7 @@ Test(jbd, bad_superblock)
 static void record1(struct jbd *j, uint64_t obj, uint64_t cut, int *cnt)
 {
 	struct rec r = { .op = cut == 0 ? REC_DELETE : REC_TRUNC, .size = cut };
-	struct jbd_handle *h;
-	cr_assert_eq(jbd_begin(j, &h), 0);
-	cr_assert_eq(jbd_record(h, obj, cut, &r, sizeof(r)), 0);
-	cr_assert(jbd_commit(h, 0, cnt_cb, cnt) > 0);
+	commit_record(j, obj, cut, &r, false, cnt);
 }
 
 /* Pending cuts hide home data from reads until checkpointed; a write after
