@@ -968,6 +968,25 @@ fail:
 	return rc;
 }
 
+/* writeback mode without the journal's helper thread (tests' I/O layer):
+ * make in-place data durable on this thread, the subfiles of ino only. */
+static int sync_home_blocking(struct iod_store *s, uint64_t ino)
+{
+	uint64_t objs[IOD_MAX_COLUMNS];
+	size_t n = 0;
+
+	if (ino == 0)
+		return syncfs(s->sub_fd) < 0 ? -errno : 0;
+	/* Only the subfiles this iod holds: an absent column has no data,
+	 * and an unlink of one is a journal record that the jbd_sync after
+	 * this makes durable (a column probe cost an openat and a directory
+	 * fsync each, 32 per fsync). */
+	for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++)
+		if (store_sub_exists(s, ino, k))
+			objs[n++] = store_obj(ino, k);
+	return store_sync_objs(s, objs, n);
+}
+
 int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 		    void *arg)
 {
@@ -978,50 +997,27 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 		store_check_abort(s);
 		return -EIO;
 	}
-	if (s->mode == JBD_MODE_WRITEBACK) {
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	if (s->mode != JBD_MODE_WRITEBACK) {
+		rc = jbd_sync(s->j, sreq_done, r);
+	} else {
 		/* Data written in place is not ordered with the journal in
 		 * writeback mode: a syncfs on the journal's helper thread
 		 * makes it durable, then the log is synced.  On the loop, an
 		 * fsync of a file with a lot of dirty data would stall every
 		 * request of this iod (and its pings) for seconds. */
-		r = sreq_new(s, cb, arg);
-		if (!r)
-			return -ENOMEM;
 		rc = jbd_sync_home(s->j, sreq_done, r);
-		if (rc != -EOPNOTSUPP) {
+		if (rc == -EOPNOTSUPP) {
+			rc = sync_home_blocking(s, ino);
 			if (rc < 0) {
 				free(r);
-				store_check_abort(s);
-			}
-			return rc;
-		}
-		free(r);
-		/* No helper thread possible (tests): blocking, the
-		 * subfiles of ino only. */
-		if (ino == 0) {
-			if (syncfs(s->sub_fd) < 0)
-				return -errno;
-		} else {
-			uint64_t objs[IOD_MAX_COLUMNS];
-			size_t n = 0;
-
-			/* Only the subfiles this iod holds: an absent column
-			 * has no data, and an unlink of one is a journal
-			 * record that the jbd_sync below makes durable (a
-			 * column probe cost an openat and a directory fsync
-			 * each, 32 per fsync). */
-			for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++)
-				if (store_sub_exists(s, ino, k))
-					objs[n++] = store_obj(ino, k);
-			rc = store_sync_objs(s, objs, n);
-			if (rc < 0)
 				return rc;
+			}
+			rc = jbd_sync(s->j, sreq_done, r);
 		}
 	}
-	r = sreq_new(s, cb, arg);
-	if (!r)
-		return -ENOMEM;
-	rc = jbd_sync(s->j, sreq_done, r);
 	if (rc < 0) {
 		free(r);
 		store_check_abort(s);

@@ -533,7 +533,7 @@ void jbd__cp_kick(struct jbd *j)
 	}
 	tw_hmap_init(&cp->fds);
 	tw_hmap_init(&cp->dfds);
-	cp->busy = calloc(j->max_inflight, sizeof(*cp->busy));
+	cp->busy = calloc(cp_max_inflight(j), sizeof(*cp->busy));
 	if (cp->busy == NULL) {
 		free(cp);
 		jbd__abort(j, -ENOMEM, "starting a checkpoint");

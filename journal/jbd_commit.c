@@ -290,6 +290,21 @@ static struct jbd_txn *next_to_close(struct jbd *j)
 	return j->first_sealed;
 }
 
+/* Collect a finished osync: 1 while it runs, 0 when none runs (osync_seq
+ * then covers what the last one did), -errno when it failed. */
+static int osync_collect(struct jbd *j)
+{
+	int rc;
+	if (!j->osync.started)
+		return 0;
+	if (!jbd__bgsync_poll(&j->osync, &rc))
+		return 1;
+	if (rc < 0)
+		return rc;
+	j->osync_seq = j->osync_target;
+	return 0;
+}
+
 /* J11: the in-place data of t is durable before its commit block is
  * written.  Returns 0 when it is, 1 while a background syncfs runs (the
  * close waits; commit_kick runs again when the thread wakes the owner), or
@@ -304,16 +319,11 @@ static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 	if (n == 0 || t->seq <= j->osync_seq)
 		return 0;
 	if (jbd__bgsync_usable(j)) {
-		int rc;
-		if (j->osync.started) {
-			if (!jbd__bgsync_poll(&j->osync, &rc))
-				return 1;
-			if (rc < 0)
-				return rc;
-			j->osync_seq = j->osync_target;
-			if (t->seq <= j->osync_seq)
-				return 0;
-		}
+		int rc = osync_collect(j);
+		if (rc != 0)
+			return rc;
+		if (t->seq <= j->osync_seq)
+			return 0;
 		j->osync_target = j->txn_tail->seq;
 		rc = jbd__bgsync_start(j, &j->osync);
 		return rc < 0 ? rc : 1;
@@ -567,15 +577,11 @@ void jbd__home_kick(struct jbd *j)
 {
 	if (j->home_waiters == NULL || j->aborted)
 		return;
-	int rc;
-	if (j->osync.started) {
-		if (!jbd__bgsync_poll(&j->osync, &rc))
-			return;
-		if (rc < 0) {
+	int rc = osync_collect(j);
+	if (rc != 0) {
+		if (rc < 0)
 			jbd__abort(j, rc, "syncing the home file system");
-			return;
-		}
-		j->osync_seq = j->osync_target;
+		return;
 	}
 	struct jbd_waiter **pp = &j->home_waiters;
 	while (*pp) {
@@ -590,7 +596,8 @@ void jbd__home_kick(struct jbd *j)
 			jbd__queue_cb(j, w->cb, w->arg, rc);
 		free(w);
 	}
-	/* ordered closes start osync too (ordered_sync): wait for theirs */
+	/* the jbd_sync calls above may have started osync for an ordered
+	 * close (ordered_sync): the waiters left wait for that one */
 	if (j->home_waiters == NULL || j->osync.started)
 		return;
 	if (j->running && j->running->n_items > 0)

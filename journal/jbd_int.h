@@ -349,7 +349,6 @@ bool jbd__io_busy(const struct jbd *j);
  * result (collected once); wait blocks until the thread ended, leaving the
  * result for poll (jbd_wait, close). */
 bool jbd__bgsync_usable(const struct jbd *j);
-void jbd__home_kick(struct jbd *j);
 int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b);
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
 void jbd__bgsync_wait(struct jbd_bgsync *b);
@@ -364,6 +363,7 @@ int jbd__pread_full(struct jbd *j, enum jbd_io_kind kind, int fd, void *buf,
 void jbd__layout_add(struct jbd_layout *l, const struct jbd_item *it);
 void jbd__commit_kick(struct jbd *j);
 void jbd__sync_kick(struct jbd *j);
+void jbd__home_kick(struct jbd *j);
 
 /* jbd_checkpoint.c */
 void jbd__cp_kick(struct jbd *j);
