@@ -184,6 +184,9 @@ _Static_assert(sizeof(struct rec_punch) == 32, "punch record");
 int store_check_ids(uint64_t ino, uint32_t column);
 /* Report a journal abort once (log line, on_abort). */
 void store_check_abort(struct iod_store *s);
+/* -EIO (reported once) if the journal has aborted, else 0: every change
+ * starts here. */
+int store_refuse_aborted(struct iod_store *s);
 /* The logical state of a subfile (SJ1): its smeta, else home. */
 struct store_lstate {
 	bool exists;
@@ -200,6 +203,19 @@ int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 int store_meta_install(struct iod_store *s, uint64_t obj, bool exists,
 		       uint64_t trunc_gen, const struct iod_sub_layout *layout,
 		       unsigned nrec);
+/* The start of a change to a subfile at trunc_gen: store_refuse_aborted,
+ * *ls its logical state, -ESTALE for a trunc_gen older than the
+ * subfile's, else 0 with *gen the newer of the two. */
+int store_change_start(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t trunc_gen, struct store_lstate *ls,
+		       uint64_t *gen);
+/* After a successful commit of nrec records to obj, which exists:
+ * store_meta_install, and with touch regions first..last in the live
+ * intent set.  Out of memory here leaves the request journaled and
+ * answered; only the bookkeeping is short, and a log line says so. */
+void store_track(struct iod_store *s, uint64_t obj, uint64_t gen,
+		 const struct iod_sub_layout *layout, unsigned nrec,
+		 bool touch, uint64_t first, uint64_t last);
 /* Journal the creation record of obj in h. */
 int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 		     const struct iod_sub_layout *l);

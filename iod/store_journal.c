@@ -106,6 +106,14 @@ void store_check_abort(struct iod_store *s)
 		s->on_abort(s->abort_arg);
 }
 
+int store_refuse_aborted(struct iod_store *s)
+{
+	if (!jbd_aborted(s->j))
+		return 0;
+	store_check_abort(s);
+	return -EIO;
+}
+
 static void sreq_done(void *arg, int rc)
 {
 	struct sreq *r = arg;
@@ -210,6 +218,33 @@ int store_meta_install(struct iod_store *s, uint64_t obj, bool exists,
 		m->has_layout = true;
 	}
 	m->pending += nrec;
+	return 0;
+}
+
+void store_track(struct iod_store *s, uint64_t obj, uint64_t gen,
+		 const struct iod_sub_layout *layout, unsigned nrec,
+		 bool touch, uint64_t first, uint64_t last)
+{
+	if (store_meta_install(s, obj, true, gen, layout, nrec) < 0 ||
+	    (touch && store_intent_touch(s, obj, first, last) < 0))
+		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
+			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
+			  obj >> 8, (uint32_t)(obj & 0xff));
+}
+
+int store_change_start(struct iod_store *s, uint64_t ino, uint32_t column,
+		       uint64_t trunc_gen, struct store_lstate *ls,
+		       uint64_t *gen)
+{
+	int rc = store_refuse_aborted(s);
+
+	if (rc == 0)
+		rc = store_logical(s, ino, column, ls);
+	if (rc < 0)
+		return rc;
+	if (trunc_gen < ls->trunc_gen)
+		return -ESTALE;
+	*gen = TW_MAX(trunc_gen, ls->trunc_gen);
 	return 0;
 }
 
@@ -668,18 +703,11 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = iod_check_range(column, off, len);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	if (jbd_aborted(s->j)) {
-		store_check_abort(s);
-		return -EIO;
-	}
-	rc = store_logical(s, ino, column, &ls);
+	rc = store_change_start(s, ino, column, trunc_gen, &ls, &gen);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists && !layout)
 		return -EINVAL;       /* absent and no layout to create it */
-	if (trunc_gen < ls.trunc_gen)
-		return -ESTALE;
-	gen = TW_MAX(trunc_gen, ls.trunc_gen);
 	create = !ls.exists || (!ls.xattr_valid && layout);
 	mark = len > 0 && !store_intent_covers(s, obj, first, last);
 	if (s->mode != JBD_MODE_JOURNAL && len > 0) {
@@ -734,13 +762,8 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
-	/* Out of memory below leaves the request journaled: it is still
-	 * answered by its callback; only our bookkeeping is short. */
-	if (store_meta_install(s, obj, true, gen, create ? layout : NULL, nrec) < 0 ||
-	    (len > 0 && store_intent_touch(s, obj, first, last) < 0))
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
+	store_track(s, obj, gen, create ? layout : NULL, nrec, len > 0,
+		    first, last);
 	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
@@ -813,11 +836,7 @@ int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
 	struct store_lstate ls;
 	int rc;
 
-	if (jbd_aborted(s->j)) {
-		store_check_abort(s);
-		return -EIO;
-	}
-	rc = store_logical(s, ino, column, &ls);
+	rc = store_change_start(s, ino, column, trunc_gen, &ls, gen);
 	if (rc < 0)
 		return rc;
 	if (!ls.exists) {
@@ -826,9 +845,6 @@ int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
 		rc = barrier(s, cb, arg);
 		return rc < 0 ? rc : 0;
 	}
-	if (trunc_gen < ls.trunc_gen)
-		return -ESTALE;
-	*gen = TW_MAX(trunc_gen, ls.trunc_gen);
 	return 1;
 }
 
@@ -874,10 +890,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
-	if (store_meta_install(s, obj, true, gen, NULL, 1) < 0)
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
+	store_track(s, obj, gen, NULL, 1, false, 0, 0);
 	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
@@ -909,10 +922,9 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		columns = all;
 		n = IOD_MAX_COLUMNS;
 	}
-	if (jbd_aborted(s->j)) {
-		store_check_abort(s);
-		return -EIO;
-	}
+	rc = store_refuse_aborted(s);
+	if (rc < 0)
+		return rc;
 	r = sreq_new(s, cb, arg);
 	if (!r)
 		return -ENOMEM;
@@ -993,10 +1005,9 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 	struct sreq *r;
 	int rc;
 
-	if (jbd_aborted(s->j)) {
-		store_check_abort(s);
-		return -EIO;
-	}
+	rc = store_refuse_aborted(s);
+	if (rc < 0)
+		return rc;
 	r = sreq_new(s, cb, arg);
 	if (!r)
 		return -ENOMEM;

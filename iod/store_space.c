@@ -167,16 +167,9 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (len == 0 || iod_check_range(column, off, len) < 0 ||
 	    store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	if (jbd_aborted(s->j)) {
-		store_check_abort(s);
-		return -EIO;
-	}
-	rc = store_logical(s, ino, column, &ls);
+	rc = store_change_start(s, ino, column, trunc_gen, &ls, &gen);
 	if (rc < 0)
 		return rc;
-	if (trunc_gen < ls.trunc_gen)
-		return -ESTALE;
-	gen = TW_MAX(trunc_gen, ls.trunc_gen);
 	create = !ls.exists || !ls.xattr_valid;
 	/* ENOSPC before anything is journaled or acknowledged (J13). */
 	rc = jbd_admit(s->j, len);
@@ -209,10 +202,8 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = space_commit(s, h, q);
 	if (rc < 0)
 		return rc;
-	if (create && store_meta_install(s, obj, true, gen, layout, 1) < 0)
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
+	if (create)
+		store_track(s, obj, gen, layout, 1, false, 0, 0);
 	return 0;
 fail:
 	jbd_cancel(h);
@@ -300,11 +291,7 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = space_commit(s, h, q);
 	if (rc < 0)
 		return rc;
-	if (store_meta_install(s, obj, true, gen, NULL, nrec) < 0 ||
-	    store_intent_touch(s, obj, first, last) < 0)
-		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
-			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  ino, column);
+	store_track(s, obj, gen, NULL, nrec, true, first, last);
 	return 0;
 fail:
 	jbd_cancel(h);
