@@ -400,32 +400,63 @@ static void write_end(struct dop *d, int err)
 		fc_op_reply_err(&d->op, err);
 }
 
-static void write_finish(struct dop *d)
+/* After every piece of d answered, for what ("read", "write"): 0 when
+ * all succeeded; 1 when d goes on with reissue; else the first failed
+ * piece's status, logged, and *transport if a piece lost its server.
+ * -EHOSTDOWN (neither twin of a group may serve) is final.  One stale
+ * round (a truncate moved trunc_gen, or the map moved on) refreshes the
+ * map and the attributes; transport errors and EIO wait for mgrd's new
+ * map and send the failed pieces again, while the deadline allows (one
+ * deadline per op). */
+static int round_end(struct dop *d, const char *what, fc_op_fn reissue,
+		     bool *transport)
 {
 	struct fc_client *cl = d->op.cl;
-	struct fc_file *f = d->f;
-	bool stale = false, transport = false;
-	int i, err = 0;
 	struct piece *bad = NULL;
+	bool stale = false;
 
-	for (i = 0; i < d->npieces; i++) {
+	*transport = false;
+	for (int i = 0; i < d->npieces; i++) {
 		struct piece *pc = &d->pieces[i];
 
 		if (pc->status == 0)
 			continue;
 		if (pc->status == -EHOSTDOWN) {
-			log_group_failed(d, "write", pc);
-			write_end(d, EIO);
-			return;
+			log_group_failed(d, what, pc);
+			*transport = false;
+			return -EHOSTDOWN;
 		}
 		if (pc->status == -ESTALE)
 			stale = true;
 		else if (takeover_err(pc->status))
-			transport = true;
+			*transport = true;
 		if (!bad)
 			bad = pc;
 	}
-	if (!bad) {
+	if (!bad)
+		return 0;
+	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
+		d->stale_tries++;
+		refresh(d, true, reissue);
+		return 1;
+	}
+	if (*transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
+	    !cl->stopping && !fc_op_interrupted(&d->op)) {
+		takeover_start(d, reissue);
+		return 1;
+	}
+	log_piece_err(d, what, bad);
+	return bad->status;
+}
+
+static void write_finish(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	struct fc_file *f = d->f;
+	bool transport;
+	int rc = round_end(d, "write", write_issue, &transport);
+
+	if (rc == 0) {
 		uint64_t end = d->off + d->size;
 		bool grows = d->kind == DOP_WRITE ||
 			     ((d->kind == DOP_ALLOC || d->kind == DOP_ZERO) &&
@@ -447,26 +478,10 @@ static void write_finish(struct dop *d)
 			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
 		fc_file_dirty(cl, f);
 		write_end(d, 0);
-		return;
+	} else if (rc < 0) {
+		write_end(d, fc_op_interrupted(&d->op) && transport ? EINTR :
+			  fc_user_err(rc));
 	}
-	/* One stale round (a truncate moved trunc_gen, or the map moved on).
-	 * Transport errors and EIO: wait for mgrd's new map and retry the
-	 * failed pieces while the deadline allows (one deadline per op). */
-	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
-		d->stale_tries++;
-		refresh(d, true, write_issue);
-		return;
-	}
-	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
-	    !cl->stopping && !fc_op_interrupted(&d->op)) {
-		takeover_start(d, write_issue);
-		return;
-	}
-	log_piece_err(d, "write", bad);
-	err = bad->status == -ESTALE ? EIO : fc_user_err(bad->status);
-	if (fc_op_interrupted(&d->op) && transport)
-		err = EINTR;
-	write_end(d, err);
 }
 
 static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
@@ -986,47 +1001,20 @@ static void read_reply(struct dop *d)
 
 static void read_finish(struct dop *d)
 {
-	struct fc_client *cl = d->op.cl;
-	bool stale = false, transport = false;
-	int i;
-	struct piece *bad = NULL;
+	bool transport;
+	int rc = round_end(d, "read", read_issue, &transport);
 
-	for (i = 0; i < d->npieces; i++) {
-		struct piece *pc = &d->pieces[i];
-
-		if (pc->status == 0)
-			continue;
-		if (pc->status == -EHOSTDOWN) {
-			log_group_failed(d, "read", pc);
-			fc_op_reply_err(&d->op, EIO);
-			return;
-		}
-		if (pc->status == -ESTALE)
-			stale = true;
-		else if (takeover_err(pc->status))
-			transport = true;
-		if (!bad)
-			bad = pc;
-	}
-	if (!bad) {
+	if (rc == 0) {
 		if (d->f)
-			fc_file_accessed(cl, d->f);
+			fc_file_accessed(d->op.cl, d->f);
 		read_reply(d);
-		return;
+	} else if (rc < 0) {
+		/* An interrupted read gives up on any error but a group
+		 * with no twin up. */
+		fc_op_reply_err(&d->op, rc != -EHOSTDOWN &&
+				fc_op_interrupted(&d->op) ? EINTR :
+				fc_user_err(rc));
 	}
-	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
-		d->stale_tries++;
-		refresh(d, true, read_issue);
-		return;
-	}
-	if (transport && remaining_ms(d) > FC_TAKEOVER_POLL_MS &&
-	    !cl->stopping && !fc_op_interrupted(&d->op)) {
-		takeover_start(d, read_issue);
-		return;
-	}
-	log_piece_err(d, "read", bad);
-	fc_op_reply_err(&d->op, fc_op_interrupted(&d->op) ? EINTR :
-			fc_user_err(bad->status));
 }
 
 static void read_piece_cb(int status, struct wire_msg *reply, void *arg)

@@ -71,12 +71,30 @@ static void mop_cleanup(struct fc_op *op)
 	free(m->value);
 }
 
-static struct mop *mop_new(fuse_req_t req, fc_op_fn run)
+/* Never submitted: freed by hand (not counted as outstanding). */
+static void mop_discard(struct mop *m)
+{
+	mop_cleanup(&m->op);
+	free(m);
+}
+
+/* A mop for run on ino, with a copy of name unless it is NULL; NULL once
+ * req is answered with ENOMEM. */
+static struct mop *mop_new(fuse_req_t req, fc_op_fn run, fuse_ino_t ino,
+			   const char *name)
 {
 	struct mop *m = fc_op_new(client(req), req, sizeof(*m), run);
 
-	if (m)
+	if (m) {
 		m->op.cleanup = mop_cleanup;
+		m->ino = ino;
+		if (name && !(m->name = strdup(name))) {
+			mop_discard(m);
+			m = NULL;
+		}
+	}
+	if (!m)
+		fuse_reply_err(req, ENOMEM);
 	return m;
 }
 
@@ -93,20 +111,34 @@ static int check_name(const char *name)
 	return 0;
 }
 
+static void submit(struct mop *m)
+{
+	fc_loop_submit(m->op.cl, &m->op);
+}
+
+/* submit, or where a copy m needed failed (!ok) answer ENOMEM. */
 static void submit_or_enomem(fuse_req_t req, struct mop *m, bool ok)
 {
-	if (!m) {
-		fuse_reply_err(req, ENOMEM);
+	if (ok) {
+		submit(m);
 		return;
 	}
-	if (!ok) {
-		/* Never submitted: free by hand (not counted as outstanding). */
-		mop_cleanup(&m->op);
-		free(m);
-		fuse_reply_err(req, ENOMEM);
-		return;
+	mop_discard(m);
+	fuse_reply_err(req, ENOMEM);
+}
+
+/* mop_new for an op on the entry name of parent, after checking the name
+ * as mgrd would; NULL once req is answered. */
+static struct mop *mop_entry(fuse_req_t req, fc_op_fn run, fuse_ino_t parent,
+			     const char *name)
+{
+	int rc = check_name(name);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return NULL;
 	}
-	fc_loop_submit(m->op.cl, &m->op);
+	return mop_new(req, run, parent, name);
 }
 
 /* ---------------------------------------------------------------- init */
@@ -293,12 +325,9 @@ void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (lookup_ahead(client(req), req, parent, name))
 		return;
-	m = mop_new(req, lookup_run);
-	if (m) {
-		m->ino = parent;
-		m->name = strdup(name);
-	}
-	submit_or_enomem(req, m, m && m->name);
+	m = mop_new(req, lookup_run, parent, name);
+	if (m)
+		submit(m);
 }
 
 /* -------------------------------------------------------------- forget */
@@ -422,10 +451,9 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, timeout);
 		return;
 	}
-	m = mop_new(req, getattr_run);
+	m = mop_new(req, getattr_run, ino, NULL);
 	if (m)
-		m->ino = ino;
-	submit_or_enomem(req, m, true);
+		submit(m);
 }
 
 /* ------------------------------------------------------------- setattr */
@@ -548,7 +576,7 @@ static void setattr_run(struct fc_op *op)
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
-	struct mop *m = mop_new(req, setattr_run);
+	struct mop *m = mop_new(req, setattr_run, ino, NULL);
 	Twinfs__Setattr *s;
 	int64_t now_sec;
 	uint32_t now_nsec;
@@ -558,11 +586,8 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 
 	(void)fi;
-	if (!m) {
-		fuse_reply_err(req, ENOMEM);
+	if (!m)
 		return;
-	}
-	m->ino = ino;
 	s = &m->m.setattr;
 	twinfs__setattr__init(s);
 	/* SA_* are FUSE_SET_ATTR_* (twinfs.proto). */
@@ -605,7 +630,7 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			m->size = mode;
 		}
 	}
-	submit_or_enomem(req, m, true);
+	submit(m);
 }
 
 /* ------------------------------------------------------------ readlink */
@@ -638,11 +663,10 @@ static void readlink_run(struct fc_op *op)
 
 void fc_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct mop *m = mop_new(req, readlink_run);
+	struct mop *m = mop_new(req, readlink_run, ino, NULL);
 
 	if (m)
-		m->ino = ino;
-	submit_or_enomem(req, m, true);
+		submit(m);
 }
 
 /* ------------------------------------------------- mknod, mkdir, ... */
@@ -659,24 +683,16 @@ static void mknod_run(struct fc_op *op)
 void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev)
 {
-	struct mop *m;
-	int rc = check_name(name);
+	struct mop *m = mop_entry(req, mknod_run, parent, name);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+	if (!m)
 		return;
-	}
-	m = mop_new(req, mknod_run);
-	if (m) {
-		m->ino = parent;
-		m->name = strdup(name);
-		twinfs__mknod__init(&m->m.mknod);
-		/* Unmasked (FUSE_CAP_DONT_MASK): mgrd applies the umask
-		 * in the request's ctx, or the parent's default ACL. */
-		m->m.mknod.mode = mode;
-		m->m.mknod.rdev = (uint32_t)rdev;
-	}
-	submit_or_enomem(req, m, m && m->name);
+	twinfs__mknod__init(&m->m.mknod);
+	/* Unmasked (FUSE_CAP_DONT_MASK): mgrd applies the umask in the
+	 * request's ctx, or the parent's default ACL. */
+	m->m.mknod.mode = mode;
+	m->m.mknod.rdev = (uint32_t)rdev;
+	submit(m);
 }
 
 static void mkdir_run(struct fc_op *op)
@@ -691,21 +707,13 @@ static void mkdir_run(struct fc_op *op)
 void fc_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode)
 {
-	struct mop *m;
-	int rc = check_name(name);
+	struct mop *m = mop_entry(req, mkdir_run, parent, name);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+	if (!m)
 		return;
-	}
-	m = mop_new(req, mkdir_run);
-	if (m) {
-		m->ino = parent;
-		m->name = strdup(name);
-		twinfs__mkdir__init(&m->m.mkdir);
-		m->m.mkdir.mode = mode | S_IFDIR;
-	}
-	submit_or_enomem(req, m, m && m->name);
+	twinfs__mkdir__init(&m->m.mkdir);
+	m->m.mkdir.mode = mode | S_IFDIR;
+	submit(m);
 }
 
 static void unlink_run(struct fc_op *op)
@@ -724,20 +732,12 @@ static void unlink_run(struct fc_op *op)
 static void unlink_common(fuse_req_t req, fuse_ino_t parent,
 			  const char *name, int is_rmdir)
 {
-	struct mop *m;
-	int rc = check_name(name);
+	struct mop *m = mop_entry(req, unlink_run, parent, name);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+	if (!m)
 		return;
-	}
-	m = mop_new(req, unlink_run);
-	if (m) {
-		m->ino = parent;
-		m->kind = is_rmdir;
-		m->name = strdup(name);
-	}
-	submit_or_enomem(req, m, m && m->name);
+	m->kind = is_rmdir;
+	submit(m);
 }
 
 void fc_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -767,21 +767,17 @@ void fc_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	struct mop *m;
 	int rc = check_name(name);
 
+	if (rc == 0 && strlen(link) >= PATH_MAX)
+		rc = -ENAMETOOLONG;
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (strlen(link) >= PATH_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
+	m = mop_new(req, symlink_run, parent, name);
+	if (!m)
 		return;
-	}
-	m = mop_new(req, symlink_run);
-	if (m) {
-		m->ino = parent;
-		m->name = strdup(name);
-		m->name2 = strdup(link);
-	}
-	submit_or_enomem(req, m, m && m->name && m->name2);
+	m->name2 = strdup(link);
+	submit_or_enomem(req, m, m->name2 != NULL);
 }
 
 static void rename_run(struct fc_op *op)
@@ -807,18 +803,17 @@ void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, rename_run);
-	if (m) {
-		m->name = strdup(name);
-		m->name2 = strdup(newname);
-		twinfs__rename__init(&m->m.rename);
-		m->m.rename.parent = parent;
-		m->m.rename.name = m->name;
-		m->m.rename.newparent = newparent;
-		m->m.rename.newname = m->name2;
-		m->m.rename.flags = flags;
-	}
-	submit_or_enomem(req, m, m && m->name && m->name2);
+	m = mop_new(req, rename_run, parent, name);
+	if (!m)
+		return;
+	m->name2 = strdup(newname);
+	twinfs__rename__init(&m->m.rename);
+	m->m.rename.parent = parent;
+	m->m.rename.name = m->name;
+	m->m.rename.newparent = newparent;
+	m->m.rename.newname = m->name2;
+	m->m.rename.flags = flags;
+	submit_or_enomem(req, m, m->name2 != NULL);
 }
 
 static void link_run(struct fc_op *op)
@@ -831,22 +826,15 @@ static void link_run(struct fc_op *op)
 void fc_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	     const char *newname)
 {
-	struct mop *m;
-	int rc = check_name(newname);
+	struct mop *m = mop_entry(req, link_run, newparent, newname);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+	if (!m)
 		return;
-	}
-	m = mop_new(req, link_run);
-	if (m) {
-		m->name = strdup(newname);
-		twinfs__link__init(&m->m.link);
-		m->m.link.ino = ino;
-		m->m.link.newparent = newparent;
-		m->m.link.newname = m->name;
-	}
-	submit_or_enomem(req, m, m && m->name);
+	twinfs__link__init(&m->m.link);
+	m->m.link.ino = ino;
+	m->m.link.newparent = newparent;
+	m->m.link.newname = m->name;
+	submit(m);
 }
 
 /* -------------------------------------------------------------- statfs */
@@ -890,11 +878,10 @@ static void statfs_run(struct fc_op *op)
 
 void fc_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct mop *m = mop_new(req, statfs_run);
+	struct mop *m = mop_new(req, statfs_run, ino, NULL);
 
 	if (m)
-		m->ino = ino;
-	submit_or_enomem(req, m, true);
+		submit(m);
 }
 
 /* -------------------------------------------------------------- xattrs */
@@ -1122,28 +1109,25 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	m = mop_new(req, xattr_run);
-	if (m) {
-		m->ino = ino;
-		m->size = size;
-		m->kind = is_layout(name) ? XK_LAYOUT_GET : XK_GET;
-		m->name = strdup(name);
-		twinfs__xattr__init(&m->m.xattr);
-	}
-	submit_or_enomem(req, m, m && m->name);
+	m = mop_new(req, xattr_run, ino, name);
+	if (!m)
+		return;
+	m->size = size;
+	m->kind = is_layout(name) ? XK_LAYOUT_GET : XK_GET;
+	twinfs__xattr__init(&m->m.xattr);
+	submit(m);
 }
 
 void fc_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct mop *m = mop_new(req, xattr_run);
+	struct mop *m = mop_new(req, xattr_run, ino, NULL);
 
-	if (m) {
-		m->ino = ino;
-		m->size = size;
-		m->kind = XK_LIST;
-		twinfs__xattr__init(&m->m.xattr);
-	}
-	submit_or_enomem(req, m, true);
+	if (!m)
+		return;
+	m->size = size;
+	m->kind = XK_LIST;
+	twinfs__xattr__init(&m->m.xattr);
+	submit(m);
 }
 
 /* Setting an access ACL drops setgid when the caller is outside the
@@ -1179,18 +1163,17 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, EINVAL);
 			return;
 		}
-		m = mop_new(req, xattr_run);
-		if (m) {
-			m->ino = ino;
-			m->kind = XK_LAYOUT_SET;
-			twinfs__setstripe__init(&m->m.setstripe);
-			m->m.setstripe.ino = ino;
-			m->m.setstripe.stripe_size = ss;
-			m->m.setstripe.stripe_count = sc;
-			m->m.setstripe.first = first == UINT32_MAX ? -1 :
-				(int32_t)first;
-		}
-		submit_or_enomem(req, m, true);
+		m = mop_new(req, xattr_run, ino, NULL);
+		if (!m)
+			return;
+		m->kind = XK_LAYOUT_SET;
+		twinfs__setstripe__init(&m->m.setstripe);
+		m->m.setstripe.ino = ino;
+		m->m.setstripe.stripe_size = ss;
+		m->m.setstripe.stripe_count = sc;
+		m->m.setstripe.first = first == UINT32_MAX ? -1 :
+			(int32_t)first;
+		submit(m);
 		return;
 	}
 	rc = check_xattr_name(name);
@@ -1198,23 +1181,20 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, xattr_run);
-	if (m) {
-		m->ino = ino;
-		m->kind = XK_SET;
-		m->name = strdup(name);
-		m->value = malloc(size ? size : 1);
-		if (m->value)
-			memcpy(m->value, value, size);
-		twinfs__xattr__init(&m->m.xattr);
-		m->m.xattr.value.len = size;
-		m->m.xattr.flags = (uint32_t)(flags & (XATTR_CREATE |
-							XATTR_REPLACE));
-		if (strcmp(name, "system.posix_acl_access") == 0 &&
-		    acl_kills_sgid(req, ino))
-			m->m.xattr.flags |= FC_XATTR_KILL_SGID;
-	}
-	submit_or_enomem(req, m, m && m->name && m->value);
+	m = mop_new(req, xattr_run, ino, name);
+	if (!m)
+		return;
+	m->kind = XK_SET;
+	m->value = malloc(size ? size : 1);
+	if (m->value)
+		memcpy(m->value, value, size);
+	twinfs__xattr__init(&m->m.xattr);
+	m->m.xattr.value.len = size;
+	m->m.xattr.flags = (uint32_t)(flags & (XATTR_CREATE | XATTR_REPLACE));
+	if (strcmp(name, "system.posix_acl_access") == 0 &&
+	    acl_kills_sgid(req, ino))
+		m->m.xattr.flags |= FC_XATTR_KILL_SGID;
+	submit_or_enomem(req, m, m->value != NULL);
 }
 
 void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1232,12 +1212,10 @@ void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, xattr_run);
-	if (m) {
-		m->ino = ino;
-		m->kind = XK_REMOVE;
-		m->name = strdup(name);
-		twinfs__xattr__init(&m->m.xattr);
-	}
-	submit_or_enomem(req, m, m && m->name);
+	m = mop_new(req, xattr_run, ino, name);
+	if (!m)
+		return;
+	m->kind = XK_REMOVE;
+	twinfs__xattr__init(&m->m.xattr);
+	submit(m);
 }
