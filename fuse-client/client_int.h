@@ -217,6 +217,10 @@ typedef void (*fc_mgr_cb)(struct fc_mgr_call *mc, int status,
 /* One mgrd request with its sequence number; embedded in the op that sends
  * it and alive until its callback runs.  The body is owned by the caller and
  * must live until the callback (it is re-sent on retransmission). [loop] */
+struct fc_mgr_list {
+	struct fc_mgr_call *head, *tail;
+};
+
 struct fc_mgr_call {
 	struct fc_client *cl;
 	uint16_t type;
@@ -230,8 +234,11 @@ struct fc_mgr_call {
 	struct fc_op *op;          /* for interrupts; may be NULL */
 	fc_mgr_cb cb;
 	void *arg;
-	bool in_seq_list, in_retry_list;
-	struct fc_mgr_call *seq_prev, *seq_next;  /* outstanding, by seq */
+	bool in_retry_list;
+	/* The outstanding list it is in (fc_client's seq or unnumbered), or
+	 * NULL; prev and next there. */
+	struct fc_mgr_list *list;
+	struct fc_mgr_call *list_prev, *list_next;
 	struct fc_mgr_call *retry_next;
 	/* The attempt on the wire; an interrupted call is detached from it
 	 * (flight->mc = NULL) so its late reply is dropped. */
@@ -350,7 +357,10 @@ struct fc_client {
 	uint64_t mgr_incarnation;
 	uint64_t next_seq;
 	uint64_t last_answered_seq;
-	struct fc_mgr_call *seq_head, *seq_tail;
+	/* Outstanding calls that an interrupt may end (fc_mgr_interrupts):
+	 * the numbered ones, oldest seq first (acked_seq), and those with an
+	 * op but no ctx (a non-blocking LOCK, GETLK). */
+	struct fc_mgr_list seq, unnumbered;
 	struct fc_mgr_call *retry_head;
 	uv_timer_t retry_timer;
 	bool mgr_down_logged;

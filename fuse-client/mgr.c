@@ -26,7 +26,9 @@
  * and on a local file system mkdir, open(O_CREAT) or rename never fail
  * with EINTR: a program told EINTR for a change that was made retries
  * into EEXIST or ENOENT.  Only a silent mgrd leaves the outcome unknown,
- * as a timeout does.
+ * as a timeout does.  The same holds for calls without a ctx that an op
+ * waits for (a non-blocking LOCK, GETLK; locks.c then treats the lock
+ * table as uncertain).
  *
  * Failover monitor: every monitor_interval, a PING to mgrd on the control
  * connection and to every iod the map does not call down; a ping not
@@ -35,6 +37,7 @@
  *
  * Everything here runs on the loop thread.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -198,25 +201,40 @@ int fc_mgr_init(struct fc_client *cl)
 
 /* --------------------------------------------------- numbered requests */
 
-static void seq_list_remove(struct fc_client *cl, struct fc_mgr_call *mc)
+static void list_append(struct fc_mgr_list *l, struct fc_mgr_call *mc)
 {
-	if (!mc->in_seq_list)
+	assert(!mc->list);
+	mc->list = l;
+	mc->list_next = NULL;
+	mc->list_prev = l->tail;
+	if (l->tail)
+		l->tail->list_next = mc;
+	else
+		l->head = mc;
+	l->tail = mc;
+}
+
+static void list_remove(struct fc_mgr_call *mc)
+{
+	struct fc_mgr_list *l = mc->list;
+
+	if (!l)
 		return;
-	if (mc->seq_prev)
-		mc->seq_prev->seq_next = mc->seq_next;
+	if (mc->list_prev)
+		mc->list_prev->list_next = mc->list_next;
 	else
-		cl->seq_head = mc->seq_next;
-	if (mc->seq_next)
-		mc->seq_next->seq_prev = mc->seq_prev;
+		l->head = mc->list_next;
+	if (mc->list_next)
+		mc->list_next->list_prev = mc->list_prev;
 	else
-		cl->seq_tail = mc->seq_prev;
-	mc->in_seq_list = false;
+		l->tail = mc->list_prev;
+	mc->list = NULL;
 }
 
 static uint64_t acked_seq(struct fc_client *cl)
 {
-	if (cl->seq_head)
-		return cl->seq_head->ctx.seq - 1;
+	if (cl->seq.head)
+		return cl->seq.head->ctx.seq - 1;
 	return cl->next_seq - 1;
 }
 
@@ -231,7 +249,7 @@ static void mgr_finish(struct fc_mgr_call *mc, int status,
 	 * (statahead.c). */
 	if (fc_mgr_type_changes(mc->type))
 		fc_sa_changed(&mc->cl->sa);
-	seq_list_remove(mc->cl, mc);
+	list_remove(mc);
 	mc->cb(mc, status, reply);
 }
 
@@ -361,13 +379,13 @@ static void mgr_attempt(struct fc_mgr_call *mc)
 
 static void send_ping(struct fc_client *cl, struct fc_iod *iod);
 
-void fc_mgr_interrupts(struct fc_client *cl)
+/* The interrupted calls of list l that end now onto *victims; *waiting:
+ * one still waits out its grace, *probe: mgrd is to be pinged. */
+static void interrupted_calls(struct fc_client *cl, struct fc_mgr_list *l,
+			      uint64_t now, struct fc_mgr_call **victims,
+			      bool *waiting, bool *probe)
 {
-	struct fc_mgr_call *mc, *victims = NULL, **pp;
-	uint64_t now = tw_now_ms();
-	bool waiting = false, probe = false;
-
-	for (mc = cl->seq_head; mc; mc = mc->seq_next) {
+	for (struct fc_mgr_call *mc = l->head; mc; mc = mc->list_next) {
 		if (!mc->op || !fc_op_interrupted(mc->op))
 			continue;
 		if (!mc->in_retry_list) {
@@ -377,17 +395,28 @@ void fc_mgr_interrupts(struct fc_client *cl)
 			 * still bounds the wait. */
 			if (!mc->intr_ms) {
 				mc->intr_ms = now;
-				probe = true;
+				*probe = true;
 			}
 			if (now - mc->intr_ms < FC_MGR_INTR_GRACE_MS ||
 			    cl->mgr_pong_ms >= mc->intr_ms) {
-				waiting = true;
+				*waiting = true;
 				continue;
 			}
 		}
-		mc->intr_next = victims;
-		victims = mc;
+		mc->intr_next = *victims;
+		*victims = mc;
 	}
+}
+
+void fc_mgr_interrupts(struct fc_client *cl)
+{
+	struct fc_mgr_call *mc, *victims = NULL, **pp;
+	uint64_t now = tw_now_ms();
+	bool waiting = false, probe = false;
+
+	interrupted_calls(cl, &cl->seq, now, &victims, &waiting, &probe);
+	interrupted_calls(cl, &cl->unnumbered, now, &victims, &waiting,
+			  &probe);
 	if (probe && !cl->stopping)
 		send_ping(cl, NULL);
 	cl->mgr_intr_waiting = waiting;
@@ -439,13 +468,9 @@ void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 			mc->ctx.umask = op->umask;
 			mc->ctx.pid = op->pid;
 		}
-		mc->seq_prev = cl->seq_tail;
-		if (cl->seq_tail)
-			cl->seq_tail->seq_next = mc;
-		else
-			cl->seq_head = mc;
-		cl->seq_tail = mc;
-		mc->in_seq_list = true;
+		list_append(&cl->seq, mc);
+	} else if (op) {
+		list_append(&cl->unnumbered, mc);
 	}
 	/* Interrupted before this step began: let the loop end it soon. */
 	if (op && fc_op_interrupted(op)) {

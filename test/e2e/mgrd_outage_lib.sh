@@ -11,7 +11,9 @@
 # mgrd is back within mgr_timeout; one that finds mgrd cut off for longer
 # fails with EIO after mgr_timeout (not before, not much later) and the
 # client's log names mgrd; one interrupted by a caught signal ends with
-# EINTR instead of waiting; afterwards everything works and verify is clean.
+# EINTR instead of waiting, and so do a non-blocking F_SETLK and an F_GETLK
+# (lock_intr.py), which leave no lock behind; afterwards everything works
+# and verify is clean.
 
 export TWINFS_MGR_TIMEOUT=${TWINFS_MGR_TIMEOUT:-6s}
 MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
@@ -19,7 +21,7 @@ MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
 export TWINFS_MOUNT_OPTS=$TWINFS_MOUNT_OPTS,mgr_timeout=$MT_MS
 
 mgrd_outage_drill() {
-	local cut=$1 heal=$2 n=$3 size iopid mk1 t0 out el i
+	local cut=$1 heal=$2 n=$3 size iopid lkpid mk1 t0 out el i
 	size=$(scale $((64 << 20)))
 	head -c "$size" /dev/urandom >"$T/src"
 	cp "$T/src" "$M/r"
@@ -56,6 +58,13 @@ mgrd_outage_drill() {
 	echo "# mkdir during the outage returned after $(($(now_ms) - t0)) ms"
 	[[ -d $M/during ]] && pass "$n-dir-exists" || fail "$n-dir-exists"
 
+	# Lock calls wait for mgrd too, and their bodies carry no ctx: a
+	# caught signal must end a non-blocking F_SETLK and an F_GETLK the
+	# same way.  The file is opened while mgrd answers.
+	"$PY" "$E2E_DIR/lock_intr.py" "$M/r" "$T" >"$T/lock.out" 2>&1 &
+	lkpid=$!
+	for ((i = 0; i < 300; i++)); do grep -q ready "$T/lock.out" && break; sleep 0.1; done
+
 	# An outage longer than mgr_timeout: EIO after mgr_timeout.
 	$cut
 	# Meanwhile a wait for mgrd honours interrupts (DESIGN.md): a caught
@@ -81,6 +90,16 @@ EOF
 	echo "# mkdir interrupted 500 ms into the outage: $out"
 	[[ $out =~ ^eintr\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] <= 1500 + RT_MS)) &&
 		pass "$n-metadata-interruptible" || fail "$n-metadata-interruptible" "$out"
+	touch "$T/lockgo"
+	for ((i = 0; i < 400; i++)); do grep -q '^getlk' "$T/lock.out" && break
+		kill -0 $lkpid 2>/dev/null || break; sleep 0.05; done
+	echo "# lock calls interrupted 500 ms in: $(grep -E '^(set|get)lk' "$T/lock.out" | tr '\n' ' ')"
+	for c in setlk getlk; do
+		out=$(grep "^$c " "$T/lock.out")
+		[[ $out =~ ^$c\ EINTR\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] <= 1500 + RT_MS)) &&
+			pass "$n-$c-interruptible" ||
+			fail "$n-$c-interruptible" "${out:-$(tr '\n' ' ' <"$T/lock.out")}"
+	done
 	t0=$(now_ms)
 	if mkdir "$M/too-late" 2>"$T/mkdir2.err"; then
 		fail "$n-metadata-eio" "mkdir succeeded with mgrd cut off"
@@ -96,8 +115,14 @@ EOF
 		"$(grep -i mgrd "$TWINFS_RUN_DIR/logs/mount.log" | tail -n 3 | tr '\n' ' ')"
 	$heal
 
-	touch "$T/close"
+	touch "$T/close" "$T/lockclose"
 	if wait $iopid; then pass "$n-close"; else fail "$n-close" "$(tr '\n' ' ' <"$T/io.out")"; fi
+	# mgrd may have granted the interrupted F_SETLK after all; the close
+	# of its file dropped it (locks.c "uncertain"), so another process
+	# takes the lock.
+	wait $lkpid
+	out=$("$PY" "$E2E_DIR/lockprobe.py" "$M/r" posix try wr 0 0 2>&1)
+	[[ $out == ok ]] && pass "$n-lock-not-left" || fail "$n-lock-not-left" "$out"
 	# mgrd heard from no iod while cut off: it must not have demoted any
 	# (that would leave one twin of each group stale, and reads failing
 	# until the resyncs end).
