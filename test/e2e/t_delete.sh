@@ -109,6 +109,19 @@ w3=$(wait_state 3 '^up$' 60000) && w4=$(wait_state 4 '^up$' 60000) &&
 	pass group1-back || fail group1-back "iod 3: $w3, iod 4: $w4"
 gone_within deleted-after-group-back "$T/inos_g1" 10
 
+# Removed files linger 2 s at mgrd before they are destroyed (a mount's
+# name cache may still open them).  mgrd killed within those 2 s: the
+# restarted one finds them lingering and deletes them after all.
+mkdir restart
+for ((i = 0; i < N; i++)); do cp "$T/data" restart/f$i; done
+stat -c %i restart/f* >"$T/inos_r"
+assert_eq subfiles-written-restart $((N * 4)) "$(count "$T/inos_r")"
+rm -rf restart
+(cd / && lc kill-mgrd >/dev/null && lc start-mgrd >/dev/null) ||
+	fail mgrd-restart "kill/start failed"
+e2e_wait_healthy 60 || fail mgrd-restart-healthy "not healthy after the restart"
+gone_within deleted-after-mgrd-restart "$T/inos_r" 15
+
 # Nothing of the files that stay was deleted by mistake.
 cp "$T/data" keep
 assert_same_file kept-file "$T/data" keep
