@@ -135,12 +135,9 @@ struct mgr_inode {
 	uint32_t xattr_bytes;
 	uint64_t parent;          /* directory of the newest name (INO_PATH) */
 	uint32_t open_count;      /* handles in all sessions */
-	/* nlink 0, and open or lingering: destroyed at last close, a
-	 * lingering one by a REAP (mgr_ns_reap) */
-	bool orphan;
+	bool orphan;              /* nlink 0 but open: destroyed at last close */
 	/* volatile, not journaled */
 	uint64_t trunc_pending;   /* truncates sent to iods, not yet applied */
-	uint64_t reap_at_ms;      /* lingering: when its REAP is due */
 };
 
 /* A destroyed regular file whose subfiles still have to be deleted. */
@@ -170,16 +167,6 @@ struct mgr_ns {
 	 * (iodpool kicks the deleter).  May be NULL. */
 	void (*on_pdel)(void *arg, struct mgr_pdel *pd);
 	void *on_pdel_arg;
-	/* A non-directory that loses its last name and open lingers as an
-	 * orphan until a REAP (mgr_ns_reap): a client whose name cache
-	 * still holds it may open it, as a local file system lets an open
-	 * that looked the name up before a rename or unlink finish.  Fixed
-	 * at init (mgr_state_init) so that replay lingers as live did. */
-	bool linger;
-	/* Called when an inode starts to linger (the server schedules its
-	 * REAP).  May be NULL. */
-	void (*on_linger)(void *arg, uint64_t ino);
-	void *on_linger_arg;
 };
 
 /* --------------------------------------------------------- POSIX ACLs */
@@ -315,8 +302,6 @@ int mgr_inode_add_xattr(struct mgr_inode *in, const char *name,
 
 /* Pending deletes. */
 void mgr_ns_pdel_done(struct mgr_ns *ns, uint64_t ino);
-/* Destroy ino if it still lingers (no name, not open); else nothing. */
-void mgr_ns_reap(struct mgr_ns *ns, uint64_t ino);
 
 /* Path of an inode from the root, "/" for the root.  -ENOENT (orphan),
  * -ENAMETOOLONG. */
@@ -531,7 +516,6 @@ enum mgr_op_type {
 	MGR_OP_TRUNC_BEGIN = 17,
 	MGR_OP_INO_RESERVE = 18,  /* ino_limit = new_ino (synced before use) */
 	MGR_OP_RESYNC_JOB = 19,   /* rjobs[ino - 1] = value (rjob.c) */
-	MGR_OP_REAP = 20,         /* mgr_ns_reap(ino) */
 	MGR_OP_MAX_
 };
 

@@ -12,8 +12,8 @@
  * Invariants (asserted where cheap, checked by test/unit/test_mgr_ns.c):
  *  N1. Inode numbers come from next_ino and are never reused.
  *  N2. A directory's nlink is 2 + its subdirectories; a file's nlink is its
- *      number of names; an inode with nlink 0 exists only while open or,
- *      with ns->linger, until its REAP (orphan), then is destroyed.
+ *      number of names; an inode with nlink 0 exists only while open
+ *      (orphan), then is destroyed.
  *  N3. Cookies of a directory are unique, increasing with insertion, never
  *      reused; dir->order is sorted by cookie.
  *  N4. A destroyed regular file leaves a pending delete until its subfiles
@@ -348,28 +348,16 @@ static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 /* nlink dropped (or open count dropped): destroy or orphan as needed. */
 static void maybe_destroy(struct mgr_ns *ns, struct mgr_inode *in)
 {
-	bool linger = ns->linger && !S_ISDIR(in->mode);
-
 	if (in->nlink > 0)
 		return;
-	if (in->open_count > 0 || linger) {
+	if (in->open_count > 0) {
 		if (!in->orphan) {
 			in->orphan = true;
 			ns->n_orphans++;
 		}
-		if (in->open_count == 0 && ns->on_linger)
-			ns->on_linger(ns->on_linger_arg, in->ino);
 		return;
 	}
 	destroy(ns, in);
-}
-
-void mgr_ns_reap(struct mgr_ns *ns, uint64_t ino)
-{
-	struct mgr_inode *in = mgr_ns_get(ns, ino);
-
-	if (in && in->nlink == 0 && in->open_count == 0)
-		destroy(ns, in);
 }
 
 struct mgr_inode *mgr_inode_new(uint64_t ino, uint32_t mode)

@@ -628,9 +628,6 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 	case MGR_OP_PDEL_DONE:
 		mgr_ns_pdel_done(&st->ns, op->ino);
 		return 0;
-	case MGR_OP_REAP:
-		mgr_ns_reap(&st->ns, op->ino);
-		return 0;
 	case MGR_OP_TRUNC_BEGIN:
 		return mgr_ns_trunc_begin(&st->ns, op->ino, op->trunc_gen);
 	case MGR_OP_INO_RESERVE:
@@ -975,19 +972,19 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 
 	/* Replace the namespace (the fresh one holds only the root). */
 	{
-		struct mgr_ns keep = *ns;   /* settings and callbacks */
+		uint32_t g = ns->n_groups, ss = ns->def_stripe_size,
+			 sc = ns->def_stripe_count;
+		void (*cb)(void *, struct mgr_pdel *) = ns->on_pdel;
+		void *cb_arg = ns->on_pdel_arg;
 
 		mgr_ns_free(ns);
 		tw_hmap_init(&ns->inodes);
 		tw_hmap_init(&ns->pdel);
-		ns->n_groups = keep.n_groups;
-		ns->def_stripe_size = keep.def_stripe_size;
-		ns->def_stripe_count = keep.def_stripe_count;
-		ns->on_pdel = keep.on_pdel;
-		ns->on_pdel_arg = keep.on_pdel_arg;
-		ns->linger = keep.linger;
-		ns->on_linger = keep.on_linger;
-		ns->on_linger_arg = keep.on_linger_arg;
+		ns->n_groups = g;
+		ns->def_stripe_size = ss;
+		ns->def_stripe_count = sc;
+		ns->on_pdel = cb;
+		ns->on_pdel_arg = cb_arg;
 	}
 	ns->next_ino = next_ino;
 	ns->ino_limit = ino_limit;
@@ -1177,15 +1174,11 @@ void mgr_journal_close(struct mgr_journal *j)
 int mgr_state_init(struct mgr_state *st, const struct tw_conf *conf,
 		   const struct mgr_time *now)
 {
-	int rc;
-
 	memset(st, 0, sizeof(*st));
 	mgr_map_init(&st->map, conf);
 	mgr_sessions_init(&st->sessions);
-	rc = mgr_ns_init(&st->ns, (uint32_t)conf->n_groups,
-			 conf->stripe_size, conf->stripe_count, now);
-	st->ns.linger = true;   /* before replay: it lingers as live did */
-	return rc;
+	return mgr_ns_init(&st->ns, (uint32_t)conf->n_groups,
+			   conf->stripe_size, conf->stripe_count, now);
 }
 
 void mgr_state_free(struct mgr_state *st)

@@ -32,10 +32,6 @@
 #include <unistd.h>
 
 #define SWEEP_MS            1000u
-/* How long an inode without names or opens lingers (mgr_ns.linger): more
- * than the clients' default entry_timeout (1 s), so that a name they
- * still cache opens what it named. */
-#define LINGER_MS           2000u
 #define INO_RESERVE_CHUNK   4096u
 
 /* ---------------------------------------------------------------- basics */
@@ -228,95 +224,6 @@ static void on_pdel_done(uint64_t ino, void *arg)
 	if (mgr_srv_internal(s, &op) == 0)
 		tw_debug("mgrd: subfiles of ino %llu deleted",
 			 (unsigned long long)ino);
-}
-
-/* ----------------------------------------------------------- lingering */
-
-static void on_reap(uv_timer_t *t);
-
-static void reap_arm(struct mgr_server *s)
-{
-	uint64_t now = tw_now_ms(), due;
-
-	if (s->linger_head == s->linger_n || s->stopping)
-		return;
-	due = s->linger[s->linger_head].due_ms;
-	uv_timer_start(&s->reap_timer, on_reap, due > now ? due - now : 0, 0);
-}
-
-/* ino has lost its last name and open (called inside an apply, or at
- * start for those a restart found lingering): its REAP is due in
- * LINGER_MS.  Without memory for the entry it is reaped at the next
- * restart. */
-static void on_linger(void *arg, uint64_t ino)
-{
-	struct mgr_server *s = arg;
-	struct mgr_inode *in = mgr_ns_get(&s->st.ns, ino);
-	uint64_t due = tw_now_ms() + LINGER_MS;
-
-	if (!in)
-		return;
-	if (s->linger_head > 0 && s->linger_head >= s->linger_n / 2) {
-		s->linger_n -= s->linger_head;
-		memmove(s->linger, s->linger + s->linger_head,
-			s->linger_n * sizeof(*s->linger));
-		s->linger_head = 0;
-	}
-	if (s->linger_n == s->linger_cap) {
-		size_t cap = s->linger_cap ? 2 * s->linger_cap : 64;
-		struct mgr_linger *l = realloc(s->linger, cap * sizeof(*l));
-
-		if (!l) {
-			tw_log_rl(TW_LOG_ERR, "mgrd: out of memory: ino %llu "
-				  "is destroyed at the next restart",
-				  (unsigned long long)ino);
-			return;
-		}
-		s->linger = l;
-		s->linger_cap = cap;
-	}
-	in->reap_at_ms = due;
-	s->linger[s->linger_n++] = (struct mgr_linger){ ino, due };
-	if (!uv_is_active((uv_handle_t *)&s->reap_timer))
-		reap_arm(s);
-}
-
-/* Journal a REAP for every due inode that still lingers.  One reopened
- * and closed since was queued again: its newer entry decides. */
-static void on_reap(uv_timer_t *t)
-{
-	struct mgr_server *s = t->data;
-	uint64_t now = tw_now_ms();
-
-	while (s->linger_head < s->linger_n && !s->stopping &&
-	       s->linger[s->linger_head].due_ms <= now) {
-		struct mgr_op op = { .type = MGR_OP_REAP,
-				     .ino = s->linger[s->linger_head++].ino };
-		struct mgr_inode *in = mgr_ns_get(&s->st.ns, op.ino);
-
-		if (in && in->nlink == 0 && in->open_count == 0 &&
-		    in->reap_at_ms <= now)
-			mgr_srv_internal(s, &op);
-	}
-	reap_arm(s);
-}
-
-/* At start: what lingered when mgrd stopped lingers LINGER_MS more. */
-static void linger_restart(struct mgr_server *s)
-{
-	uint64_t *inos;
-	size_t n;
-
-	if (s->st.ns.n_orphans == 0)
-		return;
-	inos = mgr_hmap_sorted_keys(&s->st.ns.inodes, &n);
-	for (size_t i = 0; inos && i < n; i++) {
-		struct mgr_inode *in = mgr_ns_get(&s->st.ns, inos[i]);
-
-		if (in->orphan && in->open_count == 0)
-			on_linger(s, in->ino);
-	}
-	free(inos);
 }
 
 static void on_iod_failed(uint32_t iod_id, void *arg)
@@ -949,11 +856,6 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_init(loop, &s->sweep_timer);
 	s->sweep_timer.data = s;
 	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
-	uv_timer_init(loop, &s->reap_timer);
-	s->reap_timer.data = s;
-	s->st.ns.on_linger = on_linger;
-	s->st.ns.on_linger_arg = s;
-	linger_restart(s);
 	tw_info("mgrd: cluster \"%s\" listening on %s:%d, %d iods in %d "
 		"groups", conf->cluster_name, conf->mgr_host, conf->mgr_port,
 		conf->n_iods, conf->n_groups);
@@ -971,7 +873,6 @@ fail:
 		mgr_journal_close(&s->jnl);
 	if (s->st_init)
 		mgr_state_free(&s->st);
-	free(s->linger);
 	free(s);
 	return rc;
 }
@@ -985,7 +886,6 @@ static void stop_step(void *arg)
 	mgr_state_free(&s->st);
 	if (s->done)
 		s->done(s->done_arg);
-	free(s->linger);
 	free(s);
 }
 
@@ -1014,13 +914,11 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	mgr_journal_sync(&s->jnl);
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
-	s->closing = 4;
+	s->closing = 3;
 	uv_timer_stop(&s->commit_timer);
 	uv_timer_stop(&s->sweep_timer);
-	uv_timer_stop(&s->reap_timer);
 	uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
 	uv_close((uv_handle_t *)&s->sweep_timer, on_handle_closed);
-	uv_close((uv_handle_t *)&s->reap_timer, on_handle_closed);
 	/* Before the pool: its cancelled pings must find the monitor
 	 * stopping (it is freed only when its timer has closed). */
 	mgr_monitor_stop(s->mon);

@@ -49,13 +49,6 @@ struct mgr_server {
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
-	/* Lingering inodes (mgr_ns.linger) in the order their REAPs are
-	 * due: entries [linger_head, linger_n) of linger. */
-	struct mgr_linger {
-		uint64_t ino, due_ms;
-	} *linger;
-	size_t linger_head, linger_n, linger_cap;
-	uv_timer_t reap_timer;
 	struct mgr_conn *conns;
 	struct mgr_inflight *inflight;
 	uint32_t session_timeout_ms;

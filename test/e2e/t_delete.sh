@@ -109,9 +109,8 @@ w3=$(wait_state 3 '^up$' 60000) && w4=$(wait_state 4 '^up$' 60000) &&
 	pass group1-back || fail group1-back "iod 3: $w3, iod 4: $w4"
 gone_within deleted-after-group-back "$T/inos_g1" 10
 
-# Removed files linger 2 s at mgrd before they are destroyed (a mount's
-# name cache may still open them).  mgrd killed within those 2 s: the
-# restarted one finds them lingering and deletes them after all.
+# Files removed right before a kill -9 of mgrd: the restarted one finds
+# their pending deletes in its journal and finishes them.
 mkdir restart
 for ((i = 0; i < N; i++)); do cp "$T/data" restart/f$i; done
 stat -c %i restart/f* >"$T/inos_r"

@@ -225,56 +225,6 @@ Test(ns, orphans)
 	cr_assert_not_null(tw_hmap_get(&ns.pdel, f));
 }
 
-static void note_linger(void *arg, uint64_t ino)
-{
-	*(uint64_t *)arg = ino;
-}
-
-/* With linger (mgrd's setting), a non-directory that loses its last name
- * and open stays openable until its REAP: an open through a name cache
- * that still holds it finds what the name held. */
-Test(ns, linger)
-{
-	uint64_t f = mk(1, "f", S_IFREG | 0644);
-	uint64_t g = mk(1, "g", S_IFREG | 0644);
-	uint64_t d = mk(1, "d", S_IFDIR | 0755);
-	uint64_t told = 0;
-	struct mgr_inode *in;
-
-	ns.linger = true;
-	ns.on_linger = note_linger;
-	ns.on_linger_arg = &told;
-	/* Replaced by rename: lingers, and the server is told. */
-	cr_assert_eq(ren(1, "g", 1, "f", 0), 0);
-	cr_assert_eq(told, f);
-	cr_assert(mgr_ns_get(&ns, f)->orphan);
-	cr_assert_eq(ns.n_orphans, 1);
-	cr_assert_null(tw_hmap_get(&ns.pdel, f));
-	/* Opened meanwhile: a REAP leaves it; the last close lingers again. */
-	cr_assert_eq(mgr_ns_open(&ns, f), 0);
-	mgr_ns_reap(&ns, f);
-	cr_assert_not_null(mgr_ns_get(&ns, f));
-	told = 0;
-	cr_assert_eq(mgr_ns_close(&ns, f), 0);
-	cr_assert_eq(told, f);
-	cr_assert_eq(mgr_ns_link(&ns, f, 1, "back", &T0, &in), -ENOENT);
-	/* Reaped: gone, its subfiles queued for deletion. */
-	mgr_ns_reap(&ns, f);
-	cr_assert_null(mgr_ns_get(&ns, f));
-	cr_assert_eq(ns.n_orphans, 0);
-	cr_assert_not_null(tw_hmap_get(&ns.pdel, f));
-	cr_assert_eq(mgr_ns_open(&ns, f), -ESTALE);
-	/* A REAP of a named inode or of nothing changes nothing. */
-	mgr_ns_reap(&ns, g);
-	mgr_ns_reap(&ns, 999);
-	cr_assert_eq(lk(1, "f"), g);
-	/* Directories never linger. */
-	told = 0;
-	cr_assert_eq(mgr_ns_unlink(&ns, 1, "d", true, &T0), 0);
-	cr_assert_null(mgr_ns_get(&ns, d));
-	cr_assert_eq(told, 0);
-}
-
 Test(ns, rename_rules)
 {
 	uint64_t a = mk(1, "a", S_IFDIR | 0755);
@@ -854,26 +804,6 @@ static void step(struct workload *w)
 			new_session(w, si);
 			return;
 		}
-		if (rnd(w) % 4 == 0) {
-			/* The server's REAP: of a lingering inode, or of
-			 * any (a no-op). */
-			uint64_t k;
-			void *v;
-			size_t it = 0;
-
-			op.type = MGR_OP_REAP;
-			op.ino = rnd_ino(w);
-			while (tw_hmap_next(&w->st->ns.inodes, &it, &k, &v)) {
-				const struct mgr_inode *in = v;
-
-				if (in->nlink == 0 && in->open_count == 0) {
-					op.ino = k;
-					break;
-				}
-			}
-			live(w, &op, -1);
-			return;
-		}
 		if (tw_hmap_get(&w->st->ns.pdel, rnd_ino(w)) || 1) {
 			uint64_t k;
 			void *v;
@@ -925,8 +855,7 @@ static void step(struct workload *w)
 
 /* N2 and friends over the whole namespace: every entry names a live inode,
  * link counts match the names, ".." matches the entry, open counts match
- * the handles of all sessions, orphans are exactly nlink 0 + open (or
- * lingering). */
+ * the handles of all sessions, orphans are exactly nlink 0 + open. */
 static void check_invariants(const struct mgr_state *st)
 {
 	const struct mgr_ns *n = &st->ns;
@@ -987,12 +916,7 @@ static void check_invariants(const struct mgr_state *st)
 				     (unsigned long)nn);
 		if (in->nlink == 0) {
 			cr_assert(in->orphan);
-			/* open, or lingering until its REAP */
-			cr_assert(in->open_count > 0 ||
-				  (n->linger && !S_ISDIR(in->mode)),
-				  "ino %llu mode %o: nlink 0, not open%s",
-				  (unsigned long long)k, in->mode,
-				  n->linger ? "" : ", no linger");
+			cr_assert_gt(in->open_count, 0);
 			orphans++;
 		}
 		cr_assert_lt(in->ino, n->next_ino);
