@@ -37,7 +37,6 @@
  *
  * Everything here runs on the loop thread.
  */
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -203,7 +202,6 @@ int fc_mgr_init(struct fc_client *cl)
 
 static void list_append(struct fc_mgr_list *l, struct fc_mgr_call *mc)
 {
-	assert(!mc->list);
 	mc->list = l;
 	mc->list_next = NULL;
 	mc->list_prev = l->tail;
