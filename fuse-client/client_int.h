@@ -820,9 +820,13 @@ void fc_report_embed_done(struct fc_client *cl, struct fc_report_set *set,
  * once the inode has no report in flight, and after a report of its own
  * if that SETATTR failed); false when there was nothing to do or no memory (done
  * never runs; *err says which).  A timer's report (from_timer) or one
- * without done never waits for a SETATTR: it is not sent. */
+ * without done never waits for a SETATTR: it is not sent.  op: the
+ * request that waits (fsync), so that an interrupt ends the wait for a
+ * silent mgrd with -EINTR (fc_mgr_send); NULL where none may (a close
+ * must not fail with EINTR). */
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
-		     void (*done)(void *arg, int status), void *arg, int *err);
+		     void (*done)(void *arg, int status), void *arg,
+		     struct fc_op *op, int *err);
 
 /* locks.c: cluster-wide locks (proto/FORMAT.md "Locks"). */
 void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

@@ -1284,13 +1284,15 @@ static void fsync_mgr_done(struct fc_mgr_call *mc, int status,
 
 /* mgrd closes a size report's record before replying but syncs its
  * journal only every commit_interval; FSYNCDIR (any inode) syncs it now,
- * so the size is durable when fsync returns (DESIGN.md "Guarantees"). */
+ * so the size is durable when fsync returns (DESIGN.md "Guarantees").
+ * Both waits for mgrd end with EINTR when the fsync is interrupted and
+ * mgrd is silent (fc_mgr_send). */
 static void fsync_mgr_sync(struct dop *d)
 {
 	twinfs__getattr__init(&d->m.getattr);
 	d->m.getattr.ino = d->ino;
 	fc_mgr_send(d->op.cl, &d->mc, TWINFS__MSG_TYPE__MSG_FSYNCDIR,
-		    &d->m.getattr.base, &d->m.getattr.ctx, NULL, 0,
+		    &d->m.getattr.base, &d->m.getattr.ctx, &d->op, 0,
 		    fsync_mgr_done, d);
 }
 
@@ -1324,7 +1326,8 @@ static void fsync_issue(struct fc_op *op)
 	}
 	d->err = 0;
 	d->pending = 2;   /* the mgrd step and the guard while issuing */
-	if (!fc_report_start(cl, d->f, false, fsync_report_done, d, &err)) {
+	if (!fc_report_start(cl, d->f, false, fsync_report_done, d, op,
+			     &err)) {
 		if (err)
 			d->err = err;
 		fsync_mgr_sync(d);

@@ -278,7 +278,8 @@ static void flush_report(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 	int err;
 
-	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, flush_report_done, d, NULL,
+			     &err))
 		fc_op_reply_err(op, d->wb_err ? d->wb_err : -err);
 }
 
@@ -353,7 +354,8 @@ static void release_report(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 	int err;
 
-	if (!fc_report_start(op->cl, d->f, false, release_report_done, d, &err))
+	if (!fc_report_start(op->cl, d->f, false, release_report_done, d,
+			     NULL, &err))
 		release_send(d);
 }
 

@@ -158,7 +158,9 @@ static void report_end(struct fc_report *r, int status, bool log)
 			f->atime_sec = r->sr.atime_sec;
 			f->atime_nsec = r->sr.atime_nsec;
 		}
-		if (log && (status != -EIO || !cl->stopping))
+		/* An interrupted fsync's: the timer reports again. */
+		if (log && status != -EINTR &&
+		    (status != -EIO || !cl->stopping))
 			tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64
 				  ": %s", f->ino, strerror(-status));
 	}
@@ -260,6 +262,7 @@ struct embed_wait {
 	struct fc_file *f;
 	void (*done)(void *arg, int status);
 	void *arg;
+	struct fc_op *op;
 };
 
 static void embed_wait_fire(void *arg, int status)
@@ -269,7 +272,8 @@ static void embed_wait_fire(void *arg, int status)
 
 	(void)status;
 	/* If the SETATTR failed, the file is still dirty: report it now. */
-	if (!fc_report_start(w->cl, w->f, false, w->done, w->arg, &err))
+	if (!fc_report_start(w->cl, w->f, false, w->done, w->arg, w->op,
+			     &err))
 		w->done(w->arg, err);
 	fc_file_put(w->cl, w->f);
 	free(w);
@@ -277,7 +281,7 @@ static void embed_wait_fire(void *arg, int status)
 
 bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 			 bool from_timer, void (*done)(void *, int),
-			 void *arg, int *err)
+			 void *arg, struct fc_op *op, int *err)
 {
 	struct fc_report *r;
 
@@ -301,7 +305,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 			*err = -ENOMEM;
 			return false;
 		}
-		*w = (struct embed_wait){ cl, f, done, arg };
+		*w = (struct embed_wait){ cl, f, done, arg, op };
 		f->refs++;
 		return true;
 	}
@@ -311,7 +315,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f,
 		return false;
 	}
 	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_SIZE_REPORT, &r->sr.base,
-		    &r->sr.ctx, NULL, 0, report_done, r);
+		    &r->sr.ctx, op, 0, report_done, r);
 	return true;
 }
 
@@ -371,7 +375,7 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 	for (f = cl->dirty_head; f; f = next) {
 		next = f->dirty_next;
 		if (f->ino == ino)
-			fc_report_start(cl, f, false, NULL, NULL, &err);
+			fc_report_start(cl, f, false, NULL, NULL, NULL, &err);
 	}
 	if (!tw_hmap_get(&cl->reports_inflight, ino))
 		return false;
@@ -388,7 +392,7 @@ static void report_timer_cb(uv_timer_t *t)
 	for (f = cl->dirty_head; f; f = next) {
 		next = f->dirty_next;
 		if (!f->timer_report)
-			fc_report_start(cl, f, true, NULL, NULL, &err);
+			fc_report_start(cl, f, true, NULL, NULL, NULL, &err);
 	}
 	if (!cl->dirty_head) {
 		uv_timer_stop(t);
@@ -445,7 +449,8 @@ void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
 	fa->pending = 1;
 	for (f = cl->dirty_head; f; f = next) {
 		next = f->dirty_next;
-		if (fc_report_start(cl, f, false, flush_all_one, fa, &err))
+		if (fc_report_start(cl, f, false, flush_all_one, fa, NULL,
+				    &err))
 			fa->pending++;
 	}
 	flush_all_one(fa, 0);

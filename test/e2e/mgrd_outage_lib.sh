@@ -11,9 +11,9 @@
 # mgrd is back within mgr_timeout; one that finds mgrd cut off for longer
 # fails with EIO after mgr_timeout (not before, not much later) and the
 # client's log names mgrd; one interrupted by a caught signal ends with
-# EINTR instead of waiting, and so do a non-blocking F_SETLK and an F_GETLK
-# (lock_intr.py), which leave no lock behind; afterwards everything works
-# and verify is clean.
+# EINTR instead of waiting, and so do a non-blocking F_SETLK, an F_GETLK
+# and an fsync (mgrd_intr.py), which leave no lock behind and lose no
+# size; afterwards everything works and verify is clean.
 
 export TWINFS_MGR_TIMEOUT=${TWINFS_MGR_TIMEOUT:-6s}
 MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
@@ -58,10 +58,11 @@ mgrd_outage_drill() {
 	echo "# mkdir during the outage returned after $(($(now_ms) - t0)) ms"
 	[[ -d $M/during ]] && pass "$n-dir-exists" || fail "$n-dir-exists"
 
-	# Lock calls wait for mgrd too, and their bodies carry no ctx: a
-	# caught signal must end a non-blocking F_SETLK and an F_GETLK the
-	# same way.  The file is opened while mgrd answers.
-	"$PY" "$E2E_DIR/lock_intr.py" "$M/r" "$T" >"$T/lock.out" 2>&1 &
+	# Lock calls wait for mgrd too, and their bodies carry no ctx, and an
+	# fsync waits for its size report: a caught signal must end a
+	# non-blocking F_SETLK, an F_GETLK and an fsync the same way.  The
+	# files are opened while mgrd answers.
+	"$PY" "$E2E_DIR/mgrd_intr.py" "$M/r" "$M/fs-$n" "$T" >"$T/lock.out" 2>&1 &
 	lkpid=$!
 	for ((i = 0; i < 300; i++)); do grep -q ready "$T/lock.out" && break; sleep 0.1; done
 
@@ -91,10 +92,10 @@ EOF
 	[[ $out =~ ^eintr\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] <= 1500 + RT_MS)) &&
 		pass "$n-metadata-interruptible" || fail "$n-metadata-interruptible" "$out"
 	touch "$T/lockgo"
-	for ((i = 0; i < 400; i++)); do grep -q '^getlk' "$T/lock.out" && break
+	for ((i = 0; i < 600; i++)); do grep -q '^fsync' "$T/lock.out" && break
 		kill -0 $lkpid 2>/dev/null || break; sleep 0.05; done
-	echo "# lock calls interrupted 500 ms in: $(grep -E '^(set|get)lk' "$T/lock.out" | tr '\n' ' ')"
-	for c in setlk getlk; do
+	echo "# calls interrupted 500 ms in: $(grep -E '^(setlk|getlk|fsync)' "$T/lock.out" | tr '\n' ' ')"
+	for c in setlk getlk fsync; do
 		out=$(grep "^$c " "$T/lock.out")
 		[[ $out =~ ^$c\ EINTR\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] <= 1500 + RT_MS)) &&
 			pass "$n-$c-interruptible" ||
@@ -123,6 +124,9 @@ EOF
 	wait $lkpid
 	out=$("$PY" "$E2E_DIR/lockprobe.py" "$M/r" posix try wr 0 0 2>&1)
 	[[ $out == ok ]] && pass "$n-lock-not-left" || fail "$n-lock-not-left" "$out"
+	# The interrupted fsync's size report was sent again (at the close):
+	# nothing written is lost.
+	assert_eq "$n-fsync-size-kept" 4096 "$(stat -c %s "$M/fs-$n" 2>&1)"
 	# mgrd heard from no iod while cut off: it must not have demoted any
 	# (that would leave one twin of each group stale, and reads failing
 	# until the resyncs end).

@@ -137,20 +137,20 @@ Test(client_report, no_second_report_while_embedded)
 	cr_assert_eq(set.n, 1);
 	/* A timer report or one nobody waits for is not sent: it would
 	 * count in flight. */
-	cr_assert(!fc_report_start(cl, f, true, NULL, NULL, &err));
+	cr_assert(!fc_report_start(cl, f, true, NULL, NULL, NULL, &err));
 	cr_assert_eq(err, 0);
-	cr_assert(!fc_report_start(cl, f, false, NULL, NULL, &err));
+	cr_assert(!fc_report_start(cl, f, false, NULL, NULL, NULL, &err));
 	cr_assert_eq(err, 0);
 	cr_assert_eq(inflight(cl, 9), 1, "nothing else went out");
 	/* A flush waits for the SETATTR. */
 	done_calls = 0;
 	done_status = 1;
-	cr_assert(fc_report_start(cl, f, false, done_cb, NULL, &err));
+	cr_assert(fc_report_start(cl, f, false, done_cb, NULL, NULL, &err));
 	cr_assert_eq(done_calls, 0);
 	cr_assert_not_null(cl->barriers);
 	/* A read's atime waits too: a report now would carry `wrote`. */
 	f->atime_pending = true;
-	cr_assert(!fc_report_start(cl, f, true, NULL, NULL, &err));
+	cr_assert(!fc_report_start(cl, f, true, NULL, NULL, NULL, &err));
 	f->atime_pending = false;
 
 	fc_report_embed_done(cl, &set, 0);
