@@ -214,13 +214,14 @@ struct fc_mgr_flight {
 typedef void (*fc_mgr_cb)(struct fc_mgr_call *mc, int status,
 			  struct wire_msg *reply);
 
-/* One mgrd request with its sequence number; embedded in the op that sends
- * it and alive until its callback runs.  The body is owned by the caller and
- * must live until the callback (it is re-sent on retransmission). [loop] */
+/* Outstanding mgrd calls, oldest first. [loop] */
 struct fc_mgr_list {
 	struct fc_mgr_call *head, *tail;
 };
 
+/* One mgrd request with its sequence number; embedded in the op that sends
+ * it and alive until its callback runs.  The body is owned by the caller and
+ * must live until the callback (it is re-sent on retransmission). [loop] */
 struct fc_mgr_call {
 	struct fc_client *cl;
 	uint16_t type;

@@ -3,8 +3,9 @@
  * through jbd__io_submit, which runs it on io_uring (a lone small log
  * append while nothing else on the journal file is in flight: with
  * pwritev on the caller's thread, run_inline), or, when the caller set
- * jbd_opts.io (tests), synchronously through that table so a fault layer can fail, tear or drop the N-th
- * write and keep a shadow of synced bytes.
+ * jbd_opts.io (tests), synchronously through that table so a fault layer
+ * can fail, tear or drop the N-th write and keep a shadow of synced
+ * bytes.
  * jbd_inject_log_eio (drills on real daemons) fails the next log write here,
  * before it reaches either layer.
  *
