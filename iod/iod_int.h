@@ -111,10 +111,13 @@ const uint8_t *iod_store_uuid(const struct iod_store *s);
 bool iod_store_is_new(const struct iod_store *s);
 
 /* The journal's event loop hooks (journal.h "Event loop"): poll the fd
- * for UV_READABLE and call iod_store_process; call iod_store_tick a few
- * times per second.  iod_store_wait blocks until some progress was made
- * (returns 1 when idle): tests and shutdown. */
+ * for UV_READABLE and call iod_store_process; call it as well before the
+ * loop sleeps whenever iod_store_ready (the journal's owner_drains: a
+ * request's inline log append completes there, without a wakeup); call
+ * iod_store_tick a few times per second.  iod_store_wait blocks until
+ * some progress was made (returns 1 when idle): tests and shutdown. */
 int iod_store_event_fd(const struct iod_store *s);
+bool iod_store_ready(const struct iod_store *s);
 void iod_store_process(struct iod_store *s);
 void iod_store_tick(struct iod_store *s);
 int iod_store_wait(struct iod_store *s);
@@ -326,6 +329,7 @@ struct iod {
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
+	uv_prepare_t jnl_prepare;   /* iod_store_ready before each sleep */
 	uv_timer_t jnl_timer;
 	bool jnl_handles;
 

@@ -75,6 +75,14 @@ static void on_jnl_poll(uv_poll_t *p, int status, int events)
 	iod_store_process(d->store);
 }
 
+static void on_jnl_prepare(uv_prepare_t *p)
+{
+	struct iod *d = p->data;
+
+	if (iod_store_ready(d->store))
+		iod_store_process(d->store);
+}
+
 static void on_jnl_tick(uv_timer_t *t)
 {
 	struct iod *d = t->data;
@@ -90,10 +98,14 @@ static int jnl_handles_start(struct iod *d)
 	if (rc < 0)
 		return rc;
 	d->jnl_poll.data = d;
+	uv_prepare_init(d->loop, &d->jnl_prepare);
+	d->jnl_prepare.data = d;
 	uv_timer_init(d->loop, &d->jnl_timer);
 	d->jnl_timer.data = d;
 	d->jnl_handles = true;
 	rc = uv_poll_start(&d->jnl_poll, UV_READABLE, on_jnl_poll);
+	if (rc == 0)
+		rc = uv_prepare_start(&d->jnl_prepare, on_jnl_prepare);
 	if (rc == 0)
 		rc = uv_timer_start(&d->jnl_timer, on_jnl_tick, 200, 200);
 	return rc;
@@ -105,8 +117,10 @@ static void jnl_handles_stop(struct iod *d)
 		return;
 	d->jnl_handles = false;
 	uv_poll_stop(&d->jnl_poll);
+	uv_prepare_stop(&d->jnl_prepare);
 	uv_timer_stop(&d->jnl_timer);
 	uv_close((uv_handle_t *)&d->jnl_poll, NULL);
+	uv_close((uv_handle_t *)&d->jnl_prepare, NULL);
 	uv_close((uv_handle_t *)&d->jnl_timer, NULL);
 }
 

@@ -574,6 +574,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;
 	jo.io = opts->test_io;
+	jo.owner_drains = true;   /* main.c: a uv_prepare before each sleep */
 	/* Replay runs in here, before the iod registers with mgrd or
 	 * serves anything. */
 	rc = jbd_open(&jo, &info, &s->j);
@@ -633,6 +634,11 @@ void iod_store_abandon(struct iod_store *s)
 int iod_store_event_fd(const struct iod_store *s)
 {
 	return jbd_event_fd(s->j);
+}
+
+bool iod_store_ready(const struct iod_store *s)
+{
+	return jbd_ready(s->j);
 }
 
 void iod_store_process(struct iod_store *s)

@@ -532,7 +532,9 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		  !twins[!d->me->twin_index].needs_resync ||
 		  epoch > d->map.epoch;
 
-	/* T1: commit locally, then queue the forward, in this one call. */
+	/* T1: commit locally, then queue the forward, in this one call.  The
+	 * close (the log write) runs before the loop sleeps (main.c's
+	 * uv_prepare), so the forward is on the wire first. */
 	o->pending = 1;
 	rc = apply_local(d, m, o);
 	if (rc < 0) {

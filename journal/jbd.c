@@ -936,7 +936,14 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 	rc = (int64_t)t->seq;
 	free(h->items);
 	free(h);
-	jbd__commit_kick(j);
+	/* An owner that drains before it sleeps closes the transaction
+	 * then: the caller finishes its request first (the iod sends the
+	 * forward to its twin before the log write, T1 in DESIGN.md), and
+	 * requests that arrived together share one close. */
+	if (j->opts.owner_drains && !j->in_process)
+		j->kick_deferred = true;
+	else
+		jbd__commit_kick(j);
 	return rc;
 out_cancel:
 	free(w);
@@ -957,6 +964,8 @@ void jbd_process(struct jbd *j)
 	if (j->in_process)
 		return;
 	j->in_process = true;
+	j->kick_deferred = false;   /* the loop below kicks the close */
+	jbd__io_clear_event(j);
 	for (;;) {
 		jbd__io_pump(j);
 		int n = jbd__io_reap(j, false);
@@ -970,6 +979,11 @@ void jbd_process(struct jbd *j)
 	}
 	j->in_process = false;
 	run_cbs(j);
+}
+
+bool jbd_ready(const struct jbd *j)
+{
+	return j->done_head != NULL || j->kick_deferred;
 }
 
 void jbd_tick(struct jbd *j)

@@ -267,6 +267,8 @@ struct jbd {
 	struct jbd_txn *first_sealed;   /* oldest SEALED, or NULL */
 	struct jbd_txn *first_closed;   /* oldest CLOSED (not synced), or NULL */
 	bool closing;
+	bool kick_deferred;      /* owner_drains: a commit left its close to
+	                          * the owner's next jbd_process */
 	/* ordered mode and jbd_sync_home: in-place data of transactions up
 	 * to osync_seq is durable; osync covers every transaction sealed
 	 * when it started */
@@ -341,6 +343,10 @@ struct jbd_io *jbd__io_new(int op, enum jbd_io_kind kind, int fd,
 void jbd__io_free(struct jbd_io *io);
 void jbd__io_submit(struct jbd *j, struct jbd_io *io);
 void jbd__io_pump(struct jbd *j);
+/* Read the eventfd, so that it stays quiet until the next completion:
+ * once per jbd_process, before it reaps (a completion after the read
+ * writes it again). */
+void jbd__io_clear_event(struct jbd *j);
 /* Reap completions; returns how many were handled. */
 int jbd__io_reap(struct jbd *j, bool wait);
 bool jbd__io_busy(const struct jbd *j);

@@ -14,8 +14,9 @@
  * submit what we have and retry later, never assert).  Completions follow
  * liburing's io_uring-cp pattern: error / short (resubmit the rest) /
  * complete.  The eventfd registered with the ring (or written by the
- * synchronous layer and run_inline) tells the owner's loop that
- * completions are ready.
+ * synchronous layer and run_inline; not by run_inline when the owner
+ * drains before it sleeps, jbd_opts.owner_drains) tells the owner's loop
+ * that completions are ready.
  *
  * O_DIRECT writes (log writes on dfd, jbd_commit.c; full-block home
  * writes of the checkpoint) carry the buffered descriptor of the same file
@@ -342,8 +343,9 @@ void jbd__io_pump(struct jbd *j)
 		if (rc < 0)
 			jbd__abort(j, rc, "io_uring_submit");
 	}
-	/* jbd_process drains the done list itself before it returns */
-	if (inlined && !j->in_process)
+	/* jbd_process drains the done list itself before it returns; an
+	 * owner that drains before it sleeps needs no wakeup either. */
+	if (inlined && !j->in_process && !j->opts.owner_drains)
 		wake(j);
 }
 
@@ -418,14 +420,18 @@ static void complete(struct jbd *j, struct jbd_io *io, int res)
 	jbd__io_free(io);
 }
 
-int jbd__io_reap(struct jbd *j, bool wait)
+void jbd__io_clear_event(struct jbd *j)
 {
-	int handled = 0;
 	if (j->efd >= 0) {
 		uint64_t v;
 		ssize_t r = read(j->efd, &v, sizeof(v));
 		(void)r;
 	}
+}
+
+int jbd__io_reap(struct jbd *j, bool wait)
+{
+	int handled = 0;
 	/* Completed without the ring: the synchronous layer's requests and
 	 * injected faults (jbd_inject_log_eio). */
 	struct jbd_io *io;

@@ -85,6 +85,15 @@ void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode);
  * completions are ready; poll it (uv_poll, UV_READABLE) and call
  * jbd_process().  Call jbd_tick() about every 100 ms-1 s (uv_timer) for
  * the commit_interval sync.  Tests may instead call jbd_wait().
+ * An owner that sets jbd_opts.owner_drains also calls jbd_process()
+ * whenever jbd_ready() holds before its loop sleeps (uv_prepare).  Then
+ *   - a commit leaves the close of its transaction to that call, so the
+ *     owner finishes its request first (an iod forwards it to its twin)
+ *     and requests that arrived together share one close;
+ *   - work the library finished on the owner's own thread (a log append
+ *     written inline) waits for that call instead of writing the
+ *     eventfd, which would cost the loop a wakeup and three system calls
+ *     per request.
  *
  * Callbacks: when a function that takes a callback returns an error, the
  * callback is never called.  Otherwise it is called exactly once, from
@@ -185,6 +194,9 @@ struct jbd_opts {
 	                              * checkpoints write runs of at least 16
 	                              * full blocks home with it, where the
 	                              * file system allows; FORMAT.md) */
+	bool owner_drains;           /* the owner calls jbd_process() when
+	                              * jbd_ready() before it sleeps ("Event
+	                              * loop" above) */
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
 };
@@ -318,6 +330,9 @@ long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 int jbd_event_fd(const struct jbd *j);
 /* Reap completions, advance commits/syncs/checkpoints, run callbacks. */
 void jbd_process(struct jbd *j);
+/* Whether a close or completions wait for jbd_process() without having
+ * written the eventfd (jbd_opts.owner_drains).  Cheap: no system call. */
+bool jbd_ready(const struct jbd *j);
 /* Time-driven work: sync after commit_interval. */
 void jbd_tick(struct jbd *j);
 /* Block until some progress was made (or nothing is pending); returns 0,
