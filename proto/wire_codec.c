@@ -293,6 +293,29 @@ int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
 				      (unsigned)z->len);
 		w->len += z->len;
 	}
+	/* With nothing queued, write at once: libuv's uv_write of a request
+	 * that completes at once still feeds it through the loop's pending
+	 * queue and re-arms the socket's epoll entry (one more epoll_ctl per
+	 * frame).  The rest of a short write is queued as usual, after the
+	 * bytes written, so frames stay in order. */
+	if (uv_stream_get_write_queue_size(s) == 0) {
+		int n = uv_try_write(s, b, nb);
+
+		if (n >= 0 && (size_t)n == w->len) {
+			w->z = z ? *z : (struct wire_zdata){ 0 };
+			on_written(&w->req, 0);
+			return 0;
+		}
+		for (unsigned i = 0; n > 0 && i < nb; i++) {
+			size_t k = TW_MIN((size_t)n, (size_t)b[i].len);
+
+			b[i].base += k;
+			b[i].len -= (unsigned)k;
+			n -= (int)k;
+		}
+		/* n < 0 (UV_EAGAIN, or an error uv_write reports the same
+		 * way): nothing was written. */
+	}
 	rc = uv_write(&w->req, s, b, nb, on_written);
 	if (rc < 0) {
 		free(buf);

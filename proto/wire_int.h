@@ -54,13 +54,14 @@ uint8_t *wire_frame_head(uint16_t type, uint32_t flags, int32_t status,
 
 /* Write a built frame on a stream; takes ownership of buf (freed when the
  * write completes).  done (may be NULL) runs after completion with the
- * status. */
+ * status: from inside this call (status 0) when the socket took the whole
+ * frame at once, else from the loop. */
 int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
 		      void (*done)(void *arg, int status, size_t len),
 		      void *arg);
 /* The same, with z's data written after buf in one writev; z->release
- * runs when the write completes (or fails), unless this returns an
- * error.  z may be NULL. */
+ * runs when the write completes (or fails; possibly from inside this
+ * call, as done), unless this returns an error.  z may be NULL. */
 int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
 			const struct wire_zdata *z,
 			void (*done)(void *arg, int status, size_t len),
