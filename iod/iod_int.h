@@ -113,7 +113,8 @@ bool iod_store_is_new(const struct iod_store *s);
 /* The journal's event loop hooks (journal.h "Event loop"): poll the fd
  * for UV_READABLE and call iod_store_process; call it as well before the
  * loop sleeps whenever iod_store_ready (the journal's owner_drains: a
- * request's inline log append completes there, without a wakeup); call
+ * request's transaction is closed there, after its handler returned,
+ * and an inline close completes there without a wakeup); call
  * iod_store_tick a few times per second.  iod_store_wait blocks until
  * some progress was made (returns 1 when idle): tests and shutdown. */
 int iod_store_event_fd(const struct iod_store *s);

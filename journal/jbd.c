@@ -938,7 +938,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 	free(h);
 	/* An owner that drains before it sleeps closes the transaction
 	 * then: the caller finishes its request first (the iod sends the
-	 * forward to its twin before the log write, T1 in DESIGN.md), and
+	 * forward to its twin before the log write, T1 in iod/twin.c), and
 	 * requests that arrived together share one close. */
 	if (j->opts.owner_drains && !j->in_process)
 		j->kick_deferred = true;
