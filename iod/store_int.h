@@ -3,10 +3,15 @@
  * store_journal.c (every operation through the block journal, records,
  * the write-intent log).  Never included outside iod/store*.c.
  *
- * Everything runs on the iod's loop thread: no locks.
+ * Everything runs on the iod's loop thread, except the drain of the
+ * deferred unlinks (store_unlinkq_drain), which the checkpoint's helper
+ * thread runs; unlink_lock guards the queue it shares.
  */
 #ifndef TWINFS_IOD_STORE_INT_H
 #define TWINFS_IOD_STORE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "iod_int.h"
 #include "journal.h"
@@ -65,7 +70,13 @@ struct iod_store {
 	struct sub *buckets[HASH_BUCKETS];
 	struct sub lru;            /* sentinel */
 	unsigned n_cached, max_cached;
-	bool unlinks_unsynced;
+
+	/* Deferred unlinks (store.c, S4). */
+	pthread_mutex_t unlink_lock;
+	pthread_cond_t unlink_cond;
+	struct tw_hmap unlink_q;   /* obj + 1 -> (void *)1, under the lock */
+	uint64_t unlink_busy;      /* obj + 1 being unlinked, or 0 (lock) */
+	atomic_size_t unlink_pending; /* queued + busy: 0 = nothing to do */
 
 	/* store_journal.c */
 	struct jbd *j;
@@ -108,6 +119,14 @@ int store_sub_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
 		     uint64_t gen, struct sub **out);
 /* Unlink a subfile (absent is fine), dropping its cached fd. */
 int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
+/* The same, with the unlinkat left to store_unlinkq_drain (S4): the
+ * checkpoint's delete records.  Falls back to store_unlink without
+ * memory. */
+int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column);
+/* Run the deferred unlinks; any thread (the checkpoint's helper thread as
+ * ops.home_bg, or store_sync_objs on the loop).  Returns the first error
+ * other than ENOENT. */
+int store_unlinkq_drain(struct iod_store *s);
 /* The subfile exists (cached or on disk). */
 bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */

@@ -346,6 +346,12 @@ static int op_home_sync(void *arg, const uint64_t *objs, size_t n)
 	return store_sync_objs(arg, objs, n);
 }
 
+/* The checkpoint's helper thread, before its syncfs (S4). */
+static int op_home_bg(void *arg)
+{
+	return store_unlinkq_drain(arg);
+}
+
 static int op_home_fs_fd(void *arg)
 {
 	struct iod_store *s = arg;
@@ -491,7 +497,12 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 	case REC_DELETE:
 		if (len != sizeof(h))
 			return -EBADMSG;
-		return home ? store_unlink(s, ino, column) : 0;
+		if (!home)
+			return 0;
+		/* S4: a checkpoint leaves the unlinkat to its helper thread. */
+		return phase == JBD_PHASE_CHECKPOINT ?
+		       store_unlink_later(s, ino, column) :
+		       store_unlink(s, ino, column);
 	default:
 		return -EBADMSG;
 	}
@@ -570,6 +581,7 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.ops.home_fd = op_home_fd;
 	jo.ops.home_sync = op_home_sync;
 	jo.ops.home_fs_fd = op_home_fs_fd;
+	jo.ops.home_bg = op_home_bg;
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;

@@ -20,9 +20,12 @@
  * of small files would otherwise fsync thousands of objects and their
  * directories on the loop, stalling every request for seconds (long
  * enough for the failover monitor to declare a live iod down).  The
- * thread touches nothing but its fd and its result; it wakes the owner
- * through the journal's eventfd.  Without home_fs_fd, or under the test
- * I/O layer, ops.home_sync runs synchronously.
+ * same thread first runs ops.home_bg, the owner's blocking home work (the
+ * iod's unlinks of deleted subfiles, each a synchronous wait for the disk
+ * when it frees blocks).  The thread touches nothing but its fd, home_bg
+ * and its result; it wakes the owner through the journal's eventfd.
+ * Without home_fs_fd, or under the test I/O layer, ops.home_sync runs
+ * synchronously.
  *
  * Starts when the log is half used, when a close waits for space, and on
  * jbd_checkpoint / jbd_close.
@@ -341,7 +344,7 @@ static bool cp_home_sync(struct jbd *j, struct jbd_cp *cp)
 		if (!jbd__bgsync_poll(&cp->home, &rc))
 			return false;
 	} else if (jbd__bgsync_usable(j)) {
-		rc = jbd__bgsync_start(j, &cp->home);
+		rc = jbd__bgsync_start(j, &cp->home, true);
 		if (rc == 0) {
 			cp->state = CP_HOMESYNC;
 			return false;

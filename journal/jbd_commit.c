@@ -325,7 +325,7 @@ static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 		if (t->seq <= j->osync_seq)
 			return 0;
 		j->osync_target = j->txn_tail->seq;
-		rc = jbd__bgsync_start(j, &j->osync);
+		rc = jbd__bgsync_start(j, &j->osync, false);
 		return rc < 0 ? rc : 1;
 	}
 	uint64_t *objs = malloc(n * sizeof(*objs));
@@ -603,7 +603,7 @@ void jbd__home_kick(struct jbd *j)
 	if (j->running && j->running->n_items > 0)
 		jbd__seal(j);
 	j->osync_target = last_seq(j);
-	rc = jbd__bgsync_start(j, &j->osync);
+	rc = jbd__bgsync_start(j, &j->osync, false);
 	if (rc < 0)
 		jbd__abort(j, rc, "starting a syncfs of the home file system");
 }

@@ -222,13 +222,15 @@ struct jbd_io {
 
 /* One syncfs(2) of the home file system on a short-lived thread, so the
  * owner never waits for the disk (checkpoint, ordered commits).  The
- * thread touches only fd and rc, and wakes the owner through efd. */
+ * thread touches only fd, bg and rc, and wakes the owner through efd. */
 struct jbd_bgsync {
 	pthread_t thread;
 	bool started;            /* owner: started, result not collected */
 	bool joined;             /* owner: thread joined (wait) */
 	atomic_bool done;        /* thread -> owner */
 	int fd, efd, rc;
+	int (*bg)(void *arg);    /* run before the syncfs, or NULL */
+	void *bg_arg;
 };
 
 struct jbd {
@@ -355,7 +357,9 @@ bool jbd__io_busy(const struct jbd *j);
  * result (collected once); wait blocks until the thread ended, leaving the
  * result for poll (jbd_wait, close). */
 bool jbd__bgsync_usable(const struct jbd *j);
-int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b);
+/* Start b's thread; with_bg: run ops.home_bg (if any) before the
+ * syncfs (the checkpoint's). */
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg);
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
 void jbd__bgsync_wait(struct jbd_bgsync *b);
 /* Synchronous helpers (open, replay): through the test layer when set. */

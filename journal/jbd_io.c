@@ -533,7 +533,9 @@ bool jbd__bgsync_usable(const struct jbd *j)
 static void *bgsync_main(void *arg)
 {
 	struct jbd_bgsync *b = arg;
-	b->rc = syncfs(b->fd) < 0 ? -errno : 0;
+	b->rc = b->bg != NULL ? b->bg(b->bg_arg) : 0;
+	if (b->rc == 0)
+		b->rc = syncfs(b->fd) < 0 ? -errno : 0;
 	atomic_store_explicit(&b->done, true, memory_order_release);
 	uint64_t one = 1;
 	ssize_t w = write(b->efd, &one, sizeof(one));
@@ -541,12 +543,14 @@ static void *bgsync_main(void *arg)
 	return NULL;
 }
 
-int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b)
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg)
 {
 	assert(!b->started && jbd__bgsync_usable(j));
 	b->fd = j->ops.home_fs_fd(j->ops.arg);
 	b->efd = j->efd;
 	b->rc = 0;
+	b->bg = with_bg ? j->ops.home_bg : NULL;
+	b->bg_arg = j->ops.arg;
 	atomic_store_explicit(&b->done, false, memory_order_relaxed);
 	int rc = pthread_create(&b->thread, NULL, bgsync_main, b);
 	if (rc != 0)

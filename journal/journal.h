@@ -151,9 +151,17 @@ struct jbd_ops {
 	/* Optional: an fd on the file system holding every home object (the
 	 * library does not close it).  When set, the checkpoint makes home
 	 * durable with one syncfs(2) of that file system on a helper thread
-	 * instead of calling home_sync on the owner thread; the only call
-	 * made from another thread is syncfs on this fd. */
+	 * instead of calling home_sync on the owner thread; the only calls
+	 * made from another thread are syncfs on this fd and home_bg. */
 	int (*home_fs_fd)(void *arg);
+	/* Optional, used only with home_fs_fd: blocking home work that the
+	 * checkpoint runs on its helper thread just before that syncfs, so
+	 * that the syncfs covers it and the owner's loop never waits for it
+	 * (the iod's deferred unlinks).  It must guard whatever it shares
+	 * with the owner thread itself; an error aborts the journal like a
+	 * failed syncfs.  Without it (or without the helper thread),
+	 * home_sync must do that work first. */
+	int (*home_bg)(void *arg);
 	/* Apply one metadata record (payload rec, len bytes; cut as passed
 	 * to jbd_record) of transaction seq.  Replay may apply a record more
 	 * than once (after a crash during replay or checkpoint), so records

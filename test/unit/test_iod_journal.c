@@ -325,6 +325,68 @@ Test(iod_journal, delete_and_recreate_in_one_checkpoint)
 	}
 }
 
+static bool on_disk(uint64_t ino, uint32_t col)
+{
+	char rel[64], path[256];
+	struct stat sb;
+
+	cr_assert_gt(iod_store_subpath(ino, col, rel, sizeof(rel)), 0);
+	snprintf(path, sizeof(path), "%s/%s", datadir, rel);
+	return stat(path, &sb) == 0;
+}
+
+/* Write MiB of filler to (ino, 0), which fills the 16 MiB log past half
+ * and so starts a checkpoint of everything before it; then wait until
+ * the journal is idle (that checkpoint done). */
+static void checkpoint_by_filler(uint64_t ino, size_t mib)
+{
+	static uint8_t f[MIB];
+
+	fill(f, sizeof(f), 9);
+	for (size_t i = 0; i < mib; i++)
+		cr_assert_eq(s_write(st, ino, 0, i * MIB, f, MIB, 0, &L, NULL),
+			     0);
+	while (iod_store_wait(st) == 0)
+		;
+}
+
+/* Journal mode, S4: a checkpoint's delete records leave their unlinkat
+ * to the checkpoint's helper thread (ops.home_bg); the files must be
+ * gone once that checkpoint is done, and stay gone across a death.  A
+ * subfile re-created while its unlink is queued is the test above. */
+Test(iod_journal, checkpoint_unlinks_deleted_subfiles)
+{
+	static uint8_t a[8192];
+	const uint64_t first = 100, n = 64;
+
+	fill(a, sizeof(a), 3);
+	fresh(JBD_MODE_JOURNAL);
+	for (uint64_t i = first; i < first + n; i++)
+		cr_assert_eq(s_write(st, i, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	checkpoint_by_filler(500, 10);
+	for (uint64_t i = first; i < first + n; i++)
+		cr_assert(on_disk(i, 0), "subfile %lu.0 not home after a "
+			  "checkpoint", (unsigned long)i);
+	for (uint64_t i = first; i < first + n; i++)
+		cr_assert_eq(s_delete(st, i, 0), 0);
+	for (uint64_t i = first; i < first + n; i++)
+		expect_absent(i, 0);
+	checkpoint_by_filler(501, 10);
+	for (uint64_t i = first; i < first + n; i++) {
+		cr_assert_not(on_disk(i, 0), "subfile %lu.0 still on disk "
+			      "after the checkpoint of its delete",
+			      (unsigned long)i);
+		expect_absent(i, 0);
+	}
+	/* One more created after the drain is a new file. */
+	cr_assert_eq(s_write(st, first, 0, 0, a, 100, 0, &L, NULL), 0);
+	expect(first, 0, a, 100);
+	restart_dead();
+	expect(first, 0, a, 100);
+	for (uint64_t i = first + 1; i < first + n; i++)
+		expect_absent(i, 0);
+}
+
 Test(iod_journal, listing_sees_the_journal)
 {
 	uint8_t b[10] = { 1 };
