@@ -42,6 +42,11 @@
  *       Order still holds: nothing opens or creates a subfile by its path
  *       (store_get_sub, store_sub_exists, store_unlink) while its unlink
  *       is queued or running; it does the unlink first, or waits for it.
+ *   S5  The fd cache also remembers subfiles known to be absent at home
+ *       (fd -1): a write to a new subfile asked for its home file three
+ *       times (state, size, the reply's stat), an openat and ENOENT each,
+ *       on both twins.  Every creation goes through store_get_sub, which
+ *       replaces such an entry, and every unlink drops the entry first.
  *
  * Subfile xattr "user.twinfs.sub" (176 bytes, little-endian):
  *
@@ -445,7 +450,8 @@ void store_home_close(struct iod_store *s)
 		struct sub *e = s->lru.next;
 
 		cache_remove(s, e);
-		close(e->fd);
+		if (e->fd >= 0)
+			close(e->fd);
 		free(e);
 	}
 	assert(s->unlink_busy == 0);
@@ -479,8 +485,34 @@ static void evict_one(struct iod_store *s)
 	/* S3: its dirsync bits are lost; store_sync_objs then syncs every
 	 * directory on the path of an uncached subfile. */
 	cache_remove(s, e);
-	close(e->fd);
+	if (e->fd >= 0)
+		close(e->fd);
 	free(e);
+}
+
+/* Add e (not cached yet), evicting the least recent entries past the
+ * cache's size. */
+static void cache_insert(struct iod_store *s, struct sub *e)
+{
+	while (s->n_cached >= s->max_cached)
+		evict_one(s);
+	e->hnext = s->buckets[bucket_of(e->ino, e->column)];
+	s->buckets[bucket_of(e->ino, e->column)] = e;
+	lru_push_front(s, e);
+	s->n_cached++;
+}
+
+/* S5: remember that (ino, column) is absent at home (best effort). */
+static void cache_absent(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	struct sub *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return;
+	e->ino = ino;
+	e->column = column;
+	e->fd = -1;
+	cache_insert(s, e);
 }
 
 static struct sub *cache_find(struct iod_store *s, uint64_t ino,
@@ -575,17 +607,31 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	ssize_t n;
 
 	e = cache_find(s, ino, column);
-	if (e) {
+	if (e && (e->fd >= 0 || !layout)) {
 		lru_unlink(e);
 		lru_push_front(s, e);
+		if (e->fd < 0)
+			return -ENOENT;   /* S5 */
 		*out = e;
 		return 0;
+	}
+	if (e) {
+		/* Known absent, and created now. */
+		cache_remove(s, e);
+		free(e);
+		fd = -ENOENT;
 	}
 	rc = rel_subpath(ino, column, rel, sizeof(rel));
 	if (rc < 0)
 		return rc;
-	unlinkq_settle(s, ino, column, rel);
-	fd = open_existing(s, rel);
+	if (!e) {
+		unlinkq_settle(s, ino, column, rel);
+		fd = open_existing(s, rel);
+		if (fd == -ENOENT && !layout) {
+			cache_absent(s, ino, column);
+			return fd;
+		}
+	}
 	if (fd == -ENOENT && layout) {
 		rc = mkdir_fanout(s, ino, &dirsync);
 		if (rc < 0)
@@ -634,12 +680,7 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 			e->trunc_gen = 0;
 		}
 	}
-	while (s->n_cached >= s->max_cached)
-		evict_one(s);
-	e->hnext = s->buckets[bucket_of(ino, column)];
-	s->buckets[bucket_of(ino, column)] = e;
-	lru_push_front(s, e);
-	s->n_cached++;
+	cache_insert(s, e);
 	*out = e;
 	return 0;
 }
@@ -731,7 +772,8 @@ static void uncache(struct iod_store *s, uint64_t ino, uint32_t column)
 
 	if (e) {
 		cache_remove(s, e);
-		close(e->fd);
+		if (e->fd >= 0)
+			close(e->fd);
 		free(e);
 	}
 }
@@ -832,11 +874,12 @@ static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
 
 bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column)
 {
+	struct sub *e = cache_find(s, ino, column);
 	struct stat st;
 	char rel[48];
 
-	if (cache_find(s, ino, column) != NULL)
-		return true;
+	if (e != NULL)
+		return e->fd >= 0;
 	if (rel_subpath(ino, column, rel, sizeof(rel)) < 0)
 		return false;
 	unlinkq_settle(s, ino, column, rel);
@@ -856,7 +899,9 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 		uint8_t ds = DS_CD | DS_AB | DS_TOP;   /* unknown: all */
 		int r = 0;
 
-		if (e == NULL) {
+		if (e != NULL && e->fd < 0) {
+			ds = DS_CD;   /* known absent (S5): its entry */
+		} else if (e == NULL) {
 			char rel[48];
 			int fd;
 

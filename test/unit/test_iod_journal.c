@@ -387,6 +387,33 @@ Test(iod_journal, checkpoint_unlinks_deleted_subfiles)
 		expect_absent(i, 0);
 }
 
+/* S5: a subfile the store has seen absent (cached as such) is created
+ * by a later write, in every mode, and is there after a checkpoint (the
+ * clean close) and a death. */
+Test(iod_journal, absent_then_created)
+{
+	static uint8_t a[5000];
+
+	fill(a, sizeof(a), 4);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		expect_absent(40, 0);
+		expect_absent(40, 0);
+		cr_assert_not(on_disk(40, 0));
+		cr_assert_eq(s_write(st, 40, 0, 0, a, sizeof(a), 0, &L, NULL),
+			     0);
+		expect(40, 0, a, sizeof(a));
+		restart_clean();
+		cr_assert(on_disk(40, 0), "%s: not home", mode_names[mode]);
+		expect(40, 0, a, sizeof(a));
+		cr_assert_eq(s_delete(st, 40, 0), 0);
+		expect_absent(40, 0);
+		cr_assert_eq(s_write(st, 40, 0, 0, a, 100, 0, &L, NULL), 0);
+		restart_dead();
+		expect(40, 0, a, 100);
+	}
+}
+
 Test(iod_journal, listing_sees_the_journal)
 {
 	uint8_t b[10] = { 1 };
