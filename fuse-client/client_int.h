@@ -8,14 +8,14 @@
  *     loop with fc_loop_submit().  A few answers that need no server are
  *     given on the worker thread (forget, opendir, releasedir, a cached
  *     absent security.capability, fresh attributes, a lookup answered
- *     from a listing fetched ahead).
+ *     from a listing fetched ahead or, ENOENT, under a name lease).
  *   - The I/O loop thread (libuv) owns every wire_peer, the cluster map, the
  *     open-file state that changes with writes, the mgrd sequence numbers and
  *     all timers.  Every wire_* call and every fuse_reply_* of an op happens
  *     there.  Anything marked [loop] is touched only on that thread.
  *   - The inode table is shared: [ino_lock] fields are guarded by
- *     fc_client.ino_lock.  Lock order: queue_lock, ino_lock and sa.lock
- *     (statahead.c) are leaves; never hold two.
+ *     fc_client.ino_lock.  Lock order: queue_lock, ino_lock, sa.lock
+ *     (statahead.c) and dl.lock (dlease.c) are leaves; never hold two.
  *
  * Exactly one fuse_reply_* per request: an op's reply goes through
  * fc_op_reply_*() (loop.c), which disarms the interrupt callback first and
@@ -55,6 +55,7 @@
 #define FC_WB_MAX_BYTES        (32u << 20)  /* write-behind: bytes answered */
 #define FC_WB_MAX_OPS          256          /* ... and writes, not landed */
 #define FC_SA_DIRS             4            /* statahead: directories */
+#define FC_DL_DIRS             64           /* name leases held at once */
 #define FC_SA_BATCH            1024         /* ... entries per fetch */
 #define FC_SA_DIR_BATCHES      4            /* ... batches per directory */
 #define FC_SA_MIN_MISSES       2            /* ... lookups that start it */
@@ -313,6 +314,24 @@ struct fc_sa {
 	uint64_t n_lookups, n_hits, n_fetches, n_kept;
 };
 
+/* ------------------------------------------------------- name leases */
+
+/* Leases on directories this mount made (dlease.c). */
+struct fc_dl_dir {
+	uint64_t dir;              /* 0: free slot */
+	uint64_t expiry_ms;        /* D2 */
+	uint64_t last_use_ms;
+	struct tw_hmap names;      /* name hash -> (void *)count (D1) */
+};
+
+struct fc_dl {
+	pthread_mutex_t lock;
+	bool on;                   /* immutable */
+	uint64_t gen;              /* D4: bumped by recalls, reconnections */
+	struct fc_dl_dir dirs[FC_DL_DIRS];
+	uint64_t n_grants, n_absent, n_recalls;   /* logged at unmount */
+};
+
 /* A fetch fc_sa_find decided; dir 0: none. */
 struct fc_sa_fetch {
 	uint64_t dir, cookie, gen, sent_ms, seq;
@@ -432,6 +451,7 @@ struct fc_client {
 	 * victim), so every fresh mark before them is void. */
 	uint64_t fresh_gen;                /* [ino_lock] */
 	struct fc_sa sa;                   /* statahead.c */
+	struct fc_dl dl;                   /* dlease.c */
 	/* tune.c: the first request after INIT set the readahead */
 	atomic_int tuned;
 	/* statistics for blksize of directories */
@@ -617,6 +637,34 @@ void fc_sa_log_stats(struct fc_sa *sa);
 /* Any thread: send the READDIR of f from the loop, as uid/gid. */
 void fc_sa_start(struct fc_client *cl, const struct fc_sa_fetch *f,
 		 uint32_t uid, uint32_t gid);
+
+/* ---------------------------------------------------------- dlease.c */
+
+/* on = false: never answers (leases granted anyway are not used). */
+void fc_dl_init(struct fc_dl *dl, bool on);
+void fc_dl_free(struct fc_dl *dl);
+void fc_dl_log_stats(struct fc_dl *dl);
+/* Any thread.  Taken before a request that may be granted or renew a
+ * lease is sent (with the time), passed back with its answer (D4). */
+uint64_t fc_dl_ticket(struct fc_dl *dl);
+/* Whether name surely does not exist in parent (a valid lease, and not
+ * a name this mount added). */
+bool fc_dl_absent(struct fc_dl *dl, uint64_t parent, const char *name,
+		  uint64_t now_ms);
+/* Before a request that may add name to parent is sent (D1). */
+void fc_dl_adding(struct fc_dl *dl, uint64_t parent, const char *name);
+/* mgrd removed name from parent. */
+void fc_dl_removed(struct fc_dl *dl, uint64_t parent, const char *name);
+/* An Entry's lease_ms (on dir, a new directory) and parent_lease_ms. */
+void fc_dl_granted(struct fc_dl *dl, uint64_t dir, uint32_t lease_ms,
+		   uint64_t sent_ms, uint64_t ticket);
+void fc_dl_renewed(struct fc_dl *dl, uint64_t dir, uint32_t lease_ms,
+		   uint64_t sent_ms, uint64_t ticket);
+/* Drop dir's lease (any thread); fc_dl_recall also tells mgrd (loop). */
+void fc_dl_recalled(struct fc_dl *dl, uint64_t dir);
+void fc_dl_recall(struct fc_client *cl, uint64_t dir);
+/* Drop every lease: the connection to mgrd was made again. */
+void fc_dl_drop_all(struct fc_dl *dl);
 
 /* ------------------------------------------------------------ inode.c */
 

@@ -28,6 +28,7 @@ struct dop {
 	uint64_t ino;
 	struct fuse_file_info fi;
 	char *name;              /* create */
+	uint64_t dl_ticket, dl_sent_ms;   /* create: dlease.c */
 	union {
 		Twinfs__Open open;
 		Twinfs__Mknod mknod;

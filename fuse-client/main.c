@@ -6,7 +6,8 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
- * nostatahead, relatime, noatime, strictatime) are taken here; the rest
+ * nostatahead, nonamelease, relatime, noatime, strictatime) are taken
+ * here; the rest
  * go to libfuse.  default_permissions is always on (mgrd checks no
  * permissions, FORMAT.md "Namespace").
  *
@@ -88,6 +89,7 @@ struct cmdline {
 	int writeback_cache;
 	unsigned readahead;
 	int nostatahead;
+	int nonamelease;
 	int atime;
 	int help;
 	int version;
@@ -106,6 +108,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("writeback_cache", writeback_cache),
 	OPT("readahead=%u", readahead),
 	OPT("nostatahead", nostatahead),
+	OPT("nonamelease", nonamelease),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
 	FUSE_OPT_KEY("noatime", KEY_NOATIME),
 	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
@@ -171,6 +174,10 @@ static void usage(const char *prog)
 	       "4096; 0: the kernel's 128)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
 	       "lookups\n"
+	       "    -o nonamelease           ask mgrd every lookup, also of "
+	       "names absent\n"
+	       "                             from directories this mount "
+	       "made\n"
 	       "\n", prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -426,6 +433,7 @@ static void client_shutdown(struct fc_client *cl)
 	}
 	fc_loop_stop(cl);
 	fc_sa_log_stats(&cl->sa);
+	fc_dl_log_stats(&cl->dl);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -556,6 +564,7 @@ int main(int argc, char *argv[])
 	/* Answers fetched ahead live as long as the shorter kernel cache. */
 	fc_sa_init(&cl->sa, c.nostatahead ? 0 : (uint64_t)(1000.0 *
 		   TW_MIN(c.attr_timeout, c.entry_timeout)));
+	fc_dl_init(&cl->dl, !c.nonamelease);
 
 	/* Ours first, so the user's own -o fsname=... wins. */
 	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,
@@ -644,6 +653,7 @@ out:
 		fuse_session_destroy(se);
 	fc_inodes_free(cl);
 	fc_sa_free(&cl->sa);
+	fc_dl_free(&cl->dl);
 	tw_hmap_free(&cl->reports_inflight);
 	tw_hmap_free(&cl->wb_errs);
 	fuse_opt_free_args(&args);

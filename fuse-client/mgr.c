@@ -124,6 +124,7 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		return;
 	}
 	cl->mgr_last_connect_err = 0;
+	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	if (cl->mgr_down_logged) {
 		tw_info("mgrd %s reachable again", wire_peer_name(p));
 		cl->mgr_down_logged = false;
@@ -140,10 +141,15 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		fc_lock_reclaim(cl);
 }
 
-static void map_push(struct fc_client *cl, struct wire_msg *m)
+static void pushed(struct fc_client *cl, struct wire_msg *m)
 {
-	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_MAP_UPDATE && m->body &&
-	    m->body->descriptor == &twinfs__cluster_map__descriptor) {
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_DIR_RECALL && m->body &&
+	    m->body->descriptor == &twinfs__getattr__descriptor) {
+		/* Pushed on both connections: the second finds nothing. */
+		fc_dl_recall(cl, ((const Twinfs__Getattr *)m->body)->ino);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_MAP_UPDATE &&
+		   m->body &&
+		   m->body->descriptor == &twinfs__cluster_map__descriptor) {
 		const Twinfs__ClusterMap *map = (const void *)m->body;
 
 		tw_debug("map update pushed: epoch %" PRIu64, map->epoch);
@@ -155,7 +161,7 @@ static void map_push(struct fc_client *cl, struct wire_msg *m)
 static void on_mgr_push(struct wire_peer *p, struct wire_msg *m, void *arg)
 {
 	(void)p;
-	map_push(arg, m);
+	pushed(arg, m);
 }
 
 static void on_ctl_connect(struct wire_peer *p, int status,
@@ -166,6 +172,7 @@ static void on_ctl_connect(struct wire_peer *p, int status,
 	cl->ctl_ok = status == 0;
 	if (status < 0)
 		return;
+	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	adopt_session(cl, p, reply->session_id);
 	if (reply->epoch > cl->epoch && !cl->stopping)
 		fc_map_refresh(cl, NULL);

@@ -185,8 +185,13 @@ static void create_done(struct fc_mgr_call *mc, int status,
 
 	if (status == 0)
 		status = fc_entry_from_reply(cl, reply, &a);
-	if (status == 0)
-		fh = ((const Twinfs__Entry *)reply->body)->fh;
+	if (status == 0) {
+		const Twinfs__Entry *en = (const Twinfs__Entry *)reply->body;
+
+		fh = en->fh;
+		fc_dl_renewed(&cl->dl, d->ino, en->parent_lease_ms,
+			      d->dl_sent_ms, d->dl_ticket);
+	}
 	if (reply)
 		wire_msg_free(reply);
 	if (status < 0) {
@@ -241,6 +246,10 @@ void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		d->m.mknod.open = true;
 		d->m.mknod.open_flags = (uint32_t)fi->flags;
 		d->m.mknod.excl = (fi->flags & O_EXCL) != 0;
+		/* dlease.c D1, then the ticket: before it is sent. */
+		fc_dl_adding(&d->op.cl->dl, parent, name);
+		d->dl_ticket = fc_dl_ticket(&d->op.cl->dl);
+		d->dl_sent_ms = tw_now_ms();
 	}
 	fc_dop_submit(req, d, d && d->name);
 }

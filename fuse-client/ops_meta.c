@@ -48,6 +48,7 @@ struct mop {
 	int report_rounds;       /* setattr: times it looked for reports */
 	bool writes_landed;      /* setattr: it did */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
+	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
 
 #define MGR_LIST_MAX (64u << 10)   /* mgrd's largest listxattr reply */
@@ -114,6 +115,17 @@ static int check_name(const char *name)
 static void submit(struct mop *m)
 {
 	fc_loop_submit(m->op.cl, &m->op);
+}
+
+/* m may add name to dir (dlease.c D1); its ticket is taken after that,
+ * and before it is sent. */
+static void adds_name(struct mop *m, uint64_t dir, const char *name)
+{
+	struct fc_dl *dl = &m->op.cl->dl;
+
+	fc_dl_adding(dl, dir, name);
+	m->dl_ticket = fc_dl_ticket(dl);
+	m->dl_sent_ms = tw_now_ms();
 }
 
 /* submit, or where a copy m needed failed (!ok) answer ENOMEM. */
@@ -219,6 +231,14 @@ static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 
 	if (status == 0)
 		status = fc_entry_from_reply(cl, reply, &a);
+	if (status == 0 && m->dl_sent_ms) {
+		const Twinfs__Entry *en = (const Twinfs__Entry *)reply->body;
+
+		fc_dl_granted(&cl->dl, a.ino, en->lease_ms, m->dl_sent_ms,
+			      m->dl_ticket);
+		fc_dl_renewed(&cl->dl, m->ino, en->parent_lease_ms,
+			      m->dl_sent_ms, m->dl_ticket);
+	}
 	if (reply)
 		wire_msg_free(reply);
 	if (status < 0) {
@@ -251,9 +271,12 @@ static void empty_done(struct fc_mgr_call *mc, int status,
 static void unlink_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
+	struct mop *m = mc->arg;
+
 	if (status == 0) {
 		fc_inodes_unfresh_all(mc->cl);   /* the victim's nlink */
 		fc_parent_from_reply(mc->cl, reply);
+		fc_dl_removed(&mc->cl->dl, m->ino, m->name);
 	}
 	empty_done(mc, status, reply);
 }
@@ -264,7 +287,12 @@ static void unlink_done(struct fc_mgr_call *mc, int status,
 static void rename_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
+	struct mop *m = mc->arg;
+
 	fc_inodes_unfresh_all(mc->cl);
+	/* EXCHANGE and WHITEOUT leave a name where the old one was. */
+	if (status == 0 && !(m->m.rename.flags & 6u))
+		fc_dl_removed(&mc->cl->dl, m->m.rename.parent, m->name);
 	empty_done(mc, status, reply);
 }
 
@@ -321,6 +349,10 @@ void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fc_tune_once(client(req));
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (fc_dl_absent(&client(req)->dl, parent, name, tw_now_ms())) {
+		fuse_reply_err(req, ENOENT);   /* dlease.c */
 		return;
 	}
 	if (lookup_ahead(client(req), req, parent, name))
@@ -692,6 +724,7 @@ void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	 * request's ctx, or the parent's default ACL. */
 	m->m.mknod.mode = mode;
 	m->m.mknod.rdev = (uint32_t)rdev;
+	adds_name(m, parent, name);
 	submit(m);
 }
 
@@ -713,6 +746,8 @@ void fc_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	twinfs__mkdir__init(&m->m.mkdir);
 	m->m.mkdir.mode = mode | S_IFDIR;
+	m->m.mkdir.lease = m->op.cl->dl.on;
+	adds_name(m, parent, name);
 	submit(m);
 }
 
@@ -776,6 +811,7 @@ void fc_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	m = mop_new(req, symlink_run, parent, name);
 	if (!m)
 		return;
+	adds_name(m, parent, name);
 	m->name2 = strdup(link);
 	submit_or_enomem(req, m, m->name2 != NULL);
 }
@@ -813,6 +849,7 @@ void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	m->m.rename.newparent = newparent;
 	m->m.rename.newname = m->name2;
 	m->m.rename.flags = flags;
+	adds_name(m, newparent, newname);
 	submit_or_enomem(req, m, m->name2 != NULL);
 }
 
@@ -834,6 +871,7 @@ void fc_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	m->m.link.ino = ino;
 	m->m.link.newparent = newparent;
 	m->m.link.newname = m->name;
+	adds_name(m, newparent, newname);
 	submit(m);
 }
 

@@ -27,6 +27,8 @@
  *   - Absence.  A name not in the batches is asked of mgrd, never
  *     answered ENOENT: a file another client created must be found at
  *     once (a job's ranks open what rank 0 created after a barrier).
+ *     Only a name lease (dlease.c), which mgrd recalls before another
+ *     client adds a name, answers absence.
  * Wasted work is bounded: at most FC_SA_DIRS directories, FC_SA_DIR_BATCHES
  * batches each; only misses with no change of this mount between them
  * start a fetch (so `tar x`, a lookup before each create, starts none); a

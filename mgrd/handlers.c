@@ -137,6 +137,13 @@ static void reply_entry_in(struct mgr_server *s, struct wire_conn *c,
 		fill_attr(s, &pb, dir);
 		e.parent_attr = &pb.a;
 	}
+	/* Name leases (dlease.c): a new directory's goes to its maker, and
+	 * a name added where the session holds one renews it (L2). */
+	if (rc == 0 && op->lease && in)
+		e.lease_ms = mgr_dl_grant(s, c, in->ino);
+	if (rc == 0 && parent && h->type != TWINFS__MSG_TYPE__MSG_UNLINK &&
+	    h->type != TWINFS__MSG_TYPE__MSG_RMDIR)
+		e.parent_lease_ms = mgr_dl_renew(s, c, parent);
 	mgr_srv_finish(s, c, h, op, rc, rc == 0 ? &e.base : NULL);
 }
 
@@ -463,6 +470,7 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 		op.parent = q->parent;
 		op.name = q->name;
 		op.mode = S_IFDIR | (q->mode & 07777);
+		op.lease = q->lease;
 		break;
 	}
 	default: {

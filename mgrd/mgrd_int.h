@@ -23,6 +23,9 @@
  *              timers, start and stop (server_int.h: shared with
  *              handlers.c).
  *   handlers.c one handler per client/admin request type.
+ *   dlease.c   name leases: a directory's maker answers absent names
+ *              itself; other sessions' name-adding requests wait for the
+ *              recall (server_int.h).
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.
@@ -539,6 +542,7 @@ struct mgr_op {
 	uint32_t value_len;
 	uint32_t mode, rdev, uid, gid, flags, valid;
 	uint32_t umask;           /* CREATE, live only: never encoded */
+	bool lease;               /* MKDIR, live only: grant a name lease */
 	uint64_t size, trunc_gen;
 	struct mgr_time atime, mtime, ctime;
 	bool wrote;

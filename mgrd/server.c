@@ -315,6 +315,7 @@ static void on_sweep(uv_timer_t *t)
 
 	if (s->stopping)
 		return;
+	mgr_dl_sweep(s);
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
 	if (!ids)
 		return;
@@ -710,10 +711,24 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
 		goto out;
 	}
-	mgr_pool_demand(s->pool);
-	mgr_handle_client(s, c, m);
+	if (t == TWINFS__MSG_TYPE__MSG_DIR_RETURN) {
+		mgr_dl_return(s, c, m);
+		goto out;
+	}
+	if (mgr_srv_client_request(s, c, m))
+		return;   /* parked: dlease.c keeps m */
 out:
 	wire_msg_free(m);
+}
+
+bool mgr_srv_client_request(struct mgr_server *s, struct wire_conn *c,
+			    struct wire_msg *m)
+{
+	if (mgr_dl_park(s, c, m))
+		return true;
+	mgr_pool_demand(s->pool);
+	mgr_handle_client(s, c, m);
+	return false;
 }
 
 static void on_close(struct wire_conn *c, void *arg)
@@ -856,6 +871,12 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_init(loop, &s->sweep_timer);
 	s->sweep_timer.data = s;
 	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+	/* L3 (dlease.c): the restart grace runs from here. */
+	uv_timer_init(loop, &s->dl_timer);
+	s->dl_timer.data = s;
+	rc = mgr_dl_start(s);
+	if (rc < 0)
+		tw_warn("mgrd: no name leases: %s", strerror(-rc));
 	tw_info("mgrd: cluster \"%s\" listening on %s:%d, %d iods in %d "
 		"groups", conf->cluster_name, conf->mgr_host, conf->mgr_port,
 		conf->n_iods, conf->n_groups);
@@ -914,11 +935,14 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	mgr_journal_sync(&s->jnl);
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
-	s->closing = 3;
+	mgr_dl_stop(s);
+	s->closing = 4;
 	uv_timer_stop(&s->commit_timer);
 	uv_timer_stop(&s->sweep_timer);
+	uv_timer_stop(&s->dl_timer);
 	uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
 	uv_close((uv_handle_t *)&s->sweep_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&s->dl_timer, on_handle_closed);
 	/* Before the pool: its cancelled pings must find the monitor
 	 * stopping (it is freed only when its timer has closed). */
 	mgr_monitor_stop(s->mon);

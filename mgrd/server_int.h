@@ -46,6 +46,8 @@ struct mgr_server {
 	struct mgr_monitor *mon;
 	struct mgr_resync *resync;
 	struct mgr_locks *locks;      /* handlers_lock.c, volatile */
+	struct mgr_dleases *dl;       /* dlease.c, volatile */
+	uv_timer_t dl_timer;          /* dlease.c */
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	uv_timer_t sweep_timer;
@@ -94,6 +96,37 @@ int mgr_srv_map_event(struct mgr_server *s, uint32_t id, enum r1_event ev,
 		      uint32_t missed, const char *why);
 /* MAP_UPDATE to every control connection and every iod. */
 void mgr_srv_push_map(struct mgr_server *s);
+
+/* A client's request after the checks of on_request: parked by dlease.c
+ * (true: it keeps m) or handled now (false: the caller frees m). */
+bool mgr_srv_client_request(struct mgr_server *s, struct wire_conn *c,
+			    struct wire_msg *m);
+
+/* dlease.c: name leases on directories (proto/FORMAT.md "Name leases").
+ * A lease runs MGR_DL_MS from when mgrd handled the request that granted
+ * or renewed it. */
+#define MGR_DL_MS 1000u
+struct mgr_dleases;
+int mgr_dl_start(struct mgr_server *s);
+/* Free every lease and parked request (stopping: never answered). */
+void mgr_dl_stop(struct mgr_server *s);
+/* A request that adds a name in a directory another session holds a lease
+ * on (or any, during the restart grace) waits: true = parked, m kept. */
+bool mgr_dl_park(struct mgr_server *s, struct wire_conn *c,
+		 struct wire_msg *m);
+/* MKDIR made dir: c's session holds a lease on it; its length in ms, or
+ * 0. */
+uint32_t mgr_dl_grant(struct mgr_server *s, struct wire_conn *c,
+		      uint64_t dir);
+/* c's session added a name in dir: its lease there (if any, and not being
+ * recalled) runs again from now; its length in ms, or 0. */
+uint32_t mgr_dl_renew(struct mgr_server *s, struct wire_conn *c,
+		      uint64_t dir);
+/* DIR_RETURN: the holder gave a lease back; the parked requests run. */
+void mgr_dl_return(struct mgr_server *s, struct wire_conn *c,
+		   const struct wire_msg *m);
+/* Drop expired leases nobody waits for (every SWEEP_MS). */
+void mgr_dl_sweep(struct mgr_server *s);
 
 /* monitor.c: failure detection (DESIGN.md "Twins").  Pings every iod of a
  * formed group every monitor_interval over the iodpool peers; a ping not

@@ -129,6 +129,7 @@ static const struct wire_type types[] = {
 	T(APPEND_RESERVE, "APPEND_RESERVE", append_reserve, append_reply),
 	T(RESYNC_STATUS, "RESYNC_STATUS", resync_status, resync_status_reply),
 	T(INTENTS, "INTENTS", intents, intents_reply),
+	T(DIR_RETURN, "DIR_RETURN", getattr, empty),
 	T(WRITE, "WRITE", write, write_reply),
 	T(READ, "READ", read, read_reply),
 	T(TRUNCATE, "TRUNCATE", truncate, write_reply),
@@ -140,6 +141,7 @@ static const struct wire_type types[] = {
 	T(MAP_UPDATE, "MAP_UPDATE", cluster_map, empty),
 	T(FALLOCATE, "FALLOCATE", fallocate, write_reply),
 	T(SEEK, "SEEK", seek, seek_reply),
+	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
 };
 #undef T
 
