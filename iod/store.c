@@ -602,12 +602,19 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	char rel[48];
 	struct sub *e;
 	uint8_t dirsync = 0;
-	bool created = false;
+	bool created = false, known_absent = false;
 	int fd, rc;
 	ssize_t n;
 
 	e = cache_find(s, ino, column);
-	if (e && (e->fd >= 0 || !layout)) {
+	if (e && e->fd < 0 && layout) {
+		/* Known absent (S5), and created now. */
+		cache_remove(s, e);
+		free(e);
+		e = NULL;
+		known_absent = true;
+	}
+	if (e) {
 		lru_unlink(e);
 		lru_push_front(s, e);
 		if (e->fd < 0)
@@ -615,16 +622,11 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 		*out = e;
 		return 0;
 	}
-	if (e) {
-		/* Known absent, and created now. */
-		cache_remove(s, e);
-		free(e);
-		fd = -ENOENT;
-	}
 	rc = rel_subpath(ino, column, rel, sizeof(rel));
 	if (rc < 0)
 		return rc;
-	if (!e) {
+	fd = -ENOENT;
+	if (!known_absent) {
 		unlinkq_settle(s, ino, column, rel);
 		fd = open_existing(s, rel);
 		if (fd == -ENOENT && !layout) {

@@ -32,6 +32,7 @@
  */
 #include "server_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -169,18 +170,6 @@ int mgr_dl_start(struct mgr_server *s)
 	return 0;
 }
 
-static void free_parked(struct dl_parked *p)
-{
-	while (p) {
-		struct dl_parked *next = p->next;
-
-		wire_msg_free(p->m);
-		wire_conn_unref(p->c);
-		free(p);
-		p = next;
-	}
-}
-
 void mgr_dl_stop(struct mgr_server *s)
 {
 	struct mgr_dleases *d = s->dl;
@@ -189,14 +178,17 @@ void mgr_dl_stop(struct mgr_server *s)
 
 	if (!d)
 		return;
+	/* s->stopping: run_parked frees the requests without handling
+	 * them. */
+	assert(s->stopping);
 	for (size_t it = 0; tw_hmap_next(&d->by_dir, &it, &k, &v);) {
 		struct dl_lease *l = v;
 
-		free_parked(l->head);
+		run_parked(s, l->head);
 		free(l);
 	}
 	tw_hmap_free(&d->by_dir);
-	free_parked(d->grace_head);
+	run_parked(s, d->grace_head);
 	free(d);
 	s->dl = NULL;
 }
