@@ -651,8 +651,9 @@ uint64_t fc_dl_ticket(struct fc_dl *dl);
  * a name this mount added). */
 bool fc_dl_absent(struct fc_dl *dl, uint64_t parent, const char *name,
 		  uint64_t now_ms);
-/* Before a request that may add name to parent is sent (D1). */
-void fc_dl_adding(struct fc_dl *dl, uint64_t parent, const char *name);
+/* Before a request that may add name to parent is sent (D1); returns
+ * its ticket, taken after the count. */
+uint64_t fc_dl_adding(struct fc_dl *dl, uint64_t parent, const char *name);
 /* mgrd removed name from parent. */
 void fc_dl_removed(struct fc_dl *dl, uint64_t parent, const char *name);
 /* An Entry's lease_ms (on dir, a new directory) and parent_lease_ms. */

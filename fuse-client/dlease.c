@@ -118,16 +118,17 @@ bool fc_dl_absent(struct fc_dl *dl, uint64_t parent, const char *name,
 	return absent;
 }
 
-/* Count name in or out of parent's set (D1), if parent is leased. */
-static void count(struct fc_dl *dl, uint64_t parent, const char *name,
-		  int delta)
+/* Count name in or out of parent's set (D1), if parent is leased;
+ * returns gen as it is after that. */
+static uint64_t count(struct fc_dl *dl, uint64_t parent, const char *name,
+		      int delta)
 {
 	struct fc_dl_dir *d;
-	uint64_t k = name_key(name);
+	uint64_t k = name_key(name), gen;
 	uintptr_t n;
 
 	if (!dl->on)
-		return;
+		return 0;
 	pthread_mutex_lock(&dl->lock);
 	d = find(dl, parent);
 	n = d ? (uintptr_t)tw_hmap_get(&d->names, k) : 0;
@@ -141,17 +142,19 @@ static void count(struct fc_dl *dl, uint64_t parent, const char *name,
 	} else if (d && n == 1) {
 		tw_hmap_del(&d->names, k);
 	}
+	gen = dl->gen;
 	pthread_mutex_unlock(&dl->lock);
+	return gen;
 }
 
-void fc_dl_adding(struct fc_dl *dl, uint64_t parent, const char *name)
+uint64_t fc_dl_adding(struct fc_dl *dl, uint64_t parent, const char *name)
 {
-	count(dl, parent, name, 1);
+	return count(dl, parent, name, 1);
 }
 
 void fc_dl_removed(struct fc_dl *dl, uint64_t parent, const char *name)
 {
-	count(dl, parent, name, -1);
+	(void)count(dl, parent, name, -1);
 }
 
 void fc_dl_granted(struct fc_dl *dl, uint64_t dir, uint32_t lease_ms,

@@ -246,9 +246,8 @@ void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		d->m.mknod.open = true;
 		d->m.mknod.open_flags = (uint32_t)fi->flags;
 		d->m.mknod.excl = (fi->flags & O_EXCL) != 0;
-		/* dlease.c D1, then the ticket: before it is sent. */
-		fc_dl_adding(&d->op.cl->dl, parent, name);
-		d->dl_ticket = fc_dl_ticket(&d->op.cl->dl);
+		/* dlease.c D1: counted, with its ticket, before it is sent. */
+		d->dl_ticket = fc_dl_adding(&d->op.cl->dl, parent, name);
 		d->dl_sent_ms = tw_now_ms();
 	}
 	fc_dop_submit(req, d, d && d->name);

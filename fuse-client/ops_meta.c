@@ -117,14 +117,11 @@ static void submit(struct mop *m)
 	fc_loop_submit(m->op.cl, &m->op);
 }
 
-/* m may add name to dir (dlease.c D1); its ticket is taken after that,
- * and before it is sent. */
+/* m may add name to dir (dlease.c D1): counted, with its ticket, before
+ * it is sent. */
 static void adds_name(struct mop *m, uint64_t dir, const char *name)
 {
-	struct fc_dl *dl = &m->op.cl->dl;
-
-	fc_dl_adding(dl, dir, name);
-	m->dl_ticket = fc_dl_ticket(dl);
+	m->dl_ticket = fc_dl_adding(&m->op.cl->dl, dir, name);
 	m->dl_sent_ms = tw_now_ms();
 }
 
