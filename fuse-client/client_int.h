@@ -130,6 +130,9 @@ struct fc_inode {
 	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
+	/* cl->times_seq of the last SETATTR of mtime sent for it: a write
+	 * that took its place before then keeps that mtime (report.c). */
+	uint64_t times_set_seq;    /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -157,6 +160,10 @@ struct fc_file {
 	uint64_t reported_gen;     /* [loop] write_gen covered by a report reply */
 	int64_t mtime_sec;         /* [loop] time of the last write */
 	uint32_t mtime_nsec;
+	/* [loop] write_gen of the last write whose time mtime_sec is and
+	 * that came after the inode's last explicit mtime set: its report
+	 * sets mtime; without one (<= reported_gen) it keeps the times */
+	uint64_t mtime_gen;
 	/* A read since the last report, and when (the atime to report). */
 	bool atime_pending;        /* [loop] */
 	int64_t atime_sec;         /* [loop] */
@@ -426,6 +433,7 @@ struct fc_client {
 	 * inode's count to reach zero (fc_report_ino). */
 	struct tw_hmap reports_inflight;   /* [loop] ino -> count */
 	struct fc_report_barrier *barriers; /* [loop] */
+	uint64_t times_seq;   /* [loop] SETATTRs of mtime sent (report.c) */
 	uv_timer_t report_timer;
 	bool report_timer_on;
 	int handles_open;
@@ -727,6 +735,13 @@ void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
  * (nothing noted) unless ino is a cached regular file with a layout, as
  * a write needs. */
 bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end);
+/* fc_inode.times_set_seq: set to seq, returning the old value (0 without
+ * the inode); set back to prev only if it is still seq; read. */
+uint64_t fc_inode_times_mark(struct fc_client *cl, uint64_t ino,
+			     uint64_t seq);
+void fc_inode_times_unmark(struct fc_client *cl, uint64_t ino, uint64_t seq,
+			   uint64_t prev);
+uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino);
 /* Absence cache for the xattr names the kernel asks for all the time:
  * security.capability (before every write) and security.selinux (ls -l).
  * fc_xattr_cache_index: the name's bit, or -1 when it is not cached. */
@@ -840,11 +855,12 @@ bool fc_atime_due(struct fc_client *cl, const struct fc_attr *a, int flags);
 /* Loop thread (report.c): a read through f completed; its atime goes to
  * mgrd with the next report (flush, fsync, release), never per read. */
 void fc_file_accessed(struct fc_client *cl, struct fc_file *f);
-/* Size reports carried inside a SETATTR of size or mtime instead of sent
- * ahead of it (report.c, proto/FORMAT.md "Size, truncate, data_version"):
- * one message, so no report of the earlier writes can reach mgrd after
- * the SETATTR, and one round trip less for futimens after writes (tar x,
- * cp -a). */
+/* Size reports carried inside a SETATTR instead of sent ahead of it
+ * (report.c, proto/FORMAT.md "Size, truncate, data_version"): one
+ * message, so no report of the earlier writes can reach mgrd after a
+ * SETATTR of size or mtime, and one round trip less for futimens after
+ * writes (tar x, cp -a); a chown or chmod takes the reports that are ready
+ * along, so that the close has none to send. */
 #define FC_REPORT_SET_MAX WIRE_SETATTR_REPORTS_MAX
 struct fc_report;
 struct fc_report_set {
@@ -877,6 +893,24 @@ void fc_report_embed_done(struct fc_client *cl, struct fc_report_set *set,
 bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
 		     void (*done)(void *arg, int status), void *arg,
 		     struct fc_op *op, int *err);
+/* Explicit mtime sets and the writes they overtake (report.c).  A SETATTR
+ * of mtime does not wait for earlier writes still in flight: they keep its
+ * mtime when they land (their reports say keep_times), and so do the
+ * writes that landed before it, whose reports ride in it.  Loop thread.
+ *   fc_times_set: a SETATTR of ino's mtime takes its place now; returns
+ *     its seq, *prev for fc_times_failed.
+ *   fc_times_failed: that SETATTR failed: unless a later one took its
+ *     place, the writes it overtook set mtime again (their time: now).
+ *   fc_times_seq: for a write taking its place; fc_times_kept: whether a
+ *     write that took its place at seq lands after a SETATTR of mtime. */
+uint64_t fc_times_set(struct fc_client *cl, uint64_t ino, uint64_t *prev);
+void fc_times_failed(struct fc_client *cl, uint64_t ino, uint64_t seq,
+		     uint64_t prev);
+static inline uint64_t fc_times_seq(const struct fc_client *cl)
+{
+	return cl->times_seq;
+}
+bool fc_times_kept(struct fc_client *cl, uint64_t ino, uint64_t seq);
 
 /* locks.c: cluster-wide locks (proto/FORMAT.md "Locks"). */
 void fc_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

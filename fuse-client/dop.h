@@ -65,6 +65,7 @@ struct dop {
 	bool append;             /* O_APPEND: offset reserved at mgrd */
 	bool writepage;          /* write: page-cache writeback */
 	bool early;              /* write: answered by the FUSE worker */
+	uint64_t times_seq;      /* write: fc_times_seq when it took its place */
 	int flags;               /* write: the descriptor's flags now */
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */

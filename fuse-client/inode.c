@@ -446,6 +446,47 @@ bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end)
 	return ok;
 }
 
+uint64_t fc_inode_times_mark(struct fc_client *cl, uint64_t ino,
+			     uint64_t seq)
+{
+	struct fc_inode *in;
+	uint64_t prev = 0;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in) {
+		prev = in->times_set_seq;
+		in->times_set_seq = seq;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	return prev;
+}
+
+void fc_inode_times_unmark(struct fc_client *cl, uint64_t ino, uint64_t seq,
+			   uint64_t prev)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in && in->times_set_seq == seq)
+		in->times_set_seq = prev;
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	uint64_t seq = 0;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		seq = in->times_set_seq;
+	pthread_mutex_unlock(&cl->ino_lock);
+	return seq;
+}
+
 static const char *const cached_xattrs[] = {
 	[XATTR_CAPABILITY] = "security.capability",
 	[XATTR_SELINUX] = "security.selinux",

@@ -469,10 +469,14 @@ static void write_finish(struct dop *d)
 		if (grows && end > f->end)
 			f->end = end;
 		/* KEEP_SIZE allocation changes neither data nor size: its
-		 * blocks go with the next report. */
+		 * blocks go with the next report.  A write overtaken by an
+		 * explicit mtime set keeps that mtime (report.c). */
 		if (d->kind != DOP_ALLOC || !d->keep_size) {
 			f->write_gen++;
-			tw_realtime(&f->mtime_sec, &f->mtime_nsec);
+			if (!fc_times_kept(cl, d->ino, d->times_seq)) {
+				tw_realtime(&f->mtime_sec, &f->mtime_nsec);
+				f->mtime_gen = f->write_gen;
+			}
 		}
 		if (grows)
 			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
@@ -828,6 +832,7 @@ static void write_run(struct fc_op *op)
 	uint64_t end = d->append ? UINT64_MAX : d->off + d->size;
 
 	d->f->refs++;
+	d->times_seq = fc_times_seq(op->cl);
 	if (fc_wb_enter(op->cl, &d->wb, op, d->ino, off, end, true,
 			write_start))
 		write_start(op);

@@ -47,6 +47,9 @@ struct mop {
 	struct fc_report_set reports; /* setattr: carried inside it */
 	int report_rounds;       /* setattr: times it looked for reports */
 	bool writes_landed;      /* setattr: it did */
+	bool embed_tried;        /* setattr without size or mtime: it did */
+	bool times_set;          /* setattr of mtime: fc_times_set ran */
+	uint64_t times_seq, times_prev;   /* setattr: fc_times_set's */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
@@ -533,6 +536,9 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 	struct mop *m = mc->arg;
 
 	fc_report_embed_done(m->op.cl, &m->reports, status);
+	if (status < 0 && m->times_set)
+		fc_times_failed(m->op.cl, m->ino, m->times_seq,
+				m->times_prev);
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
 	 * cached ACLs when it sent us the SETATTR. */
 	if (status == 0 &&
@@ -565,24 +571,37 @@ static void setattr_run(struct fc_op *op)
 	const uint32_t ordered = TWINFS__SETATTR_VALID__SA_SIZE |
 		TWINFS__SETATTR_VALID__SA_MTIME;
 
-	/* A size or mtime change comes after every earlier write, also
-	 * those answered early (wbehind.c): a truncate must not be undone
-	 * by a write still in flight. */
-	if ((m->m.setattr.valid & ordered) && !m->writes_landed) {
+	/* An mtime set takes its place now: earlier writes still in flight
+	 * keep the mtime it sets when they land (report.c, fc_times_set). */
+	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MTIME) &&
+	    !m->times_set) {
+		m->times_set = true;
+		m->times_seq = fc_times_set(op->cl, m->ino, &m->times_prev);
+	}
+	/* A size change comes after every earlier write, also those
+	 * answered early (wbehind.c): a truncate must not be undone by a
+	 * write still in flight. */
+	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_SIZE) &&
+	    !m->writes_landed) {
 		m->writes_landed = true;
 		if (!fc_wb_enter(op->cl, &m->wb, op, m->ino, 0, UINT64_MAX,
 				 false, setattr_run))
 			return;
 	}
-	/* Earlier writes are reported in the SETATTR itself, or, while
-	 * reports of them are in flight, before it (fc_report_ino says
-	 * why). */
+	/* The reports of writes that landed ride in the SETATTR itself, or,
+	 * while reports of them are in flight, go before it (fc_report_ino
+	 * says why).  Any other SETATTR (chown, chmod) takes the reports
+	 * that are ready along, so that the close has none to send, and
+	 * waits for none. */
 	if ((m->m.setattr.valid & ordered) && !m->kind) {
 		m->kind = REPORTED;
 		m->report_rounds++;
 		if (!fc_report_embed(op->cl, m->ino, &m->reports) &&
 		    fc_report_ino(op->cl, m->ino, setattr_reported, m))
 			return;
+	} else if (!(m->m.setattr.valid & ordered) && !m->embed_tried) {
+		m->embed_tried = true;
+		fc_report_embed(op->cl, m->ino, &m->reports);
 	}
 	if (m->m.setattr.valid == 0) {
 		/* Nothing to set: chown(f, -1, -1), or the kernel's request to

@@ -2,9 +2,10 @@
  * open files with unreported writes, the report sent on flush, fsync,
  * release and every FC_REPORT_INTERVAL_MS while dirty (proto/FORMAT.md
  * "Size, truncate, data_version"), and the final flush of every dirty file
- * at unmount, and the reports a SETATTR of size or mtime carries inside it
- * (fc_report_embed).  Split out of ops_data.c, which calls it; everything
- * here runs on the loop thread.
+ * at unmount, and the reports a SETATTR carries inside it
+ * (fc_report_embed), and the writes an explicit mtime set overtakes
+ * (fc_times_*).  Split out of ops_data.c, which calls it; everything here
+ * runs on the loop thread.
  *
  * Lifetimes: struct fc_file is freed when its last reference goes (the
  * open's, or a write or report in flight: fc_file_put).
@@ -217,6 +218,9 @@ static struct fc_report *report_new(struct fc_client *cl, struct fc_file *f,
 	r->sr.mtime_sec = f->mtime_sec;
 	r->sr.mtime_nsec = f->mtime_nsec;
 	r->sr.wrote = file_dirty(f);
+	/* Every write since the last report came before an explicit mtime
+	 * set, which may be at mgrd already (fc_times_set). */
+	r->sr.keep_times = r->sr.wrote && f->mtime_gen <= f->reported_gen;
 	if (f->atime_pending) {
 		/* Best effort: a lost atime is not worth a retry. */
 		f->atime_pending = false;
@@ -381,6 +385,63 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 		return false;
 	/* Without memory, best effort: the SETATTR goes out now. */
 	return barrier_add(cl, ino, done, arg);
+}
+
+/* ------------------------------------------------ explicit mtime sets */
+
+/* An explicit mtime set (utimensat, futimens: a SETATTR of SA_MTIME) comes
+ * after every write the application made before it, also those answered
+ * early and still in flight.  Waiting for them to land before sending it
+ * cost tar x one write's round trip per file.  Instead the SETATTR goes
+ * out at once, and what came before it keeps its mtime and ctime:
+ *   - writes that landed before it: their reports ride inside it, applied
+ *     before it (fc_report_embed); from here on mtime_gen says none of
+ *     them sets mtime any more, should a report of them be sent again;
+ *   - writes still in flight: they took their place in the inode's order
+ *     (fc_times_seq) before the SETATTR's seq, so when they land they do
+ *     not become the file's mtime (fc_times_kept), and their reports say
+ *     keep_times: mgrd counts their size and data_version only.
+ * A write that takes its place after the SETATTR sets mtime as usual.  A
+ * size change still waits for every earlier write (ops_meta.c). */
+uint64_t fc_times_set(struct fc_client *cl, uint64_t ino, uint64_t *prev)
+{
+	uint64_t seq = ++cl->times_seq;
+	struct fc_file *f;
+
+	*prev = fc_inode_times_mark(cl, ino, seq);
+	for (f = cl->dirty_head; f; f = f->dirty_next)
+		if (f->ino == ino)
+			f->mtime_gen = 0;
+	return seq;
+}
+
+void fc_times_failed(struct fc_client *cl, uint64_t ino, uint64_t seq,
+		     uint64_t prev)
+{
+	struct fc_file *f;
+	int64_t sec;
+	uint32_t nsec;
+
+	/* A later set took over what this one overtook.  (A handle whose
+	 * overtaken writes were reported already, keeping the times, keeps
+	 * mgrd's older mtime: a SETATTR the kernel allowed fails only when
+	 * mgrd cannot journal it, or the file is gone.) */
+	if (fc_inode_times_seq(cl, ino) != seq)
+		return;
+	fc_inode_times_unmark(cl, ino, seq, prev);
+	tw_realtime(&sec, &nsec);
+	for (f = cl->dirty_head; f; f = f->dirty_next) {
+		if (f->ino != ino || !file_dirty(f))
+			continue;
+		f->mtime_sec = sec;
+		f->mtime_nsec = nsec;
+		f->mtime_gen = f->write_gen;
+	}
+}
+
+bool fc_times_kept(struct fc_client *cl, uint64_t ino, uint64_t seq)
+{
+	return fc_inode_times_seq(cl, ino) > seq;
 }
 
 static void report_timer_cb(uv_timer_t *t)

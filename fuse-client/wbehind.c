@@ -13,9 +13,11 @@
  *     first one is retried on the surviving twin after the second one was
  *     sent.
  *   - Visibility.  A read waits for the writes of its range; flush, fsync,
- *     release, a size or mtime change and SEEK_DATA/HOLE wait for every
- *     write of the inode (end = UINT64_MAX), so close-to-open holds: close
- *     returns once the data is on the iods and the size report went out.
+ *     release, a size change and SEEK_DATA/HOLE wait for every write of
+ *     the inode (end = UINT64_MAX), so close-to-open holds: close returns
+ *     once the data is on the iods and the size report went out.  An
+ *     mtime set does not wait: the writes it overtakes keep its mtime
+ *     (report.c, fc_times_set).
  *   - Errors.  A write answered early that fails for good (both twins
  *     down, ENOSPC) records its errno on the inode with a new sequence
  *     number, as the kernel's errseq_t does for page-cache writeback:

@@ -621,9 +621,11 @@ static int report_op(const Twinfs__SizeReport *q, struct mgr_op *op)
 	op->mtime.nsec = q->mtime_nsec;
 	op->trunc_gen = q->trunc_gen;
 	op->wrote = q->wrote;
+	if (q->wrote && q->keep_times)
+		op->valid |= MGR_REPORT_KEEP_TIMES;
 	if (q->accessed) {
-		op->valid = MGR_REPORT_ACCESSED |
-			    (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
+		op->valid |= MGR_REPORT_ACCESSED |
+			     (q->strictatime ? MGR_REPORT_STRICTATIME : 0);
 		op->atime.sec = q->atime_sec;
 		op->atime.nsec = q->atime_nsec;
 	}
@@ -670,8 +672,7 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q,
 			   bool apply)
 {
-	if (q->n_reports > WIRE_SETATTR_REPORTS_MAX ||
-	    (q->n_reports && !(q->valid & (MGR_SA_SIZE | MGR_SA_MTIME))))
+	if (q->n_reports > WIRE_SETATTR_REPORTS_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < q->n_reports; i++) {
 		struct mgr_op op = { .type = MGR_OP_SIZE_REPORT };

@@ -256,13 +256,19 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		   struct mgr_inode **out);
 /* Bump trunc_gen to at least gen (a truncate was started). */
 int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen);
+/* wrote: mtime = ctime = *mtime and data_version += 1, or only the
+ * data_version with keep_times (proto/FORMAT.md "Size, truncate"). */
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		       const struct mgr_time *mtime, uint64_t trunc_gen,
-		       bool wrote, uint32_t n, const uint32_t *cols,
-		       const uint64_t *blocks, struct mgr_inode **out);
-/* SIZE_REPORT records: op->valid says the file was read (MGR_REPORT_*). */
+		       bool wrote, bool keep_times, uint32_t n,
+		       const uint32_t *cols, const uint64_t *blocks,
+		       struct mgr_inode **out);
+/* SIZE_REPORT records: op->valid says the file was read, or that the
+ * writes keep the times (MGR_REPORT_*). */
 #define MGR_REPORT_ACCESSED    1u   /* op->atime is the time of the read */
 #define MGR_REPORT_STRICTATIME 2u   /* update atime even if recent */
+#define MGR_REPORT_KEEP_TIMES  4u   /* wrote before an explicit mtime set:
+				     * mtime and ctime stay */
 /* A read at `at` (relatime, as Linux's relatime_need_update): atime = at
  * when atime <= mtime, atime <= ctime, atime is 24 h older than `at`, or
  * strict; else nothing.  ctime is untouched. */

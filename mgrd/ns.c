@@ -924,8 +924,9 @@ int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen)
 
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		       const struct mgr_time *mtime, uint64_t trunc_gen,
-		       bool wrote, uint32_t n, const uint32_t *cols,
-		       const uint64_t *blocks, struct mgr_inode **out)
+		       bool wrote, bool keep_times, uint32_t n,
+		       const uint32_t *cols, const uint64_t *blocks,
+		       struct mgr_inode **out)
 {
 	struct mgr_inode *in = mgr_ns_get(ns, ino);
 
@@ -943,8 +944,10 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 				in->col_blocks[cols[i]] = blocks[i];
 	}
 	if (wrote) {
-		in->mtime = *mtime;
-		in->ctime = *mtime;
+		if (!keep_times) {
+			in->mtime = *mtime;
+			in->ctime = *mtime;
+		}
 		in->data_version++;
 	}
 	*out = in;

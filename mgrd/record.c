@@ -593,8 +593,10 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 	case MGR_OP_SIZE_REPORT: {
 		int rc = mgr_ns_size_report(&st->ns, op->ino, op->size,
 					    &op->mtime, op->trunc_gen,
-					    op->wrote, op->n_cols, op->cols,
-					    op->blocks, &op->out);
+					    op->wrote,
+					    op->valid & MGR_REPORT_KEEP_TIMES,
+					    op->n_cols, op->cols, op->blocks,
+					    &op->out);
 
 		if (rc == 0 && (op->valid & MGR_REPORT_ACCESSED))
 			rc = mgr_ns_accessed(&st->ns, op->ino, &op->atime,

@@ -10,7 +10,8 @@
 #   - fsync: the other mount sees the data before the writer closes;
 #   - a truncate right after many small writes is not undone by them,
 #     nor an explicit mtime set right after them (tar x), also with two
-#     writers whose reports ride inside that SETATTR;
+#     writers whose reports ride inside that SETATTR, and over many files
+#     written as tar x writes them;
 #   - a write answered early that cannot land (both twins of its group
 #     down) fails the close, with EIO, instead of vanishing; closing an
 #     idle second handle of the file first does not take that error; of
@@ -148,10 +149,12 @@ os.close(fd)
 sys.exit(0 if os.stat(sys.argv[1]).st_mtime > time.time() - 600 else 1)
 EOF
 
-# 5b. The reports of every writer of the file ride inside the SETATTR of
-# an explicit mtime (proto/FORMAT.md); a second writer's close racing with
-# it waits for it.  The other mount sees both writers' bytes once futimens
-# returned (the first is still open), and the mtime set last.
+# 5b. The reports of every writer of the file that landed ride inside the
+# SETATTR of an explicit mtime (proto/FORMAT.md); a second writer's close
+# racing with it waits for it, and writes still in flight keep its mtime
+# when they land (keep_times).  The other mount sees the second writer's
+# bytes once it closed, and both writers' bytes and the mtime set last once
+# the first closed too.
 "$PY" - "$M/mt3" "$M2/mt3" "$(scale 80)" <<'EOF' && pass wbehind-mtime-two-writers || fail wbehind-mtime-two-writers "other mount saw less"
 import os, sys, threading, time
 p, p2, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -178,6 +181,7 @@ for i in range(max(n, 16)):
     if not seen or seen[0][10240:] != b"b" * 10240:
         sys.exit("round %d: after close: %d bytes" % (
             i, len(seen[0]) if seen else -1))
+    os.close(fd1)
     with open(p2, "rb") as g:
         got = g.read()
         mt = os.fstat(g.fileno()).st_mtime_ns
@@ -186,7 +190,44 @@ for i in range(max(n, 16)):
             i, len(got), sum(x != y for x, y in zip(got, want))))
     if mt != 981173106000000000 + i:
         sys.exit("round %d: mtime %d" % (i, mt))
-    os.close(fd1)
+EOF
+
+# 5c. tar x's pattern on many files: writes, futimens at once (the writes
+# may land after it: their reports keep its mtime), fchown, fchmod, close;
+# some files get a write after the futimens, which must move mtime.  The
+# other mount sees every size, mode and mtime; so does a new mount (5d).
+"$PY" - "$M/tx" "$(scale 300)" <<'EOF' && pass wbehind-tar-pattern || fail wbehind-tar-pattern "writer failed"
+import os, sys
+d, n = sys.argv[1], max(int(sys.argv[2]), 40)
+os.mkdir(d)
+for i in range(n):
+    fd = os.open("%s/f%d" % (d, i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    for k in range(1 + i % 3):
+        os.write(fd, bytes([65 + k]) * (1000 + 4321 * k + i))
+    os.utime(fd, ns=(10**18, 981173106000000000 + i))
+    os.fchown(fd, 0, 0)
+    os.fchmod(fd, 0o640 | (i % 2) * 0o4)
+    if i % 5 == 4:
+        os.write(fd, b"late")
+    os.close(fd)
+EOF
+"$PY" - "$M2/tx" "$(scale 300)" <<'EOF' && pass wbehind-tar-pattern-other-mount || fail wbehind-tar-pattern-other-mount "differs"
+import os, sys, time
+d, n = sys.argv[1], max(int(sys.argv[2]), 40)
+bad = []
+for i in range(n):
+    st = os.stat("%s/f%d" % (d, i))
+    size = sum(1000 + 4321 * k + i for k in range(1 + i % 3))
+    size += 4 if i % 5 == 4 else 0
+    mode = 0o640 | (i % 2) * 0o4
+    late = i % 5 == 4
+    mt_ok = (st.st_mtime > time.time() - 600) if late else \
+        st.st_mtime_ns == 981173106000000000 + i
+    if st.st_size != size or (st.st_mode & 0o7777) != mode or not mt_ok:
+        bad.append("f%d: size %d/%d mode %o/%o mtime %d" % (
+            i, st.st_size, size, st.st_mode & 0o7777, mode, st.st_mtime_ns))
+if bad:
+    sys.exit("%d files differ, e.g. %s" % (len(bad), bad[:3]))
 EOF
 
 check wbehind-sync ctl sync
@@ -198,6 +239,9 @@ assert_eq wbehind-remount-own "$(sha "$T/own")" "$(sha "$M/own")"
 assert_eq wbehind-remount-ovl "$(sha "$T/ovl")" "$(sha "$M/ovl")"
 assert_eq wbehind-remount-tr 3000 "$(stat -c %s "$M/tr")"
 assert_eq wbehind-remount-mtime 981173106.123456789 "$(stat -c %.9Y "$M/mt")"
+# 5d. (5c after a remount)
+assert_eq wbehind-remount-tar-mtime 981173106.000000002 "$(stat -c %.9Y "$M/tx/f2")"
+assert_eq wbehind-remount-tar-size $((3 * 1000 + 4321 + 8642 + 3 * 2)) "$(stat -c %s "$M/tx/f2")"
 
 # 6. Near the end: a write that cannot land fails the close.  Group 1 only.  A
 # second handle of the file that never read or wrote is closed first:

@@ -463,9 +463,9 @@ def space(host, mgrd_port, iod_port, cluster, file_ino):
         ("seek-absent", MSG_SEEK, f_varint(1, 987654) + f_varint(4, 3) + big_epoch, 0),
     ]
     # SETATTR's size reports (FORMAT.md "Size, truncate, data_version"):
-    # each one must name the SETATTR's ino, at most 8, only with SA_SIZE
-    # or SA_MTIME, and be a report mgrd would take alone (a directory has
-    # no size to report).  Each case would change regular file file_ino
+    # each one must name the SETATTR's ino, at most 8, and be a report
+    # mgrd would take alone (a directory has no size to report, a time
+    # has fewer than 10^9 ns).  Each case would change regular file file_ino
     # (mode, size, mtime 1970) or the root if it were taken.
     MSG_SETATTR, SA_MODE, SA_MTIME = 12, 1, 32
 
@@ -473,14 +473,14 @@ def space(host, mgrd_port, iod_port, cluster, file_ino):
         return (f_varint(2, ino) + f_varint(3, valid) + f_varint(4, 0o700) +
                 f_varint(10, 1) + b"".join(f_bytes(14, r) for r in reports))
 
-    def report(ino):
-        return f_varint(2, ino) + f_varint(3, 100) + f_varint(8, 1)
+    def report(ino, extra=b""):
+        return f_varint(2, ino) + f_varint(3, 100) + f_varint(8, 1) + extra
 
     mgrd_cases = [
         ("append-unknown-ino", MSG_APPEND_RESERVE, f_varint(2, 987654) + f_varint(3, 10), -ESTALE),
         ("append-directory", MSG_APPEND_RESERVE, f_varint(2, 1) + f_varint(3, 10), -EISDIR),
         ("setattr-report-other-ino", MSG_SETATTR, setattr(file_ino, SA_MTIME, [report(987654)]), -EINVAL),
-        ("setattr-report-without-mtime", MSG_SETATTR, setattr(file_ino, SA_MODE, [report(file_ino)]), -EINVAL),
+        ("setattr-report-bad-mtime", MSG_SETATTR, setattr(file_ino, SA_MODE, [report(file_ino, f_varint(5, 10**9))]), -EINVAL),
         ("setattr-9-reports", MSG_SETATTR, setattr(file_ino, SA_MTIME, [report(file_ino)] * 9), -EINVAL),
         ("setattr-report-directory", MSG_SETATTR, setattr(1, SA_MTIME, [report(1)]), -EINVAL),
     ]

@@ -6,7 +6,8 @@
  * writes goes out, and a flush waits for the SETATTR instead; success
  * makes the handles clean, failure leaves them dirty (and a read's atime
  * pending); reports already in flight or too many handles fall back to
- * reports sent ahead. */
+ * reports sent ahead.  An explicit mtime set makes the reports of the
+ * writes before it keep its times (fc_times_*). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -50,6 +51,7 @@ static struct fc_file *file_new(struct fc_client *cl, uint64_t ino,
 	f->write_gen = gen;
 	f->mtime_sec = 1000 + (int64_t)ino;
 	f->mtime_nsec = 7;
+	f->mtime_gen = gen;
 	if (gen)
 		fc_file_dirty(cl, f);
 	return f;
@@ -123,6 +125,90 @@ Test(client_report, embeds_every_dirty_handle_of_the_inode)
 	fc_file_put(cl, b);
 	fc_file_put(cl, other);
 	fc_file_put(cl, clean);
+	client_free(cl);
+}
+
+/* The report of f that a SETATTR would carry now; applied (status 0). */
+static Twinfs__SizeReport embed_one(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_report_set set;
+	Twinfs__SizeReport sr;
+
+	cr_assert(fc_report_embed(cl, ino, &set));
+	cr_assert_eq(set.n, 1);
+	sr = *set.sr[0];
+	fc_report_embed_done(cl, &set, 0);
+	return sr;
+}
+
+/* A write landing as write_finish (ops_data.c) lands it: at seq, the
+ * times seq when it took its place. */
+static void land(struct fc_client *cl, struct fc_file *f, uint64_t seq,
+		 int64_t now)
+{
+	f->write_gen++;
+	if (!fc_times_kept(cl, f->ino, seq)) {
+		f->mtime_sec = now;
+		f->mtime_gen = f->write_gen;
+	}
+	fc_file_dirty(cl, f);
+}
+
+Test(client_report, mtime_set_overtakes_earlier_writes)
+{
+	struct fc_client *cl = client_new();
+	struct fc_attr at = { .ino = 7, .mode = S_IFREG | 0644, .nlink = 1 };
+	struct fuse_entry_param e;
+	struct fc_file *f;
+	Twinfs__SizeReport sr;
+	uint64_t before, after, seq, prev;
+
+	fc_inodes_init(cl);
+	atomic_init(&cl->blksize, 65536);
+	cl->opts.attr_timeout = cl->opts.entry_timeout = 1.0;
+	fc_inode_entry(cl, &at, &e);
+	f = file_new(cl, 7, 2, 8192);    /* two writes landed: mtime 1007 */
+
+	/* A third write takes its place, then futimens: the landed writes
+	 * ride in it (applied first; either way they must not set mtime
+	 * if sent again), the third one lands after it and keeps it. */
+	before = fc_times_seq(cl);
+	seq = fc_times_set(cl, 7, &prev);
+	sr = embed_one(cl, 7);
+	cr_assert(sr.wrote && sr.keep_times);
+	cr_assert(fc_times_kept(cl, 7, before));
+	land(cl, f, before, 1500);
+	cr_assert_eq(f->mtime_sec, 1007, "an overtaken write is no mtime");
+	sr = embed_one(cl, 7);           /* e.g. inside the fchmod */
+	cr_assert(sr.wrote && sr.keep_times);
+
+	/* A write after the set moves mtime again. */
+	after = fc_times_seq(cl);
+	cr_assert(!fc_times_kept(cl, 7, after));
+	land(cl, f, after, 2000);
+	sr = embed_one(cl, 7);
+	cr_assert(sr.wrote && !sr.keep_times);
+	cr_assert_eq(sr.mtime_sec, 2000);
+
+	/* A set that fails gives mtime back to the writes it overtook,
+	 * those landed (their time: now) and those still in flight. */
+	before = fc_times_seq(cl);
+	seq = fc_times_set(cl, 7, &prev);
+	land(cl, f, before, 2500);
+	fc_times_failed(cl, 7, seq, prev);
+	cr_assert(!fc_times_kept(cl, 7, before));
+	sr = embed_one(cl, 7);
+	cr_assert(sr.wrote && !sr.keep_times);
+	cr_assert_gt(sr.mtime_sec, 2000);
+	/* ... unless a later set took over. */
+	before = fc_times_seq(cl);
+	seq = fc_times_set(cl, 7, &prev);
+	fc_times_set(cl, 7, &prev);
+	fc_times_failed(cl, 7, seq, 0);
+	cr_assert(fc_times_kept(cl, 7, before));
+
+	fc_file_put(cl, f);
+	fc_inodes_free(cl);
 	client_free(cl);
 }
 

@@ -362,19 +362,31 @@ Test(ns, setattr_size_report)
 	cr_assert_eq(in->mtime.sec, 2000);
 	cr_assert_eq(in->data_version, 1);
 	/* A stale report does not resurrect the old size. */
-	cr_assert_eq(mgr_ns_size_report(&ns, f, 5000, &t2, 0, false, 2, cols,
-					blocks, &in), 0);
+	cr_assert_eq(mgr_ns_size_report(&ns, f, 5000, &t2, 0, false, false, 2,
+					cols, blocks, &in), 0);
 	cr_assert_eq(in->size, 100);
 	cr_assert_eq(mgr_inode_blocks(in), 0);
-	cr_assert_eq(mgr_ns_size_report(&ns, f, 5000, &t2, 1, true, 2, cols,
-					blocks, &in), 0);
+	cr_assert_eq(mgr_ns_size_report(&ns, f, 5000, &t2, 1, true, false, 2,
+					cols, blocks, &in), 0);
 	cr_assert_eq(in->size, 5000);
 	cr_assert_eq(in->mtime.sec, 3000);
 	cr_assert_eq(in->data_version, 2);
 	cr_assert_eq(mgr_inode_blocks(in), 24);
-	cr_assert_eq(mgr_ns_size_report(&ns, f, 10, &t2, 1, false, 0, NULL,
-					NULL, &in), 0);
+	cr_assert_eq(mgr_ns_size_report(&ns, f, 10, &t2, 1, false, false, 0,
+					NULL, NULL, &in), 0);
 	cr_assert_eq(in->size, 5000);
+	/* Writes from before an explicit mtime set: their size and a new
+	 * data_version count, the times stay. */
+	{
+		struct mgr_time t3 = { 4000, 0 };
+
+		cr_assert_eq(mgr_ns_size_report(&ns, f, 6000, &t3, 1, true,
+						true, 0, NULL, NULL, &in), 0);
+		cr_assert_eq(in->size, 6000);
+		cr_assert_eq(in->mtime.sec, 3000);
+		cr_assert_eq(in->ctime.sec, 3000);
+		cr_assert_eq(in->data_version, 3);
+	}
 	sa = (struct mgr_setattr){ .valid = MGR_SA_MODE | MGR_SA_UID |
 				   MGR_SA_MTIME, .mode = 0600 | S_IFDIR,
 				   .uid = 5, .mtime = t1 };
