@@ -336,7 +336,8 @@ struct fc_dl {
 	bool on;                   /* immutable */
 	uint64_t gen;              /* D4: bumped by recalls, reconnections */
 	struct fc_dl_dir dirs[FC_DL_DIRS];
-	uint64_t n_grants, n_absent, n_recalls;   /* logged at unmount */
+	/* logged at unmount */
+	uint64_t n_grants, n_absent, n_recalls, n_returned;
 };
 
 /* A fetch fc_sa_find decided; dir 0: none. */
@@ -674,6 +675,11 @@ void fc_dl_recalled(struct fc_dl *dl, uint64_t dir);
 void fc_dl_recall(struct fc_client *cl, uint64_t dir);
 /* Drop every lease: the connection to mgrd was made again. */
 void fc_dl_drop_all(struct fc_dl *dl);
+/* Unmount (loop): drop every lease and give it back to mgrd, so that
+ * another mount's create there does not wait for its expiry; done(arg)
+ * once mgrd answered every DIR_RETURN (or the send failed). */
+void fc_dl_return_all(struct fc_client *cl, void (*done)(void *arg),
+		      void *arg);
 
 /* ------------------------------------------------------------ inode.c */
 

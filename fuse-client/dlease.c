@@ -25,6 +25,8 @@
  *       directory, or a reconnection to mgrd, is ignored (gen): its
  *       answer may come from before mgrd took the lease back, or be a
  *       retransmission's recorded reply.
+ * An unmount gives every lease back (fc_dl_return_all): another mount's
+ * create there need not wait for the expiry.
  * Bounded: FC_DL_DIRS directories (the least recently used goes), and a
  * directory with more than FC_DL_NAMES names stops being leased here.
  *
@@ -74,10 +76,12 @@ void fc_dl_log_stats(struct fc_dl *dl)
 {
 	if (dl->n_grants)
 		tw_info("name leases: %llu granted, %llu lookups answered "
-			"without mgrd, %llu recalled",
+			"without mgrd, %llu recalled, %llu given back at "
+			"unmount",
 			(unsigned long long)dl->n_grants,
 			(unsigned long long)dl->n_absent,
-			(unsigned long long)dl->n_recalls);
+			(unsigned long long)dl->n_recalls,
+			(unsigned long long)dl->n_returned);
 }
 
 static struct fc_dl_dir *find(struct fc_dl *dl, uint64_t dir)
@@ -215,43 +219,105 @@ void fc_dl_recalled(struct fc_dl *dl, uint64_t dir)
 	pthread_mutex_unlock(&dl->lock);
 }
 
-void fc_dl_drop_all(struct fc_dl *dl)
+/* Drop every lease (D4: and every grant in flight); the directories
+ * that had one go to dirs[] if not NULL.  Returns their number. */
+static size_t take_all(struct fc_dl *dl, uint64_t dirs[FC_DL_DIRS])
 {
+	size_t n = 0;
+
 	pthread_mutex_lock(&dl->lock);
 	dl->gen++;
-	for (size_t i = 0; i < FC_DL_DIRS; i++)
-		if (dl->dirs[i].dir)
-			slot_clear(&dl->dirs[i]);
+	for (size_t i = 0; i < FC_DL_DIRS; i++) {
+		if (!dl->dirs[i].dir)
+			continue;
+		if (dirs)
+			dirs[n] = dl->dirs[i].dir;
+		n++;
+		slot_clear(&dl->dirs[i]);
+	}
 	pthread_mutex_unlock(&dl->lock);
+	return n;
+}
+
+void fc_dl_drop_all(struct fc_dl *dl)
+{
+	(void)take_all(dl, NULL);
 }
 
 /* ------------------------------------------------ the recall, on the loop */
 
+/* The DIR_RETURNs of an unmount: done(arg) after the last answer. */
+struct dl_return_all {
+	int pending;
+	void (*done)(void *arg);
+	void *arg;
+};
+
 struct dl_return {
 	struct fc_mgr_call mc;
 	Twinfs__Getattr g;
+	struct dl_return_all *all;   /* or NULL: a recall's */
 };
+
+static void return_all_one(struct dl_return_all *all)
+{
+	if (--all->pending == 0) {
+		all->done(all->arg);
+		free(all);
+	}
+}
 
 static void return_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
+	struct dl_return *r = mc->arg;
+
 	/* Lost: mgrd lets the lease expire (at most its length). */
 	(void)status;
 	if (reply)
 		wire_msg_free(reply);
-	free(mc->arg);
+	if (r->all)
+		return_all_one(r->all);
+	free(r);
+}
+
+/* Give dir's lease back; false without memory. */
+static bool send_return(struct fc_client *cl, uint64_t dir,
+			struct dl_return_all *all)
+{
+	struct dl_return *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return false;
+	twinfs__getattr__init(&r->g);
+	r->g.ino = dir;
+	r->all = all;
+	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_DIR_RETURN, &r->g.base,
+		    &r->g.ctx, NULL, 0, return_done, r);
+	return true;
 }
 
 void fc_dl_recall(struct fc_client *cl, uint64_t dir)
 {
-	struct dl_return *r;
-
 	fc_dl_recalled(&cl->dl, dir);   /* D3: before the answer */
-	r = calloc(1, sizeof(*r));
-	if (!r)
+	(void)send_return(cl, dir, NULL);
+}
+
+void fc_dl_return_all(struct fc_client *cl, void (*done)(void *arg),
+		      void *arg)
+{
+	uint64_t dirs[FC_DL_DIRS];
+	size_t n = take_all(&cl->dl, dirs);
+	struct dl_return_all *all = calloc(1, sizeof(*all));
+
+	if (!all) {
+		done(arg);
 		return;
-	twinfs__getattr__init(&r->g);
-	r->g.ino = dir;
-	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_DIR_RETURN, &r->g.base,
-		    &r->g.ctx, NULL, 0, return_done, r);
+	}
+	*all = (struct dl_return_all){ 1, done, arg };
+	for (size_t i = 0; i < n; i++)
+		if (send_return(cl, dirs[i], all))
+			all->pending++;
+	cl->dl.n_returned += n;
+	return_all_one(all);
 }

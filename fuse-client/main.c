@@ -392,12 +392,20 @@ static void flush_all_done(void *arg)
 	pthread_mutex_unlock(&cl->start_lock);
 }
 
+/* Name leases go back once the reports are out (dlease.c). */
+static void reports_flushed(void *arg)
+{
+	struct fc_client *cl = arg;
+
+	fc_dl_return_all(cl, flush_all_done, cl);
+}
+
 static void flush_reports(struct fc_op *op)
 {
 	struct fc_client *cl = op->cl;
 
 	fc_op_free(op);
-	fc_flush_all(cl, flush_all_done, cl);
+	fc_flush_all(cl, reports_flushed, cl);
 }
 
 /* Writes answered early land first (each within its deadline). */
@@ -410,8 +418,9 @@ static void flush_run(struct fc_op *op)
 		flush_reports(op);
 }
 
-/* Send the last size reports (bounded wait), then stop the loop: every op
- * still outstanding is answered with an error. */
+/* Send the last size reports and give the name leases back (bounded
+ * wait), then stop the loop: every op still outstanding is answered with
+ * an error. */
 static void client_shutdown(struct fc_client *cl)
 {
 	struct flush_op *f;

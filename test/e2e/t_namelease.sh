@@ -11,8 +11,9 @@
 #     for the lease to expire (1 s), not for ever;
 #   - after an mgrd restart (kill -9), a name added elsewhere is seen at
 #     once by the former holder (the new mgrd waits out the old leases);
-#   - -o nonamelease turns it off; the client counts its answers at
-#     unmount.
+#   - -o nonamelease turns it off; an unmount gives its leases back (no
+#     create elsewhere waits for them to expire); the client counts its
+#     answers at unmount.
 . "$(dirname "$0")/lib.sh"
 e2e_begin namelease
 ROUNDS=$(scale 60)
@@ -98,6 +99,25 @@ assert_eq off-absent no "$(exists "$M3/off/b")"
 echo w >"$M2/off/b"
 assert_eq off-seen w "$(cat "$M3/off/b" 2>&1)"
 lc umount "$M3" >/dev/null
+
+# 6. An unmount gives its leases back: a create next to where it was
+# filling a directory does not wait for the lease to expire (mgrd logs a
+# lease that had to expire).
+M4=$TWINFS_RUN_DIR/mnt4
+lc mount "$M4" >/dev/null || fail namelease-mount4 "fourth mount failed"
+mkdir "$M4/gone"
+: >"$M4/gone/a"
+GONE=$(stat -c %i "$M4/gone")
+lc umount "$M4" >/dev/null
+t0=$(now_ms)
+echo v >"$M2/gone/b"
+echo "# create after the holder's unmount took $(($(now_ms) - t0)) ms"
+assert_eq unmount-then-create v "$(cat gone/b 2>&1)"
+if grep -q "name lease on directory $GONE: .* it expired" "$TWINFS_RUN_DIR/logs/mgrd.log"; then
+	fail unmount-gives-leases-back "mgrd: $(grep "directory $GONE:" "$TWINFS_RUN_DIR/logs/mgrd.log" | tail -n 1)"
+else
+	pass unmount-gives-leases-back
+fi
 
 # The holder said how many lookups it answered.
 cd / || exit 1
