@@ -130,9 +130,13 @@ struct fc_inode {
 	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
-	/* cl->times_seq of the last SETATTR of mtime sent for it: a write
-	 * that took its place before then keeps that mtime (report.c). */
+	/* SETATTRs of mtime (report.c): the highest cl->times_seq of those
+	 * started and not known failed (a write that took its place before
+	 * it keeps its mtime), the highest of those that succeeded, and how
+	 * many are unanswered. */
 	uint64_t times_set_seq;    /* [ino_lock] */
+	uint64_t times_ok_seq;     /* [ino_lock] */
+	uint32_t times_pending;    /* [ino_lock] */
 };
 
 /* --------------------------------------------------------- open files */
@@ -741,13 +745,16 @@ void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
  * (nothing noted) unless ino is a cached regular file with a layout, as
  * a write needs. */
 bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end);
-/* fc_inode.times_set_seq: set to seq, returning the old value (0 without
- * the inode); set back to prev only if it is still seq; read. */
-uint64_t fc_inode_times_mark(struct fc_client *cl, uint64_t ino,
-			     uint64_t seq);
-void fc_inode_times_unmark(struct fc_client *cl, uint64_t ino, uint64_t seq,
-			   uint64_t prev);
+/* The SETATTRs of an inode's mtime (fc_inode.times_*; report.c): one
+ * with seq starts; it ends (ok or failed), and the return says whether
+ * the writes it overtook must set mtime after all (it failed and no later
+ * one is unanswered or succeeded); the seq a write compares with; whether
+ * any is unanswered. */
+void fc_inode_times_start(struct fc_client *cl, uint64_t ino, uint64_t seq);
+bool fc_inode_times_end(struct fc_client *cl, uint64_t ino, uint64_t seq,
+			bool ok);
 uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino);
+bool fc_inode_times_pending(struct fc_client *cl, uint64_t ino);
 /* Absence cache for the xattr names the kernel asks for all the time:
  * security.capability (before every write) and security.selinux (ls -l).
  * fc_xattr_cache_index: the name's bit, or -1 when it is not cached. */
@@ -904,14 +911,15 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
  * mtime when they land (their reports say keep_times), and so do the
  * writes that landed before it, whose reports ride in it.  Loop thread.
  *   fc_times_set: a SETATTR of ino's mtime takes its place now; returns
- *     its seq, *prev for fc_times_failed.
- *   fc_times_failed: that SETATTR failed: unless a later one took its
- *     place, the writes it overtook set mtime again (their time: now).
+ *     its seq for fc_times_done.
+ *   fc_times_done: it was answered (status), before its reports end:
+ *     if it failed, and no later one is unanswered or succeeded, the
+ *     writes it overtook set mtime after all (their time: now).
  *   fc_times_seq: for a write taking its place; fc_times_kept: whether a
  *     write that took its place at seq lands after a SETATTR of mtime. */
-uint64_t fc_times_set(struct fc_client *cl, uint64_t ino, uint64_t *prev);
-void fc_times_failed(struct fc_client *cl, uint64_t ino, uint64_t seq,
-		     uint64_t prev);
+uint64_t fc_times_set(struct fc_client *cl, uint64_t ino);
+void fc_times_done(struct fc_client *cl, uint64_t ino, uint64_t seq,
+		   int status);
 static inline uint64_t fc_times_seq(const struct fc_client *cl)
 {
 	return cl->times_seq;

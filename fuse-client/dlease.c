@@ -38,6 +38,7 @@
 #include "client_int.h"
 
 #define FC_DL_MARGIN_MS 50u
+#define FC_DL_RETURN_WAIT_MS 1000u   /* the lease's length at mgrd */
 #define FC_DL_NAMES     (1u << 20)
 
 static uint64_t name_key(const char *s)
@@ -219,22 +220,27 @@ void fc_dl_recalled(struct fc_dl *dl, uint64_t dir)
 	pthread_mutex_unlock(&dl->lock);
 }
 
-/* Drop every lease (D4: and every grant in flight); the directories
- * that had one go to dirs[] if not NULL.  Returns their number. */
+/* Drop every lease (D4: and every grant in flight).  With dirs, the
+ * directories whose lease may still run at mgrd go there (counted as
+ * given back); returns their number. */
 static size_t take_all(struct fc_dl *dl, uint64_t dirs[FC_DL_DIRS])
 {
+	uint64_t now = tw_now_ms();
 	size_t n = 0;
 
 	pthread_mutex_lock(&dl->lock);
 	dl->gen++;
 	for (size_t i = 0; i < FC_DL_DIRS; i++) {
-		if (!dl->dirs[i].dir)
+		struct fc_dl_dir *d = &dl->dirs[i];
+
+		if (!d->dir)
 			continue;
-		if (dirs)
-			dirs[n] = dl->dirs[i].dir;
-		n++;
-		slot_clear(&dl->dirs[i]);
+		/* mgrd's expiry is at most the margin later than ours. */
+		if (dirs && now < d->expiry_ms + FC_DL_MARGIN_MS)
+			dirs[n++] = d->dir;
+		slot_clear(d);
 	}
+	dl->n_returned += n;
 	pthread_mutex_unlock(&dl->lock);
 	return n;
 }
@@ -281,9 +287,10 @@ static void return_done(struct fc_mgr_call *mc, int status,
 	free(r);
 }
 
-/* Give dir's lease back; false without memory. */
+/* Give dir's lease back, waiting for mgrd at most timeout_ms (0: the
+ * default); false without memory (return_done does not run then). */
 static bool send_return(struct fc_client *cl, uint64_t dir,
-			struct dl_return_all *all)
+			struct dl_return_all *all, uint32_t timeout_ms)
 {
 	struct dl_return *r = calloc(1, sizeof(*r));
 
@@ -293,14 +300,14 @@ static bool send_return(struct fc_client *cl, uint64_t dir,
 	r->g.ino = dir;
 	r->all = all;
 	fc_mgr_send(cl, &r->mc, TWINFS__MSG_TYPE__MSG_DIR_RETURN, &r->g.base,
-		    &r->g.ctx, NULL, 0, return_done, r);
+		    &r->g.ctx, NULL, timeout_ms, return_done, r);
 	return true;
 }
 
 void fc_dl_recall(struct fc_client *cl, uint64_t dir)
 {
 	fc_dl_recalled(&cl->dl, dir);   /* D3: before the answer */
-	(void)send_return(cl, dir, NULL);
+	(void)send_return(cl, dir, NULL, 0);
 }
 
 void fc_dl_return_all(struct fc_client *cl, void (*done)(void *arg),
@@ -315,9 +322,12 @@ void fc_dl_return_all(struct fc_client *cl, void (*done)(void *arg),
 		return;
 	}
 	*all = (struct dl_return_all){ 1, done, arg };
-	for (size_t i = 0; i < n; i++)
-		if (send_return(cl, dirs[i], all))
-			all->pending++;
-	cl->dl.n_returned += n;
+	/* No longer than the lease itself: after that mgrd ends it anyway.
+	 * Counted first: the answer may come before fc_mgr_send returns. */
+	for (size_t i = 0; i < n; i++) {
+		all->pending++;
+		if (!send_return(cl, dirs[i], all, FC_DL_RETURN_WAIT_MS))
+			all->pending--;
+	}
 	return_all_one(all);
 }

@@ -446,32 +446,41 @@ bool fc_inode_note_write_now(struct fc_client *cl, uint64_t ino, uint64_t end)
 	return ok;
 }
 
-uint64_t fc_inode_times_mark(struct fc_client *cl, uint64_t ino,
-			     uint64_t seq)
+void fc_inode_times_start(struct fc_client *cl, uint64_t ino, uint64_t seq)
 {
 	struct fc_inode *in;
-	uint64_t prev = 0;
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, ino);
 	if (in) {
-		prev = in->times_set_seq;
 		in->times_set_seq = seq;
+		in->times_pending++;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
-	return prev;
 }
 
-void fc_inode_times_unmark(struct fc_client *cl, uint64_t ino, uint64_t seq,
-			   uint64_t prev)
+bool fc_inode_times_end(struct fc_client *cl, uint64_t ino, uint64_t seq,
+			bool ok)
 {
 	struct fc_inode *in;
+	bool undo = false;
 
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, ino);
-	if (in && in->times_set_seq == seq)
-		in->times_set_seq = prev;
+	if (in && in->times_pending) {
+		in->times_pending--;
+		if (ok && seq > in->times_ok_seq)
+			in->times_ok_seq = seq;
+		/* None unanswered: only the ones that succeeded count.  (While
+		 * an earlier one is unanswered, a failed latest one still
+		 * counts: a rare window, replies coming in order.) */
+		if (!in->times_pending)
+			in->times_set_seq = in->times_ok_seq;
+		undo = !ok && in->times_set_seq <= seq &&
+		       in->times_ok_seq < seq;
+	}
 	pthread_mutex_unlock(&cl->ino_lock);
+	return undo;
 }
 
 uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino)
@@ -485,6 +494,19 @@ uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino)
 		seq = in->times_set_seq;
 	pthread_mutex_unlock(&cl->ino_lock);
 	return seq;
+}
+
+bool fc_inode_times_pending(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+	bool pending = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		pending = in->times_pending != 0;
+	pthread_mutex_unlock(&cl->ino_lock);
+	return pending;
 }
 
 static const char *const cached_xattrs[] = {

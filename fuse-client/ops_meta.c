@@ -49,7 +49,7 @@ struct mop {
 	bool writes_landed;      /* setattr: it did */
 	bool embed_tried;        /* setattr without size or mtime: it did */
 	bool times_set;          /* setattr of mtime: fc_times_set ran */
-	uint64_t times_seq, times_prev;   /* setattr: fc_times_set's */
+	uint64_t times_seq;      /* setattr: fc_times_set's */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
@@ -535,10 +535,11 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 {
 	struct mop *m = mc->arg;
 
+	/* Before the reports end: a flush waiting for them reports next,
+	 * and must carry mtime if this failed (report.c). */
+	if (m->times_set)
+		fc_times_done(m->op.cl, m->ino, m->times_seq, status);
 	fc_report_embed_done(m->op.cl, &m->reports, status);
-	if (status < 0 && m->times_set)
-		fc_times_failed(m->op.cl, m->ino, m->times_seq,
-				m->times_prev);
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
 	 * cached ACLs when it sent us the SETATTR. */
 	if (status == 0 &&
@@ -576,7 +577,7 @@ static void setattr_run(struct fc_op *op)
 	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MTIME) &&
 	    !m->times_set) {
 		m->times_set = true;
-		m->times_seq = fc_times_set(op->cl, m->ino, &m->times_prev);
+		m->times_seq = fc_times_set(op->cl, m->ino);
 	}
 	/* A size change comes after every earlier write, also those
 	 * answered early (wbehind.c): a truncate must not be undone by a

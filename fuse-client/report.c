@@ -50,6 +50,7 @@ struct fc_report {
 	Twinfs__ColumnBlocks cb[R0_MAX_STRIPE_COUNT];
 	Twinfs__ColumnBlocks *cbp[R0_MAX_STRIPE_COUNT];
 	uint64_t gen;
+	uint64_t mtime_gen;          /* f->mtime_gen when it was made */
 	bool from_timer;
 	void (*done)(void *arg, int status);
 	void *arg;
@@ -148,8 +149,18 @@ static void report_end(struct fc_report *r, int status, bool log)
 	if (f->embedded == r)
 		f->embedded = NULL;
 	if (status == 0) {
-		if (r->gen - f->reported_gen < (UINT64_C(1) << 63))
-			f->reported_gen = r->gen;
+		uint64_t upto = r->gen;
+
+		/* A report that kept the times is no report of writes whose
+		 * time may still have to become mtime: those of a SETATTR of
+		 * mtime still unanswered (it may fail), or of one that failed
+		 * since (fc_times_done).  The next report carries them. */
+		if (r->sr.keep_times &&
+		    (f->mtime_gen != r->mtime_gen ||
+		     fc_inode_times_pending(cl, f->ino)))
+			upto = f->reported_gen;
+		if (upto - f->reported_gen < (UINT64_C(1) << 63))
+			f->reported_gen = upto;
 		if (!file_dirty(f))
 			dirty_remove(cl, f);
 	} else {
@@ -221,6 +232,7 @@ static struct fc_report *report_new(struct fc_client *cl, struct fc_file *f,
 	/* Every write since the last report came before an explicit mtime
 	 * set, which may be at mgrd already (fc_times_set). */
 	r->sr.keep_times = r->sr.wrote && f->mtime_gen <= f->reported_gen;
+	r->mtime_gen = f->mtime_gen;
 	if (f->atime_pending) {
 		/* Best effort: a lost atime is not worth a retry. */
 		f->atime_pending = false;
@@ -402,33 +414,35 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
  *     not become the file's mtime (fc_times_kept), and their reports say
  *     keep_times: mgrd counts their size and data_version only.
  * A write that takes its place after the SETATTR sets mtime as usual.  A
- * size change still waits for every earlier write (ops_meta.c). */
-uint64_t fc_times_set(struct fc_client *cl, uint64_t ino, uint64_t *prev)
+ * size change still waits for every earlier write (ops_meta.c).
+ *
+ * If the SETATTR fails, what it overtook sets mtime after all: the time of
+ * the failure stands for the writes' (fc_times_done).  So that none of
+ * them is lost to a report that kept the times, such a report leaves its
+ * writes unreported while a SETATTR of the inode's mtime is unanswered
+ * (report_end; the SETATTR's answer comes first, mgrd answering in order,
+ * so this is rare), and the file stays on the dirty list. */
+uint64_t fc_times_set(struct fc_client *cl, uint64_t ino)
 {
 	uint64_t seq = ++cl->times_seq;
 	struct fc_file *f;
 
-	*prev = fc_inode_times_mark(cl, ino, seq);
+	fc_inode_times_start(cl, ino, seq);
 	for (f = cl->dirty_head; f; f = f->dirty_next)
 		if (f->ino == ino)
 			f->mtime_gen = 0;
 	return seq;
 }
 
-void fc_times_failed(struct fc_client *cl, uint64_t ino, uint64_t seq,
-		     uint64_t prev)
+void fc_times_done(struct fc_client *cl, uint64_t ino, uint64_t seq,
+		   int status)
 {
 	struct fc_file *f;
 	int64_t sec;
 	uint32_t nsec;
 
-	/* A later set took over what this one overtook.  (A handle whose
-	 * overtaken writes were reported already, keeping the times, keeps
-	 * mgrd's older mtime: a SETATTR the kernel allowed fails only when
-	 * mgrd cannot journal it, or the file is gone.) */
-	if (fc_inode_times_seq(cl, ino) != seq)
+	if (!fc_inode_times_end(cl, ino, seq, status == 0))
 		return;
-	fc_inode_times_unmark(cl, ino, seq, prev);
 	tw_realtime(&sec, &nsec);
 	for (f = cl->dirty_head; f; f = f->dirty_next) {
 		if (f->ino != ino || !file_dirty(f))
@@ -510,9 +524,11 @@ void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg)
 	fa->pending = 1;
 	for (f = cl->dirty_head; f; f = next) {
 		next = f->dirty_next;
-		if (fc_report_start(cl, f, false, flush_all_one, fa, NULL,
-				    &err))
-			fa->pending++;
+		/* Counted first: the report may end before it returns. */
+		fa->pending++;
+		if (!fc_report_start(cl, f, false, flush_all_one, fa, NULL,
+				     &err))
+			fa->pending--;
 	}
 	flush_all_one(fa, 0);
 }

@@ -667,8 +667,9 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
  * its own, just before the SETATTR itself.  A retransmission of the
  * SETATTR is answered from the reply cache.  After a failure, or a crash
  * between these records and the SETATTR's, the client reports the same
- * writes again: the size stays, mtime and ctime take the writes' time
- * again and data_version counts them once more. */
+ * writes again: the size stays, data_version counts them once more, and
+ * mtime and ctime take the report's mtime again unless it keeps the times
+ * (after a failed SETATTR of mtime: the time of that failure). */
 static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q,
 			   bool apply)
 {

@@ -159,9 +159,10 @@ Test(client_report, mtime_set_overtakes_earlier_writes)
 	struct fc_client *cl = client_new();
 	struct fc_attr at = { .ino = 7, .mode = S_IFREG | 0644, .nlink = 1 };
 	struct fuse_entry_param e;
+	struct fc_report_set set;
 	struct fc_file *f;
 	Twinfs__SizeReport sr;
-	uint64_t before, after, seq, prev;
+	uint64_t before, after, seq, s2;
 
 	fc_inodes_init(cl);
 	atomic_init(&cl->blksize, 65536);
@@ -170,17 +171,23 @@ Test(client_report, mtime_set_overtakes_earlier_writes)
 	f = file_new(cl, 7, 2, 8192);    /* two writes landed: mtime 1007 */
 
 	/* A third write takes its place, then futimens: the landed writes
-	 * ride in it (applied first; either way they must not set mtime
-	 * if sent again), the third one lands after it and keeps it. */
+	 * ride in its SETATTR (applied first; either way they must not set
+	 * mtime if sent again), which ends as setattr_done ends it. */
 	before = fc_times_seq(cl);
-	seq = fc_times_set(cl, 7, &prev);
-	sr = embed_one(cl, 7);
-	cr_assert(sr.wrote && sr.keep_times);
+	seq = fc_times_set(cl, 7);
+	cr_assert(fc_report_embed(cl, 7, &set));
+	cr_assert_eq(set.n, 1);
+	cr_assert(set.sr[0]->wrote && set.sr[0]->keep_times);
+	fc_times_done(cl, 7, seq, 0);
+	fc_report_embed_done(cl, &set, 0);
+	cr_assert(!dirty(f));
+	/* The third write lands after it and keeps its mtime. */
 	cr_assert(fc_times_kept(cl, 7, before));
 	land(cl, f, before, 1500);
 	cr_assert_eq(f->mtime_sec, 1007, "an overtaken write is no mtime");
 	sr = embed_one(cl, 7);           /* e.g. inside the fchmod */
 	cr_assert(sr.wrote && sr.keep_times);
+	cr_assert(!dirty(f));
 
 	/* A write after the set moves mtime again. */
 	after = fc_times_seq(cl);
@@ -191,20 +198,37 @@ Test(client_report, mtime_set_overtakes_earlier_writes)
 	cr_assert_eq(sr.mtime_sec, 2000);
 
 	/* A set that fails gives mtime back to the writes it overtook,
-	 * those landed (their time: now) and those still in flight. */
+	 * those landed (their time: now) and those still in flight.  A
+	 * report that kept the times while it was unanswered does not
+	 * count as their report. */
 	before = fc_times_seq(cl);
-	seq = fc_times_set(cl, 7, &prev);
+	seq = fc_times_set(cl, 7);
 	land(cl, f, before, 2500);
-	fc_times_failed(cl, 7, seq, prev);
+	sr = embed_one(cl, 7);
+	cr_assert(sr.wrote && sr.keep_times);
+	cr_assert(dirty(f), "reported while the set is unanswered");
+	fc_times_done(cl, 7, seq, -EIO);
 	cr_assert(!fc_times_kept(cl, 7, before));
 	sr = embed_one(cl, 7);
 	cr_assert(sr.wrote && !sr.keep_times);
 	cr_assert_gt(sr.mtime_sec, 2000);
-	/* ... unless a later set took over. */
+	cr_assert(!dirty(f));
+
+	/* Two sets fail, the earlier first: the writes before both set
+	 * mtime once the later one failed too. */
 	before = fc_times_seq(cl);
-	seq = fc_times_set(cl, 7, &prev);
-	fc_times_set(cl, 7, &prev);
-	fc_times_failed(cl, 7, seq, 0);
+	seq = fc_times_set(cl, 7);
+	s2 = fc_times_set(cl, 7);
+	fc_times_done(cl, 7, seq, -EIO);
+	cr_assert(fc_times_kept(cl, 7, before), "the later one may succeed");
+	fc_times_done(cl, 7, s2, -EIO);
+	cr_assert(!fc_times_kept(cl, 7, before));
+	/* A failed set next to a later one that succeeded: that one holds. */
+	before = fc_times_seq(cl);
+	seq = fc_times_set(cl, 7);
+	s2 = fc_times_set(cl, 7);
+	fc_times_done(cl, 7, s2, 0);
+	fc_times_done(cl, 7, seq, -EIO);
 	cr_assert(fc_times_kept(cl, 7, before));
 
 	fc_file_put(cl, f);
