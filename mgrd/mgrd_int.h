@@ -256,8 +256,9 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		   struct mgr_inode **out);
 /* Bump trunc_gen to at least gen (a truncate was started). */
 int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen);
-/* wrote: mtime = ctime = *mtime and data_version += 1, or only the
- * data_version with keep_times (proto/FORMAT.md "Size, truncate"). */
+/* wrote: mtime = *mtime, ctime = the later of ctime and *mtime, and
+ * data_version += 1, or only the data_version with keep_times
+ * (proto/FORMAT.md "Size, truncate"). */
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		       const struct mgr_time *mtime, uint64_t trunc_gen,
 		       bool wrote, bool keep_times, uint32_t n,

@@ -922,6 +922,11 @@ int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen)
 	return 0;
 }
 
+static bool time_before(const struct mgr_time *a, const struct mgr_time *b)
+{
+	return a->sec < b->sec || (a->sec == b->sec && a->nsec < b->nsec);
+}
+
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		       const struct mgr_time *mtime, uint64_t trunc_gen,
 		       bool wrote, bool keep_times, uint32_t n,
@@ -944,9 +949,13 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 				in->col_blocks[cols[i]] = blocks[i];
 	}
 	if (wrote) {
+		/* A report may come after a chmod or chown of the file that
+		 * came after the writes (reports go at close): the status
+		 * change is the later one, and ctime does not go back. */
 		if (!keep_times) {
 			in->mtime = *mtime;
-			in->ctime = *mtime;
+			if (time_before(&in->ctime, mtime))
+				in->ctime = *mtime;
 		}
 		in->data_version++;
 	}

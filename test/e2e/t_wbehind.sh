@@ -195,11 +195,14 @@ EOF
 # 5c. tar x's pattern on many files: writes, futimens at once (the writes
 # may land after it: their reports keep its mtime), fchown, fchmod, close;
 # some files get a write after the futimens, which must move mtime.  The
-# other mount sees every size, mode and mtime; so does a new mount (5d).
-"$PY" - "$M/tx" "$(scale 300)" <<'EOF' && pass wbehind-tar-pattern || fail wbehind-tar-pattern "writer failed"
+# other mount sees every size, mode and mtime, and a ctime no earlier than
+# the one fchmod gave (a report of the writes may reach mgrd after the
+# fchmod); so does a new mount (5d).
+"$PY" - "$M/tx" "$(scale 300)" "$T/tx-ctimes" <<'EOF' && pass wbehind-tar-pattern || fail wbehind-tar-pattern "writer failed"
 import os, sys
 d, n = sys.argv[1], max(int(sys.argv[2]), 40)
 os.mkdir(d)
+ctimes = []
 for i in range(n):
     fd = os.open("%s/f%d" % (d, i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     for k in range(1 + i % 3):
@@ -207,13 +210,17 @@ for i in range(n):
     os.utime(fd, ns=(10**18, 981173106000000000 + i))
     os.fchown(fd, 0, 0)
     os.fchmod(fd, 0o640 | (i % 2) * 0o4)
+    ctimes.append(os.fstat(fd).st_ctime_ns)
     if i % 5 == 4:
         os.write(fd, b"late")
     os.close(fd)
+with open(sys.argv[3], "w") as out:
+    out.write(" ".join(map(str, ctimes)))
 EOF
-"$PY" - "$M2/tx" "$(scale 300)" <<'EOF' && pass wbehind-tar-pattern-other-mount || fail wbehind-tar-pattern-other-mount "differs"
+"$PY" - "$M2/tx" "$(scale 300)" "$T/tx-ctimes" <<'EOF' && pass wbehind-tar-pattern-other-mount || fail wbehind-tar-pattern-other-mount "differs"
 import os, sys, time
 d, n = sys.argv[1], max(int(sys.argv[2]), 40)
+ctimes = list(map(int, open(sys.argv[3]).read().split()))
 bad = []
 for i in range(n):
     st = os.stat("%s/f%d" % (d, i))
@@ -223,9 +230,11 @@ for i in range(n):
     late = i % 5 == 4
     mt_ok = (st.st_mtime > time.time() - 600) if late else \
         st.st_mtime_ns == 981173106000000000 + i
-    if st.st_size != size or (st.st_mode & 0o7777) != mode or not mt_ok:
-        bad.append("f%d: size %d/%d mode %o/%o mtime %d" % (
-            i, st.st_size, size, st.st_mode & 0o7777, mode, st.st_mtime_ns))
+    if st.st_size != size or (st.st_mode & 0o7777) != mode or not mt_ok or \
+            st.st_ctime_ns < ctimes[i]:
+        bad.append("f%d: size %d/%d mode %o/%o mtime %d ctime %d/%d" % (
+            i, st.st_size, size, st.st_mode & 0o7777, mode, st.st_mtime_ns,
+            st.st_ctime_ns, ctimes[i]))
 if bad:
     sys.exit("%d files differ, e.g. %s" % (len(bad), bad[:3]))
 EOF

@@ -387,6 +387,19 @@ Test(ns, setattr_size_report)
 		cr_assert_eq(in->ctime.sec, 3000);
 		cr_assert_eq(in->data_version, 3);
 	}
+	/* Writes reported after a later status change: mtime is theirs,
+	 * ctime does not go back. */
+	{
+		struct mgr_time t4 = { 3500, 0 }, t5 = { 2500, 0 };
+
+		sa = (struct mgr_setattr){ .valid = MGR_SA_MODE, .mode = 0640 };
+		cr_assert_eq(mgr_ns_setattr(&ns, f, &sa, &t4, &in), 0);
+		cr_assert_eq(in->ctime.sec, 3500);
+		cr_assert_eq(mgr_ns_size_report(&ns, f, 6000, &t5, 1, true,
+						false, 0, NULL, NULL, &in), 0);
+		cr_assert_eq(in->mtime.sec, 2500);
+		cr_assert_eq(in->ctime.sec, 3500);
+	}
 	sa = (struct mgr_setattr){ .valid = MGR_SA_MODE | MGR_SA_UID |
 				   MGR_SA_MTIME, .mode = 0600 | S_IFDIR,
 				   .uid = 5, .mtime = t1 };
