@@ -256,6 +256,13 @@ static void connect_fail(struct connect_op *c, int status, const char *what)
 			 "(is the cluster name \"%s\" right?)",
 			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err),
 			 cl->opts.cluster);
+	else if (err == -ECONNRESET)
+		/* mgrd closes what it cannot read, e.g. another release's
+		 * frames, and logs why. */
+		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s: %s (mgrd's log "
+			 "says why it closed the connection; another TwinFS "
+			 "release?)", cl->opts.mgr_host, cl->opts.mgr_port,
+			 what, strerror(-err));
 	else
 		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s: %s",
 			 cl->opts.mgr_host, cl->opts.mgr_port, what,

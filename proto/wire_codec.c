@@ -7,6 +7,7 @@
  * touches a socket except wire_stream_write.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +483,18 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 				break;
 			rc = wire_hdr_decode(r->rbuf + pos, &r->hdr);
 			pos += WIRE_HDR_SIZE;
+			if (rc < 0 && r->hdr.magic == WIRE_MAGIC &&
+			    r->hdr.version != WIRE_VERSION) {
+				/* A TwinFS of another release: say so, the
+				 * usual cause after a partial upgrade. */
+				snprintf(r->why, sizeof(r->why),
+					 "it speaks protocol version %u, this "
+					 "is %u (upgrade all of a cluster "
+					 "together)", (unsigned)r->hdr.version,
+					 (unsigned)WIRE_VERSION);
+				*why = r->why;
+				return rc;
+			}
 			if (rc < 0) {
 				*why = "bad frame header (magic, version, "
 				       "type, flags or length)";

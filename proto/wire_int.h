@@ -23,6 +23,7 @@ struct wire_reader {
 	uint8_t *data;          /* bulk being filled (data_len bytes) */
 	size_t got;             /* bytes filled in the current part */
 	bool first_seen;        /* a frame has been delivered */
+	char why[96];           /* a reason with numbers in it (*why) */
 };
 
 /* Called for each complete frame; takes ownership of m.  Return 0 to go on,
@@ -35,7 +36,7 @@ void wire_reader_free(struct wire_reader *r);
 void wire_reader_alloc(struct wire_reader *r, uv_buf_t *buf);
 /* Account for n bytes just read into the buffer given by wire_reader_alloc
  * and deliver every complete frame.  Returns 0, the callback's error, or
- * -EPROTO / -ENOMEM with *why set to a static reason. */
+ * -EPROTO / -ENOMEM with *why set to a reason (static, or r->why). */
 int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 		     void *arg, const char **why);
 

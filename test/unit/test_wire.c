@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -192,6 +193,30 @@ Test(reader, garbage_body_refused)
 	memset(f + WIRE_HDR_SIZE, 0xff, 4); /* not a valid protobuf */
 	cr_assert_eq(wire_reader_init(&r), 0);
 	cr_assert_eq(feed(&r, f, sizeof(f), 100, &c, &why), -EPROTO);
+	cr_assert_eq(c.n, 0);
+	wire_reader_free(&r);
+}
+
+/* A frame of another release is refused with its version named: the
+ * usual cause after a partial upgrade. */
+Test(reader, other_version_named)
+{
+	uint8_t f[WIRE_HDR_SIZE];
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION - 1,
+		.type = TWINFS__MSG_TYPE__MSG_PING,
+	};
+	struct wire_reader r;
+	struct collected c = { 0 };
+	const char *why = NULL;
+	char want[64];
+
+	wire_hdr_encode(&h, f);
+	cr_assert_eq(wire_reader_init(&r), 0);
+	cr_assert_eq(feed(&r, f, sizeof(f), 5, &c, &why), -EPROTO);
+	snprintf(want, sizeof(want), "protocol version %u, this is %u",
+		 (unsigned)(WIRE_VERSION - 1), (unsigned)WIRE_VERSION);
+	cr_assert_not_null(strstr(why, want), "%s", why);
 	cr_assert_eq(c.n, 0);
 	wire_reader_free(&r);
 }
