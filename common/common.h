@@ -53,6 +53,8 @@ struct tw_ts {
 	int64_t sec;
 	uint32_t nsec;
 };
+/* <0, 0, >0 as a is earlier than, equal to or later than b. */
+int tw_ts_cmp(struct tw_ts a, struct tw_ts b);
 /* Whether a read at `now` updates the atime under relatime (Linux's
  * relatime_need_update): atime <= mtime, atime <= ctime, or atime a day
  * older than now.  mgrd decides with it; the client asks it before

@@ -48,7 +48,7 @@ void tw_malloc_tune(void)
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
-static int ts_cmp(struct tw_ts a, struct tw_ts b)
+int tw_ts_cmp(struct tw_ts a, struct tw_ts b)
 {
 	if (a.sec != b.sec)
 		return a.sec < b.sec ? -1 : 1;
@@ -58,7 +58,7 @@ static int ts_cmp(struct tw_ts a, struct tw_ts b)
 bool tw_relatime_due(struct tw_ts atime, struct tw_ts mtime,
 		     struct tw_ts ctime, struct tw_ts now)
 {
-	return ts_cmp(atime, mtime) <= 0 || ts_cmp(atime, ctime) <= 0 ||
+	return tw_ts_cmp(atime, mtime) <= 0 || tw_ts_cmp(atime, ctime) <= 0 ||
 	       now.sec - atime.sec >= 24 * 3600;
 }
 

@@ -911,7 +911,7 @@ bool fc_report_start(struct fc_client *cl, struct fc_file *f, bool from_timer,
  * mtime when they land (their reports say keep_times), and so do the
  * writes that landed before it, whose reports ride in it.  Loop thread.
  *   fc_times_set: a SETATTR of ino's mtime takes its place now; returns
- *     its seq for fc_times_done.
+ *     its seq (never 0) for fc_times_done.
  *   fc_times_done: it was answered (status), before its reports end:
  *     if it failed, and no later one is unanswered or succeeded, the
  *     writes it overtook set mtime after all (their time: now).

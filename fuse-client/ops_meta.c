@@ -48,8 +48,7 @@ struct mop {
 	int report_rounds;       /* setattr: times it looked for reports */
 	bool writes_landed;      /* setattr: it did */
 	bool embed_tried;        /* setattr without size or mtime: it did */
-	bool times_set;          /* setattr of mtime: fc_times_set ran */
-	uint64_t times_seq;      /* setattr: fc_times_set's */
+	uint64_t times_seq;      /* setattr of mtime: fc_times_set's, or 0 */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
@@ -537,7 +536,7 @@ static void setattr_done(struct fc_mgr_call *mc, int status,
 
 	/* Before the reports end: a flush waiting for them reports next,
 	 * and must carry mtime if this failed (report.c). */
-	if (m->times_set)
+	if (m->times_seq)
 		fc_times_done(m->op.cl, m->ino, m->times_seq, status);
 	fc_report_embed_done(m->op.cl, &m->reports, status);
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
@@ -575,10 +574,8 @@ static void setattr_run(struct fc_op *op)
 	/* An mtime set takes its place now: earlier writes still in flight
 	 * keep the mtime it sets when they land (report.c, fc_times_set). */
 	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MTIME) &&
-	    !m->times_set) {
-		m->times_set = true;
+	    !m->times_seq)
 		m->times_seq = fc_times_set(op->cl, m->ino);
-	}
 	/* A size change comes after every earlier write, also those
 	 * answered early (wbehind.c): a truncate must not be undone by a
 	 * write still in flight. */

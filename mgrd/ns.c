@@ -922,9 +922,9 @@ int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen)
 	return 0;
 }
 
-static bool time_before(const struct mgr_time *a, const struct mgr_time *b)
+static struct tw_ts ts(const struct mgr_time *t)
 {
-	return a->sec < b->sec || (a->sec == b->sec && a->nsec < b->nsec);
+	return (struct tw_ts){ t->sec, t->nsec };
 }
 
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
@@ -954,18 +954,13 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		 * change is the later one, and ctime does not go back. */
 		if (!keep_times) {
 			in->mtime = *mtime;
-			if (time_before(&in->ctime, mtime))
+			if (tw_ts_cmp(ts(&in->ctime), ts(mtime)) < 0)
 				in->ctime = *mtime;
 		}
 		in->data_version++;
 	}
 	*out = in;
 	return 0;
-}
-
-static struct tw_ts ts(const struct mgr_time *t)
-{
-	return (struct tw_ts){ t->sec, t->nsec };
 }
 
 int mgr_ns_accessed(struct mgr_ns *ns, uint64_t ino, const struct mgr_time *at,
