@@ -128,6 +128,9 @@ void jbd__abort(struct jbd *j, int rc, const char *what)
 	fail_waiters(j, &j->sync_waiters, -EIO);
 	fail_waiters(j, &j->cp_waiters, -EIO);
 	fail_waiters(j, &j->home_waiters, -EIO);
+	jbd__fjobs_fail(j, &j->fjobs_run, -EIO, false);
+	jbd__fjobs_fail(j, &j->fjobs_wait, -EIO, false);
+	j->fjobs_wait_tail = NULL;
 	/* wake the owner: the failed callbacks run at its next jbd_process
 	 * (an abort inside a public call would otherwise leave them queued) */
 	if (j->efd >= 0) {
@@ -972,6 +975,7 @@ void jbd_process(struct jbd *j)
 		jbd__commit_kick(j);
 		jbd__sync_kick(j);
 		jbd__home_kick(j);
+		jbd__files_kick(j);
 		jbd__cp_kick(j);
 		jbd__io_pump(j);
 		if (n == 0 && j->done_head == NULL)
@@ -1010,7 +1014,7 @@ static bool pending_work(const struct jbd *j)
 	if (j->first_sealed || j->closing || j->cp_active)
 		return true;
 	if (j->sync_waiters || j->cp_waiters || j->cp_active ||
-	    j->home_waiters)
+	    j->home_waiters || j->fjobs_run || j->fjobs_wait)
 		return true;
 	if (j->want_sync > j->synced_seq && j->want_sync <= j->closed_seq)
 		return true;
@@ -1029,6 +1033,7 @@ int jbd_wait(struct jbd *j)
 	else {
 		jbd__cp_wait(j);
 		jbd__bgsync_wait(&j->osync);
+		jbd__bgsync_wait(&j->fsync_bg);
 	}
 	jbd_process(j);
 	return 0;
@@ -1280,6 +1285,8 @@ void jbd_abandon(struct jbd *j)
 		return;
 	jbd__cp_fini(j);
 	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
+	jbd__bgsync_wait(&j->fsync_bg);
+	free(j->fsync_bg.fds);
 	jbd__io_fini(j);
 	if (j->running)
 		jbd__txn_free(j, j->running);
@@ -1301,6 +1308,8 @@ void jbd_abandon(struct jbd *j)
 		j->home_waiters = w->next;
 		free(w);
 	}
+	jbd__fjobs_fail(j, &j->fjobs_run, -EIO, true);
+	jbd__fjobs_fail(j, &j->fjobs_wait, -EIO, true);
 	while ((w = j->cb_head) != NULL) {
 		j->cb_head = w->next;
 		free(w);
@@ -1328,9 +1337,10 @@ int jbd_close(struct jbd *j)
 		int done = 0;
 		rc = jbd_checkpoint(j, close_done, &done);
 		if (rc == 0) {
-			/* and the jbd_sync_home callers, whose callbacks
-			 * free their requests */
-			while ((done == 0 || j->home_waiters) && !j->aborted)
+			/* and the jbd_sync_home and jbd_sync_files
+			 * callers, whose callbacks free their requests */
+			while ((done == 0 || j->home_waiters ||
+				j->fjobs_run || j->fjobs_wait) && !j->aborted)
 				if (jbd_wait(j) == 1 && done == 0)
 					break;
 			rc = done == 1 ? 0 : (done < 0 ? done : -EIO);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define IO_MAX_IOV   256      /* blocks per writev */
 
@@ -606,6 +607,121 @@ void jbd__home_kick(struct jbd *j)
 	rc = jbd__bgsync_start(j, &j->osync, false);
 	if (rc < 0)
 		jbd__abort(j, rc, "starting a syncfs of the home file system");
+}
+
+bool jbd_can_sync_files(const struct jbd *j)
+{
+	return jbd__bgsync_usable(j);
+}
+
+int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
+		   void *arg)
+{
+	if (j->aborted)
+		return j->aborted;
+	if (!jbd__bgsync_usable(j))
+		return -EOPNOTSUPP;
+	/* Nothing to fsync: the log sync, unless a batch runs or waits,
+	 * which may hold this file's descriptors (its data was taken by an
+	 * earlier call that has not finished) */
+	if (n == 0 && !j->fsync_bg.started && j->fjobs_wait == NULL)
+		return jbd_sync(j, cb, arg);
+	struct jbd_fjob *f = calloc(1, sizeof(*f));
+	int *own = n > 0 ? malloc(n * sizeof(*own)) : NULL;
+	if (f == NULL || (n > 0 && own == NULL)) {
+		free(f);
+		free(own);
+		return -ENOMEM;
+	}
+	if (n > 0)
+		memcpy(own, fds, n * sizeof(*own));
+	f->fds = own;
+	f->n = n;
+	f->cb = cb;
+	f->arg = arg;
+	if (j->fjobs_wait_tail)
+		j->fjobs_wait_tail->next = f;
+	else
+		j->fjobs_wait = f;
+	j->fjobs_wait_tail = f;
+	jbd__files_kick(j);
+	return 0;
+}
+
+void jbd__fjobs_fail(struct jbd *j, struct jbd_fjob **list, int rc,
+		     bool silent)
+{
+	struct jbd_fjob *f;
+	while ((f = *list) != NULL) {
+		*list = f->next;
+		for (size_t i = 0; i < f->n; i++)
+			close(f->fds[i]);
+		if (!silent)
+			jbd__queue_cb(j, f->cb, f->arg, rc);
+		free(f->fds);
+		free(f);
+	}
+}
+
+/* Jobs whose descriptors are synced go on to the log sync. */
+static void fjobs_to_log(struct jbd *j, struct jbd_fjob **list)
+{
+	struct jbd_fjob *f;
+	while ((f = *list) != NULL) {
+		*list = f->next;
+		assert(f->n == 0);
+		int r = j->aborted ? j->aborted : jbd_sync(j, f->cb, f->arg);
+		if (r < 0)
+			jbd__queue_cb(j, f->cb, f->arg, r);
+		free(f->fds);
+		free(f);
+	}
+}
+
+/* jbd_sync_files: collect a finished batch (its callers go on to the log
+ * sync), then start the next with every caller that waits.  Runs after an
+ * abort too, to reap the thread. */
+void jbd__files_kick(struct jbd *j)
+{
+	struct jbd_bgsync *b = &j->fsync_bg;
+	int rc;
+	if (b->started) {
+		if (!jbd__bgsync_poll(b, &rc))
+			return;
+		free(b->fds);
+		b->fds = NULL;
+		if (rc < 0)
+			jbd__abort(j, rc, "an fsync of a file's data at home");
+		fjobs_to_log(j, &j->fjobs_run);
+	}
+	if (j->aborted || j->fjobs_wait == NULL)
+		return;
+	size_t n = 0;
+	for (struct jbd_fjob *f = j->fjobs_wait; f; f = f->next)
+		n += f->n;
+	if (n == 0) {   /* callers that only waited for the last batch */
+		j->fjobs_wait_tail = NULL;
+		fjobs_to_log(j, &j->fjobs_wait);
+		return;
+	}
+	int *fds = malloc(n * sizeof(*fds));
+	if (fds == NULL)
+		return;   /* the next kick tries again */
+	n = 0;
+	for (struct jbd_fjob *f = j->fjobs_wait; f; f = f->next)
+		for (size_t i = 0; i < f->n; i++)
+			fds[n++] = f->fds[i];
+	rc = jbd__bgsync_start_fds(j, b, fds, n);
+	if (rc < 0) {
+		free(fds);
+		jbd__abort(j, rc, "starting an fsync of a file's data at home");
+		return;
+	}
+	/* the thread owns the descriptors now */
+	for (struct jbd_fjob *f = j->fjobs_wait; f; f = f->next)
+		f->n = 0;
+	j->fjobs_run = j->fjobs_wait;
+	j->fjobs_wait = j->fjobs_wait_tail = NULL;
 }
 
 int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg)

@@ -221,8 +221,9 @@ struct jbd_io {
 };
 
 /* One syncfs(2) of the home file system on a short-lived thread, so the
- * owner never waits for the disk (checkpoint, ordered commits).  The
- * thread touches only fd, bg and rc, and wakes the owner through efd. */
+ * owner never waits for the disk (checkpoint, ordered commits), or the
+ * fsync(2) of a batch of descriptors (jbd_sync_files).  The thread touches
+ * only fd, bg, fds and rc, and wakes the owner through efd. */
 struct jbd_bgsync {
 	pthread_t thread;
 	bool started;            /* owner: started, result not collected */
@@ -231,6 +232,19 @@ struct jbd_bgsync {
 	int fd, efd, rc;
 	int (*bg)(void *arg);    /* run before the syncfs, or NULL */
 	void *bg_arg;
+	int *fds;                /* non-NULL: fsync and close these instead
+	                          * of the syncfs; the owner frees the array */
+	size_t nfds;
+};
+
+/* jbd_sync_files: one caller, from the call until the log sync.  fds are
+ * the caller's until its batch starts (then the thread's: n is 0). */
+struct jbd_fjob {
+	int *fds;
+	size_t n;
+	jbd_done_cb cb;
+	void *arg;
+	struct jbd_fjob *next;
 };
 
 struct jbd {
@@ -277,6 +291,11 @@ struct jbd {
 	struct jbd_bgsync osync;
 	uint64_t osync_target, osync_seq;
 	struct jbd_waiter *home_waiters; /* jbd_sync_home, until osync */
+	/* jbd_sync_files: one batch of callers' descriptors at a time is
+	 * fsynced on fsync_bg (fjobs_run); callers that come meanwhile wait
+	 * for the next batch (fjobs_wait, oldest first) */
+	struct jbd_bgsync fsync_bg;
+	struct jbd_fjob *fjobs_run, *fjobs_wait, *fjobs_wait_tail;
 
 	/* sync */
 	bool syncing;
@@ -360,6 +379,10 @@ bool jbd__bgsync_usable(const struct jbd *j);
 /* Start b's thread; with_bg: run ops.home_bg (if any) before the
  * syncfs (the checkpoint's). */
 int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg);
+/* Start b's thread on fsync(2) and close(2) of fds[0..n) (b->fds owns
+ * the array from here; the caller frees it once polled). */
+int jbd__bgsync_start_fds(struct jbd *j, struct jbd_bgsync *b, int *fds,
+			  size_t n);
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);
 void jbd__bgsync_wait(struct jbd_bgsync *b);
 /* Synchronous helpers (open, replay): through the test layer when set. */
@@ -374,6 +397,11 @@ void jbd__layout_add(struct jbd_layout *l, const struct jbd_item *it);
 void jbd__commit_kick(struct jbd *j);
 void jbd__sync_kick(struct jbd *j);
 void jbd__home_kick(struct jbd *j);
+void jbd__files_kick(struct jbd *j);
+/* Fail every job of *list with rc, closing the descriptors it still owns
+ * (abort); queue the callbacks unless `silent` (abandon). */
+void jbd__fjobs_fail(struct jbd *j, struct jbd_fjob **list, int rc,
+		     bool silent);
 
 /* jbd_checkpoint.c */
 void jbd__cp_kick(struct jbd *j);

@@ -533,9 +533,19 @@ bool jbd__bgsync_usable(const struct jbd *j)
 static void *bgsync_main(void *arg)
 {
 	struct jbd_bgsync *b = arg;
-	b->rc = b->bg != NULL ? b->bg(b->bg_arg) : 0;
-	if (b->rc == 0)
-		b->rc = syncfs(b->fd) < 0 ? -errno : 0;
+	if (b->fds != NULL) {
+		/* every descriptor, even after a failure: each is closed */
+		b->rc = 0;
+		for (size_t i = 0; i < b->nfds; i++) {
+			if (fsync(b->fds[i]) < 0 && b->rc == 0)
+				b->rc = -errno;
+			close(b->fds[i]);
+		}
+	} else {
+		b->rc = b->bg != NULL ? b->bg(b->bg_arg) : 0;
+		if (b->rc == 0)
+			b->rc = syncfs(b->fd) < 0 ? -errno : 0;
+	}
 	atomic_store_explicit(&b->done, true, memory_order_release);
 	uint64_t one = 1;
 	ssize_t w = write(b->efd, &one, sizeof(one));
@@ -543,22 +553,45 @@ static void *bgsync_main(void *arg)
 	return NULL;
 }
 
-int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg)
+static int bgsync_spawn(struct jbd *j, struct jbd_bgsync *b)
 {
-	assert(!b->started && jbd__bgsync_usable(j));
-	b->fd = j->ops.home_fs_fd(j->ops.arg);
 	b->efd = j->efd;
 	b->rc = 0;
-	b->bg = with_bg ? j->ops.home_bg : NULL;
-	b->bg_arg = j->ops.arg;
 	atomic_store_explicit(&b->done, false, memory_order_relaxed);
 	int rc = pthread_create(&b->thread, NULL, bgsync_main, b);
 	if (rc != 0)
 		return -rc;
-	j->st.home_syncfs++;
 	b->started = true;
 	b->joined = false;
 	return 0;
+}
+
+int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg)
+{
+	assert(!b->started && jbd__bgsync_usable(j));
+	b->fd = j->ops.home_fs_fd(j->ops.arg);
+	b->bg = with_bg ? j->ops.home_bg : NULL;
+	b->bg_arg = j->ops.arg;
+	b->fds = NULL;
+	b->nfds = 0;
+	int rc = bgsync_spawn(j, b);
+	if (rc == 0)
+		j->st.home_syncfs++;
+	return rc;
+}
+
+int jbd__bgsync_start_fds(struct jbd *j, struct jbd_bgsync *b, int *fds,
+			  size_t n)
+{
+	assert(!b->started && jbd__bgsync_usable(j) && fds != NULL);
+	b->fd = -1;
+	b->bg = NULL;
+	b->fds = fds;
+	b->nfds = n;
+	int rc = bgsync_spawn(j, b);
+	if (rc == 0)
+		j->st.home_fsyncs++;
+	return rc;
 }
 
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc)

@@ -292,13 +292,31 @@ void jbd_cancel(struct jbd_handle *h);
  * transaction committed before this call is synced.  cb may be NULL. */
 int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg);
 
-/* writeback mode's fsync: cb once a syncfs of the home file system that
- * started after every in-place write committed before this call has
- * finished (on a helper thread: the owner's loop never waits for the
- * disk), and the log is synced (jbd_sync).  -EOPNOTSUPP where no
- * background syncfs is possible (no ops.home_fs_fd, the test I/O layer):
- * the caller then syncs home itself and calls jbd_sync. */
+/* writeback mode's fsync of everything (of one file: jbd_sync_files): cb
+ * once a syncfs of the home file system that started after every in-place
+ * write committed before this call has finished (on a helper thread: the
+ * owner's loop never waits for the disk), and the log is synced
+ * (jbd_sync).  -EOPNOTSUPP where no background syncfs is possible (no
+ * ops.home_fs_fd, the test I/O layer): the caller then syncs home itself
+ * and calls jbd_sync. */
 int jbd_sync_home(struct jbd *j, jbd_done_cb cb, void *arg);
+
+/* writeback mode's fsync of one file, as ext3's: cb once fsync(2) of each
+ * of fds[0..n) has returned (on a helper thread, in a batch with other
+ * callers'), then the log is synced (jbd_sync).  fds are the caller's
+ * descriptors of the file's data and of the directories its creation
+ * changed, opened before the call, so they cover every in-place write
+ * that returned before it; the journal closes them (the caller keeps them
+ * only when the call fails).  Unlike jbd_sync_home, the rest of the home
+ * file system's dirty data is not written: another writer's gigabytes do
+ * not delay this fsync.  A failed fsync aborts the journal.  -EOPNOTSUPP
+ * as jbd_sync_home.  With n == 0 (nothing changed since the last call) cb
+ * still waits for the batch that runs or waits, which may hold the file's
+ * descriptors from an earlier call, then for the log sync. */
+int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
+		   void *arg);
+/* jbd_sync_files (and jbd_sync_home) will not say -EOPNOTSUPP. */
+bool jbd_can_sync_files(const struct jbd *j);
 
 /* Sync, then checkpoint every transaction (the log becomes empty): cb once
  * the tail has moved.  cb may be NULL. */
@@ -360,6 +378,7 @@ struct jbd_stats {
 	uint64_t home_syncfs;        /* background syncfs runs started
 	                              * (checkpoints, ordered closes,
 	                              * jbd_sync_home) */
+	uint64_t home_fsyncs;        /* jbd_sync_files batches started */
 	bool direct_home;            /* long runs may go home by O_DIRECT:
 	                              * the log does, and the ring holds its
 	                              * O_DIRECT descriptor */

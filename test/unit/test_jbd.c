@@ -1854,6 +1854,93 @@ Test(jbd, sync_home_in_background)
 	home_fs_fd_dir = -1;
 }
 
+static bool fd_closed(int fd)
+{
+	return fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+}
+
+static int open_tmp_file(const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, "data", 4, 0), 4);
+	return fd;
+}
+
+/* writeback mode's fsync of one file (jbd_sync_files): the caller's
+ * descriptors are fsynced and closed on a helper thread, then the log is
+ * synced; no syncfs runs.  A caller that comes while a batch runs goes in
+ * the next one; one with nothing to fsync still waits for the running
+ * batch (it may hold that file's data).  A failed fsync fails its caller
+ * and aborts; without home_fs_fd the call refuses and the caller keeps
+ * its descriptors. */
+Test(jbd, sync_files_in_background)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_WRITEBACK, false);
+	struct jbd *j;
+	struct jbd_stats st;
+	int fds[2];
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_not(jbd_can_sync_files(j));
+	fds[0] = open_tmp_file("sf.a");
+	cr_assert_eq(jbd_sync_files(j, fds, 1, NULL, NULL), -EOPNOTSUPP);
+	cr_assert_not(fd_closed(fds[0]), "closed though refused");
+	close(fds[0]);
+	cr_assert_eq(jbd_close(j), 0);
+
+	o.ops.home_fs_fd = h_home_fs_fd;
+	home_fs_calls = 0;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert(jbd_can_sync_files(j));
+	int cnt = 0, a = 0, b = 0, c = 0;
+	commit_inplace(j, 1, &cnt);
+	fds[0] = open_tmp_file("sf.a");
+	fds[1] = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fds[1], 0);
+	int fd2 = open_tmp_file("sf.b");
+	cr_assert_eq(jbd_sync_files(j, fds, 2, cnt_cb, &a), 0);
+	cr_assert_eq(jbd_sync_files(j, &fd2, 1, cnt_cb, &b), 0);
+	cr_assert_eq(jbd_sync_files(j, NULL, 0, cnt_cb, &c), 0);
+	cr_assert_eq(a + b + c, 0, "a callback ran inside its call");
+	drain(j);
+	cr_assert_eq(a, 1);
+	cr_assert_eq(b, 1);
+	cr_assert_eq(c, 1);
+	cr_assert_eq(cnt, 1);
+	cr_assert(fd_closed(fds[0]) && fd_closed(fds[1]) && fd_closed(fd2),
+		  "the helper did not close the descriptors");
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_fsyncs, 2, "b waited for a's batch: two");
+	cr_assert_eq(st.home_syncfs, 0, "a file's fsync ran a syncfs");
+	cr_assert_eq(home_fs_calls, 0);
+	cr_assert_eq(st.synced_seq, st.closed_seq, "the log was not synced");
+	/* nothing running: no descriptors is the log sync alone */
+	commit_inplace(j, 2, &cnt);
+	cr_assert_eq(jbd_sync_files(j, NULL, 0, cnt_cb, &c), 0);
+	drain(j);
+	cr_assert_eq(c, 2);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_fsyncs, 2);
+	cr_assert_eq(st.synced_seq, st.closed_seq);
+	/* an fsync that fails (a pipe's: EINVAL) fails the caller, aborts
+	 * the journal and still closes the descriptor */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(jbd_sync_files(j, &p[0], 1, cnt_cb, &a), 0);
+	drain(j);
+	cr_assert_eq(a, -1000, "the fsync's failure was not reported");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	cr_assert(fd_closed(p[0]));
+	close(p[1]);
+	cr_assert_eq(jbd_sync_files(j, NULL, 0, cnt_cb, &a), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
+	if (home_fs_fd_dir >= 0)
+		close(home_fs_fd_dir);
+	home_fs_fd_dir = -1;
+}
+
 /* Many concurrent requests share one close (group commit). */
 Test(jbd, group_commit)
 {
