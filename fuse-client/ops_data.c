@@ -1316,7 +1316,7 @@ static void fsync_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 	struct fc_client *cl = op->cl;
-	bool sent[TW_MAX_IODS + 1] = { false };
+	uint32_t cols[TW_MAX_IODS + 1] = { 0 }, nocols = 0;
 	struct fsync_call *fc;
 	uint32_t k;
 	int err;
@@ -1337,21 +1337,37 @@ static void fsync_issue(struct fc_op *op)
 			d->err = err;
 		fsync_mgr_sync(d);
 	}
-	/* Every iod holding a column: its primary syncs and forwards to its
-	 * twin, so both twins hold the data synced when this replies. */
+	/* Every column's primary, once, with the columns it orders: it syncs
+	 * them and forwards to its twin, so both twins hold the data synced
+	 * when this replies. */
 	for (k = 0; k < d->attr.layout.stripe_count; k++) {
 		struct fc_iod *iod = fc_map_write_iod(cl, d->ino,
 						      d->attr.layout.groups[k],
 						      k);
+
+		if (iod)
+			cols[iod->id] |= 1u << k;
+		else
+			nocols |= 1u << k;
+	}
+	for (k = 0; k < d->attr.layout.stripe_count; k++) {
+		struct fc_iod *iod = fc_map_write_iod(cl, d->ino,
+						      d->attr.layout.groups[k],
+						      k);
+		uint32_t *mask = iod ? &cols[iod->id] : &nocols;
+		uint32_t list[R0_MAX_STRIPE_COUNT];
 		Twinfs__Fsync fs;
 
-		if (iod && sent[iod->id])
-			continue;
-		if (iod)
-			sent[iod->id] = true;
+		if (*mask == 0)
+			continue;   /* sent with an earlier column */
 		twinfs__fsync__init(&fs);
 		fs.ino = d->ino;
 		fs.epoch = cl->epoch;
+		for (uint32_t c = 0; c < R0_MAX_STRIPE_COUNT; c++)
+			if ((*mask >> c) & 1)
+				list[fs.n_columns++] = c;
+		fs.columns = list;
+		*mask = 0;
 		fc = calloc(1, sizeof(*fc));
 		if (!fc) {
 			if (!d->err)

@@ -124,6 +124,9 @@ void iod_store_tick(struct iod_store *s);
 int iod_store_wait(struct iod_store *s);
 /* 0, or -EIO once the journal has aborted (sticky). */
 int iod_store_aborted(const struct iod_store *s);
+/* The journal's counters (journal.h). */
+struct jbd_stats;
+void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
 /* Test only (TWINFS_TEST_FAULTS, main.c): the next journal write fails
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
@@ -211,9 +214,10 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 
 /* cb once everything acknowledged so far is synced (ino 0: every
  * subfile; the journal is one log, so ino only matters in writeback mode,
- * where the subfiles of ino are fsynced in place first). */
-int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
-		    void *arg);
+ * where the subfiles of ino are fsynced in place first: those of the
+ * columns in the bit mask `columns`, every column when 0). */
+int iod_store_fsync(struct iod_store *s, uint64_t ino, uint32_t columns,
+		    iod_store_cb cb, void *arg);
 
 /* Logical size, blocks and trunc_gen of a subfile (exists = false when
  * absent).  Until a checkpoint, blocks counts journal-resident blocks

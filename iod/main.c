@@ -151,7 +151,7 @@ static void shutdown_daemon(struct iod *d)
 	/* Keep the journal's loop hooks until everything already journaled
 	 * has completed (its callbacks reply on connections), then stop. */
 	if (!d->jnl_handles ||
-	    iod_store_fsync(d->store, 0, on_final_sync, d) < 0)
+	    iod_store_fsync(d->store, 0, 0, on_final_sync, d) < 0)
 		jnl_handles_stop(d);
 }
 

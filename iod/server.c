@@ -110,10 +110,17 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 			return -EINVAL;
 		return f->punch ? 0 : check_layout(d, f->layout, f->column);
 	}
-	case TWINFS__MSG_TYPE__MSG_FSYNC:
-		if (!body_is(m, &twinfs__fsync__descriptor) || m->data_len != 0)
+	case TWINFS__MSG_TYPE__MSG_FSYNC: {
+		const Twinfs__Fsync *f = (const Twinfs__Fsync *)m->body;
+
+		if (!body_is(m, &twinfs__fsync__descriptor) ||
+		    m->data_len != 0 || f->n_columns > IOD_MAX_COLUMNS)
 			return -EINVAL;
+		for (size_t i = 0; i < f->n_columns; i++)
+			if (f->columns[i] >= IOD_MAX_COLUMNS)
+				return -EINVAL;
 		return 0;
+	}
 	default:
 		return -EINVAL;
 	}

@@ -667,6 +667,7 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	e->column = column;
 	e->fd = fd;
 	e->dirsync = dirsync;
+	e->unsynced = true;   /* an earlier life may have left dirty data */
 	if (created) {
 		e->trunc_gen = trunc_gen;
 		e->xattr_valid = true;
@@ -933,6 +934,101 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 			rc = r;
 	}
 	return rc;
+}
+
+static int open_dir_fd(struct iod_store *s, const char *rel)
+{
+	int fd = rel ? openat(s->sub_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+		     : fcntl(s->sub_fd, F_DUPFD_CLOEXEC, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
+		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols)
+{
+	uint8_t ds = 0;
+	size_t k = 0;
+	int rc = 0;
+
+	*cols = 0;
+	for (uint32_t c = 0; c < IOD_MAX_COLUMNS && rc == 0; c++) {
+		struct sub *e = cache_find(s, ino, c);
+		char rel[48];
+		int fd;
+
+		if (columns != 0 && !((columns >> c) & 1))
+			continue;
+		if (e != NULL) {
+			if (e->fd < 0 || (!e->unsynced && !e->dirsync))
+				continue;   /* known absent (S5), or synced */
+			fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
+			ds |= e->dirsync;
+			*cols |= 1u << c;
+		} else {
+			if (rel_subpath(ino, c, rel, sizeof(rel)) < 0)
+				continue;
+			unlinkq_settle(s, ino, c, rel);   /* S4 */
+			fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW |
+				    O_NONBLOCK | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT)
+				continue;
+			ds |= DS_CD | DS_AB | DS_TOP;   /* unknown: all */
+		}
+		if (fd < 0)
+			rc = -errno;
+		else
+			fds[k++] = fd;
+	}
+	/* An absent column has no data, and its unlink is a journal record,
+	 * which the log sync after these makes durable. */
+	if (rc == 0 && ds != 0) {
+		unsigned ab, cd;
+		char rel[8];
+		int fd;
+
+		sub_dirs(ino, &ab, &cd);
+		if (ds & DS_CD) {
+			snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+			fd = open_dir_fd(s, rel);
+			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
+		}
+		if (rc == 0 && (ds & DS_AB)) {
+			snprintf(rel, sizeof(rel), "%02x", ab);
+			fd = open_dir_fd(s, rel);
+			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
+		}
+		if (rc == 0 && (ds & DS_TOP)) {
+			fd = open_dir_fd(s, NULL);
+			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
+		}
+	}
+	assert(k <= STORE_SYNC_FDS_MAX);
+	if (rc < 0) {
+		while (k > 0)
+			close(fds[--k]);
+		*cols = 0;
+	}
+	*n = k;
+	return rc;
+}
+
+void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols)
+{
+	for (uint32_t c = 0; c < IOD_MAX_COLUMNS; c++) {
+		struct sub *e = (cols >> c) & 1 ? cache_find(s, ino, c) : NULL;
+
+		if (e != NULL) {
+			e->dirsync = 0;
+			e->unsynced = false;
+		}
+	}
+}
+
+int store_inplace(struct jbd_handle *h, struct sub *e)
+{
+	e->unsynced = true;
+	return jbd_inplace(h, store_obj(e->ino, e->column));
 }
 
 /* --------------------------------------------------------------- listing */

@@ -35,6 +35,10 @@ struct sub {
 	uint64_t trunc_gen;        /* from the xattr (0 when invalid) */
 	bool xattr_valid;
 	uint8_t dirsync;           /* DS_*: not yet made durable */
+	bool unsynced;             /* writeback: not known to be durable at
+	                            * home: set when the entry is made and by
+	                            * every in-place change (store_inplace),
+	                            * cleared when store_sync_fds took it */
 	struct sub *hnext;         /* hash chain */
 	struct sub *prev, *next;   /* LRU list: head = most recent */
 };
@@ -131,6 +135,22 @@ int store_unlinkq_drain(struct iod_store *s);
 bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */
 int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
+/* writeback mode's fsync of ino on the journal's helper thread
+ * (jbd_sync_files): into fds, new descriptors whose fsync makes ino's
+ * data at home durable, as store_sync_objs would sync them: each subfile
+ * changed in place since the last call (all existing ones that are not
+ * cached: an evicted entry forgot), then the directories its creation
+ * changed (S3).  columns: a bit mask of the columns to sync, 0 for all.
+ * *n: how many; *cols: the cached columns whose dirsync bits were read,
+ * for store_sync_fds_taken once the journal has the descriptors.  0, or
+ * -errno with nothing left open. */
+#define STORE_SYNC_FDS_MAX (IOD_MAX_COLUMNS + 3)
+int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
+		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols);
+void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols);
+/* ordered, writeback: e's data or allocation was changed in place under
+ * handle h (jbd_inplace), so an fsync of its file must fsync it. */
+int store_inplace(struct jbd_handle *h, struct sub *e);
 int store_home_stat(struct sub *e, struct iod_sub_stat *st);
 /* The layout in e's xattr, or -EBADMSG. */
 int store_home_layout(struct sub *e, struct iod_sub_layout *l);

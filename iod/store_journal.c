@@ -678,6 +678,11 @@ int iod_store_aborted(const struct iod_store *s)
 	return jbd_aborted(s->j);
 }
 
+void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st)
+{
+	jbd_stats(s->j, st);
+}
+
 void iod_store_inject_journal_eio(struct iod_store *s)
 {
 	jbd_inject_log_eio(s->j);
@@ -771,7 +776,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    fsync(e->fd) < 0)
 			rc = -errno;
 		if (rc == 0 && len > 0)
-			rc = jbd_inplace(h, obj);
+			rc = store_inplace(h, e);
 		if (rc < 0)
 			goto fail;
 	}
@@ -1000,7 +1005,8 @@ fail:
 
 /* writeback mode without the journal's helper thread (tests' I/O layer):
  * make in-place data durable on this thread, the subfiles of ino only. */
-static int sync_home_blocking(struct iod_store *s, uint64_t ino)
+static int sync_home_blocking(struct iod_store *s, uint64_t ino,
+			      uint32_t columns)
 {
 	uint64_t objs[IOD_MAX_COLUMNS];
 	size_t n = 0;
@@ -1012,13 +1018,40 @@ static int sync_home_blocking(struct iod_store *s, uint64_t ino)
 	 * this makes durable (a column probe cost an openat and a directory
 	 * fsync each, 32 per fsync). */
 	for (uint32_t k = 0; k < IOD_MAX_COLUMNS; k++)
-		if (store_sub_exists(s, ino, k))
+		if ((columns == 0 || ((columns >> k) & 1)) &&
+		    store_sub_exists(s, ino, k))
 			objs[n++] = store_obj(ino, k);
 	return store_sync_objs(s, objs, n);
 }
 
-int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
-		    void *arg)
+/* writeback mode's fsync of ino: its subfiles and the directories of
+ * their creation, on the journal's helper thread, then the log sync.
+ * -EOPNOTSUPP without the helper (the tests' I/O layer). */
+static int sync_files(struct iod_store *s, uint64_t ino, uint32_t columns,
+		      struct sreq *r)
+{
+	int fds[STORE_SYNC_FDS_MAX];
+	uint32_t cols;
+	size_t n;
+	int rc;
+
+	if (!jbd_can_sync_files(s->j))
+		return -EOPNOTSUPP;
+	rc = store_sync_fds(s, ino, columns, fds, &n, &cols);
+	if (rc < 0)
+		return rc;
+	rc = jbd_sync_files(s->j, fds, n, sreq_done, r);
+	if (rc < 0) {
+		while (n > 0)
+			close(fds[--n]);
+		return rc;
+	}
+	store_sync_fds_taken(s, ino, cols);
+	return 0;
+}
+
+int iod_store_fsync(struct iod_store *s, uint64_t ino, uint32_t columns,
+		    iod_store_cb cb, void *arg)
 {
 	struct sreq *r;
 	int rc;
@@ -1033,13 +1066,15 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, iod_store_cb cb,
 		rc = jbd_sync(s->j, sreq_done, r);
 	} else {
 		/* Data written in place is not ordered with the journal in
-		 * writeback mode: a syncfs on the journal's helper thread
-		 * makes it durable, then the log is synced.  On the loop, an
-		 * fsync of a file with a lot of dirty data would stall every
-		 * request of this iod (and its pings) for seconds. */
-		rc = jbd_sync_home(s->j, sreq_done, r);
+		 * writeback mode: as ext3's, an fsync writes the file's own
+		 * data (ino 0, everything: a syncfs), on the journal's helper
+		 * thread, then the log is synced.  On the loop, an fsync of a
+		 * file with a lot of dirty data would stall every request of
+		 * this iod (and its pings) for seconds. */
+		rc = ino != 0 ? sync_files(s, ino, columns, r)
+			      : jbd_sync_home(s->j, sreq_done, r);
 		if (rc == -EOPNOTSUPP) {
-			rc = sync_home_blocking(s, ino);
+			rc = sync_home_blocking(s, ino, columns);
 			if (rc < 0) {
 				free(r);
 				return rc;

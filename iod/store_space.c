@@ -195,7 +195,7 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 		if (rc == 0)
 			rc = home_alloc(s, ino, column, off, len);
 		if (rc == 0)
-			rc = jbd_inplace(h, obj);
+			rc = store_inplace(h, e);
 		if (rc < 0)
 			goto fail;
 	}
@@ -284,7 +284,7 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 		if (rc == 0 && zero)
 			rc = home_alloc(s, ino, column, off, len);
 		if (rc == 0)
-			rc = jbd_inplace(h, obj);
+			rc = store_inplace(h, e);
 		if (rc < 0)
 			goto fail;
 	}

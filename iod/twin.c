@@ -360,8 +360,12 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 	}
 	case TWINFS__MSG_TYPE__MSG_FSYNC: {
 		const Twinfs__Fsync *f = (const Twinfs__Fsync *)m->body;
+		uint32_t cols = 0;
 
-		return iod_store_fsync(d->store, f->ino, on_local_done, o);
+		for (size_t i = 0; i < f->n_columns; i++)   /* checked: < 32 */
+			cols |= 1u << f->columns[i];
+		return iod_store_fsync(d->store, f->ino, cols, on_local_done,
+				       o);
 	}
 	default:
 		return -EINVAL;
@@ -661,7 +665,7 @@ static void on_intent_timer(uv_timer_t *t)
 	ic->token = iod_store_intent_epoch(d->store);
 	ic->pending = 1;
 	d->intent_busy = true;
-	rc = iod_store_fsync(d->store, 0, icycle_local, ic);
+	rc = iod_store_fsync(d->store, 0, 0, icycle_local, ic);
 	if (rc < 0) {
 		d->intent_busy = false;
 		free(ic);

@@ -285,3 +285,53 @@ wait_state() {
 e2e_remount() {
 	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"
 }
+
+# The fsync drill (t_journal_crash.sh, t_writeback.sh), in two steps.
+# acked_kill FILE BLOCKS MIN: write FILE a 64 KiB block and an fsync at a
+# time (acked_blocks.py; the blocks acknowledged are logged in $T/acked, T
+# the caller's e2e_tmpdir), kill -9 both twins of group 0 (iods 1 and 2)
+# once MIN are, and check that the writer returns with an error instead of
+# hanging (writer-returns: within the request timeout and the client's
+# retry window) and had MIN acknowledged (acked-before-kill).
+acked_kill() {
+	local file=$1 blocks=$2 min=$3 writer killed_at acked
+	"$PY" "$E2E_DIR/acked_blocks.py" write "$file" "$T/acked" "$blocks" \
+		>"$T/writer.out" 2>&1 &
+	writer=$!
+	for _ in $(seq 1 300); do
+		[[ -s $T/acked ]] && (($(wc -l <"$T/acked") >= min)) && break
+		sleep 0.05
+	done
+	lc kill-iod 1 >/dev/null
+	lc kill-iod 2 >/dev/null
+	killed_at=$(wc -l <"$T/acked")
+	for _ in $(seq 1 600); do kill -0 "$writer" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$writer" 2>/dev/null; then
+		fail writer-returns "writer still blocked 60 s after both twins died"
+		kill -9 "$writer"
+	else
+		pass writer-returns
+	fi
+	wait "$writer" 2>/dev/null
+	acked=$(wc -l <"$T/acked")
+	((acked >= killed_at && acked >= min)) && pass acked-before-kill ||
+		fail acked-before-kill "only $acked blocks acknowledged: $(tr '\n' ' ' <"$T/writer.out")"
+}
+
+# acked_check FILE: start iods 1 and 2 again, wait (bounded) until mgrd
+# answers, and check from a fresh mount that every acknowledged block of
+# FILE reads back exactly (acked-blocks-intact).
+acked_check() {
+	lc start-iod 1 >/dev/null
+	lc start-iod 2 >/dev/null
+	for _ in $(seq 1 100); do
+		ctl status >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	e2e_remount
+	if "$PY" "$E2E_DIR/acked_blocks.py" check "$1" "$T/acked" >"$T/check.out" 2>&1; then
+		pass acked-blocks-intact
+	else
+		fail acked-blocks-intact "$(tr '\n' ' ' <"$T/check.out")"
+	fi
+}

@@ -93,7 +93,7 @@ static inline int s_fallocate(struct iod_store *s, uint64_t ino, uint32_t col,
 static inline int s_fsync(struct iod_store *s, uint64_t ino)
 {
 	int flag = 0;
-	int rc = iod_store_fsync(s, ino, sync_cb, &flag);
+	int rc = iod_store_fsync(s, ino, 0, sync_cb, &flag);
 
 	return rc < 0 ? rc : sync_wait(s, &flag);
 }

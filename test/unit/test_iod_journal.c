@@ -226,7 +226,7 @@ Test(iod_journal, writeback_fsync_in_background)
 
 		cr_assert_eq(s_write(st, ino, 0, 0, a, sizeof(a), 0, &L, NULL),
 			     0);
-		cr_assert_eq(iod_store_fsync(st, what, sync_cb, &flag), 0);
+		cr_assert_eq(iod_store_fsync(st, what, 0, sync_cb, &flag), 0);
 		cr_assert_eq(flag, 0, "fsync of ino %lu finished inside the call",
 			     (unsigned long)what);
 		cr_assert_eq(sync_wait(st, &flag), 0);
@@ -234,6 +234,55 @@ Test(iod_journal, writeback_fsync_in_background)
 	restart_dead();
 	expect(31, 0, a, sizeof(a));
 	expect(32, 0, a, sizeof(a));
+}
+
+/* writeback mode: an fsync of a file fsyncs only its subfiles changed in
+ * place since the last (jbd_sync_files), of the columns asked for, and
+ * never the whole home file system; ino 0 still means a syncfs. */
+Test(iod_journal, writeback_fsync_of_a_file)
+{
+	static uint8_t a[64 * 1024];
+	struct jbd_stats j0, j1;
+	int flag;
+
+	fresh(2);
+	fill(a, sizeof(a), 6);
+	cr_assert_eq(s_write(st, 41, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 41, 1, 0, a, sizeof(a), 0, &L, NULL), 0);
+	iod_store_journal_stats(st, &j0);
+	flag = 0;
+	cr_assert_eq(iod_store_fsync(st, 41, 1u << 0, sync_cb, &flag), 0);
+	cr_assert_eq(sync_wait(st, &flag), 0);
+	iod_store_journal_stats(st, &j1);
+	cr_assert_eq(j1.home_fsyncs, j0.home_fsyncs + 1);
+	cr_assert_eq(j1.home_syncfs, j0.home_syncfs, "a syncfs for one file");
+	cr_assert_eq(j1.synced_seq, j1.closed_seq);
+	/* column 0 again, unchanged: the log alone */
+	flag = 0;
+	cr_assert_eq(iod_store_fsync(st, 41, 1u << 0, sync_cb, &flag), 0);
+	cr_assert_eq(sync_wait(st, &flag), 0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(j0.home_fsyncs, j1.home_fsyncs, "synced data synced again");
+	/* every column: column 1 is still unsynced */
+	cr_assert_eq(s_fsync(st, 41), 0);
+	iod_store_journal_stats(st, &j1);
+	cr_assert_eq(j1.home_fsyncs, j0.home_fsyncs + 1);
+	cr_assert_eq(s_fsync(st, 41), 0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(j0.home_fsyncs, j1.home_fsyncs);
+	/* a punch changes the subfile in place too */
+	cr_assert_eq(s_punch(st, 41, 1, 0, 4096, 0, NULL), 0);
+	cr_assert_eq(s_fsync(st, 41), 0);
+	iod_store_journal_stats(st, &j1);
+	cr_assert_eq(j1.home_fsyncs, j0.home_fsyncs + 1);
+	/* everything (ino 0): the syncfs */
+	cr_assert_eq(s_fsync(st, 0), 0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(j0.home_syncfs, j1.home_syncfs + 1);
+	restart_dead();
+	expect(41, 0, a, sizeof(a));
+	memset(a, 0, 4096);
+	expect(41, 1, a, sizeof(a));
 }
 
 /* In journal mode the data of a closed transaction is only in the log
