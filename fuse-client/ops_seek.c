@@ -134,6 +134,11 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 
 		if (fc_is_transport_err(status))
 			fc_report(cl, failed, status);
+		/* Remembered before trying the other twin: when that one is
+		 * the twin that died, its error says nothing of the map, and
+		 * the refusal of our epoch is what says a new one exists. */
+		if (status == -ESTALE)
+			sc->saw_stale = true;
 		sc->iod = sc->attempts < 2 && !cl->stopping
 			  ? fc_map_read_iod(cl, so->ino,
 					    so->attr.layout.groups[sc->column],
@@ -145,8 +150,6 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 		}
 		/* A twin refused our epoch (the other may be the one that
 		 * died): seek_finish starts again on a new map. */
-		if (status == -ESTALE)
-			sc->saw_stale = true;
 		if ((status == -ESTALE || (sc->saw_stale &&
 					   fc_is_transport_err(status))) &&
 		    so->stale_tries < FC_SEEK_STALE_TRIES && !cl->stopping) {
