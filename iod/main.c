@@ -17,6 +17,7 @@
  * that a test can abort the journal of a running iod.
  */
 #include "iod_int.h"
+#include "journal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -297,8 +298,18 @@ int main(int argc, char **argv)
 	 * checkpointed (iod_store_close below). */
 	rc = iod_store_aborted(d->store);
 	status = rc < 0 ? 1 : 0;
-	tw_info("iod %ld: stopped (%" PRIu64 " requests forwarded to the twin)",
-		id, d->n_forwarded);
+	{
+		struct jbd_stats js;
+
+		iod_store_journal_stats(d->store, &js);
+		tw_info("iod %ld: stopped (%" PRIu64 " requests forwarded to "
+			"the twin; journal: %" PRIu64 " commits, %" PRIu64
+			" log syncs, %" PRIu64 " checkpoints; home: %" PRIu64
+			" syncfs, %" PRIu64 " fsync batches of %" PRIu64
+			" files and directories)", id, d->n_forwarded,
+			js.commits, js.syncs, js.checkpoints, js.home_syncfs,
+			js.home_fsyncs, js.home_fsync_fds);
+	}
 out:
 	if (d->loop) {
 		uv_loop_close(d->loop);

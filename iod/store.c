@@ -42,6 +42,19 @@
  *       Order still holds: nothing opens or creates a subfile by its path
  *       (store_get_sub, store_sub_exists, store_unlink) while its unlink
  *       is queued or running; it does the unlink first, or waits for it.
+ *   S6  writeback mode's fsync of a file (store_sync_fds) fsyncs that
+ *       file's subfiles changed in place (sub.unsynced; every uncached
+ *       one) and the directories on its path that gained an entry since
+ *       they were last taken (dirty_top, dirty_ab, dirty_cd, set by
+ *       store_get_sub's creations), all on the journal's helper thread.
+ *       What an earlier life of the iod left is durable before the first
+ *       request: replay syncs every object of the log it replays (S3's
+ *       conservative path), and a checkpoint syncs home before the tail
+ *       moves.  A bit is cleared when taken; a later fsync that finds it
+ *       clear waits for the batch that holds it (jbd_sync_files).  A
+ *       synchronous write fsyncs its subfile and those directories on
+ *       the loop (store_sync_path; all three while a batch may hold
+ *       them), as it always fsynced the subfile there.
  *   S5  The fd cache also remembers subfiles known to be absent at home
  *       (fd -1): a write to a new subfile asked for its home file three
  *       times (state, size, the reply's stat), an openat and ENOENT each,
@@ -526,6 +539,21 @@ static struct sub *cache_find(struct iod_store *s, uint64_t ino,
 	return NULL;
 }
 
+static void bit_set(uint8_t *map, unsigned i)
+{
+	map[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+static bool bit_get(const uint8_t *map, unsigned i)
+{
+	return map[i / 8] & (1u << (i % 8));
+}
+
+static void bit_clear(uint8_t *map, unsigned i)
+{
+	map[i / 8] &= (uint8_t)~(1u << (i % 8));
+}
+
 static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 {
 	unsigned ab, cd;
@@ -533,15 +561,19 @@ static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 
 	sub_dirs(ino, &ab, &cd);
 	snprintf(rel, sizeof(rel), "%02x", ab);
-	if (mkdirat(s->sub_fd, rel, 0755) == 0)
+	if (mkdirat(s->sub_fd, rel, 0755) == 0) {
 		*dirsync |= DS_TOP;
-	else if (errno != EEXIST)
+		s->dirty_top = true;   /* S6 */
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-	if (mkdirat(s->sub_fd, rel, 0755) == 0)
+	if (mkdirat(s->sub_fd, rel, 0755) == 0) {
 		*dirsync |= DS_AB;
-	else if (errno != EEXIST)
+		bit_set(s->dirty_ab, ab);
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	return 0;
 }
 
@@ -644,6 +676,12 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 			return -errno;
 		created = true;
 		dirsync |= DS_CD;
+		{
+			unsigned ab, cd;
+
+			sub_dirs(ino, &ab, &cd);
+			bit_set(s->dirty_cd[ab], cd);   /* S6 */
+		}
 		xattr_encode(&xd, ino, column, trunc_gen, layout);
 		if (fsetxattr(fd, SUB_XATTR, &xd, sizeof(xd), 0) < 0) {
 			rc = -errno;
@@ -936,73 +974,68 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 	return rc;
 }
 
-static int open_dir_fd(struct iod_store *s, const char *rel)
+/* Append a descriptor of directory rel (NULL: subfiles/ itself) to fds;
+ * one that is gone has nothing to sync (as fsync_dirat). */
+static int add_dir_fd(struct iod_store *s, const char *rel, int *fds,
+		      size_t *k)
 {
 	int fd = rel ? openat(s->sub_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 		     : fcntl(s->sub_fd, F_DUPFD_CLOEXEC, 0);
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	fds[(*k)++] = fd;
+	return 0;
 }
 
 int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols)
 {
-	uint8_t ds = 0;
+	unsigned ab, cd;
 	size_t k = 0;
+	char rel[48];
 	int rc = 0;
 
 	*cols = 0;
 	for (uint32_t c = 0; c < IOD_MAX_COLUMNS && rc == 0; c++) {
 		struct sub *e = cache_find(s, ino, c);
-		char rel[48];
 		int fd;
 
 		if (columns != 0 && !((columns >> c) & 1))
 			continue;
 		if (e != NULL) {
-			if (e->fd < 0 || (!e->unsynced && !e->dirsync))
+			if (e->fd < 0 || !e->unsynced)
 				continue;   /* known absent (S5), or synced */
 			fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-			ds |= e->dirsync;
+			if (fd < 0)
+				fd = -errno;
 			*cols |= 1u << c;
 		} else {
 			if (rel_subpath(ino, c, rel, sizeof(rel)) < 0)
 				continue;
 			unlinkq_settle(s, ino, c, rel);   /* S4 */
-			fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW |
-				    O_NONBLOCK | O_CLOEXEC);
-			if (fd < 0 && errno == ENOENT)
+			fd = open_existing(s, rel);
+			if (fd == -ENOENT)
 				continue;
-			ds |= DS_CD | DS_AB | DS_TOP;   /* unknown: all */
 		}
 		if (fd < 0)
-			rc = -errno;
+			rc = fd;
 		else
 			fds[k++] = fd;
 	}
 	/* An absent column has no data, and its unlink is a journal record,
 	 * which the log sync after these makes durable. */
-	if (rc == 0 && ds != 0) {
-		unsigned ab, cd;
-		char rel[8];
-		int fd;
-
-		sub_dirs(ino, &ab, &cd);
-		if (ds & DS_CD) {
-			snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-			fd = open_dir_fd(s, rel);
-			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
-		}
-		if (rc == 0 && (ds & DS_AB)) {
-			snprintf(rel, sizeof(rel), "%02x", ab);
-			fd = open_dir_fd(s, rel);
-			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
-		}
-		if (rc == 0 && (ds & DS_TOP)) {
-			fd = open_dir_fd(s, NULL);
-			rc = fd < 0 ? fd : (fds[k++] = fd, 0);
-		}
+	sub_dirs(ino, &ab, &cd);
+	if (rc == 0 && bit_get(s->dirty_cd[ab], cd)) {
+		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+		rc = add_dir_fd(s, rel, fds, &k);
 	}
+	if (rc == 0 && bit_get(s->dirty_ab, ab)) {
+		snprintf(rel, sizeof(rel), "%02x", ab);
+		rc = add_dir_fd(s, rel, fds, &k);
+	}
+	if (rc == 0 && s->dirty_top)
+		rc = add_dir_fd(s, NULL, fds, &k);
 	assert(k <= STORE_SYNC_FDS_MAX);
 	if (rc < 0) {
 		while (k > 0)
@@ -1015,14 +1048,45 @@ int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 
 void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols)
 {
+	unsigned ab, cd;
+
 	for (uint32_t c = 0; c < IOD_MAX_COLUMNS; c++) {
 		struct sub *e = (cols >> c) & 1 ? cache_find(s, ino, c) : NULL;
 
-		if (e != NULL) {
-			e->dirsync = 0;
+		if (e != NULL)
 			e->unsynced = false;
-		}
 	}
+	sub_dirs(ino, &ab, &cd);
+	bit_clear(s->dirty_cd[ab], cd);
+	bit_clear(s->dirty_ab, ab);
+	s->dirty_top = false;
+}
+
+int store_sync_path(struct iod_store *s, uint64_t ino, bool all)
+{
+	unsigned ab, cd;
+	char rel[8];
+	int rc = 0;
+
+	sub_dirs(ino, &ab, &cd);
+	if (all || bit_get(s->dirty_cd[ab], cd)) {
+		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
+		rc = fsync_dirat(s->sub_fd, rel);
+		if (rc == 0)
+			bit_clear(s->dirty_cd[ab], cd);
+	}
+	if (rc == 0 && (all || bit_get(s->dirty_ab, ab))) {
+		snprintf(rel, sizeof(rel), "%02x", ab);
+		rc = fsync_dirat(s->sub_fd, rel);
+		if (rc == 0)
+			bit_clear(s->dirty_ab, ab);
+	}
+	if (rc == 0 && (all || s->dirty_top)) {
+		rc = fsync(s->sub_fd) < 0 ? -errno : 0;
+		if (rc == 0)
+			s->dirty_top = false;
+	}
+	return rc;
 }
 
 int store_inplace(struct jbd_handle *h, struct sub *e)

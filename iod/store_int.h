@@ -38,7 +38,8 @@ struct sub {
 	bool unsynced;             /* writeback: not known to be durable at
 	                            * home: set when the entry is made and by
 	                            * every in-place change (store_inplace),
-	                            * cleared when store_sync_fds took it */
+	                            * cleared when store_sync_fds took it
+	                            * (S6) */
 	struct sub *hnext;         /* hash chain */
 	struct sub *prev, *next;   /* LRU list: head = most recent */
 };
@@ -74,6 +75,15 @@ struct iod_store {
 	struct sub *buckets[HASH_BUCKETS];
 	struct sub lru;            /* sentinel */
 	unsigned n_cached, max_cached;
+
+	/* S6: directories with an entry made since store_sync_fds last took
+	 * them (bit per directory): subfiles (a new ab), ab (a new cd),
+	 * ab/cd (a new subfile).  Kept per directory, not per subfile: a
+	 * subfile created in a cd that another one's creation made needs
+	 * cd's entry in ab durable too, and an entry's bits die with it. */
+	bool dirty_top;
+	uint8_t dirty_ab[256 / 8];
+	uint8_t dirty_cd[256][256 / 8];
 
 	/* Deferred unlinks (store.c, S4). */
 	pthread_mutex_t unlink_lock;
@@ -136,18 +146,23 @@ bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */
 int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
 /* writeback mode's fsync of ino on the journal's helper thread
- * (jbd_sync_files): into fds, new descriptors whose fsync makes ino's
- * data at home durable, as store_sync_objs would sync them: each subfile
- * changed in place since the last call (all existing ones that are not
- * cached: an evicted entry forgot), then the directories its creation
- * changed (S3).  columns: a bit mask of the columns to sync, 0 for all.
- * *n: how many; *cols: the cached columns whose dirsync bits were read,
- * for store_sync_fds_taken once the journal has the descriptors.  0, or
+ * (jbd_sync_files, S6): into fds, new descriptors whose fsync makes ino's
+ * data at home durable: each subfile changed in place since the last call
+ * (every existing one that is not cached: an evicted entry forgot), then
+ * each directory on its path with an entry not yet made durable.
+ * columns: a bit mask of the columns to sync, 0 for all.  *n: how many;
+ * *cols: the cached columns taken.  Nothing is marked synced until
+ * store_sync_fds_taken (once the journal holds the descriptors).  0, or
  * -errno with nothing left open. */
 #define STORE_SYNC_FDS_MAX (IOD_MAX_COLUMNS + 3)
 int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols);
 void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols);
+/* writeback mode's synchronous write (S6): fsync, on this thread, the
+ * directories on ino's path with an entry not yet durable; every one of
+ * them when `all` (a batch that took their bits may not have synced them
+ * yet). */
+int store_sync_path(struct iod_store *s, uint64_t ino, bool all);
 /* ordered, writeback: e's data or allocation was changed in place under
  * handle h (jbd_inplace), so an fsync of its file must fsync it. */
 int store_inplace(struct jbd_handle *h, struct sub *e);

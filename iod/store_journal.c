@@ -772,9 +772,13 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		rc = store_sub_at_gen(s, ino, column, create, layout, gen, &e);
 		if (rc == 0 && len > 0)
 			rc = tw_pwrite_all(e->fd, buf, len, off);
-		if (rc == 0 && sync && s->mode == JBD_MODE_WRITEBACK &&
-		    fsync(e->fd) < 0)
-			rc = -errno;
+		if (rc == 0 && sync && s->mode == JBD_MODE_WRITEBACK) {
+			/* its data and the entries that reach it (S6) */
+			rc = fsync(e->fd) < 0 ? -errno : 0;
+			if (rc == 0)
+				rc = store_sync_path(s, ino,
+						     jbd_sync_files_busy(s->j));
+		}
 		if (rc == 0 && len > 0)
 			rc = store_inplace(h, e);
 		if (rc < 0)
@@ -1024,8 +1028,8 @@ static int sync_home_blocking(struct iod_store *s, uint64_t ino,
 	return store_sync_objs(s, objs, n);
 }
 
-/* writeback mode's fsync of ino: its subfiles and the directories of
- * their creation, on the journal's helper thread, then the log sync.
+/* writeback mode's fsync of ino: its subfiles and the directories on
+ * their path (S6), on the journal's helper thread, then the log sync.
  * -EOPNOTSUPP without the helper (the tests' I/O layer). */
 static int sync_files(struct iod_store *s, uint64_t ino, uint32_t columns,
 		      struct sreq *r)
@@ -1044,7 +1048,8 @@ static int sync_files(struct iod_store *s, uint64_t ino, uint32_t columns,
 	if (rc < 0) {
 		while (n > 0)
 			close(fds[--n]);
-		return rc;
+		/* too many fsyncs waiting: one syncfs serves them all */
+		return rc == -EBUSY ? jbd_sync_home(s->j, sreq_done, r) : rc;
 	}
 	store_sync_fds_taken(s, ino, cols);
 	return 0;

@@ -614,6 +614,11 @@ bool jbd_can_sync_files(const struct jbd *j)
 	return jbd__bgsync_usable(j);
 }
 
+bool jbd_sync_files_busy(const struct jbd *j)
+{
+	return j->fsync_bg.started || j->fjobs_wait != NULL;
+}
+
 int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
 		   void *arg)
 {
@@ -626,6 +631,8 @@ int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
 	 * earlier call that has not finished) */
 	if (n == 0 && !j->fsync_bg.started && j->fjobs_wait == NULL)
 		return jbd_sync(j, cb, arg);
+	if (j->fjobs_fds + n > JBD_SYNC_FILES_MAX_FDS)
+		return -EBUSY;
 	struct jbd_fjob *f = calloc(1, sizeof(*f));
 	int *own = n > 0 ? malloc(n * sizeof(*own)) : NULL;
 	if (f == NULL || (n > 0 && own == NULL)) {
@@ -639,6 +646,7 @@ int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
 	f->n = n;
 	f->cb = cb;
 	f->arg = arg;
+	j->fjobs_fds += n;
 	if (j->fjobs_wait_tail)
 		j->fjobs_wait_tail->next = f;
 	else
@@ -656,6 +664,7 @@ void jbd__fjobs_fail(struct jbd *j, struct jbd_fjob **list, int rc,
 		*list = f->next;
 		for (size_t i = 0; i < f->n; i++)
 			close(f->fds[i]);
+		j->fjobs_fds -= f->n;
 		if (!silent)
 			jbd__queue_cb(j, f->cb, f->arg, rc);
 		free(f->fds);
@@ -688,8 +697,10 @@ void jbd__files_kick(struct jbd *j)
 	if (b->started) {
 		if (!jbd__bgsync_poll(b, &rc))
 			return;
+		j->fjobs_fds -= b->nfds;
 		free(b->fds);
 		b->fds = NULL;
+		b->nfds = 0;
 		if (rc < 0)
 			jbd__abort(j, rc, "an fsync of a file's data at home");
 		fjobs_to_log(j, &j->fjobs_run);

@@ -296,6 +296,7 @@ struct jbd {
 	 * for the next batch (fjobs_wait, oldest first) */
 	struct jbd_bgsync fsync_bg;
 	struct jbd_fjob *fjobs_run, *fjobs_wait, *fjobs_wait_tail;
+	size_t fjobs_fds;        /* descriptors held: waiting and running */
 
 	/* sync */
 	bool syncing;
@@ -380,7 +381,8 @@ bool jbd__bgsync_usable(const struct jbd *j);
  * syncfs (the checkpoint's). */
 int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg);
 /* Start b's thread on fsync(2) and close(2) of fds[0..n) (b->fds owns
- * the array from here; the caller frees it once polled). */
+ * the array from here, the caller frees it once polled; on failure the
+ * array and the descriptors stay the caller's). */
 int jbd__bgsync_start_fds(struct jbd *j, struct jbd_bgsync *b, int *fds,
 			  size_t n);
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc);

@@ -589,9 +589,14 @@ int jbd__bgsync_start_fds(struct jbd *j, struct jbd_bgsync *b, int *fds,
 	b->fds = fds;
 	b->nfds = n;
 	int rc = bgsync_spawn(j, b);
-	if (rc == 0)
-		j->st.home_fsyncs++;
-	return rc;
+	if (rc < 0) {
+		b->fds = NULL;   /* the caller's again */
+		b->nfds = 0;
+		return rc;
+	}
+	j->st.home_fsyncs++;
+	j->st.home_fsync_fds += n;
+	return 0;
 }
 
 bool jbd__bgsync_poll(struct jbd_bgsync *b, int *rc)

@@ -310,13 +310,18 @@ int jbd_sync_home(struct jbd *j, jbd_done_cb cb, void *arg);
  * only when the call fails).  Unlike jbd_sync_home, the rest of the home
  * file system's dirty data is not written: another writer's gigabytes do
  * not delay this fsync.  A failed fsync aborts the journal.  -EOPNOTSUPP
- * as jbd_sync_home.  With n == 0 (nothing changed since the last call) cb
+ * as jbd_sync_home; -EBUSY when the journal would hold more than
+ * JBD_SYNC_FILES_MAX_FDS descriptors (the caller may use jbd_sync_home).  With n == 0 (nothing changed since the last call) cb
  * still waits for the batch that runs or waits, which may hold the file's
  * descriptors from an earlier call, then for the log sync. */
+#define JBD_SYNC_FILES_MAX_FDS 256   /* held at once; more: -EBUSY */
 int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
 		   void *arg);
 /* jbd_sync_files (and jbd_sync_home) will not say -EOPNOTSUPP. */
 bool jbd_can_sync_files(const struct jbd *j);
+/* A jbd_sync_files batch runs or waits: descriptors taken from the caller
+ * may not be synced yet. */
+bool jbd_sync_files_busy(const struct jbd *j);
 
 /* Sync, then checkpoint every transaction (the log becomes empty): cb once
  * the tail has moved.  cb may be NULL. */
@@ -379,6 +384,7 @@ struct jbd_stats {
 	                              * (checkpoints, ordered closes,
 	                              * jbd_sync_home) */
 	uint64_t home_fsyncs;        /* jbd_sync_files batches started */
+	uint64_t home_fsync_fds;     /* and the descriptors they fsynced */
 	bool direct_home;            /* long runs may go home by O_DIRECT:
 	                              * the log does, and the ring holds its
 	                              * O_DIRECT descriptor */

@@ -42,12 +42,14 @@ static int rm_cb(const char *p, const struct stat *sb, int flag,
 	return remove(p);
 }
 
+static unsigned test_max_fds;   /* the fd cache's size; 0: default */
+
 static int open_mode(int mode, struct iod_store **out)
 {
 	struct iod_store_opts o = {
 		.dir = datadir, .iod_id = 1, .cluster = "test",
 		.journal_size = 16u << 20, .journal_mode = mode,
-		.commit_interval_ms = 100,
+		.commit_interval_ms = 100, .max_fds = test_max_fds,
 	};
 	return iod_store_open(&o, out);
 }
@@ -283,6 +285,70 @@ Test(iod_journal, writeback_fsync_of_a_file)
 	expect(41, 0, a, sizeof(a));
 	memset(a, 0, 4096);
 	expect(41, 1, a, sizeof(a));
+}
+
+/* fsync(ino, columns) in writeback mode: the descriptors a batch fsyncs
+ * (home_fsync_fds) since `before`. */
+static uint64_t fsync_fds(uint64_t ino, uint32_t columns,
+			  const struct jbd_stats *before)
+{
+	struct jbd_stats now;
+	int flag = 0;
+
+	cr_assert_eq(iod_store_fsync(st, ino, columns, sync_cb, &flag), 0);
+	cr_assert_eq(sync_wait(st, &flag), 0);
+	iod_store_journal_stats(st, &now);
+	return now.home_fsync_fds - before->home_fsync_fds;
+}
+
+/* S6: the directories on a subfile's path are synced by the first fsync
+ * that comes after they changed, whichever subfile made them: a subfile
+ * created in a directory that another's creation made, and one whose
+ * cache entry was evicted and made again, still get the new directories'
+ * entries synced (the bits are per directory, not per entry); a
+ * synchronous write syncs them itself. */
+Test(iod_journal, writeback_fsync_syncs_new_directories)
+{
+	static uint8_t a[4096];
+	struct jbd_stats j0;
+
+	fill(a, sizeof(a), 7);
+	fresh(2);
+	/* column 0 makes ab, ab/cd and its entry; column 1 adds its own
+	 * entry to ab/cd; its fsync alone must also sync ab (cd's entry)
+	 * and subfiles/ (ab's): its subfile and three directories */
+	cr_assert_eq(s_write(st, 51, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 51, 1, 0, a, sizeof(a), 0, &L, NULL), 0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(fsync_fds(51, 1u << 1, &j0), 4);
+	/* then column 0 has only its data left */
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(fsync_fds(51, 1u << 0, &j0), 1);
+
+	/* a fd cache of one entry: ino 52's column 0 is evicted by column
+	 * 1 before any fsync, and cached again by a rewrite; the fsync still
+	 * syncs the directories its creation made */
+	test_max_fds = 1;
+	fresh(2);
+	test_max_fds = 0;
+	cr_assert_eq(s_write(st, 52, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 52, 1, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(s_write(st, 52, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(fsync_fds(52, 1u << 0, &j0), 4);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(fsync_fds(52, 0, &j0), 1, "column 1 (uncached)");
+	restart_dead();
+	expect(52, 0, a, sizeof(a));
+	expect(52, 1, a, sizeof(a));
+
+	/* a synchronous write (O_SYNC) makes the entries that reach its new
+	 * subfile durable itself, before it is answered */
+	fresh(2);
+	cr_assert_eq(s_write_x(st, 53, 0, 0, a, sizeof(a), 0, &L, true, NULL),
+		     0);
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(fsync_fds(53, 0, &j0), 1, "directories left unsynced");
 }
 
 /* In journal mode the data of a closed transaction is only in the log

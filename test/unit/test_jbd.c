@@ -1924,6 +1924,24 @@ Test(jbd, sync_files_in_background)
 	jbd_stats(j, &st);
 	cr_assert_eq(st.home_fsyncs, 2);
 	cr_assert_eq(st.synced_seq, st.closed_seq);
+	/* at most JBD_SYNC_FILES_MAX_FDS held at once: the rest -EBUSY,
+	 * left to the caller */
+	static int many[JBD_SYNC_FILES_MAX_FDS];
+	int one = open_tmp_file("sf.c");
+	for (size_t i = 0; i < JBD_SYNC_FILES_MAX_FDS; i++)
+		cr_assert_geq(many[i] = dup(one), 0);
+	cr_assert_eq(jbd_sync_files(j, many, JBD_SYNC_FILES_MAX_FDS, cnt_cb,
+				    &b), 0);
+	cr_assert_eq(jbd_sync_files(j, &one, 1, cnt_cb, &b), -EBUSY);
+	cr_assert_not(fd_closed(one));
+	drain(j);
+	cr_assert_eq(b, 2);
+	cr_assert_eq(jbd_sync_files(j, &one, 1, cnt_cb, &b), 0);
+	drain(j);
+	cr_assert_eq(b, 3);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_fsyncs, 4);
+	cr_assert_eq(st.home_fsync_fds, 3 + JBD_SYNC_FILES_MAX_FDS + 1);
 	/* an fsync that fails (a pipe's: EINVAL) fails the caller, aborts
 	 * the journal and still closes the descriptor */
 	int p[2];
