@@ -15,6 +15,8 @@
 #   burst_256m  the same with 256 MiB (128 MiB per iod: fits its journal;
 #               --burst MIB changes the size, and the name)
 #   sync_4k     fio rw=write bs=4k fsync=1, 20 s time based       IOPS
+#   sync_busy   the same beside a writer streaming into another
+#               file (fio, 200 MB/s over 1 GiB, never fsynced)      IOPS
 #   small_4k    5000 files of 4 KiB: create, one write, close      files/s
 # plus the same workloads on a plain directory of the same file system
 # ("disk"), measured before and after the modes, and direct_1g (the 1 GiB
@@ -54,9 +56,9 @@ for m in $MODES; do
 	case $m in journal | ordered | writeback) ;; *) echo "journal_modes: bad mode $m" >&2; exit 2 ;; esac
 done
 if ((QUICK)); then
-	SEQ=128 BURST=32 SYNC_RT=3 NFILES=300 QUIESCE=20
+	SEQ=128 BURST=32 SYNC_RT=3 NFILES=300 QUIESCE=20 STREAM=256 STREAM_RATE=100m
 else
-	SEQ=1024 BURST=256 SYNC_RT=20 NFILES=5000 QUIESCE=90
+	SEQ=1024 BURST=256 SYNC_RT=20 NFILES=5000 QUIESCE=90 STREAM=1024 STREAM_RATE=200m
 fi
 if [[ -n $BURST_OPT ]]; then
 	[[ $BURST_OPT =~ ^[1-9][0-9]*$ ]] || { echo "journal_modes: --burst needs MiB" >&2; exit 2; }
@@ -94,6 +96,7 @@ export TWINFS_CLUSTER=jmodes-$PORT
 unset TWINFS_JOURNAL_SIZE # the default, 256 MiB per iod
 CLUSTER_UP=0
 BG_PID=
+STREAM_PID=
 
 mounted() { awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 cleanup() {
@@ -101,6 +104,7 @@ cleanup() {
 	set +e
 	trap - EXIT INT TERM
 	[[ -n $BG_PID ]] && { kill -TERM "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; }
+	[[ -n $STREAM_PID ]] && { kill -TERM "$STREAM_PID" 2>/dev/null; wait "$STREAM_PID" 2>/dev/null; }
 	((CLUSTER_UP)) && cluster_down
 	if mounted "${TWINFS_MOUNT:-/nonexistent}"; then
 		echo "journal_modes: $TWINFS_MOUNT is still mounted; left $WORK in place" >&2
@@ -194,6 +198,25 @@ workloads() { # TARGET DIR
 	rec "$t" sync_4k "$iops" IOPS "lat=${lat}us"
 	rm -f "$d/sync.dat"
 	settle "$t"
+	# The same beside a writer streaming into another file (buffered,
+	# never fsynced, STREAM_RATE a second over and over STREAM MiB, so
+	# that it streams for the whole run and its file stays small): an
+	# fsync should write its own file's data, not the streamer's
+	# (writeback mode: jbd_sync_files, journal/FORMAT.md).
+	timeout $((SYNC_RT + 60)) fio --name=stream --directory="$d" \
+		--filename=stream.dat --ioengine=psync --rw=write --bs=1M \
+		--size="${STREAM}M" --rate="$STREAM_RATE" --time_based=1 \
+		--runtime=$((SYNC_RT + 5)) >/dev/null 2>&1 &
+	STREAM_PID=$!
+	sleep 1
+	read -r bw iops lat bytes < <(fio_job "$t" "$d" sync_busy write --filename=sync.dat \
+		--rw=write --bs=4k --size=256M --fsync=1 --time_based=1 --runtime=$SYNC_RT)
+	kill -TERM "$STREAM_PID" 2>/dev/null || true   # it may be done
+	wait "$STREAM_PID" 2>/dev/null || true
+	STREAM_PID=
+	rec "$t" sync_busy "$iops" IOPS "lat=${lat}us"
+	rm -f "$d/sync.dat" "$d/stream.dat"
+	settle "$t"
 	if v=$(timeout "$LIM" "${TOOL[@]}" small-files "$d/small" "$NFILES" 4096); then
 		rec "$t" small_4k "$v" files/s
 	else
@@ -211,7 +234,7 @@ workloads() { # TARGET DIR
 	echo "kernel	$(uname -r)"
 	echo "fio	$(fio --version)"
 	echo "modes	$MODES"
-	echo "sizes	seq ${SEQ}M, burst ${BURST}M, sync_4k ${SYNC_RT}s, small $NFILES x 4 KiB, journal 256M per iod"
+	echo "sizes	seq ${SEQ}M, burst ${BURST}M, sync_4k ${SYNC_RT}s (sync_busy beside $STREAM_RATE/s over ${STREAM}M), small $NFILES x 4 KiB, journal 256M per iod"
 	echo "build	$BUILD"
 } >"$OUT/env.txt"
 sed 's/\t/: /' "$OUT/env.txt"
