@@ -1317,6 +1317,7 @@ static void fsync_issue(struct fc_op *op)
 	struct dop *d = (struct dop *)op;
 	struct fc_client *cl = op->cl;
 	uint32_t cols[TW_MAX_IODS + 1] = { 0 }, nocols = 0;
+	struct fc_iod *col_iod[R0_MAX_STRIPE_COUNT];
 	struct fsync_call *fc;
 	uint32_t k;
 	int err;
@@ -1345,15 +1346,14 @@ static void fsync_issue(struct fc_op *op)
 						      d->attr.layout.groups[k],
 						      k);
 
+		col_iod[k] = iod;
 		if (iod)
 			cols[iod->id] |= 1u << k;
 		else
 			nocols |= 1u << k;
 	}
 	for (k = 0; k < d->attr.layout.stripe_count; k++) {
-		struct fc_iod *iod = fc_map_write_iod(cl, d->ino,
-						      d->attr.layout.groups[k],
-						      k);
+		struct fc_iod *iod = col_iod[k];
 		uint32_t *mask = iod ? &cols[iod->id] : &nocols;
 		uint32_t list[R0_MAX_STRIPE_COUNT];
 		Twinfs__Fsync fs;

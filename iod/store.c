@@ -554,6 +554,15 @@ static void bit_clear(uint8_t *map, unsigned i)
 	map[i / 8] &= (uint8_t)~(1u << (i % 8));
 }
 
+/* S6: a subfile of ino got its entry in ab/cd. */
+static void path_entry_added(struct iod_store *s, uint64_t ino)
+{
+	unsigned ab, cd;
+
+	sub_dirs(ino, &ab, &cd);
+	bit_set(s->dirty_cd[ab], cd);
+}
+
 static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 {
 	unsigned ab, cd;
@@ -676,12 +685,7 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 			return -errno;
 		created = true;
 		dirsync |= DS_CD;
-		{
-			unsigned ab, cd;
-
-			sub_dirs(ino, &ab, &cd);
-			bit_set(s->dirty_cd[ab], cd);   /* S6 */
-		}
+		path_entry_added(s, ino);
 		xattr_encode(&xd, ino, column, trunc_gen, layout);
 		if (fsetxattr(fd, SUB_XATTR, &xd, sizeof(xd), 0) < 0) {
 			rc = -errno;
@@ -974,26 +978,40 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 	return rc;
 }
 
-/* Append a descriptor of directory rel (NULL: subfiles/ itself) to fds;
- * one that is gone has nothing to sync (as fsync_dirat). */
-static int add_dir_fd(struct iod_store *s, const char *rel, int *fds,
-		      size_t *k)
+/* S6: the directories on ino's path with an entry not yet durable (every
+ * one when `all`), relative to subfiles/ ("." for itself); how many. */
+static size_t path_dirty_dirs(const struct iod_store *s, uint64_t ino,
+			      bool all, char rel[3][8])
 {
-	int fd = rel ? openat(s->sub_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-		     : fcntl(s->sub_fd, F_DUPFD_CLOEXEC, 0);
+	unsigned ab, cd;
+	size_t n = 0;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	fds[(*k)++] = fd;
-	return 0;
+	sub_dirs(ino, &ab, &cd);
+	if (all || bit_get(s->dirty_cd[ab], cd))
+		snprintf(rel[n++], sizeof(rel[0]), "%02x/%02x", ab, cd);
+	if (all || bit_get(s->dirty_ab, ab))
+		snprintf(rel[n++], sizeof(rel[0]), "%02x", ab);
+	if (all || s->dirty_top)
+		snprintf(rel[n++], sizeof(rel[0]), ".");
+	return n;
+}
+
+/* S6: the directories on ino's path are durable (or taken to be). */
+static void path_dirs_synced(struct iod_store *s, uint64_t ino)
+{
+	unsigned ab, cd;
+
+	sub_dirs(ino, &ab, &cd);
+	bit_clear(s->dirty_cd[ab], cd);
+	bit_clear(s->dirty_ab, ab);
+	s->dirty_top = false;
 }
 
 int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols)
 {
-	unsigned ab, cd;
-	size_t k = 0;
-	char rel[48];
+	char rel[48], dirs[3][8];
+	size_t k = 0, nd;
 	int rc = 0;
 
 	*cols = 0;
@@ -1024,18 +1042,18 @@ int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 			fds[k++] = fd;
 	}
 	/* An absent column has no data, and its unlink is a journal record,
-	 * which the log sync after these makes durable. */
-	sub_dirs(ino, &ab, &cd);
-	if (rc == 0 && bit_get(s->dirty_cd[ab], cd)) {
-		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-		rc = add_dir_fd(s, rel, fds, &k);
+	 * which the log sync after these makes durable.  A directory that is
+	 * gone has nothing to sync (as fsync_dirat). */
+	nd = path_dirty_dirs(s, ino, false, dirs);
+	for (size_t i = 0; i < nd && rc == 0; i++) {
+		int fd = openat(s->sub_fd, dirs[i],
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd >= 0)
+			fds[k++] = fd;
+		else if (errno != ENOENT)
+			rc = -errno;
 	}
-	if (rc == 0 && bit_get(s->dirty_ab, ab)) {
-		snprintf(rel, sizeof(rel), "%02x", ab);
-		rc = add_dir_fd(s, rel, fds, &k);
-	}
-	if (rc == 0 && s->dirty_top)
-		rc = add_dir_fd(s, NULL, fds, &k);
 	assert(k <= STORE_SYNC_FDS_MAX);
 	if (rc < 0) {
 		while (k > 0)
@@ -1048,44 +1066,25 @@ int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 
 void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols)
 {
-	unsigned ab, cd;
-
 	for (uint32_t c = 0; c < IOD_MAX_COLUMNS; c++) {
 		struct sub *e = (cols >> c) & 1 ? cache_find(s, ino, c) : NULL;
 
 		if (e != NULL)
 			e->unsynced = false;
 	}
-	sub_dirs(ino, &ab, &cd);
-	bit_clear(s->dirty_cd[ab], cd);
-	bit_clear(s->dirty_ab, ab);
-	s->dirty_top = false;
+	path_dirs_synced(s, ino);
 }
 
 int store_sync_path(struct iod_store *s, uint64_t ino, bool all)
 {
-	unsigned ab, cd;
-	char rel[8];
+	char dirs[3][8];
+	size_t nd = path_dirty_dirs(s, ino, all, dirs);
 	int rc = 0;
 
-	sub_dirs(ino, &ab, &cd);
-	if (all || bit_get(s->dirty_cd[ab], cd)) {
-		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-		rc = fsync_dirat(s->sub_fd, rel);
-		if (rc == 0)
-			bit_clear(s->dirty_cd[ab], cd);
-	}
-	if (rc == 0 && (all || bit_get(s->dirty_ab, ab))) {
-		snprintf(rel, sizeof(rel), "%02x", ab);
-		rc = fsync_dirat(s->sub_fd, rel);
-		if (rc == 0)
-			bit_clear(s->dirty_ab, ab);
-	}
-	if (rc == 0 && (all || s->dirty_top)) {
-		rc = fsync(s->sub_fd) < 0 ? -errno : 0;
-		if (rc == 0)
-			s->dirty_top = false;
-	}
+	for (size_t i = 0; i < nd && rc == 0; i++)
+		rc = fsync_dirat(s->sub_fd, dirs[i]);
+	if (rc == 0)
+		path_dirs_synced(s, ino);
 	return rc;
 }
 

@@ -629,7 +629,7 @@ int jbd_sync_files(struct jbd *j, const int *fds, size_t n, jbd_done_cb cb,
 	/* Nothing to fsync: the log sync, unless a batch runs or waits,
 	 * which may hold this file's descriptors (its data was taken by an
 	 * earlier call that has not finished) */
-	if (n == 0 && !j->fsync_bg.started && j->fjobs_wait == NULL)
+	if (n == 0 && !jbd_sync_files_busy(j))
 		return jbd_sync(j, cb, arg);
 	if (j->fjobs_fds + n > JBD_SYNC_FILES_MAX_FDS)
 		return -EBUSY;
