@@ -1033,6 +1033,7 @@ int jbd_wait(struct jbd *j)
 	else {
 		jbd__cp_wait(j);
 		jbd__bgsync_wait(&j->osync);
+		jbd__bgsync_wait(&j->ofsync);
 		jbd__bgsync_wait(&j->fsync_bg);
 	}
 	jbd_process(j);
@@ -1285,7 +1286,9 @@ void jbd_abandon(struct jbd *j)
 		return;
 	jbd__cp_fini(j);
 	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
+	jbd__bgsync_wait(&j->ofsync);
 	jbd__bgsync_wait(&j->fsync_bg);
+	free(j->ofsync.fds);
 	free(j->fsync_bg.fds);
 	jbd__io_fini(j);
 	if (j->running)

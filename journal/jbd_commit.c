@@ -306,25 +306,123 @@ static int osync_collect(struct jbd *j)
 	return 0;
 }
 
+/* Collect a finished ofsync, as osync_collect. */
+static int ofsync_collect(struct jbd *j)
+{
+	int rc;
+	if (!j->ofsync.started)
+		return 0;
+	if (!jbd__bgsync_poll(&j->ofsync, &rc))
+		return 1;
+	free(j->ofsync.fds);
+	j->ofsync.fds = NULL;
+	j->ofsync.nfds = 0;
+	if (rc < 0)
+		return rc;
+	j->ofsync_seq = j->ofsync_target;
+	return 0;
+}
+
+static bool ordered_covered(const struct jbd *j, const struct jbd_txn *t)
+{
+	return t->seq <= j->osync_seq || t->seq <= j->ofsync_seq;
+}
+
+static int obj_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* J11 with ops.home_sync_fds: fsync on ofsync what the owner names for
+ * the in-place objects of t and every transaction sealed after it (one
+ * batch covers them all: their writes had returned before they joined a
+ * handle), or, when the owner says -E2BIG, run one syncfs there instead.
+ * Either starts after the owner took its objects' state, and the next
+ * batch only after it finished.  1 when started, 0 when nothing was left
+ * to fsync (they are covered now: whatever took them has finished), or
+ * -errno. */
+static int ofsync_start(struct jbd *j, struct jbd_txn *t)
+{
+	size_t n = 0;
+	for (const struct jbd_txn *u = t; u; u = u->next)
+		for (size_t i = 0; i < u->n_items; i++)
+			if (u->items[i].kind == ITEM_INPLACE)
+				n++;
+	assert(n > 0);
+	uint64_t *objs = malloc(n * sizeof(*objs));
+	int *fds = malloc(JBD_SYNC_FILES_MAX_FDS * sizeof(*fds));
+	if (objs == NULL || fds == NULL) {
+		free(objs);
+		free(fds);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (const struct jbd_txn *u = t; u; u = u->next)
+		for (size_t i = 0; i < u->n_items; i++)
+			if (u->items[i].kind == ITEM_INPLACE)
+				objs[n++] = u->items[i].obj;
+	qsort(objs, n, sizeof(*objs), obj_cmp);
+	size_t m = 1;
+	for (size_t i = 1; i < n; i++)
+		if (objs[i] != objs[m - 1])
+			objs[m++] = objs[i];
+	int k = j->ops.home_sync_fds(j->ops.arg, objs, m, fds,
+				     JBD_SYNC_FILES_MAX_FDS);
+	free(objs);
+	assert(k <= (int)JBD_SYNC_FILES_MAX_FDS);
+	uint64_t target = j->txn_tail->seq;
+	int rc;
+	if (k == -E2BIG) {
+		free(fds);
+		rc = jbd__bgsync_start(j, &j->ofsync, false);
+	} else if (k <= 0) {
+		free(fds);
+		if (k == 0)
+			j->ofsync_seq = target;
+		return k;
+	} else {
+		rc = jbd__bgsync_start_fds(j, &j->ofsync, fds, (size_t)k);
+		if (rc < 0) {
+			for (int i = 0; i < k; i++)
+				close(fds[i]);
+			free(fds);
+		}
+	}
+	if (rc < 0)
+		return rc;
+	j->ofsync_target = target;
+	return 1;
+}
+
 /* J11: the in-place data of t is durable before its commit block is
- * written.  Returns 0 when it is, 1 while a background syncfs runs (the
+ * written.  Returns 0 when it is, 1 while a helper thread makes it so (the
  * close waits; commit_kick runs again when the thread wakes the owner), or
- * -errno.  One syncfs covers every transaction sealed when it started:
- * their in-place writes had returned before they joined a handle. */
+ * -errno.  With ops.home_sync_fds the helper fsyncs the objects' own
+ * descriptors (ofsync_start); without, it runs one syncfs (osync), which
+ * covers every transaction sealed when it started: their in-place writes
+ * had returned before they joined a handle. */
 static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < t->n_items; i++)
 		if (t->items[i].kind == ITEM_INPLACE)
 			n++;
-	if (n == 0 || t->seq <= j->osync_seq)
+	if (n == 0 || ordered_covered(j, t))
 		return 0;
 	if (jbd__bgsync_usable(j)) {
-		int rc = osync_collect(j);
+		int rc = ofsync_collect(j);
 		if (rc != 0)
 			return rc;
-		if (t->seq <= j->osync_seq)
+		rc = osync_collect(j);
+		if (rc < 0)
+			return rc;
+		if (ordered_covered(j, t))
 			return 0;
+		if (j->ops.home_sync_fds != NULL)
+			return ofsync_start(j, t);
+		if (rc == 1)
+			return 1;   /* a syncfs runs: wait for it */
 		j->osync_target = j->txn_tail->seq;
 		rc = jbd__bgsync_start(j, &j->osync, false);
 		return rc < 0 ? rc : 1;

@@ -291,6 +291,12 @@ struct jbd {
 	struct jbd_bgsync osync;
 	uint64_t osync_target, osync_seq;
 	struct jbd_waiter *home_waiters; /* jbd_sync_home, until osync */
+	/* ordered mode with ops.home_sync_fds: the in-place objects of
+	 * every transaction sealed when ofsync started are fsynced by it;
+	 * those up to ofsync_seq are durable (J11 holds up to the larger of
+	 * osync_seq and ofsync_seq) */
+	struct jbd_bgsync ofsync;
+	uint64_t ofsync_target, ofsync_seq;
 	/* jbd_sync_files: one batch of callers' descriptors at a time is
 	 * fsynced on fsync_bg (fjobs_run); callers that come meanwhile wait
 	 * for the next batch (fjobs_wait, oldest first) */

@@ -162,6 +162,21 @@ struct jbd_ops {
 	 * failed syncfs.  Without it (or without the helper thread),
 	 * home_sync must do that work first. */
 	int (*home_bg)(void *arg);
+	/* Optional, ordered mode with home_fs_fd: descriptors whose fsync(2)
+	 * makes the in-place data of objs[0..n) durable, with the directory
+	 * entries that name them, opened now, so they cover every in-place
+	 * write that has returned.  The library fsyncs and closes them on
+	 * its helper thread before the commit blocks of the transactions
+	 * holding those objects, instead of a syncfs of the whole home file
+	 * system (ext3's ordered mode writes the transaction's data, not the
+	 * disk's).  Returns how many it put in fds (at most max; 0 when
+	 * nothing is left unsynced), -E2BIG when one syncfs of the home file
+	 * system serves better (more than max, or many small files: each
+	 * fsync flushes the disk's cache; the library runs that syncfs in
+	 * the same place, started after the call), or -errno (the journal
+	 * aborts). */
+	int (*home_sync_fds)(void *arg, const uint64_t *objs, size_t n,
+			     int *fds, size_t max);
 	/* Apply one metadata record (payload rec, len bytes; cut as passed
 	 * to jbd_record) of transaction seq.  Replay may apply a record more
 	 * than once (after a crash during replay or checkpoint), so records
@@ -263,8 +278,9 @@ int jbd_record(struct jbd_handle *h, uint64_t obj, uint64_t cut,
 int jbd_hole(struct jbd_handle *h, uint64_t obj, uint64_t off, uint64_t len);
 
 /* ordered/writeback: the caller has written data of obj in place (its
- * pwrite returned).  In ordered mode home_sync(obj) runs before the commit
- * block is written.  -EINVAL in journal mode. */
+ * pwrite returned).  In ordered mode it is made durable before the commit
+ * block is written (the fsync of ops.home_sync_fds's descriptors, else a
+ * syncfs of home_fs_fd, else home_sync(obj)).  -EINVAL in journal mode. */
 int jbd_inplace(struct jbd_handle *h, uint64_t obj);
 
 #define JBD_COMMIT_SYNC  1u   /* call back when synced, not when closed */
@@ -383,7 +399,8 @@ struct jbd_stats {
 	uint64_t home_syncfs;        /* background syncfs runs started
 	                              * (checkpoints, ordered closes,
 	                              * jbd_sync_home) */
-	uint64_t home_fsyncs;        /* jbd_sync_files batches started */
+	uint64_t home_fsyncs;        /* batches of fsyncs started
+	                              * (jbd_sync_files, ordered commits) */
 	uint64_t home_fsync_fds;     /* and the descriptors they fsynced */
 	bool direct_home;            /* long runs may go home by O_DIRECT:
 	                              * the log does, and the ring holds its

@@ -1959,6 +1959,105 @@ Test(jbd, sync_files_in_background)
 	home_fs_fd_dir = -1;
 }
 
+/* ops.home_sync_fds for ordered mode: records the objects asked for,
+ * answers a new descriptor of a scratch file per object (a pipe's when
+ * sync_fds_fail, whose fsync fails), or -E2BIG / 0 as told. */
+static uint64_t sync_fds_objs[8];
+static size_t sync_fds_n;
+static int sync_fds_calls, sync_fds_answer = 1;   /* 1: one fd per obj */
+static bool sync_fds_fail;
+
+static int h_home_sync_fds(void *arg, const uint64_t *objs, size_t n,
+			   int *fds, size_t max)
+{
+	(void)arg;
+	sync_fds_calls++;
+	sync_fds_n = n < 8 ? n : 8;
+	memcpy(sync_fds_objs, objs, sync_fds_n * sizeof(*objs));
+	if (sync_fds_answer <= 0)
+		return sync_fds_answer;
+	cr_assert_leq(n, max);
+	for (size_t i = 0; i < n; i++) {
+		if (sync_fds_fail) {
+			int p[2];
+			cr_assert_eq(pipe(p), 0);
+			close(p[1]);
+			fds[i] = p[0];
+		} else {
+			fds[i] = open_tmp_file("of.x");
+		}
+	}
+	return (int)n;
+}
+
+/* One in-place commit of obj, home_sync_fds answering `answer`; then the
+ * syncfs runs and fsync batches started so far. */
+static void ordered_step(struct jbd *j, uint64_t obj, int answer, int *cnt,
+			 uint64_t syncfs, uint64_t fsyncs)
+{
+	struct jbd_stats st;
+	sync_fds_answer = answer;
+	commit_inplace(j, obj, cnt);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_syncfs, syncfs);
+	cr_assert_eq(st.home_fsyncs, fsyncs);
+}
+
+/* ordered mode with ops.home_sync_fds (J11, FORMAT.md "Records and
+ * modes"): before a commit block the helper thread fsyncs the descriptors
+ * the owner names for the in-place objects of every sealed transaction
+ * (each object once, sorted), not the file system; -E2BIG falls back to
+ * the syncfs, 0 commits at once, a failed fsync aborts. */
+Test(jbd, ordered_commit_fsyncs_its_objects)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_ORDERED, false);
+	struct jbd *j;
+	struct jbd_stats st;
+	o.ops.home_fs_fd = h_home_fs_fd;
+	o.ops.home_sync_fds = h_home_sync_fds;
+	home_fs_calls = 0;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int cnt = 0;
+	unsigned syncs0 = F.home_syncs;
+	commit_inplace(j, 5, &cnt);   /* A: starts its batch at once */
+	cr_assert_eq(sync_fds_calls, 1);
+	cr_assert_eq(sync_fds_n, 1);
+	cr_assert_eq(sync_fds_objs[0], 5);
+	commit_inplace(j, 9, &cnt);   /* B, C: the next transaction */
+	commit_inplace(j, 5, &cnt);
+	drain(j);
+	cr_assert_eq(cnt, 3);
+	cr_assert_eq(sync_fds_calls, 2, "B and C did not share one batch");
+	cr_assert_eq(sync_fds_n, 2);
+	cr_assert(sync_fds_objs[0] == 5 && sync_fds_objs[1] == 9,
+		  "objects not each once and sorted");
+	jbd_stats(j, &st);
+	cr_assert_eq(st.home_fsyncs, 2);
+	cr_assert_eq(st.home_fsync_fds, 3);
+	cr_assert_eq(st.home_syncfs, 0, "an ordered commit ran a syncfs");
+	cr_assert_eq(home_fs_calls, 0);
+	cr_assert_eq(F.home_syncs, syncs0, "home_sync ran on the owner");
+	/* the owner asks for one syncfs instead */
+	ordered_step(j, 7, -E2BIG, &cnt, 1, 2);
+	cr_assert_eq(cnt, 4);
+	/* nothing left unsynced (a batch already took it): no thread */
+	ordered_step(j, 7, 0, &cnt, 1, 2);
+	cr_assert_eq(cnt, 5);
+	/* a failed fsync aborts, and the commit is not acknowledged */
+	sync_fds_answer = 1;
+	sync_fds_fail = true;
+	commit_inplace(j, 3, &cnt);
+	drain(j);
+	cr_assert_eq(cnt, -1000, "the failed fsync was not reported");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
+	sync_fds_fail = false;
+	if (home_fs_fd_dir >= 0)
+		close(home_fs_fd_dir);
+	home_fs_fd_dir = -1;
+}
+
 /* Many concurrent requests share one close (group commit). */
 Test(jbd, group_commit)
 {
