@@ -35,11 +35,12 @@ struct sub {
 	uint64_t trunc_gen;        /* from the xattr (0 when invalid) */
 	bool xattr_valid;
 	uint8_t dirsync;           /* DS_*: not yet made durable */
-	bool unsynced;             /* writeback: not known to be durable at
-	                            * home: set when the entry is made and by
-	                            * every in-place change (store_inplace),
-	                            * cleared when store_sync_fds took it
-	                            * (S6) */
+	bool unsynced;             /* ordered, writeback: not known to be
+	                            * durable at home: set when the entry is
+	                            * made and by every in-place change
+	                            * (store_inplace), cleared when
+	                            * store_sync_fds or store_sync_objs_fds
+	                            * took it (S6) */
 	struct sub *hnext;         /* hash chain */
 	struct sub *prev, *next;   /* LRU list: head = most recent */
 };
@@ -112,6 +113,16 @@ static inline uint64_t store_obj(uint64_t ino, uint32_t column)
 	return ino << 8 | column;
 }
 
+static inline uint64_t store_obj_ino(uint64_t obj)
+{
+	return obj >> 8;
+}
+
+static inline uint32_t store_obj_column(uint64_t obj)
+{
+	return (uint32_t)(obj & 0xff);
+}
+
 /* store.c: home side */
 int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
 void store_home_close(struct iod_store *s);
@@ -158,6 +169,14 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n);
 int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols);
 void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols);
+/* ordered mode's commit (jbd ops.home_sync_fds, S6): as store_sync_fds
+ * for the subfiles of the journal objects objs[0..n) (sorted), at most max
+ * descriptors into fds, and marks them taken.  Returns how many, or
+ * -E2BIG (taken too) when one syncfs serves better: more than max, or a
+ * directory on their paths gained an entry; -errno with nothing open and
+ * nothing taken. */
+int store_sync_objs_fds(struct iod_store *s, const uint64_t *objs, size_t n,
+			int *fds, size_t max);
 /* writeback mode's synchronous write (S6): fsync, on this thread, the
  * directories on ino's path with an entry not yet durable; every one of
  * them when `all` (a batch that took their bits may not have synced them

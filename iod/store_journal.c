@@ -346,6 +346,13 @@ static int op_home_sync(void *arg, const uint64_t *objs, size_t n)
 	return store_sync_objs(arg, objs, n);
 }
 
+/* ordered mode: a commit fsyncs its own subfiles, not the disk (S6). */
+static int op_home_sync_fds(void *arg, const uint64_t *objs, size_t n,
+			    int *fds, size_t max)
+{
+	return store_sync_objs_fds(arg, objs, n, fds, max);
+}
+
 /* The checkpoint's helper thread, before its syncfs (S4). */
 static int op_home_bg(void *arg)
 {
@@ -582,6 +589,8 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.ops.home_sync = op_home_sync;
 	jo.ops.home_fs_fd = op_home_fs_fd;
 	jo.ops.home_bg = op_home_bg;
+	if (s->mode == JBD_MODE_ORDERED)
+		jo.ops.home_sync_fds = op_home_sync_fds;
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.arg = s;

@@ -351,6 +351,58 @@ Test(iod_journal, writeback_fsync_syncs_new_directories)
 	cr_assert_eq(fsync_fds(53, 0, &j0), 1, "directories left unsynced");
 }
 
+/* One write of len bytes of a at off into (61, col); then how many syncfs
+ * runs, fsync batches and descriptors it cost. */
+static void ordered_write(uint32_t col, uint64_t off, const uint8_t *a,
+			  size_t len, uint64_t syncfs, uint64_t fsyncs,
+			  uint64_t fds)
+{
+	struct jbd_stats j0, j1;
+
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(s_write(st, 61, col, off, a, len, 0, &L, NULL), 0);
+	iod_store_journal_stats(st, &j1);
+	cr_assert_eq(j1.home_syncfs - j0.home_syncfs, syncfs,
+		     "write of %zu at %lu in column %u: syncfs runs", len,
+		     (unsigned long)off, col);
+	cr_assert_eq(j1.home_fsyncs - j0.home_fsyncs, fsyncs);
+	cr_assert_eq(j1.home_fsync_fds - j0.home_fsync_fds, fds);
+}
+
+/* ordered mode (J11, S6): before a write's commit the journal's helper
+ * thread fsyncs that write's subfile, not the home file system; a
+ * creation, which adds directory entries, is one syncfs instead (a
+ * directory's fsync is one more flush of the disk); an unchanged subfile
+ * is not synced again, an evicted one is (its entry forgot); the data
+ * survives a process death. */
+Test(iod_journal, ordered_commit_fsyncs_its_subfiles)
+{
+	static uint8_t a[16384];
+
+	fill(a, sizeof(a), 8);
+	test_max_fds = 1;
+	fresh(1);
+	test_max_fds = 0;
+	/* a new subfile: new entries in ab/cd, ab and subfiles/ */
+	ordered_write(0, 0, a, sizeof(a), 1, 0, 0);
+	/* a rewrite: the subfile alone */
+	ordered_write(0, 4096, a, 4096, 0, 1, 1);
+	/* another column in the same ab/cd is a creation; it evicts column
+	 * 0 from the one-entry cache, whose next rewrite opens it again */
+	ordered_write(1, 0, a, sizeof(a), 1, 0, 0);
+	ordered_write(0, 8192, a, 4096, 0, 1, 1);
+	/* column 1 again (evicted by that rewrite): its subfile alone */
+	ordered_write(1, 0, a, 4096, 0, 1, 1);
+	/* a write of no bytes changes nothing in place: no fsync */
+	ordered_write(0, 0, a, 0, 0, 0, 0);
+	restart_dead();
+	memcpy(a + 4096, a, 4096);
+	memcpy(a + 8192, a, 4096);
+	expect(61, 0, a, sizeof(a));
+	fill(a, sizeof(a), 8);
+	expect(61, 1, a, sizeof(a));
+}
+
 /* In journal mode the data of a closed transaction is only in the log
  * before a checkpoint: replay is what brings it home. */
 Test(iod_journal, journal_mode_replay_brings_data_home)
