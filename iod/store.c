@@ -1013,9 +1013,10 @@ static void path_dirs_synced(struct iod_store *s, uint64_t ino)
 }
 
 /* S6: a new descriptor of subfile (ino, c) to fsync, if it may hold data
- * not yet durable: 1 with *fd, 0 when there is nothing to sync (absent,
- * or synced since its last change), or -errno.  *cached: the cache entry's
- * flag is the one to clear once the descriptor is taken. */
+ * not yet durable: 1 with *fd, 0 when synced since its last change,
+ * SUB_ABSENT when there is no such subfile, or -errno.  *cached: the cache
+ * entry's flag is the one to clear once the descriptor is taken. */
+#define SUB_ABSENT 2
 static int sub_sync_fd(struct iod_store *s, uint64_t ino, uint32_t c,
 		       int *fd, bool *cached)
 {
@@ -1024,17 +1025,19 @@ static int sub_sync_fd(struct iod_store *s, uint64_t ino, uint32_t c,
 
 	*cached = e != NULL;
 	if (e != NULL) {
-		if (e->fd < 0 || !e->unsynced)
-			return 0;   /* known absent (S5), or synced */
+		if (e->fd < 0)
+			return SUB_ABSENT;   /* known absent (S5) */
+		if (!e->unsynced)
+			return 0;
 		*fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
 		return *fd < 0 ? -errno : 1;
 	}
 	if (rel_subpath(ino, c, rel, sizeof(rel)) < 0)
-		return 0;
+		return SUB_ABSENT;
 	unlinkq_settle(s, ino, c, rel);   /* S4 */
 	*fd = open_existing(s, rel);
 	if (*fd == -ENOENT)
-		return 0;
+		return SUB_ABSENT;
 	return *fd < 0 ? *fd : 1;
 }
 
@@ -1057,8 +1060,8 @@ int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
 			fds[k++] = fd;
 			if (cached)
 				*cols |= 1u << c;
-			rc = 0;
 		}
+		rc = TW_MIN(rc, 0);
 	}
 	/* An absent column has no data, and its unlink is a journal record,
 	 * which the log sync after these makes durable.  A directory that is
@@ -1132,7 +1135,13 @@ int store_sync_objs_fds(struct iod_store *s, const uint64_t *objs, size_t n,
 
 		rc = sub_sync_fd(s, store_obj_ino(objs[i]),
 				 store_obj_column(objs[i]), &fd, &cached);
-		if (rc == 1) {
+		if (rc == SUB_ABSENT) {
+			/* unlinked since it was written in place: its pages
+			 * are gone with the inode, so only a durable unlink
+			 * keeps the older content from coming back after a
+			 * crash; the syncfs makes it durable */
+			rc = -E2BIG;
+		} else if (rc == 1) {
 			if (k == max) {
 				close(fd);
 				rc = -E2BIG;

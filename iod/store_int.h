@@ -173,7 +173,8 @@ void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols);
  * for the subfiles of the journal objects objs[0..n) (sorted), at most max
  * descriptors into fds, and marks them taken.  Returns how many, or
  * -E2BIG (taken too) when one syncfs serves better: more than max, or a
- * directory on their paths gained an entry; -errno with nothing open and
+ * directory on their paths gained an entry, or one of them was unlinked
+ * since (the unlink must be durable too); -errno with nothing open and
  * nothing taken. */
 int store_sync_objs_fds(struct iod_store *s, const uint64_t *objs, size_t n,
 			int *fds, size_t max);

@@ -372,9 +372,10 @@ static void ordered_write(uint32_t col, uint64_t off, const uint8_t *a,
 /* ordered mode (J11, S6): before a write's commit the journal's helper
  * thread fsyncs that write's subfile, not the home file system; a
  * creation, which adds directory entries, is one syncfs instead (a
- * directory's fsync is one more flush of the disk); an unchanged subfile
- * is not synced again, an evicted one is (its entry forgot); the data
- * survives a process death. */
+ * directory's fsync is one more flush of the disk), and so is a batch
+ * whose subfile was unlinked after its write (only a durable unlink keeps
+ * the older content from coming back).  Replay reads the data back (a
+ * process death keeps the page cache: this is not a power loss). */
 Test(iod_journal, ordered_commit_fsyncs_its_subfiles)
 {
 	static uint8_t a[16384];
@@ -401,6 +402,22 @@ Test(iod_journal, ordered_commit_fsyncs_its_subfiles)
 	expect(61, 0, a, sizeof(a));
 	fill(a, sizeof(a), 8);
 	expect(61, 1, a, sizeof(a));
+
+	/* a rewrite, and the file's delete before the rewrite's commit ran
+	 * (the owner drains: the close waits for the next process) */
+	struct jbd_stats j0, j1;
+	int wf = 0, df = 0;
+
+	iod_store_journal_stats(st, &j0);
+	cr_assert_eq(iod_store_write(st, 61, 0, 0, a, 4096, 0, &L, false,
+				     NULL, sync_cb, &wf), 0);
+	cr_assert_eq(iod_store_delete(st, 61, NULL, 0, sync_cb, &df), 0);
+	cr_assert_eq(sync_wait(st, &wf), 0);
+	cr_assert_eq(sync_wait(st, &df), 0);
+	iod_store_journal_stats(st, &j1);
+	cr_assert_eq(j1.home_syncfs, j0.home_syncfs + 1,
+		     "the unlink was not made durable with the rewrite");
+	cr_assert_eq(j1.home_fsyncs, j0.home_fsyncs);
 }
 
 /* In journal mode the data of a closed transaction is only in the log

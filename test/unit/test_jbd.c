@@ -2028,6 +2028,7 @@ Test(jbd, ordered_commit_fsyncs_its_objects)
 	commit_inplace(j, 5, &cnt);
 	drain(j);
 	cr_assert_eq(cnt, 3);
+	/* B and C joined one transaction while A's batch ran */
 	cr_assert_eq(sync_fds_calls, 2, "B and C did not share one batch");
 	cr_assert_eq(sync_fds_n, 2);
 	cr_assert(sync_fds_objs[0] == 5 && sync_fds_objs[1] == 9,
