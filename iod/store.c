@@ -33,12 +33,15 @@
  *       cached, conservatively (its cd, ab and the top directory) after an
  *       eviction.  Durability of data is the journal's business (J7, J11).
  *   S4  A checkpoint's delete records only queue their unlinkat
- *       (store_unlink_later); the checkpoint's helper thread runs the
- *       queue before its syncfs (ops.home_bg), store_sync_objs before it
- *       syncs, so every unlink is durable before the log tail moves (J8).
- *       Unlinking a subfile that has blocks waits for the disk (on ext4
- *       mounted with discard, about 0.2 ms each): thousands after an
- *       `rm -rf` stalled the loop, and every request with it, for seconds.
+ *       (store_unlink_later), and so do ordered/writeback deletes, which
+ *       also start the drainer thread (store_unlinkq_kick); the
+ *       checkpoint's helper thread runs the queue before its syncfs
+ *       (ops.home_bg), store_sync_objs before it syncs, so every unlink
+ *       is durable before the log tail moves (J8); a drainer's failure
+ *       fails that drain.  Unlinking a subfile that has blocks waits for
+ *       the disk (on ext4 mounted with discard, about 0.2 ms each):
+ *       thousands after an `rm -rf` stalled the loop, and every request
+ *       with it, for seconds.  One drain runs at a time (drain_lock).
  *       Order still holds: nothing opens or creates a subfile by its path
  *       (store_get_sub, store_sub_exists, store_unlink) while its unlink
  *       is queued or running; it does the unlink first, or waits for it.
@@ -382,6 +385,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 
 	pthread_mutex_init(&s->unlink_lock, NULL);
 	pthread_cond_init(&s->unlink_cond, NULL);
+	pthread_mutex_init(&s->drain_lock, NULL);
 	tw_hmap_init(&s->unlink_q);
 	atomic_init(&s->unlink_pending, 0);
 	if (!opts->dir || !opts->cluster ||
@@ -472,10 +476,14 @@ void store_home_close(struct iod_store *s)
 			close(e->fd);
 		free(e);
 	}
+	if (s->drainer_started)
+		pthread_join(s->drainer, NULL);
+	s->drainer_started = false;
 	assert(s->unlink_busy == 0);
 	tw_hmap_free(&s->unlink_q);
 	pthread_cond_destroy(&s->unlink_cond);
 	pthread_mutex_destroy(&s->unlink_lock);
+	pthread_mutex_destroy(&s->drain_lock);
 	if (s->sub_fd >= 0)
 		close(s->sub_fd);
 	if (s->dir_fd >= 0)
@@ -863,7 +871,8 @@ int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column)
 	return rc < 0 ? store_unlink(s, ino, column) : 0;
 }
 
-int store_unlinkq_drain(struct iod_store *s)
+/* One drain of the queue (drain_lock held): the first error. */
+static int unlinkq_run(struct iod_store *s)
 {
 	size_t it = 0;
 	int rc = 0;
@@ -896,6 +905,76 @@ int store_unlinkq_drain(struct iod_store *s)
 	}
 	pthread_mutex_unlock(&s->unlink_lock);
 	return rc;
+}
+
+int store_unlinkq_drain(struct iod_store *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->drain_lock);
+	rc = unlinkq_run(s);
+	pthread_mutex_unlock(&s->drain_lock);
+	/* A drainer's failure fails the checkpoint, which would otherwise
+	 * move the tail past a delete record whose unlink did not happen;
+	 * replay after the abort unlinks it again. */
+	pthread_mutex_lock(&s->unlink_lock);
+	if (rc == 0)
+		rc = s->unlink_err;
+	pthread_mutex_unlock(&s->unlink_lock);
+	return rc;
+}
+
+/* The drainer: drains until it finds the queue empty; it says so under
+ * the lock, so a kick after that starts another. */
+static void *drainer_main(void *arg)
+{
+	struct iod_store *s = arg;
+
+	for (;;) {
+		int rc;
+
+		pthread_mutex_lock(&s->drain_lock);
+		rc = unlinkq_run(s);
+		pthread_mutex_unlock(&s->drain_lock);
+		pthread_mutex_lock(&s->unlink_lock);
+		if (rc < 0 && s->unlink_err == 0) {
+			s->unlink_err = rc;
+			tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking "
+				  "deleted subfiles: %s (the next checkpoint "
+				  "fails, and replay unlinks them again)",
+				  s->dir, strerror(-rc));
+		}
+		if (s->unlink_q.count == 0) {
+			s->drainer_running = false;
+			pthread_mutex_unlock(&s->unlink_lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&s->unlink_lock);
+	}
+}
+
+void store_unlinkq_kick(struct iod_store *s)
+{
+	bool start;
+
+	pthread_mutex_lock(&s->unlink_lock);
+	start = s->unlink_q.count > 0 && !s->drainer_running;
+	if (start)
+		s->drainer_running = true;
+	pthread_mutex_unlock(&s->unlink_lock);
+	if (!start)
+		return;
+	/* the last one said it is done: it returns at once */
+	if (s->drainer_started)
+		pthread_join(s->drainer, NULL);
+	s->drainer_started =
+		pthread_create(&s->drainer, NULL, drainer_main, s) == 0;
+	if (!s->drainer_started) {
+		/* the checkpoint's drain, or a settle, does them */
+		pthread_mutex_lock(&s->unlink_lock);
+		s->drainer_running = false;
+		pthread_mutex_unlock(&s->unlink_lock);
+	}
 }
 
 static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)

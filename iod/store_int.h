@@ -5,7 +5,8 @@
  *
  * Everything runs on the iod's loop thread, except the drain of the
  * deferred unlinks (store_unlinkq_drain), which the checkpoint's helper
- * thread runs; unlink_lock guards the queue it shares.
+ * thread and, in ordered/writeback modes, the drainer run; unlink_lock
+ * guards the queue they share, drain_lock lets one drain run at a time.
  */
 #ifndef TWINFS_IOD_STORE_INT_H
 #define TWINFS_IOD_STORE_INT_H
@@ -92,6 +93,13 @@ struct iod_store {
 	struct tw_hmap unlink_q;   /* obj + 1 -> (void *)1, under the lock */
 	uint64_t unlink_busy;      /* obj + 1 being unlinked, or 0 (lock) */
 	atomic_size_t unlink_pending; /* queued + busy: 0 = nothing to do */
+	pthread_mutex_t drain_lock; /* one drain at a time: unlink_busy is
+	                             * one slot */
+	int unlink_err;            /* a drainer's first failure, for the
+	                            * checkpoint's drain (lock) */
+	bool drainer_running;      /* it still takes work (lock) */
+	bool drainer_started;      /* loop: a drainer not yet joined */
+	pthread_t drainer;         /* store_unlinkq_kick's thread */
 
 	/* store_journal.c */
 	struct jbd *j;
@@ -150,8 +158,12 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column);
 /* Run the deferred unlinks; any thread (the checkpoint's helper thread as
  * ops.home_bg, or store_sync_objs on the loop).  Returns the first error
- * other than ENOENT. */
+ * other than ENOENT, this drain's or a drainer's since the last call. */
 int store_unlinkq_drain(struct iod_store *s);
+/* ordered/writeback deletes: drain the queue soon on a thread of its own
+ * (the drainer), so that neither the loop nor the space a delete frees
+ * waits for a checkpoint.  Loop thread only. */
+void store_unlinkq_kick(struct iod_store *s);
 /* The subfile exists (cached or on disk). */
 bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column);
 /* fsync the subfiles (and directories of creations and unlinks). */

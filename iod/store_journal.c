@@ -987,8 +987,12 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		gone[n_gone++] = columns[i];
 	}
 	if (s->mode != JBD_MODE_JOURNAL) {
+		/* In place, as every change of these modes, but the unlinkat
+		 * itself on the drainer: on ext4 with discard one of a file
+		 * with blocks took 0.2 ms, and an rm -rf stalled the loop
+		 * (S4 orders it with any later use of the path). */
 		for (size_t k = 0; k < n_gone; k++) {
-			rc = store_unlink(s, ino, gone[k]);
+			rc = store_unlink_later(s, ino, gone[k]);
 			if (rc < 0)
 				goto fail;
 		}
@@ -996,6 +1000,8 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 	rc = commit(s, h, false, r);
 	h = NULL;
 	r = NULL;
+	if (n_gone > 0 && s->mode != JBD_MODE_JOURNAL)
+		store_unlinkq_kick(s);
 	if (rc < 0)
 		return rc;
 	for (size_t k = 0; k < n_gone; k++) {

@@ -420,6 +420,48 @@ Test(iod_journal, ordered_commit_fsyncs_its_subfiles)
 	cr_assert_eq(j1.home_fsyncs, j0.home_fsyncs);
 }
 
+/* ordered/writeback: a delete is answered once its record is closed; the
+ * unlinkat runs on the store's drainer thread, not on the loop and not at
+ * the next checkpoint: the subfile leaves home with no further request.
+ * A later look at it (S4) never finds it, and a re-creation of the same
+ * subfile is not unlinked by the drain. */
+Test(iod_journal, delete_unlinks_on_the_drainer)
+{
+	static uint8_t a[8192];
+	char rel[64], path[PATH_MAX];
+	struct stat sb;
+
+	fill(a, sizeof(a), 2);
+	for (int mode = 1; mode < 3; mode++) {
+		int i;
+
+		fresh(mode);
+		cr_assert_gt(iod_store_subpath(71, 0, rel, sizeof(rel)), 0);
+		snprintf(path, sizeof(path), "%s/%s", datadir, rel);
+		cr_assert_eq(s_write(st, 71, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+		cr_assert_eq(stat(path, &sb), 0);
+		cr_assert_eq(s_delete(st, 71, 0), 0);
+		for (i = 0; i < 2000 && stat(path, &sb) == 0; i++)
+			usleep(1000);
+		cr_assert_lt(i, 2000, "mode %d: the drainer left %s", mode,
+			     rel);
+		/* deleted, then made again at once: the new one stays */
+		cr_assert_eq(s_write(st, 71, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+		cr_assert_eq(s_delete(st, 71, 0), 0);
+		struct iod_sub_stat ss;
+
+		cr_assert_eq(iod_store_stat(st, 71, 0, &ss), 0);
+		cr_assert_not(ss.exists, "mode %d: deleted, still seen", mode);
+		cr_assert_eq(s_write(st, 71, 0, 0, a, 4096, 0, &L, NULL), 0);
+		usleep(20000);
+		cr_assert_eq(stat(path, &sb), 0, "mode %d: the re-creation "
+			     "was unlinked", mode);
+		cr_assert_eq(sb.st_size, 4096);
+		restart_dead();
+		expect(71, 0, a, 4096);
+	}
+}
+
 /* In journal mode the data of a closed transaction is only in the log
  * before a checkpoint: replay is what brings it home. */
 Test(iod_journal, journal_mode_replay_brings_data_home)
