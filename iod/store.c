@@ -464,8 +464,9 @@ static void cache_remove(struct iod_store *s, struct sub *e)
 }
 
 /* Close every cached fd (without syncing) and the directories.  Unlinks
- * still queued are dropped: their transactions are still in the log (the
- * tail moves only after the drain), so replay applies them again. */
+ * still queued are dropped (a running drainer finishes the queue first):
+ * their transactions are still in the log (the tail moves only after the
+ * drain), so replay applies them again. */
 void store_home_close(struct iod_store *s)
 {
 	while (s->lru.next != &s->lru) {
@@ -621,6 +622,16 @@ static int open_existing(struct iod_store *s, const char *rel)
 	return fd;
 }
 
+/* S4: a deferred unlink failed (unlink_lock held).  Sticky, as the
+ * journal's abort that it causes: the next drain (the checkpoint's,
+ * before its syncfs) returns it, so the tail never moves past a delete
+ * record whose unlink did not happen. */
+static void unlink_failed(struct iod_store *s, int err)
+{
+	if (s->unlink_err == 0)
+		s->unlink_err = err;
+}
+
 /* S4: before (ino, column) is opened, created or unlinked by its path
  * rel, its deferred unlink runs now (queued) or has finished (running on
  * the helper thread: wait for it, one unlinkat at most). */
@@ -639,9 +650,17 @@ static void unlinkq_settle(struct iod_store *s, uint64_t ino,
 	pthread_mutex_unlock(&s->unlink_lock);
 	if (!mine)
 		return;
-	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
+	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) {
+		int err = -errno;
+
 		tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking deleted "
-			  "subfile %s: %s", s->dir, rel, strerror(errno));
+			  "subfile %s: %s (the next checkpoint fails, and "
+			  "replay unlinks it again)", s->dir, rel,
+			  strerror(-err));
+		pthread_mutex_lock(&s->unlink_lock);
+		unlink_failed(s, err);
+		pthread_mutex_unlock(&s->unlink_lock);
+	}
 	atomic_fetch_sub(&s->unlink_pending, 1);
 }
 
@@ -893,12 +912,19 @@ static int unlinkq_run(struct iod_store *s)
 		tw_hmap_del(&s->unlink_q, key);
 		s->unlink_busy = key;
 		pthread_mutex_unlock(&s->unlink_lock);
+		int err = 0;
+
 		if (rel_subpath((key - 1) >> 8, (uint32_t)((key - 1) & 0xff),
 				rel, sizeof(rel)) == 0 &&
-		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT &&
-		    rc == 0)
-			rc = -errno;
+		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
+			err = -errno;
+		if (rc == 0)
+			rc = err;
 		pthread_mutex_lock(&s->unlink_lock);
+		/* before drain_lock is let go: a drain that runs next must
+		 * see it (the checkpoint's, whose tail would move) */
+		if (err < 0)
+			unlink_failed(s, err);
 		s->unlink_busy = 0;
 		atomic_fetch_sub(&s->unlink_pending, 1);
 		pthread_cond_broadcast(&s->unlink_cond);
@@ -914,9 +940,7 @@ int store_unlinkq_drain(struct iod_store *s)
 	pthread_mutex_lock(&s->drain_lock);
 	rc = unlinkq_run(s);
 	pthread_mutex_unlock(&s->drain_lock);
-	/* A drainer's failure fails the checkpoint, which would otherwise
-	 * move the tail past a delete record whose unlink did not happen;
-	 * replay after the abort unlinks it again. */
+	/* a failure of a drainer's or a settle's fails this drain too */
 	pthread_mutex_lock(&s->unlink_lock);
 	if (rc == 0)
 		rc = s->unlink_err;
@@ -934,16 +958,14 @@ static void *drainer_main(void *arg)
 		int rc;
 
 		pthread_mutex_lock(&s->drain_lock);
-		rc = unlinkq_run(s);
+		rc = unlinkq_run(s);   /* records a failure itself */
 		pthread_mutex_unlock(&s->drain_lock);
-		pthread_mutex_lock(&s->unlink_lock);
-		if (rc < 0 && s->unlink_err == 0) {
-			s->unlink_err = rc;
+		if (rc < 0)
 			tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking "
 				  "deleted subfiles: %s (the next checkpoint "
 				  "fails, and replay unlinks them again)",
 				  s->dir, strerror(-rc));
-		}
+		pthread_mutex_lock(&s->unlink_lock);
 		if (s->unlink_q.count == 0) {
 			s->drainer_running = false;
 			pthread_mutex_unlock(&s->unlink_lock);

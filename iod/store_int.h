@@ -95,8 +95,8 @@ struct iod_store {
 	atomic_size_t unlink_pending; /* queued + busy: 0 = nothing to do */
 	pthread_mutex_t drain_lock; /* one drain at a time: unlink_busy is
 	                             * one slot */
-	int unlink_err;            /* a drainer's first failure, for the
-	                            * checkpoint's drain (lock) */
+	int unlink_err;            /* first failed deferred unlink, sticky:
+	                            * every later drain returns it (lock) */
 	bool drainer_running;      /* it still takes work (lock) */
 	bool drainer_started;      /* loop: a drainer not yet joined */
 	pthread_t drainer;         /* store_unlinkq_kick's thread */
@@ -158,7 +158,8 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column);
 /* Run the deferred unlinks; any thread (the checkpoint's helper thread as
  * ops.home_bg, or store_sync_objs on the loop).  Returns the first error
- * other than ENOENT, this drain's or a drainer's since the last call. */
+ * other than ENOENT of any deferred unlink so far (sticky: the journal
+ * aborts on it, until a restart replays the deletes). */
 int store_unlinkq_drain(struct iod_store *s);
 /* ordered/writeback deletes: drain the queue soon on a thread of its own
  * (the drainer), so that neither the loop nor the space a delete frees

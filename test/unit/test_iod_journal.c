@@ -462,6 +462,40 @@ Test(iod_journal, delete_unlinks_on_the_drainer)
 	}
 }
 
+/* A deferred unlink that fails (the subfile's path became a non-empty
+ * directory: EISDIR) fails the next checkpoint's drain, so the log keeps
+ * the delete record: the next start replays it, and fails again while
+ * the directory is there.  Had the tail moved, the start would succeed
+ * and the deleted subfile stay at home for good. */
+Test(iod_journal, failed_deferred_unlink_keeps_the_delete)
+{
+	uint8_t a[4096];
+	char rel[64], path[PATH_MAX], inner[PATH_MAX + 8];
+	int fd;
+
+	fill(a, sizeof(a), 3);
+	fresh(1);
+	cr_assert_gt(iod_store_subpath(81, 0, rel, sizeof(rel)), 0);
+	snprintf(path, sizeof(path), "%s/%s", datadir, rel);
+	snprintf(inner, sizeof(inner), "%s/x", path);
+	cr_assert_eq(s_write(st, 81, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	fd = open(inner, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(s_delete(st, 81, 0), 0);
+	iod_store_close(st);   /* its checkpoint's drain fails */
+	st = NULL;
+	cr_assert_neq(open_mode(1, &st), 0, "the log lost the delete record");
+	st = NULL;
+	cr_assert_eq(unlink(inner), 0);
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(open_mode(1, &st), 0);
+	struct stat sb;
+	cr_assert_neq(stat(path, &sb), 0);
+}
+
 /* In journal mode the data of a closed transaction is only in the log
  * before a checkpoint: replay is what brings it home. */
 Test(iod_journal, journal_mode_replay_brings_data_home)
