@@ -622,14 +622,19 @@ static int open_existing(struct iod_store *s, const char *rel)
 	return fd;
 }
 
-/* S4: a deferred unlink failed (unlink_lock held).  Sticky, as the
- * journal's abort that it causes: the next drain (the checkpoint's,
- * before its syncfs) returns it, so the tail never moves past a delete
- * record whose unlink did not happen. */
-static void unlink_failed(struct iod_store *s, int err)
+/* S4: the deferred unlink of rel failed (any thread, unlink_lock not
+ * held).  Sticky, as the journal's abort that it causes: the next drain
+ * (the checkpoint's, before its syncfs) returns it, so the tail never
+ * moves past a delete record whose unlink did not happen. */
+static void unlink_failed(struct iod_store *s, const char *rel, int err)
 {
+	tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking deleted subfile "
+		  "%s: %s (the next checkpoint fails, and replay unlinks it "
+		  "again)", s->dir, rel, strerror(-err));
+	pthread_mutex_lock(&s->unlink_lock);
 	if (s->unlink_err == 0)
 		s->unlink_err = err;
+	pthread_mutex_unlock(&s->unlink_lock);
 }
 
 /* S4: before (ino, column) is opened, created or unlinked by its path
@@ -650,17 +655,8 @@ static void unlinkq_settle(struct iod_store *s, uint64_t ino,
 	pthread_mutex_unlock(&s->unlink_lock);
 	if (!mine)
 		return;
-	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) {
-		int err = -errno;
-
-		tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking deleted "
-			  "subfile %s: %s (the next checkpoint fails, and "
-			  "replay unlinks it again)", s->dir, rel,
-			  strerror(-err));
-		pthread_mutex_lock(&s->unlink_lock);
-		unlink_failed(s, err);
-		pthread_mutex_unlock(&s->unlink_lock);
-	}
+	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
+		unlink_failed(s, rel, -errno);
 	atomic_fetch_sub(&s->unlink_pending, 1);
 }
 
@@ -912,19 +908,20 @@ static int unlinkq_run(struct iod_store *s)
 		tw_hmap_del(&s->unlink_q, key);
 		s->unlink_busy = key;
 		pthread_mutex_unlock(&s->unlink_lock);
-		int err = 0;
+		/* a failure is recorded before drain_lock is let go: a drain
+		 * that runs next must see it (the checkpoint's, whose tail
+		 * would move) */
+		if (rel_subpath(store_obj_ino(key - 1),
+				store_obj_column(key - 1), rel,
+				sizeof(rel)) == 0 &&
+		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) {
+			int err = -errno;
 
-		if (rel_subpath((key - 1) >> 8, (uint32_t)((key - 1) & 0xff),
-				rel, sizeof(rel)) == 0 &&
-		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
-			err = -errno;
-		if (rc == 0)
-			rc = err;
+			if (rc == 0)
+				rc = err;
+			unlink_failed(s, rel, err);
+		}
 		pthread_mutex_lock(&s->unlink_lock);
-		/* before drain_lock is let go: a drain that runs next must
-		 * see it (the checkpoint's, whose tail would move) */
-		if (err < 0)
-			unlink_failed(s, err);
 		s->unlink_busy = 0;
 		atomic_fetch_sub(&s->unlink_pending, 1);
 		pthread_cond_broadcast(&s->unlink_cond);
@@ -955,16 +952,9 @@ static void *drainer_main(void *arg)
 	struct iod_store *s = arg;
 
 	for (;;) {
-		int rc;
-
 		pthread_mutex_lock(&s->drain_lock);
-		rc = unlinkq_run(s);   /* records a failure itself */
+		(void)unlinkq_run(s);   /* it records a failure itself */
 		pthread_mutex_unlock(&s->drain_lock);
-		if (rc < 0)
-			tw_log_rl(TW_LOG_ERR, "data directory %s: unlinking "
-				  "deleted subfiles: %s (the next checkpoint "
-				  "fails, and replay unlinks them again)",
-				  s->dir, strerror(-rc));
 		pthread_mutex_lock(&s->unlink_lock);
 		if (s->unlink_q.count == 0) {
 			s->drainer_running = false;
@@ -1044,8 +1034,8 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 	int rc = store_unlinkq_drain(s);   /* S4: before their entries sync */
 
 	for (size_t i = 0; i < n; i++) {
-		uint64_t ino = objs[i] >> 8;
-		uint32_t column = (uint32_t)(objs[i] & 0xff);
+		uint64_t ino = store_obj_ino(objs[i]);
+		uint32_t column = store_obj_column(objs[i]);
 		struct sub *e = cache_find(s, ino, column);
 		uint8_t ds = DS_CD | DS_AB | DS_TOP;   /* unknown: all */
 		int r = 0;

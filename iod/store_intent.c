@@ -301,8 +301,8 @@ int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg)
 
 	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
 		struct intent *in = val;
-		uint64_t ino = in->obj >> 8;
-		uint32_t col = (uint32_t)(in->obj & 0xff);
+		uint64_t ino = store_obj_ino(in->obj);
+		uint32_t col = store_obj_column(in->obj);
 
 		if (in->all) {
 			rc = cb(arg, ino, col, 0, UINT64_MAX);

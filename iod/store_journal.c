@@ -229,7 +229,7 @@ void store_track(struct iod_store *s, uint64_t obj, uint64_t gen,
 	    (touch && store_intent_touch(s, obj, first, last) < 0))
 		tw_log_rl(TW_LOG_ERR, "data directory %s: out of memory "
 			  "tracking subfile %016" PRIx64 ".%" PRIu32, s->dir,
-			  obj >> 8, (uint32_t)(obj & 0xff));
+			  store_obj_ino(obj), store_obj_column(obj));
 }
 
 int store_change_start(struct iod_store *s, uint64_t ino, uint32_t column,
@@ -269,7 +269,7 @@ int store_meta_keep(struct iod_store *s, uint64_t obj)
 		m->pending++;
 		return 0;
 	}
-	rc = store_logical(s, obj >> 8, (uint32_t)(obj & 0xff), &ls);
+	rc = store_logical(s, store_obj_ino(obj), store_obj_column(obj), &ls);
 	if (rc < 0)
 		return rc;
 	return store_meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
@@ -323,8 +323,8 @@ static int op_home_fd(void *arg, uint64_t obj, bool create, int *fd)
 {
 	static const struct iod_sub_layout none = { 0 };
 	struct iod_store *s = arg;
-	uint64_t ino = obj >> 8;
-	uint32_t column = (uint32_t)(obj & 0xff);
+	uint64_t ino = store_obj_ino(obj);
+	uint32_t column = store_obj_column(obj);
 	struct smeta *m = tw_hmap_get(&s->smeta, obj + 1);
 	const struct iod_sub_layout *l = NULL;
 	struct sub *e;
@@ -393,8 +393,8 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		     const void *rec, size_t len)
 {
 	struct rec_hdr h;
-	uint64_t ino = obj >> 8;
-	uint32_t column = (uint32_t)(obj & 0xff);
+	uint64_t ino = store_obj_ino(obj);
+	uint32_t column = store_obj_column(obj);
 	/* Ordered/writeback changed home in place already; only the intent
 	 * xattr is written at close (see the top of this file). */
 	bool home = phase != JBD_PHASE_CLOSE;
@@ -525,8 +525,8 @@ static int op_apply(void *arg, enum jbd_phase phase, uint64_t seq,
 	(void)cut;
 	if (rc < 0)
 		tw_err("data directory %s: applying a journal record of "
-		       "subfile %016" PRIx64 ".%u (%s): %s", s->dir, obj >> 8,
-		       (unsigned)(obj & 0xff),
+		       "subfile %016" PRIx64 ".%u (%s): %s", s->dir,
+		       store_obj_ino(obj), store_obj_column(obj),
 		       phase == JBD_PHASE_REPLAY ? "replay" :
 		       phase == JBD_PHASE_CLOSE ? "close" : "checkpoint",
 		       strerror(-rc));
@@ -1182,7 +1182,8 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 	 * cut short, only names up to its last one are complete. */
 	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);) {
 		struct smeta *m = val;
-		struct store_key k = { m->obj >> 8, (uint32_t)(m->obj & 0xff) };
+		struct store_key k = { store_obj_ino(m->obj),
+				       store_obj_column(m->obj) };
 
 		if (!m->exists || !key_after(&k, after_ino, after_column))
 			continue;

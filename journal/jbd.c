@@ -1288,8 +1288,6 @@ void jbd_abandon(struct jbd *j)
 	jbd__bgsync_wait(&j->osync);    /* it writes the eventfd */
 	jbd__bgsync_wait(&j->ofsync);
 	jbd__bgsync_wait(&j->fsync_bg);
-	free(j->ofsync.fds);
-	free(j->fsync_bg.fds);
 	jbd__io_fini(j);
 	if (j->running)
 		jbd__txn_free(j, j->running);

@@ -291,36 +291,26 @@ static struct jbd_txn *next_to_close(struct jbd *j)
 	return j->first_sealed;
 }
 
-/* Collect a finished osync: 1 while it runs, 0 when none runs (osync_seq
- * then covers what the last one did), -errno when it failed. */
-static int osync_collect(struct jbd *j)
+/* Collect b's finished run (osync or ofsync): 1 while it runs, 0 when
+ * none runs (*seq then covers what the last one did: its target), -errno
+ * when it failed. */
+static int bgsync_collect(struct jbd_bgsync *b, uint64_t target,
+			  uint64_t *seq)
 {
 	int rc;
-	if (!j->osync.started)
+	if (!b->started)
 		return 0;
-	if (!jbd__bgsync_poll(&j->osync, &rc))
+	if (!jbd__bgsync_poll(b, &rc))
 		return 1;
 	if (rc < 0)
 		return rc;
-	j->osync_seq = j->osync_target;
+	*seq = target;
 	return 0;
 }
 
-/* Collect a finished ofsync, as osync_collect. */
-static int ofsync_collect(struct jbd *j)
+static int osync_collect(struct jbd *j)
 {
-	int rc;
-	if (!j->ofsync.started)
-		return 0;
-	if (!jbd__bgsync_poll(&j->ofsync, &rc))
-		return 1;
-	free(j->ofsync.fds);
-	j->ofsync.fds = NULL;
-	j->ofsync.nfds = 0;
-	if (rc < 0)
-		return rc;
-	j->ofsync_seq = j->ofsync_target;
-	return 0;
+	return bgsync_collect(&j->osync, j->osync_target, &j->osync_seq);
 }
 
 static bool ordered_covered(const struct jbd *j, const struct jbd_txn *t)
@@ -411,7 +401,8 @@ static int ordered_sync(struct jbd *j, struct jbd_txn *t)
 	if (n == 0 || ordered_covered(j, t))
 		return 0;
 	if (jbd__bgsync_usable(j)) {
-		int rc = ofsync_collect(j);
+		int rc = bgsync_collect(&j->ofsync, j->ofsync_target,
+					&j->ofsync_seq);
 		if (rc != 0)
 			return rc;
 		rc = osync_collect(j);
@@ -796,8 +787,6 @@ void jbd__files_kick(struct jbd *j)
 		if (!jbd__bgsync_poll(b, &rc))
 			return;
 		j->fjobs_fds -= b->nfds;
-		free(b->fds);
-		b->fds = NULL;
 		b->nfds = 0;
 		if (rc < 0)
 			jbd__abort(j, rc, "an fsync of a file's data at home");

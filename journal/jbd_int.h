@@ -233,7 +233,8 @@ struct jbd_bgsync {
 	int (*bg)(void *arg);    /* run before the syncfs, or NULL */
 	void *bg_arg;
 	int *fds;                /* non-NULL: fsync and close these instead
-	                          * of the syncfs; the owner frees the array */
+	                          * of the syncfs; freed when the thread is
+	                          * joined (nfds stays until the next start) */
 	size_t nfds;
 };
 
@@ -386,8 +387,8 @@ bool jbd__bgsync_usable(const struct jbd *j);
 /* Start b's thread; with_bg: run ops.home_bg (if any) before the
  * syncfs (the checkpoint's). */
 int jbd__bgsync_start(struct jbd *j, struct jbd_bgsync *b, bool with_bg);
-/* Start b's thread on fsync(2) and close(2) of fds[0..n) (b->fds owns
- * the array from here, the caller frees it once polled; on failure the
+/* Start b's thread on fsync(2) and close(2) of fds[0..n) (b owns the
+ * array from here and frees it once the thread is joined; on failure the
  * array and the descriptors stay the caller's). */
 int jbd__bgsync_start_fds(struct jbd *j, struct jbd_bgsync *b, int *fds,
 			  size_t n);

@@ -615,5 +615,7 @@ void jbd__bgsync_wait(struct jbd_bgsync *b)
 	if (b->started && !b->joined) {
 		pthread_join(b->thread, NULL);
 		b->joined = true;
+		free(b->fds);   /* the thread closed the descriptors */
+		b->fds = NULL;
 	}
 }
