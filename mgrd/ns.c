@@ -862,6 +862,11 @@ int mgr_ns_setattr_check(const struct mgr_ns *ns, uint64_t ino,
 	return 0;
 }
 
+static struct tw_ts ts(const struct mgr_time *t)
+{
+	return (struct tw_ts){ t->sec, t->nsec };
+}
+
 int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		   const struct mgr_setattr *sa, const struct mgr_time *now,
 		   struct mgr_inode **out)
@@ -903,7 +908,12 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		in->mtime = *now;
 	else if (sa->valid & MGR_SA_MTIME)
 		in->mtime = sa->mtime;
-	if (sa->valid & MGR_SA_CTIME)
+	/* A ctime given (the kernel's writeback cache keeps its own) never
+	 * moves it back: the kernel's clock is coarse, a tick behind ours,
+	 * so it may be older than the ctime we stamped on the change before
+	 * this one.  This change is the later one: it is stamped now. */
+	if ((sa->valid & MGR_SA_CTIME) &&
+	    tw_ts_cmp(ts(&sa->ctime), ts(&in->ctime)) >= 0)
 		in->ctime = sa->ctime;
 	else
 		in->ctime = *now;
@@ -920,11 +930,6 @@ int mgr_ns_trunc_begin(struct mgr_ns *ns, uint64_t ino, uint64_t gen)
 	if (gen > in->trunc_gen)
 		in->trunc_gen = gen;
 	return 0;
-}
-
-static struct tw_ts ts(const struct mgr_time *t)
-{
-	return (struct tw_ts){ t->sec, t->nsec };
 }
 
 int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
