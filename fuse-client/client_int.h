@@ -617,6 +617,14 @@ void fc_wb_adopt(struct fc_wb *w, size_t bytes);
  * would have seen (kept for the next flush/fsync/release when w was
  * answered early).  No-op when w holds nothing.  May run waiters. */
 void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err);
+/* Record err (a positive errno) of a write of ino that was answered when
+ * it failed, for the writers' next flush, fsync or release, as an early
+ * write's (page-cache writeback: the kernel hands it to one caller). */
+void fc_wb_note_err(struct fc_client *cl, uint64_t ino, int err);
+/* Whether f's flush and release take the inode's write errors: it wrote
+ * through FUSE, or (-o writeback_cache) it may have dirtied the kernel's
+ * pages, which any handle's writeback sends. */
+bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f);
 /* The errno of the latest failed early-answered write of f's inode, if f
  * has not reported it yet (0: none); afterwards f has. */
 int fc_wb_take_err(struct fc_client *cl, struct fc_file *f);

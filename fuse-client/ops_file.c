@@ -260,7 +260,7 @@ static void writes_landed(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
-	if (d->f && (d->any_err || atomic_load(&d->f->wrote)))
+	if (d->f && (d->any_err || fc_wb_writer(op->cl, d->f)))
 		d->wb_err = fc_wb_take_err(op->cl, d->f);
 	d->after(op);
 }
@@ -317,8 +317,12 @@ void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A handle that never read, wrote or allocated has no writes to
 	 * wait for, no size or atime to report: answer here, without the
 	 * hop to the loop thread (open-close and create-close).  Writes of
-	 * other handles of the inode are theirs to wait for and report. */
-	if (!atomic_load(&fc_fh_file(fi)->touched)) {
+	 * other handles of the inode are theirs to wait for and report.
+	 * With -o writeback_cache a handle open for writing may have
+	 * dirtied pages that another handle's writeback sent: it takes
+	 * their errors (fc_wb_writer). */
+	if (!atomic_load(&fc_fh_file(fi)->touched) &&
+	    !fc_wb_writer(fuse_req_userdata(req), fc_fh_file(fi))) {
 		fuse_reply_err(req, 0);
 		return;
 	}

@@ -192,10 +192,16 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 	/* The kernel's writeback cache owns size and mtime and ignores other
 	 * clients (DESIGN.md): only on request. */
 	if (cl->opts.writeback_cache &&
-	    (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+	    (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-	else
+	} else {
+		if (cl->opts.writeback_cache)
+			tw_log(TW_LOG_WARN, "the kernel offers no writeback "
+			       "cache: -o writeback_cache ignored");
+		/* From here on the flag says what the kernel does. */
+		cl->opts.writeback_cache = 0;
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	}
 	conn->time_gran = 1;
 }
 
@@ -529,16 +535,47 @@ static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
 	return true;
 }
 
+/* Whether a failed SETATTR is the kernel's writeback cache writing back
+ * the times of a file that is gone (unlinked and closed: mgrd destroyed
+ * it): a SETATTR of mtime and ctime only, as fuse_flush_times sends, of
+ * an inode mgrd no longer has.  Those times belong to nothing, and an
+ * error would be kept by the kernel and fail a later syncfs (ESTALE).
+ * Answered with the attributes we had, nlink 0. */
+static bool gone_times_flush(struct mop *m, int status, struct stat *st)
+{
+	const uint32_t times = TWINFS__SETATTR_VALID__SA_MTIME |
+		TWINFS__SETATTR_VALID__SA_CTIME;
+	struct fc_client *cl = m->op.cl;
+	uint32_t valid = m->m.setattr.valid;
+	struct fc_attr a;
+	uint64_t size;
+
+	if (status != -ESTALE || !cl->opts.writeback_cache ||
+	    !(valid & TWINFS__SETATTR_VALID__SA_MTIME) || (valid & ~times) ||
+	    !fc_inode_get(cl, m->ino, &a, &size))
+		return false;
+	fc_attr_to_stat(cl, &a, size, st);
+	st->st_nlink = 0;
+	return true;
+}
+
 static void setattr_done(struct fc_mgr_call *mc, int status,
 			 struct wire_msg *reply)
 {
 	struct mop *m = mc->arg;
+	struct stat st;
 
 	/* Before the reports end: a flush waiting for them reports next,
 	 * and must carry mtime if this failed (report.c). */
 	if (m->times_seq)
 		fc_times_done(m->op.cl, m->ino, m->times_seq, status);
 	fc_report_embed_done(m->op.cl, &m->reports, status);
+	if (gone_times_flush(m, status, &st)) {
+		if (reply)
+			wire_msg_free(reply);
+		fc_op_reply_attr(&m->op, &st, 0);
+		return;
+	}
 	/* A chmod updated the ACL's mask at mgrd; the kernel forgot its
 	 * cached ACLs when it sent us the SETATTR. */
 	if (status == 0 &&
@@ -648,8 +685,17 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if (to_set & FUSE_SET_ATTR_SIZE)
 		s->size = (uint64_t)attr->st_size;
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
-		/* Both bits and our clock: mgrd may use either. */
+		/* Both bits and our clock: mgrd may use either.  With the
+		 * writeback cache the kernel sends a "now" mtime as its own
+		 * clock's time, and that same time comes with ATIME_NOW: take
+		 * it, so that touch(1) leaves atime == mtime, as ext4. */
 		s->valid |= TWINFS__SETATTR_VALID__SA_ATIME;
+		if (client(req)->opts.writeback_cache &&
+		    attr->st_atim.tv_sec > 0) {
+			s->valid &= ~(uint32_t)FUSE_SET_ATTR_ATIME_NOW;
+			now_sec = attr->st_atim.tv_sec;
+			now_nsec = (uint32_t)attr->st_atim.tv_nsec;
+		}
 		s->atime_sec = now_sec;
 		s->atime_nsec = now_nsec;
 	} else if (to_set & FUSE_SET_ATTR_ATIME) {

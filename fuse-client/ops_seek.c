@@ -256,9 +256,19 @@ static void seek_run(struct fc_op *op)
 void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	      struct fuse_file_info *fi)
 {
+	struct fc_client *cl = fuse_req_userdata(req);
 	struct seek_op *so;
 
 	(void)fi;
+	/* With the kernel's writeback cache, written bytes may still be
+	 * dirty pages that no iod has seen, past the size we know: our
+	 * answer would call them a hole, or ENXIO.  ENOSYS makes the kernel
+	 * answer every lseek of this mount itself, from its own size (all
+	 * data, one hole at the end), which is right. */
+	if (cl->opts.writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -267,7 +277,7 @@ void fc_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, ENXIO);
 		return;
 	}
-	so = fc_op_new(fuse_req_userdata(req), req, sizeof(*so), seek_run);
+	so = fc_op_new(cl, req, sizeof(*so), seek_run);
 	if (!so) {
 		fuse_reply_err(req, ENOMEM);
 		return;

@@ -28,7 +28,12 @@
  *     see it.  Unlike errseq_t there is no "seen" bit (a handle opened
  *     after a failure nobody reported yet does not get it): every writer
  *     open at the time gets it, since its flush waits for all writes of
- *     the inode, and writepage's writes are never answered early.  The
+ *     the inode.  writepage's writes are never answered early, but their
+ *     failures are recorded too (fc_wb_note_err): the kernel hands such
+ *     an error to the first fsync or close of any handle, which may be
+ *     one that only read.  With -o writeback_cache every handle opened
+ *     for writing counts as a writer (fc_wb_writer): its writes reach us
+ *     as the kernel's writeback, through whichever handle it picks.  The
  *     record stays while the client runs (a map entry, at most 32 bytes,
  *     an inode that ever failed a write).
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
@@ -49,6 +54,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -220,6 +226,17 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 	}
 	if (cl->wb_wait_head)
 		wake(cl);
+}
+
+void fc_wb_note_err(struct fc_client *cl, uint64_t ino, int err)
+{
+	note_err(cl, ino, err);
+}
+
+bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f)
+{
+	return atomic_load(&f->wrote) ||
+	       (cl->opts.writeback_cache && (f->flags & O_ACCMODE) != O_RDONLY);
 }
 
 int fc_wb_take_err(struct fc_client *cl, struct fc_file *f)
