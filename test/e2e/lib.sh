@@ -286,6 +286,18 @@ e2e_remount() {
 	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"
 }
 
+# writers_err_check NAME FILE: two writers of FILE, whose group is down,
+# write and close (writers_err.py): each one's close must fail with EIO.
+writers_err_check() {
+	local got
+	got=$(timeout 60 "$PY" "$E2E_DIR/writers_err.py" "$2")
+	echo "# two writers to a failed group: $got"
+	case $got in
+	a=close:EIO\ b=close:EIO) pass "$1" ;;
+	*) fail "$1" "got '$got' (want EIO from both writers' closes)" ;;
+	esac
+}
+
 # The fsync drill (t_journal_crash.sh, t_writeback.sh), in two steps.
 # acked_kill FILE BLOCKS MIN: write FILE a 64 KiB block and an fsync at a
 # time (acked_blocks.py; the blocks acknowledged are logged in $T/acked, T

@@ -291,30 +291,5 @@ esac
 # are lost, so each one's close must fail with EIO, not only the first.
 # (Their writes are answered before their pieces are sent, ops_data.c, so
 # the error can only come from the close.)
-got=$(timeout 60 "$PY" - "$M/g1/two" <<'EOF'
-import errno, os, sys
-def code(e): return errno.errorcode.get(e.errno, str(e.errno))
-a = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
-b = os.open(sys.argv[1], os.O_WRONLY)
-res = {}
-for name, fd, base in (("a", a, 0), ("b", b, 1 << 20)):
-    try:
-        for i in range(16):
-            os.pwrite(fd, b"w" * 4096, base + i * 4096)
-    except OSError as e:
-        res[name] = "write:" + code(e)
-for name, fd in (("a", a), ("b", b)):
-    try:
-        os.close(fd)
-        res.setdefault(name, "no-error")
-    except OSError as e:
-        res.setdefault(name, "close:" + code(e))
-print("a=%s b=%s" % (res["a"], res["b"]))
-EOF
-)
-echo "# two writers to a failed group: $got"
-case $got in
-a=close:EIO\ b=close:EIO) pass wbehind-error-each-writer ;;
-*) fail wbehind-error-each-writer "got '$got' (want EIO from both writers' closes)" ;;
-esac
+writers_err_check wbehind-error-each-writer "$M/g1/two"
 e2e_end
