@@ -867,6 +867,24 @@ static struct tw_ts ts(const struct mgr_time *t)
 	return (struct tw_ts){ t->sec, t->nsec };
 }
 
+/* The ctime of a change made now: mgrd's clock, unless the inode's ctime
+ * is not older (a client's clock ahead of ours set it, or ours stepped
+ * back): then just after it.  ctime only moves forward, which the client
+ * relies on to tell the newer of two answers (fuse-client/inode.c). */
+static struct mgr_time ctime_now(const struct mgr_inode *in,
+				 const struct mgr_time *now)
+{
+	struct mgr_time t = in->ctime;
+
+	if (tw_ts_cmp(ts(now), ts(&in->ctime)) > 0)
+		return *now;
+	if (++t.nsec == 1000000000u) {
+		t.sec++;
+		t.nsec = 0;
+	}
+	return t;
+}
+
 int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		   const struct mgr_setattr *sa, const struct mgr_time *now,
 		   struct mgr_inode **out)
@@ -916,7 +934,7 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 	    tw_ts_cmp(ts(&sa->ctime), ts(&in->ctime)) >= 0)
 		in->ctime = sa->ctime;
 	else
-		in->ctime = *now;
+		in->ctime = ctime_now(in, now);
 	*out = in;
 	return 0;
 }

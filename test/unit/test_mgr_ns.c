@@ -407,24 +407,31 @@ Test(ns, setattr_size_report)
 	cr_assert_eq(in->mode, S_IFREG | 0600);
 	cr_assert_eq(in->uid, 5);
 	cr_assert_eq(in->mtime.sec, 2000);
-	cr_assert_eq(in->ctime.sec, 3000);
+	/* mgrd's clock (t2) is behind the ctime (t4): just after it. */
+	cr_assert_eq(in->ctime.sec, 3500);
+	cr_assert_eq(in->ctime.nsec, 1);
 	/* A ctime given by the kernel (writeback cache) is kept, unless it
 	 * is older than the current one: then the change is stamped now. */
 	{
-		struct mgr_time t6 = { 3100, 5 }, t7 = { 3050, 0 },
-				now = { 3200, 0 };
+		struct mgr_time t6 = { 3600, 5 }, t7 = { 3550, 0 },
+				now = { 3700, 0 }, behind = { 3000, 0 };
 
 		sa = (struct mgr_setattr){ .valid = MGR_SA_SIZE | MGR_SA_CTIME,
 					   .size = 10, .trunc_gen = 2,
 					   .ctime = t6 };
 		cr_assert_eq(mgr_ns_setattr(&ns, f, &sa, &now, &in), 0);
-		cr_assert_eq(in->ctime.sec, 3100);
+		cr_assert_eq(in->ctime.sec, 3600);
 		cr_assert_eq(in->ctime.nsec, 5);
 		sa.ctime = t7;
 		sa.size = 20;
 		cr_assert_eq(mgr_ns_setattr(&ns, f, &sa, &now, &in), 0);
 		cr_assert_eq(in->size, 20);
-		cr_assert_eq(in->ctime.sec, 3200);
+		cr_assert_eq(in->ctime.sec, 3700);
+		cr_assert_eq(in->ctime.nsec, 0);
+		sa.ctime = t7;
+		cr_assert_eq(mgr_ns_setattr(&ns, f, &sa, &behind, &in), 0);
+		cr_assert_eq(in->ctime.sec, 3700);
+		cr_assert_eq(in->ctime.nsec, 1);
 	}
 }
 
