@@ -429,9 +429,12 @@ struct fc_client {
 	atomic_uint wb_ops;
 	atomic_size_t wb_bytes;
 	/* [loop] ino -> the latest failed write-behind of the inode:
-	 * seq << 16 | errno (wbehind.c); seqs from wb_err_seq, never 0 */
+	 * seq << 16 | FC_WB_ERR_WRITEBACK? | errno (wbehind.c); seqs from
+	 * wb_err_seq, never 0 */
 	struct tw_hmap wb_errs;
 	uint64_t wb_err_seq;
+	/* [atomic] some write error was recorded in wb_errs (fc_flush) */
+	atomic_bool wb_errs_any;
 	/* open files with unreported writes */
 	struct fc_file *dirty_head;
 	/* Size reports in flight per inode, and the SETATTRs waiting for an
@@ -617,17 +620,21 @@ void fc_wb_adopt(struct fc_wb *w, size_t bytes);
  * would have seen (kept for the next flush/fsync/release when w was
  * answered early).  No-op when w holds nothing.  May run waiters. */
 void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err);
-/* Record err (a positive errno) of a write of ino that was answered when
- * it failed, for the writers' next flush, fsync or release, as an early
- * write's (page-cache writeback: the kernel hands it to one caller). */
-void fc_wb_note_err(struct fc_client *cl, uint64_t ino, int err);
+/* Record err (a positive errno) of a page-cache writeback of ino
+ * (-o writeback_cache), answered when it failed, for the writers' next
+ * flush or release, as an early write's: the kernel gives it to the first
+ * close of any handle only.  An fsync does not take it from us: the
+ * kernel reports it to every file's fsync itself (errseq_t) before it
+ * sends FSYNC. */
+void fc_wb_note_writeback_err(struct fc_client *cl, uint64_t ino, int err);
 /* Whether f's flush and release take the inode's write errors: it wrote
  * through FUSE, or (-o writeback_cache) it may have dirtied the kernel's
  * pages, which any handle's writeback sends. */
 bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f);
 /* The errno of the latest failed early-answered write of f's inode, if f
- * has not reported it yet (0: none); afterwards f has. */
-int fc_wb_take_err(struct fc_client *cl, struct fc_file *f);
+ * has not reported it yet (0: none); afterwards f has.  for_fsync: an
+ * error of page-cache writeback is not returned (the kernel did). */
+int fc_wb_take_err(struct fc_client *cl, struct fc_file *f, bool for_fsync);
 /* What a handle of ino opened now has seen (fc_file.err_seen). */
 uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino);
 /* No write in flight and nobody waiting. */

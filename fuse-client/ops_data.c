@@ -393,13 +393,14 @@ int fc_user_err(int status)
  * order, then answer (an early-answered write is only freed). */
 static void write_end(struct dop *d, int err)
 {
+	/* With the kernel's writeback cache every write is page-cache
+	 * writeback, answered when it fails; the kernel gives that error to
+	 * the first close of any handle of the file (one that only read,
+	 * too), then forgets it: the writers' closes must fail as well.
+	 * Recorded before the release, which may run a waiting flush. */
+	if (err && d->writepage && d->op.cl->opts.writeback_cache)
+		fc_wb_note_writeback_err(d->op.cl, d->ino, err);
 	fc_wb_release(d->op.cl, &d->wb, err);
-	/* Page-cache writeback is answered when it fails, and the kernel
-	 * gives that error to the first fsync or close of any handle of the
-	 * file (one that only read, too), then forgets it: the writers'
-	 * closes must fail as well. */
-	if (err && d->writepage)
-		fc_wb_note_err(d->op.cl, d->ino, err);
 	if (d->kind == DOP_WRITE && err == 0)
 		fc_op_reply_write(&d->op, d->size);
 	else

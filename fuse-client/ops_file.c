@@ -260,8 +260,9 @@ static void writes_landed(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	/* any_err: an fsync, which reports a failed write of any handle. */
 	if (d->f && (d->any_err || fc_wb_writer(op->cl, d->f)))
-		d->wb_err = fc_wb_take_err(op->cl, d->f);
+		d->wb_err = fc_wb_take_err(op->cl, d->f, d->any_err);
 	d->after(op);
 }
 
@@ -320,9 +321,14 @@ void fc_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * other handles of the inode are theirs to wait for and report.
 	 * With -o writeback_cache a handle open for writing may have
 	 * dirtied pages that another handle's writeback sent: it takes
-	 * their errors (fc_wb_writer). */
+	 * their errors (fc_wb_writer), when there are any.  The kernel
+	 * waited for every writeback reply before it sent the FLUSH, and
+	 * a writeback's error is recorded before its reply. */
+	struct fc_client *cl = fuse_req_userdata(req);
+
 	if (!atomic_load(&fc_fh_file(fi)->touched) &&
-	    !fc_wb_writer(fuse_req_userdata(req), fc_fh_file(fi))) {
+	    (!fc_wb_writer(cl, fc_fh_file(fi)) ||
+	     !atomic_load(&cl->wb_errs_any))) {
 		fuse_reply_err(req, 0);
 		return;
 	}

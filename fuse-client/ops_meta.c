@@ -540,7 +540,10 @@ static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
  * it): a SETATTR of mtime and ctime only, as fuse_flush_times sends, of
  * an inode mgrd no longer has.  Those times belong to nothing, and an
  * error would be kept by the kernel and fail a later syncfs (ESTALE).
- * Answered with the attributes we had, nlink 0. */
+ * Answered with the attributes we had, nlink 0.  (A utimensat of mtime
+ * alone by path, through a name this mount still caches, of a file that
+ * another mount removed, also succeeds instead of ENOENT: the same
+ * request.  An open file is never destroyed, so futimens is unaffected.) */
 static bool gone_times_flush(struct mop *m, int status, struct stat *st)
 {
 	const uint32_t times = TWINFS__SETATTR_VALID__SA_MTIME |
@@ -687,8 +690,9 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
 		/* Both bits and our clock: mgrd may use either.  With the
 		 * writeback cache the kernel sends a "now" mtime as its own
-		 * clock's time, and that same time comes with ATIME_NOW: take
-		 * it, so that touch(1) leaves atime == mtime, as ext4. */
+		 * clock's time, and that same time comes with ATIME_NOW: then
+		 * that time and no NOW bit, so that touch(1) leaves atime ==
+		 * mtime, as ext4. */
 		s->valid |= TWINFS__SETATTR_VALID__SA_ATIME;
 		if (client(req)->opts.writeback_cache &&
 		    attr->st_atim.tv_sec > 0) {

@@ -28,12 +28,14 @@
  *     see it.  Unlike errseq_t there is no "seen" bit (a handle opened
  *     after a failure nobody reported yet does not get it): every writer
  *     open at the time gets it, since its flush waits for all writes of
- *     the inode.  writepage's writes are never answered early, but their
- *     failures are recorded too (fc_wb_note_err): the kernel hands such
- *     an error to the first fsync or close of any handle, which may be
- *     one that only read.  With -o writeback_cache every handle opened
- *     for writing counts as a writer (fc_wb_writer): its writes reach us
- *     as the kernel's writeback, through whichever handle it picks.  The
+ *     the inode.  writepage's writes are never answered early.  With
+ *     -o writeback_cache their failures are recorded too
+ *     (fc_wb_note_writeback_err): the kernel gives such an error to every
+ *     file's fsync, but to the first close of any handle only (which may
+ *     be one that only read), so every handle opened for writing takes it
+ *     at flush (fc_wb_writer): the kernel writes its pages back through
+ *     whichever handle it picks.  An fsync skips it (the kernel reported
+ *     it to that file before it sent FSYNC).  The
  *     record stays while the client runs (a map entry, at most 32 bytes,
  *     an inode that ever failed a write).
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
@@ -195,14 +197,20 @@ bool fc_wb_detach(struct fc_client *cl, struct fc_wb *w, size_t bytes)
 	return true;
 }
 
-static void note_err(struct fc_client *cl, uint64_t ino, int err)
+/* Bit of a wb_errs value: the error is a page-cache writeback's. */
+#define FC_WB_ERR_WRITEBACK 0x8000u
+
+static void note_err(struct fc_client *cl, uint64_t ino, int err,
+		     bool writeback)
 {
 	_Static_assert(sizeof(uintptr_t) >= 8, "seq << 16 needs 64 bits");
-	assert(err > 0 && err <= 0xffff);
-	uintptr_t v = (uintptr_t)(++cl->wb_err_seq << 16) | (uintptr_t)err;
+	assert(err > 0 && err < (int)FC_WB_ERR_WRITEBACK);
+	uintptr_t v = (uintptr_t)(++cl->wb_err_seq << 16) | (uintptr_t)err |
+		      (writeback ? FC_WB_ERR_WRITEBACK : 0);
 	if (tw_hmap_put(&cl->wb_errs, ino, (void *)v) < 0)
 		tw_log_rl(TW_LOG_ERR, "ino %" PRIu64 ": lost a write error "
 			  "(out of memory)", ino);
+	atomic_store(&cl->wb_errs_any, true);
 }
 
 void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
@@ -221,16 +229,16 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 		       atomic_load(&cl->wb_bytes) >= w->bytes);
 		fc_wb_unreserve(cl, w->bytes);
 		if (err)
-			note_err(cl, w->ino, err);
+			note_err(cl, w->ino, err, false);
 		w->behind = false;
 	}
 	if (cl->wb_wait_head)
 		wake(cl);
 }
 
-void fc_wb_note_err(struct fc_client *cl, uint64_t ino, int err)
+void fc_wb_note_writeback_err(struct fc_client *cl, uint64_t ino, int err)
 {
-	note_err(cl, ino, err);
+	note_err(cl, ino, err, true);
 }
 
 bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f)
@@ -239,13 +247,15 @@ bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f)
 	       (cl->opts.writeback_cache && (f->flags & O_ACCMODE) != O_RDONLY);
 }
 
-int fc_wb_take_err(struct fc_client *cl, struct fc_file *f)
+int fc_wb_take_err(struct fc_client *cl, struct fc_file *f, bool for_fsync)
 {
 	uintptr_t v = (uintptr_t)tw_hmap_get(&cl->wb_errs, f->ino);
 	if (v >> 16 <= f->err_seen)
 		return 0;
 	f->err_seen = v >> 16;
-	return (int)(v & 0xffff);
+	if (for_fsync && (v & FC_WB_ERR_WRITEBACK))
+		return 0;
+	return (int)(v & (FC_WB_ERR_WRITEBACK - 1));
 }
 
 uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino)

@@ -165,12 +165,12 @@ Test(client_wbehind, caps_and_errors)
 	for (i = 0; i <= FC_WB_MAX_OPS; i++)
 		fc_wb_release(cl, &w[i].wb, 0);   /* no-op for 3 and 4 */
 	struct fc_file late = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
-	cr_assert_eq(fc_wb_take_err(cl, &fa), 28);
-	cr_assert_eq(fc_wb_take_err(cl, &fa), 0);
-	cr_assert_eq(fc_wb_take_err(cl, &fb), 28, "each handle, not the first");
-	cr_assert_eq(fc_wb_take_err(cl, &fb), 0);
-	cr_assert_eq(fc_wb_take_err(cl, &late), 0, "opened after the error");
-	cr_assert_eq(fc_wb_take_err(cl, &other), 0, "another inode");
+	cr_assert_eq(fc_wb_take_err(cl, &fa, false), 28);
+	cr_assert_eq(fc_wb_take_err(cl, &fa, false), 0);
+	cr_assert_eq(fc_wb_take_err(cl, &fb, false), 28, "each handle, not the first");
+	cr_assert_eq(fc_wb_take_err(cl, &fb, false), 0);
+	cr_assert_eq(fc_wb_take_err(cl, &late, false), 0, "opened after the error");
+	cr_assert_eq(fc_wb_take_err(cl, &other, false), 0, "another inode");
 	/* A write answered when it landed reports its own error. */
 	{
 		struct top big;
@@ -178,8 +178,8 @@ Test(client_wbehind, caps_and_errors)
 		enter(cl, &big, 1000, 9, 0, 1, true);
 		cr_assert(!fc_wb_detach(cl, &big.wb, FC_WB_MAX_BYTES + 1));
 		fc_wb_release(cl, &big.wb, 5);
-		cr_assert_eq(fc_wb_take_err(cl, &fa), 0);
-		cr_assert_eq(fc_wb_take_err(cl, &late), 0);
+		cr_assert_eq(fc_wb_take_err(cl, &fa, false), 0);
+		cr_assert_eq(fc_wb_take_err(cl, &late, false), 0);
 	}
 	/* A later failure is news to every handle again. */
 	{
@@ -188,10 +188,35 @@ Test(client_wbehind, caps_and_errors)
 		enter(cl, &again, 1001, 9, 0, 1, true);
 		cr_assert(fc_wb_detach(cl, &again.wb, 1));
 		fc_wb_release(cl, &again.wb, 5);
-		cr_assert_eq(fc_wb_take_err(cl, &fa), 5);
-		cr_assert_eq(fc_wb_take_err(cl, &late), 5);
-		cr_assert_eq(fc_wb_take_err(cl, &late), 0);
+		cr_assert_eq(fc_wb_take_err(cl, &fa, false), 5);
+		cr_assert_eq(fc_wb_take_err(cl, &late, false), 5);
+		cr_assert_eq(fc_wb_take_err(cl, &late, false), 0);
 	}
+	client_free(cl);
+}
+
+/* -o writeback_cache: a failed page-cache writeback is kept for every
+ * handle's flush, as an early write's, but an fsync does not take it (the
+ * kernel reported it to the file's fsync before it sent FSYNC); a later
+ * early write's error is an fsync's again. */
+Test(client_wbehind, writeback_errors_skip_fsync)
+{
+	struct fc_client *cl = client_new();
+	struct fc_file fa = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	struct fc_file fb = { .ino = 9, .err_seen = fc_wb_err_seq(cl, 9) };
+	struct top w;
+
+	cr_assert(!atomic_load(&cl->wb_errs_any));
+	fc_wb_note_writeback_err(cl, 9, 5);
+	cr_assert(atomic_load(&cl->wb_errs_any));
+	cr_assert_eq(fc_wb_take_err(cl, &fa, true), 0, "fsync: the kernel's");
+	cr_assert_eq(fc_wb_take_err(cl, &fa, false), 0, "taken by the fsync");
+	cr_assert_eq(fc_wb_take_err(cl, &fb, false), 5, "a writer's flush");
+	cr_assert_eq(fc_wb_take_err(cl, &fb, false), 0);
+	enter(cl, &w, 1, 9, 0, 1, true);
+	cr_assert(fc_wb_detach(cl, &w.wb, 1));
+	fc_wb_release(cl, &w.wb, 28);
+	cr_assert_eq(fc_wb_take_err(cl, &fa, true), 28);
 	client_free(cl);
 }
 
@@ -217,7 +242,7 @@ Test(client_wbehind, worker_reservations_share_the_caps)
 	fc_wb_adopt(&t.wb, 4096);
 	fc_wb_release(cl, &t.wb, 5 /* EIO */);
 	cr_assert_eq(cl->wb_ops, FC_WB_MAX_OPS - 1);
-	cr_assert_eq(fc_wb_take_err(cl, &f), 5, "the error is kept");
+	cr_assert_eq(fc_wb_take_err(cl, &f, false), 5, "the error is kept");
 	enter(cl, &u, 2, 9, 0, 4096, true);
 	cr_assert(fc_wb_detach(cl, &u.wb, 4096), "room again");
 	fc_wb_release(cl, &u.wb, 0);
