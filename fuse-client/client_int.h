@@ -130,6 +130,9 @@ struct fc_inode {
 	 * always asks for the mode first (FUSE's killpriv). */
 	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
 	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
+	/* mgrd destroyed the inode (an UNLINK's gone_ino): for good, since
+	 * inode numbers are never reused. */
+	bool gone;                 /* [ino_lock] */
 	/* SETATTRs of mtime (report.c): the highest cl->times_seq of those
 	 * started and not known failed (a write that took its place before
 	 * it keeps its mtime), the highest of those that succeeded, and how
@@ -753,6 +756,10 @@ void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
  * merged size (attr size or our own writes, whichever is larger). */
 bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
 		  uint64_t *size);
+/* An UNLINK's answer named ino as destroyed (Entry.gone_ino). */
+void fc_inode_set_gone(struct fc_client *cl, uint64_t ino);
+/* If ino is cached and gone: its last attributes with nlink 0 in *st. */
+bool fc_inode_gone_stat(struct fc_client *cl, uint64_t ino, struct stat *st);
 /* A write [.., end) under trunc_gen completed: raise the local size. */
 void fc_inode_note_write(struct fc_client *cl, uint64_t ino, uint64_t end,
 			 uint64_t trunc_gen);

@@ -391,6 +391,40 @@ void fc_parent_from_reply(struct fc_client *cl, const struct wire_msg *reply)
 		fc_inode_update_fresh(cl, &p, NULL);
 }
 
+void fc_inode_set_gone(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		in->gone = true;
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+bool fc_inode_gone_stat(struct fc_client *cl, uint64_t ino, struct stat *st)
+{
+	struct fc_inode *in;
+	struct fc_attr a;
+	uint64_t size = 0;
+	bool gone = false;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in && in->gone) {
+		a = in->attr;
+		size = fc_merge_size(a.size, a.trunc_gen, in->local_size,
+				     in->local_gen);
+		gone = true;
+	}
+	pthread_mutex_unlock(&cl->ino_lock);
+	if (gone) {
+		fc_attr_to_stat(cl, &a, size, st);
+		st->st_nlink = 0;
+	}
+	return gone;
+}
+
 bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,
 		  uint64_t *size)
 {

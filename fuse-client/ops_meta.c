@@ -282,6 +282,12 @@ static void unlink_done(struct fc_mgr_call *mc, int status,
 		fc_inodes_unfresh_all(mc->cl);   /* the victim's nlink */
 		fc_parent_from_reply(mc->cl, reply);
 		fc_dl_removed(&mc->cl->dl, m->ino, m->name);
+		/* Before the kernel has the answer: it writes the victim's
+		 * ctime back next (gone_times_flush). */
+		if (reply && reply->body->descriptor == &twinfs__entry__descriptor &&
+		    ((const Twinfs__Entry *)reply->body)->gone_ino)
+			fc_inode_set_gone(mc->cl,
+					  ((const Twinfs__Entry *)reply->body)->gone_ino);
 	}
 	empty_done(mc, status, reply);
 }
@@ -544,17 +550,22 @@ static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
  * alone by path, through a name this mount still caches, of a file that
  * another mount removed, also succeeds instead of ENOENT: the same
  * request.  An open file is never destroyed, so futimens is unaffected.) */
-static bool gone_times_flush(struct mop *m, int status, struct stat *st)
+static bool times_flush(const struct fc_client *cl, uint32_t valid)
 {
 	const uint32_t times = TWINFS__SETATTR_VALID__SA_MTIME |
 		TWINFS__SETATTR_VALID__SA_CTIME;
+
+	return cl->opts.writeback_cache &&
+	       (valid & TWINFS__SETATTR_VALID__SA_MTIME) && !(valid & ~times);
+}
+
+static bool gone_times_flush(struct mop *m, int status, struct stat *st)
+{
 	struct fc_client *cl = m->op.cl;
-	uint32_t valid = m->m.setattr.valid;
 	struct fc_attr a;
 	uint64_t size;
 
-	if (status != -ESTALE || !cl->opts.writeback_cache ||
-	    !(valid & TWINFS__SETATTR_VALID__SA_MTIME) || (valid & ~times) ||
+	if (status != -ESTALE || !times_flush(cl, m->m.setattr.valid) ||
 	    !fc_inode_get(cl, m->ino, &a, &size))
 		return false;
 	fc_attr_to_stat(cl, &a, size, st);
@@ -662,7 +673,8 @@ static void setattr_run(struct fc_op *op)
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
-	struct mop *m = mop_new(req, setattr_run, ino, NULL);
+	struct mop *m;
+	struct stat st;
 	Twinfs__Setattr *s;
 	int64_t now_sec;
 	uint32_t now_nsec;
@@ -672,6 +684,15 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 
 	(void)fi;
+	/* The time write-back of a file our own UNLINK destroyed (mgrd said
+	 * so, gone_ino): answered here, as mgrd would (ESTALE, then
+	 * gone_times_flush), without the round trip (rm -rf). */
+	if (times_flush(client(req), (uint32_t)(to_set & known)) &&
+	    fc_inode_gone_stat(client(req), ino, &st)) {
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	m = mop_new(req, setattr_run, ino, NULL);
 	if (!m)
 		return;
 	s = &m->m.setattr;

@@ -144,6 +144,8 @@ static void reply_entry_in(struct mgr_server *s, struct wire_conn *c,
 	if (rc == 0 && parent && h->type != TWINFS__MSG_TYPE__MSG_UNLINK &&
 	    h->type != TWINFS__MSG_TYPE__MSG_RMDIR)
 		e.parent_lease_ms = mgr_dl_renew(s, c, parent);
+	if (rc == 0)
+		e.gone_ino = op->gone_ino;
 	mgr_srv_finish(s, c, h, op, rc, rc == 0 ? &e.base : NULL);
 }
 
@@ -502,13 +504,21 @@ static void h_unlink(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Unlink *q = (const Twinfs__Unlink *)m->body;
 	struct mgr_op op = { .type = rmdir ? MGR_OP_RMDIR : MGR_OP_UNLINK };
+	struct mgr_inode *victim;
+	uint64_t vino = 0;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
 		return;
 	op.parent = q->parent;
 	op.name = q->name;
+	if (!rmdir && q->name &&
+	    mgr_ns_lookup(&s->st.ns, q->parent, q->name, &victim) == 0)
+		vino = victim->ino;
 	rc = mgr_op_apply(&s->st, &op);
+	/* Gone: no open handle kept it as an orphan (Entry.gone_ino). */
+	if (rc == 0 && vino && !mgr_ns_get(&s->st.ns, vino))
+		op.gone_ino = vino;
 	reply_entry_in(s, c, &m->hdr, &op, rc, NULL, 0, op.parent);
 }
 

@@ -574,6 +574,8 @@ struct mgr_op {
 	uint64_t epoch;
 	/* results of apply, not encoded */
 	struct mgr_inode *out;
+	/* the handler's, not encoded: UNLINK: the inode it destroyed */
+	uint64_t gone_ino;
 };
 
 /* Apply an op to the state: live (op decisions not set yet: they are

@@ -11,8 +11,10 @@
 #   - a truncate after mmap writes takes the size asked: the kernel sends
 #     its own ctime, a tick older than the one mgrd had stamped, and mgrd
 #     moved ctime back, so the client kept the attributes of before;
-#   - syncfs after files written and removed succeeds: the kernel writes
-#     back the times of a file mgrd has destroyed (ESTALE before);
+#   - syncfs after files written and removed, or replaced by rename,
+#     succeeds: the kernel writes back the times of a file mgrd has
+#     destroyed (ESTALE before; an unlink's victim is answered without
+#     mgrd, gone_ino; a rename's after mgrd's ESTALE);
 #   - touch leaves atime == mtime;
 #   - 4 KiB buffered writes read back byte for byte after drop_caches and
 #     after a remount;
@@ -86,6 +88,12 @@ for i in range(20):
     with open(p, "wb") as f:
         f.write(b"abc")
     os.unlink(p)
+    # a file replaced by rename: the kernel writes its ctime back too
+    with open(p + ".new", "wb") as f:
+        f.write(b"new")
+    with open(p, "wb") as f:
+        f.write(b"old")
+    os.rename(p + ".new", p)
 rc = libc.syncfs(fd)
 print("ok" if rc == 0 else os.strerror(ctypes.get_errno()))
 EOF

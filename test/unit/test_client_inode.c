@@ -115,15 +115,13 @@ Test(client_inode, attr_from_pb_directory_policy)
 	cr_assert_eq(out.policy_first, -1);
 }
 
-Test(client_inode, inode_table_counts_lookups)
+/* A client with only its inode table, and the attributes of fill_attr. */
+static struct fc_client *table_new(struct fc_attr *at)
 {
 	struct fc_client *cl = calloc(1, sizeof(*cl));
 	Twinfs__Attr a;
 	Twinfs__Layout l;
 	uint32_t groups[2];
-	struct fc_attr at, got;
-	struct fuse_entry_param e;
-	uint64_t size;
 
 	cr_assert_not_null(cl);
 	fc_inodes_init(cl);
@@ -131,7 +129,16 @@ Test(client_inode, inode_table_counts_lookups)
 	cl->opts.attr_timeout = 1.0;
 	cl->opts.entry_timeout = 1.0;
 	fill_attr(&a, &l, groups);
-	cr_assert_eq(fc_attr_from_pb(&a, &at), 0);
+	cr_assert_eq(fc_attr_from_pb(&a, at), 0);
+	return cl;
+}
+
+Test(client_inode, inode_table_counts_lookups)
+{
+	struct fc_attr at, got;
+	struct fc_client *cl = table_new(&at);
+	struct fuse_entry_param e;
+	uint64_t size;
 
 	fc_inode_entry(cl, &at, &e);
 	cr_assert_eq(e.ino, 42);
@@ -155,6 +162,28 @@ Test(client_inode, inode_table_counts_lookups)
 	cr_assert(fc_inode_get(cl, 42, NULL, NULL));
 	fc_inode_forget(cl, 42, 1);
 	cr_assert_not(fc_inode_get(cl, 42, NULL, NULL));
+	fc_inodes_free(cl);
+	free(cl);
+}
+
+/* An inode an UNLINK destroyed (gone_ino): its last attributes with nlink
+ * 0, for the kernel's time write-back; unknown and live inodes are not. */
+Test(client_inode, gone_inode_answers_nlink_0)
+{
+	struct fc_attr at;
+	struct fc_client *cl = table_new(&at);
+	struct fuse_entry_param e;
+	struct stat st;
+
+	fc_inode_entry(cl, &at, &e);
+	cr_assert_not(fc_inode_gone_stat(cl, 42, &st), "live");
+	fc_inode_set_gone(cl, 43);   /* not cached: nothing */
+	cr_assert_not(fc_inode_gone_stat(cl, 43, &st));
+	fc_inode_set_gone(cl, 42);
+	cr_assert(fc_inode_gone_stat(cl, 42, &st));
+	cr_assert_eq(st.st_nlink, 0);
+	cr_assert_eq(st.st_size, 12345);
+	cr_assert_eq(st.st_ino, 42);
 	fc_inodes_free(cl);
 	free(cl);
 }
