@@ -283,11 +283,13 @@ static void unlink_done(struct fc_mgr_call *mc, int status,
 		fc_parent_from_reply(mc->cl, reply);
 		fc_dl_removed(&mc->cl->dl, m->ino, m->name);
 		/* Before the kernel has the answer: it writes the victim's
-		 * ctime back next (gone_times_flush). */
-		if (reply && reply->body->descriptor == &twinfs__entry__descriptor &&
-		    ((const Twinfs__Entry *)reply->body)->gone_ino)
-			fc_inode_set_gone(mc->cl,
-					  ((const Twinfs__Entry *)reply->body)->gone_ino);
+		 * ctime back next (fc_setattr answers it). */
+		if (reply && reply->body->descriptor == &twinfs__entry__descriptor) {
+			const Twinfs__Entry *e = (const void *)reply->body;
+
+			if (e->gone_ino)
+				fc_inode_set_gone(mc->cl, e->gone_ino);
+		}
 	}
 	empty_done(mc, status, reply);
 }
@@ -541,15 +543,8 @@ static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
 	return true;
 }
 
-/* Whether a failed SETATTR is the kernel's writeback cache writing back
- * the times of a file that is gone (unlinked and closed: mgrd destroyed
- * it): a SETATTR of mtime and ctime only, as fuse_flush_times sends, of
- * an inode mgrd no longer has.  Those times belong to nothing, and an
- * error would be kept by the kernel and fail a later syncfs (ESTALE).
- * Answered with the attributes we had, nlink 0.  (A utimensat of mtime
- * alone by path, through a name this mount still caches, of a file that
- * another mount removed, also succeeds instead of ENOENT: the same
- * request.  An open file is never destroyed, so futimens is unaffected.) */
+/* Whether a SETATTR is the kernel's writeback cache writing an inode's
+ * times back: mtime and ctime only, as fuse_flush_times sends them. */
 static bool times_flush(const struct fc_client *cl, uint32_t valid)
 {
 	const uint32_t times = TWINFS__SETATTR_VALID__SA_MTIME |
@@ -559,18 +554,25 @@ static bool times_flush(const struct fc_client *cl, uint32_t valid)
 	       (valid & TWINFS__SETATTR_VALID__SA_MTIME) && !(valid & ~times);
 }
 
+/* Whether a failed SETATTR is such a write-back of the times of a file
+ * that is gone (mgrd destroyed it: a file replaced by rename, or an
+ * unlink's victim that no gone_ino named).  Those times belong to
+ * nothing, and an error would be kept by the kernel and fail a later
+ * syncfs (ESTALE).  ESTALE is mgrd's word that the inode is gone for
+ * good: it is marked so (fc_setattr answers the next one itself), and
+ * this one is answered with the attributes we had, nlink 0.  (A
+ * utimensat of mtime alone by path, through a name this mount still
+ * caches, of a file that another mount removed, also succeeds instead of
+ * ENOENT: the same request.  An open file is never destroyed, so
+ * futimens is unaffected.) */
 static bool gone_times_flush(struct mop *m, int status, struct stat *st)
 {
 	struct fc_client *cl = m->op.cl;
-	struct fc_attr a;
-	uint64_t size;
 
-	if (status != -ESTALE || !times_flush(cl, m->m.setattr.valid) ||
-	    !fc_inode_get(cl, m->ino, &a, &size))
+	if (status != -ESTALE || !times_flush(cl, m->m.setattr.valid))
 		return false;
-	fc_attr_to_stat(cl, &a, size, st);
-	st->st_nlink = 0;
-	return true;
+	fc_inode_set_gone(cl, m->ino);
+	return fc_inode_gone_stat(cl, m->ino, st);
 }
 
 static void setattr_done(struct fc_mgr_call *mc, int status,
@@ -717,7 +719,7 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		s->valid |= TWINFS__SETATTR_VALID__SA_ATIME;
 		if (client(req)->opts.writeback_cache &&
 		    attr->st_atim.tv_sec > 0) {
-			s->valid &= ~(uint32_t)FUSE_SET_ATTR_ATIME_NOW;
+			s->valid &= ~(uint32_t)TWINFS__SETATTR_VALID__SA_ATIME_NOW;
 			now_sec = attr->st_atim.tv_sec;
 			now_nsec = (uint32_t)attr->st_atim.tv_nsec;
 		}
