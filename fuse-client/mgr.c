@@ -281,9 +281,18 @@ static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
 		mgr_finish(mc, status, reply);
 		return;
 	}
+	if (reply)   /* mgrd's own -EAGAIN: an answer without a body */
+		wire_msg_free(reply);
 	/* Transport error: the request may or may not have been applied;
-	 * retransmit with the same seq so mgrd answers from its record. */
-	if (!cl->mgr_down_logged) {
+	 * retransmit with the same seq so mgrd answers from its record.
+	 * -EAGAIN is mgrd itself asking for the retry: the file's writer
+	 * vanished and its size is being read from the iods. */
+	if (status == -EAGAIN) {
+		tw_log_rl(TW_LOG_INFO, "mgrd %s: %s waits while mgrd reads the "
+			  "size of a file whose writer vanished from the iods",
+			  cl->mgr ? wire_peer_name(cl->mgr) : "?",
+			  wire_type_name(mc->type));
+	} else if (!cl->mgr_down_logged) {
 		char cause[64];
 
 		tw_log_rl(TW_LOG_WARN, "mgrd %s: %s; retrying for up to "

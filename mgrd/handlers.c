@@ -454,6 +454,8 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 				rc = -EISDIR;
 				goto out;
 			}
+			if (mgr_srv_psize_wait(s, c, m, in->ino))
+				return;
 			op.type = MGR_OP_OPEN;
 			op.open = false;
 			op.ino = in->ino;
@@ -569,7 +571,8 @@ static void h_open(struct mgr_server *s, struct wire_conn *c,
 	struct attr_buf ab;
 	int rc;
 
-	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op) ||
+	    mgr_srv_psize_wait(s, c, m, q->ino))
 		return;
 	op.ino = q->ino;
 	op.flags = q->flags;
@@ -713,7 +716,8 @@ static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
 	uint64_t off = 0;
 	int rc = 0;
 
-	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op) ||
+	    mgr_srv_psize_wait(s, c, m, q->ino))   /* appends go at the end */
 		return;
 	in = mgr_ns_get(&s->st.ns, q->ino);
 	if (!in)
@@ -862,6 +866,11 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 		mgr_srv_finish(s, c, &m->hdr, &op, -EINVAL, NULL);
 		return;
 	}
+	/* A truncate waits for a vanished writer's size too: growing the
+	 * file from the size it last reported would show its bytes past that
+	 * size where zeros belong. */
+	if ((q->valid & MGR_SA_SIZE) && mgr_srv_psize_wait(s, c, m, q->ino))
+		return;
 	rc = setattr_reports(s, q, false);
 	if (rc == 0)
 		rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);
@@ -875,6 +884,7 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 		reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
 		return;
 	}
+
 	in = mgr_ns_get(&s->st.ns, q->ino);
 	r = calloc(1, sizeof(*r));
 	if (!r) {

@@ -19,6 +19,9 @@
  *             back under a load that never pauses.  An unlink storm on
  *             one 2-vCPU machine: 143 us an unlink with a DELETE to each
  *             primary (and its twin) after every unlink, 80 us without;
+ *   READ      of 0 bytes, every column of a file at its primary: the
+ *             subfile sizes, for a file whose writer vanished without a
+ *             size report (server.c "Lost writers");
  *   STATFS    summed over groups, each group counted once (its smaller
  *             twin), cached for STATFS_CACHE_MS;
  *   FSYNC     ino 0 at every up iod, for MSG_SYNC.
@@ -82,12 +85,12 @@ struct fanout {
 	int status;
 	/* what to call at the end */
 	mgr_pool_cb cb;
-	mgr_pool_trunc_cb trunc_cb;
+	mgr_pool_cols_cb cols_cb;
 	mgr_pool_statfs_cb statfs_cb;
 	void *arg;
 	/* per-call results */
 	uint32_t n_cols;
-	uint64_t blocks[R0_MAX_STRIPE_COUNT];
+	uint64_t per_col[R0_MAX_STRIPE_COUNT];  /* blocks, or subfile sizes */
 	uint64_t ino;                        /* pending delete */
 	struct {
 		bool answered;
@@ -126,8 +129,8 @@ static void fanout_done(struct fanout *f)
 
 	if (--f->pending > 0)
 		return;
-	if (f->trunc_cb) {
-		f->trunc_cb(f->status, f->blocks, f->n_cols, f->arg);
+	if (f->cols_cb) {
+		f->cols_cb(f->status, f->per_col, f->n_cols, f->arg);
 	} else if (f->statfs_cb) {
 		struct mgr_statfs sum = { .bsize = 4096 };
 		bool any = false;
@@ -263,7 +266,7 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 		const Twinfs__WriteReply *wr =
 			(const Twinfs__WriteReply *)reply->body;
 
-		f->blocks[c->index] = wr->blocks;
+		f->per_col[c->index] = wr->blocks;
 	}
 	if (reply)
 		wire_msg_free(reply);
@@ -293,16 +296,20 @@ static int trunc_send(struct mgr_iodpool *p, struct call *c)
 			 p->timeout_ms, on_truncate, c);
 }
 
-int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
-		      const struct r0_layout *l, uint64_t size, uint64_t gen,
-		      mgr_pool_trunc_cb cb, void *arg)
+/* One call per column of (ino, l), each set up (layout, subfile size of a
+ * file of `size` bytes, gen) and sent by `send` to the column's primary;
+ * cb once all answered.  0, or -errno when nothing was sent (cb never
+ * runs): a column without a reachable primary sends nothing at all. */
+static int cols_fanout(struct mgr_iodpool *p, uint64_t ino,
+		       const struct r0_layout *l, uint64_t size, uint64_t gen,
+		       int (*send)(struct mgr_iodpool *, struct call *),
+		       mgr_pool_cols_cb cb, void *arg)
 {
 	struct fanout *f;
 	int rc = 0;
 
 	if (l->stripe_count == 0 || l->stripe_count > R0_MAX_STRIPE_COUNT)
 		return -EINVAL;
-	/* Every column needs a reachable primary, or nothing is sent. */
 	for (uint32_t k = 0; k < l->stripe_count; k++)
 		if (!peer_of(p, mgr_map_primary(p->map, l, ino, k)))
 			return -EIO;
@@ -310,7 +317,7 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 	if (!f)
 		return -ENOMEM;
 	f->pool = p;
-	f->trunc_cb = cb;
+	f->cols_cb = cb;
 	f->arg = arg;
 	f->ino = ino;
 	f->n_cols = l->stripe_count;
@@ -328,7 +335,7 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 		c->sub_size = r0_subfile_size(l, k, size);
 		c->gen = gen;
 		f->pending++;
-		rc = trunc_send(p, c);
+		rc = send(p, c);
 		if (rc < 0) {
 			f->pending--;
 			free(c);
@@ -344,6 +351,66 @@ int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 		return rc < 0 ? rc : -ENOMEM;
 	}
 	return 0;
+}
+
+int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
+		      const struct r0_layout *l, uint64_t size, uint64_t gen,
+		      mgr_pool_cols_cb cb, void *arg)
+{
+	return cols_fanout(p, ino, l, size, gen, trunc_send, cb, arg);
+}
+
+/* -------------------------------------------------------- subfile sizes */
+
+static void on_subsize(int status, struct wire_msg *reply, void *arg)
+{
+	struct call *c = arg;
+	struct fanout *f = c->f;
+	struct mgr_iodpool *p = f->pool;
+
+	if (status == 0) {
+		const Twinfs__ReadReply *rr =
+			(const Twinfs__ReadReply *)reply->body;
+
+		f->per_col[c->index] = rr->sub_size;
+	} else {
+		/* As for a truncate: an iod that did not answer is reported
+		 * (the caller tries again later, in the next map). */
+		if (status != -EIO && status != -ESTALE &&
+		    failover_err(status) && p->on_iod_failed && !p->closing)
+			p->on_iod_failed(c->iod_id, p->arg);
+		if (f->status == 0)
+			f->status = status;
+	}
+	if (reply)
+		wire_msg_free(reply);
+	free(c);
+	fanout_done(f);
+}
+
+/* One column's READ of 0 bytes at its primary.  0: on_subsize will run. */
+static int subsize_send(struct mgr_iodpool *p, struct call *c)
+{
+	struct mgr_map_iod *mi = mgr_map_primary(p->map, &c->layout,
+						 c->f->ino, c->index);
+	struct wire_peer *peer = peer_of(p, mi);
+	Twinfs__Read r = TWINFS__READ__INIT;
+
+	if (!peer || p->closing)
+		return -EIO;
+	c->iod_id = mi->id;
+	r.ino = c->f->ino;
+	r.column = c->index;
+	r.epoch = p->map->epoch;
+	return wire_call(peer, TWINFS__MSG_TYPE__MSG_READ, &r.base, NULL, 0,
+			 p->timeout_ms, on_subsize, c);
+}
+
+int mgr_pool_subsizes(struct mgr_iodpool *p, uint64_t ino,
+		      const struct r0_layout *l, mgr_pool_cols_cb cb,
+		      void *arg)
+{
+	return cols_fanout(p, ino, l, 0, 0, subsize_send, cb, arg);
 }
 
 /* ---------------------------------------------------------------- fsync */

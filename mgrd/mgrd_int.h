@@ -153,6 +153,15 @@ struct mgr_pdel {
 	bool busy;
 };
 
+/* A regular file a vanished writer had open for writing (its session
+ * expired without a final size report): its size is taken from the iods
+ * before anyone opens it again (DESIGN.md "Size and times", server.c). */
+struct mgr_psize {
+	uint64_t ino;
+	/* volatile */
+	bool busy;                /* a probe of its subfiles is out */
+};
+
 struct mgr_ns {
 	struct tw_hmap inodes;    /* ino -> struct mgr_inode */
 	uint64_t next_ino;        /* never reused */
@@ -165,6 +174,7 @@ struct mgr_ns {
 	uint32_t def_stripe_size;
 	uint32_t def_stripe_count;  /* 0 = every group */
 	struct tw_hmap pdel;      /* ino -> struct mgr_pdel (pending deletes) */
+	struct tw_hmap psize;     /* ino -> struct mgr_psize (sizes to probe) */
 	uint32_t n_orphans;
 	/* Called when an inode is destroyed and a pending delete was queued
 	 * (iodpool kicks the deleter).  May be NULL. */
@@ -312,6 +322,21 @@ int mgr_inode_add_xattr(struct mgr_inode *in, const char *name,
 
 /* Pending deletes. */
 void mgr_ns_pdel_done(struct mgr_ns *ns, uint64_t ino);
+
+/* Sizes to take from the iods (struct mgr_psize).  Adding one twice, or
+ * one for a destroyed inode or not a regular file, does nothing. */
+int mgr_ns_psize_add(struct mgr_ns *ns, uint64_t ino);
+static inline bool mgr_ns_psize_pending(const struct mgr_ns *ns, uint64_t ino)
+{
+	return tw_hmap_get(&ns->psize, ino) != NULL;
+}
+/* The probe's answer: the file is at least `size` bytes, as its subfiles
+ * were at trunc_gen `gen`.  A truncate since (another gen) makes it moot;
+ * a larger size is taken, with mtime and ctime `now` and data_version
+ * bumped (the vanished writes changed the data).  Ends the pending entry
+ * either way; -ESTALE for a destroyed inode. */
+int mgr_ns_size_found(struct mgr_ns *ns, uint64_t ino, uint64_t size,
+		      uint64_t gen, const struct mgr_time *now);
 
 /* Path of an inode from the root, "/" for the root.  -ENOENT (orphan),
  * -ENAMETOOLONG. */
@@ -526,6 +551,7 @@ enum mgr_op_type {
 	MGR_OP_TRUNC_BEGIN = 17,
 	MGR_OP_INO_RESERVE = 18,  /* ino_limit = new_ino (synced before use) */
 	MGR_OP_RESYNC_JOB = 19,   /* rjobs[ino - 1] = value (rjob.c) */
+	MGR_OP_SIZE_FOUND = 20,   /* mgr_ns_size_found(ino, size, trunc_gen) */
 	MGR_OP_MAX_
 };
 
@@ -626,9 +652,10 @@ struct mgr_statfs {
 };
 
 typedef void (*mgr_pool_cb)(int status, void *arg);
-/* blocks[k]: column k's allocated blocks after the truncate. */
-typedef void (*mgr_pool_trunc_cb)(int status, const uint64_t *blocks,
-				  uint32_t n, void *arg);
+/* per_col[k]: column k's answer: its allocated blocks after a truncate,
+ * its subfile's size for mgr_pool_subsizes. */
+typedef void (*mgr_pool_cols_cb)(int status, const uint64_t *per_col,
+				 uint32_t n, void *arg);
 typedef void (*mgr_pool_statfs_cb)(int status, const struct mgr_statfs *sf,
 				   void *arg);
 /* All columns of a pending delete are gone: journal it (server.c). */
@@ -650,7 +677,15 @@ void mgr_pool_free(struct mgr_iodpool *p);
  * failed).  Returns 0 (cb will run) or -errno. */
 int mgr_pool_truncate(struct mgr_iodpool *p, uint64_t ino,
 		      const struct r0_layout *l, uint64_t size, uint64_t gen,
-		      mgr_pool_trunc_cb cb, void *arg);
+		      mgr_pool_cols_cb cb, void *arg);
+/* The size of every column's subfile of (ino, layout) at the column's
+ * primary (a READ of 0 bytes: its ReadReply.sub_size, journaled writes
+ * included); cb once all answered (the first error when any failed).
+ * Returns 0 (cb will run) or -errno (a group without a reachable
+ * primary: cb never runs). */
+int mgr_pool_subsizes(struct mgr_iodpool *p, uint64_t ino,
+		      const struct r0_layout *l, mgr_pool_cols_cb cb,
+		      void *arg);
 /* The functions below return 0 (cb runs later, exactly once), 1 (cb has
  * already run) or -errno (cb never runs). */
 /* FSYNC(ino 0) at every up iod. */

@@ -323,6 +323,7 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 {
 	tw_hmap_del(&ns->inodes, in->ino);
+	free(tw_hmap_del(&ns->psize, in->ino));
 	if (in->orphan) {
 		in->orphan = false;
 		ns->n_orphans--;
@@ -379,6 +380,7 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 	memset(ns, 0, sizeof(*ns));
 	tw_hmap_init(&ns->inodes);
 	tw_hmap_init(&ns->pdel);
+	tw_hmap_init(&ns->psize);
 	ns->n_groups = n_groups;
 	ns->def_stripe_size = def_stripe_size ? def_stripe_size
 					      : R0_DEF_STRIPE_SIZE;
@@ -411,8 +413,11 @@ void mgr_ns_free(struct mgr_ns *ns)
 		mgr_inode_free(v);
 	for (size_t it = 0; tw_hmap_next(&ns->pdel, &it, &k, &v);)
 		free(v);
+	for (size_t it = 0; tw_hmap_next(&ns->psize, &it, &k, &v);)
+		free(v);
 	tw_hmap_free(&ns->inodes);
 	tw_hmap_free(&ns->pdel);
+	tw_hmap_free(&ns->psize);
 	memset(ns, 0, sizeof(*ns));
 }
 
@@ -1318,6 +1323,43 @@ int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 void mgr_ns_pdel_done(struct mgr_ns *ns, uint64_t ino)
 {
 	free(tw_hmap_del(&ns->pdel, ino));
+}
+
+int mgr_ns_psize_add(struct mgr_ns *ns, uint64_t ino)
+{
+	const struct mgr_inode *in = mgr_ns_get(ns, ino);
+	struct mgr_psize *ps;
+
+	if (!in || !S_ISREG(in->mode) || mgr_ns_psize_pending(ns, ino))
+		return 0;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	ps->ino = ino;
+	if (tw_hmap_put(&ns->psize, ino, ps) < 0) {
+		free(ps);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int mgr_ns_size_found(struct mgr_ns *ns, uint64_t ino, uint64_t size,
+		      uint64_t gen, const struct mgr_time *now)
+{
+	struct mgr_inode *in = mgr_ns_get(ns, ino);
+
+	free(tw_hmap_del(&ns->psize, ino));
+	if (!in)
+		return -ESTALE;
+	if (!S_ISREG(in->mode))
+		return -EINVAL;
+	if (gen != in->trunc_gen || size <= in->size)
+		return 0;
+	in->size = size;
+	in->mtime = *now;
+	in->ctime = ctime_now(in, now);
+	in->data_version++;
+	return 0;
 }
 
 /* The name of `ino` in directory `dirino` (linear: admin use only). */

@@ -20,13 +20,15 @@
 #include "journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define REC_VERSION   1u
 #define SNAP_MAGIC    0x534d5754u   /* "TWMS" */
-#define SNAP_VERSION  2u               /* 2 adds the resync job records */
+#define SNAP_VERSION  3u               /* 2 adds the resync job records,
+					* 3 the sizes to probe */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
 
@@ -530,8 +532,17 @@ static int apply_expire(struct mgr_state *st, struct mgr_op *op)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct mgr_handle *h = mgr_session_handle(s, fhs[i]);
+		int rc = 0;
 
 		mgr_ns_close(&st->ns, h->ino);
+		/* A writer gone without its final size report: the size is
+		 * taken from the iods (a file still there, not an orphan). */
+		if ((h->flags & O_ACCMODE) != O_RDONLY)
+			rc = mgr_ns_psize_add(&st->ns, h->ino);
+		if (rc < 0) {
+			free(fhs);
+			return rc;
+		}
 	}
 	free(fhs);
 	mgr_session_destroy(&st->sessions, s);
@@ -630,6 +641,9 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 	case MGR_OP_PDEL_DONE:
 		mgr_ns_pdel_done(&st->ns, op->ino);
 		return 0;
+	case MGR_OP_SIZE_FOUND:
+		return mgr_ns_size_found(&st->ns, op->ino, op->size,
+					 op->trunc_gen, &op->now);
 	case MGR_OP_TRUNC_BEGIN:
 		return mgr_ns_trunc_begin(&st->ns, op->ino, op->trunc_gen);
 	case MGR_OP_INO_RESERVE:
@@ -818,6 +832,13 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 								  rb));
 		}
 	}
+	keys = mgr_hmap_sorted_keys(&st->ns.psize, &n);
+	if (!keys)
+		goto nomem;
+	put_u64(&b, n);
+	for (size_t i = 0; i < n; i++)
+		put_u64(&b, keys[i]);
+	free(keys);
 	put_u32(&b, tw_crc32c(0, b.p, b.len));
 	if (b.err) {
 		free(b.p);
@@ -982,6 +1003,7 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		mgr_ns_free(ns);
 		tw_hmap_init(&ns->inodes);
 		tw_hmap_init(&ns->pdel);
+		tw_hmap_init(&ns->psize);
 		ns->n_groups = g;
 		ns->def_stripe_size = ss;
 		ns->def_stripe_count = sc;
@@ -1057,6 +1079,12 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		if (b.err || id == 0 || id > TW_MAX_IODS ||
 		    mgr_rjob_unpack(r, rl, &st->rjobs[id - 1]) < 0)
 			return -EBADMSG;
+	}
+	n = version >= 3 ? get_u64(&b) : 0;
+	for (uint64_t i = 0; i < n && !b.err; i++) {
+		rc = mgr_ns_psize_add(ns, get_u64(&b));
+		if (rc < 0)
+			return rc;
 	}
 	if (b.err || b.pos != b.len)
 		return -EBADMSG;

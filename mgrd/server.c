@@ -234,6 +234,126 @@ static void on_iod_failed(uint32_t iod_id, void *arg)
 		mgr_monitor_report(s->mon, iod_id);
 }
 
+/* --------------------------------------------------------- lost writers */
+
+/* A session expired with files open for writing (apply_expire put them in
+ * ns.psize): the writes it sent to the iods may be past the size it last
+ * reported.  DESIGN.md "Size and times": mgrd takes the size from the
+ * iods before anyone opens the file.  Each column's subfile size at its
+ * primary gives the smallest file size that holds them
+ * (r0_file_size_from_subfiles), journaled as SIZE_FOUND.  Until then an
+ * OPEN or a truncate of the file is answered -EAGAIN, which clients retry
+ * like an unreachable mgrd (fuse-client/mgr.c).  A probe that fails (a
+ * group without a primary) is tried again at the next sweep. */
+
+struct psize_probe {
+	struct mgr_server *s;
+	uint64_t ino;
+	uint64_t gen;             /* trunc_gen when the probe started */
+};
+
+static void psize_found(struct mgr_server *s, uint64_t ino, uint64_t gen,
+			uint64_t size)
+{
+	struct mgr_op op = { .type = MGR_OP_SIZE_FOUND, .ino = ino,
+			     .size = size, .trunc_gen = gen };
+	const struct mgr_inode *in = mgr_ns_get(&s->st.ns, ino);
+	uint64_t was = in ? in->size : 0;
+
+	if (mgr_srv_internal(s, &op) < 0)
+		return;
+	in = mgr_ns_get(&s->st.ns, ino);
+	if (in && in->size != was)
+		tw_info("mgrd: ino %llu: its writer's session expired; size "
+			"%llu taken from the iods (%llu reported)",
+			(unsigned long long)ino,
+			(unsigned long long)in->size, (unsigned long long)was);
+}
+
+static void psize_done(int status, const uint64_t *subs, uint32_t n,
+		       void *arg)
+{
+	struct psize_probe *pr = arg;
+	struct mgr_server *s = pr->s;
+	struct mgr_psize *ps;
+	const struct mgr_inode *in;
+
+	if (s->stopping) {   /* cancelled: nothing is journaled any more */
+		free(pr);
+		return;
+	}
+	ps = tw_hmap_get(&s->st.ns.psize, pr->ino);
+	in = mgr_ns_get(&s->st.ns, pr->ino);
+	if (ps)
+		ps->busy = false;
+	if (!ps || !in) {     /* destroyed meanwhile */
+		free(pr);
+		return;
+	}
+	if (status < 0 || n != in->layout.stripe_count) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from the iods: "
+			  "%s; trying again", (unsigned long long)pr->ino,
+			  strerror(status < 0 ? -status : EPROTO));
+	} else {
+		psize_found(s, pr->ino, pr->gen,
+			    r0_file_size_from_subfiles(&in->layout, subs));
+	}
+	free(pr);
+}
+
+/* Start a probe for every pending size without one out. */
+static void psize_run(struct mgr_server *s)
+{
+	uint64_t *inos;
+	size_t n;
+
+	if (s->stopping || s->st.ns.psize.count == 0)
+		return;
+	inos = mgr_hmap_sorted_keys(&s->st.ns.psize, &n);
+	if (!inos)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct mgr_psize *ps = tw_hmap_get(&s->st.ns.psize, inos[i]);
+		const struct mgr_inode *in = mgr_ns_get(&s->st.ns, inos[i]);
+		struct psize_probe *pr;
+		int rc;
+
+		if (!ps || ps->busy || !in)
+			continue;
+		if (in->layout.stripe_count == 0) {
+			psize_found(s, in->ino, in->trunc_gen, 0);  /* no subfiles */
+			continue;
+		}
+		pr = malloc(sizeof(*pr));
+		if (!pr)
+			break;
+		*pr = (struct psize_probe){ .s = s, .ino = in->ino,
+					    .gen = in->trunc_gen };
+		rc = mgr_pool_subsizes(s->pool, in->ino, &in->layout,
+				       psize_done, pr);
+		if (rc < 0) {
+			tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from "
+				  "the iods: %s; trying again",
+				  (unsigned long long)in->ino, strerror(-rc));
+			free(pr);
+			continue;
+		}
+		ps->busy = true;
+	}
+	free(inos);
+}
+
+bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
+			const struct wire_msg *m, uint64_t ino)
+{
+	if (!mgr_ns_psize_pending(&s->st.ns, ino))
+		return false;
+	psize_run(s);
+	/* Not recorded: the retransmission is served anew. */
+	mgr_srv_reply(c, &m->hdr, -EAGAIN, NULL);
+	return true;
+}
+
 /* -------------------------------------------------------------- the map */
 
 struct map_buf {
@@ -316,6 +436,7 @@ static void on_sweep(uv_timer_t *t)
 	if (s->stopping)
 		return;
 	mgr_dl_sweep(s);
+	psize_run(s);   /* those that failed, and those of a replay */
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
 	if (!ids)
 		return;
@@ -340,6 +461,7 @@ static void on_sweep(uv_timer_t *t)
 		mgr_locks_session_gone(s, ids[i]);
 	}
 	free(ids);
+	psize_run(s);
 }
 
 /* ------------------------------------------------------------- requests */

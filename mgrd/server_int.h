@@ -97,6 +97,12 @@ int mgr_srv_map_event(struct mgr_server *s, uint32_t id, enum r1_event ev,
 /* MAP_UPDATE to every control connection and every iod. */
 void mgr_srv_push_map(struct mgr_server *s);
 
+/* The size of ino is still to be taken from the iods (server.c "Lost
+ * writers"): true after answering m -EAGAIN (not recorded, so that the
+ * client's retransmission is served anew); false: go on. */
+bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
+			const struct wire_msg *m, uint64_t ino);
+
 /* A client's request after the checks of on_request: parked by dlease.c
  * (true: it keeps m) or handled now (false: the caller frees m). */
 bool mgr_srv_client_request(struct mgr_server *s, struct wire_conn *c,

@@ -437,6 +437,52 @@ Test(ns, setattr_size_report)
 
 /* Cookies: stable, monotonic, never reused, readdir resumes after any
  * cookie while entries come and go; 10,000 entries. */
+/* A vanished writer's size, as the iods' subfiles show it (server.c "Lost
+ * writers"): taken only when larger and of the same trunc_gen; the
+ * pending entry ends either way, and with the inode. */
+Test(ns, size_found_from_iods)
+{
+	uint64_t f = mk(1, "f", S_IFREG | 0644);
+	uint64_t d = mk(1, "d", S_IFDIR | 0755);
+	struct mgr_time t1 = { 2000, 0 }, t2 = { 3000, 7 };
+	struct mgr_setattr sa = { .valid = MGR_SA_SIZE, .size = 100,
+				  .trunc_gen = 1 };
+	struct mgr_inode *in;
+
+	cr_assert_eq(mgr_ns_setattr(&ns, f, &sa, &t1, &in), 0);
+	cr_assert_eq(mgr_ns_psize_add(&ns, d), 0);
+	cr_assert(!mgr_ns_psize_pending(&ns, d));
+	cr_assert_eq(mgr_ns_psize_add(&ns, 999), 0);
+	cr_assert(!mgr_ns_psize_pending(&ns, 999));
+	cr_assert_eq(mgr_ns_psize_add(&ns, f), 0);
+	cr_assert_eq(mgr_ns_psize_add(&ns, f), 0);
+	cr_assert(mgr_ns_psize_pending(&ns, f));
+	cr_assert_eq(ns.psize.count, 1);
+	/* A truncate since the probe started: its size stands. */
+	cr_assert_eq(mgr_ns_size_found(&ns, f, 5000, 0, &t2), 0);
+	cr_assert(!mgr_ns_psize_pending(&ns, f));
+	cr_assert_eq(in->size, 100);
+	/* Not larger: nothing changes. */
+	cr_assert_eq(mgr_ns_psize_add(&ns, f), 0);
+	cr_assert_eq(mgr_ns_size_found(&ns, f, 100, 1, &t2), 0);
+	cr_assert_eq(in->size, 100);
+	cr_assert_eq(in->mtime.sec, 2000);
+	cr_assert_eq(in->data_version, 1);
+	/* Larger: the size, new times, a new data_version. */
+	cr_assert_eq(mgr_ns_psize_add(&ns, f), 0);
+	cr_assert_eq(mgr_ns_size_found(&ns, f, 5000, 1, &t2), 0);
+	cr_assert(!mgr_ns_psize_pending(&ns, f));
+	cr_assert_eq(in->size, 5000);
+	cr_assert_eq(in->mtime.sec, 3000);
+	cr_assert_eq(in->ctime.sec, 3000);
+	cr_assert_eq(in->data_version, 2);
+	/* Destroyed while pending: the entry goes with it. */
+	cr_assert_eq(mgr_ns_psize_add(&ns, f), 0);
+	cr_assert_eq(mgr_ns_unlink(&ns, 1, "f", false, &t2), 0);
+	cr_assert(!mgr_ns_psize_pending(&ns, f));
+	cr_assert_eq(mgr_ns_size_found(&ns, f, 6000, 1, &t2), -ESTALE);
+}
+
 Test(ns, readdir_cookies_10k)
 {
 	enum { N = 10000 };
@@ -794,6 +840,7 @@ static void step(struct workload *w)
 	case 7:
 		op.type = MGR_OP_OPEN;
 		op.ino = rnd_ino(w);
+		op.flags = rnd(w) % 3;   /* O_RDONLY, O_WRONLY, O_RDWR */
 		break;
 	case 8: {
 		struct mgr_session *s = mgr_session_get(&w->st->sessions,
@@ -853,6 +900,23 @@ static void step(struct workload *w)
 			live(w, &op, -1);
 			new_session(w, si);
 			return;
+		}
+		if (w->st->ns.psize.count && rnd(w) % 2) {
+			/* A probe's answer: sometimes larger, sometimes of
+			 * an older trunc_gen. */
+			struct mgr_op sf = { .type = MGR_OP_SIZE_FOUND };
+			const struct mgr_inode *in;
+			uint64_t k;
+			void *v;
+			size_t it = 0;
+
+			tw_hmap_next(&w->st->ns.psize, &it, &k, &v);
+			in = mgr_ns_get(&w->st->ns, k);
+			cr_assert(in);
+			sf.ino = k;
+			sf.trunc_gen = in->trunc_gen + rnd(w) % 2;
+			sf.size = in->size + (rnd(w) % 3) * 4096;
+			live(w, &sf, -1);
 		}
 		if (tw_hmap_get(&w->st->ns.pdel, rnd_ino(w)) || 1) {
 			uint64_t k;
@@ -917,6 +981,13 @@ static void check_invariants(const struct mgr_state *st)
 	tw_hmap_init(&names);
 	tw_hmap_init(&subdirs);
 	tw_hmap_init(&opens);
+	/* Sizes to probe belong to regular files that still exist. */
+	for (size_t it = 0; tw_hmap_next(&n->psize, &it, &k, &v);) {
+		const struct mgr_inode *in = mgr_ns_get(n, k);
+
+		cr_assert(in && S_ISREG(in->mode), "psize %llu",
+			  (unsigned long long)k);
+	}
 	for (size_t it = 0; tw_hmap_next(&n->inodes, &it, &k, &v);) {
 		const struct mgr_inode *in = v;
 
