@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# t_client_crash.sh - a client (its twinfs process) killed with SIGKILL
+# right after writes it never reported.  DESIGN.md "Size and times": "If a
+# writer's session ends without a final report, mgrd takes the size from
+# the iods before anyone else opens the file."
+#   1. Once the writer's session expires, the file opens with every byte
+#      the writer had sent, byte for byte, and a write past the end leaves
+#      zeros in between, not the writer's bytes past a stale size.
+#   2. With both twins of a group down when the session expires, an open
+#      of such a file waits (no error) and sees the whole file once the
+#      group is back.
+#   3. The dead mount is cleared with fusermount3 -u -z and mounted again;
+#      twinfsctl verify finds both twins of every group identical.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/failover_lib.sh"   # short timers
+export TWINFS_SESSION_TIMEOUT=${TWINFS_SESSION_TIMEOUT:-2s}
+e2e_begin client_crash
+e2e_tmpdir T
+M2=$TWINFS_RUN_DIR/mnt2
+MIB=$((1 << 20))
+MLOG=$TWINFS_RUN_DIR/logs/mgrd.log
+
+# The pid of the twinfs process that serves mount PATH.
+client_pid() {
+	local p
+	for p in "$TWINFS_RUN_DIR"/pids/*.path; do
+		[[ $(<"$p") == "$1" ]] && cat "${p%.path}.pid"
+	done
+}
+
+# crash FILE SYNCED UNSYNCED [CMD...]: mount M2, write FILE there with
+# lost_writer.py, and 0.3 s after its writes returned kill -9 M2's client
+# (then run CMD, e.g. kill a group) and the writer.  Sets BEFORE to the size
+# mgrd answers right after (before the session expires) and waits (30 s at
+# most) for mgrd to expire the session.
+crash() {
+	local file=$1 synced=$2 unsynced=$3 wpid cpid n0 i
+	shift 3
+	mkdir -p "$M2"
+	lc mount "$M2" >/dev/null || { fail "$file-mount" "second mount failed"; return 1; }
+	cpid=$(client_pid "$M2")
+	"$PY" "$E2E_DIR/lost_writer.py" "$M2/$file" "$synced" "$unsynced" >"$T/$file.out" 2>&1 &
+	wpid=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q written "$T/$file.out" && break
+		sleep 0.1
+	done
+	grep -q written "$T/$file.out" || fail "$file-written" "$(cat "$T/$file.out")"
+	sleep 0.3
+	n0=$(grep -c 'expired after' "$MLOG")
+	kill -9 "$cpid"
+	(($#)) && "$@"
+	kill -9 "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
+	fusermount3 -u -z "$M2" 2>/dev/null
+	BEFORE=$(stat -c %s "$M/$file")
+	for ((i = 0; i < 300; i++)); do
+		(($(grep -c 'expired after' "$MLOG") > n0)) && return 0
+		sleep 0.1
+	done
+	fail "$file-session-expires" "no 'expired after' line in mgrd.log within 30 s"
+	return 1
+}
+
+# check_file NAME FILE SIZE: FILE on the main mount is SIZE bytes of the
+# writer's pattern; then a byte written 4 MiB past its end leaves zeros.
+check_file() {
+	local got
+	got=$(timeout 60 "$PY" - "$M/$2" "$3" "$E2E_DIR" <<'EOF'
+import os, sys
+sys.path.insert(0, sys.argv[3])
+from lost_writer import pattern
+path, size = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR)
+st = os.fstat(fd).st_size
+data = os.pread(fd, st + 1, 0)
+want = pattern(size)
+if st != size or data != want:
+    bad = next((i for i in range(0, min(len(data), size), 4096)
+                if data[i:i + 4096] != want[i:i + 4096]), None)
+    print("size %d (want %d), first wrong block at %s" % (st, size, bad))
+    sys.exit(0)
+os.pwrite(fd, b"Z", size + (4 << 20))
+gap = os.pread(fd, 4 << 20, size)
+print("ok" if gap == bytes(4 << 20) else "the gap past the old end is not zeros")
+EOF
+	)
+	assert_eq "$1" ok "$got"
+}
+
+# 1. 4 MiB fsynced, 4 MiB more sent and never reported.
+crash w1 $((4 * MIB)) $((4 * MIB))
+echo "# w1: mgrd had $BEFORE bytes when the writer died"
+check_file lost-writer-bytes-all-there w1 $((8 * MIB))
+# The size came from the iods, unless the client's periodic report (every
+# second while dirty) beat the kill.
+if ((BEFORE < 8 * MIB)); then
+	grep -q "size $((8 * MIB)) taken from the iods" "$MLOG" &&
+		pass size-taken-from-iods || fail size-taken-from-iods "no log line"
+fi
+
+# 2. Both twins of group 1 die with the client: the open waits for them.
+kill_group1() { (cd / && lc kill-iod 3 >/dev/null && lc kill-iod 4 >/dev/null); }
+crash w2 0 $((4 * MIB)) kill_group1
+echo "# w2: mgrd had $BEFORE bytes when the writer died"
+timeout 90 "$PY" -c 'import os, sys; print(os.fstat(os.open(sys.argv[1], os.O_RDONLY)).st_size)' \
+	"$M/w2" >"$T/open2.out" 2>&1 &
+opid=$!
+sleep 3
+if kill -0 "$opid" 2>/dev/null; then
+	pass open-waits-for-the-group
+else
+	fail open-waits-for-the-group "open returned with group 1 down: $(cat "$T/open2.out")"
+fi
+(cd / && lc start-iod 3 >/dev/null && lc start-iod 4 >/dev/null)
+wait "$opid"
+assert_eq open-after-the-group-returns $((4 * MIB)) "$(cat "$T/open2.out")"
+e2e_wait_healthy 60 && pass healthy || fail healthy "$(ctl status 2>&1 | tr '\n' ' ')"
+check_file lost-writer-group-down-bytes w2 $((4 * MIB))
+
+# 3. The dead mount comes back; both twins agree.
+lc umount "$M2" >/dev/null 2>&1
+if lc mount "$M2" >/dev/null && echo again >"$M2/again" &&
+	[[ $(cat "$M/again") == again ]]; then
+	pass remount-after-crash
+else
+	fail remount-after-crash "mount or write on $M2 failed"
+fi
+lc umount "$M2" >/dev/null 2>&1
+e2e_verify
+e2e_end
