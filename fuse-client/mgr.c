@@ -288,8 +288,8 @@ static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
 	 * -EAGAIN is mgrd itself asking for the retry: the file's writer
 	 * vanished and its size is being read from the iods. */
 	if (status == -EAGAIN) {
-		tw_log_rl(TW_LOG_INFO, "mgrd %s: %s waits while mgrd reads the "
-			  "size of a file whose writer vanished from the iods",
+		tw_log_rl(TW_LOG_INFO, "mgrd %s: %s waits while mgrd reads from "
+			  "the iods the size of a file whose writer vanished",
 			  cl->mgr ? wire_peer_name(cl->mgr) : "?",
 			  wire_type_name(mc->type));
 	} else if (!cl->mgr_down_logged) {

@@ -751,7 +751,10 @@ static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
 	struct mgr_op op = { .type = MGR_OP_SETSTRIPE };
 	int rc;
 
-	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
+	/* A file not yet written as far as mgrd knows may still get a new
+	 * layout: not while its vanished writer's subfiles are being read. */
+	if (mgr_srv_dup_check(s, c, m, q->ctx, &op) ||
+	    mgr_srv_psize_wait(s, c, m, q->ino))
 		return;
 	op.ino = q->ino;
 	op.stripe_size = q->stripe_size;

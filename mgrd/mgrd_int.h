@@ -334,7 +334,8 @@ static inline bool mgr_ns_psize_pending(const struct mgr_ns *ns, uint64_t ino)
  * were at trunc_gen `gen`.  A truncate since (another gen) makes it moot;
  * a larger size is taken, with mtime and ctime `now` and data_version
  * bumped (the vanished writes changed the data).  Ends the pending entry
- * either way; -ESTALE for a destroyed inode. */
+ * either way; -ESTALE for a destroyed inode, -EINVAL for one that is not a
+ * regular file (neither has an entry). */
 int mgr_ns_size_found(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		      uint64_t gen, const struct mgr_time *now);
 

@@ -1348,11 +1348,13 @@ int mgr_ns_size_found(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 {
 	struct mgr_inode *in = mgr_ns_get(ns, ino);
 
-	free(tw_hmap_del(&ns->psize, ino));
+	/* Checks first: a failed apply changes nothing (no entry exists for
+	 * a destroyed inode or another type anyway). */
 	if (!in)
 		return -ESTALE;
 	if (!S_ISREG(in->mode))
 		return -EINVAL;
+	free(tw_hmap_del(&ns->psize, ino));
 	if (gen != in->trunc_gen || size <= in->size)
 		return 0;
 	in->size = size;

@@ -520,30 +520,41 @@ static int apply_release(struct mgr_state *st, struct mgr_op *op)
 static int apply_expire(struct mgr_state *st, struct mgr_op *op)
 {
 	struct mgr_session *s = mgr_session_get(&st->sessions, op->session);
-	uint64_t *fhs;
-	size_t n;
+	uint64_t *fhs, *added;
+	size_t n, n_added = 0;
 
 	if (!s)
 		return -ENOENT;
 	/* Sorted, so that orphans are destroyed in the same order on
 	 * replay (pending deletes are queued in that order). */
 	fhs = mgr_hmap_sorted_keys(&s->handles, &n);
-	if (!fhs)
+	added = fhs ? malloc((n ? n : 1) * sizeof(*added)) : NULL;
+	if (!added) {
+		free(fhs);
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct mgr_handle *h = mgr_session_handle(s, fhs[i]);
-		int rc = 0;
-
-		mgr_ns_close(&st->ns, h->ino);
-		/* A writer gone without its final size report: the size is
-		 * taken from the iods (a file still there, not an orphan). */
-		if ((h->flags & O_ACCMODE) != O_RDONLY)
-			rc = mgr_ns_psize_add(&st->ns, h->ino);
-		if (rc < 0) {
-			free(fhs);
-			return rc;
-		}
 	}
+	/* A writer gone without its final size report: the size is taken
+	 * from the iods.  These first, so that a failure changes nothing
+	 * (an orphan destroyed at its close below leaves the set again). */
+	for (size_t i = 0; i < n; i++) {
+		const struct mgr_handle *h = mgr_session_handle(s, fhs[i]);
+
+		if ((h->flags & O_ACCMODE) == O_RDONLY ||
+		    mgr_ns_psize_pending(&st->ns, h->ino))
+			continue;
+		if (mgr_ns_psize_add(&st->ns, h->ino) < 0) {
+			while (n_added)
+				free(tw_hmap_del(&st->ns.psize,
+						 added[--n_added]));
+			free(added);
+			free(fhs);
+			return -ENOMEM;
+		}
+		added[n_added++] = h->ino;
+	}
+	for (size_t i = 0; i < n; i++)
+		mgr_ns_close(&st->ns, mgr_session_handle(s, fhs[i])->ino);
+	free(added);
 	free(fhs);
 	mgr_session_destroy(&st->sessions, s);
 	return 0;

@@ -242,7 +242,8 @@ static void on_iod_failed(uint32_t iod_id, void *arg)
  * iods before anyone opens the file.  Each column's subfile size at its
  * primary gives the smallest file size that holds them
  * (r0_file_size_from_subfiles), journaled as SIZE_FOUND.  Until then an
- * OPEN or a truncate of the file is answered -EAGAIN, which clients retry
+ * OPEN of the file (MKNOD's of an existing name too), a truncate, an
+ * APPEND_RESERVE or a SETSTRIPE is answered -EAGAIN, which clients retry
  * like an unreachable mgrd (fuse-client/mgr.c).  A probe that fails (a
  * group without a primary) is tried again at the next sweep. */
 
@@ -301,6 +302,35 @@ static void psize_done(int status, const uint64_t *subs, uint32_t n,
 	free(pr);
 }
 
+/* Start ps's probe unless one is out. */
+static void psize_start(struct mgr_server *s, struct mgr_psize *ps)
+{
+	const struct mgr_inode *in = mgr_ns_get(&s->st.ns, ps->ino);
+	struct psize_probe *pr;
+	int rc;
+
+	if (ps->busy || !in)
+		return;
+	if (in->layout.stripe_count == 0) {
+		psize_found(s, in->ino, in->trunc_gen, 0);  /* no subfiles */
+		return;
+	}
+	pr = malloc(sizeof(*pr));
+	if (!pr)
+		return;      /* the next sweep */
+	*pr = (struct psize_probe){ .s = s, .ino = in->ino,
+				    .gen = in->trunc_gen };
+	rc = mgr_pool_subsizes(s->pool, in->ino, &in->layout, psize_done, pr);
+	if (rc < 0) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from the iods: "
+			  "%s; trying again", (unsigned long long)in->ino,
+			  strerror(-rc));
+		free(pr);
+		return;
+	}
+	ps->busy = true;
+}
+
 /* Start a probe for every pending size without one out. */
 static void psize_run(struct mgr_server *s)
 {
@@ -314,31 +344,9 @@ static void psize_run(struct mgr_server *s)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct mgr_psize *ps = tw_hmap_get(&s->st.ns.psize, inos[i]);
-		const struct mgr_inode *in = mgr_ns_get(&s->st.ns, inos[i]);
-		struct psize_probe *pr;
-		int rc;
 
-		if (!ps || ps->busy || !in)
-			continue;
-		if (in->layout.stripe_count == 0) {
-			psize_found(s, in->ino, in->trunc_gen, 0);  /* no subfiles */
-			continue;
-		}
-		pr = malloc(sizeof(*pr));
-		if (!pr)
-			break;
-		*pr = (struct psize_probe){ .s = s, .ino = in->ino,
-					    .gen = in->trunc_gen };
-		rc = mgr_pool_subsizes(s->pool, in->ino, &in->layout,
-				       psize_done, pr);
-		if (rc < 0) {
-			tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from "
-				  "the iods: %s; trying again",
-				  (unsigned long long)in->ino, strerror(-rc));
-			free(pr);
-			continue;
-		}
-		ps->busy = true;
+		if (ps)   /* psize_found may have ended it */
+			psize_start(s, ps);
 	}
 	free(inos);
 }
@@ -346,9 +354,11 @@ static void psize_run(struct mgr_server *s)
 bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
 			const struct wire_msg *m, uint64_t ino)
 {
-	if (!mgr_ns_psize_pending(&s->st.ns, ino))
+	struct mgr_psize *ps = tw_hmap_get(&s->st.ns.psize, ino);
+
+	if (!ps)
 		return false;
-	psize_run(s);
+	psize_start(s, ps);
 	/* Not recorded: the retransmission is served anew. */
 	mgr_srv_reply(c, &m->hdr, -EAGAIN, NULL);
 	return true;

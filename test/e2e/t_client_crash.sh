@@ -8,7 +8,8 @@
 #      zeros in between, not the writer's bytes past a stale size.
 #   2. With both twins of a group down when the session expires, an open
 #      of such a file waits (no error) and sees the whole file once the
-#      group is back.
+#      group is back; a setstripe of it (mgrd thinks it never written)
+#      waits too, and is then refused (EBUSY: it has data).
 #   3. The dead mount is cleared with fusermount3 -u -z and mounted again;
 #      twinfsctl verify finds both twins of every group identical.
 . "$(dirname "$0")/lib.sh"
@@ -106,15 +107,22 @@ echo "# w2: mgrd had $BEFORE bytes when the writer died"
 timeout 90 "$PY" -c 'import os, sys; print(os.fstat(os.open(sys.argv[1], os.O_RDONLY)).st_size)' \
 	"$M/w2" >"$T/open2.out" 2>&1 &
 opid=$!
+timeout 90 setfattr -n twinfs.layout -v "64K 1 0" "$M/w2" >"$T/stripe2.out" 2>&1 &
+spid=$!
 sleep 3
-if kill -0 "$opid" 2>/dev/null; then
-	pass open-waits-for-the-group
+if kill -0 "$opid" 2>/dev/null && kill -0 "$spid" 2>/dev/null; then
+	pass open-and-setstripe-wait-for-the-group
 else
-	fail open-waits-for-the-group "open returned with group 1 down: $(cat "$T/open2.out")"
+	fail open-and-setstripe-wait-for-the-group "returned with group 1 down: $(cat "$T/open2.out" "$T/stripe2.out")"
 fi
 (cd / && lc start-iod 3 >/dev/null && lc start-iod 4 >/dev/null)
 wait "$opid"
 assert_eq open-after-the-group-returns $((4 * MIB)) "$(cat "$T/open2.out")"
+if ! wait "$spid" && grep -qi busy "$T/stripe2.out"; then
+	pass setstripe-refused-after-the-size
+else
+	fail setstripe-refused-after-the-size "$(cat "$T/stripe2.out")"
+fi
 e2e_wait_healthy 60 && pass healthy || fail healthy "$(ctl status 2>&1 | tr '\n' ' ')"
 check_file lost-writer-group-down-bytes w2 $((4 * MIB))
 
