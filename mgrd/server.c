@@ -21,7 +21,13 @@
  *
  * Sessions live while they have a connection; after session_timeout (after
  * a restart: twice that, the grace for clients to come back) without one,
- * a SESSION_EXPIRE record releases their handles (orphans die).
+ * a SESSION_EXPIRE record releases their handles (orphans die).  A client
+ * connection that stays silent (a hung or stopped client keeps its TCP
+ * connection: the kernel still answers for it) is pinged by mgrd after a
+ * third of the silence limit, and closed at the limit, session_timeout but
+ * at least SILENT_MIN_MS; its session then expires at the next sweep
+ * (conns_liveness).  Silence counts only while mgrd itself ran: after a
+ * stall of mgrd (SIGSTOP, a late sweep) it counts from the stall's end.
  */
 #include "server_int.h"
 
@@ -32,6 +38,10 @@
 #include <unistd.h>
 
 #define SWEEP_MS            1000u
+/* The silence limit's floor: a partition or a stall shorter than this
+ * must not cost a live client its session (open files, locks), even with
+ * the short session_timeout of drills (1.5 s). */
+#define SILENT_MIN_MS       30000u
 #define INO_RESERVE_CHUNK   4096u
 
 /* ---------------------------------------------------------------- basics */
@@ -433,8 +443,56 @@ static void session_unbind(struct mgr_server *s, struct mgr_conn *mc)
 	mc->session = 0;
 	if (!sess || sess->n_conns == 0)
 		return;
+	/* Closed for silence: idle since it went silent. */
 	if (--sess->n_conns == 0)
-		sess->idle_since_ms = tw_now_ms();
+		sess->idle_since_ms = mc->silent_since_ms ? mc->silent_since_ms
+							  : tw_now_ms();
+}
+
+/* A client connection silent for a third of the limit gets a PING push
+ * (every client answers pushes); one silent for the whole limit is closed.
+ * Connections of clients only: iods have the monitor, admin tools are
+ * short-lived. */
+static void conns_liveness(struct mgr_server *s, uint64_t now)
+{
+	uint64_t limit = TW_MAX(s->session_timeout_ms, SILENT_MIN_MS);
+	struct mgr_conn *next;
+
+	/* A sweep this late means mgrd did not run (stopped, or starved):
+	 * nobody could be heard meanwhile. */
+	if (now - s->last_sweep_ms > 3 * SWEEP_MS)
+		s->awake_since_ms = now;
+	s->last_sweep_ms = now;
+
+	/* next first: closing a connection frees its mgr_conn (on_close). */
+	for (struct mgr_conn *mc = s->conns; mc; mc = next) {
+		uint64_t rx = wire_conn_last_rx_ms(mc->wc), quiet;
+		Twinfs__Ping p = TWINFS__PING__INIT;
+
+		next = mc->next;
+
+		rx = TW_MAX(rx, s->awake_since_ms);
+		if (mc->role != TWINFS__ROLE__ROLE_CLIENT || !mc->session ||
+		    mc->silent_since_ms || now <= rx)
+			continue;
+		quiet = now - rx;
+		if (quiet >= limit) {
+			tw_warn("mgrd: client %s (session %llu) silent for %llu "
+				"ms: closing its connection; the session "
+				"expires", wire_conn_peer(mc->wc),
+				(unsigned long long)mc->session,
+				(unsigned long long)quiet);
+			mc->silent_since_ms = rx;
+			wire_conn_close(mc->wc);
+		} else if (quiet >= limit / 3 &&
+			   now - mc->pinged_ms >= limit / 3) {
+			p.epoch = s->st.map.epoch;
+			p.incarnation = s->incarnation;
+			if (wire_conn_push(mc->wc, TWINFS__MSG_TYPE__MSG_PING,
+					   &p.base) == 0)
+				mc->pinged_ms = now;
+		}
+	}
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -446,6 +504,7 @@ static void on_sweep(uv_timer_t *t)
 	if (s->stopping)
 		return;
 	mgr_dl_sweep(s);
+	conns_liveness(s, now);
 	psize_run(s);   /* those that failed, and those of a replay */
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
 	if (!ids)
@@ -1003,6 +1062,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_init(loop, &s->sweep_timer);
 	s->sweep_timer.data = s;
 	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+	s->last_sweep_ms = tw_now_ms();
 	/* L3 (dlease.c): the restart grace runs from here. */
 	uv_timer_init(loop, &s->dl_timer);
 	s->dl_timer.data = s;

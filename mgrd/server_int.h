@@ -19,6 +19,8 @@ struct mgr_conn {
 	bool control;
 	uint64_t session;         /* bound session, 0 = none */
 	uint32_t iod_id;
+	uint64_t pinged_ms;       /* the last PING mgrd pushed (conns_liveness) */
+	uint64_t silent_since_ms; /* closed for silence: its last frame */
 };
 
 struct mgr_waiter {
@@ -54,6 +56,8 @@ struct mgr_server {
 	struct mgr_conn *conns;
 	struct mgr_inflight *inflight;
 	uint32_t session_timeout_ms;
+	uint64_t last_sweep_ms;       /* conns_liveness: when it last ran */
+	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
 	bool kick_pdel;
 	bool stopping;
 	int closing;              /* handles still closing at stop */

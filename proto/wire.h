@@ -151,6 +151,9 @@ void wire_conn_set_data(struct wire_conn *c, void *data);
 void *wire_conn_get_data(const struct wire_conn *c);
 /* Close the connection (after pending writes flush). */
 void wire_conn_close(struct wire_conn *c);
+/* tw_now_ms() when the last frame (request or reply) arrived, or when the
+ * connection was accepted: how long the peer has been silent. */
+uint64_t wire_conn_last_rx_ms(const struct wire_conn *c);
 
 /* Server-initiated message on an accepted connection (e.g. MSG_MAP_UPDATE
  * pushed by mgrd).  Sent as a request with a fresh req_id; the peer's reply

@@ -48,6 +48,7 @@ struct wire_conn {
 	char peer[80];
 	void *data;
 	uint64_t next_push_id;
+	uint64_t last_rx_ms;          /* tw_now_ms of the last frame read */
 };
 
 static void server_maybe_done(struct wire_server *s);
@@ -90,6 +91,11 @@ void wire_conn_set_data(struct wire_conn *c, void *data)
 void *wire_conn_get_data(const struct wire_conn *c)
 {
 	return c->data;
+}
+
+uint64_t wire_conn_last_rx_ms(const struct wire_conn *c)
+{
+	return c->last_rx_ms;
 }
 
 static void on_conn_closed(uv_handle_t *h)
@@ -193,8 +199,10 @@ static int on_frame(struct wire_msg *m, void *arg)
 {
 	struct wire_conn *c = arg;
 
+	c->last_rx_ms = tw_now_ms();
 	if (m->hdr.flags & WIRE_F_REPLY) {
-		/* Replies to our pushes carry nothing we need. */
+		/* Replies to our pushes carry nothing we need but that the
+		 * peer is alive (last_rx_ms). */
 		wire_msg_free(m);
 		return 0;
 	}
@@ -269,6 +277,7 @@ static void on_connection(uv_stream_t *ls, int status)
 	c->refs = 1;
 	c->open = true;
 	c->next_push_id = 1ull << 63;
+	c->last_rx_ms = tw_now_ms();
 	if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
 		c->open = false;
 		uv_close((uv_handle_t *)&c->tcp, on_conn_closed);

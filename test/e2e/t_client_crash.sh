@@ -10,8 +10,12 @@
 #      of such a file waits (no error) and sees the whole file once the
 #      group is back; a setstripe of it (mgrd thinks it never written)
 #      waits too, and is then refused (EBUSY: it has data).
-#   3. The dead mount is cleared with fusermount3 -u -z and mounted again;
-#      twinfsctl verify finds both twins of every group identical.
+#   3. The dead mount is cleared with fusermount3 -u -z and mounted again.
+#   4. A hung client (SIGSTOP; the kernel keeps its TCP connections up)
+#      holding a lock: mgrd pings it, finds it silent, closes its
+#      connections and expires its session, so a waiter on the other
+#      mount gets the lock; after SIGCONT the mount serves again.
+#   Finally twinfsctl verify finds both twins of every group identical.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"   # short timers
 export TWINFS_SESSION_TIMEOUT=${TWINFS_SESSION_TIMEOUT:-2s}
@@ -134,6 +138,40 @@ if lc mount "$M2" >/dev/null && echo again >"$M2/again" &&
 else
 	fail remount-after-crash "mount or write on $M2 failed"
 fi
+lc umount "$M2" >/dev/null 2>&1
+
+# 4. A hung client's lock (mgrd's silence limit: session_timeout, at
+#    least 30 s).
+lc mount "$M2" >/dev/null || fail hung-mount "second mount failed"
+cpid=$(client_pid "$M2")
+timeout 120 "$PY" -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(110)' "$M2/lk" >"$T/hold.out" 2>&1 &
+hpid=$!
+for ((i = 0; i < 300; i++)); do grep -q locked "$T/hold.out" && break; sleep 0.1; done
+kill -STOP "$cpid"
+t0=$(now_ms)
+got=$(timeout 90 "$PY" -c 'import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked")' "$M/lk" 2>&1)
+echo "# the waiter got the lock $(($(now_ms) - t0)) ms after the holder's client stopped"
+assert_eq lock-of-hung-client-released locked "$got"
+grep -q 'silent for .* closing its connection' "$MLOG" &&
+	pass mgrd-closes-silent-client || fail mgrd-closes-silent-client "no log line"
+kill -CONT "$cpid"
+kill "$hpid" 2>/dev/null
+wait "$hpid" 2>/dev/null
+ok=0
+for ((i = 0; i < 100; i++)); do
+	echo after >"$M2/after" 2>/dev/null && [[ $(cat "$M/after" 2>/dev/null) == after ]] &&
+		{ ok=1; break; }
+	sleep 0.2
+done
+((ok)) && pass hung-client-serves-after-cont ||
+	fail hung-client-serves-after-cont "no write through $M2 within 20 s of SIGCONT"
 lc umount "$M2" >/dev/null 2>&1
 e2e_verify
 e2e_end
