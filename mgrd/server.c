@@ -473,7 +473,7 @@ static void conns_liveness(struct mgr_server *s, uint64_t now)
 
 		rx = TW_MAX(rx, s->awake_since_ms);
 		if (mc->role != TWINFS__ROLE__ROLE_CLIENT || !mc->session ||
-		    mc->silent_since_ms || now <= rx)
+		    now <= rx)
 			continue;
 		quiet = now - rx;
 		if (quiet >= limit) {
@@ -585,6 +585,12 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	if (h->role == TWINFS__ROLE__ROLE_CLIENT ||
 	    (h->role == TWINFS__ROLE__ROLE_ADMIN && h->session_id)) {
 		sess = mgr_session_get(&s->st.sessions, h->session_id);
+		/* A client's two connections come back with the dead id
+		 * one after the other, the second before the client heard
+		 * of the first's new session: both get the same one. */
+		if (!sess && h->session_id)
+			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
+				tw_hmap_get(&s->replaced, h->session_id));
 		if (!sess && h->role == TWINFS__ROLE__ROLE_CLIENT) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
 
@@ -599,6 +605,10 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			}
 			sess = mgr_session_get(&s->st.sessions, op.session);
 			sess->grace_ms = s->session_timeout_ms;
+			/* On ENOMEM a second new session, as before. */
+			if (h->session_id)
+				(void)tw_hmap_put(&s->replaced, h->session_id,
+						  (void *)(uintptr_t)sess->id);
 			tw_info("mgrd: new session %llu for %s%s%s",
 				(unsigned long long)sess->id,
 				wire_conn_peer(c), h->hostname[0] ? " " : "",
@@ -1086,6 +1096,7 @@ fail:
 		mgr_journal_close(&s->jnl);
 	if (s->st_init)
 		mgr_state_free(&s->st);
+	tw_hmap_free(&s->replaced);
 	free(s);
 	return rc;
 }
@@ -1097,6 +1108,7 @@ static void stop_step(void *arg)
 	if (--s->closing > 0)
 		return;
 	mgr_state_free(&s->st);
+	tw_hmap_free(&s->replaced);
 	if (s->done)
 		s->done(s->done_arg);
 	free(s);

@@ -172,6 +172,11 @@ for ((i = 0; i < 100; i++)); do
 done
 ((ok)) && pass hung-client-serves-after-cont ||
 	fail hung-client-serves-after-cont "no write through $M2 within 20 s of SIGCONT"
+# Both of its connections came back with the dead session id: they must
+# share one new session (else its locks would go with the other one).
+sid=$(grep -o '(session [0-9]*) silent for' "$MLOG" | tail -n 1 | grep -o '[0-9]*')
+assert_eq hung-client-one-new-session 1 \
+	"$(grep -c "asks for session $sid, which expired" "$MLOG")"
 lc umount "$M2" >/dev/null 2>&1
 e2e_verify
 e2e_end
