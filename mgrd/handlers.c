@@ -887,7 +887,6 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 		reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
 		return;
 	}
-
 	in = mgr_ns_get(&s->st.ns, q->ino);
 	r = calloc(1, sizeof(*r));
 	if (!r) {

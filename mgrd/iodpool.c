@@ -196,6 +196,32 @@ static bool failover_err(int status)
 	}
 }
 
+/* Our own call to a column's primary failed: an iod that did not answer
+ * counts as a report, and the monitor probes it.  (-EIO is its twin's
+ * failure, -ESTALE a map that moved on: the iod itself answered.) */
+static void report_failed(struct mgr_iodpool *p, const struct call *c,
+			  int status)
+{
+	if (status < 0 && status != -EIO && status != -ESTALE &&
+	    failover_err(status) && c->iod_id && p->on_iod_failed &&
+	    !p->closing)
+		p->on_iod_failed(c->iod_id, p->arg);
+}
+
+/* The peer of the primary of call c's column in the current map, noted in
+ * c->iod_id; NULL when there is none reachable or the pool closes. */
+static struct wire_peer *call_primary(struct mgr_iodpool *p, struct call *c)
+{
+	struct mgr_map_iod *mi = mgr_map_primary(p->map, &c->layout,
+						 c->f->ino, c->index);
+	struct wire_peer *peer = peer_of(p, mi);
+
+	if (!peer || p->closing)
+		return NULL;
+	c->iod_id = mi->id;
+	return peer;
+}
+
 static void on_retry_timer(uv_timer_t *t)
 {
 	struct mgr_iodpool *p = t->data;
@@ -235,10 +261,7 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 		reply = NULL;
 	}
-	/* Our own failed call counts as a report: the monitor probes. */
-	if (status < 0 && status != -EIO && status != -ESTALE &&
-	    failover_err(status) && c->iod_id && p->on_iod_failed && !p->closing)
-		p->on_iod_failed(c->iod_id, p->arg);
+	report_failed(p, c, status);
 	if (status < 0 && failover_err(status) && c->tries < TRUNC_TRIES &&
 	    !p->closing) {
 		tw_log_rl(TW_LOG_INFO, "mgrd: truncate ino %llu column %u: %s; "
@@ -278,15 +301,12 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
  * will run; -errno: it will not. */
 static int trunc_send(struct mgr_iodpool *p, struct call *c)
 {
-	struct mgr_map_iod *mi = mgr_map_primary(p->map, &c->layout,
-						 c->f->ino, c->index);
-	struct wire_peer *peer = peer_of(p, mi);
+	struct wire_peer *peer = call_primary(p, c);
 	Twinfs__Truncate t = TWINFS__TRUNCATE__INIT;
 
-	if (!peer || p->closing)
+	if (!peer)
 		return -EIO;
 	c->tries++;
-	c->iod_id = mi->id;
 	t.ino = c->f->ino;
 	t.column = c->index;
 	t.size = c->sub_size;
@@ -374,11 +394,8 @@ static void on_subsize(int status, struct wire_msg *reply, void *arg)
 
 		f->per_col[c->index] = rr->sub_size;
 	} else {
-		/* As for a truncate: an iod that did not answer is reported
-		 * (the caller tries again later, in the next map). */
-		if (status != -EIO && status != -ESTALE &&
-		    failover_err(status) && p->on_iod_failed && !p->closing)
-			p->on_iod_failed(c->iod_id, p->arg);
+		/* The caller tries again later, in the next map. */
+		report_failed(p, c, status);
 		if (f->status == 0)
 			f->status = status;
 	}
@@ -391,14 +408,11 @@ static void on_subsize(int status, struct wire_msg *reply, void *arg)
 /* One column's READ of 0 bytes at its primary.  0: on_subsize will run. */
 static int subsize_send(struct mgr_iodpool *p, struct call *c)
 {
-	struct mgr_map_iod *mi = mgr_map_primary(p->map, &c->layout,
-						 c->f->ino, c->index);
-	struct wire_peer *peer = peer_of(p, mi);
+	struct wire_peer *peer = call_primary(p, c);
 	Twinfs__Read r = TWINFS__READ__INIT;
 
-	if (!peer || p->closing)
+	if (!peer)
 		return -EIO;
-	c->iod_id = mi->id;
 	r.ino = c->f->ino;
 	r.column = c->index;
 	r.epoch = p->map->epoch;

@@ -449,6 +449,16 @@ static void session_unbind(struct mgr_server *s, struct mgr_conn *mc)
 							  : tw_now_ms();
 }
 
+/* mgrd's PING, answered or pushed: its map epoch and incarnation. */
+static Twinfs__Ping ping_body(const struct mgr_server *s)
+{
+	Twinfs__Ping p = TWINFS__PING__INIT;
+
+	p.epoch = s->st.map.epoch;
+	p.incarnation = s->incarnation;
+	return p;
+}
+
 /* A client connection silent for a third of the limit gets a PING push
  * (every client answers pushes); one silent for the whole limit is closed.
  * Connections of clients only: iods have the monitor, admin tools are
@@ -466,12 +476,10 @@ static void conns_liveness(struct mgr_server *s, uint64_t now)
 
 	/* next first: closing a connection frees its mgr_conn (on_close). */
 	for (struct mgr_conn *mc = s->conns; mc; mc = next) {
-		uint64_t rx = wire_conn_last_rx_ms(mc->wc), quiet;
-		Twinfs__Ping p = TWINFS__PING__INIT;
+		uint64_t rx = TW_MAX(wire_conn_last_rx_ms(mc->wc),
+				     s->awake_since_ms), quiet;
 
 		next = mc->next;
-
-		rx = TW_MAX(rx, s->awake_since_ms);
 		if (mc->role != TWINFS__ROLE__ROLE_CLIENT || !mc->session ||
 		    now <= rx)
 			continue;
@@ -486,8 +494,8 @@ static void conns_liveness(struct mgr_server *s, uint64_t now)
 			wire_conn_close(mc->wc);
 		} else if (quiet >= limit / 3 &&
 			   now - mc->pinged_ms >= limit / 3) {
-			p.epoch = s->st.map.epoch;
-			p.incarnation = s->incarnation;
+			Twinfs__Ping p = ping_body(s);
+
 			if (wire_conn_push(mc->wc, TWINFS__MSG_TYPE__MSG_PING,
 					   &p.base) == 0)
 				mc->pinged_ms = now;
@@ -505,11 +513,8 @@ static void on_sweep(uv_timer_t *t)
 		return;
 	mgr_dl_sweep(s);
 	conns_liveness(s, now);
-	psize_run(s);   /* those that failed, and those of a replay */
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
-	if (!ids)
-		return;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; ids && i < n; i++) {
 		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
 							   ids[i]);
 		struct mgr_op op = { .type = MGR_OP_SESSION_EXPIRE };
@@ -530,6 +535,7 @@ static void on_sweep(uv_timer_t *t)
 		mgr_locks_session_gone(s, ids[i]);
 	}
 	free(ids);
+	/* The sizes those expiries left, those that failed, a replay's. */
 	psize_run(s);
 }
 
@@ -650,10 +656,8 @@ static void h_get_map(struct mgr_server *s, struct wire_conn *c,
 static void h_ping(struct mgr_server *s, struct wire_conn *c,
 		   struct wire_msg *m)
 {
-	Twinfs__Ping p = TWINFS__PING__INIT;
+	Twinfs__Ping p = ping_body(s);
 
-	p.epoch = s->st.map.epoch;
-	p.incarnation = s->incarnation;
 	mgr_srv_reply(c, &m->hdr, 0, &p.base);
 }
 

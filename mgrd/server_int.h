@@ -57,10 +57,10 @@ struct mgr_server {
 	struct mgr_inflight *inflight;
 	uint32_t session_timeout_ms;
 	uint64_t last_sweep_ms;       /* conns_liveness: when it last ran */
+	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
 	/* Expired session id -> the id of the session h_hello gave in its
 	 * place (volatile; values are ids, not pointers). */
 	struct tw_hmap replaced;
-	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
 	bool kick_pdel;
 	bool stopping;
 	int closing;              /* handles still closing at stop */
