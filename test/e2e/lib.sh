@@ -251,6 +251,15 @@ e2e_verify() {
 	fi
 }
 
+# client_pid PATH: the pid of the twinfs process that serves mount PATH
+# of this cluster (nothing when there is none).
+client_pid() {
+	local p
+	for p in "$TWINFS_RUN_DIR"/pids/*.path; do
+		[[ -e $p && $(<"$p") == "$1" ]] && cat "${p%.path}.pid"
+	done
+}
+
 # Drop the page cache so the next read comes from TwinFS, not the kernel.
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 

@@ -25,14 +25,6 @@ M2=$TWINFS_RUN_DIR/mnt2
 MIB=$((1 << 20))
 MLOG=$TWINFS_RUN_DIR/logs/mgrd.log
 
-# The pid of the twinfs process that serves mount PATH.
-client_pid() {
-	local p
-	for p in "$TWINFS_RUN_DIR"/pids/*.path; do
-		[[ $(<"$p") == "$1" ]] && cat "${p%.path}.pid"
-	done
-}
-
 # crash FILE SYNCED UNSYNCED [CMD...]: mount M2, write FILE there with
 # lost_writer.py, and 0.3 s after its writes returned kill -9 M2's client
 # (then run CMD, e.g. kill a group) and the writer.  Sets BEFORE to the size

@@ -329,10 +329,7 @@ bg_start c1 "$M3/f" posix hold wr 0 0
 bg_saw c1 locked 100
 bg_start cw "$M2/f" posix wait wr 0 0
 assert_waits cw client-kill-waiter-waits
-cpid=
-for p in "$TWINFS_RUN_DIR"/pids/*.path; do
-	[[ $(<"$p") == "$M3" ]] && cpid=$(<"${p%.path}.pid")
-done
+cpid=$(client_pid "$M3")
 if [[ -n $cpid ]]; then
 	kill -9 "$cpid"
 	assert_locked cw client-kill-releases-after-session-expiry
