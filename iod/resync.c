@@ -109,7 +109,7 @@
 #define RS_BLOCK          4096u
 #define RS_WINDOW         (16u << 20)    /* bytes in flight to the target */
 #define RS_LIST_BATCH     256u
-#define RS_CHUNKS_PER_RUN 8              /* then yield to the loop */
+#define RS_CHUNKS_PER_RUN 8              /* per loop pass, then yield */
 #define RS_PROGRESS_MS    500u
 #define RS_RING           8192u          /* positions awaiting their ack */
 /* A chunk queues at most one write per other 4 KiB block, plus a create,
@@ -158,6 +158,8 @@ struct rs_job {
 	uint64_t pins_at_start;    /* d->n_pins when the copy started */
 	uv_timer_t timer;
 	bool timer_armed;
+	uint64_t budget_at;        /* uv_now of the pass budget_used counts */
+	int budget_used;           /* chunks read in that pass */
 	uint64_t files_total, bytes_copied;
 	/* Resume (Resync.resume): the position the previous runs reached. */
 	bool resume;
@@ -1065,10 +1067,18 @@ static void start_sync(struct rs_job *j)
 
 static void pump(struct rs_job *j)
 {
-	int rc, chunks = 0;
+	uint64_t now = uv_now(j->d->loop);
+	int rc;
 
 	if (j->phase != RS_COPY)
 		return;
+	/* The chunk budget is per pass of the loop (uv_now moves once per
+	 * pass), not per call: every forward's reply pumps, and one pass can
+	 * deliver dozens of replies. */
+	if (now != j->budget_at) {
+		j->budget_at = now;
+		j->budget_used = 0;
+	}
 	if (j->rc == 0 && (rc = still_valid(j)) < 0)
 		fail(j, rc, "map changed");
 	while (j->rc == 0 && j->inflight_bytes < RS_WINDOW &&
@@ -1083,6 +1093,17 @@ static void pump(struct rs_job *j)
 				break;
 			}
 		}
+		if (j->budget_used >= RS_CHUNKS_PER_RUN) {
+			/* Yield for 1 ms, not 0: libuv 1.44 (Debian 12) runs
+			 * a 0 ms timer re-armed from its own callback again
+			 * in the same pass, before any I/O.  Chunks of holes
+			 * send nothing, so the window never fills, and the
+			 * copy of a large sparse subfile held the loop for
+			 * seconds: no pings answered, and mgrd demoted the
+			 * source in the middle of its copy. */
+			arm(j, 1);
+			break;
+		}
 		if (!j->cur && !next_subfile(j)) {
 			if (j->rc == 0 && j->inflight == 0)
 				start_sync(j);
@@ -1094,10 +1115,7 @@ static void pump(struct rs_job *j)
 			copy_region(j);
 		else if (j->cur)
 			copy_chunk(j);
-		if (++chunks >= RS_CHUNKS_PER_RUN) {
-			arm(j, 0);
-			break;
-		}
+		j->budget_used++;
 	}
 	send_progress(j, false, false);
 	if (j->rc < 0)
