@@ -38,6 +38,8 @@
 #define CTL_REGION_SIZE    (1u << 20)   /* verify compares 1 MiB regions */
 #define CTL_SUBFILES_PAGE  1024u        /* SUBFILES entries asked per call */
 #define CTL_VERIFY_RETRIES 2            /* re-checks of a differing subfile */
+#define CTL_VERIFY_REGIONS 16u          /* regions per CHECKSUM call */
+#define CTL_VERIFY_MAP_TRIES 20         /* map refreshes per subfile */
 #define CTL_MAX_REPORTED_REGIONS 8      /* per differing subfile */
 
 const char *progname = "twinfsctl";
@@ -658,98 +660,124 @@ static int list_subfiles(struct vserver *v, struct sub_list *out)
 	return 0;
 }
 
-/* Checksum one subfile; -ENOENT when the iod does not hold it. */
-static int checksum_subfile(struct vserver *v, uint64_t ino, uint32_t col,
-			    struct wire_msg **reply)
-{
-	Twinfs__Checksum req = TWINFS__CHECKSUM__INIT;
-	int rc;
-
-	req.ino = ino;
-	req.column = col;
-	req.region_size = CTL_REGION_SIZE;
-	rc = wire_sync_call(v->s, TWINFS__MSG_TYPE__MSG_CHECKSUM, &req.base,
-			    NULL, 0, reply);
-	if (rc < 0 && rc != -ENOENT && rc != -ESTALE)
-		fprintf(stderr, "%s: %s (%s): CHECKSUM ino %" PRIu64
-			" column %u failed: %s\n", progname, v->what, v->addr,
-			ino, col, errno_cause(rc));
-	return rc;
-}
+/* One group being verified: its twins (by twin index) and the map epoch
+ * the ordered checksums are asked in. */
+struct vgroup {
+	struct ctl *ctl;
+	struct wire_sync *mgr;
+	uint32_t group;
+	uint64_t epoch;
+	struct vserver *twin[2];
+};
 
 struct vdiff {
 	char why[256];
 	bool differ;
-	uint64_t size;     /* bytes compared (first twin's size) */
+	uint64_t size;     /* bytes compared (the primary's size) */
 };
 
-/* Compare (ino, col) on both twins: fills d.  Returns 0, or -errno when a
- * checksum could not be obtained for a reason other than absence. */
-static int compare_subfile(struct vserver *a, struct vserver *b, uint64_t ino,
-			   uint32_t col, struct vdiff *d)
+/* Note one call's figures, twin by twin index, in d. */
+static void diff_regions(struct vdiff *d, uint64_t first,
+			 const uint64_t size[2], uint32_t *const crcs[2],
+			 const size_t n[2], size_t *len, size_t *shown)
 {
-	struct wire_msg *ra = NULL, *rb = NULL;
-	const Twinfs__ChecksumReply *ca, *cb;
-	int rca, rcb, ret = 0;
-	size_t i, n, shown = 0, len = 0;
+	if (size[0] != size[1] && !d->differ) {
+		d->differ = true;
+		*len = (size_t)snprintf(d->why, sizeof(d->why),
+					"size %" PRIu64 " vs %" PRIu64,
+					size[0], size[1]);
+	}
+	for (size_t i = 0; i < TW_MIN(n[0], n[1]); i++) {
+		uint64_t r = first + i;
+
+		if (crcs[0][i] == crcs[1][i])
+			continue;
+		if (!d->differ || *len == 0) {
+			*len = (size_t)snprintf(d->why, sizeof(d->why),
+						"region %" PRIu64, r);
+		} else if (*shown < CTL_MAX_REPORTED_REGIONS &&
+			   *len < sizeof(d->why) - 32) {
+			*len += (size_t)snprintf(d->why + *len,
+						 sizeof(d->why) - *len,
+						 *shown ? ",%" PRIu64
+						 : ", region %" PRIu64, r);
+		} else if (*shown == CTL_MAX_REPORTED_REGIONS &&
+			   *len < sizeof(d->why) - 8) {
+			*len += (size_t)snprintf(d->why + *len,
+						 sizeof(d->why) - *len, ",...");
+		}
+		(*shown)++;
+		d->differ = true;
+	}
+}
+
+/* Compare (ino, col) on both twins: fills d.  The checksums are asked of
+ * the subfile's primary with Checksum.both, which has both twins take
+ * them at one point of its write order (iod/twin.c "Ordered checksums"),
+ * so a file written meanwhile cannot look different.  One call covers
+ * CTL_VERIFY_REGIONS regions (the iods compute on their loops); the walk
+ * ends at the size the first call saw, so a growing file ends it too.
+ * Returns 0, or -errno: -ESTALE / -EAGAIN (the map moved on), -EBUSY (the
+ * group is not healthy any more), or the failure, already printed. */
+static int compare_subfile(struct vgroup *g, uint64_t ino, uint32_t col,
+			   struct vdiff *d)
+{
+	const struct r1_twin up[2] = { { R1_UP, false }, { R1_UP, false } };
+	int p = r1_write_primary(up, ino, col);
+	struct vserver *v = g->twin[p];
+	uint64_t first = 0, end = 0;
+	size_t len = 0, shown = 0;
+	int rc = 0;
 
 	memset(d, 0, sizeof(*d));
-	rca = checksum_subfile(a, ino, col, &ra);
-	rcb = checksum_subfile(b, ino, col, &rb);
-	if ((rca < 0 && rca != -ENOENT && rca != -ESTALE) ||
-	    (rcb < 0 && rcb != -ENOENT && rcb != -ESTALE)) {
-		ret = rca < 0 && rca != -ENOENT && rca != -ESTALE ? rca : rcb;
-		goto out;
-	}
-	if (rca < 0 && rcb < 0)
-		goto out;             /* deleted meanwhile on both: fine */
-	if (rca < 0 || rcb < 0) {
-		d->differ = true;
-		snprintf(d->why, sizeof(d->why), "missing on iod %u",
-			 rca < 0 ? a->info->id : b->info->id);
-		goto out;
-	}
-	ca = (const Twinfs__ChecksumReply *)ra->body;
-	cb = (const Twinfs__ChecksumReply *)rb->body;
-	d->size = ca->size;
-	if (ca->size != cb->size) {
-		d->differ = true;
-		len = (size_t)snprintf(d->why, sizeof(d->why),
-				       "size %" PRIu64 " vs %" PRIu64,
-				       ca->size, cb->size);
-	}
-	n = TW_MIN(ca->n_crcs, cb->n_crcs);
-	for (i = 0; i < n; i++) {
-		if (ca->crcs[i] == cb->crcs[i])
-			continue;
-		if (!d->differ || len == 0) {
-			len = (size_t)snprintf(d->why, sizeof(d->why),
-					       "region %zu", i);
-		} else if (shown < CTL_MAX_REPORTED_REGIONS &&
-			   len < sizeof(d->why) - 32) {
-			len += (size_t)snprintf(d->why + len,
-						sizeof(d->why) - len,
-						shown ? ",%zu" : ", region %zu",
-						i);
-		} else if (shown == CTL_MAX_REPORTED_REGIONS &&
-			   len < sizeof(d->why) - 8) {
-			len += (size_t)snprintf(d->why + len,
-						sizeof(d->why) - len, ",...");
+	for (;;) {
+		Twinfs__Checksum req = TWINFS__CHECKSUM__INIT;
+		const Twinfs__ChecksumReply *cr;
+		struct wire_msg *r = NULL;
+		uint64_t size[2];
+		uint32_t *crcs[2];
+		size_t n[2];
+
+		req.ino = ino;
+		req.column = col;
+		req.region_size = CTL_REGION_SIZE;
+		req.first_region = (uint32_t)first;
+		req.max_regions = CTL_VERIFY_REGIONS;
+		req.both = true;
+		req.epoch = g->epoch;
+		rc = wire_sync_call(v->s, TWINFS__MSG_TYPE__MSG_CHECKSUM,
+				    &req.base, NULL, 0, &r);
+		if (rc == -ESTALE || rc == -EAGAIN || rc == -EINVAL ||
+		    rc == -EBUSY)
+			break;
+		if (rc < 0) {
+			fprintf(stderr, "%s: %s (%s): CHECKSUM ino %" PRIu64
+				" column %u (both twins) failed: %s\n",
+				progname, v->what, v->addr, ino, col,
+				errno_cause(rc));
+			break;
 		}
-		shown++;
-		d->differ = true;
+		cr = (const Twinfs__ChecksumReply *)r->body;
+		/* By twin index: the primary's figures, then its twin's. */
+		size[p] = cr->size;
+		crcs[p] = cr->crcs;
+		n[p] = cr->n_crcs;
+		size[!p] = cr->twin_size;
+		crcs[!p] = cr->twin_crcs;
+		n[!p] = cr->n_twin_crcs;
+		if (first == 0) {
+			d->size = cr->size;
+			end = TW_MAX(cr->size, cr->twin_size);
+		}
+		diff_regions(d, first, size, crcs, n, &len, &shown);
+		first += TW_MAX(n[0], n[1]);
+		wire_msg_free(r);
+		if (TW_MAX(n[0], n[1]) == 0 ||
+		    first * (uint64_t)CTL_REGION_SIZE >= end ||
+		    first >= UINT32_MAX)
+			break;
 	}
-	if (!d->differ && ca->n_crcs != cb->n_crcs) {
-		d->differ = true;
-		snprintf(d->why, sizeof(d->why), "region count %zu vs %zu",
-			 ca->n_crcs, cb->n_crcs);
-	}
-out:
-	if (ra)
-		wire_msg_free(ra);
-	if (rb)
-		wire_msg_free(rb);
-	return ret;
+	return rc;
 }
 
 static void ino_path(struct wire_sync *mgr, const char *mgr_addr, uint64_t ino,
@@ -777,11 +805,44 @@ static void ino_path(struct wire_sync *mgr, const char *mgr_addr, uint64_t ino,
 		wire_msg_free(r);
 }
 
-static int verify_group(struct ctl *ctl, struct wire_sync *mgr,
-			const char *mgr_addr, uint32_t group,
-			struct vserver *a, struct vserver *b,
+/* The map moved on while group g was verified: take the new epoch if
+ * both twins are still up, else say so and return -EBUSY. */
+static int vgroup_refresh(struct vgroup *g)
+{
+	struct wire_msg *reply = NULL;
+	Twinfs__ClusterMap *map;
+	int rc = ctl_get_map(g->ctl, g->mgr, &reply, &map);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < map->n_iods; i++) {
+		const Twinfs__IodInfo *io = map->iods[i];
+
+		if (io->group != g->group || io->twin_index > 1)
+			continue;
+		if (io->state != TWINFS__IOD_STATE__IOD_UP ||
+		    io->needs_resync) {
+			fprintf(stderr, "%s: group %u: iod %u became %s%s during "
+				"verify; the rest of the group was not "
+				"compared\n", progname, g->group, io->id,
+				state_name(io->state),
+				io->needs_resync ? " and needs resync" : "");
+			rc = -EBUSY;
+		}
+	}
+	if (rc == 0)
+		g->epoch = map->epoch;
+	wire_msg_free(reply);
+	return rc;
+}
+
+/* Verify every subfile either twin of g holds.  Returns 0, 1 when the
+ * group stopped being healthy part way (the rest is not compared), or
+ * -errno. */
+static int verify_group(struct vgroup *g, const char *mgr_addr,
 			uint64_t *n_sub, uint64_t *n_bytes, uint64_t *n_diff)
 {
+	struct vserver *a = g->twin[0], *b = g->twin[1];
 	struct sub_list la = { 0 }, lb = { 0 };
 	size_t i = 0, j = 0;
 	int rc;
@@ -794,7 +855,7 @@ static int verify_group(struct ctl *ctl, struct wire_sync *mgr,
 	while (i < la.n || j < lb.n) {
 		const struct sub_ent *e;
 		struct vdiff d;
-		int c, attempt;
+		int c, attempt = 0, map_tries = 0;
 
 		if (i >= la.n)
 			c = 1;
@@ -808,24 +869,42 @@ static int verify_group(struct ctl *ctl, struct wire_sync *mgr,
 		if (c >= 0)
 			j++;
 
-		/* A subfile being written while we look can differ for a
-		 * moment (the twin applies the forwarded write after the
-		 * primary), so a difference is confirmed by re-checking;
-		 * a real divergence is persistent. */
-		for (attempt = 0; ; attempt++) {
-			rc = compare_subfile(a, b, e->ino, e->column, &d);
+		/* The checksums are a consistent cut of the primary's write
+		 * order, but a DELETE is not ordered: a subfile being
+		 * deleted can be gone from one twin only, for a moment.  A
+		 * real divergence persists, so a difference is re-checked. */
+		for (;;) {
+			rc = compare_subfile(g, e->ino, e->column, &d);
+			if ((rc == -ESTALE || rc == -EAGAIN || rc == -EINVAL) &&
+			    map_tries++ < CTL_VERIFY_MAP_TRIES) {
+				usleep(100 * 1000);
+				rc = vgroup_refresh(g);
+				if (rc < 0)
+					break;
+				continue;
+			}
 			if (rc < 0)
-				goto out;
-			if (!d.differ || attempt >= CTL_VERIFY_RETRIES)
+				break;
+			if (!d.differ || attempt++ >= CTL_VERIFY_RETRIES)
 				break;
 			usleep(300 * 1000);
+		}
+		if (rc == -EBUSY) {
+			rc = 1;
+			goto out;
+		}
+		if (rc < 0) {
+			fprintf(stderr, "%s: group %u: ino %" PRIu64 " column %u: "
+				"%s\n", progname, g->group, e->ino, e->column,
+				errno_cause(rc));
+			goto out;
 		}
 		(*n_sub)++;
 		*n_bytes += d.size;
 		if (d.differ) {
 			char path[PATH_MAX + 64];
 
-			ino_path(mgr, mgr_addr, e->ino, path, sizeof(path));
+			ino_path(g->mgr, mgr_addr, e->ino, path, sizeof(path));
 			printf("DIFFER %s (ino %" PRIu64 " column %u): iod %u vs "
 			       "iod %u: %s\n", path, e->ino, e->column,
 			       a->info->id, b->info->id, d.why);
@@ -833,8 +912,6 @@ static int verify_group(struct ctl *ctl, struct wire_sync *mgr,
 			(*n_diff)++;
 		}
 	}
-	(void)ctl;
-	(void)group;
 out:
 	free(la.v);
 	free(lb.v);
@@ -850,6 +927,7 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 	uint64_t n_sub = 0, n_bytes = 0, n_diff = 0;
 	uint32_t cks_timeout;
 	char mgr_addr[TW_HOST_MAX + 16];
+	struct vgroup vg;
 	int ret = EXIT_FAIL, rc, skipped = 0;
 	uint32_t g;
 	size_t i;
@@ -917,14 +995,18 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 			if (rc < 0)
 				goto out;
 		}
-		rc = verify_group(ctl, mgr, mgr_addr, g, twin[0], twin[1],
-				  &n_sub, &n_bytes, &n_diff);
+		vg = (struct vgroup){ .ctl = ctl, .mgr = mgr, .group = g,
+				      .epoch = map->epoch,
+				      .twin = { twin[0], twin[1] } };
+		rc = verify_group(&vg, mgr_addr, &n_sub, &n_bytes, &n_diff);
 		if (rc < 0)
 			goto out;
+		skipped += rc;
 	}
 	if (n_diff) {
 		printf("verify: %" PRIu64 " of %" PRIu64 " subfiles differ "
-		       "between twins\n", n_diff, n_sub);
+		       "between twins; `twinfsctl rebuild IOD` copies iod IOD "
+		       "again from its twin\n", n_diff, n_sub);
 		ret = EXIT_FAIL;
 	} else if (skipped) {
 		printf("verify: %" PRIu64 " subfiles, %" PRIu64 " bytes, twins "

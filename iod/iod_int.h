@@ -42,6 +42,9 @@
 #define IOD_CSUM_REGION_MIN  (4u << 10)
 #define IOD_CSUM_REGION_MAX  (64u << 20)
 #define IOD_CSUM_MAX_REGIONS (200u * 1000u)
+/* An ordered checksum (Checksum.both) covers at most this many bytes per
+ * call: it runs on the loop of both twins, ahead of demand I/O. */
+#define IOD_CSUM_BOTH_BYTES  (16u << 20)
 
 struct iod_store;
 struct jbd_io_ops;
@@ -234,13 +237,16 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 		   struct iod_sub_info *out, bool *eof);
 
 /* CRC32C of each region_size bytes of the subfile's contents as a reader
- * sees them (through the journal), the last region may be short.  Returns
- * the number of regions and sets *crcs (new array, caller frees; NULL when
- * 0) and *size, or -errno (-EINVAL for a bad region_size, -E2BIG when there
- * would be more than IOD_CSUM_MAX_REGIONS).  An absent subfile has size 0
- * and no regions. */
+ * sees them (through the journal), the last region may be short: regions
+ * first_region.. , at most max_regions of them (0: all).  Returns the
+ * number of regions and sets *crcs (new array, caller frees; NULL when 0)
+ * and *size (the whole subfile's), or -errno (-EINVAL for a bad
+ * region_size, -E2BIG when there would be more than IOD_CSUM_MAX_REGIONS).
+ * An absent subfile has size 0 and no regions.  Synchronous: the caller
+ * bounds the work with max_regions. */
 long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
-			uint32_t region_size, uint64_t *size, uint32_t **crcs);
+			uint32_t region_size, uint32_t first_region,
+			uint32_t max_regions, uint64_t *size, uint32_t **crcs);
 
 /* ---- write-intent log (DESIGN.md "Twins"; store_journal.c) ----
  *
@@ -460,5 +466,9 @@ bool iod_rs_cursor_ack(struct iod_rs_cursor *c, uint64_t id);
 /* WRITE, TRUNCATE, DELETE, FSYNC after validation: apply (and forward when
  * we are the primary), reply exactly once.  Takes ownership of m. */
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
+/* CHECKSUM with `both` (twinfsctl verify): our checksums and the twin's,
+ * taken at the same point of our write order.  Answers the request. */
+void iod_twin_checksum(struct iod *d, struct wire_conn *c,
+		       const struct wire_msg *m);
 
 #endif

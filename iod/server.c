@@ -401,12 +401,18 @@ static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	long n;
 
 	if (!body_is(m, &twinfs__checksum__descriptor) || q->ino == 0 ||
-	    q->column >= IOD_MAX_COLUMNS || m->data_len != 0) {
+	    q->column >= IOD_MAX_COLUMNS || m->data_len != 0 ||
+	    q->region_size < IOD_CSUM_REGION_MIN ||
+	    q->region_size > IOD_CSUM_REGION_MAX) {
 		iod_reply_status(c, m, -EINVAL);
 		return;
 	}
+	if (q->both) {
+		iod_twin_checksum(d, c, m);   /* answers */
+		return;
+	}
 	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
-			       &size, &crcs);
+			       q->first_region, q->max_regions, &size, &crcs);
 	if (n < 0) {
 		iod_reply_status(c, m, (int)n);
 		return;

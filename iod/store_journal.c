@@ -1230,10 +1230,11 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 /* ------------------------------------------------------- checksums */
 
 long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
-			uint32_t region_size, uint64_t *size, uint32_t **crcs)
+			uint32_t region_size, uint32_t first_region,
+			uint32_t max_regions, uint64_t *size, uint32_t **crcs)
 {
 	struct iod_sub_stat st = { 0 };
-	uint64_t n_regions, off = 0;
+	uint64_t n_regions, off;
 	uint32_t *out = NULL;
 	uint8_t *buf = NULL;
 	long rc;
@@ -1249,9 +1250,14 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!st.exists)
 		return 0;
 	n_regions = st.size / region_size + (st.size % region_size != 0);
-	if (n_regions > IOD_CSUM_MAX_REGIONS)
-		return -E2BIG;
 	*size = st.size;
+	n_regions = n_regions > first_region ? n_regions - first_region : 0;
+	if (max_regions && n_regions > max_regions)
+		n_regions = max_regions;
+	if (n_regions > IOD_CSUM_MAX_REGIONS) {
+		*size = 0;
+		return -E2BIG;
+	}
 	if (n_regions == 0)
 		return 0;
 	out = calloc((size_t)n_regions, sizeof(*out));
@@ -1261,8 +1267,10 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 		goto fail;
 	}
 	/* Through the journal: exactly what a reader would see. */
+	off = (uint64_t)first_region * region_size;
 	for (uint64_t r = 0; r < n_regions; r++) {
-		uint64_t end = TW_MIN(st.size, (r + 1) * region_size);
+		uint64_t end = TW_MIN(st.size,
+				      (first_region + r + 1) * (uint64_t)region_size);
 		uint32_t crc = 0;
 
 		while (off < end) {

@@ -589,6 +589,143 @@ reply:
 	wire_msg_free(m);
 }
 
+/* ------------------------------------------------- ordered checksums */
+
+/* twinfsctl verify compares "region checksums that both twins compute
+ * through their journals at the same point in the primary's order"
+ * (DESIGN.md "Twins").  Two independent CHECKSUM calls cannot: a write
+ * between them is in one and not the other, and verify reported twins
+ * that agree as different while a file was written.
+ *
+ * So the primary takes its checksums and queues the same request on
+ * twin_peer in one synchronous call, as T1 does for a mutation.  Every
+ * mutation of the subfile is ordered here and forwarded on that one
+ * connection, and the twin applies forwarded mutations and answers this
+ * request in arrival order on its one loop: both checksums see exactly
+ * the mutations ordered before the request (resync.c's skip of equal
+ * regions rests on the same argument).  DELETE is not ordered (T2): a
+ * subfile being deleted can look absent on one twin only, so verify
+ * re-checks a difference before it reports one.
+ *
+ * Both twins compute on their loops, ahead of demand I/O, so one call
+ * covers at most IOD_CSUM_BOTH_BYTES; verify walks a subfile call by
+ * call.  Each call is a consistent cut of its own regions and the size. */
+struct cks_op {
+	struct iod *d;
+	struct wire_conn *c;
+	struct wire_hdr hdr;
+	uint64_t ino;
+	uint32_t column;
+	uint64_t size;
+	uint32_t *crcs;
+	size_t n_crcs;
+};
+
+static void on_cks_twin(int status, struct wire_msg *reply, void *arg)
+{
+	struct cks_op *k = arg;
+	Twinfs__ChecksumReply r = TWINFS__CHECKSUM_REPLY__INIT;
+	const Twinfs__ChecksumReply *t = NULL;
+
+	if (status == 0 && (!reply || !reply->body ||
+			    reply->body->descriptor !=
+			    &twinfs__checksum_reply__descriptor))
+		status = -EPROTO;
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "CHECKSUM ino %" PRIu64 " column %"
+			  PRIu32 ": twin iod %" PRIu32 " (%s:%d): %s",
+			  k->ino, k->column, k->d->twin_id, k->d->twin_host,
+			  k->d->twin_port, strerror(-status));
+		wire_reply(k->c, &k->hdr, status, NULL, NULL, 0);
+	} else {
+		t = (const Twinfs__ChecksumReply *)reply->body;
+		r.size = k->size;
+		r.n_crcs = k->n_crcs;
+		r.crcs = k->crcs;
+		r.twin_size = t->size;
+		r.n_twin_crcs = t->n_crcs;
+		r.twin_crcs = t->crcs;
+		wire_reply(k->c, &k->hdr, 0, &r.base, NULL, 0);
+	}
+	if (reply)
+		wire_msg_free(reply);
+	wire_conn_unref(k->c);
+	free(k->crcs);
+	free(k);
+}
+
+void iod_twin_checksum(struct iod *d, struct wire_conn *c,
+		       const struct wire_msg *m)
+{
+	const Twinfs__Checksum *q = (const Twinfs__Checksum *)m->body;
+	Twinfs__Checksum fq = *q;
+	int mine = d->me->twin_index;
+	struct r1_twin twins[2];
+	struct cks_op *k = NULL;
+	uint32_t max;
+	long n;
+	int rc;
+
+	if (q->epoch < d->map.epoch) {
+		rc = -ESTALE;              /* the caller's map is old */
+		goto fail;
+	}
+	if (q->epoch > d->map.epoch) {
+		iod_mgr_refresh(d);        /* ours is: ask again soon */
+		rc = -EAGAIN;
+		goto fail;
+	}
+	group_twins(d, twins);
+	if (twins[0].state != R1_UP || twins[1].state != R1_UP ||
+	    twins[0].needs_resync || twins[1].needs_resync) {
+		rc = -EBUSY;               /* only a healthy group compares */
+		goto fail;
+	}
+	if (r1_write_primary(twins, q->ino, q->column) != mine) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (!d->twin_peer) {
+		rc = -ENOTCONN;
+		goto fail;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	max = TW_MAX(IOD_CSUM_BOTH_BYTES / q->region_size, 1u);
+	if (q->max_regions && q->max_regions < max)
+		max = q->max_regions;
+	/* Ours and the forward in this one call: nothing runs between. */
+	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
+			       q->first_region, max, &k->size, &k->crcs);
+	if (n < 0) {
+		rc = (int)n;
+		goto fail;
+	}
+	k->n_crcs = (size_t)n;
+	k->d = d;
+	k->c = c;
+	k->hdr = m->hdr;
+	k->ino = q->ino;
+	k->column = q->column;
+	fq.both = false;
+	fq.max_regions = max;
+	rc = wire_call(d->twin_peer, TWINFS__MSG_TYPE__MSG_CHECKSUM, &fq.base,
+		       NULL, 0, TW_MAX(d->conf->request_timeout_ms / 2, 1u),
+		       on_cks_twin, k);
+	if (rc < 0)
+		goto fail;
+	wire_conn_ref(c);
+	return;
+fail:
+	if (k)
+		free(k->crcs);
+	free(k);
+	wire_reply(c, &m->hdr, rc, NULL, NULL, 0);
+}
+
 /* ------------------------------------------------ write-intent clearing */
 
 /* Every commit_interval, while regions are marked: take a token, sync our

@@ -464,8 +464,25 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		return -ENOENT;
 	j = &r->job[id - 1];
 	rec = rec_of(r, id);
-	if (mi->state == MGR_IOD_UP && !mi->needs_resync)
-		return 0;                 /* nothing to copy */
+	if (mi->state == MGR_IOD_UP && !mi->needs_resync) {
+		/* A live twin: nothing is marked for it, so what the admin
+		 * repairs is a difference no write-intent log knows of (one
+		 * twinfsctl verify reports).  It is copied again in full
+		 * from its partner, taking writes meanwhile and serving no
+		 * reads (R1_EV_REBUILD).  The job is set up first: the map
+		 * change may start it at once. */
+		struct rjob old = *j;
+		int rc;
+
+		j->wanted = j->new_job = j->want_full = true;
+		rc = mgr_srv_map_event(r->s, id, R1_EV_REBUILD, 0,
+				       "admin: rebuild of a live twin");
+		if (rc <= 0) {
+			*j = old;
+			return -EAGAIN;   /* its twin cannot serve the copy */
+		}
+		full = true;
+	}
 	if (mi->state != MGR_IOD_RESYNCING)
 		return -EAGAIN;           /* not reachable, or stale and alone */
 	j->wanted = true;

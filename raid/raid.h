@@ -116,6 +116,10 @@ static inline int r1_read_twin(uint64_t ino, uint32_t column, uint64_t unit)
  *      |   resync done                register / ping ok (rejoin)     |
  *      '------------------ resyncing <--------------------------------'
  *
+ *   The admin can also send a live (up or suspect) twin whose partner is
+ *   readable to resyncing (R1_EV_REBUILD: twinfsctl rebuild of an up iod,
+ *   the repair for a difference twinfsctl verify found).
+ *
  * R1 invariant 1: a twin with needs_resync is never read and never a
  *   primary (only r1_apply(R1_EV_ACCEPT_STALE) clears it without a resync).
  * R1 invariant 2: whenever exactly one twin of a group can take writes,
@@ -138,6 +142,7 @@ enum r1_event {
 	R1_EV_REGISTER,         /* (re)started: a new incarnation registered */
 	R1_EV_RESYNC_DONE,      /* every marked region copied */
 	R1_EV_ACCEPT_STALE,     /* admin: twinfsctl rebuild --accept-stale */
+	R1_EV_REBUILD,          /* admin: twinfsctl rebuild of a live twin */
 };
 
 enum r1_health { R1_HEALTHY, R1_DEGRADED, R1_FAILED };

@@ -108,6 +108,18 @@ int r1_apply(struct r1_twin t[2], int which, enum r1_event ev,
 		if (other->state == R1_DOWN)
 			other->needs_resync = true;
 		break;
+	case R1_EV_REBUILD:
+		/* The admin has a live twin copied again from its partner
+		 * (twinfsctl verify found them different where no write-intent
+		 * log marks anything).  It keeps taking writes while it is
+		 * copied, as after a rejoin; there must be a partner to copy
+		 * from. */
+		if (!r1_readable(other) ||
+		    (me->state != R1_UP && me->state != R1_SUSPECT))
+			return -EINVAL;
+		me->state = R1_RESYNCING;
+		me->needs_resync = true;
+		break;
 	default:
 		return -EINVAL;
 	}

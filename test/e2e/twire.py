@@ -18,6 +18,12 @@ do not share a single line of code with the implementation they check.
         them, from two client sessions: malformed requests, grant, denial
         with the holder, F_GETLK, a parked wait answered -EINTR on cancel
         and 0 on unlock.  Needs an mgrd outside its lock grace.
+    twire.py diverge HOST IOD_PORT CLUSTER TWIN_ID INO COLUMN OFFSET LAYOUT
+        make one twin differ from the other, as a twin that missed a write
+        would: speak as iod TWIN_ID (the target's twin) and send the
+        target a forwarded WRITE of 64 bytes of 0xA5 at subfile OFFSET
+        (epoch from the target's HELLO reply, trunc_gen 0).  LAYOUT is the
+        file's "stripe_size=S stripe_count=C groups=a,b" (twinfs.layout).
     twire.py space HOST MGRD_PORT IOD_PORT CLUSTER FILE_INO
         invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
         reports (mgrd; FILE_INO: a regular file's inode) get their exact
@@ -36,8 +42,9 @@ HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_l
 assert HDR.size == 32
 
 MSG_HELLO, MSG_PING, MSG_GET_MAP, MSG_SUBFILES = 1, 2, 30, 55
+MSG_WRITE = 50
 MSG_LOCK, MSG_GETLK, MSG_UNLOCK_ALL, MSG_LOCK_CANCEL = 41, 42, 43, 44
-ROLE_CLIENT, ROLE_ADMIN = 1, 3
+ROLE_CLIENT, ROLE_IOD, ROLE_ADMIN = 1, 2, 3
 MAX_MSG = 1 << 20
 MAX_DATA = 8 << 20
 
@@ -438,6 +445,31 @@ def subfiles(host, port, cluster):
     c.close()
 
 
+def diverge(host, port, cluster, twin_id, ino, column, offset, layout):
+    kv = dict(t.split("=", 1) for t in layout.split())
+    lay = (f_varint(1, int(kv["stripe_size"])) +
+           f_varint(2, int(kv["stripe_count"])) +
+           b"".join(f_varint(3, int(g)) for g in kv["groups"].split(",")))
+    c = Conn(host, port)
+    st, hr, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_IOD) +
+                       f_varint(5, twin_id))
+    if st != 0:
+        raise SystemExit("HELLO as iod %d refused: %d" % (twin_id, st))
+    epoch = hr.get(4, [0])[0]
+    body = (f_varint(1, ino) + f_varint(2, column) + f_varint(3, offset) +
+            f_varint(4, 0) + f_varint(5, epoch) + f_varint(6, 1) +
+            f_bytes(8, lay))
+    req_id = 7
+    c.send(frame(MSG_WRITE, body, b"\xa5" * 64, req_id=req_id))
+    while True:
+        h, _, _ = c.recv_frame()
+        if h[3] & F_REPLY and h[5] == req_id:
+            break
+    c.close()
+    if h[4] != 0:
+        raise SystemExit("forwarded WRITE refused: %d" % h[4])
+
+
 def space(host, mgrd_port, iod_port, cluster, file_ino):
     """FORMAT.md "FALLOCATE", "SEEK", "Appends": bad requests are refused
     with the errno the contract names; nothing else happens."""
@@ -525,6 +557,10 @@ def main(argv):
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
             print("FAIL space: %s: %s" % (type(e).__name__, e))
             return 1
+    if cmd == "diverge":
+        diverge(host, port, cluster, int(argv[5]), int(argv[6]),
+                int(argv[7]), int(argv[8]), argv[9])
+        return 0
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:

@@ -277,10 +277,10 @@ Test(iod_store, checksums)
 				     NULL), 0);
 	cr_assert_eq(s_write(st, 21, 0, 0, a, sizeof(a), 0, &layout2,
 				     NULL), 0);
-	n1 = iod_store_checksum(st, 20, 0, 4096, &size, &c1);
+	n1 = iod_store_checksum(st, 20, 0, 4096, 0, 0, &size, &c1);
 	cr_assert_eq(n1, 4);
 	cr_assert_eq(size, sizeof(a));
-	n2 = iod_store_checksum(st, 21, 0, 4096, &size, &c2);
+	n2 = iod_store_checksum(st, 21, 0, 4096, 0, 0, &size, &c2);
 	cr_assert_eq(n2, 4);
 	cr_assert_arr_eq(c1, c2, 4 * sizeof(uint32_t));
 	/* The CRC is of the contents as served: region 3 is 100 bytes. */
@@ -290,7 +290,7 @@ Test(iod_store, checksums)
 	a[2 * 4096 + 5] ^= 1;
 	cr_assert_eq(s_write(st, 21, 0, 2 * 4096 + 5,
 				     &a[2 * 4096 + 5], 1, 0, &layout2, NULL), 0);
-	n3 = iod_store_checksum(st, 21, 0, 4096, &size, &c3);
+	n3 = iod_store_checksum(st, 21, 0, 4096, 0, 0, &size, &c3);
 	cr_assert_eq(n3, 4);
 	cr_assert_eq(c3[0], c1[0]);
 	cr_assert_eq(c3[1], c1[1]);
@@ -300,13 +300,13 @@ Test(iod_store, checksums)
 	free(c2);
 	free(c3);
 	/* Absent: size 0, no regions. */
-	cr_assert_eq(iod_store_checksum(st, 22, 0, 4096, &size, &c1), 0);
+	cr_assert_eq(iod_store_checksum(st, 22, 0, 4096, 0, 0, &size, &c1), 0);
 	cr_assert_eq(size, 0);
 	cr_assert_null(c1);
 	/* Bad region sizes. */
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 0, &size, &c1), -EINVAL);
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 100, &size, &c1), -EINVAL);
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 1u << 31, &size, &c1),
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 0, 0, 0, &size, &c1), -EINVAL);
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 100, 0, 0, &size, &c1), -EINVAL);
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 1u << 31, 0, 0, &size, &c1),
 		     -EINVAL);
 }
 
@@ -319,7 +319,46 @@ Test(iod_store, checksum_too_many_regions)
 	/* A sparse subfile of 1 TiB: 2^28 regions of 4 KiB is too many. */
 	cr_assert_eq(s_write(st, 30, 0, 1ull << 40, &b, 1, 0,
 				     &layout2, NULL), 0);
-	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, &size, &c), -E2BIG);
+	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, 0, 0, &size, &c), -E2BIG);
+	/* A bounded range of it is fine: the last 4 regions. */
+	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, (1u << 28) - 3, 8,
+					&size, &c), 4);
+	cr_assert_eq(size, (1ull << 40) + 1);
+	cr_assert_eq(c[0], c[1]);       /* two holes */
+	cr_assert_eq(c[3], tw_crc32c(0, &b, 1));
+	free(c);
+}
+
+/* Ranges of regions (first_region, max_regions) give the same CRCs as the
+ * whole-subfile call, and nothing past the end. */
+Test(iod_store, checksum_ranges)
+{
+	uint8_t a[5 * 4096 + 7];
+	uint64_t size;
+	uint32_t *all, *part;
+
+	fill(a, sizeof(a), 9);
+	cr_assert_eq(s_write(st, 40, 1, 0, a, sizeof(a), 0, &layout2, NULL),
+		     0);
+	cr_assert_eq(iod_store_checksum(st, 40, 1, 4096, 0, 0, &size, &all),
+		     6);
+	for (uint32_t first = 0; first < 8; first++)
+		for (uint32_t max = 1; max < 4; max++) {
+			long want = first >= 6 ? 0 : (long)TW_MIN(6 - first, max);
+
+			size = 0;
+			cr_assert_eq(iod_store_checksum(st, 40, 1, 4096, first,
+							max, &size, &part),
+				     want, "first %u max %u", first, max);
+			cr_assert_eq(size, sizeof(a));
+			if (want)
+				cr_assert_arr_eq(part, all + first,
+						 (size_t)want * sizeof(*part));
+			else
+				cr_assert_null(part);
+			free(part);
+		}
+	free(all);
 }
 
 Test(iod_store, listing_order_and_cursor)
@@ -454,7 +493,7 @@ Test(iod_store, paths_stay_inside_the_data_dir)
 				cr_assert_eq(s_truncate(st, inos[i],
 					cols[j], 0, 0, NULL), -EINVAL);
 				cr_assert_eq(iod_store_checksum(st, inos[i],
-					cols[j], 4096, &size, &c), -EINVAL);
+					cols[j], 4096, 0, 0, &size, &c), -EINVAL);
 			} else {
 				cr_assert_eq(s_write(st, inos[i], cols[j],
 					0, b, 4, 0, &layout2, NULL), 0);

@@ -89,7 +89,7 @@ Test(twin, exhaustive_state_space)
 		explored++;
 		check(&w0);
 		for (int which = 0; which < 2; which++) {
-			for (int ev = R1_EV_PING_OK; ev <= R1_EV_ACCEPT_STALE; ev++) {
+			for (int ev = R1_EV_PING_OK; ev <= R1_EV_REBUILD; ev++) {
 				for (uint32_t missed = 1; missed <= DOWN_AFTER; missed++) {
 					struct world w = w0;
 					bool src_ok = r1_readable(&w.t[!which]);
@@ -193,4 +193,31 @@ Test(twin, accept_stale_only_when_needed)
 	cr_assert_eq(t[0].state, R1_UP);
 	cr_assert(t[1].needs_resync, "the other twin now misses writes");
 	cr_assert_str_eq(r1_state_name(R1_RESYNCING), "resyncing");
+}
+
+/* twinfsctl rebuild of a live twin: it is copied again from its readable
+ * partner, takes the partner's forwards meanwhile and is never read. */
+Test(twin, rebuild_of_a_live_twin)
+{
+	struct r1_twin t[2] = { { R1_UP, false }, { R1_UP, false } };
+
+	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), 1);
+	cr_assert_eq(t[1].state, R1_RESYNCING);
+	cr_assert(t[1].needs_resync);
+	cr_assert_eq(t[0].state, R1_UP);
+	cr_assert(!t[0].needs_resync);
+	for (uint32_t col = 0; col < 4; col++)
+		cr_assert_eq(r1_write_primary(t, 7, col), 0);
+	cr_assert(r1_must_forward(t, 0), "the copy target takes every write");
+	for (uint64_t u = 0; u < 4; u++)
+		cr_assert_eq(r1_read_pick(t, 7, 0, u), 0);
+	/* Not again while it resyncs, and never of the only readable twin. */
+	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), -EINVAL);
+	cr_assert_eq(r1_apply(t, 0, R1_EV_REBUILD, 0, 2), -EINVAL);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_RESYNC_DONE, 0, 2), 1);
+	cr_assert_eq(t[1].state, R1_UP);
+	/* Nothing to copy from: the partner is down. */
+	cr_assert_eq(r1_apply(t, 0, R1_EV_PROBE_FAILED, 0, 2), 1);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), -EINVAL);
+	cr_assert_eq(r1_apply(t, 0, R1_EV_REBUILD, 0, 2), -EINVAL);
 }
