@@ -805,9 +805,19 @@ static void ino_path(struct wire_sync *mgr, const char *mgr_addr, uint64_t ino,
 		wire_msg_free(r);
 }
 
-/* The map moved on while group g was verified: take the new epoch if
- * both twins are still up, else say so and return -EBUSY. */
-static int vgroup_refresh(struct vgroup *g)
+/* Both twins can be compared: each serves reads (up or suspect, holding
+ * every write), as the iods require for an ordered checksum. */
+static bool iod_comparable(const Twinfs__IodInfo *io)
+{
+	return (io->state == TWINFS__IOD_STATE__IOD_UP ||
+		io->state == TWINFS__IOD_STATE__IOD_SUSPECT) &&
+	       !io->needs_resync;
+}
+
+/* Take the current map's epoch for group g if both its twins can still be
+ * compared, else name the twin that cannot and return -EBUSY.  `during`:
+ * the group's verify had started. */
+static int vgroup_refresh(struct vgroup *g, bool during)
 {
 	struct wire_msg *reply = NULL;
 	Twinfs__ClusterMap *map;
@@ -818,17 +828,16 @@ static int vgroup_refresh(struct vgroup *g)
 	for (size_t i = 0; i < map->n_iods; i++) {
 		const Twinfs__IodInfo *io = map->iods[i];
 
-		if (io->group != g->group || io->twin_index > 1)
+		if (io->group != g->group || io->twin_index > 1 ||
+		    iod_comparable(io))
 			continue;
-		if (io->state != TWINFS__IOD_STATE__IOD_UP ||
-		    io->needs_resync) {
-			fprintf(stderr, "%s: group %u: iod %u became %s%s during "
-				"verify; the rest of the group was not "
-				"compared\n", progname, g->group, io->id,
-				state_name(io->state),
-				io->needs_resync ? " and needs resync" : "");
-			rc = -EBUSY;
-		}
+		fprintf(stderr, "%s: group %u: iod %u (%s:%u) %s %s%s; %s\n",
+			progname, g->group, io->id, io->host, io->port,
+			during ? "became" : "is", state_name(io->state),
+			io->needs_resync ? " and needs resync" : "",
+			during ? "the rest of the group was not compared"
+			       : "its twins cannot be compared");
+		rc = -EBUSY;
 	}
 	if (rc == 0)
 		g->epoch = map->epoch;
@@ -837,8 +846,8 @@ static int vgroup_refresh(struct vgroup *g)
 }
 
 /* Verify every subfile either twin of g holds.  Returns 0, 1 when the
- * group stopped being healthy part way (the rest is not compared), or
- * -errno. */
+ * group could not be verified to the end (said on stderr), or -errno when
+ * a twin's listing failed. */
 static int verify_group(struct vgroup *g, const char *mgr_addr,
 			uint64_t *n_sub, uint64_t *n_bytes, uint64_t *n_diff)
 {
@@ -875,10 +884,14 @@ static int verify_group(struct vgroup *g, const char *mgr_addr,
 		 * real divergence persists, so a difference is re-checked. */
 		for (;;) {
 			rc = compare_subfile(g, e->ino, e->column, &d);
-			if ((rc == -ESTALE || rc == -EAGAIN || rc == -EINVAL) &&
+			/* The map moved on (or the iods' view of the group
+			 * did): take the new one, or stop if the group can
+			 * no longer be compared. */
+			if ((rc == -ESTALE || rc == -EAGAIN || rc == -EINVAL ||
+			     rc == -EBUSY) &&
 			    map_tries++ < CTL_VERIFY_MAP_TRIES) {
 				usleep(100 * 1000);
-				rc = vgroup_refresh(g);
+				rc = vgroup_refresh(g, true);
 				if (rc < 0)
 					break;
 				continue;
@@ -889,14 +902,15 @@ static int verify_group(struct vgroup *g, const char *mgr_addr,
 				break;
 			usleep(300 * 1000);
 		}
-		if (rc == -EBUSY) {
-			rc = 1;
-			goto out;
-		}
 		if (rc < 0) {
-			fprintf(stderr, "%s: group %u: ino %" PRIu64 " column %u: "
-				"%s\n", progname, g->group, e->ino, e->column,
-				errno_cause(rc));
+			/* -EBUSY was named by vgroup_refresh. */
+			if (rc != -EBUSY)
+				fprintf(stderr, "%s: group %u: ino %" PRIu64
+					" column %u: %s; the rest of the group "
+					"was not compared\n", progname,
+					g->group, e->ino, e->column,
+					errno_cause(rc));
+			rc = 1;
 			goto out;
 		}
 		(*n_sub)++;
@@ -952,7 +966,6 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 
 	for (g = 0; g < map->n_groups; g++) {
 		struct vserver *twin[2] = { NULL, NULL };
-		bool usable = true;
 
 		for (i = 0; i < map->n_iods; i++) {
 			const Twinfs__IodInfo *io = map->iods[i];
@@ -971,23 +984,17 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 			skipped++;
 			continue;
 		}
-		for (i = 0; i < 2; i++) {
-			const Twinfs__IodInfo *io = twin[i]->info;
-
-			if (io->state != TWINFS__IOD_STATE__IOD_UP ||
-			    io->needs_resync) {
-				fprintf(stderr, "%s: group %u: iod %u (%s) is %s%s; "
-					"its twins cannot be compared\n",
-					progname, g, io->id, twin[i]->addr,
-					state_name(io->state),
-					io->needs_resync ? " and needs resync" : "");
-				usable = false;
-			}
-		}
-		if (!usable) {
+		/* The newest map for this group: earlier groups may have
+		 * taken minutes. */
+		vg = (struct vgroup){ .ctl = ctl, .mgr = mgr, .group = g,
+				      .twin = { twin[0], twin[1] } };
+		rc = vgroup_refresh(&vg, false);
+		if (rc == -EBUSY) {
 			skipped++;
 			continue;
 		}
+		if (rc < 0)
+			goto out;
 		for (i = 0; i < 2; i++) {
 			rc = ctl_connect(ctl, twin[i]->what, twin[i]->info->host,
 					 (int)twin[i]->info->port, cks_timeout,
@@ -995,9 +1002,6 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 			if (rc < 0)
 				goto out;
 		}
-		vg = (struct vgroup){ .ctl = ctl, .mgr = mgr, .group = g,
-				      .epoch = map->epoch,
-				      .twin = { twin[0], twin[1] } };
 		rc = verify_group(&vg, mgr_addr, &n_sub, &n_bytes, &n_diff);
 		if (rc < 0)
 			goto out;

@@ -604,8 +604,10 @@ reply:
  * request in arrival order on its one loop: both checksums see exactly
  * the mutations ordered before the request (resync.c's skip of equal
  * regions rests on the same argument).  DELETE is not ordered (T2): a
- * subfile being deleted can look absent on one twin only, so verify
- * re-checks a difference before it reports one.
+ * subfile being deleted can look absent on one twin only; nor are the
+ * forwards of a former primary still in flight on its own connection when
+ * the primary changes.  So verify re-checks a difference before it
+ * reports one.
  *
  * Both twins compute on their loops, ahead of demand I/O, so one call
  * covers at most IOD_CSUM_BOTH_BYTES; verify walks a subfile call by
@@ -676,9 +678,8 @@ void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 		goto fail;
 	}
 	group_twins(d, twins);
-	if (twins[0].state != R1_UP || twins[1].state != R1_UP ||
-	    twins[0].needs_resync || twins[1].needs_resync) {
-		rc = -EBUSY;               /* only a healthy group compares */
+	if (!r1_readable(&twins[0]) || !r1_readable(&twins[1])) {
+		rc = -EBUSY;               /* a twin that may lack writes */
 		goto fail;
 	}
 	if (r1_write_primary(twins, q->ino, q->column) != mine) {
@@ -694,6 +695,7 @@ void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 		rc = -ENOMEM;
 		goto fail;
 	}
+	/* One region at least, however large (region_size <= 64 MiB). */
 	max = TW_MAX(IOD_CSUM_BOTH_BYTES / q->region_size, 1u);
 	if (q->max_regions && q->max_regions < max)
 		max = q->max_regions;

@@ -464,7 +464,8 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		return -ENOENT;
 	j = &r->job[id - 1];
 	rec = rec_of(r, id);
-	if (mi->state == MGR_IOD_UP && !mi->needs_resync) {
+	if ((mi->state == MGR_IOD_UP || mi->state == MGR_IOD_SUSPECT) &&
+	    !mi->needs_resync) {
 		/* A live twin: nothing is marked for it, so what the admin
 		 * repairs is a difference no write-intent log knows of (one
 		 * twinfsctl verify reports).  It is copied again in full
@@ -474,12 +475,19 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		struct rjob old = *j;
 		int rc;
 
+		uint32_t old_rate = rec->rate_mbps;
+
+		/* Everything the job's first run reads, before the event
+		 * that may start it. */
 		j->wanted = j->new_job = j->want_full = true;
+		rec->rate_mbps = rate_mbps;
 		rc = mgr_srv_map_event(r->s, id, R1_EV_REBUILD, 0,
 				       "admin: rebuild of a live twin");
-		if (rc <= 0) {
+		if (rc <= 0 || mi->state != MGR_IOD_RESYNCING) {
+			/* Its twin is not up, or the map record failed. */
 			*j = old;
-			return -EAGAIN;   /* its twin cannot serve the copy */
+			rec->rate_mbps = old_rate;
+			return -EAGAIN;
 		}
 		full = true;
 	}

@@ -117,8 +117,8 @@ static inline int r1_read_twin(uint64_t ino, uint32_t column, uint64_t unit)
  *      '------------------ resyncing <--------------------------------'
  *
  *   The admin can also send a live (up or suspect) twin whose partner is
- *   readable to resyncing (R1_EV_REBUILD: twinfsctl rebuild of an up iod,
- *   the repair for a difference twinfsctl verify found).
+ *   up to resyncing (R1_EV_REBUILD: twinfsctl rebuild of a live iod, the
+ *   repair for a difference twinfsctl verify found).
  *
  * R1 invariant 1: a twin with needs_resync is never read and never a
  *   primary (only r1_apply(R1_EV_ACCEPT_STALE) clears it without a resync).

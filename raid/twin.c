@@ -112,9 +112,10 @@ int r1_apply(struct r1_twin t[2], int which, enum r1_event ev,
 		/* The admin has a live twin copied again from its partner
 		 * (twinfsctl verify found them different where no write-intent
 		 * log marks anything).  It keeps taking writes while it is
-		 * copied, as after a rejoin; there must be a partner to copy
-		 * from. */
-		if (!r1_readable(other) ||
+		 * copied, as after a rejoin.  Its partner must be up, not
+		 * merely readable: a suspect partner that then fails would
+		 * leave the group with no twin to read. */
+		if (other->state != R1_UP || other->needs_resync ||
 		    (me->state != R1_UP && me->state != R1_SUSPECT))
 			return -EINVAL;
 		me->state = R1_RESYNCING;

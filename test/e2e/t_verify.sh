@@ -16,7 +16,8 @@
 #      checksumming a whole subfile at once made mgrd demote iods.
 #   4. One twin gets a write its partner never saw (twire.py speaks as the
 #      partner and forwards 64 bytes): verify exits 1 and prints
-#      "DIFFER /path (ino N column 0): iod A vs iod B: region 3".
+#      "DIFFER /path (ino N column 0): iod A vs iod B: region 17" (a region
+#      of the subfile's second CHECKSUM call).
 #   5. `twinfsctl rebuild --wait B` copies the live twin B again in full
 #      from A, sparse file included, and no iod leaves `up` meanwhile (the
 #      copy of a long run of holes held the source's loop until mgrd
@@ -115,14 +116,15 @@ verify_clean sparse-clean
 assert_eq no-demotion-verifying-sparse "$s0" "$(suspects)"
 
 # 4. A difference: iod B (twin 1 of the group holding column 0 of big)
-# gets 64 bytes in region 3 of that subfile that its partner A never saw.
+# gets 64 bytes in region 17 of that subfile (the second CHECKSUM call
+# covers it) that its partner A never saw.
 ino=$(stat -c %i "$M/big")
 layout=$(getfattr -n twinfs.layout --only-values "$M/big" 2>/dev/null)
 g=$(echo "$layout" | sed -n 's/.*groups=\([0-9]*\).*/\1/p')
 read -r A B < <(ctl status | awk -v g="$g" '$2 == g && $3 == 0 { a = $1 }
 	$2 == g && $3 == 1 { b = $1 } END { print a, b }')
 if out=$(python3 "$TWIRE" diverge 127.0.0.1 $((TWINFS_PORT + B)) \
-	"$TWINFS_CLUSTER" "$A" "$ino" 0 $(((3 << 20) + 100)) "$layout" 2>&1); then
+	"$TWINFS_CLUSTER" "$A" "$ino" 0 $(((17 << 20) + 100)) "$layout" 2>&1); then
 	pass diverge-one-twin
 else
 	fail diverge-one-twin "$out"
@@ -130,7 +132,7 @@ fi
 out=$(ctl -t 30000 verify 2>&1)
 rc=$?
 assert_eq differ-exit-1 1 "$rc"
-want="DIFFER /big (ino $ino column 0): iod $A vs iod $B: region 3"
+want="DIFFER /big (ino $ino column 0): iod $A vs iod $B: region 17"
 if grep -qxF "$want" <<<"$out"; then
 	pass differ-names-file-twins-region
 else

@@ -216,6 +216,16 @@ Test(twin, rebuild_of_a_live_twin)
 	cr_assert_eq(r1_apply(t, 0, R1_EV_REBUILD, 0, 2), -EINVAL);
 	cr_assert_eq(r1_apply(t, 1, R1_EV_RESYNC_DONE, 0, 2), 1);
 	cr_assert_eq(t[1].state, R1_UP);
+	/* Not from a suspect partner (if it failed, nothing could be
+	 * read); a suspect twin itself may be rebuilt. */
+	cr_assert_eq(r1_apply(t, 0, R1_EV_PING_MISSED, 1, 2), 1);
+	cr_assert_eq(t[0].state, R1_SUSPECT);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), -EINVAL);
+	cr_assert_eq(r1_apply(t, 0, R1_EV_PING_OK, 0, 2), 1);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_PING_MISSED, 1, 2), 1);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), 1);
+	cr_assert_eq(t[1].state, R1_RESYNCING);
+	cr_assert_eq(r1_apply(t, 1, R1_EV_RESYNC_DONE, 0, 2), 1);
 	/* Nothing to copy from: the partner is down. */
 	cr_assert_eq(r1_apply(t, 0, R1_EV_PROBE_FAILED, 0, 2), 1);
 	cr_assert_eq(r1_apply(t, 1, R1_EV_REBUILD, 0, 2), -EINVAL);
