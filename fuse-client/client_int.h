@@ -68,9 +68,15 @@ struct fc_opts {
 	char mgr_host[TW_HOST_MAX];
 	int mgr_port;
 	char *cluster;                  /* -o cluster=, default "twinfs" */
-	unsigned request_timeout_ms;    /* -o request_timeout=, 5000 */
-	unsigned mgr_timeout_ms;        /* -o mgr_timeout=, 120000 */
-	unsigned monitor_interval_ms;   /* -o monitor_interval=, 30000 */
+	/* -o request_timeout=, mgr_timeout=, monitor_interval=; else the
+	 * cluster's (ClusterMap, taken at mount), else 5000, 120000, 30000.
+	 * Set before the FUSE session starts, constant afterwards. */
+	unsigned request_timeout_ms;
+	unsigned mgr_timeout_ms;
+	unsigned monitor_interval_ms;
+	bool request_timeout_set;       /* given as a mount option */
+	bool mgr_timeout_set;
+	bool monitor_interval_set;
 	double attr_timeout;            /* -o attr_timeout=, seconds, 1.0 */
 	double entry_timeout;           /* -o entry_timeout=, seconds, 1.0 */
 	int writeback_cache;            /* -o writeback_cache */

@@ -7,7 +7,8 @@
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
  * nostatahead, nonamelease, relatime, noatime, strictatime) are taken
- * here; the rest
+ * here (the three timers, when not given, from the cluster's map at the
+ * first contact: adopt_cluster_timers); the rest
  * go to libfuse.  default_permissions is always on (mgrd checks no
  * permissions, FORMAT.md "Namespace").
  *
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -98,6 +100,7 @@ struct cmdline {
 enum { KEY_HELP, KEY_VERSION, KEY_RELATIME, KEY_NOATIME, KEY_STRICTATIME };
 
 #define OPT(t, p) { t, offsetof(struct cmdline, p), 1 }
+#define OPT_UNSET UINT_MAX   /* a timer option not given */
 static const struct fuse_opt optspec[] = {
 	OPT("cluster=%s", cluster),
 	OPT("request_timeout=%u", request_timeout),
@@ -160,10 +163,12 @@ static void usage(const char *prog)
 	       "\n"
 	       "TwinFS options:\n"
 	       "    -o cluster=NAME          cluster name (default \"twinfs\")\n"
-	       "    -o request_timeout=MS    data-path deadline (default 5000)\n"
+	       "    -o request_timeout=MS    data-path deadline (default: the "
+	       "cluster's, else 5000)\n"
 	       "    -o mgr_timeout=MS        how long mgrd requests are retried "
-	       "(default 120000)\n"
-	       "    -o monitor_interval=MS   ping interval (default 30000)\n"
+	       "(default: the cluster's, else 120000)\n"
+	       "    -o monitor_interval=MS   ping interval (default: the "
+	       "cluster's, else 30000)\n"
 	       "    -o attr_timeout=SECONDS  attribute cache time (default 1.0)\n"
 	       "    -o entry_timeout=SECONDS name cache time (default 1.0)\n"
 	       "    -o writeback_cache       kernel writeback cache (single "
@@ -303,6 +308,40 @@ static void root_done(struct fc_mgr_call *mc, int status,
 	fc_op_free(&c->op);
 }
 
+/* The cluster's timers (twinfs.conf [cluster]) for those the mount options
+ * leave unset: a client with a shorter request_timeout than the servers'
+ * would give EIO while a twin's failover is still within its time.  Runs
+ * on the loop before the FUSE session starts (the main thread waits for
+ * the connect), so no worker reads these meanwhile. */
+static void adopt_cluster_timers(struct fc_client *cl,
+				 const Twinfs__ClusterMap *map)
+{
+	struct fc_opts *o = &cl->opts;
+	const char *from[3] = { "mount option", "mount option",
+				"mount option" };
+
+	if (!o->request_timeout_set) {
+		from[0] = map->request_timeout_ms ? "cluster" : "default";
+		if (map->request_timeout_ms)
+			o->request_timeout_ms = map->request_timeout_ms;
+	}
+	if (!o->mgr_timeout_set) {
+		from[1] = map->mgr_timeout_ms ? "cluster" : "default";
+		if (map->mgr_timeout_ms)
+			o->mgr_timeout_ms = map->mgr_timeout_ms;
+	}
+	if (!o->monitor_interval_set) {
+		bool ok = map->monitor_interval_ms >= 100;
+
+		from[2] = ok ? "cluster" : "default";
+		if (ok)
+			o->monitor_interval_ms = map->monitor_interval_ms;
+	}
+	tw_info("timers: request_timeout %u ms (%s), mgr_timeout %u ms (%s), "
+		"monitor_interval %u ms (%s)", o->request_timeout_ms, from[0],
+		o->mgr_timeout_ms, from[1], o->monitor_interval_ms, from[2]);
+}
+
 static void map_done(int status, struct wire_msg *reply, void *arg)
 {
 	struct connect_op *c = arg;
@@ -311,8 +350,10 @@ static void map_done(int status, struct wire_msg *reply, void *arg)
 	if (status == 0 &&
 	    reply->body->descriptor != &twinfs__cluster_map__descriptor)
 		status = -EPROTO;
-	if (status == 0)
+	if (status == 0) {
+		adopt_cluster_timers(cl, (const void *)reply->body);
 		fc_map_install(cl, (const void *)reply->body);
+	}
 	if (reply)
 		wire_msg_free(reply);
 	if (status < 0) {
@@ -519,9 +560,9 @@ int main(int argc, char *argv[])
 
 	memset(&c, 0, sizeof(c));
 	memset(&fopts, 0, sizeof(fopts));
-	c.request_timeout = 5000;
-	c.mgr_timeout = 120000;
-	c.monitor_interval = 30000;
+	c.request_timeout = OPT_UNSET;   /* the cluster's, else a default */
+	c.mgr_timeout = OPT_UNSET;
+	c.monitor_interval = OPT_UNSET;
 	c.attr_timeout = 1.0;
 	c.entry_timeout = 1.0;
 	c.readahead = FC_READAHEAD_KB;
@@ -560,6 +601,15 @@ int main(int argc, char *argv[])
 			"HOST[:PORT])\n", prog, c.mgr_addr);
 		return 1;
 	}
+	cl->opts.request_timeout_set = c.request_timeout != OPT_UNSET;
+	cl->opts.mgr_timeout_set = c.mgr_timeout != OPT_UNSET;
+	cl->opts.monitor_interval_set = c.monitor_interval != OPT_UNSET;
+	if (!cl->opts.request_timeout_set)
+		c.request_timeout = 5000;
+	if (!cl->opts.mgr_timeout_set)
+		c.mgr_timeout = 120000;
+	if (!cl->opts.monitor_interval_set)
+		c.monitor_interval = 30000;
 	if (c.request_timeout == 0 || c.mgr_timeout == 0 ||
 	    c.monitor_interval < 100 || c.attr_timeout < 0 ||
 	    c.entry_timeout < 0) {

@@ -391,6 +391,9 @@ static void fill_map(const struct mgr_server *s, struct map_buf *mb)
 	mb->cm.n_groups = m->n_groups;
 	mb->cm.stripe_size = m->stripe_size;
 	mb->cm.stripe_count = m->stripe_count;
+	mb->cm.request_timeout_ms = s->conf->request_timeout_ms;
+	mb->cm.mgr_timeout_ms = s->conf->mgr_timeout_ms;
+	mb->cm.monitor_interval_ms = s->conf->monitor_interval_ms;
 	for (uint32_t i = 0; i < m->n_iods; i++) {
 		const struct mgr_map_iod *mi = &m->iods[i];
 		Twinfs__IodInfo *ii = &mb->info[i];

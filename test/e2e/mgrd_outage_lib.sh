@@ -14,14 +14,18 @@
 # EINTR instead of waiting, and so do a non-blocking F_SETLK, an F_GETLK
 # and an fsync (mgrd_intr.py), which leave no lock behind and lose no
 # size; afterwards everything works and verify is clean.
+# mgr_timeout and request_timeout are set in the cluster's twinfs.conf
+# only: the client takes them from mgrd's map at mount (its log says so),
+# monitor_interval from its mount option (failover_lib.sh).
 
 export TWINFS_MGR_TIMEOUT=${TWINFS_MGR_TIMEOUT:-6s}
 MT_MS=$(awk -v v="$TWINFS_MGR_TIMEOUT" 'BEGIN { n = v + 0
 	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
-export TWINFS_MOUNT_OPTS=$TWINFS_MOUNT_OPTS,mgr_timeout=$MT_MS
 
 mgrd_outage_drill() {
 	local cut=$1 heal=$2 n=$3 size iopid lkpid mk1 t0 out el i
+	local want="timers: request_timeout $RT_MS ms (cluster), mgr_timeout $MT_MS ms (cluster), monitor_interval $MI_MS ms (mount option)"
+	check "$n-client-timers" grep -qF "$want" "$TWINFS_RUN_DIR/logs/mount.log"
 	size=$(scale $((64 << 20)))
 	head -c "$size" /dev/urandom >"$T/src"
 	cp "$T/src" "$M/r"
