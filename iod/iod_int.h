@@ -337,6 +337,9 @@ struct iod {
 	bool mgr_timer_init;
 	uint64_t report_epoch;     /* last MSG_REPORT about the twin */
 	uint64_t report_ms;
+	bool missed_unheard;       /* twin.c pinned a write the twin lacks;
+				    * mgrd has not made it resync yet */
+	uint64_t missed_since_ms;  /* when missed_unheard was set */
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
@@ -386,6 +389,10 @@ void iod_mgr_report(struct iod *d, uint32_t iod_id, int status);
  * aborted) and it demotes us; mgr.c repeats the report every second until
  * our map says we are down. */
 void iod_mgr_report_self(struct iod *d);
+/* The twin lacks writes we applied (twin.c pin_missed): if our map still
+ * has it readable a request_timeout later, tell mgrd, and again every
+ * second until the map shows it unreadable (resyncing). */
+void iod_mgr_report_missed(struct iod *d);
 
 /* main.c */
 /* The journal aborted (J12): the store refuses writes with EIO from now on.

@@ -18,7 +18,14 @@
  *
  * Reports (MSG_REPORT): a forward to the twin that failed on the transport
  * (twin.c T3), and ourselves once our journal has aborted (J12): we keep
- * reporting every REGISTER_RETRY_MS until the map says we are down.
+ * reporting every REGISTER_RETRY_MS until the map says we are down.  Also
+ * a twin that missed writes we applied (Report.missed_writes) while the
+ * map still has it readable: a forward failed but mgrd did not demote it
+ * (its probe answered, or mgrd was away and kept it up at its restart).
+ * Reads would then find the two twins different; mgrd resyncs it.  We
+ * report once the twin is still readable a request_timeout after the
+ * failed forward (a dead twin is demoted by then), and keep reporting
+ * until the map shows it unreadable.
  *
  * --no-mgr (tests only): the map comes from the config with epoch 0 and
  * every iod up, and the iod serves at once.
@@ -226,7 +233,8 @@ static void on_report_reply(int status, struct wire_msg *reply, void *arg)
 	free(arg);
 }
 
-static void send_report(struct iod *d, uint32_t iod_id, int status)
+static void send_report(struct iod *d, uint32_t iod_id, int status,
+			bool missed)
 {
 	Twinfs__Report *r = calloc(1, sizeof(*r));
 
@@ -237,6 +245,7 @@ static void send_report(struct iod *d, uint32_t iod_id, int status)
 	r->error = status;
 	r->epoch = d->map.epoch;
 	r->reporter_iod = d->id;
+	r->missed_writes = missed;
 	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
 		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
 		free(r);
@@ -255,14 +264,45 @@ void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
 		return;
 	d->report_epoch = d->map.epoch;
 	d->report_ms = now;
-	send_report(d, iod_id, status);
+	send_report(d, iod_id, status, false);
 }
 
 void iod_mgr_report_self(struct iod *d)
 {
 	if (d->no_mgr || !d->mgr_peer || d->closing)
 		return;
-	send_report(d, d->id, -EIO);
+	send_report(d, d->id, -EIO, false);
+}
+
+/* Whether the twin still looks readable to us although it missed writes
+ * we applied; clears the flag once it does not. */
+static bool missed_unheard(struct iod *d)
+{
+	const struct iod_map_iod *t = &d->map.iods[d->twin_id];
+
+	if (!d->missed_unheard)
+		return false;
+	if (t->present && (t->needs_resync ||
+			   (t->state != TWINFS__IOD_STATE__IOD_UP &&
+			    t->state != TWINFS__IOD_STATE__IOD_SUSPECT)))
+		d->missed_unheard = false;   /* mgrd knows: it resyncs */
+	return d->missed_unheard;
+}
+
+void iod_mgr_report_missed(struct iod *d)
+{
+	if (!d->missed_unheard)
+		d->missed_since_ms = tw_now_ms();
+	d->missed_unheard = true;
+}
+
+/* A failed forward is first mgrd's to judge: a dead twin is demoted
+ * within request_timeout (its probe fails).  Only a twin still readable
+ * after that, by our map, is reported as having missed writes. */
+static bool missed_due(struct iod *d)
+{
+	return missed_unheard(d) && d->registered &&
+	       tw_now_ms() - d->missed_since_ms >= d->conf->request_timeout_ms;
 }
 
 /* Whether mgrd still has to learn that our journal aborted: our own entry
@@ -315,6 +355,8 @@ static void on_timer(uv_timer_t *t)
 	}
 	if (abort_unheard(d))
 		iod_mgr_report_self(d);
+	if (missed_due(d))
+		send_report(d, d->twin_id, -EIO, true);
 	/* Stay connected: mgrd pushes map updates only to iods connected to
 	 * it, and a reconnection re-registers (on_mgr_connect). */
 	if (!wire_peer_connected(d->mgr_peer))

@@ -58,8 +58,10 @@
  *       while the twin is away stay marked for its resync.
  *
  * A connection lost with forwards outstanding leaves the twin's state for
- * those requests unknown; the sender got -EIO and the twin will need a
- * resync (write-intent log, later).
+ * those requests unknown; the sender got -EIO, and the regions stay pinned
+ * in our write-intent log.  A dead twin is demoted and resynced; one that
+ * stays readable is reported to mgrd as having missed writes (mgr.c), which
+ * resyncs it.
  */
 #include "iod_int.h"
 
@@ -107,6 +109,9 @@ static void pin_missed(struct iod *d, const struct op *o)
 		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
 			  PRIu64 " column %" PRIu32 ": the twin will need a "
 			  "full resync", o->ino, o->column);
+	/* If mgrd does not demote the twin for this (it answers its probe,
+	 * or mgrd kept it up at a restart), it must still be resynced. */
+	iod_mgr_report_missed(d);
 }
 
 static const char *type_name(uint16_t t)

@@ -35,9 +35,10 @@
  *   restarted together, and mgrd never let its partner complete a write
  *   alone while it was up in the map (a demotion is journaled before any
  *   iod acts on it), so it missed no acknowledged write.  What it may lack
- *   are writes that were in flight and never acknowledged when it stopped;
- *   the write-intent log resync (part B) will cover those.  From then on a
- *   new incarnation is a failure plus a rejoin (R1_EV_REGISTER).
+ *   are writes its twin applied and could not forward (never acknowledged);
+ *   the twin reports those (Report.missed_writes, server.c) and the iod is
+ *   resynced.  From then on a new incarnation is a failure plus a rejoin
+ *   (R1_EV_REGISTER).
  *
  * Pushing the map to clients and iods is server.c's job.
  */

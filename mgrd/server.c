@@ -787,6 +787,37 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
 }
 
+/* Report.missed_writes: the twin `reporter` applied writes that iod
+ * `missed` never did, and the map still lets `missed` be read.  It is
+ * resynced from the reporter (R1_EV_REBUILD; incremental: the reporter's
+ * write-intent log pins those regions).  Only the twin itself may say so,
+ * and only while it can serve the copy. */
+static int missed_writes(struct mgr_server *s, const struct mgr_conn *mc,
+			 uint32_t missed, uint32_t reporter)
+{
+	struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, missed);
+	struct mgr_map_iod *ri = mgr_map_iod(&s->st.map, reporter);
+	char why[128];
+	int rc;
+
+	if (!mi || !ri || mc->role != TWINFS__ROLE__ROLE_IOD ||
+	    mc->iod_id != reporter || ri->group != mi->group ||
+	    ri->twin_index == mi->twin_index)
+		return -EPERM;
+	if ((mi->state != MGR_IOD_UP && mi->state != MGR_IOD_SUSPECT) ||
+	    mi->needs_resync)
+		return 0;                 /* already not read: it resyncs */
+	snprintf(why, sizeof(why), "it missed writes iod %u applied (a "
+		 "forward failed)", reporter);
+	rc = mgr_srv_map_event(s, missed, R1_EV_REBUILD, 0, why);
+	if (rc < 0)
+		return -EAGAIN;           /* the reporter is not up: later */
+	tw_warn("mgrd: iod %u missed writes that its twin iod %u applied, "
+		"yet answers: it resyncs from iod %u", missed, reporter,
+		reporter);
+	return 0;
+}
+
 static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 		     struct wire_conn *c, struct wire_msg *m)
 {
@@ -794,6 +825,12 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 
 	if (!mgr_map_iod(&s->st.map, q->iod_id)) {
 		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
+		return;
+	}
+	if (q->missed_writes) {
+		mgr_srv_reply(c, &m->hdr,
+			      missed_writes(s, mc, q->iod_id, q->reporter_iod),
+			      NULL);
 		return;
 	}
 	/* An iod reports itself when its journal aborted (proto/FORMAT.md
