@@ -722,8 +722,7 @@ static void diff_regions(struct vdiff *d, uint64_t first,
 static int compare_subfile(struct vgroup *g, uint64_t ino, uint32_t col,
 			   struct vdiff *d)
 {
-	const struct r1_twin up[2] = { { R1_UP, false }, { R1_UP, false } };
-	int p = r1_write_primary(up, ino, col);
+	int p = r1_primary(ino, col);     /* both twins are readable */
 	struct vserver *v = g->twin[p];
 	uint64_t first = 0, end = 0;
 	size_t len = 0, shown = 0;
@@ -809,9 +808,10 @@ static void ino_path(struct wire_sync *mgr, const char *mgr_addr, uint64_t ino,
  * every write), as the iods require for an ordered checksum. */
 static bool iod_comparable(const Twinfs__IodInfo *io)
 {
-	return (io->state == TWINFS__IOD_STATE__IOD_UP ||
-		io->state == TWINFS__IOD_STATE__IOD_SUSPECT) &&
-	       !io->needs_resync;
+	const struct r1_twin t = { (enum r1_state)io->state,
+				   io->needs_resync };
+
+	return r1_readable(&t);
 }
 
 /* Take the current map's epoch for group g if both its twins can still be

@@ -313,33 +313,33 @@ static void root_done(struct fc_mgr_call *mc, int status,
  * would give EIO while a twin's failover is still within its time.  Runs
  * on the loop before the FUSE session starts (the main thread waits for
  * the connect), so no worker reads these meanwhile. */
+static const char *adopt_timer(unsigned *ms, bool set, uint32_t cluster,
+			       uint32_t min)
+{
+	if (set)
+		return "mount option";
+	if (cluster < min)               /* 0: an mgrd that sends none */
+		return "default";
+	*ms = cluster;
+	return "cluster";
+}
+
 static void adopt_cluster_timers(struct fc_client *cl,
 				 const Twinfs__ClusterMap *map)
 {
 	struct fc_opts *o = &cl->opts;
-	const char *from[3] = { "mount option", "mount option",
-				"mount option" };
+	const char *rt = adopt_timer(&o->request_timeout_ms,
+				     o->request_timeout_set,
+				     map->request_timeout_ms, 1);
+	const char *mt = adopt_timer(&o->mgr_timeout_ms, o->mgr_timeout_set,
+				     map->mgr_timeout_ms, 1);
+	const char *mi = adopt_timer(&o->monitor_interval_ms,
+				     o->monitor_interval_set,
+				     map->monitor_interval_ms, 100);
 
-	if (!o->request_timeout_set) {
-		from[0] = map->request_timeout_ms ? "cluster" : "default";
-		if (map->request_timeout_ms)
-			o->request_timeout_ms = map->request_timeout_ms;
-	}
-	if (!o->mgr_timeout_set) {
-		from[1] = map->mgr_timeout_ms ? "cluster" : "default";
-		if (map->mgr_timeout_ms)
-			o->mgr_timeout_ms = map->mgr_timeout_ms;
-	}
-	if (!o->monitor_interval_set) {
-		bool ok = map->monitor_interval_ms >= 100;
-
-		from[2] = ok ? "cluster" : "default";
-		if (ok)
-			o->monitor_interval_ms = map->monitor_interval_ms;
-	}
 	tw_info("timers: request_timeout %u ms (%s), mgr_timeout %u ms (%s), "
-		"monitor_interval %u ms (%s)", o->request_timeout_ms, from[0],
-		o->mgr_timeout_ms, from[1], o->monitor_interval_ms, from[2]);
+		"monitor_interval %u ms (%s)", o->request_timeout_ms, rt,
+		o->mgr_timeout_ms, mt, o->monitor_interval_ms, mi);
 }
 
 static void map_done(int status, struct wire_msg *reply, void *arg)

@@ -413,6 +413,8 @@ void iod_twin_demoted(struct iod *d);
 void iod_twin_stop(struct iod *d);
 /* Whether our map lets this iod serve reads (R1 invariant 1). */
 bool iod_twin_self_readable(const struct iod *d);
+/* Our twin, by our map (one missing from it counts as readable). */
+bool iod_twin_peer_readable(const struct iod *d);
 /* resync.c: RESYNC from mgrd (we are the source; the reply comes when the
  * copy is done); stop a running copy at shutdown. */
 struct rs_job;

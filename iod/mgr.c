@@ -278,13 +278,7 @@ void iod_mgr_report_self(struct iod *d)
  * we applied; clears the flag once it does not. */
 static bool missed_unheard(struct iod *d)
 {
-	const struct iod_map_iod *t = &d->map.iods[d->twin_id];
-
-	if (!d->missed_unheard)
-		return false;
-	if (t->present && (t->needs_resync ||
-			   (t->state != TWINFS__IOD_STATE__IOD_UP &&
-			    t->state != TWINFS__IOD_STATE__IOD_SUSPECT)))
+	if (d->missed_unheard && !iod_twin_peer_readable(d))
 		d->missed_unheard = false;   /* mgrd knows: it resyncs */
 	return d->missed_unheard;
 }

@@ -453,6 +453,14 @@ bool iod_twin_self_readable(const struct iod *d)
 	return r1_readable(&t[d->me->twin_index]);
 }
 
+bool iod_twin_peer_readable(const struct iod *d)
+{
+	struct r1_twin t[2];
+
+	group_twins(d, t);
+	return r1_readable(&t[!d->me->twin_index]);
+}
+
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const struct iod_conn *ic = wire_conn_get_data(c);

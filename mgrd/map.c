@@ -99,6 +99,14 @@ static void group_twins(struct mgr_map *m, const struct mgr_map_iod *mi,
 	}
 }
 
+bool mgr_map_readable(const struct mgr_map_iod *mi)
+{
+	const struct r1_twin t = { (enum r1_state)mi->state,
+				   mi->needs_resync };
+
+	return r1_readable(&t);
+}
+
 struct mgr_map_iod *mgr_map_primary(struct mgr_map *m,
 				    const struct r0_layout *l, uint64_t ino,
 				    uint32_t column)

@@ -446,6 +446,8 @@ struct mgr_map_iod *mgr_map_twin(struct mgr_map *m, uint32_t group, int t);
 struct mgr_map_iod *mgr_map_primary(struct mgr_map *m,
 				    const struct r0_layout *l, uint64_t ino,
 				    uint32_t column);
+/* mi serves reads (r1_readable: up or suspect, without needs_resync). */
+bool mgr_map_readable(const struct mgr_map_iod *mi);
 /* Both twins of mi's group have registered at least once. */
 bool mgr_map_formed(struct mgr_map *m, const struct mgr_map_iod *mi);
 

@@ -464,21 +464,18 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		return -ENOENT;
 	j = &r->job[id - 1];
 	rec = rec_of(r, id);
-	if ((mi->state == MGR_IOD_UP || mi->state == MGR_IOD_SUSPECT) &&
-	    !mi->needs_resync) {
+	if (mgr_map_readable(mi)) {
 		/* A live twin: nothing is marked for it, so what the admin
 		 * repairs is a difference no write-intent log knows of (one
 		 * twinfsctl verify reports).  It is copied again in full
 		 * from its partner, taking writes meanwhile and serving no
-		 * reads (R1_EV_REBUILD).  The job is set up first: the map
-		 * change may start it at once. */
+		 * reads (R1_EV_REBUILD).  Everything the job's first run
+		 * reads is set before the event: the map change may start
+		 * it at once. */
 		struct rjob old = *j;
+		uint32_t old_rate = rec->rate_mbps;
 		int rc;
 
-		uint32_t old_rate = rec->rate_mbps;
-
-		/* Everything the job's first run reads, before the event
-		 * that may start it. */
 		j->wanted = j->new_job = j->want_full = true;
 		rec->rate_mbps = rate_mbps;
 		rc = mgr_srv_map_event(r->s, id, R1_EV_REBUILD, 0,

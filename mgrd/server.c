@@ -804,8 +804,7 @@ static int missed_writes(struct mgr_server *s, const struct mgr_conn *mc,
 	    mc->iod_id != reporter || ri->group != mi->group ||
 	    ri->twin_index == mi->twin_index)
 		return -EPERM;
-	if ((mi->state != MGR_IOD_UP && mi->state != MGR_IOD_SUSPECT) ||
-	    mi->needs_resync)
+	if (!mgr_map_readable(mi))
 		return 0;                 /* already not read: it resyncs */
 	snprintf(why, sizeof(why), "it missed writes iod %u applied (a "
 		 "forward failed)", reporter);
