@@ -156,6 +156,10 @@ struct fc_inode {
 struct fc_file {
 	uint64_t ino;              /* immutable */
 	uint64_t mgr_fh;           /* immutable: mgrd's handle */
+	/* immutable: the session mgrd opened it under; its writes name it,
+	 * so that once mgrd expires that session the iods refuse them
+	 * (proto/FORMAT.md "Fencing"), even after we took a new one. */
+	uint64_t session;
 	int flags;                 /* immutable: open flags */
 	/* [any thread] a read, write or fallocate was submitted through this
 	 * handle; until then FLUSH has nothing to wait for (fc_flush). */

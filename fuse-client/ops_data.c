@@ -22,7 +22,9 @@
  * with it; after attempt_ms + 500 ms without a new map (mgrd's probe found
  * the server alive) it retries anyway.  When the map says neither twin of a
  * group may serve, the op fails at once with EIO and a log line naming the
- * group and both iods.  The deadline ends every wait.
+ * group and both iods.  The deadline ends every wait.  -EKEYEXPIRED is
+ * final too: the file was opened under a session mgrd has since expired,
+ * and the iods refuse its writes (proto/FORMAT.md "Fencing").
  *
  * Read: clamped to the size known (mgrd's or our own writes); each piece
  * goes to the twin r1_read_pick chooses, and on failure (reported like a
@@ -357,13 +359,32 @@ static bool load_attr(struct dop *d)
 
 static void write_issue(struct fc_op *op);
 
+/* The session a WRITE or FALLOCATE names, which the iods refuse once mgrd
+ * has fenced it: the one its descriptor was opened under.  Page-cache
+ * writeback (writeback_cache, shared mmap) comes through whichever
+ * writable handle the kernel picks, so it names ours: refused while we
+ * hold the expired session, written under the new one after that. */
+static uint64_t write_session(const struct dop *d)
+{
+	return d->writepage ? d->op.cl->session : d->f->session;
+}
+
 static void log_piece_err(struct dop *d, const char *what,
 			  const struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
 	char name[96], cause[64];
 
-	if (pc->iod)
+	if (pc->status == -EKEYEXPIRED)
+		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": refused by %s: it "
+			  "names session %" PRIu64 " (the file's open), which "
+			  "mgrd expired (this mount was out of its reach for "
+			  "longer than session_timeout); writes through that "
+			  "open fail with EIO, a new open writes again", what,
+			  d->ino, pc->iod ? fc_iod_name(pc->iod, name,
+							sizeof(name)) : "?",
+			  write_session(d));
+	else if (pc->iod)
 		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": %s %s", what,
 			  d->ino, fc_iod_name(pc->iod, name, sizeof(name)),
 			  fc_cause(cl, pc->status, cause, sizeof(cause)));
@@ -432,6 +453,11 @@ static int round_end(struct dop *d, const char *what, fc_op_fn reissue,
 			log_group_failed(d, what, pc);
 			*transport = false;
 			return -EHOSTDOWN;
+		}
+		if (pc->status == -EKEYEXPIRED) {   /* fenced: final */
+			log_piece_err(d, what, pc);
+			*transport = false;
+			return -EKEYEXPIRED;
 		}
 		if (pc->status == -ESTALE)
 			stale = true;
@@ -562,6 +588,7 @@ static void space_send(struct dop *d, struct piece *pc, uint32_t timeout_ms)
 	fa.zero = d->kind == DOP_ZERO;
 	fa.trunc_gen = d->attr.trunc_gen;
 	fa.epoch = cl->epoch;
+	fa.session = write_session(d);
 	fa.layout = &lpb;
 	fc_call(cl, pc->iod ? pc->iod->peer : NULL,
 		TWINFS__MSG_TYPE__MSG_FALLOCATE, &fa.base, NULL, 0,
@@ -739,6 +766,7 @@ static void write_issue(struct fc_op *op)
 		w.trunc_gen = d->attr.trunc_gen;
 		w.epoch = cl->epoch;
 		w.sync = (d->f->flags & O_DSYNC) != 0;
+		w.session = write_session(d);
 		w.layout = &lpb;
 		/* Sent from d->buf itself: the frame holds a reference. */
 		assert(d->wbuf);
@@ -820,6 +848,21 @@ static void write_start(struct fc_op *op)
 	/* Answered by the worker (fc_write): it holds its range now. */
 	if (d->early && !d->wb.behind)
 		fc_wb_adopt(&d->wb, d->size);
+
+	/* A descriptor opened under a session mgrd expired is dead (we hold
+	 * a new one): the iods would refuse its writes (proto/FORMAT.md
+	 * "Fencing"), and an append would first reserve bytes at mgrd that
+	 * nobody writes.  Page-cache writeback is not a descriptor's: it
+	 * names the current session (write_session). */
+	if (!d->writepage && d->f->session != op->cl->session) {
+		tw_log_rl(TW_LOG_ERR, "write ino %" PRIu64 ": the file was "
+			  "opened under session %" PRIu64 ", which mgrd "
+			  "expired (this mount is now session %" PRIu64 "); "
+			  "writes through it fail with EIO, a new open writes "
+			  "again", d->ino, d->f->session, op->cl->session);
+		write_end(d, EIO);
+		return;
+	}
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);

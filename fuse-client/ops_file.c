@@ -38,6 +38,7 @@ static struct fc_file *file_new(struct fc_client *cl, uint64_t ino,
 	f->ino = ino;
 	f->err_seen = fc_wb_err_seq(cl, ino);
 	f->mgr_fh = mgr_fh;
+	f->session = cl->session;   /* the reply came on a connection of it */
 	f->flags = flags;
 	f->refs = 1;
 	f->end_gen = a->trunc_gen;

@@ -340,6 +340,10 @@ struct iod {
 	bool missed_unheard;       /* twin.c pinned a write the twin lacks;
 				    * mgrd has not made it resync yet */
 	uint64_t missed_since_ms;  /* when missed_unheard was set */
+	/* Fencing: mgrd's expired sessions, sorted, and their list's gen. */
+	uint64_t fenced[WIRE_FENCE_MAX];
+	uint32_t n_fenced;
+	uint64_t fence_gen;
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
@@ -393,6 +397,12 @@ void iod_mgr_report_self(struct iod *d);
  * has it readable a request_timeout later, tell mgrd, and again every
  * second until the map shows it unreadable (resyncing). */
 void iod_mgr_report_missed(struct iod *d);
+/* Fencing (proto/FORMAT.md "Fencing"): take mgrd's list of expired
+ * sessions when its gen is newer than ours, or always with `replace`;
+ * -EPROTO when malformed. */
+int iod_fence_take(struct iod *d, const Twinfs__Fence *f, bool replace);
+/* Whether writes of client session `session` are refused (0: never). */
+bool iod_fenced(const struct iod *d, uint64_t session);
 
 /* main.c */
 /* The journal aborted (J12): the store refuses writes with EIO from now on.

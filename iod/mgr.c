@@ -27,6 +27,14 @@
  * failed forward (a dead twin is demoted by then), and keep reporting
  * until the map shows it unreadable.
  *
+ * Fencing (proto/FORMAT.md "Fencing"): mgrd's list of expired client
+ * sessions comes with every map mgrd sends us (so a map that makes us
+ * primary again brings the list the other iods answered), with the
+ * IOD_REGISTER reply (taken as it is: it is in place before we serve
+ * anything), and in FENCE requests (server.c); otherwise a list with a
+ * newer gen replaces ours.  twin.c refuses the WRITE and FALLOCATE of a
+ * fenced session.
+ *
  * --no-mgr (tests only): the map comes from the config with epoch 0 and
  * every iod up, and the iod serves at once.
  */
@@ -77,6 +85,9 @@ int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
 	const struct iod_map_iod *me, *twin;
 	int old_twin_state;
 
+	/* The fence list has its own order (gen), whatever the epoch. */
+	if (m->fence && iod_fence_take(d, m->fence, false) < 0)
+		return -EPROTO;
 	if (m->epoch < d->map.epoch) {
 		tw_debug("map epoch %" PRIu64 " older than ours (%" PRIu64
 			 "): ignored", m->epoch, d->map.epoch);
@@ -142,6 +153,41 @@ int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
 
 /* ----------------------------------------------------------- register */
 
+/* ------------------------------------------------------------- fencing */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int iod_fence_take(struct iod *d, const Twinfs__Fence *f, bool replace)
+{
+	if (f->n_sessions > WIRE_FENCE_MAX || f->n_sessions > f->gen)
+		return -EPROTO;
+	if (!replace && f->gen <= d->fence_gen)
+		return 0;            /* an older list (or ours again) */
+	if (f->n_sessions) {   /* protobuf-c leaves an empty list NULL */
+		memcpy(d->fenced, f->sessions,
+		       f->n_sessions * sizeof(d->fenced[0]));
+		qsort(d->fenced, f->n_sessions, sizeof(d->fenced[0]), cmp_u64);
+	}
+	if (f->gen != d->fence_gen)
+		tw_info("iod %" PRIu32 ": fence list %" PRIu64 " from mgrd: "
+			"writes of %zu expired client sessions are refused",
+			d->id, f->gen, f->n_sessions);
+	d->n_fenced = (uint32_t)f->n_sessions;
+	d->fence_gen = f->gen;
+	return 0;
+}
+
+bool iod_fenced(const struct iod *d, uint64_t session)
+{
+	return session && bsearch(&session, d->fenced, d->n_fenced,
+				  sizeof(d->fenced[0]), cmp_u64);
+}
+
 static void send_register(struct iod *d);
 
 static void on_register_reply(int status, struct wire_msg *reply, void *arg)
@@ -162,6 +208,11 @@ static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 		goto out;
 	}
 	rc = iod_map_apply(d, (const Twinfs__ClusterMap *)reply->body);
+	/* mgrd's list as it is now, even with a lower gen than ours (mgrd
+	 * lost its journal's tail with its host: its list is the truth). */
+	if (rc == 0 && ((const Twinfs__ClusterMap *)reply->body)->fence)
+		rc = iod_fence_take(d, ((const Twinfs__ClusterMap *)
+					reply->body)->fence, true);
 	if (rc < 0)
 		goto out;
 	if (!d->registered)

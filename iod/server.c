@@ -463,6 +463,23 @@ static void on_map_update(struct iod *d, struct wire_conn *c,
 	iod_reply_status(c, m, rc);
 }
 
+/* FENCE: mgrd's list of expired sessions (mgr.c "Fencing"). */
+static void on_fence(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+
+	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
+		iod_reply_status(c, m, -EPERM);
+		return;
+	}
+	if (!body_is(m, &twinfs__fence__descriptor)) {
+		iod_reply_status(c, m, -EINVAL);
+		return;
+	}
+	iod_reply_status(c, m, iod_fence_take(d, (const Twinfs__Fence *)
+						  m->body, false));
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
@@ -492,6 +509,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		goto out;
 	case TWINFS__MSG_TYPE__MSG_MAP_UPDATE:
 		on_map_update(d, c, m);
+		goto out;
+	case TWINFS__MSG_TYPE__MSG_FENCE:
+		on_fence(d, c, m);
 		goto out;
 	case TWINFS__MSG_TYPE__MSG_WRITE:
 	case TWINFS__MSG_TYPE__MSG_READ:

@@ -57,6 +57,12 @@
  *       clears regions once both twins have synced them, so regions written
  *       while the twin is away stay marked for its resync.
  *
+ *   T6  Fencing (proto/FORMAT.md "Fencing"): a WRITE or FALLOCATE naming
+ *       a client session mgrd has fenced is refused (-EKEYEXPIRED) before
+ *       it is applied, by the primary and, forwarded, by the twin.  mgrd
+ *       waits for every readable iod's answer to the fence before it
+ *       takes sizes or releases locks.
+ *
  * A connection lost with forwards outstanding leaves the twin's state for
  * those requests unknown; the sender got -EIO, and the regions stay pinned
  * in our write-intent log.  A dead twin is demoted and resynced; one that
@@ -461,6 +467,24 @@ bool iod_twin_peer_readable(const struct iod *d)
 	return r1_readable(&t[!d->me->twin_index]);
 }
 
+/* A client's WRITE or FALLOCATE under a session mgrd has fenced. */
+static bool fenced_request(struct iod *d, struct wire_conn *c,
+			   const struct wire_msg *m, uint64_t ino)
+{
+	uint64_t session = 0;
+
+	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE)
+		session = ((const Twinfs__Write *)m->body)->session;
+	else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_FALLOCATE)
+		session = ((const Twinfs__Fallocate *)m->body)->session;
+	if (!iod_fenced(d, session))
+		return false;
+	tw_log_rl(TW_LOG_WARN, "%s: %s ino %" PRIu64 " of client session %"
+		  PRIu64 " refused: mgrd expired that session (fenced)",
+		  wire_conn_peer(c), type_name(m->hdr.type), ino, session);
+	return true;
+}
+
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const struct iod_conn *ic = wire_conn_get_data(c);
@@ -517,6 +541,14 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			rc = -EPERM;
 			goto reply;
 		}
+		/* Fencing here too: a primary that has not heard of the
+		 * fence (cut off from mgrd) must not get a fenced write onto
+		 * a twin that has.  It pins the write like any refused
+		 * forward (FORMAT.md "Fencing" says who is resynced). */
+		if (fenced_request(d, c, m, ino)) {
+			rc = -EKEYEXPIRED;
+			goto reply;
+		}
 		o->pending = 1;
 		rc = apply_local(d, m, o);
 		if (rc < 0)
@@ -542,6 +574,11 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			rc = p < 0 ? -EIO : -EINVAL;
 			goto reply;
 		}
+	}
+	/* Fencing: a client session mgrd expired writes no more (mgr.c). */
+	if (fenced_request(d, c, m, ino)) {
+		rc = -EKEYEXPIRED;
+		goto reply;
 	}
 	/* T4: forward unless mgrd has demoted the twin in the epoch we and
 	 * the sender hold (it then needs resync, R1 invariant 2). */

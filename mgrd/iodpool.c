@@ -1,5 +1,5 @@
 /* iodpool.c - mgrd as a client of the iods: one wire_peer per configured
- * iod (HELLO role MGRD), and the four things mgrd asks of them:
+ * iod (HELLO role MGRD), and the things mgrd asks of them:
  *
  *   TRUNCATE  every column of a file at its primary, for SETATTR size
  *             (the caller replies only after all answered); a column
@@ -24,7 +24,12 @@
  *             size report (server.c "Lost writers");
  *   STATFS    summed over groups, each group counted once (its smaller
  *             twin), cached for STATFS_CACHE_MS;
- *   FSYNC     ino 0 at every up iod, for MSG_SYNC.
+ *   FSYNC     ino 0 at every up iod, for MSG_SYNC;
+ *   FENCE     the expired sessions whose writes the iods must refuse
+ *             (proto/FORMAT.md "Fencing"), to every iod that has not
+ *             taken the newest list; the server waits for every
+ *             readable iod's answer before it releases an expired
+ *             session's locks or probes its files' sizes.
  *
  * The monitor (monitor.c) sends its pings and probes over the same peers
  * (mgr_pool_peer): mgrd's own traffic to an iod is a few small requests,
@@ -77,6 +82,12 @@ struct mgr_iodpool {
 	bool sf_valid;
 	bool closing;
 	int closing_handles;
+	/* FENCE: per iod [id - 1], the newest list generation it answered
+	 * and the one out now (0: none); on_fenced after each answer. */
+	uint64_t fence_taken[TW_MAX_IODS];
+	uint64_t fence_out[TW_MAX_IODS];
+	void (*on_fenced)(void *arg);
+	void *fenced_arg;
 };
 
 struct fanout {
@@ -476,6 +487,77 @@ int mgr_pool_sync(struct mgr_iodpool *p, mgr_pool_cb cb, void *arg)
 	}
 	f->pending--;
 	return 0;
+}
+
+/* ---------------------------------------------------------------- fence */
+
+_Static_assert(MGR_FENCE_MAX == WIRE_FENCE_MAX, "one fence list limit");
+
+struct fence_call {
+	struct mgr_iodpool *p;
+	uint32_t index;           /* iod id - 1 */
+	uint64_t gen;
+};
+
+static void on_fence(int status, struct wire_msg *reply, void *arg)
+{
+	struct fence_call *fc = arg;
+	struct mgr_iodpool *p = fc->p;
+
+	if (reply)
+		wire_msg_free(reply);
+	if (!p->closing) {
+		if (p->fence_out[fc->index] == fc->gen)
+			p->fence_out[fc->index] = 0;
+		if (status == 0 && fc->gen > p->fence_taken[fc->index]) {
+			p->fence_taken[fc->index] = fc->gen;
+			if (p->on_fenced)
+				p->on_fenced(p->fenced_arg);
+		}
+	}
+	free(fc);
+}
+
+void mgr_pool_fence(struct mgr_iodpool *p, uint64_t gen, const uint64_t *ids,
+		    uint32_t n, void (*on_fenced)(void *arg), void *arg)
+{
+	Twinfs__Fence f = TWINFS__FENCE__INIT;
+
+	p->on_fenced = on_fenced;
+	p->fenced_arg = arg;
+	f.gen = gen;
+	f.n_sessions = n;
+	f.sessions = (uint64_t *)ids;
+	for (uint32_t i = 0; i < p->n_peers; i++) {
+		struct fence_call *fc;
+
+		if (!p->peers[i] || p->fence_taken[i] >= gen ||
+		    p->fence_out[i] >= gen)
+			continue;
+		fc = malloc(sizeof(*fc));
+		if (!fc)
+			return;          /* the next sweep */
+		*fc = (struct fence_call){ .p = p, .index = i, .gen = gen };
+		if (wire_call(p->peers[i], TWINFS__MSG_TYPE__MSG_FENCE,
+			      &f.base, NULL, 0, p->timeout_ms, on_fence,
+			      fc) < 0) {
+			free(fc);
+			continue;
+		}
+		p->fence_out[i] = gen;
+	}
+}
+
+bool mgr_pool_fenced(const struct mgr_iodpool *p, uint64_t gen)
+{
+	for (uint32_t i = 0; i < p->map->n_iods; i++) {
+		const struct mgr_map_iod *mi = &p->map->iods[i];
+
+		if (mgr_map_readable(mi) && mi->id >= 1 &&
+		    mi->id <= p->n_peers && p->fence_taken[mi->id - 1] < gen)
+			return false;
+	}
+	return true;
 }
 
 /* --------------------------------------------------------------- statfs */

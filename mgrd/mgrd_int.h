@@ -377,9 +377,18 @@ struct mgr_session {
 	uint64_t grace_ms;        /* idle time allowed before expiry */
 };
 
+/* Fencing (proto/FORMAT.md "Fencing"): the newest MGR_FENCE_MAX expired
+ * sessions, oldest first, whose writes the iods refuse.  Derived from the
+ * journal (SESSION_EXPIRE) and kept in the snapshot, so a replay gives the
+ * same list; fence_gen counts every expiry ever journaled. */
+#define MGR_FENCE_MAX 1024u
+
 struct mgr_sessions {
 	struct tw_hmap by_id;     /* id -> struct mgr_session */
 	uint64_t next_id;
+	uint64_t fence_gen;
+	uint32_t n_fenced;
+	uint64_t fenced[MGR_FENCE_MAX];
 };
 
 void mgr_sessions_init(struct mgr_sessions *ss);
@@ -388,6 +397,9 @@ struct mgr_session *mgr_session_get(const struct mgr_sessions *ss, uint64_t id);
 /* Create session `id` (replay) or a new one (id 0). */
 struct mgr_session *mgr_session_create(struct mgr_sessions *ss, uint64_t id);
 void mgr_session_destroy(struct mgr_sessions *ss, struct mgr_session *s);
+/* Add an expired session to the fence list (dropping the oldest when
+ * full) and count it in fence_gen. */
+void mgr_sessions_fence(struct mgr_sessions *ss, uint64_t id);
 const struct mgr_reply *mgr_session_reply(const struct mgr_session *s,
 					  uint64_t seq);
 /* Remember a reply (copied); trims replies with seq <= acked and keeps at
@@ -700,6 +712,14 @@ int mgr_pool_statfs(struct mgr_iodpool *p, mgr_pool_statfs_cb cb, void *arg);
 void mgr_pool_kick(struct mgr_iodpool *p);
 /* A client request arrived: background deletes give way for a while. */
 void mgr_pool_demand(struct mgr_iodpool *p);
+/* Fencing (proto/FORMAT.md "Fencing"): FENCE {gen, ids[n]} to every iod
+ * that has neither answered a list of gen or newer nor has one out;
+ * on_fenced(arg) runs after each answer that moved an iod's generation.
+ * A call that fails is sent again by the next mgr_pool_fence. */
+void mgr_pool_fence(struct mgr_iodpool *p, uint64_t gen, const uint64_t *ids,
+		    uint32_t n, void (*on_fenced)(void *arg), void *arg);
+/* Whether every iod the map has readable answered a list of gen or newer. */
+bool mgr_pool_fenced(const struct mgr_iodpool *p, uint64_t gen);
 /* The peer of iod `id` (monitor pings share it), or NULL. */
 struct wire_peer;
 struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);

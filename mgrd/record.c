@@ -27,8 +27,9 @@
 
 #define REC_VERSION   1u
 #define SNAP_MAGIC    0x534d5754u   /* "TWMS" */
-#define SNAP_VERSION  3u               /* 2 adds the resync job records,
-					* 3 the sizes to probe */
+#define SNAP_VERSION  4u               /* 2 adds the resync job records,
+					* 3 the sizes to probe, 4 the
+					* fenced sessions */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
 
@@ -557,6 +558,7 @@ static int apply_expire(struct mgr_state *st, struct mgr_op *op)
 	free(added);
 	free(fhs);
 	mgr_session_destroy(&st->sessions, s);
+	mgr_sessions_fence(&st->sessions, op->session);
 	return 0;
 }
 
@@ -850,6 +852,10 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 	for (size_t i = 0; i < n; i++)
 		put_u64(&b, keys[i]);
 	free(keys);
+	put_u64(&b, st->sessions.fence_gen);
+	put_u32(&b, st->sessions.n_fenced);
+	for (uint32_t i = 0; i < st->sessions.n_fenced; i++)
+		put_u64(&b, st->sessions.fenced[i]);
 	put_u32(&b, tw_crc32c(0, b.p, b.len));
 	if (b.err) {
 		free(b.p);
@@ -1096,6 +1102,19 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		rc = mgr_ns_psize_add(ns, get_u64(&b));
 		if (rc < 0)
 			return rc;
+	}
+	if (version >= 4) {
+		uint64_t gen = get_u64(&b);
+
+		n = get_u32(&b);
+		if (b.err || n > MGR_FENCE_MAX || n > gen)
+			return -EBADMSG;
+		for (uint64_t i = 0; i < n && !b.err; i++)
+			if ((st->sessions.fenced[i] = get_u64(&b)) == 0 &&
+			    !b.err)
+				return -EBADMSG;
+		st->sessions.n_fenced = (uint32_t)n;
+		st->sessions.fence_gen = gen;
 	}
 	if (b.err || b.pos != b.len)
 		return -EBADMSG;

@@ -319,7 +319,8 @@ static void psize_start(struct mgr_server *s, struct mgr_psize *ps)
 	struct psize_probe *pr;
 	int rc;
 
-	if (ps->busy || !in)
+	/* Fencing first: the writer must not add bytes after the probe. */
+	if (ps->busy || !in || !mgr_srv_fenced(s))
 		return;
 	if (in->layout.stripe_count == 0) {
 		psize_found(s, in->ino, in->trunc_gen, 0);  /* no subfiles */
@@ -374,13 +375,103 @@ bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
 	return true;
 }
 
+/* ------------------------------------------------------------- fencing */
+
+/* proto/FORMAT.md "Fencing".  An expired session's client may be alive
+ * (partitioned from mgrd, or stopped) and still reach the iods: its
+ * writes must not land after mgrd took its files' sizes or gave its locks
+ * to someone else.  So SESSION_EXPIRE adds it to the journaled fence
+ * list, which goes to every iod (FENCE, and the IOD_REGISTER reply); the
+ * size probes and the release of its locks wait until every readable iod
+ * answered a list that holds it.  An iod that mgrd cannot reach holds
+ * them up until the monitor demotes it (then it is nobody's copy). */
+
+bool mgr_srv_fenced(const struct mgr_server *s)
+{
+	return mgr_pool_fenced(s->pool, s->st.sessions.fence_gen);
+}
+
+static void fence_release_locks(struct mgr_server *s)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n_fence_waits; i++) {
+		struct fence_wait w = s->fence_waits[i];
+
+		if (!mgr_pool_fenced(s->pool, w.gen)) {
+			s->fence_waits[k++] = w;
+			continue;
+		}
+		tw_info("mgrd: session %llu fenced: every readable iod refuses "
+			"its writes", (unsigned long long)w.session);
+		mgr_locks_session_gone(s, w.session);
+	}
+	s->n_fence_waits = k;
+}
+
+static void on_fenced(void *arg)
+{
+	struct mgr_server *s = arg;
+
+	if (s->stopping)
+		return;
+	fence_release_locks(s);
+	psize_run(s);
+}
+
+/* Send the list where it is missing; release what is fenced. */
+static void fence_run(struct mgr_server *s)
+{
+	const struct mgr_sessions *ss = &s->st.sessions;
+
+	if (s->stopping)
+		return;
+	if (ss->fence_gen && !mgr_srv_fenced(s))
+		mgr_pool_fence(s->pool, ss->fence_gen, ss->fenced,
+			       ss->n_fenced, on_fenced, s);
+	fence_release_locks(s);
+}
+
+/* The locks of an expired session wait for its fence.  Without memory
+ * for the wait they go at once (a lock must not be held for ever). */
+static void fence_wait_add(struct mgr_server *s, uint64_t session)
+{
+	if (s->n_fence_waits == s->cap_fence_waits) {
+		size_t cap = s->cap_fence_waits ? 2 * s->cap_fence_waits : 8;
+		struct fence_wait *w = realloc(s->fence_waits,
+					       cap * sizeof(*w));
+
+		if (!w) {
+			mgr_locks_session_gone(s, session);
+			return;
+		}
+		s->fence_waits = w;
+		s->cap_fence_waits = cap;
+	}
+	s->fence_waits[s->n_fence_waits++] = (struct fence_wait){
+		.session = session, .gen = s->st.sessions.fence_gen };
+}
+
 /* -------------------------------------------------------------- the map */
 
 struct map_buf {
 	Twinfs__ClusterMap cm;
 	Twinfs__IodInfo info[TW_MAX_IODS];
 	Twinfs__IodInfo *ptrs[TW_MAX_IODS];
+	Twinfs__Fence fence;
 };
+
+/* What an iod's copy of the map carries besides the map: the fence list
+ * (borrowed), so that an iod the map makes primary again has the list
+ * that every other readable iod answered. */
+static void fill_fence(const struct mgr_server *s, struct map_buf *mb)
+{
+	twinfs__fence__init(&mb->fence);
+	mb->fence.gen = s->st.sessions.fence_gen;
+	mb->fence.n_sessions = s->st.sessions.n_fenced;
+	mb->fence.sessions = (uint64_t *)s->st.sessions.fenced;
+	mb->cm.fence = &mb->fence;
+}
 
 static void fill_map(const struct mgr_server *s, struct map_buf *mb)
 {
@@ -421,10 +512,15 @@ void mgr_srv_push_map(struct mgr_server *s)
 	struct map_buf mb;
 
 	fill_map(s, &mb);
-	for (struct mgr_conn *mc = s->conns; mc; mc = mc->next)
-		if (mc->control || mc->role == TWINFS__ROLE__ROLE_IOD)
+	fill_fence(s, &mb);
+	for (struct mgr_conn *mc = s->conns; mc; mc = mc->next) {
+		bool iod = mc->role == TWINFS__ROLE__ROLE_IOD;
+
+		mb.cm.fence = iod ? &mb.fence : NULL;
+		if (mc->control || iod)
 			wire_conn_push(mc->wc, TWINFS__MSG_TYPE__MSG_MAP_UPDATE,
 				       &mb.cm.base);
+	}
 }
 
 /* ------------------------------------------------------------- sessions */
@@ -535,9 +631,10 @@ static void on_sweep(uv_timer_t *t)
 				"without a connection; %u open handles "
 				"released", (unsigned long long)ids[i],
 				(unsigned long long)idle, handles);
-		mgr_locks_session_gone(s, ids[i]);
+		fence_wait_add(s, ids[i]);
 	}
 	free(ids);
+	fence_run(s);
 	/* The sizes those expiries left, those that failed, a replay's. */
 	psize_run(s);
 }
@@ -650,9 +747,12 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 static void h_get_map(struct mgr_server *s, struct wire_conn *c,
 		      struct wire_msg *m)
 {
+	const struct mgr_conn *mc = wire_conn_get_data(c);
 	struct map_buf mb;
 
 	fill_map(s, &mb);
+	if (mc && mc->role == TWINFS__ROLE__ROLE_IOD)
+		fill_fence(s, &mb);
 	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
 }
 
@@ -709,6 +809,7 @@ static void map_commit(struct mgr_server *s, struct mgr_op *ops, int n,
 		mgr_srv_push_map(s);
 		mgr_pool_kick(s->pool);
 		mgr_resync_check(s->resync);
+		fence_run(s);   /* an iod readable again must answer it */
 	}
 }
 
@@ -784,7 +885,13 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		mgr_monitor_reset(s->mon, q->iod_id);
 	}
 	fill_map(s, &mb);
+	/* Before the iod serves anything: the sessions it must refuse.  It
+	 * takes this list as it is, even with a lower gen than its own (a
+	 * journal tail lost with the host: ours is the truth now). */
+	fill_fence(s, &mb);
 	mgr_srv_reply(c, &m->hdr, 0, &mb.cm.base);
+	/* Its answer to FENCE is what counts (a reply can be lost). */
+	fence_run(s);
 }
 
 /* Report.missed_writes: the twin `reporter` applied writes that iod
@@ -1140,6 +1247,7 @@ fail:
 	if (s->st_init)
 		mgr_state_free(&s->st);
 	tw_hmap_free(&s->replaced);
+	free(s->fence_waits);
 	free(s);
 	return rc;
 }
@@ -1152,6 +1260,7 @@ static void stop_step(void *arg)
 		return;
 	mgr_state_free(&s->st);
 	tw_hmap_free(&s->replaced);
+	free(s->fence_waits);
 	if (s->done)
 		s->done(s->done_arg);
 	free(s);

@@ -61,6 +61,10 @@ struct mgr_server {
 	/* Expired session id -> the id of the session h_hello gave in its
 	 * place (volatile; values are ids, not pointers). */
 	struct tw_hmap replaced;
+	/* Expired sessions whose locks wait until every readable iod has
+	 * fenced them (fence_gen: the list generation that holds them). */
+	struct fence_wait { uint64_t session, gen; } *fence_waits;
+	size_t n_fence_waits, cap_fence_waits;
 	bool kick_pdel;
 	bool stopping;
 	int closing;              /* handles still closing at stop */
@@ -104,6 +108,9 @@ int mgr_srv_map_event(struct mgr_server *s, uint32_t id, enum r1_event ev,
 /* MAP_UPDATE to every control connection and every iod. */
 void mgr_srv_push_map(struct mgr_server *s);
 
+/* Every readable iod refuses the writes of every expired session
+ * (server.c "fencing"). */
+bool mgr_srv_fenced(const struct mgr_server *s);
 /* The size of ino is still to be taken from the iods (server.c "Lost
  * writers"): true after answering m -EAGAIN (not recorded, so that the
  * client's retransmission is served anew); false: go on. */

@@ -14,6 +14,7 @@
  */
 #include "mgrd_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ void mgr_sessions_init(struct mgr_sessions *ss)
 {
 	tw_hmap_init(&ss->by_id);
 	ss->next_id = 1;
+	ss->fence_gen = 0;
+	ss->n_fenced = 0;
 }
 
 static void session_free(struct mgr_session *s)
@@ -84,6 +87,18 @@ void mgr_session_destroy(struct mgr_sessions *ss, struct mgr_session *s)
 {
 	tw_hmap_del(&ss->by_id, s->id);
 	session_free(s);
+}
+
+void mgr_sessions_fence(struct mgr_sessions *ss, uint64_t id)
+{
+	assert(id != 0);
+	if (ss->n_fenced == MGR_FENCE_MAX) {
+		memmove(ss->fenced, ss->fenced + 1,
+			(MGR_FENCE_MAX - 1) * sizeof(ss->fenced[0]));
+		ss->n_fenced--;
+	}
+	ss->fenced[ss->n_fenced++] = id;
+	ss->fence_gen++;
 }
 
 const struct mgr_reply *mgr_session_reply(const struct mgr_session *s,

@@ -27,13 +27,14 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      3u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR */
+#define WIRE_VERSION      4u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
 #define WIRE_F_REPLY      0x1u
 #define WIRE_F_KNOWN      WIRE_F_REPLY  /* any other flag bit: -EPROTO */
 #define WIRE_SETATTR_REPORTS_MAX 8u     /* Setattr.reports */
+#define WIRE_FENCE_MAX    1024u         /* Fence.sessions */
 
 struct wire_hdr {
 	uint32_t magic;

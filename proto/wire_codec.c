@@ -143,6 +143,7 @@ static const struct wire_type types[] = {
 	T(FALLOCATE, "FALLOCATE", fallocate, write_reply),
 	T(SEEK, "SEEK", seek, seek_reply),
 	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
+	T(FENCE, "FENCE", fence, empty),
 };
 #undef T
 

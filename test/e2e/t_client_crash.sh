@@ -14,7 +14,10 @@
 #   4. A hung client (SIGSTOP; the kernel keeps its TCP connections up)
 #      holding a lock: mgrd pings it, finds it silent, closes its
 #      connections and expires its session, so a waiter on the other
-#      mount gets the lock; after SIGCONT the mount serves again.
+#      mount gets the lock; after SIGCONT the mount serves again, but the
+#      holder's writes through its old descriptor fail with EIO: every
+#      iod refuses the expired session's writes (fencing), so the
+#      waiter's bytes stay.
 #   Finally twinfsctl verify finds both twins of every group identical.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"   # short timers
@@ -120,6 +123,12 @@ else
 	fail setstripe-refused-after-the-size "$(cat "$T/stripe2.out")"
 fi
 e2e_wait_healthy 60 && pass healthy || fail healthy "$(ctl status 2>&1 | tr '\n' ' ')"
+# The restarted iods took the fence list (both writers' sessions) with
+# their registration, before serving anything.
+grep 'fence list' "$TWINFS_RUN_DIR/logs/iod3.log" | tail -n 1 |
+	grep -Eq 'writes of ([2-9]|[1-9][0-9]+) expired' &&
+	pass restarted-iod-takes-the-fence-list ||
+	fail restarted-iod-takes-the-fence-list "$(grep 'fence list' "$TWINFS_RUN_DIR/logs/iod3.log" | tail -n 1)"
 check_file lost-writer-group-down-bytes w2 $((4 * MIB))
 
 # 3. The dead mount comes back; both twins agree.
@@ -133,29 +142,80 @@ fi
 lc umount "$M2" >/dev/null 2>&1
 
 # 4. A hung client's lock (mgrd's silence limit: session_timeout, at
-#    least 30 s).
+#    least 30 s), and fencing (proto/FORMAT.md "Fencing"): the holder
+#    rewrites 1 MiB of 'A' under its lock with O_DIRECT when its client
+#    stops.  Once mgrd expired the session, a waiter on the other mount
+#    gets the lock and writes 'B'; after SIGCONT the holder's writes must
+#    fail with EIO and leave the 'B' in place.
 lc mount "$M2" >/dev/null || fail hung-mount "second mount failed"
 cpid=$(client_pid "$M2")
-timeout 120 "$PY" -c 'import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+timeout 120 "$PY" -c 'import errno, fcntl, mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o644)
 fcntl.lockf(fd, fcntl.LOCK_EX)
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"A" * (1 << 20))
+os.pwrite(fd, buf, 0)
 print("locked", flush=True)
-time.sleep(110)' "$M2/lk" >"$T/hold.out" 2>&1 &
+n = 0
+while True:
+    try:
+        os.pwrite(fd, buf, 0)
+    except OSError as e:
+        print("error %s after %d writes" % (errno.errorcode[e.errno], n), flush=True)
+        break
+    n += 1
+    time.sleep(0.02)' "$M2/lk" >"$T/hold.out" 2>&1 &
 hpid=$!
 for ((i = 0; i < 300; i++)); do grep -q locked "$T/hold.out" && break; sleep 0.1; done
+sleep 0.2
 kill -STOP "$cpid"
 t0=$(now_ms)
-got=$(timeout 90 "$PY" -c 'import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
+got=$(timeout 90 "$PY" -c 'import fcntl, mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
 fcntl.lockf(fd, fcntl.LOCK_EX)
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"B" * (1 << 20))
+os.pwrite(fd, buf, 0)
 print("locked")' "$M/lk" 2>&1)
 echo "# the waiter got the lock $(($(now_ms) - t0)) ms after the holder's client stopped"
 assert_eq lock-of-hung-client-released locked "$got"
 grep -q 'silent for .* closing its connection' "$MLOG" &&
 	pass mgrd-closes-silent-client || fail mgrd-closes-silent-client "no log line"
+sid=$(grep -o '(session [0-9]*) silent for' "$MLOG" | tail -n 1 | grep -o '[0-9]*')
+grep -q "session $sid fenced: every readable iod refuses its writes" "$MLOG" &&
+	pass session-fenced-before-lock-release ||
+	fail session-fenced-before-lock-release "no 'session $sid fenced' line in mgrd.log"
 kill -CONT "$cpid"
+for ((i = 0; i < 200; i++)); do grep -q error "$T/hold.out" && break; sleep 0.1; done
+echo "# holder: $(tail -n 1 "$T/hold.out")"
+grep -q 'error EIO after' "$T/hold.out" && pass fenced-writes-fail-with-eio ||
+	fail fenced-writes-fail-with-eio "holder: $(tail -n 1 "$T/hold.out")"
 kill "$hpid" 2>/dev/null
 wait "$hpid" 2>/dev/null
+got=$("$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+import mmap
+buf = mmap.mmap(-1, 1 << 20)
+n = os.preadv(fd, [buf], 0)
+print("B" if n == 1 << 20 and buf[:] == b"B" * (1 << 20) else
+      "%d bytes, %d of them A" % (n, buf[:n].count(b"A")))' "$M/lk" 2>&1)
+assert_eq fenced-writer-did-not-overwrite B "$got"
+grep -Eq "session $sid\b.*which mgrd expired" "$TWINFS_RUN_DIR"/logs/mount-*.log &&
+	pass client-names-the-fenced-session ||
+	fail client-names-the-fenced-session "no line in the second mount's log"
+# The same at the wire, whatever the client did first after SIGCONT: a
+# WRITE naming that session is refused by the primary of its column and,
+# forwarded, by either twin.
+ino=$(stat -c %i "$M/lk")
+layout=$(getfattr -n twinfs.layout --only-values "$M/lk" 2>/dev/null)
+g=$(echo "$layout" | sed -n 's/.*groups=\([0-9]*\).*/\1/p')
+read -r A B < <(ctl status | awk -v g="$g" '$2 == g && $3 == 0 { a = $1 }
+	$2 == g && $3 == 1 { b = $1 } END { print a, b }')
+run_checks "$PY" "$E2E_DIR/twire.py" fenced 127.0.0.1 $((TWINFS_PORT + A)) \
+	"$TWINFS_CLUSTER" "$A" $((TWINFS_PORT + B)) "$B" "$sid" "$ino" "$layout"
+grep -q "of client session $sid refused: mgrd expired that session" "$TWINFS_RUN_DIR"/logs/iod*.log &&
+	pass iod-names-the-fenced-session ||
+	fail iod-names-the-fenced-session "no 'session $sid refused' line in an iod log"
 ok=0
 for ((i = 0; i < 100; i++)); do
 	echo after >"$M2/after" 2>/dev/null && [[ $(cat "$M/after" 2>/dev/null) == after ]] &&
@@ -166,7 +226,6 @@ done
 	fail hung-client-serves-after-cont "no write through $M2 within 20 s of SIGCONT"
 # Both of its connections came back with the dead session id: they must
 # share one new session (else its locks would go with the other one).
-sid=$(grep -o '(session [0-9]*) silent for' "$MLOG" | tail -n 1 | grep -o '[0-9]*')
 assert_eq hung-client-one-new-session 1 \
 	"$(grep -c "asks for session $sid, which expired" "$MLOG")"
 lc umount "$M2" >/dev/null 2>&1

@@ -24,6 +24,13 @@ do not share a single line of code with the implementation they check.
         target a forwarded WRITE of 64 bytes of 0xA5 at subfile OFFSET
         (epoch from the target's HELLO reply, trunc_gen 0).  LAYOUT is the
         file's "stripe_size=S stripe_count=C groups=a,b" (twinfs.layout).
+    twire.py fenced HOST PORT_A CLUSTER ID_A PORT_B ID_B SESSION INO LAYOUT
+        fencing (proto/FORMAT.md "Fencing"): a WRITE of column 0 of INO
+        naming client SESSION, which mgrd has fenced, sent to both twins
+        A and B of the column's group: the primary must answer
+        -EKEYEXPIRED and the other twin -EINVAL (not the primary); the
+        same WRITE forwarded (speaking as each one's twin) must be
+        refused -EKEYEXPIRED by both.  Prints PASS/FAIL lines.
     twire.py space HOST MGRD_PORT IOD_PORT CLUSTER FILE_INO
         invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
         reports (mgrd; FILE_INO: a regular file's inode) get their exact
@@ -36,7 +43,7 @@ import sys
 import time
 
 MAGIC = 0x53465754
-VERSION = 3
+VERSION = 4
 F_REPLY = 1
 HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_len data_len
 assert HDR.size == 32
@@ -470,6 +477,59 @@ def diverge(host, port, cluster, twin_id, ino, column, offset, layout):
         raise SystemExit("forwarded WRITE refused: %d" % h[4])
 
 
+EKEYEXPIRED = 127
+
+
+def write_status(host, port, cluster, role, node, body):
+    """HELLO as role (node id for an iod), then one WRITE; its status."""
+    c = Conn(host, port)
+    hello = hello_body(cluster, role) + (f_varint(5, node) if node else b"")
+    st, hr, _ = c.call(MSG_HELLO, hello)
+    if st != 0:
+        raise SystemExit("HELLO to port %d refused: %d" % (port, st))
+    epoch = hr.get(4, [0])[0]
+    req_id = 9
+    c.send(frame(MSG_WRITE, body(epoch), b"\x5a" * 64, req_id=req_id))
+    while True:
+        h, _, _ = c.recv_frame()
+        if h[3] & F_REPLY and h[5] == req_id:
+            break
+    c.close()
+    return h[4]
+
+
+def fenced(host, cluster, session, ino, layout, a, b):
+    kv = dict(t.split("=", 1) for t in layout.split())
+    lay = (f_varint(1, int(kv["stripe_size"])) +
+           f_varint(2, int(kv["stripe_count"])) +
+           b"".join(f_varint(3, int(g)) for g in kv["groups"].split(",")))
+
+    def body(forwarded):
+        return lambda epoch: (f_varint(1, ino) + f_varint(2, 0) +
+                              f_varint(3, 0) + f_varint(4, 0) +
+                              f_varint(5, epoch) +
+                              (f_varint(6, 1) if forwarded else b"") +
+                              f_bytes(8, lay) + f_varint(9, session))
+    fails = 0
+    got = sorted(write_status(host, port, cluster, ROLE_CLIENT, 0, body(False))
+                 for port, _ in (a, b))
+    if got == [-EKEYEXPIRED, -22]:
+        print("PASS fenced-write-refused-by-the-primary")
+    else:
+        print("FAIL fenced-write-refused-by-the-primary: statuses %s, want "
+              "[-127, -22]" % got)
+        fails += 1
+    for (port, _), (_, twin) in ((a, b), (b, a)):
+        st = write_status(host, port, cluster, ROLE_IOD, twin, body(True))
+        if st == -EKEYEXPIRED:
+            print("PASS fenced-forward-refused-%d" % port)
+        else:
+            print("FAIL fenced-forward-refused-%d: status %d, want -127"
+                  % (port, st))
+            fails += 1
+    return fails
+
+
 def space(host, mgrd_port, iod_port, cluster, file_ino):
     """FORMAT.md "FALLOCATE", "SEEK", "Appends": bad requests are refused
     with the errno the contract names; nothing else happens."""
@@ -561,6 +621,14 @@ def main(argv):
         diverge(host, port, cluster, int(argv[5]), int(argv[6]),
                 int(argv[7]), int(argv[8]), argv[9])
         return 0
+    if cmd == "fenced":
+        try:
+            return 1 if fenced(host, cluster, int(argv[8]), int(argv[9]),
+                               argv[10], (port, int(argv[5])),
+                               (int(argv[6]), int(argv[7]))) else 0
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+            print("FAIL fenced: %s: %s" % (type(e).__name__, e))
+            return 1
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:

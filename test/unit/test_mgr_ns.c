@@ -1261,6 +1261,54 @@ Test(persist, snapshot_garbage_refused)
 
 /* ---------------------------------------------------- sessions and map */
 
+/* Fencing: every expiry joins the list, the newest MGR_FENCE_MAX are kept
+ * oldest first, and a snapshot carries them. */
+Test(persist, fence_list_keeps_the_newest)
+{
+	struct mgr_state st, st2;
+	struct mgr_time now = { 1, 0 };
+	const uint32_t n = MGR_FENCE_MAX + 6;
+	uint8_t *buf;
+	size_t len;
+
+	cr_assert_eq(mgr_state_init(&st, &conf, &now), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
+		uint64_t id;
+
+		cr_assert_eq(mgr_op_apply(&st, &op), 0);
+		id = op.session;
+		cr_assert_neq(id, 0);
+		op = (struct mgr_op){ .type = MGR_OP_SESSION_EXPIRE,
+				      .session = id };
+		cr_assert_eq(mgr_op_apply(&st, &op), 0);
+		cr_assert_eq(st.sessions.fenced[st.sessions.n_fenced - 1], id);
+	}
+	/* An unknown session is not expired, so not fenced. */
+	{
+		struct mgr_op op = { .type = MGR_OP_SESSION_EXPIRE,
+				     .session = 999999 };
+
+		cr_assert_lt(mgr_op_apply(&st, &op), 0);
+	}
+	cr_assert_eq(st.sessions.fence_gen, n);
+	cr_assert_eq(st.sessions.n_fenced, MGR_FENCE_MAX);
+	for (uint32_t i = 1; i < MGR_FENCE_MAX; i++)
+		cr_assert_lt(st.sessions.fenced[i - 1], st.sessions.fenced[i]);
+	cr_assert_eq(st.sessions.fenced[0], 7);   /* ids 1..6 dropped */
+	cr_assert_eq(mgr_state_encode(&st, &buf, &len), 0);
+	cr_assert_eq(mgr_state_init(&st2, &conf, &now), 0);
+	cr_assert_eq(mgr_state_decode(&st2, buf, len), 0);
+	cr_assert_eq(st2.sessions.fence_gen, n);
+	cr_assert_eq(st2.sessions.n_fenced, MGR_FENCE_MAX);
+	cr_assert_eq(memcmp(st2.sessions.fenced, st.sessions.fenced,
+			    MGR_FENCE_MAX * sizeof(uint64_t)), 0);
+	assert_same(&st, &st2);
+	free(buf);
+	mgr_state_free(&st);
+	mgr_state_free(&st2);
+}
+
 Test(persist, reply_cache_trim_and_cap)
 {
 	struct mgr_sessions ss;
