@@ -99,7 +99,7 @@ struct op {
 
 /* The twin does not hold what we applied: keep the regions marked until
  * its resync (never cleared by intent_cycle). */
-static void pin_missed(struct iod *d, const struct op *o)
+static void pin_missed(struct iod *d, const struct op *o, bool report)
 {
 	uint64_t len;
 
@@ -117,7 +117,8 @@ static void pin_missed(struct iod *d, const struct op *o)
 			  "full resync", o->ino, o->column);
 	/* If mgrd does not demote the twin for this (it answers its probe,
 	 * or mgrd kept it up at a restart), it must still be resynced. */
-	iod_mgr_report_missed(d);
+	if (report)
+		iod_mgr_report_missed(d);
 }
 
 static const char *type_name(uint16_t t)
@@ -285,8 +286,14 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 
 	if (reply)
 		wire_msg_free(reply);
+	/* -ESTALE: the twin holds a newer map (or trunc_gen) than the
+	 * request; the sender gets -ESTALE too and sends the write again
+	 * through the primary of the newer map, to both twins.  Pinned (a
+	 * sender that dies first leaves the twins apart), but no reason to
+	 * resync a twin that is fine: a map change would otherwise cost a
+	 * resync whenever a forward crossed it. */
 	if (status < 0)
-		pin_missed(d, f);
+		pin_missed(d, f, status != -ESTALE);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -600,7 +607,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	}
 	wire_conn_ref(c);
 	if (!forward) {
-		pin_missed(d, o);
+		pin_missed(d, o, true);
 		tw_log_rl(TW_LOG_INFO, "twin iod %" PRIu32 " is not writable in "
 			  "epoch %" PRIu64 ": completing requests alone",
 			  d->twin_id, d->map.epoch);
@@ -626,7 +633,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			  "twin iod %" PRIu32 ": %s", type_name(type), ino,
 			  d->twin_id, strerror(-rc));
 		/* The local commit still completes and answers (-EIO). */
-		pin_missed(d, o);
+		pin_missed(d, o, true);
 		op_done(o, -EIO);
 	} else {
 		d->n_forwarded++;
