@@ -58,17 +58,18 @@
  * step 2a sends only the creating WRITE and region mode (copy_region)
  * sends each marked 1 MiB region whole (zeros included), read and queued
  * in one call as above, then the exact size; marked whole (a truncate, or
- * an overflowing mark list), step 2a also sends CHECKSUM (1 MiB regions)
- * and step 2b compares, in the same call that reads each region here, its
- * CRC32C with the target's: an identical region (same length) is skipped,
- * a region the target does not hold or holds as zeros is copied sparsely
- * as above, any other differing region is sent whole.  Why skipping is
- * safe: for a byte of a skipped region, the target's final value is that
- * of the last forward it applies after the CHECKSUM, or the checksummed
- * one; forwards after the CHECKSUM are exactly the mutations we applied
- * after it, in our order, so the last one touching the byte (if any) is
- * also the last one here, and the checksummed value equals ours
- * otherwise.  A failure (e.g. the target holds a newer trunc_gen, refused
+ * an overflowing mark list), step 2a also sends CHECKSUM (1 MiB regions,
+ * RS_CSUM_REGIONS of them per call: the next window is asked once the
+ * copy reaches it, before any of it is read) and step 2b compares, in the
+ * same call that reads each region here, its CRC32C with the target's:
+ * an identical region (same length) is skipped, a region the target does
+ * not hold or holds as zeros is copied sparsely as above, any other
+ * differing region is sent whole.  Why skipping is safe: for a byte of a
+ * skipped region, the target's final value is that of the last forward
+ * it applies after its window's CHECKSUM, or the checksummed one;
+ * forwards after that CHECKSUM are exactly the mutations we applied after
+ * it, in our order, so the last one touching the byte (if any) is also
+ * the last one here, and the checksummed value equals ours otherwise.  A failure (e.g. the target holds a newer trunc_gen, refused
  * with -ESTALE) makes mgrd retry, with a full copy after two failures in
  * a row.  A wiped target gets a full copy (mgrd: its logs know nothing).
  * The write-intent pins of the twin (twin.c pin_missed) are released when
@@ -106,6 +107,10 @@
 #include <string.h>
 
 #define RS_CHUNK          (1u << 20)
+/* CHECKSUM asks for this many RS_CHUNK regions at a time: the target
+ * computes them on its loop, which must stay free for pings and
+ * forwards (a whole 16 GiB subfile took seconds). */
+#define RS_CSUM_REGIONS   (IOD_CSUM_BOTH_BYTES / RS_CHUNK)
 #define RS_BLOCK          4096u
 #define RS_WINDOW         (16u << 20)    /* bytes in flight to the target */
 #define RS_LIST_BATCH     256u
@@ -116,6 +121,8 @@
  * a delete and a truncate: leave this much room before each step. */
 #define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
 
+
+enum { CONT_NONE, CONT_CHUNKS, CONT_CHECKSUMS };
 
 struct rs_job {
 	struct iod *d;
@@ -141,11 +148,14 @@ struct rs_job {
 	uint32_t cur_col;
 	uint64_t cur_off;
 	struct iod_sub_layout cur_layout;
-	/* incremental: the target's region checksums of the current subfile */
+	/* incremental: the target's checksums of regions [t_first, t_end)
+	 * of the current subfile (n_tcrc of them: fewer past its end) and
+	 * its size, as of the CHECKSUM that window's copy follows */
 	bool incremental;
 	bool cur_wait;             /* CHECKSUM asked, not answered yet */
 	uint32_t *tcrc;
 	size_t n_tcrc;
+	uint64_t t_first, t_end;
 	uint64_t tsize;
 	uint64_t skipped;          /* bytes found identical */
 	/* in flight */
@@ -703,6 +713,8 @@ static int ask_checksums(struct rs_job *j)
 	q.ino = j->cur_ino;
 	q.column = j->cur_col;
 	q.region_size = RS_CHUNK;
+	q.first_region = (uint32_t)(j->cur_off / RS_CHUNK);
+	q.max_regions = RS_CSUM_REGIONS;
 	rc = wire_call(j->d->twin_peer, TWINFS__MSG_TYPE__MSG_CHECKSUM,
 		       &q.base, NULL, 0,
 		       TW_MAX(j->d->conf->request_timeout_ms * 10, 30000u),
@@ -711,7 +723,19 @@ static int ask_checksums(struct rs_job *j)
 		return rc;
 	j->inflight++;
 	j->cur_wait = true;
+	j->t_first = q.first_region;
+	j->t_end = j->t_first + RS_CSUM_REGIONS;
 	return 0;
+}
+
+/* The next window's checksums are due: the copy reached the end of the
+ * last one, and the target held bytes past it then.  Asked before any
+ * chunk of the window is read, so the skip argument (the header) holds
+ * window by window. */
+static bool checksums_due(const struct rs_job *j)
+{
+	return j->cont == CONT_CHECKSUMS && !j->reg_mode && !j->cur_wait &&
+	       j->cur_off / RS_CHUNK >= j->t_end && j->cur_off < j->tsize;
 }
 
 /* Listing order of (ino, column) against a position's subfile. */
@@ -763,7 +787,6 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 
 /* How the bytes at or after `then` of the current subfile are copied,
  * after its region mode (if any). */
-enum { CONT_NONE, CONT_CHUNKS, CONT_CHECKSUMS };
 
 /* Whether region mode sends mark run mk of the current subfile: marks
  * below `then` (already at the target) only when the target may have
@@ -922,7 +945,7 @@ static void copy_chunk(struct rs_job *j)
 		return;
 	}
 	if (j->incremental) {
-		uint64_t r = j->cur_off / RS_CHUNK;
+		uint64_t r = j->cur_off / RS_CHUNK - j->t_first;
 		uint64_t tlen = j->tsize > j->cur_off
 				? TW_MIN(j->tsize - j->cur_off, (uint64_t)RS_CHUNK)
 				: 0;
@@ -1109,6 +1132,14 @@ static void pump(struct rs_job *j)
 			if (j->rc == 0 && j->inflight == 0)
 				start_sync(j);
 			break;
+		}
+		if (j->cur && checksums_due(j)) {
+			int err = ask_checksums(j);
+
+			if (err < 0) {
+				fail(j, err, "checksums at the target");
+				break;
+			}
 		}
 		if (j->cur && j->cur_wait)
 			break;             /* on_checksums pumps again */
