@@ -6,15 +6,19 @@
  * start, a grace period of `lock_grace` lets the clients of the sessions
  * that survived in the journal re-claim the locks they hold (`reclaim`);
  * meanwhile every other request that could take a lock or test for one is
- * answered -EINPROGRESS and retried by the client (as NFS's GRACE).
+ * answered -EINPROGRESS and retried by the client (as NFS's GRACE).  The
+ * grace also lasts until every readable iod has taken the fence list
+ * (server.c "fencing"): a session that expired just before the restart
+ * lost its locks with mgrd's memory, and its writes must be refused
+ * before anyone else can lock what it held.
  *
  * A blocking request (wait) that conflicts is parked without an answer:
  * it is answered 0 when granted (after an unlock, a close, or a session
  * expiry), -EINTR when its client cancels it (MSG_LOCK_CANCEL, after a
  * signal), and never when its connection closes (the client sends it again
  * on the next connection; the same waiter_id replaces the parked one).
- * Sessions that expire lose their locks (server.c's sweep calls
- * mgr_locks_session_gone).
+ * Sessions that expire lose their locks once they are fenced (server.c
+ * calls mgr_locks_session_gone).
  */
 #include "server_int.h"
 
@@ -36,6 +40,7 @@ struct parked {
 };
 
 struct mgr_locks {
+	struct mgr_server *s;
 	struct tw_lk_table t;
 	struct parked *parked;
 	uint64_t grace_until_ms;  /* 0: no grace */
@@ -50,6 +55,7 @@ int mgr_locks_new(struct mgr_server *s, bool grace)
 	if (!lk)
 		return -ENOMEM;
 	tw_lk_init(&lk->t);
+	lk->s = s;
 	if (grace) {
 		lk->grace_until_ms = tw_now_ms() + ms;
 		tw_info("mgrd: lock grace for %u ms: clients re-claim the locks "
@@ -90,7 +96,7 @@ static bool in_grace(struct mgr_locks *lk)
 {
 	if (!lk->grace_until_ms)
 		return false;
-	if (tw_now_ms() < lk->grace_until_ms)
+	if (tw_now_ms() < lk->grace_until_ms || !mgr_srv_fenced(lk->s))
 		return true;
 	lk->grace_until_ms = 0;
 	tw_info("mgrd: lock grace over: %llu locks re-claimed",
