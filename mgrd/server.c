@@ -688,8 +688,9 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		wire_conn_close(c);
 		return;
 	}
-	if (h->role == TWINFS__ROLE__ROLE_CLIENT ||
-	    (h->role == TWINFS__ROLE__ROLE_ADMIN && h->session_id)) {
+	/* Only a client's connections hold its session: one that names a
+	 * session in an admin HELLO would otherwise keep it alive. */
+	if (h->role == TWINFS__ROLE__ROLE_CLIENT) {
 		sess = mgr_session_get(&s->st.sessions, h->session_id);
 		/* A client's two connections come back with the dead id
 		 * one after the other, the second before the client heard
@@ -697,7 +698,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		if (!sess && h->session_id)
 			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
 				tw_hmap_get(&s->replaced, h->session_id));
-		if (!sess && h->role == TWINFS__ROLE__ROLE_CLIENT) {
+		if (!sess) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
 
 			if (h->session_id)
