@@ -13,6 +13,10 @@
  * Connections are separate allocations (struct pconn) so that a connection
  * being closed never confuses the next one: frames read from a dead
  * connection are ignored.  Reconnects are spaced by reconnect_ms.
+ *
+ * A host name (not an address) is resolved on libuv's thread pool
+ * (uv_getaddrinfo) before each connection, never on the loop: a resolver
+ * that stalls for seconds must not stop a daemon's or a client's loop.
  */
 #include <assert.h>
 #include <errno.h>
@@ -25,7 +29,7 @@
 
 #define HELLO_REQ_ID 0u
 
-enum pstate { P_IDLE, P_CONNECTING, P_AUTH, P_HELLO, P_READY };
+enum pstate { P_IDLE, P_RESOLVING, P_CONNECTING, P_AUTH, P_HELLO, P_READY };
 
 struct pcall {
 	struct pcall *dl_prev, *dl_next;  /* deadline list */
@@ -72,12 +76,15 @@ struct wire_peer {
 	uint64_t last_attempt;            /* ms */
 	uv_timer_t deadline_timer;
 	uv_timer_t connect_timer;
-	int handles;                      /* open uv handles we own */
+	uv_getaddrinfo_t gai;             /* a host name being resolved */
+	bool resolving;                   /* gai is out (counts in handles) */
+	int handles;                      /* open uv handles and requests */
 	int depth;                        /* nesting of our callbacks */
 	bool freeing;
 };
 
 static void peer_maybe_free(struct wire_peer *p);
+static void schedule_connect(struct wire_peer *p);
 static void conn_lost(struct wire_peer *p, int err);
 static void pump(struct wire_peer *p);
 static void on_deadline(uv_timer_t *t);
@@ -557,41 +564,13 @@ static void on_connected(uv_connect_t *req, int status)
 	send_auth(p, 1, NULL);
 }
 
-static int resolve(struct wire_peer *p, struct sockaddr_storage *ss)
+/* Open the connection to ss (state P_IDLE -> P_CONNECTING). */
+static void start_connect(struct wire_peer *p, const struct sockaddr_storage *ss)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-	char port[16];
-	int rc;
-
-	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)ss) == 0 ||
-	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)ss) == 0)
-		return 0;
-	snprintf(port, sizeof(port), "%d", p->port);
-	rc = getaddrinfo(p->host, port, &hints, &res);
-	if (rc != 0 || !res) {
-		tw_log_rl(TW_LOG_WARN, "wire: cannot resolve %s: %s", p->host,
-			  gai_strerror(rc));
-		return -EHOSTUNREACH;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
-static void connect_now(struct wire_peer *p)
-{
-	struct sockaddr_storage ss;
 	struct pconn *pc;
 	int rc;
 
-	if (p->freeing || p->state != P_IDLE)
-		return;
-	p->last_attempt = tw_now_ms();
-	rc = resolve(p, &ss);
-	if (rc < 0) {
-		fail_calls(p, rc, false);
-		return;
-	}
+	assert(p->state == P_IDLE && !p->freeing);
 	pc = calloc(1, sizeof(*pc));
 	if (!pc || wire_reader_init(&pc->rd) < 0) {
 		free(pc);
@@ -605,13 +584,77 @@ static void connect_now(struct wire_peer *p)
 	p->handles++;
 	p->conn = pc;
 	p->state = P_CONNECTING;
-	rc = uv_tcp_connect(&pc->creq, &pc->tcp, (struct sockaddr *)&ss,
+	rc = uv_tcp_connect(&pc->creq, &pc->tcp, (const struct sockaddr *)ss,
 			    on_connected);
 	if (rc < 0) {
 		pconn_close(p, pc);
 		p->state = P_IDLE;
 		fail_calls(p, rc, false);
 	}
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status,
+			struct addrinfo *res)
+{
+	struct wire_peer *p = req->data;
+	struct sockaddr_storage ss;
+	bool ok = status == 0 && res && res->ai_addrlen <= sizeof(ss);
+
+	if (ok)
+		memcpy(&ss, res->ai_addr, res->ai_addrlen);
+	if (res)
+		uv_freeaddrinfo(res);
+	p->resolving = false;
+	p->handles--;
+	if (p->freeing) {
+		peer_maybe_free(p);
+		return;
+	}
+	if (p->state != P_RESOLVING) {
+		/* Reset meanwhile (its calls failed): start again if more
+		 * came since. */
+		if (p->q_head)
+			schedule_connect(p);
+		return;
+	}
+	p->state = P_IDLE;
+	if (!ok) {
+		tw_log_rl(TW_LOG_WARN, "wire: cannot resolve %s: %s", p->host,
+			  status < 0 ? uv_strerror(status) : "no address");
+		fail_calls(p, -EHOSTUNREACH, false);
+		return;
+	}
+	start_connect(p, &ss);
+}
+
+static void connect_now(struct wire_peer *p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct sockaddr_storage ss;
+	char port[16];
+	int rc;
+
+	if (p->freeing || p->state != P_IDLE || p->resolving)
+		return;
+	p->last_attempt = tw_now_ms();
+	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)&ss) == 0 ||
+	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)&ss) == 0) {
+		start_connect(p, &ss);
+		return;
+	}
+	snprintf(port, sizeof(port), "%d", p->port);
+	p->gai.data = p;
+	rc = uv_getaddrinfo(p->loop, &p->gai, on_resolved, p->host, port,
+			    &hints);
+	if (rc < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: cannot resolve %s: %s", p->host,
+			  uv_strerror(rc));
+		fail_calls(p, -EHOSTUNREACH, false);
+		return;
+	}
+	p->resolving = true;
+	p->handles++;
+	p->state = P_RESOLVING;
 }
 
 static void on_connect_timer(uv_timer_t *t)
@@ -803,6 +846,8 @@ void wire_peer_free(struct wire_peer *p)
 		return;
 	p->freeing = true;
 	fail_calls(p, -ECANCELED, false);
+	if (p->resolving)
+		uv_cancel((uv_req_t *)&p->gai);   /* on_resolved frees */
 	if (p->conn)
 		pconn_close(p, p->conn);
 	p->state = P_IDLE;
