@@ -14,6 +14,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,8 +310,23 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
 	if (!strcmp(host, "localhost"))
 		host = "127.0.0.1";
 	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
-	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0)
-		return -EINVAL;
+	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0) {
+		/* A host name: resolved once, at start, where blocking is
+		 * fine (peers resolve off the loop, wire_peer.c). */
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+					  .ai_flags = AI_PASSIVE }, *res = NULL;
+		char p[16];
+
+		snprintf(p, sizeof(p), "%d", port);
+		if (getaddrinfo(host, p, &hints, &res) != 0 || !res ||
+		    res->ai_addrlen > sizeof(ss)) {
+			if (res)
+				freeaddrinfo(res);
+			return -EINVAL;
+		}
+		memcpy(&ss, res->ai_addr, res->ai_addrlen);
+		freeaddrinfo(res);
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

@@ -17,6 +17,8 @@
  * A host name (not an address) is resolved on libuv's thread pool
  * (uv_getaddrinfo) before each connection, never on the loop: a resolver
  * that stalls for seconds must not stop a daemon's or a client's loop.
+ * Its first WIRE_PEER_ADDRS addresses are tried in order until one
+ * accepts the connection.
  */
 #include <assert.h>
 #include <errno.h>
@@ -30,6 +32,8 @@
 #define HELLO_REQ_ID 0u
 
 enum pstate { P_IDLE, P_RESOLVING, P_CONNECTING, P_AUTH, P_HELLO, P_READY };
+
+#define WIRE_PEER_ADDRS 4
 
 struct pcall {
 	struct pcall *dl_prev, *dl_next;  /* deadline list */
@@ -78,6 +82,10 @@ struct wire_peer {
 	uv_timer_t connect_timer;
 	uv_getaddrinfo_t gai;             /* a host name being resolved */
 	bool resolving;                   /* gai is out (counts in handles) */
+	/* The addresses of this attempt, tried in the resolver's order:
+	 * "localhost" may give ::1 first to a server bound to 127.0.0.1. */
+	struct sockaddr_storage addrs[WIRE_PEER_ADDRS];
+	int n_addrs, i_addr;
 	int handles;                      /* open uv handles and requests */
 	int depth;                        /* nesting of our callbacks */
 	bool freeing;
@@ -85,6 +93,7 @@ struct wire_peer {
 
 static void peer_maybe_free(struct wire_peer *p);
 static void schedule_connect(struct wire_peer *p);
+static void start_connect(struct wire_peer *p);
 static void conn_lost(struct wire_peer *p, int err);
 static void pump(struct wire_peer *p);
 static void on_deadline(uv_timer_t *t);
@@ -540,6 +549,10 @@ static void on_connected(uv_connect_t *req, int status)
 			 uv_strerror(status));
 		pconn_close(p, pc);
 		p->state = P_IDLE;
+		if (!p->freeing && ++p->i_addr < p->n_addrs) {
+			start_connect(p);   /* the name's next address */
+			return;
+		}
 		if (p->on_connect) {
 			p->depth++;
 			p->on_connect(p, status, NULL, p->arg);
@@ -564,9 +577,10 @@ static void on_connected(uv_connect_t *req, int status)
 	send_auth(p, 1, NULL);
 }
 
-/* Open the connection to ss (state P_IDLE -> P_CONNECTING). */
-static void start_connect(struct wire_peer *p, const struct sockaddr_storage *ss)
+/* Open the connection to addrs[i_addr] (state P_IDLE -> P_CONNECTING). */
+static void start_connect(struct wire_peer *p)
 {
+	const struct sockaddr_storage *ss = &p->addrs[p->i_addr];
 	struct pconn *pc;
 	int rc;
 
@@ -597,11 +611,12 @@ static void on_resolved(uv_getaddrinfo_t *req, int status,
 			struct addrinfo *res)
 {
 	struct wire_peer *p = req->data;
-	struct sockaddr_storage ss;
-	bool ok = status == 0 && res && res->ai_addrlen <= sizeof(ss);
+	int n = 0;
 
-	if (ok)
-		memcpy(&ss, res->ai_addr, res->ai_addrlen);
+	for (const struct addrinfo *a = status == 0 ? res : NULL;
+	     a && n < WIRE_PEER_ADDRS; a = a->ai_next)
+		if (a->ai_addrlen <= sizeof(p->addrs[0]))
+			memcpy(&p->addrs[n++], a->ai_addr, a->ai_addrlen);
 	if (res)
 		uv_freeaddrinfo(res);
 	p->resolving = false;
@@ -618,28 +633,31 @@ static void on_resolved(uv_getaddrinfo_t *req, int status,
 		return;
 	}
 	p->state = P_IDLE;
-	if (!ok) {
+	if (n == 0) {
 		tw_log_rl(TW_LOG_WARN, "wire: cannot resolve %s: %s", p->host,
 			  status < 0 ? uv_strerror(status) : "no address");
 		fail_calls(p, -EHOSTUNREACH, false);
 		return;
 	}
-	start_connect(p, &ss);
+	p->n_addrs = n;
+	p->i_addr = 0;
+	start_connect(p);
 }
 
 static void connect_now(struct wire_peer *p)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	struct sockaddr_storage ss;
 	char port[16];
 	int rc;
 
 	if (p->freeing || p->state != P_IDLE || p->resolving)
 		return;
 	p->last_attempt = tw_now_ms();
-	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)&ss) == 0 ||
-	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)&ss) == 0) {
-		start_connect(p, &ss);
+	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)p->addrs) == 0 ||
+	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)p->addrs) == 0) {
+		p->n_addrs = 1;
+		p->i_addr = 0;
+		start_connect(p);
 		return;
 	}
 	snprintf(port, sizeof(port), "%d", p->port);
