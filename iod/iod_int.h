@@ -45,6 +45,7 @@
 /* An ordered checksum (Checksum.both) covers at most this many bytes per
  * call: it runs on the loop of both twins, ahead of demand I/O. */
 #define IOD_CSUM_BOTH_BYTES  (16u << 20)
+#define IOD_STALE_MAX        64u
 
 struct iod_store;
 struct jbd_io_ops;
@@ -360,6 +361,15 @@ struct iod {
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
 	uint64_t n_pins;           /* mutations the twin did not apply */
+	/* Forwards the twin refused as stale, waiting for the sender's
+	 * retry to heal them (twin.c "Stale forwards"). */
+	struct iod_stale_fwd {
+		uint64_t ino;
+		uint32_t column;
+		uint64_t off, len;
+		uint64_t due_ms;
+	} stale[IOD_STALE_MAX];
+	uint32_t n_stale;
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;
@@ -425,6 +435,10 @@ void iod_twin_stop(struct iod *d);
 bool iod_twin_self_readable(const struct iod *d);
 /* Our twin, by our map (one missing from it counts as readable). */
 bool iod_twin_peer_readable(const struct iod *d);
+/* Report as missed writes the stale-refused forwards no retry healed in
+ * time (mgr.c's timer); forget them all after a resync. */
+void iod_twin_stale_check(struct iod *d);
+void iod_twin_stale_forget(struct iod *d);
 /* resync.c: RESYNC from mgrd (we are the source; the reply comes when the
  * copy is done); stop a running copy at shutdown. */
 struct rs_job;

@@ -400,6 +400,7 @@ static void on_timer(uv_timer_t *t)
 	}
 	if (abort_unheard(d))
 		iod_mgr_report_self(d);
+	iod_twin_stale_check(d);
 	if (missed_due(d))
 		send_report(d, d->twin_id, -EIO, true);
 	/* Stay connected: mgrd pushes map updates only to iods connected to

@@ -311,6 +311,7 @@ static void finish(struct rs_job *j)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
 		d->missed_unheard = false;   /* the copy carried them */
+		iod_twin_stale_forget(d);
 		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
 			" subfiles, %" PRIu64 " bytes read, %" PRIu64 " bytes "
 			"sent, %" PRIu64 " bytes found identical, %" PRIu64

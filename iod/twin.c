@@ -121,6 +121,73 @@ static void pin_missed(struct iod *d, const struct op *o, bool report)
 		iod_mgr_report_missed(d);
 }
 
+/* ---------------------------------------------------- stale forwards */
+
+/* A forward the twin refused as stale (its map or the subfile's trunc_gen
+ * is newer than the request's) is pinned, and the sender got -ESTALE: it
+ * sends the write again through the newer map's primary, to both twins,
+ * which heals the difference.  Reporting it at once would resync a twin
+ * that is fine whenever a forward crosses a map change; never reporting
+ * it would leave the twins apart when the retry never comes (the client
+ * died, gave up, or was fenced).  So the range waits here: a later write
+ * covering it, ours forwarded or the twin's forwarded to us, heals it;
+ * what is left 3 x request_timeout later is reported as missed writes. */
+
+static void stale_note(struct iod *d, const struct op *o)
+{
+	bool ranged = o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE ||
+		      o->hdr.type == TWINFS__MSG_TYPE__MSG_FALLOCATE;
+
+	if (!ranged || d->n_stale == IOD_STALE_MAX) {
+		iod_mgr_report_missed(d);   /* cannot wait for a retry */
+		return;
+	}
+	d->stale[d->n_stale++] = (struct iod_stale_fwd){
+		.ino = o->ino, .column = o->column, .off = o->off,
+		.len = o->len,
+		.due_ms = tw_now_ms() + 3ull * d->conf->request_timeout_ms };
+}
+
+/* A write of [off, off + len) reached both twins in order: it heals the
+ * stale ranges it covers. */
+static void stale_heal(struct iod *d, uint64_t ino, uint32_t column,
+		       uint64_t off, uint64_t len)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < d->n_stale; i++) {
+		const struct iod_stale_fwd *s = &d->stale[i];
+
+		if (s->ino == ino && s->column == column && s->off >= off &&
+		    s->off + s->len <= off + len)
+			continue;
+		d->stale[k++] = *s;
+	}
+	d->n_stale = k;
+}
+
+void iod_twin_stale_check(struct iod *d)
+{
+	uint64_t now = tw_now_ms();
+
+	for (uint32_t i = 0; i < d->n_stale; i++)
+		if (now >= d->stale[i].due_ms) {
+			tw_log_rl(TW_LOG_WARN, "ino %" PRIu64 " column %"
+				  PRIu32 ": no write healed the forward twin "
+				  "iod %" PRIu32 " refused as stale: reporting "
+				  "it as missed", d->stale[i].ino,
+				  d->stale[i].column, d->twin_id);
+			iod_mgr_report_missed(d);
+			d->n_stale = 0;
+			return;
+		}
+}
+
+void iod_twin_stale_forget(struct iod *d)
+{
+	d->n_stale = 0;
+}
+
 static const char *type_name(uint16_t t)
 {
 	return wire_type_name(t);
@@ -286,14 +353,14 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 
 	if (reply)
 		wire_msg_free(reply);
-	/* -ESTALE: the twin holds a newer map (or trunc_gen) than the
-	 * request; the sender gets -ESTALE too and sends the write again
-	 * through the primary of the newer map, to both twins.  Pinned (a
-	 * sender that dies first leaves the twins apart), but no reason to
-	 * resync a twin that is fine: a map change would otherwise cost a
-	 * resync whenever a forward crossed it. */
+	/* -ESTALE: the twin holds a newer map (or trunc_gen); the sender
+	 * sends the write again ("Stale forwards" above). */
 	if (status < 0)
 		pin_missed(d, f, status != -ESTALE);
+	if (status == -ESTALE)
+		stale_note(d, f);
+	else if (status == 0 && f->len)
+		stale_heal(d, f->ino, f->column, f->off, f->len);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -560,6 +627,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		rc = apply_local(d, m, o);
 		if (rc < 0)
 			goto reply;
+		if (o->len)   /* the twin ordered it: both have it now */
+			stale_heal(d, ino, column, o->off, o->len);
 		wire_conn_ref(c);
 		wire_msg_free(m);
 		return;
