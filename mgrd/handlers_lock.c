@@ -60,6 +60,10 @@ int mgr_locks_new(struct mgr_server *s, bool grace)
 		lk->grace_until_ms = tw_now_ms() + ms;
 		tw_info("mgrd: lock grace for %u ms: clients re-claim the locks "
 			"they held; new locks wait until it ends", ms);
+	} else if (s->st.sessions.fence_gen) {
+		/* Nothing to re-claim, but a session that expired just before
+		 * the restart may not be fenced everywhere yet. */
+		lk->grace_until_ms = tw_now_ms();
 	}
 	s->locks = lk;
 	return 0;

@@ -199,7 +199,8 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		       uint32_t rate_mbps);
 
 /* handlers_lock.c: the cluster-wide lock table (proto/FORMAT.md "Locks").
- * mgr_locks_new: grace = there were sessions to come back (a restart). */
+ * mgr_locks_new: grace = there were sessions to come back (a restart);
+ * without, locks still wait for the fence list (handlers_lock.c). */
 struct mgr_locks;
 int mgr_locks_new(struct mgr_server *s, bool grace);
 /* Parked requests are dropped unanswered (the clients send them again). */
