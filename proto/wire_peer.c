@@ -603,6 +603,10 @@ static void start_connect(struct wire_peer *p)
 	if (rc < 0) {
 		pconn_close(p, pc);
 		p->state = P_IDLE;
+		if (++p->i_addr < p->n_addrs) {
+			start_connect(p);   /* e.g. ::1 without IPv6 */
+			return;
+		}
 		fail_calls(p, rc, false);
 	}
 }
