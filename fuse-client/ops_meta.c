@@ -49,6 +49,7 @@ struct mop {
 	bool writes_landed;      /* setattr: it did */
 	bool embed_tried;        /* setattr without size or mtime: it did */
 	uint64_t times_seq;      /* setattr of mtime: fc_times_set's, or 0 */
+	uint64_t fh_session;     /* ftruncate: its open's session, or 0 */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
 	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
@@ -624,6 +625,19 @@ static void setattr_run(struct fc_op *op)
 	const uint32_t ordered = TWINFS__SETATTR_VALID__SA_SIZE |
 		TWINFS__SETATTR_VALID__SA_MTIME;
 
+	/* ftruncate through a descriptor opened under a session mgrd
+	 * expired: dead, as its writes are (ops_data.c write_start); it
+	 * must not cut what another client wrote since. */
+	if (m->fh_session && m->fh_session != op->cl->session) {
+		tw_log_rl(TW_LOG_ERR, "truncate ino %" PRIu64 ": the file was "
+			  "opened under session %" PRIu64 ", which mgrd "
+			  "expired (this mount is now session %" PRIu64 "); "
+			  "it fails with EIO, a new open truncates again",
+			  m->ino, m->fh_session, op->cl->session);
+		fc_op_reply_err(op, EIO);
+		return;
+	}
+
 	/* An mtime set takes its place now: earlier writes still in flight
 	 * keep the mtime it sets when they land (report.c, fc_times_set). */
 	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MTIME) &&
@@ -685,7 +699,6 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 
-	(void)fi;
 	/* The time write-back of a file our own UNLINK destroyed (mgrd said
 	 * so, gone_ino): answered here, as mgrd would (ESTALE, then
 	 * gone_times_flush), without the round trip (rm -rf). */
@@ -708,8 +721,14 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		s->uid = attr->st_uid;
 	if (to_set & FUSE_SET_ATTR_GID)
 		s->gid = attr->st_gid;
-	if (to_set & FUSE_SET_ATTR_SIZE)
+	if (to_set & FUSE_SET_ATTR_SIZE) {
 		s->size = (uint64_t)attr->st_size;
+		/* ftruncate: the kernel names the open file (a regular
+		 * file's: truncate needs one open for writing). */
+		if (fi && fi->fh)
+			m->fh_session = ((const struct fc_file *)(uintptr_t)
+					  fi->fh)->session;
+	}
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
 		/* Both bits and our clock: mgrd may use either.  With the
 		 * writeback cache the kernel sends a "now" mtime as its own

@@ -15,9 +15,9 @@
 #      holding a lock: mgrd pings it, finds it silent, closes its
 #      connections and expires its session, so a waiter on the other
 #      mount gets the lock; after SIGCONT the mount serves again, but the
-#      holder's writes through its old descriptor fail with EIO: every
-#      iod refuses the expired session's writes (fencing), so the
-#      waiter's bytes stay.
+#      holder's writes and ftruncate through its old descriptor fail with
+#      EIO: every iod refuses the expired session's writes (fencing), so
+#      the waiter's bytes stay.
 #   Finally twinfsctl verify finds both twins of every group identical.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"   # short timers
@@ -165,7 +165,14 @@ while errs < 3:
         errs += 1
         print("error %s after %d writes" % (errno.errorcode[e.errno], n), flush=True)
     time.sleep(0.02)
-print("done: %d writes" % n, flush=True)' "$M2/lk" >"$T/hold.out" 2>&1 &
+print("done: %d writes" % n, flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+try:
+    os.ftruncate(fd, 0)
+    print("truncated", flush=True)
+except OSError as e:
+    print("truncate error %s" % errno.errorcode[e.errno], flush=True)' "$M2/lk" "$T/go" >"$T/hold.out" 2>&1 &
 hpid=$!
 for ((i = 0; i < 300; i++)); do grep -q locked "$T/hold.out" && break; sleep 0.1; done
 sleep 0.2
@@ -193,6 +200,15 @@ echo "# holder: $(grep -v locked "$T/hold.out" | tr '\n' ' ')"
 [[ $(grep -c 'error EIO after' "$T/hold.out") == 3 && $(tail -n 1 "$T/hold.out") == "done: "* ]] &&
 	pass fenced-writes-fail-with-eio ||
 	fail fenced-writes-fail-with-eio "holder: $(tr '\n' ' ' <"$T/hold.out")"
+# Once its client holds a new session, an ftruncate through the old
+# descriptor fails too (it would cut the waiter's bytes).
+for ((i = 0; i < 100; i++)); do
+	grep -q "did not resume session $sid" "$TWINFS_RUN_DIR"/logs/mount-*.log && break
+	sleep 0.1
+done
+touch "$T/go"
+for ((i = 0; i < 100; i++)); do grep -q truncate "$T/hold.out" && break; sleep 0.1; done
+assert_eq fenced-ftruncate-fails "truncate error EIO" "$(grep truncate "$T/hold.out")"
 kill "$hpid" 2>/dev/null
 wait "$hpid" 2>/dev/null
 got=$("$PY" -c 'import os, sys
