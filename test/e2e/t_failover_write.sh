@@ -19,7 +19,8 @@ head -c "$SIZE" /dev/urandom >"$T/src"
 # timestamped; iod 4 dies in the middle.  It stays down for the dd drill
 # below, which then also writes group 1 degraded.
 mkdir "$M/g1" && setfattr -n twinfs.layout -v "512K 1 1" "$M/g1"
-"$PY" - "$M/g1/stall" $(scale 400) >"$T/stall.out" 2>&1 <<'PYEOF' &
+n_stall=$(scale 400)
+"$PY" - "$M/g1/stall" "$n_stall" >"$T/stall.out" 2>&1 <<'PYEOF' &
 import os, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 buf = os.urandom(1 << 20)
@@ -33,7 +34,12 @@ os.close(fd)
 print("%d" % (worst * 1000))
 PYEOF
 wpid=$!
-wait_size "$M/g1/stall" $((64 << 20))
+# Kill while it writes: a quarter in (a fixed 64 MiB was past the end of
+# the file at CI's scale, so the kill came after the writer had finished).
+wait_size "$M/g1/stall" $((n_stall / 4 << 20)) ||
+	fail write-kill-midway "the writer never reached $((n_stall / 4)) MiB"
+kill -0 "$wpid" 2>/dev/null && pass write-kill-midway ||
+	fail write-kill-midway "the writer had finished before iod 4 was killed"
 (cd / && lc kill-iod 4 >/dev/null)
 if wait $wpid; then
 	stall=$(tail -n 1 "$T/stall.out")
