@@ -890,6 +890,12 @@ void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
 void fc_data_map_changed(struct fc_client *cl);
 /* Loop thread (report.c): drop a reference to f; frees it at zero. */
 void fc_file_put(struct fc_client *cl, struct fc_file *f);
+/* Loop thread (ops_file.c): whether an open of ino made under `session`
+ * is dead, mgrd having expired that session while we hold another one
+ * (proto/FORMAT.md "Fencing"): then logs that `what` ("write",
+ * "truncate") through it fails with EIO. */
+bool fc_open_expired(struct fc_client *cl, uint64_t ino, uint64_t session,
+		     const char *what);
 /* Loop thread (report.c): f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);

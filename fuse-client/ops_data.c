@@ -854,12 +854,8 @@ static void write_start(struct fc_op *op)
 	 * "Fencing"), and an append would first reserve bytes at mgrd that
 	 * nobody writes.  Page-cache writeback is not a descriptor's: it
 	 * names the current session (write_session). */
-	if (!d->writepage && d->f->session != op->cl->session) {
-		tw_log_rl(TW_LOG_ERR, "write ino %" PRIu64 ": the file was "
-			  "opened under session %" PRIu64 ", which mgrd "
-			  "expired (this mount is now session %" PRIu64 "); "
-			  "writes through it fail with EIO, a new open writes "
-			  "again", d->ino, d->f->session, op->cl->session);
+	if (!d->writepage &&
+	    fc_open_expired(op->cl, d->ino, d->f->session, "write")) {
 		write_end(d, EIO);
 		return;
 	}

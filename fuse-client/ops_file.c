@@ -45,6 +45,18 @@ static struct fc_file *file_new(struct fc_client *cl, uint64_t ino,
 	return f;
 }
 
+bool fc_open_expired(struct fc_client *cl, uint64_t ino, uint64_t session,
+		     const char *what)
+{
+	if (session == cl->session)
+		return false;
+	tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": the file was opened under "
+		  "session %" PRIu64 ", which mgrd expired (this mount is now "
+		  "session %" PRIu64 "); it fails with EIO, a new open works "
+		  "again", what, ino, session, cl->session);
+	return true;
+}
+
 /* ---------------------------------------------------------- open/create */
 
 /* O_DIRECT bypasses the kernel's cache.  So does O_APPEND: through the

@@ -628,12 +628,8 @@ static void setattr_run(struct fc_op *op)
 	/* ftruncate through a descriptor opened under a session mgrd
 	 * expired: dead, as its writes are (ops_data.c write_start); it
 	 * must not cut what another client wrote since. */
-	if (m->fh_session && m->fh_session != op->cl->session) {
-		tw_log_rl(TW_LOG_ERR, "truncate ino %" PRIu64 ": the file was "
-			  "opened under session %" PRIu64 ", which mgrd "
-			  "expired (this mount is now session %" PRIu64 "); "
-			  "it fails with EIO, a new open truncates again",
-			  m->ino, m->fh_session, op->cl->session);
+	if (m->fh_session &&
+	    fc_open_expired(op->cl, m->ino, m->fh_session, "truncate")) {
 		fc_op_reply_err(op, EIO);
 		return;
 	}

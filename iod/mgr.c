@@ -151,8 +151,6 @@ int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
 	return 0;
 }
 
-/* ----------------------------------------------------------- register */
-
 /* ------------------------------------------------------------- fencing */
 
 static int cmp_u64(const void *a, const void *b)
@@ -188,11 +186,14 @@ bool iod_fenced(const struct iod *d, uint64_t session)
 				  sizeof(d->fenced[0]), cmp_u64);
 }
 
+/* ----------------------------------------------------------- register */
+
 static void send_register(struct iod *d);
 
 static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 {
 	struct iod *d = arg;
+	const Twinfs__ClusterMap *map;
 	int rc;
 
 	d->reg_inflight = false;
@@ -207,12 +208,13 @@ static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 				  strerror(-status));
 		goto out;
 	}
-	rc = iod_map_apply(d, (const Twinfs__ClusterMap *)reply->body);
+	map = (const Twinfs__ClusterMap *)reply->body;
 	/* mgrd's list as it is now, even with a lower gen than ours (mgrd
-	 * lost its journal's tail with its host: its list is the truth). */
-	if (rc == 0 && ((const Twinfs__ClusterMap *)reply->body)->fence)
-		rc = iod_fence_take(d, ((const Twinfs__ClusterMap *)
-					reply->body)->fence, true);
+	 * lost its journal's tail with its host: its list is the truth);
+	 * iod_map_apply then finds it taken. */
+	rc = map->fence ? iod_fence_take(d, map->fence, true) : 0;
+	if (rc == 0)
+		rc = iod_map_apply(d, map);
 	if (rc < 0)
 		goto out;
 	if (!d->registered)

@@ -69,9 +69,10 @@
  * it applies after its window's CHECKSUM, or the checksummed one;
  * forwards after that CHECKSUM are exactly the mutations we applied after
  * it, in our order, so the last one touching the byte (if any) is also
- * the last one here, and the checksummed value equals ours otherwise.  A failure (e.g. the target holds a newer trunc_gen, refused
- * with -ESTALE) makes mgrd retry, with a full copy after two failures in
- * a row.  A wiped target gets a full copy (mgrd: its logs know nothing).
+ * the last one here, and the checksummed value equals ours otherwise.
+ * A failure (e.g. the target holds a newer trunc_gen, refused with
+ * -ESTALE) makes mgrd retry, with a full copy after two failures in a
+ * row.  A wiped target gets a full copy (mgrd: its logs know nothing).
  * The write-intent pins of the twin (twin.c pin_missed) are released when
  * a copy completes.
  *
@@ -122,6 +123,8 @@
 #define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
 
 
+/* How the bytes at or after `then` of the current subfile are copied,
+ * after its region mode (if any). */
 enum { CONT_NONE, CONT_CHUNKS, CONT_CHECKSUMS };
 
 struct rs_job {
@@ -785,9 +788,6 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 	}
 	*m1 = j->i_mark;
 }
-
-/* How the bytes at or after `then` of the current subfile are copied,
- * after its region mode (if any). */
 
 /* Whether region mode sends mark run mk of the current subfile: marks
  * below `then` (already at the target) only when the target may have

@@ -444,40 +444,39 @@ static void on_statfs(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 }
 
+/* A request only mgrd may send, with a body of type desc: true, or false
+ * after refusing it. */
+static bool from_mgrd(struct wire_conn *c, const struct wire_msg *m,
+		      const ProtobufCMessageDescriptor *desc)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+
+	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
+		iod_reply_status(c, m, -EPERM);
+		return false;
+	}
+	if (!body_is(m, desc)) {
+		iod_reply_status(c, m, -EINVAL);
+		return false;
+	}
+	return true;
+}
+
+/* Only mgrd changes the map (DESIGN.md "Twins"). */
 static void on_map_update(struct iod *d, struct wire_conn *c,
 			  struct wire_msg *m)
 {
-	const struct iod_conn *ic = wire_conn_get_data(c);
-	int rc;
-
-	/* Only mgrd changes the map (DESIGN.md "Twins"). */
-	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
-		iod_reply_status(c, m, -EPERM);
-		return;
-	}
-	if (!body_is(m, &twinfs__cluster_map__descriptor)) {
-		iod_reply_status(c, m, -EINVAL);
-		return;
-	}
-	rc = iod_map_apply(d, (const Twinfs__ClusterMap *)m->body);
-	iod_reply_status(c, m, rc);
+	if (from_mgrd(c, m, &twinfs__cluster_map__descriptor))
+		iod_reply_status(c, m, iod_map_apply(d, (const
+				 Twinfs__ClusterMap *)m->body));
 }
 
 /* FENCE: mgrd's list of expired sessions (mgr.c "Fencing"). */
 static void on_fence(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
-	const struct iod_conn *ic = wire_conn_get_data(c);
-
-	if (ic->role != TWINFS__ROLE__ROLE_MGRD) {
-		iod_reply_status(c, m, -EPERM);
-		return;
-	}
-	if (!body_is(m, &twinfs__fence__descriptor)) {
-		iod_reply_status(c, m, -EINVAL);
-		return;
-	}
-	iod_reply_status(c, m, iod_fence_take(d, (const Twinfs__Fence *)
-						  m->body, false));
+	if (from_mgrd(c, m, &twinfs__fence__descriptor))
+		iod_reply_status(c, m, iod_fence_take(d, (const Twinfs__Fence *)
+						      m->body, false));
 }
 
 /* ------------------------------------------------------------- dispatch */

@@ -381,7 +381,7 @@ bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
  * (partitioned from mgrd, or stopped) and still reach the iods: its
  * writes must not land after mgrd took its files' sizes or gave its locks
  * to someone else.  So SESSION_EXPIRE adds it to the journaled fence
- * list, which goes to every iod (FENCE, and the IOD_REGISTER reply); the
+ * list, which goes to every iod (FENCE, and every map sent to an iod); the
  * size probes and the release of its locks wait until every readable iod
  * answered a list that holds it.  An iod that mgrd cannot reach holds
  * them up until the monitor demotes it (then it is nobody's copy). */
