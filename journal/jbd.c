@@ -492,8 +492,21 @@ static int admit(struct jbd *j, uint64_t bytes)
 	int64_t free_b = j->ops.free_space(j->ops.arg);
 	if (free_b < 0)
 		return (int)free_b;
-	if ((uint64_t)free_b < j->opts.reserve + j->pending_home + bytes)
+	if ((uint64_t)free_b < j->opts.reserve + j->pending_home + bytes) {
+		/* Checkpoint the cuts now, not a commit interval later: the
+		 * writer that retries finds the space (ext3 commits and retries
+		 * an allocation that found the disk full). */
+		if (j->frees_seq > j->checkpointed_seq && !j->frees_urgent) {
+			uint64_t one = 1;
+			ssize_t wr;
+
+			j->frees_urgent = true;
+			wr = write(j->efd, &one, sizeof(one));  /* the owner runs
+								 * jbd_process */
+			(void)wr;
+		}
 		return -ENOSPC;
+	}
 	return 0;
 }
 
@@ -916,6 +929,8 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 				j->pending_home += t->items[idx].len;
 			} else if (t->items[idx].kind == ITEM_REC) {
 				r = index_cut(j, t, &t->items[idx]);
+				if (t->items[idx].cut != JBD_NO_CUT)
+					j->frees_seq = t->seq;
 				if (r == 0 && t->items[idx].hole_len > 0)
 					r = index_hole(j, t, idx);
 			}

@@ -27,7 +27,8 @@
  * Without home_fs_fd, or under the test I/O layer, ops.home_sync runs
  * synchronously.
  *
- * Starts when the log is half used, when a close waits for space, and on
+ * Starts when the log is half used, when a close waits for space, when a
+ * synced cut has home space to give back (frees_due), and on
  * jbd_checkpoint / jbd_close.
  */
 #include "jbd_int.h"
@@ -495,13 +496,29 @@ static void cp_step(struct jbd *j)
 		cp_super(j);
 }
 
+/* Whether a cut waits to give its home space back: once synced, at most
+ * one such checkpoint per commit interval (ext3 frees a deleted file's
+ * blocks at its commit; without this a delete stayed in the log until the
+ * log was half used, forever on an idle iod, and a full home file system
+ * refused every write after the rm); at once when admission refused a
+ * write meanwhile (jbd.c admit). */
+static bool frees_due(const struct jbd *j)
+{
+	if (j->frees_seq <= j->checkpointed_seq)
+		return false;
+	if (j->frees_urgent)
+		return true;
+	return j->frees_seq <= j->synced_seq &&
+	       tw_now_ms() - j->frees_cp_ms >= j->opts.commit_interval_ms;
+}
+
 void jbd__cp_kick(struct jbd *j)
 {
 	if (j->cp != NULL && j->cp->state == CP_HOMESYNC)
 		cp_step(j);     /* the syncfs thread may have finished */
 	if (j->aborted || j->cp_active)
 		goto out;
-	bool want = j->full_wait || j->used >= j->nlog / 2;
+	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j);
 	for (struct jbd_waiter *w = j->cp_waiters; w; w = w->next)
 		if (w->seq > j->checkpointed_seq)
 			want = true;
@@ -557,6 +574,9 @@ void jbd__cp_kick(struct jbd *j)
 	cp->state = CP_ITEMS;
 	j->cp = cp;
 	j->cp_active = true;
+	j->frees_cp_ms = tw_now_ms();
+	if (cp->last->seq >= j->frees_seq)
+		j->frees_urgent = false;
 	cp_step(j);
 out:
 	jbd__io_pump(j);

@@ -319,6 +319,12 @@ struct jbd {
 	struct jbd_waiter *cp_waiters;
 	struct jbd_cp *cp;
 	bool full_wait;          /* a close waits for log space */
+	/* Home space to give back (data=journal): the newest transaction
+	 * holding a cut (a delete, truncate or punch record), whose space
+	 * the home file system gets back only when it is checkpointed. */
+	uint64_t frees_seq;
+	uint64_t frees_cp_ms;    /* when a checkpoint last started for it */
+	bool frees_urgent;       /* admission refused a write meanwhile */
 
 	/* index (data=journal) */
 	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */

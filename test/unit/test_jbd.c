@@ -2237,3 +2237,92 @@ Test(jbd, inflight_cap)
 	cr_assert_eq(memcmp(r, buf, sizeof(r)), 0);
 	cr_assert_eq(jbd_close(j), 0);
 }
+
+/* Tick every 60 ms until object obj is gone from home (obj 0: never) or
+ * n ticks passed; returns the ticks taken. */
+static int tick_until_gone(struct jbd *j, uint64_t obj, int n)
+{
+	int i;
+	for (i = 0; i < n && (obj == 0 || F.obj[obj].exists); i++) {
+		usleep(60 * 1000);
+		jbd_tick(j);
+		drain(j);
+	}
+	return i;
+}
+
+/* A synced cut (a delete, a truncate) gives its home space back within a
+ * commit interval, with the log nowhere near half used: an idle iod kept
+ * a deleted subfile's blocks forever, and a full home file system refused
+ * every write after the rm.  Plain writes still wait for half the log
+ * (they absorb overwrites there). */
+Test(jbd, cut_checkpointed_within_commit_interval)
+{
+	struct jbd_opts o = mkopts(256 * BS, JBD_MODE_JOURNAL, true);
+	o.commit_interval_ms = 50;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t a[4 * BS];
+	memset(a, 'a', sizeof(a));
+	int cnt = 0;
+	struct jbd_stats st;
+	write1(j, 1, 0, a, sizeof(a), &cnt);
+	write1(j, 2, 0, a, sizeof(a), &cnt);
+	drain(j);
+	checkpoint_all(j, &st);
+	uint64_t cps = st.checkpoints;
+	cr_assert(F.obj[1].exists && F.obj[2].exists, "home holds both");
+
+	write1(j, 2, 0, a, BS, &cnt);
+	drain(j);
+	cr_assert_eq(tick_until_gone(j, 0, 6), 6);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.synced_seq, st.closed_seq, "the ticks synced");
+	cr_assert_eq(st.checkpoints, cps, "a write alone waits for half the log");
+
+	record1(j, 1, 0, &cnt);
+	drain(j);
+	cr_assert(F.obj[1].exists, "not before its sync");
+	int ticks = tick_until_gone(j, 1, 40);
+	cr_assert(!F.obj[1].exists, "the delete reached home (%d ticks)", ticks);
+	jbd_stats(j, &st);
+	cr_assert_gt(st.checkpoints, cps);
+	cr_assert_eq(st.checkpointed_seq, st.closed_seq);
+	cr_assert_eq(cnt, 4);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Admission that finds home full while a cut waits in the log starts
+ * that cut's checkpoint at once, not a commit interval later (here 100 s):
+ * the writer's retry finds the space. */
+Test(jbd, enospc_checkpoints_pending_cut)
+{
+	struct jbd_opts o = mkopts(256 * BS, JBD_MODE_JOURNAL, false);
+	o.reserve = 8 * BS;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	static uint8_t a[4 * BS];
+	memset(a, 'a', sizeof(a));
+	int cnt = 0;
+	struct jbd_stats st;
+	write1(j, 1, 0, a, sizeof(a), &cnt);
+	drain(j);
+	checkpoint_all(j, &st);
+	record1(j, 1, 0, &cnt);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_lt(st.checkpointed_seq, st.closed_seq, "the delete waits");
+	cr_assert(F.obj[1].exists);
+
+	F.free_space = 4 * BS;
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 2, 0, a, BS), -ENOSPC);
+	jbd_cancel(h);
+	drain(j);
+	cr_assert(!F.obj[1].exists, "the refused write checkpointed the delete");
+	jbd_stats(j, &st);
+	cr_assert_eq(st.checkpointed_seq, st.closed_seq);
+	cr_assert_eq(cnt, 2);
+	cr_assert_eq(jbd_close(j), 0);
+}
