@@ -9,8 +9,9 @@
  *     readable and has a peer: send RESYNC(target) to the twin, with no
  *     deadline; the source answers when the copy is done.  The first
  *     attempt is incremental (the source compares region checksums with
- *     the target and sends what differs); after two failures in a row,
- *     or when the admin asks (rebuild --full), the copy is full.
+ *     the target and sends what differs); after two failures in a row
+ *     (but not for want of space), or when the admin asks (rebuild
+ *     --full), the copy is full.
  *   - RESYNC_PROGRESS from the source updates the job's counters and its
  *     cursor (the last subfile whose every forward the target has
  *     acknowledged), shown in IodInfo.resync_permille and RESYNC_STATUS.
@@ -19,7 +20,9 @@
  *   - A failed reply, or a map change that makes the source unreadable or
  *     moves the target out of `resyncing`, marks the job failed or
  *     interrupted (a generation number makes a late reply harmless); it is
- *     started again RETRY_MS later, when both are reachable.
+ *     started again RETRY_MS later, when both are reachable.  Failures in
+ *     a row wait longer, up to RETRY_MAX_MS (retry_wait), and a failure
+ *     for want of space never turns the copy into a full one.
  *
  * The job record (struct mgr_rjob_rec in the state: state, times,
  * counters, cursor) is journaled as a MGR_OP_RESYNC_JOB record at every
@@ -44,6 +47,7 @@
 #include <string.h>
 
 #define RETRY_MS   500u
+#define RETRY_MAX_MS 30000u  /* failures in a row back off to this */
 #define AGAIN_MS   100u
 #define TICK_MS    200u
 #define JOURNAL_MS 1000u     /* progress records at most this often */
@@ -147,6 +151,22 @@ static void job_end(struct mgr_resync *r, uint32_t id, int st, int err)
 	journal_job(r, id);
 }
 
+/* The wait before the next run after `fails` failures in a row: RETRY_MS
+ * twice, then doubling up to RETRY_MAX_MS.  A cause that lasts (a target
+ * whose disk is full) must not become a copy attempt every half second. */
+static uint64_t retry_wait(uint32_t fails)
+{
+	uint32_t shift = fails > 2 ? TW_MIN(fails - 2, 10u) : 0;
+
+	return TW_MIN((uint64_t)RETRY_MS << shift, (uint64_t)RETRY_MAX_MS);
+}
+
+/* A failure for want of space at the target (or the source). */
+static bool for_space(int status)
+{
+	return status == -ENOSPC || status == -EDQUOT;
+}
+
 static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 {
 	struct rcall *k = arg;
@@ -189,19 +209,24 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		goto out;
 	}
 	if (status < 0) {
+		uint64_t wait = retry_wait(++j->fails);
+
 		/* One failure may be a map change racing the copy (forwards
 		 * of an older epoch are refused); a second in a row copies
 		 * everything from zero (e.g. the target holds a newer
-		 * trunc_gen). */
-		if (++j->fails >= 2) {
+		 * trunc_gen).  Not for want of space: a full copy needs more
+		 * of it, and undoes what the incremental runs copied. */
+		if (j->fails >= 2 && !for_space(status)) {
 			rec->full = true;
 			rec->has_cursor = false;
 		}
-		j->retry_ms = tw_now_ms() + RETRY_MS;
+		j->retry_ms = tw_now_ms() + wait;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
-			  "failed: %s; retrying (%s) when both are reachable",
-			  k->target, rec->source, strerror(-status),
-			  rec->full ? "full copy" : "incremental");
+			  "failed: %s; retrying (%s) in %llu ms when both are "
+			  "reachable", k->target, rec->source,
+			  strerror(-status),
+			  rec->full ? "full copy" : "incremental",
+			  (unsigned long long)wait);
 		job_end(r, k->target, MGR_RJ_FAILED, status);
 		goto out;
 	}
