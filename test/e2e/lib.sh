@@ -35,6 +35,7 @@ E2E_FAIL=0
 E2E_NAME=
 E2E_UP=0
 E2E_TMPDIRS=()
+E2E_FSMOUNTS=()
 
 pass() { echo "PASS $1"; E2E_PASS=$((E2E_PASS + 1)); }
 fail() { echo "FAIL $1: ${2:-failed}"; E2E_FAIL=$((E2E_FAIL + 1)); }
@@ -88,6 +89,9 @@ e2e_cleanup() {
 		cd / || true
 		lc down >/dev/null 2>&1 || { echo "# local-cluster down failed"; }
 	fi
+	for f in "${E2E_FSMOUNTS[@]}"; do
+		umount "$f" 2>/dev/null || umount -l "$f" 2>/dev/null || true
+	done
 	# Sanitizer reports in any daemon or client log fail the test.
 	for f in "$TWINFS_RUN_DIR"/logs/*.log; do
 		[[ -e $f ]] || continue
@@ -137,6 +141,10 @@ e2e_begin() {
 	trap 'exit 130' INT TERM
 	local out
 	E2E_UP=1
+	if declare -F e2e_before_up >/dev/null && ! e2e_before_up; then
+		fail "$E2E_NAME-cluster-up" "e2e_before_up failed"
+		exit 1
+	fi
 	if ! out=$(lc up 2>&1); then
 		echo "$out" | sed 's/^/# /'
 		fail "$E2E_NAME-cluster-up" "deploy/local-cluster up failed"
@@ -151,6 +159,25 @@ e2e_tmpdir() {
 	d=$(mktemp -d "${TMPDIR:-/tmp}/twinfs-$E2E_NAME.XXXXXX") || exit 1
 	E2E_TMPDIRS+=("$d")
 	printf -v "$1" '%s' "$d"
+}
+
+# e2e_small_fs DIR SIZE: mount a file system of SIZE (ext4 in an image on a
+# loop device; tmpfs where there is none) on DIR, created if missing, and
+# unmount it at exit once the cluster is down.  For a test's e2e_before_up
+# (which e2e_begin calls before 'up'): an iod's data directory that fills.
+e2e_small_fs() {
+	local dir=$1 size=$2 tmp
+	mkdir -p "$dir" || return 1
+	e2e_tmpdir tmp
+	if truncate -s "$size" "$tmp/fs.img" && mkfs.ext4 -q -F "$tmp/fs.img" &&
+		mount -o loop "$tmp/fs.img" "$dir" 2>/dev/null; then
+		echo "# $dir: ext4 of $size on a loop device"
+	elif mount -t tmpfs -o "size=$size" tmpfs "$dir"; then
+		echo "# $dir: tmpfs of $size (no loop device)"
+	else
+		return 1
+	fi
+	E2E_FSMOUNTS+=("$dir")
 }
 
 e2e_end() {

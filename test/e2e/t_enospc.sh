@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# t_enospc.sh - a full disk under one twin, then space given back by rm.
+#
+# The data directories of iods 1 and 2 (twin group 0) are small file
+# systems of their own, iod 2's the smaller: every file stripes over both
+# groups, so iod 2's disk fills first.  Files are written and fsynced until
+# one fails; then:
+#   1. that write fails with ENOSPC, not EIO (iod 2 refused it, although
+#      iod 1 applied it), and every file acknowledged before reads back
+#      byte for byte;
+#   2. iod 2 missed a write its twin applied, so it resyncs, and each copy
+#      fails for want of space: mgrd backs off (it retried every 500 ms,
+#      and each retry after the second was a full copy, which needs more
+#      space still) and never turns the copy into a full one;
+#   3. rm gives the space back on both iods within seconds.  In
+#      data=journal a delete waited in the log until the log was half used
+#      (forever on an idle iod), so a full disk refused every write after
+#      the rm;
+#   4. iod 2's resync then completes, a new file is written and reads back
+#      after a remount, the files kept read back, and verify finds the
+#      twins identical.
+. "$(dirname "$0")/lib.sh"
+
+e2e_before_up() {
+	e2e_small_fs "$TWINFS_RUN_DIR/iod1" 320M &&
+		e2e_small_fs "$TWINFS_RUN_DIR/iod2" 200M
+}
+e2e_begin enospc
+export TWINFS_ENOSPC_DIR=$M
+
+avail_kb() { df --output=avail "$TWINFS_RUN_DIR/iod$1" | tail -1 | tr -d ' '; }
+
+# fill.py FIRST N: write files fNNN of 16 MiB (content from their number)
+# and fsync each, until one fails; prints "ok I" per file, then
+# "err I ERRNO" for the one that failed.  check.py I...: each "same I" or
+# "differ I".
+cat >"$TWINFS_RUN_DIR/fill.py" <<'EOF'
+import errno, os, random, sys
+d = os.environ['TWINFS_ENOSPC_DIR']
+first, n = int(sys.argv[1]), int(sys.argv[2])
+def content(i):
+    return random.Random(i).randbytes(1 << 20) * 16
+for i in range(first, first + n):
+    p = os.path.join(d, 'f%03d' % i)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        data = content(i)
+        for k in range(0, len(data), 1 << 20):
+            os.write(fd, data[k:k + (1 << 20)])
+        os.fsync(fd)
+    except OSError as e:
+        print('err', i, errno.errorcode.get(e.errno, e.errno), flush=True)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        sys.exit(0)
+    os.close(fd)
+    print('ok', i, flush=True)
+EOF
+cat >"$TWINFS_RUN_DIR/check.py" <<'EOF'
+import os, random, sys
+d = os.environ['TWINFS_ENOSPC_DIR']
+for a in sys.argv[1:]:
+    i = int(a)
+    want = random.Random(i).randbytes(1 << 20) * 16
+    with open(os.path.join(d, 'f%03d' % i), 'rb') as f:
+        got = f.read()
+    print('same' if got == want else 'differ', i)
+EOF
+
+# 1. Fill.
+out=$("$PY" "$TWINFS_RUN_DIR/fill.py" 0 40)
+echo "$out" | tr '\n' ' ' | sed 's/^/# /'
+echo
+good=$(echo "$out" | awk '$1 == "ok" { printf "%s ", $2 }')
+read -r _ bad err < <(echo "$out" | grep '^err' || true)
+if [[ -z ${bad:-} ]]; then
+	fail enospc-full "40 files of 16 MiB fitted on iod 2's 200 MB disk"
+	e2e_end
+fi
+assert_eq enospc-errno ENOSPC "$err"
+check enospc-some-fitted test -n "$good"
+grep -q "No space left on device" "$TWINFS_RUN_DIR/logs/iod1.log" &&
+	pass enospc-twin-named-in-log ||
+	fail enospc-twin-named-in-log "iod 1 did not log its twin's ENOSPC"
+drop_caches
+res=$("$PY" "$TWINFS_RUN_DIR/check.py" $good | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+assert_eq enospc-acknowledged-intact "same " "$res"
+
+# 2. iod 2 missed the refused write: it resyncs, and fails for space.
+t=$(wait_state 2 '^resyncing' 30000) && pass enospc-twin-resyncs ||
+	fail enospc-twin-resyncs "iod 2: $t"
+sleep 15
+log=$TWINFS_RUN_DIR/logs/mgrd.log
+runs=$(grep -cE 'resync of iod 2 from iod 1 (starts|resumes)' "$log" || true)
+echo "# resync runs of iod 2 in about 15 s: $runs"
+check enospc-resync-backs-off test "$runs" -ge 2 -a "$runs" -le 8
+grep -q 'resync of iod 2 .*failed: No space left on device' "$log" &&
+	pass enospc-resync-fails-for-space ||
+	fail enospc-resync-fails-for-space "no such failure in mgrd's log"
+if grep -E 'resync of iod 2 .*full copy' "$log" | grep -q .; then
+	fail enospc-never-full-copy "$(grep -m1 -E 'iod 2 .*full copy' "$log")"
+else
+	pass enospc-never-full-copy
+fi
+
+# 3. rm gives the space back: the deleted files' subfiles leave both iods'
+# disks, and iod 2's free space grows.
+a2=$(avail_kb 2)
+keep=$(echo "$good" | awk '{ print $1, $2 }')
+gone=()
+for f in "$M"/f*; do
+	n=$((10#${f##*/f}))
+	[[ " $keep " == *" $n "* ]] && continue
+	gone+=("$(printf '%016x' "$(stat -c %i "$f")")")
+	rm -f "$f"
+done
+left() { # how many subfiles of the removed files iod $1 still holds
+	local x n=0
+	for x in "${gone[@]}"; do
+		n=$((n + $(find "$TWINFS_RUN_DIR/iod$1/subfiles" -name "$x.*" | wc -l)))
+	done
+	echo "$n"
+}
+t0=$(now_ms)
+while :; do
+	l1=$(left 1) l2=$(left 2) b2=$(avail_kb 2)
+	((l1 == 0 && l2 == 0 && b2 > a2 + 16384)) && break
+	(($(now_ms) - t0 > 30000)) && break
+	sleep 0.2
+done
+echo "# ${#gone[@]} files removed; after $((($(now_ms) - t0) / 1000)) s subfiles left: iod1 $l1, iod2 $l2; iod 2 avail KiB $a2 -> $b2"
+assert_eq enospc-rm-unlinks-iod1 0 "$l1"
+assert_eq enospc-rm-unlinks-iod2 0 "$l2"
+check enospc-rm-frees-iod2 test "$b2" -gt $((a2 + 16384))
+
+# 4. iod 2 catches up; new data fits and reads back.
+t=$(wait_state 2 '^up$' 60000) && pass enospc-twin-up-again ||
+	fail enospc-twin-up-again "iod 2: $t"
+out=$("$PY" "$TWINFS_RUN_DIR/fill.py" 100 2)
+assert_eq enospc-writes-after-rm "ok 100 ok 101 " "$(echo "$out" | tr '\n' ' ')"
+e2e_remount
+res=$("$PY" "$TWINFS_RUN_DIR/check.py" $keep 100 101 | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+assert_eq enospc-read-back "same " "$res"
+e2e_verify
+e2e_end
