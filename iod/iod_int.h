@@ -278,6 +278,9 @@ int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg);
 /* Number of marked regions (an "all" subfile counts once). */
 uint64_t iod_store_n_marked(const struct iod_store *s);
 
+/* statvfs of the data directory's file system as writes see it: f_bavail
+ * without the admission reserve, f_bfree and f_bavail without the data the
+ * journal still has to write home. */
 int iod_store_statfs(struct iod_store *s, struct statvfs *out);
 
 /* The layout recorded for a subfile (pending create record, else its

@@ -1524,7 +1524,29 @@ int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
 	return 0;
 }
 
+/* blocks less n, at least 0 */
+static fsblkcnt_t blocks_less(fsblkcnt_t blocks, uint64_t n)
+{
+	return blocks > n ? blocks - (fsblkcnt_t)n : 0;
+}
+
 int iod_store_statfs(struct iod_store *s, struct statvfs *out)
 {
-	return fstatvfs(s->dir_fd, out) < 0 ? -errno : 0;
+	struct jbd_stats js;
+	uint64_t bs, pending;
+
+	if (fstatvfs(s->dir_fd, out) < 0)
+		return -errno;
+	/* What writes can still fill: admission (J13) keeps the reserve
+	 * free and counts the log's data not yet home as used.  The reserve
+	 * is free but not available, as ext4's blocks kept for root. */
+	bs = out->f_frsize ? out->f_frsize : out->f_bsize;
+	if (bs == 0)
+		return 0;
+	jbd_stats(s->j, &js);
+	pending = (js.pending_home + bs - 1) / bs;
+	out->f_bfree = blocks_less(out->f_bfree, pending);
+	out->f_bavail = blocks_less(out->f_bavail,
+				    pending + (s->reserve + bs - 1) / bs);
+	return 0;
 }

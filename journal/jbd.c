@@ -1066,6 +1066,7 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 	st->checkpointed_seq = j->checkpointed_seq;
 	st->tail = j->tail;
 	st->head = j->head;
+	st->pending_home = j->pending_home;
 	st->aborted = j->aborted;
 	st->direct_home = j->direct_home;
 }

@@ -413,6 +413,9 @@ struct jbd_stats {
 	                              * and not yet completed at once, ever
 	                              * (queued or in the kernel) */
 	uint64_t tail, head;         /* log block numbers */
+	uint64_t pending_home;       /* data=journal: bytes in the log not
+	                              * yet home (admission counts them as
+	                              * used) */
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);

@@ -22,8 +22,10 @@
  *   READ      of 0 bytes, every column of a file at its primary: the
  *             subfile sizes, for a file whose writer vanished without a
  *             size report (server.c "Lost writers");
- *   STATFS    summed over groups, each group counted once (its smaller
- *             twin), cached for STATFS_CACHE_MS;
+ *   STATFS    summed over groups, each group counted once (each figure
+ *             its smaller twin's; an iod's "available" leaves out its
+ *             admission reserve and the data its journal has yet to write
+ *             home), cached for STATFS_CACHE_MS;
  *   FSYNC     ino 0 at every up iod, for MSG_SYNC;
  *   FENCE     the expired sessions whose writes the iods must refuse
  *             (proto/FORMAT.md "Fencing"), to every iod that has not
@@ -146,25 +148,33 @@ static void fanout_done(struct fanout *f)
 		struct mgr_statfs sum = { .bsize = 4096 };
 		bool any = false;
 
-		/* Each group counts once, as its smaller twin: that is what
-		 * a mirrored write can still fill. */
+		/* Each group counts once, each figure its smaller twin's: a
+		 * mirrored write fills both, so the fuller twin bounds what
+		 * it can still write (whichever disk is the larger). */
 		for (uint32_t g = 0; g < p->map->n_groups; g++) {
-			const struct mgr_statfs *best = NULL;
+			struct mgr_statfs grp = { 0 };
+			bool seen = false;
 
 			for (uint32_t i = 0; i < p->map->n_iods; i++) {
 				const struct mgr_map_iod *mi = &p->map->iods[i];
+				const struct mgr_statfs *t = &f->iod[i].sf;
 
 				if (mi->group != g || !f->iod[i].answered)
 					continue;
-				if (!best || f->iod[i].sf.blocks < best->blocks)
-					best = &f->iod[i].sf;
+				if (!seen || t->blocks < grp.blocks)
+					grp.blocks = t->blocks;
+				if (!seen || t->bfree < grp.bfree)
+					grp.bfree = t->bfree;
+				if (!seen || t->bavail < grp.bavail)
+					grp.bavail = t->bavail;
+				seen = true;
 			}
-			if (!best)
+			if (!seen)
 				continue;
 			any = true;
-			sum.blocks += best->blocks;
-			sum.bfree += best->bfree;
-			sum.bavail += best->bavail;
+			sum.blocks += grp.blocks;
+			sum.bfree += grp.bfree;
+			sum.bavail += grp.bavail;
 		}
 		if (any) {
 			p->sf = sum;

@@ -6,8 +6,9 @@
 # groups, so iod 2's disk fills first.  Files are written and fsynced until
 # one fails; then:
 #   1. that write fails with ENOSPC, not EIO (iod 2 refused it, although
-#      iod 1 applied it), and every file acknowledged before reads back
-#      byte for byte;
+#      iod 1 applied it), every file acknowledged before reads back byte
+#      for byte, and df on the mount no longer counts the space iod 2
+#      keeps in reserve as available;
 #   2. iod 2 missed a write its twin applied, so it resyncs, and each copy
 #      fails for want of space: mgrd backs off (it retried every 500 ms,
 #      and each retry after the second was a full copy, which needs more
@@ -87,6 +88,15 @@ grep -q "No space left on device" "$TWINFS_RUN_DIR/logs/iod1.log" &&
 drop_caches
 res=$("$PY" "$TWINFS_RUN_DIR/check.py" $good | awk '{ print $1 }' | sort -u | tr '\n' ' ')
 assert_eq enospc-acknowledged-intact "same " "$res"
+
+# df on the mount counts group 0 as full: its fuller twin's space less the
+# iods' admission reserve (64 MiB), not the raw free space of iod 2's disk
+# (about 65 MB then).  Group 1's iods share the host's file system.
+sleep 1.2   # mgrd caches statfs for a second
+mnt_kb=$(df -k --output=avail "$M" | tail -1 | tr -d ' ')
+host_kb=$(df -k --output=avail "$TWINFS_RUN_DIR/iod3" | tail -1 | tr -d ' ')
+echo "# avail KiB: mount $mnt_kb, iod 3's file system $host_kb"
+check enospc-df-counts-reserve test "$mnt_kb" -lt $((host_kb - 32768)) -a "$mnt_kb" -gt 0
 
 # 2. iod 2 missed the refused write: it resyncs, and fails for space.
 t=$(wait_state 2 '^resyncing' 30000) && pass enospc-twin-resyncs ||
