@@ -369,11 +369,31 @@ static uint64_t write_session(const struct dop *d)
 	return d->writepage ? d->op.cl->session : d->f->session;
 }
 
+/* For a refusal for want of space: " (on it or on its twin, iod N)".  The
+ * primary answers with its twin's refusal too, and the reply does not say
+ * whose it was (the primary's log does). */
+static const char *twin_too(struct fc_client *cl, const struct piece *pc,
+			    char *buf, size_t len)
+{
+	const struct fc_iod *io = pc->iod;
+	int twin;
+
+	buf[0] = '\0';
+	if (pc->status != -ENOSPC && pc->status != -EDQUOT)
+		return buf;
+	if (io->group >= TW_MAX_GROUPS || io->twin > 1)
+		return buf;
+	twin = cl->group_iod[io->group][!io->twin];
+	if (twin > 0)
+		snprintf(buf, len, " (on it or on its twin, iod %d)", twin);
+	return buf;
+}
+
 static void log_piece_err(struct dop *d, const char *what,
 			  const struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
-	char name[96], cause[64];
+	char name[96], cause[64], twin[48];
 
 	if (pc->status == -EKEYEXPIRED)
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": refused by %s: it "
@@ -385,9 +405,10 @@ static void log_piece_err(struct dop *d, const char *what,
 							sizeof(name)) : "?",
 			  write_session(d));
 	else if (pc->iod)
-		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": %s %s", what,
+		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": %s %s%s", what,
 			  d->ino, fc_iod_name(pc->iod, name, sizeof(name)),
-			  fc_cause(cl, pc->status, cause, sizeof(cause)));
+			  fc_cause(cl, pc->status, cause, sizeof(cause)),
+			  twin_too(cl, pc, twin, sizeof(twin)));
 	else
 		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": no twin of group "
 			  "%u is up", what, d->ino,

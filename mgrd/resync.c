@@ -357,6 +357,10 @@ void mgr_resync_check(struct mgr_resync *r)
 			}
 			if (mi->state == MGR_IOD_UP && !mi->needs_resync)
 				j->wanted = false;
+			/* Its next resync (it left resyncing: it went down,
+			 * or up) does not wait out an earlier back-off. */
+			j->fails = 0;
+			j->retry_ms = 0;
 			continue;
 		}
 		if (rec->state == MGR_RJ_RUNNING && j->active) {

@@ -82,9 +82,13 @@ if [[ -z ${bad:-} ]]; then
 fi
 assert_eq enospc-errno ENOSPC "$err"
 check enospc-some-fitted test -n "$good"
-grep -q "No space left on device" "$TWINFS_RUN_DIR/logs/iod1.log" &&
-	pass enospc-twin-named-in-log ||
+grep -q "twin iod 2 refused it: No space left on device" \
+	"$TWINFS_RUN_DIR/logs/iod1.log" && pass enospc-twin-named-in-log ||
 	fail enospc-twin-named-in-log "iod 1 did not log its twin's ENOSPC"
+# The client names both twins: the primary answers with its twin's refusal.
+grep -qE 'iod 2 \(.*No space left on device|No space left on device \(on it or on its twin, iod 2\)' \
+	"$TWINFS_RUN_DIR/logs/mount.log" && pass enospc-client-names-iod2 ||
+	fail enospc-client-names-iod2 "$(grep -m1 'No space' "$TWINFS_RUN_DIR/logs/mount.log")"
 drop_caches
 res=$("$PY" "$TWINFS_RUN_DIR/check.py" $good | awk '{ print $1 }' | sort -u | tr '\n' ' ')
 assert_eq enospc-acknowledged-intact "same " "$res"
