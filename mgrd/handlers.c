@@ -494,6 +494,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
 	 * not apply under a default ACL (ns.c inherit_acl). */
 	op.umask = ctx ? ctx->umask & 0777 : 0;
+	rc = mgr_srv_space(s);
+	if (rc < 0)
+		goto out;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
 out:
@@ -536,7 +539,9 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 	op.ino = q->ino;
 	op.newparent = q->newparent;
 	op.newname = q->newname;
-	rc = mgr_op_apply(&s->st, &op);
+	rc = mgr_srv_space(s);
+	if (rc == 0)
+		rc = mgr_op_apply(&s->st, &op);
 	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, 0, op.newparent);
 }
 
@@ -617,6 +622,8 @@ static void h_setxattr(struct mgr_server *s, struct wire_conn *c,
 		rc = -E2BIG;
 	} else if (strcmp(q->name, "twinfs.layout") == 0) {
 		rc = -EOPNOTSUPP;  /* the client's own, never stored */
+	} else if (!remove && (rc = mgr_srv_space(s)) < 0) {
+		/* rc: ENOSPC */
 	} else {
 		op.value = q->value.data;
 		op.value_len = (uint32_t)q->value.len;

@@ -655,6 +655,8 @@ int mgr_journal_open(struct mgr_journal *j, const char *dir,
 int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op);
 int mgr_journal_sync(struct mgr_journal *j);
 int mgr_journal_snapshot(struct mgr_journal *j);
+/* Bytes in the log since the last snapshot. */
+uint64_t mgr_journal_log_bytes(const struct mgr_journal *j);
 void mgr_journal_close(struct mgr_journal *j);
 
 /* ------------------------------------------------------------- iodpool */

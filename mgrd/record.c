@@ -1222,6 +1222,11 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 	return rc;
 }
 
+uint64_t mgr_journal_log_bytes(const struct mgr_journal *j)
+{
+	return jnl_rec_log_bytes(j->log);
+}
+
 void mgr_journal_close(struct mgr_journal *j)
 {
 	if (j->log)

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SWEEP_MS            1000u
@@ -196,6 +197,63 @@ int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op)
 		return rc;
 	mgr_srv_finish(s, NULL, NULL, op, 0, NULL);
 	return 0;
+}
+
+/* ----------------------------------------------------------------- space */
+
+/* mgrd's own disk.  Every change appends a record to the log, which only a
+ * snapshot shrinks, and a failed append is fatal (memory would be ahead of
+ * the log): with the disk full mgrd exited at the next change, and again
+ * after every restart, rm included.  So mgrd keeps SPACE_RESERVE free for
+ * itself: below it, a change that grows the namespace (a new inode, name
+ * or xattr) is refused with ENOSPC before it is applied, while the others
+ * (unlink, rmdir, setattr, release, size reports, sessions, map changes)
+ * go on in the reserve; and a snapshot compacts the log, so that what rm
+ * and rmdir removed frees the space: when the log holds SPACE_SNAP_MIN
+ * since the last one, at most once per SPACE_SNAP_MS (a snapshot writes
+ * the whole state). */
+#define SPACE_RESERVE   (64ull << 20)
+#define SPACE_SNAP_MS   1000u
+#define SPACE_SNAP_MIN  (1ull << 20)    /* a smaller log is not worth it */
+
+static int64_t space_free(const struct mgr_server *s)
+{
+	struct statvfs sv;
+
+	if (statvfs(s->conf->mgr_dir, &sv) < 0)
+		return -errno;
+	return (int64_t)((uint64_t)sv.f_bavail *
+			 (sv.f_frsize ? sv.f_frsize : sv.f_bsize));
+}
+
+int mgr_srv_space(struct mgr_server *s)
+{
+	int64_t fr = space_free(s);
+	uint64_t now = tw_now_ms();
+
+	if (fr < 0 || (uint64_t)fr >= SPACE_RESERVE)
+		return 0;   /* unknown: the append itself will tell */
+	if (mgr_journal_log_bytes(&s->jnl) >= SPACE_SNAP_MIN &&
+	    now - s->space_snap_ms >= SPACE_SNAP_MS) {
+		int rc;
+
+		s->space_snap_ms = now;
+		rc = mgr_journal_snapshot(&s->jnl);
+		tw_warn("mgrd: %s has %lld KiB free, less than mgrd's reserve "
+			"of %llu MiB: snapshot to compact the log %s",
+			s->conf->mgr_dir, (long long)(fr >> 10),
+			(unsigned long long)(SPACE_RESERVE >> 20),
+			rc < 0 ? strerror(-rc) : "done");
+		fr = space_free(s);
+		if (fr < 0 || (uint64_t)fr >= SPACE_RESERVE)
+			return 0;
+	}
+	tw_log_rl(TW_LOG_ERR, "mgrd: %s has %lld KiB free, less than mgrd's "
+		  "reserve of %llu MiB: creates, links and xattrs fail with "
+		  "ENOSPC until space is freed there (removals go on)",
+		  s->conf->mgr_dir, (long long)(fr >> 10),
+		  (unsigned long long)(SPACE_RESERVE >> 20));
+	return -ENOSPC;
 }
 
 /* Before a create may use inode number next_ino, the limit above it must

@@ -58,6 +58,7 @@ struct mgr_server {
 	uint32_t session_timeout_ms;
 	uint64_t last_sweep_ms;       /* conns_liveness: when it last ran */
 	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
+	uint64_t space_snap_ms;       /* last snapshot for space (Space) */
 	/* Expired session id -> the id of the session h_hello gave in its
 	 * place (volatile; values are ids, not pointers). */
 	struct tw_hmap replaced;
@@ -99,6 +100,10 @@ void mgr_srv_finish(struct mgr_server *s, struct wire_conn *c,
 int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op);
 /* Make the inode-number limit durable before a create uses it. */
 void mgr_srv_ino_reserve(struct mgr_server *s);
+/* Before a change that grows the namespace (a new inode, name or xattr)
+ * is applied: 0, or -ENOSPC while mgrd's own disk is down to its reserve
+ * (server.c "Space"). */
+int mgr_srv_space(struct mgr_server *s);
 
 /* Apply a twin-policy event about iod `id` (mgr_map_event), journal the
  * records, log and push the new map.  Returns the number of records (0: no
