@@ -518,6 +518,8 @@ void jbd__cp_kick(struct jbd *j)
 		cp_step(j);     /* the syncfs thread may have finished */
 	if (j->aborted || j->cp_active)
 		goto out;
+	if (j->frees_seq <= j->checkpointed_seq)
+		j->frees_urgent = false;   /* that cut is home */
 	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j);
 	for (struct jbd_waiter *w = j->cp_waiters; w; w = w->next)
 		if (w->seq > j->checkpointed_seq)

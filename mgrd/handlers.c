@@ -559,11 +559,15 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	op.flags = q->flags;
+	rc = 0;
 	if (op.flags & MGR_RENAME_WHITEOUT) {
 		creds(s, q->ctx, &op);   /* the whiteout's owner */
-		mgr_srv_ino_reserve(s);
+		rc = mgr_srv_space(s);   /* the whiteout is a new inode */
+		if (rc == 0)
+			mgr_srv_ino_reserve(s);
 	}
-	rc = mgr_op_apply(&s->st, &op);
+	if (rc == 0)
+		rc = mgr_op_apply(&s->st, &op);
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, NULL);
 }
 

@@ -643,6 +643,8 @@ struct mgr_journal {
 	struct jnl_rec *log;
 	struct mgr_state *st;
 	uint64_t snapshot_bytes;  /* snapshot when the log exceeds this */
+	uint64_t snap_len;        /* the last snapshot's payload (0: none
+	                           * written since start) */
 	uint64_t records;         /* replayed + appended */
 	bool dirty;               /* appended since the last sync */
 };

@@ -32,6 +32,7 @@
 					* fenced sessions */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
+#define SNAPSHOT_RETRY_BYTES   (16ull << 20)
 
 /* ------------------------------------------------------------- encoding */
 
@@ -1188,9 +1189,14 @@ int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
 		return rc;
 	if (jnl_rec_log_bytes(j->log) > j->snapshot_bytes) {
 		rc = mgr_journal_snapshot(j);
-		if (rc < 0)
-			tw_warn("mgrd: snapshot failed (%d); the log keeps "
-				"growing", rc);
+		if (rc < 0) {
+			/* Try again 16 MiB of log later, not at every
+			 * append (each try writes the whole state). */
+			j->snapshot_bytes = jnl_rec_log_bytes(j->log) +
+					    SNAPSHOT_RETRY_BYTES;
+			tw_warn("mgrd: snapshot failed (%s); the log keeps "
+				"growing", strerror(-rc));
+		}
 	}
 	return 0;
 }
@@ -1217,8 +1223,11 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 		return rc;
 	rc = jnl_rec_snapshot(j->log, buf, len);
 	free(buf);
-	if (rc == 0)
+	if (rc == 0) {
 		j->dirty = false;
+		j->snap_len = len;
+		j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
+	}
 	return rc;
 }
 

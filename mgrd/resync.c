@@ -526,8 +526,10 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		j->want_full = true;
 	}
 	rec->rate_mbps = rate_mbps;
-	if (!j->active)
+	if (!j->active) {
 		j->retry_ms = 0;
+		j->fails = 0;     /* the admin's run starts a new streak */
+	}
 	tw_info("mgrd: admin asks for the resync of iod %u (job %s)", id,
 		job_state_name(rec->state));
 	mgr_resync_check(r);

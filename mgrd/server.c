@@ -204,54 +204,68 @@ int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op)
 /* mgrd's own disk.  Every change appends a record to the log, which only a
  * snapshot shrinks, and a failed append is fatal (memory would be ahead of
  * the log): with the disk full mgrd exited at the next change, and again
- * after every restart, rm included.  So mgrd keeps SPACE_RESERVE free for
- * itself: below it, a change that grows the namespace (a new inode, name
- * or xattr) is refused with ENOSPC before it is applied, while the others
- * (unlink, rmdir, setattr, release, size reports, sessions, map changes)
- * go on in the reserve; and a snapshot compacts the log, so that what rm
- * and rmdir removed frees the space: when the log holds SPACE_SNAP_MIN
- * since the last one, at most once per SPACE_SNAP_MS (a snapshot writes
- * the whole state). */
+ * after every restart, rm included.  So mgrd keeps room for itself: a
+ * snapshot of its state (the last one's size, or an estimate per inode)
+ * plus SPACE_RESERVE for the records until then.  Below that, a change
+ * that grows the namespace (a new inode, name or xattr) is refused with
+ * ENOSPC before it is applied, while the others (unlink, rmdir, setattr,
+ * release, size reports, sessions, map changes) go on in the reserve; and
+ * a snapshot compacts the log, from those changes and from the sweep, so
+ * that what rm and rmdir removed frees the space: when the log holds
+ * SPACE_SNAP_MIN since the last one, at most once per SPACE_SNAP_MS. */
 #define SPACE_RESERVE   (64ull << 20)
 #define SPACE_SNAP_MS   1000u
 #define SPACE_SNAP_MIN  (1ull << 20)    /* a smaller log is not worth it */
+#define SPACE_PER_INODE 256u            /* snapshot bytes, before the first */
 
-static int64_t space_free(const struct mgr_server *s)
+/* Free bytes below what mgrd keeps (> 0: that many short), or 0. */
+static uint64_t space_short(const struct mgr_server *s, int64_t *free_out)
 {
 	struct statvfs sv;
+	uint64_t fr, need, snap;
 
+	*free_out = -1;
 	if (statvfs(s->conf->mgr_dir, &sv) < 0)
-		return -errno;
-	return (int64_t)((uint64_t)sv.f_bavail *
-			 (sv.f_frsize ? sv.f_frsize : sv.f_bsize));
+		return 0;   /* unknown: the append itself will tell */
+	fr = (uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
+	*free_out = (int64_t)fr;
+	snap = TW_MAX(s->jnl.snap_len,
+		      (uint64_t)s->st.ns.inodes.count * SPACE_PER_INODE);
+	need = SPACE_RESERVE + snap;
+	return fr < need ? need - fr : 0;
+}
+
+/* Snapshot to compact the log, if it is worth it and not too soon. */
+static void space_compact(struct mgr_server *s, int64_t fr)
+{
+	uint64_t now = tw_now_ms();
+	int rc;
+
+	if (mgr_journal_log_bytes(&s->jnl) < SPACE_SNAP_MIN ||
+	    now - s->space_snap_ms < SPACE_SNAP_MS)
+		return;
+	s->space_snap_ms = now;
+	rc = mgr_journal_snapshot(&s->jnl);
+	tw_warn("mgrd: %s has %lld KiB free, less than mgrd keeps for a "
+		"snapshot and its records: snapshot to compact the log %s",
+		s->conf->mgr_dir, (long long)(fr >> 10),
+		rc < 0 ? strerror(-rc) : "done");
 }
 
 int mgr_srv_space(struct mgr_server *s)
 {
-	int64_t fr = space_free(s);
-	uint64_t now = tw_now_ms();
+	int64_t fr;
 
-	if (fr < 0 || (uint64_t)fr >= SPACE_RESERVE)
-		return 0;   /* unknown: the append itself will tell */
-	if (mgr_journal_log_bytes(&s->jnl) >= SPACE_SNAP_MIN &&
-	    now - s->space_snap_ms >= SPACE_SNAP_MS) {
-		int rc;
-
-		s->space_snap_ms = now;
-		rc = mgr_journal_snapshot(&s->jnl);
-		tw_warn("mgrd: %s has %lld KiB free, less than mgrd's reserve "
-			"of %llu MiB: snapshot to compact the log %s",
-			s->conf->mgr_dir, (long long)(fr >> 10),
-			(unsigned long long)(SPACE_RESERVE >> 20),
-			rc < 0 ? strerror(-rc) : "done");
-		fr = space_free(s);
-		if (fr < 0 || (uint64_t)fr >= SPACE_RESERVE)
-			return 0;
-	}
-	tw_log_rl(TW_LOG_ERR, "mgrd: %s has %lld KiB free, less than mgrd's "
-		  "reserve of %llu MiB: creates, links and xattrs fail with "
-		  "ENOSPC until space is freed there (removals go on)",
-		  s->conf->mgr_dir, (long long)(fr >> 10),
+	if (space_short(s, &fr) == 0)
+		return 0;
+	space_compact(s, fr);
+	if (space_short(s, &fr) == 0)
+		return 0;
+	tw_log_rl(TW_LOG_ERR, "mgrd: %s has %lld KiB free, less than mgrd "
+		  "keeps (a snapshot of its state and a reserve of %llu "
+		  "MiB): creates, links and xattrs fail with ENOSPC until "
+		  "space is freed there (removals go on)", s->conf->mgr_dir,
+		  (long long)(fr >> 10),
 		  (unsigned long long)(SPACE_RESERVE >> 20));
 	return -ENOSPC;
 }
@@ -668,6 +682,12 @@ static void on_sweep(uv_timer_t *t)
 
 	if (s->stopping)
 		return;
+	{
+		int64_t fr;
+
+		if (space_short(s, &fr) > 0)
+			space_compact(s, fr);
+	}
 	mgr_dl_sweep(s);
 	conns_liveness(s, now);
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);

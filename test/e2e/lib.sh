@@ -89,9 +89,11 @@ e2e_cleanup() {
 		cd / || true
 		lc down >/dev/null 2>&1 || { echo "# local-cluster down failed"; }
 	fi
-	for f in "${E2E_FSMOUNTS[@]}"; do
-		umount "$f" 2>/dev/null || umount -l "$f" 2>/dev/null || true
-	done
+	if [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
+		for f in "${E2E_FSMOUNTS[@]}"; do
+			umount "$f" 2>/dev/null || umount -l "$f" 2>/dev/null || true
+		done
+	fi
 	# Sanitizer reports in any daemon or client log fail the test.
 	for f in "$TWINFS_RUN_DIR"/logs/*.log; do
 		[[ -e $f ]] || continue
@@ -166,11 +168,14 @@ e2e_tmpdir() {
 # unmount it at exit once the cluster is down.  For a test's e2e_before_up
 # (which e2e_begin calls before 'up'): an iod's data directory that fills.
 e2e_small_fs() {
-	local dir=$1 size=$2 tmp
+	local dir=$1 size=$2 img
 	mkdir -p "$dir" || return 1
-	e2e_tmpdir tmp
-	if truncate -s "$size" "$tmp/fs.img" && mkfs.ext4 -q -F "$tmp/fs.img" &&
-		mount -o loop "$tmp/fs.img" "$dir" 2>/dev/null; then
+	# Beside the run directory, allocated: an image on a small tmpfs, or
+	# sparse on a full disk, would fail with EIO before ext4 said ENOSPC.
+	img=$TWINFS_RUN_DIR.$(basename "$dir").img
+	E2E_TMPDIRS+=("$img")
+	if fallocate -l "$size" "$img" && mkfs.ext4 -q -F "$img" &&
+		mount -o loop "$img" "$dir" 2>/dev/null; then
 		echo "# $dir: ext4 of $size on a loop device"
 	elif mount -t tmpfs -o "size=$size" tmpfs "$dir"; then
 		echo "# $dir: tmpfs of $size (no loop device)"
