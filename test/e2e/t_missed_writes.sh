@@ -64,6 +64,15 @@ check primary-applied-alone grep -q "ino $ino column 0: twin iod $TW .* did not 
 (cd / && lc start-mgrd >/dev/null) || fail start-mgrd "start-mgrd failed"
 check healthy e2e_wait_healthy 60
 log=$TWINFS_RUN_DIR/logs/mgrd.log
+# P reports the pinned write a request_timeout after it failed, through
+# mgrd once mgrd is back: the report may come after the cluster first
+# looks healthy (CI saw it 150 ms later).  Then T resyncs and comes up.
+t0=$(now_ms)
+until grep -q "iod $TW missed writes that its twin iod $P applied" "$log" ||
+	(($(now_ms) - t0 > 30000)); do
+	sleep 0.2
+done
+wait_state "$TW" '^up$' 30000 >/dev/null || true
 check missed-writes-reported grep -q "iod $TW missed writes that its twin iod $P applied" "$log"
 check twin-resynced grep -q "iod $TW (.*) up -> resyncing, needs resync (it missed writes iod $P applied" "$log"
 e2e_verify
