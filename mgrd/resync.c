@@ -51,6 +51,11 @@
 #define AGAIN_MS   100u
 #define TICK_MS    200u
 #define JOURNAL_MS 1000u     /* progress records at most this often */
+/* A running copy sends RESYNC_PROGRESS every 500 ms while it works: an
+ * active job silent this long is asked again (a RESYNC joins a copy still
+ * running at the source, else starts one), so a followed copy that ended
+ * without a word cannot leave the job running forever. */
+#define SILENT_MS  10000u
 
 /* The volatile part of a job; the journaled part is s->st.rjobs[]. */
 struct rjob {
@@ -64,6 +69,7 @@ struct rjob {
 	bool copied_known;         /* last_copied is the source's run counter */
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
 	uint64_t journal_ms;       /* last progress record */
+	uint64_t heard_ms;         /* RESYNC sent or progress heard */
 };
 
 struct mgr_resync {
@@ -320,6 +326,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 			src->id, rec->runs ? "resumes" : "starts",
 			rec->full ? "full copy" : "incremental: write-intent log");
 	j->active = true;
+	j->heard_ms = tw_now_ms();
 	j->copied_known = true;
 	j->last_copied = 0;
 	rec->state = MGR_RJ_RUNNING;
@@ -362,6 +369,15 @@ void mgr_resync_check(struct mgr_resync *r)
 			j->fails = 0;
 			j->retry_ms = 0;
 			continue;
+		}
+		if (rec->state == MGR_RJ_RUNNING && j->active &&
+		    tw_now_ms() - j->heard_ms > SILENT_MS) {
+			tw_warn("mgrd: resync of iod %u: nothing from iod %u "
+				"for %u s; asking again", mi->id, rec->source,
+				SILENT_MS / 1000);
+			j->active = false;
+			j->gen++;          /* the old call's reply is moot */
+			j->retry_ms = 0;
 		}
 		if (rec->state == MGR_RJ_RUNNING && j->active) {
 			if (readable(src) && src->id == rec->source)
@@ -416,10 +432,12 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		rec->end_ms = 0;
 		j->active = true;
 		j->gen++;
+		j->heard_ms = tw_now_ms();
 		/* Its counter includes bytes the journaled record already
 		 * has (up to its last progress record): count from here. */
 		j->copied_known = false;
 	}
+	j->heard_ms = tw_now_ms();
 	if (!j->copied_known || p->bytes_copied < j->last_copied) {
 		j->copied_known = true;
 		j->last_copied = p->bytes_copied;
