@@ -133,11 +133,8 @@ void jbd__abort(struct jbd *j, int rc, const char *what)
 	j->fjobs_wait_tail = NULL;
 	/* wake the owner: the failed callbacks run at its next jbd_process
 	 * (an abort inside a public call would otherwise leave them queued) */
-	if (j->efd >= 0) {
-		uint64_t one = 1;
-		ssize_t wr = write(j->efd, &one, sizeof(one));
-		(void)wr;
-	}
+	if (j->efd >= 0)
+		jbd__wake(j);
 }
 
 int jbd_aborted(const struct jbd *j)
@@ -497,13 +494,8 @@ static int admit(struct jbd *j, uint64_t bytes)
 		 * writer that retries finds the space (ext3 commits and retries
 		 * an allocation that found the disk full). */
 		if (j->frees_seq > j->checkpointed_seq && !j->frees_urgent) {
-			uint64_t one = 1;
-			ssize_t wr;
-
 			j->frees_urgent = true;
-			wr = write(j->efd, &one, sizeof(one));  /* the owner runs
-								 * jbd_process */
-			(void)wr;
+			jbd__wake(j);    /* the owner runs jbd_process */
 		}
 		return -ENOSPC;
 	}
@@ -857,9 +849,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 			return (int64_t)last->seq;
 		}
 		jbd__queue_cb(j, cb, arg, 0);
-		uint64_t one = 1;
-		ssize_t wr = write(j->efd, &one, sizeof(one));
-		(void)wr;
+		jbd__wake(j);
 		return (int64_t)TW_MAX(j->closed_seq, 1);
 	}
 	w = calloc(1, sizeof(*w));

@@ -577,8 +577,6 @@ void jbd__cp_kick(struct jbd *j)
 	j->cp = cp;
 	j->cp_active = true;
 	j->frees_cp_ms = tw_now_ms();
-	if (cp->last->seq >= j->frees_seq)
-		j->frees_urgent = false;
 	cp_step(j);
 out:
 	jbd__io_pump(j);

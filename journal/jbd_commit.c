@@ -620,9 +620,7 @@ int jbd_sync(struct jbd *j, jbd_done_cb cb, void *arg)
 	uint64_t target = last_seq(j);
 	if (target <= j->synced_seq) {
 		jbd__queue_cb(j, cb, arg, 0);
-		uint64_t one = 1;
-		ssize_t w = write(j->efd, &one, sizeof(one));
-		(void)w;
+		jbd__wake(j);
 		return 0;
 	}
 	struct jbd_waiter *w = calloc(1, sizeof(*w));
@@ -840,8 +838,6 @@ int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg)
 	jbd__commit_kick(j);
 	jbd__sync_kick(j);
 	jbd__cp_kick(j);
-	uint64_t one = 1;
-	ssize_t wr = write(j->efd, &one, sizeof(one));
-	(void)wr;
+	jbd__wake(j);
 	return 0;
 }

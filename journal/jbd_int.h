@@ -364,6 +364,8 @@ struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
 void jbd__abort(struct jbd *j, int rc, const char *what);
 void jbd__queue_cb(struct jbd *j, jbd_done_cb cb, void *arg, int rc);
+/* jbd_io.c: make the owner's event loop run jbd_process (the eventfd). */
+void jbd__wake(struct jbd *j);
 void jbd__txn_free(struct jbd *j, struct jbd_txn *t);
 uint64_t jbd__log_next(const struct jbd *j, uint64_t blk, uint64_t n);
 void jbd__super_encode(const struct jbd *j, uint8_t *block, uint64_t start,

@@ -130,7 +130,7 @@ static void iov_advance(struct jbd_io *io, size_t n)
 
 static void done_push(struct jbd *j, struct jbd_io *io, int rc);
 
-static void wake(struct jbd *j)
+void jbd__wake(struct jbd *j)
 {
 	uint64_t one = 1;
 	ssize_t w = write(j->efd, &one, sizeof(one));
@@ -158,7 +158,7 @@ void jbd__io_submit(struct jbd *j, struct jbd_io *io)
 			"at offset %" PRIu64 " fails with EIO", j->opts.path,
 			iov_total(io->iov, io->iovcnt), io->off);
 		done_push(j, io, -EIO);
-		wake(j);
+		jbd__wake(j);
 		return;
 	}
 	io->next = NULL;
@@ -292,7 +292,7 @@ void jbd__io_pump(struct jbd *j)
 			any = true;
 		}
 		if (any)
-			wake(j);
+			jbd__wake(j);
 		return;
 	}
 	if (!j->ring_ok)
@@ -346,7 +346,7 @@ void jbd__io_pump(struct jbd *j)
 	/* jbd_process drains the done list itself before it returns; an
 	 * owner that drains before it sleeps needs no wakeup either. */
 	if (inlined && !j->in_process && !j->opts.owner_drains)
-		wake(j);
+		jbd__wake(j);
 }
 
 bool jbd__io_busy(const struct jbd *j)

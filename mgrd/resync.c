@@ -432,7 +432,6 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		rec->end_ms = 0;
 		j->active = true;
 		j->gen++;
-		j->heard_ms = tw_now_ms();
 		/* Its counter includes bytes the journaled record already
 		 * has (up to its last progress record): count from here. */
 		j->copied_known = false;

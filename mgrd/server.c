@@ -218,21 +218,22 @@ int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op)
 #define SPACE_SNAP_MIN  (1ull << 20)    /* a smaller log is not worth it */
 #define SPACE_PER_INODE 256u            /* snapshot bytes, before the first */
 
-/* Free bytes below what mgrd keeps (> 0: that many short), or 0. */
-static uint64_t space_short(const struct mgr_server *s, int64_t *free_out)
+/* Whether the free space (*free_out, -1 unknown) is below what mgrd
+ * keeps. */
+static bool space_short(const struct mgr_server *s, int64_t *free_out)
 {
 	struct statvfs sv;
 	uint64_t fr, need, snap;
 
 	*free_out = -1;
 	if (statvfs(s->conf->mgr_dir, &sv) < 0)
-		return 0;   /* unknown: the append itself will tell */
+		return false;   /* unknown: the append itself will tell */
 	fr = (uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
 	*free_out = (int64_t)fr;
 	snap = TW_MAX(s->jnl.snap_len,
 		      (uint64_t)s->st.ns.inodes.count * SPACE_PER_INODE);
 	need = SPACE_RESERVE + snap;
-	return fr < need ? need - fr : 0;
+	return fr < need;
 }
 
 /* Snapshot to compact the log, if it is worth it and not too soon. */
@@ -256,10 +257,10 @@ int mgr_srv_space(struct mgr_server *s)
 {
 	int64_t fr;
 
-	if (space_short(s, &fr) == 0)
+	if (!space_short(s, &fr))
 		return 0;
 	space_compact(s, fr);
-	if (space_short(s, &fr) == 0)
+	if (!space_short(s, &fr))
 		return 0;
 	tw_log_rl(TW_LOG_ERR, "mgrd: %s has %lld KiB free, less than mgrd "
 		  "keeps (a snapshot of its state and a reserve of %llu "
@@ -685,7 +686,7 @@ static void on_sweep(uv_timer_t *t)
 	{
 		int64_t fr;
 
-		if (space_short(s, &fr) > 0)
+		if (space_short(s, &fr))
 			space_compact(s, fr);
 	}
 	mgr_dl_sweep(s);
