@@ -494,8 +494,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
 	 * not apply under a default ACL (ns.c inherit_acl). */
 	op.umask = ctx ? ctx->umask & 0777 : 0;
-	rc = mgr_srv_space(s);
-	if (rc < 0)
+	/* A taken name fails with EEXIST below, whatever the space. */
+	if (mgr_ns_lookup(&s->st.ns, op.parent, op.name, &in) != 0 &&
+	    (rc = mgr_srv_space(s)) < 0)
 		goto out;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
@@ -532,6 +533,7 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Link *q = (const Twinfs__Link *)m->body;
 	struct mgr_op op = { .type = MGR_OP_LINK };
+	struct mgr_inode *in;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
@@ -539,7 +541,9 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 	op.ino = q->ino;
 	op.newparent = q->newparent;
 	op.newname = q->newname;
-	rc = mgr_srv_space(s);
+	rc = 0;
+	if (mgr_ns_lookup(&s->st.ns, op.newparent, op.newname, &in) != 0)
+		rc = mgr_srv_space(s);   /* else EEXIST below */
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
 	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, 0, op.newparent);

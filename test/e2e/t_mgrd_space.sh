@@ -10,7 +10,8 @@
 # 66 MiB are left; then:
 #   1. creates fail with ENOSPC (not EIO), and mgrd keeps running: the
 #      directory lists every file created, a file's data can be written
-#      and read, mgrd's log names its directory and the reserve;
+#      and read, mkdir or link onto a taken name is still EEXIST, mgrd's
+#      log names its directory and the reserve;
 #   2. rm -rf of what was created succeeds, and creates work again soon
 #      after (the snapshot compacted the log);
 #   3. after a kill -9 of mgrd and a restart, the namespace is the one
@@ -58,6 +59,17 @@ echo "written while mgrd's disk is full" >"$M/d1/a-file-with-a-long-name-000000"
 	assert_eq mgrd-space-data-path "written while mgrd's disk is full" \
 		"$(cat "$M/d1/a-file-with-a-long-name-000000")" ||
 	fail mgrd-space-data-path "write to an existing file failed"
+# A taken name is EEXIST whatever the space (it was ENOSPC): sent to mgrd
+# directly, as by a client whose kernel had no entry for it (the kernel
+# answers EEXIST itself for a name it knows).
+names=$("$PY" "$E2E_DIR/twire.py" names 127.0.0.1 "$TWINFS_PORT" \
+	"$TWINFS_CLUSTER" "$(stat -c %i "$M")" d1 \
+	"$(stat -c %i "$M/d1/a-file-with-a-long-name-000001")" 2>&1)
+assert_eq mgrd-space-taken-name-eexist "mkdir -17 link -17" "$(echo $names)"
+mkdir "$M/d1/new" 2>"$TWINFS_RUN_DIR/mkdir.err"
+grep -q "No space left" "$TWINFS_RUN_DIR/mkdir.err" &&
+	pass mgrd-space-mkdir-new-enospc ||
+	fail mgrd-space-mkdir-new-enospc "$(cat "$TWINFS_RUN_DIR/mkdir.err")"
 grep -q "mgrd/* has [0-9]* KiB free, less than mgrd keeps .*: creates" \
 	"$TWINFS_RUN_DIR/logs/mgrd.log" && pass mgrd-space-logged ||
 	fail mgrd-space-logged "no such line in mgrd's log"

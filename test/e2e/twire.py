@@ -35,6 +35,11 @@ do not share a single line of code with the implementation they check.
         invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
         reports (mgrd; FILE_INO: a regular file's inode) get their exact
         negative errno and the daemons go on serving.
+    twire.py names HOST MGRD_PORT CLUSTER PARENT NAME FILE_INO
+        send mgrd a MKDIR of NAME in directory PARENT and a LINK of
+        FILE_INO to that name, as a client without a session (as a
+        client whose kernel had no entry for the name would), and print
+        "mkdir STATUS" and "link STATUS" (the replies' negative errno).
 """
 import os
 import socket
@@ -599,6 +604,24 @@ def space(host, mgrd_port, iod_port, cluster, file_ino):
     return fails
 
 
+def names(host, port, cluster, parent, name, file_ino):
+    """MKDIR and LINK onto NAME: their statuses, one line each."""
+    MSG_MKDIR, MSG_LINK = 14, 19
+    ctx = f_bytes(1, f_varint(4, 0) + f_varint(5, 0))   # uid, gid 0
+    c = Conn(host, port)
+    st, _, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+    if st != 0:
+        raise SystemExit("HELLO refused: %d" % st)
+    nm = name.encode()
+    st, _, _ = c.call(MSG_MKDIR, ctx + f_varint(2, parent) + f_bytes(3, nm) +
+                      f_varint(4, 0o755))
+    print("mkdir %d" % st)
+    st, _, _ = c.call(MSG_LINK, ctx + f_varint(2, file_ino) +
+                      f_varint(3, parent) + f_bytes(4, nm))
+    print("link %d" % st)
+    c.close()
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__)
@@ -617,6 +640,9 @@ def main(argv):
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
             print("FAIL space: %s: %s" % (type(e).__name__, e))
             return 1
+    if cmd == "names":
+        names(host, port, cluster, int(argv[5]), argv[6], int(argv[7]))
+        return 0
     if cmd == "diverge":
         diverge(host, port, cluster, int(argv[5]), int(argv[6]),
                 int(argv[7]), int(argv[8]), argv[9])
