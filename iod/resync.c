@@ -96,7 +96,9 @@
  * while replaying (set_pos).
  * A live mutation that the target did not apply while we copied (a pin
  * taken during the job) fails the job: its region may have been copied
- * before it, so only a new copy covers it.
+ * before it, so only a new copy covers it, and the next run replays the
+ * marks before its cursor even when mgrd does not ask (pins_copied: a pin
+ * while the target stays resyncing is nothing mgrd hears of).
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
@@ -1187,8 +1189,22 @@ static uint64_t count_bytes(struct iod *d, uint64_t *files)
  * resyncs, so ours and the target's cover every byte that may differ. */
 static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 {
+	struct iod *d = j->d;
+
 	j->resume = q->resume;
 	j->replay = q->resume && q->replay_marks;
+	if (q->resume && !q->replay_marks && d->n_pins != d->pins_copied) {
+		/* A live write reached us alone since the last run started
+		 * (its forward failed while the target stayed resyncing, and
+		 * that run failed -EAGAIN, or none ran): mgrd cannot know;
+		 * its region may be before the cursor. */
+		tw_info("resync of iod %" PRIu32 ": %" PRIu64 " writes did "
+			"not reach it since the last run: replaying the marks "
+			"before the cursor", j->target,
+			d->n_pins - d->pins_copied);
+		j->replay = true;
+	}
+	d->pins_copied = d->n_pins;   /* this run covers those */
 	j->from.ino = q->resume_ino;
 	j->from.column = q->resume_column;
 	j->from.off = q->resume_offset;

@@ -577,6 +577,10 @@ void jbd__cp_kick(struct jbd *j)
 	j->cp = cp;
 	j->cp_active = true;
 	j->frees_cp_ms = tw_now_ms();
+	/* The refusal that made it urgent is answered by this checkpoint; a
+	 * cut that comes meanwhile waits its commit interval again. */
+	if (cp->last->seq >= j->frees_seq)
+		j->frees_urgent = false;
 	cp_step(j);
 out:
 	jbd__io_pump(j);

@@ -51,15 +51,20 @@
 #define AGAIN_MS   100u
 #define TICK_MS    200u
 #define JOURNAL_MS 1000u     /* progress records at most this often */
-/* A running copy sends RESYNC_PROGRESS every 500 ms while it works: an
- * active job silent this long is asked again (a RESYNC joins a copy still
- * running at the source, else starts one), so a followed copy that ended
- * without a word cannot leave the job running forever. */
+/* A copy mgrd follows without a call of its own (adopted from the
+ * source's RESYNC_PROGRESS after an mgrd restart, or after its own call
+ * was answered) has no reply to end it: silent this long, it is asked
+ * again (a RESYNC joins a copy still running at the source, else starts
+ * one), so a copy that ended without a word cannot leave the job running
+ * forever.  A job with its call out waits for the reply: a copy is silent
+ * for long stretches (listing the target, checksums, a full send window,
+ * the final fsync). */
 #define SILENT_MS  10000u
 
 /* The volatile part of a job; the journaled part is s->st.rjobs[]. */
 struct rjob {
-	bool active;               /* a RESYNC call of generation gen is out */
+	bool active;               /* a copy of generation gen runs */
+	bool call_out;             /* ... and our RESYNC call awaits its reply */
 	uint64_t gen;              /* replies of older generations are ignored */
 	bool wanted;               /* admin asked (auto_resync off) */
 	bool new_job;              /* the next run starts a new job record */
@@ -138,6 +143,7 @@ static void job_end(struct mgr_resync *r, uint32_t id, int st, int err)
 	struct rjob *j = &r->job[id - 1];
 
 	j->active = false;
+	j->call_out = false;
 	j->gen++;
 	if (rec->state != MGR_RJ_RUNNING && st != MGR_RJ_DONE)
 		return;                   /* already recorded */
@@ -199,6 +205,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	rec = rec_of(r, k->target);
 	if (j->gen != k->gen || !j->active)
 		goto out;
+	j->call_out = false;
 	/* The final count: the last RESYNC_PROGRESS travels on another
 	 * connection and may come after this reply (then it is dropped). */
 	if (has_copied && j->copied_known && copied >= j->last_copied) {
@@ -326,6 +333,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 			src->id, rec->runs ? "resumes" : "starts",
 			rec->full ? "full copy" : "incremental: write-intent log");
 	j->active = true;
+	j->call_out = true;
 	j->heard_ms = tw_now_ms();
 	j->copied_known = true;
 	j->last_copied = 0;
@@ -371,12 +379,12 @@ void mgr_resync_check(struct mgr_resync *r)
 			continue;
 		}
 		if (rec->state == MGR_RJ_RUNNING && j->active &&
-		    tw_now_ms() - j->heard_ms > SILENT_MS) {
+		    !j->call_out && tw_now_ms() - j->heard_ms > SILENT_MS) {
 			tw_warn("mgrd: resync of iod %u: nothing from iod %u "
 				"for %u s; asking again", mi->id, rec->source,
 				SILENT_MS / 1000);
 			j->active = false;
-			j->gen++;          /* the old call's reply is moot */
+			j->gen++;
 			j->retry_ms = 0;
 		}
 		if (rec->state == MGR_RJ_RUNNING && j->active) {
@@ -431,7 +439,11 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		rec->source = from_iod;
 		rec->end_ms = 0;
 		j->active = true;
+		j->call_out = false;
 		j->gen++;
+		/* Someone wanted it (auto_resync or an admin before the
+		 * restart): with auto_resync off it is still asked again. */
+		j->wanted = true;
 		/* Its counter includes bytes the journaled record already
 		 * has (up to its last progress record): count from here. */
 		j->copied_known = false;
