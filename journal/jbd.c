@@ -133,8 +133,7 @@ void jbd__abort(struct jbd *j, int rc, const char *what)
 	j->fjobs_wait_tail = NULL;
 	/* wake the owner: the failed callbacks run at its next jbd_process
 	 * (an abort inside a public call would otherwise leave them queued) */
-	if (j->efd >= 0)
-		jbd__wake(j);
+	jbd__wake(j);
 }
 
 int jbd_aborted(const struct jbd *j)
@@ -493,8 +492,9 @@ static int admit(struct jbd *j, uint64_t bytes)
 		/* Checkpoint the cuts now, not a commit interval later: the
 		 * writer that retries finds the space (ext3 commits and retries
 		 * an allocation that found the disk full). */
-		if (j->frees_seq > j->checkpointed_seq && !j->frees_urgent) {
-			j->frees_urgent = true;
+		if (j->frees_seq > j->checkpointed_seq &&
+		    j->urgent_seq < j->frees_seq) {
+			j->urgent_seq = j->frees_seq;
 			jbd__wake(j);    /* the owner runs jbd_process */
 		}
 		return -ENOSPC;

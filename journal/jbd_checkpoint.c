@@ -506,7 +506,7 @@ static bool frees_due(const struct jbd *j)
 {
 	if (j->frees_seq <= j->checkpointed_seq)
 		return false;
-	if (j->frees_urgent)
+	if (j->urgent_seq > j->checkpointed_seq)
 		return true;
 	return j->frees_seq <= j->synced_seq &&
 	       tw_now_ms() - j->frees_cp_ms >= j->opts.commit_interval_ms;
@@ -518,8 +518,6 @@ void jbd__cp_kick(struct jbd *j)
 		cp_step(j);     /* the syncfs thread may have finished */
 	if (j->aborted || j->cp_active)
 		goto out;
-	if (j->frees_seq <= j->checkpointed_seq)
-		j->frees_urgent = false;   /* that cut is home */
 	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j);
 	for (struct jbd_waiter *w = j->cp_waiters; w; w = w->next)
 		if (w->seq > j->checkpointed_seq)
@@ -577,10 +575,6 @@ void jbd__cp_kick(struct jbd *j)
 	j->cp = cp;
 	j->cp_active = true;
 	j->frees_cp_ms = tw_now_ms();
-	/* The refusal that made it urgent is answered by this checkpoint; a
-	 * cut that comes meanwhile waits its commit interval again. */
-	if (cp->last->seq >= j->frees_seq)
-		j->frees_urgent = false;
 	cp_step(j);
 out:
 	jbd__io_pump(j);

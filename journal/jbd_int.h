@@ -324,7 +324,9 @@ struct jbd {
 	 * the home file system gets back only when it is checkpointed. */
 	uint64_t frees_seq;
 	uint64_t frees_cp_ms;    /* when a checkpoint last started for it */
-	bool frees_urgent;       /* admission refused a write meanwhile */
+	/* The newest cut that admission refused a write while it waited:
+	 * urgent until checkpointed (urgent_seq > checkpointed_seq). */
+	uint64_t urgent_seq;
 
 	/* index (data=journal) */
 	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */
@@ -364,7 +366,8 @@ struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
 void jbd__abort(struct jbd *j, int rc, const char *what);
 void jbd__queue_cb(struct jbd *j, jbd_done_cb cb, void *arg, int rc);
-/* jbd_io.c: make the owner's event loop run jbd_process (the eventfd). */
+/* jbd_io.c: make the owner's event loop run jbd_process (the eventfd;
+ * nothing before it exists). */
 void jbd__wake(struct jbd *j);
 void jbd__txn_free(struct jbd *j, struct jbd_txn *t);
 uint64_t jbd__log_next(const struct jbd *j, uint64_t blk, uint64_t n);

@@ -133,7 +133,11 @@ static void done_push(struct jbd *j, struct jbd_io *io, int rc);
 void jbd__wake(struct jbd *j)
 {
 	uint64_t one = 1;
-	ssize_t w = write(j->efd, &one, sizeof(one));
+	ssize_t w;
+
+	if (j->efd < 0)
+		return;           /* not open yet (an abort in jbd_open) */
+	w = write(j->efd, &one, sizeof(one));
 	(void)w;
 }
 
