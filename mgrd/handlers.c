@@ -494,9 +494,8 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
 	 * not apply under a default ACL (ns.c inherit_acl). */
 	op.umask = ctx ? ctx->umask & 0777 : 0;
-	/* A taken name fails with EEXIST below, whatever the space. */
-	if (mgr_ns_lookup(&s->st.ns, op.parent, op.name, &in) != 0 &&
-	    (rc = mgr_srv_space(s)) < 0)
+	rc = mgr_srv_space(s, op.parent, op.name);
+	if (rc < 0)
 		goto out;
 	mgr_srv_ino_reserve(s);
 	rc = mgr_op_apply(&s->st, &op);
@@ -533,7 +532,6 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Link *q = (const Twinfs__Link *)m->body;
 	struct mgr_op op = { .type = MGR_OP_LINK };
-	struct mgr_inode *in;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
@@ -541,9 +539,7 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 	op.ino = q->ino;
 	op.newparent = q->newparent;
 	op.newname = q->newname;
-	rc = 0;
-	if (mgr_ns_lookup(&s->st.ns, op.newparent, op.newname, &in) != 0)
-		rc = mgr_srv_space(s);   /* else EEXIST below */
+	rc = mgr_srv_space(s, op.newparent, op.newname);
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
 	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, 0, op.newparent);
@@ -566,7 +562,7 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	rc = 0;
 	if (op.flags & MGR_RENAME_WHITEOUT) {
 		creds(s, q->ctx, &op);   /* the whiteout's owner */
-		rc = mgr_srv_space(s);   /* the whiteout is a new inode */
+		rc = mgr_srv_space(s, 0, NULL);  /* the whiteout: a new inode */
 		if (rc == 0)
 			mgr_srv_ino_reserve(s);
 	}
@@ -630,7 +626,7 @@ static void h_setxattr(struct mgr_server *s, struct wire_conn *c,
 		rc = -E2BIG;
 	} else if (strcmp(q->name, "twinfs.layout") == 0) {
 		rc = -EOPNOTSUPP;  /* the client's own, never stored */
-	} else if (!remove && (rc = mgr_srv_space(s)) < 0) {
+	} else if (!remove && (rc = mgr_srv_space(s, 0, NULL)) < 0) {
 		/* rc: ENOSPC */
 	} else {
 		op.value = q->value.data;

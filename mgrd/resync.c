@@ -438,8 +438,8 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		rec->state = MGR_RJ_RUNNING;
 		rec->source = from_iod;
 		rec->end_ms = 0;
+		assert(!j->call_out);   /* only an active job has a call */
 		j->active = true;
-		j->call_out = false;
 		j->gen++;
 		/* Someone wanted it (auto_resync or an admin before the
 		 * restart): with auto_resync off it is still asked again. */

@@ -253,14 +253,23 @@ static void space_compact(struct mgr_server *s, int64_t fr)
 		rc < 0 ? strerror(-rc) : "done");
 }
 
-int mgr_srv_space(struct mgr_server *s)
+/* Whether mgrd is still short after the compaction, if one was due. */
+static bool space_short_now(struct mgr_server *s, int64_t *free_out)
 {
+	if (!space_short(s, free_out))
+		return false;
+	space_compact(s, *free_out);
+	return space_short(s, free_out);
+}
+
+int mgr_srv_space(struct mgr_server *s, uint64_t parent, const char *name)
+{
+	struct mgr_inode *taken;
 	int64_t fr;
 
-	if (!space_short(s, &fr))
-		return 0;
-	space_compact(s, fr);
-	if (!space_short(s, &fr))
+	if (name && mgr_ns_lookup(&s->st.ns, parent, name, &taken) == 0)
+		return 0;   /* the change fails with EEXIST, whatever the space */
+	if (!space_short_now(s, &fr))
 		return 0;
 	tw_log_rl(TW_LOG_ERR, "mgrd: %s has %lld KiB free, less than mgrd "
 		  "keeps (a snapshot of its state and a reserve of %llu "
@@ -679,16 +688,12 @@ static void on_sweep(uv_timer_t *t)
 {
 	struct mgr_server *s = t->data;
 	uint64_t now = tw_now_ms(), *ids;
+	int64_t fr;
 	size_t n;
 
 	if (s->stopping)
 		return;
-	{
-		int64_t fr;
-
-		if (space_short(s, &fr))
-			space_compact(s, fr);
-	}
+	(void)space_short_now(s, &fr);   /* compacts the log if short */
 	mgr_dl_sweep(s);
 	conns_liveness(s, now);
 	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);

@@ -102,8 +102,9 @@ int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op);
 void mgr_srv_ino_reserve(struct mgr_server *s);
 /* Before a change that grows the namespace (a new inode, name or xattr)
  * is applied: 0, or -ENOSPC while mgrd's own disk is down to its reserve
- * (server.c "Space"). */
-int mgr_srv_space(struct mgr_server *s);
+ * (server.c "Space").  name (NULL: none) in directory parent: 0 when it
+ * is taken, since the change then fails with EEXIST. */
+int mgr_srv_space(struct mgr_server *s, uint64_t parent, const char *name);
 
 /* Apply a twin-policy event about iod `id` (mgr_map_event), journal the
  * records, log and push the new map.  Returns the number of records (0: no
