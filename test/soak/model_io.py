@@ -203,31 +203,24 @@ class Model:
             self.data[name] = bytearray(got)   # report it once
             self.alt.pop(name, None)
 
+    # (share of the steps, operation) on a file that exists.
+    MIX = ((0.45, "op_pwrite"), (0.15, "op_append"), (0.10, "op_truncate"),
+           (0.08, "op_punch"), (0.08, "op_create"), (0.07, "op_rename_over"),
+           (0.07, "op_unlink"))
+
     def step(self):
         self.steps += 1
-        names = ["f%02d" % i for i in range(FILES)]
-        name = self.rng.choice(names)
-        if name not in self.data:
-            self.op_create(name)
-            return
-        if name in self.alt:     # unsure: settle it by a whole rewrite
+        name = self.rng.choice(["f%02d" % i for i in range(FILES)])
+        # Missing, or unsure (settle it by a whole rewrite): create it.
+        if name not in self.data or name in self.alt:
             self.op_create(name)
             return
         r = self.rng.random()
-        if r < 0.45:
-            self.op_pwrite(name)
-        elif r < 0.60:
-            self.op_append(name)
-        elif r < 0.70:
-            self.op_truncate(name)
-        elif r < 0.78:
-            self.op_punch(name)
-        elif r < 0.86:
-            self.op_create(name)
-        elif r < 0.93:
-            self.op_rename_over(name)
-        else:
-            self.op_unlink(name)
+        for share, op in self.MIX:
+            r -= share
+            if r < 0:
+                break
+        getattr(self, op)(name)
 
 
 _libc = None
