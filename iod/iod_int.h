@@ -364,7 +364,7 @@ struct iod {
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
 	uint64_t n_pins;           /* mutations the twin did not apply */
-	uint64_t pins_copied;      /* n_pins when a resync last started */
+	uint64_t pins_copied;      /* n_pins when a resync last completed */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_fwd {

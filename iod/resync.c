@@ -312,6 +312,9 @@ static void finish(struct rs_job *j)
 		fail(j, -EAGAIN, "a live write did not reach the target "
 		     "during the copy");
 	if (j->rc == 0) {
+		/* Only a run that completes has carried the pins: one that
+		 * replayed and failed leaves them owed to the next. */
+		d->pins_copied = d->n_pins;
 		if (iod_store_intent_unpin_all(d->store) < 0)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
@@ -1194,17 +1197,18 @@ static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 	j->resume = q->resume;
 	j->replay = q->resume && q->replay_marks;
 	if (q->resume && !q->replay_marks && d->n_pins != d->pins_copied) {
-		/* A live write reached us alone since the last run started
-		 * (its forward failed while the target stayed resyncing, and
-		 * that run failed -EAGAIN, or none ran): mgrd cannot know;
-		 * its region may be before the cursor. */
+		/* A live write reached us alone since the last run that
+		 * completed (its forward failed while the target stayed
+		 * resyncing): mgrd cannot know; its region may be before the
+		 * cursor.  Owed until a run completes (finish), not just
+		 * starts: a replaying run that fails replays nothing past
+		 * the point it reached. */
 		tw_info("resync of iod %" PRIu32 ": %" PRIu64 " writes did "
 			"not reach it since the last run: replaying the marks "
 			"before the cursor", j->target,
 			d->n_pins - d->pins_copied);
 		j->replay = true;
 	}
-	d->pins_copied = d->n_pins;   /* this run covers those */
 	j->from.ino = q->resume_ino;
 	j->from.column = q->resume_column;
 	j->from.off = q->resume_offset;
@@ -1301,11 +1305,23 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 		? "incremental copy (write-intent log)" : "full copy",
 		j->total_bytes, j->files_total,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
-	if (j->resume)
+	if (j->resume) {
+		size_t before = 0;
+
+		for (size_t i = 0; i < j->n_marks; i++) {
+			int cmp = key_cmp(j->marks[i].ino, j->marks[i].column,
+					  &j->from);
+
+			if (cmp < 0 || (cmp == 0 && j->marks[i].first *
+				       RS_CHUNK < j->from.off))
+				before++;
+		}
 		tw_info("resync of iod %" PRIu32 " resumes after ino %" PRIu64
-			" column %" PRIu32 " offset %" PRIu64 "; %zu write-"
-			"intent regions before it are copied again", j->target,
-			j->from.ino, j->from.column, j->from.off, j->n_marks);
+			" column %" PRIu32 " offset %" PRIu64 "; %zu of our "
+			"write-intent runs lie before it: %s", j->target,
+			j->from.ino, j->from.column, j->from.off, before,
+			j->replay ? "sent again" : "the target holds them");
+	}
 	j->phase = RS_TLIST;
 	send_progress(j, true, false);
 	list_target(j);

@@ -57,7 +57,8 @@ assert_eq target-job-done "done" "$st2"
 ((runs >= 2)) && pass target-runs || fail target-runs "runs $runs"
 line=$(grep -h "resync of iod 1 resumes after ino" "$TWINFS_RUN_DIR/logs/iod2.log" | tail -n 1)
 echo "# ${line#*INFO }"
-[[ $line =~ \;\ ([0-9]+)\ write-intent\ regions && ${BASH_REMATCH[1]} -gt 0 ]] &&
+[[ $line =~ \;\ ([0-9]+)\ of\ our\ write-intent\ runs\ lie\ before\ it:\ sent\ again$ &&
+	${BASH_REMATCH[1]} -gt 0 ]] &&
 	pass target-marks-replayed || fail target-marks-replayed "$line"
 drop_caches
 for i in 1 2 3 4 5 6; do
