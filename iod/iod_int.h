@@ -267,6 +267,13 @@ int iod_store_intent_clear(struct iod_store *s, uint64_t token);
  * from running (twin.c) while the marks themselves are persisted. */
 int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 			 uint64_t off, uint64_t len);
+/* Whether the twin missed a write of ours (a pin) since our last resync
+ * of it completed: then a resumed resync replays the marks before its
+ * cursor (resync.c).  Durable (DIR/twinfs-replay-owed, store.c): set by
+ * every pin, cleared when a resync run completes or one from the start (no
+ * cursor) begins.  Setting it syncs the data directory once. */
+bool iod_store_replay_owed(const struct iod_store *s);
+int iod_store_set_replay_owed(struct iod_store *s, bool owed);
 /* The twin's resync copied everything: pinned regions become ordinary
  * marks (touched now), cleared by the next cycle once both twins synced. */
 int iod_store_intent_unpin_all(struct iod_store *s);
@@ -364,7 +371,6 @@ struct iod {
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
 	uint64_t n_pins;           /* mutations the twin did not apply */
-	uint64_t pins_copied;      /* n_pins when a resync last completed */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_fwd {

@@ -97,8 +97,9 @@
  * A live mutation that the target did not apply while we copied (a pin
  * taken during the job) fails the job: its region may have been copied
  * before it, so only a new copy covers it, and the next run replays the
- * marks before its cursor even when mgrd does not ask (pins_copied: a pin
- * while the target stays resyncing is nothing mgrd hears of).
+ * marks before its cursor even when mgrd does not ask (a pin while the
+ * target stays resyncing is nothing mgrd hears of): the replay is owed,
+ * durably (iod_store_replay_owed), until a run completes.
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
@@ -314,7 +315,10 @@ static void finish(struct rs_job *j)
 	if (j->rc == 0) {
 		/* Only a run that completes has carried the pins: one that
 		 * replayed and failed leaves them owed to the next. */
-		d->pins_copied = d->n_pins;
+		if (iod_store_set_replay_owed(d->store, false) < 0)
+			tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": "
+				  "cannot clear the replay flag: the next "
+				  "resume replays again", j->target);
 		if (iod_store_intent_unpin_all(d->store) < 0)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
@@ -1196,19 +1200,26 @@ static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 
 	j->resume = q->resume;
 	j->replay = q->resume && q->replay_marks;
-	if (q->resume && !q->replay_marks && d->n_pins != d->pins_copied) {
+	if (q->resume && !q->replay_marks &&
+	    iod_store_replay_owed(d->store)) {
 		/* A live write reached us alone since the last run that
 		 * completed (its forward failed while the target stayed
 		 * resyncing): mgrd cannot know; its region may be before the
 		 * cursor.  Owed until a run completes (finish), not just
 		 * starts: a replaying run that fails replays nothing past
 		 * the point it reached. */
-		tw_info("resync of iod %" PRIu32 ": %" PRIu64 " writes did "
-			"not reach it since the last run: replaying the marks "
-			"before the cursor", j->target,
-			d->n_pins - d->pins_copied);
+		tw_info("resync of iod %" PRIu32 ": writes of ours did not "
+			"reach it since the last completed run: replaying the "
+			"marks before the cursor", j->target);
 		j->replay = true;
 	}
+	if (!q->resume && iod_store_set_replay_owed(d->store, false) < 0)
+		/* A run from the start covers every pin so far: its region is
+		 * marked and lies ahead of the cursor (a pin during the run
+		 * sets the flag again, and fails the run). */
+		tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": cannot "
+			  "clear the replay flag: the next resume replays "
+			  "again", j->target);
 	j->from.ino = q->resume_ino;
 	j->from.column = q->resume_column;
 	j->from.off = q->resume_offset;

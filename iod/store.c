@@ -120,6 +120,14 @@
  * Written once, to twinfs-id.tmp, fsynced, renamed, the directory fsynced.
  * Valid iff magic, version and crc match; an invalid one is never replaced
  * automatically (it may be another daemon's directory).
+ *
+ * Replay flag DIR/twinfs-replay-owed (empty; only its presence counts):
+ * the twin missed a live write of ours (a pin) since our last resync of it
+ * completed, so a resumed resync must send our marks before its cursor
+ * again (resync.c).  Created and the directory fsynced when set, so a
+ * restart of this iod does not forget it; unlinked without a sync when a
+ * resync run completes or one from the start begins (resync.c; one that
+ * comes back costs a replay, nothing else).
  */
 #include "store_int.h"
 
@@ -145,6 +153,7 @@
 #define ID_VERSION       1u
 #define ID_FILE          "twinfs-id"
 #define ID_TMP           "twinfs-id.tmp"
+#define OWED_FILE        "twinfs-replay-owed"
 
 struct sub_xattr_disk {
 	uint32_t magic;
@@ -374,6 +383,33 @@ static int id_check(struct iod_store *s, const char *cluster)
 	return 0;
 }
 
+bool iod_store_replay_owed(const struct iod_store *s)
+{
+	return s->replay_owed;
+}
+
+int iod_store_set_replay_owed(struct iod_store *s, bool owed)
+{
+	int fd;
+
+	if (s->replay_owed == owed)
+		return 0;
+	if (!owed) {
+		if (unlinkat(s->dir_fd, OWED_FILE, 0) < 0 && errno != ENOENT)
+			return -errno;
+		s->replay_owed = false;
+		return 0;
+	}
+	fd = openat(s->dir_fd, OWED_FILE, O_WRONLY | O_CREAT | O_NOFOLLOW |
+		    O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	/* Owed in memory at once: a failed sync only risks the restart. */
+	s->replay_owed = true;
+	return fsync(s->dir_fd) < 0 ? -errno : 0;
+}
+
 /* ------------------------------------------------------------ open/close */
 
 /* Fill s (allocated and zeroed by the caller) from opts: the data
@@ -413,6 +449,8 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	rc = id_check(s, opts->cluster);
 	if (rc < 0)
 		goto fail;
+	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
+				   AT_SYMLINK_NOFOLLOW) == 0;
 	if (mkdirat(s->dir_fd, SUBDIR, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		goto fail;

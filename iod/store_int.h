@@ -73,6 +73,7 @@ struct iod_store {
 	uint32_t iod_id;
 	uint8_t uuid[IOD_UUID_LEN];
 	bool is_new;
+	bool replay_owed;          /* DIR/twinfs-replay-owed exists */
 
 	struct sub *buckets[HASH_BUCKETS];
 	struct sub lru;            /* sentinel */

@@ -115,6 +115,11 @@ static void pin_missed(struct iod *d, const struct op *o, bool report)
 		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
 			  PRIu64 " column %" PRIu32 ": the twin will need a "
 			  "full resync", o->ino, o->column);
+	/* Its region may lie before a resync's cursor (resync.c). */
+	if (iod_store_set_replay_owed(d->store, true) < 0)
+		tw_log_rl(TW_LOG_ERR, "%s: cannot record that the twin's "
+			  "resync owes a replay: a restart of this iod before "
+			  "it completes forgets it", d->me->dir);
 	/* If mgrd does not demote the twin for this (it answers its probe,
 	 * or mgrd kept it up at a restart), it must still be resynced. */
 	if (report)
