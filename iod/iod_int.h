@@ -274,6 +274,10 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
  * cursor) begins.  Setting it syncs the data directory once. */
 bool iod_store_replay_owed(const struct iod_store *s);
 int iod_store_set_replay_owed(struct iod_store *s, bool owed);
+/* Before applying a live write that is forwarded to a resyncing twin: a
+ * restart that finds this noted (a forward may have died unanswered) sets
+ * the replay flag.  Cleared with it.  Syncs the data directory once. */
+int iod_store_note_resync_live(struct iod_store *s);
 /* The twin's resync copied everything: pinned regions become ordinary
  * marks (touched now), cleared by the next cycle once both twins synced. */
 int iod_store_intent_unpin_all(struct iod_store *s);

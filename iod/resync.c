@@ -99,7 +99,10 @@
  * before it, so only a new copy covers it, and the next run replays the
  * marks before its cursor even when mgrd does not ask (a pin while the
  * target stays resyncing is nothing mgrd hears of): the replay is owed,
- * durably (iod_store_replay_owed), until a run completes.
+ * durably (iod_store_replay_owed), until a run completes or one without a
+ * cursor starts (every marked region lies ahead of it).  A restart of ours
+ * after forwarding a live write to the resyncing target owes it too (the
+ * forward may have died unanswered: iod_store_note_resync_live).
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */

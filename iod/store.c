@@ -128,6 +128,12 @@
  * restart of this iod does not forget it; unlinked without a sync when a
  * resync run completes or one from the start begins (resync.c; one that
  * comes back costs a replay, nothing else).
+ *
+ * DIR/twinfs-resync-live (empty): we forwarded a live write to our twin
+ * while it was resyncing, since our last resync of it completed.  Created
+ * (directory fsynced) before that write is applied here.  Found at open,
+ * it means we may have died with such a forward unanswered, a write we
+ * hold and the twin may not: it sets the replay flag, and is removed.
  */
 #include "store_int.h"
 
@@ -154,6 +160,7 @@
 #define ID_FILE          "twinfs-id"
 #define ID_TMP           "twinfs-id.tmp"
 #define OWED_FILE        "twinfs-replay-owed"
+#define LIVE_FILE        "twinfs-resync-live"
 
 struct sub_xattr_disk {
 	uint32_t magic;
@@ -388,26 +395,68 @@ bool iod_store_replay_owed(const struct iod_store *s)
 	return s->replay_owed;
 }
 
-int iod_store_set_replay_owed(struct iod_store *s, bool owed)
+/* Create (and sync) or remove one of the flag files above. */
+static int flag_file(struct iod_store *s, const char *name, bool on)
 {
 	int fd;
 
-	if (s->replay_owed == owed)
-		return 0;
-	if (!owed) {
-		if (unlinkat(s->dir_fd, OWED_FILE, 0) < 0 && errno != ENOENT)
-			return -errno;
-		s->replay_owed = false;
-		return 0;
-	}
-	fd = openat(s->dir_fd, OWED_FILE, O_WRONLY | O_CREAT | O_NOFOLLOW |
+	if (!on)
+		return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT
+		       ? -errno : 0;
+	fd = openat(s->dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	close(fd);
-	/* Owed in memory at once: a failed sync only risks the restart. */
-	s->replay_owed = true;
 	return fsync(s->dir_fd) < 0 ? -errno : 0;
+}
+
+int iod_store_set_replay_owed(struct iod_store *s, bool owed)
+{
+	int rc;
+
+	if (s->replay_owed == owed)
+		return 0;
+	/* Owed in memory at once, whatever the disk says: a failure only
+	 * risks a restart forgetting it. */
+	s->replay_owed = owed;
+	rc = flag_file(s, OWED_FILE, owed);
+	if (!owed && rc == 0)
+		rc = flag_file(s, LIVE_FILE, false);
+	if (!owed)
+		s->resync_live = false;
+	return rc;
+}
+
+int iod_store_note_resync_live(struct iod_store *s)
+{
+	if (s->resync_live)
+		return 0;
+	s->resync_live = true;
+	return flag_file(s, LIVE_FILE, true);
+}
+
+/* At open: the flags left by the last run of this iod. */
+static int flags_load(struct iod_store *s)
+{
+	if (faccessat(s->dir_fd, LIVE_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    errno != ENOENT) {
+		tw_info("data directory %s: this iod may have stopped with a "
+			"write to its resyncing twin unanswered: its next "
+			"resumed resync replays the marks before its cursor",
+			s->dir);
+		s->replay_owed = false;
+		if (iod_store_set_replay_owed(s, true) < 0)
+			return -EIO;
+		if (flag_file(s, LIVE_FILE, false) < 0)
+			return -EIO;
+		return 0;
+	}
+	/* Anything but "absent" counts as owed: a replay too many costs
+	 * copies, one too few leaves the twins apart. */
+	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
+				   AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+	return 0;
 }
 
 /* ------------------------------------------------------------ open/close */
@@ -449,8 +498,12 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	rc = id_check(s, opts->cluster);
 	if (rc < 0)
 		goto fail;
-	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
-				   AT_SYMLINK_NOFOLLOW) == 0;
+	rc = flags_load(s);
+	if (rc < 0) {
+		tw_err("data directory %s: cannot record a replay the twin's "
+		       "resync owes", s->dir);
+		goto fail;
+	}
 	if (mkdirat(s->dir_fd, SUBDIR, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		goto fail;

@@ -74,6 +74,7 @@ struct iod_store {
 	uint8_t uuid[IOD_UUID_LEN];
 	bool is_new;
 	bool replay_owed;          /* DIR/twinfs-replay-owed exists */
+	bool resync_live;          /* DIR/twinfs-resync-live exists */
 
 	struct sub *buckets[HASH_BUCKETS];
 	struct sub lru;            /* sentinel */

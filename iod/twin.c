@@ -667,6 +667,16 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		  !twins[!d->me->twin_index].needs_resync ||
 		  epoch > d->map.epoch;
 
+	/* A write the resyncing twin may never get if we die before its
+	 * answer (no pin then): noted first, durably (store.c). */
+	if (forward && has_stat &&
+	    (twins[!d->me->twin_index].needs_resync ||
+	     twins[!d->me->twin_index].state == R1_RESYNCING) &&
+	    iod_store_note_resync_live(d->store) < 0)
+		tw_log_rl(TW_LOG_ERR, "%s: cannot note a write forwarded to "
+			  "resyncing twin iod %" PRIu32 ": a restart of this "
+			  "iod before its resync completes may leave them "
+			  "apart", d->me->dir, d->twin_id);
 	/* T1: commit locally, then queue the forward, in this one call.  The
 	 * close (the log write) runs before the loop sleeps (main.c's
 	 * uv_prepare), so the forward is on the wire first. */

@@ -10,7 +10,7 @@
  *     deadline; the source answers when the copy is done.  The first
  *     attempt is incremental (the source compares region checksums with
  *     the target and sends what differs); after two failures in a row
- *     (but not for want of space), or when the admin asks (rebuild
+ *     not for want of space, or when the admin asks (rebuild
  *     --full), the copy is full.
  *   - RESYNC_PROGRESS from the source updates the job's counters and its
  *     cursor (the last subfile whose every forward the target has
@@ -70,6 +70,7 @@ struct rjob {
 	bool new_job;              /* the next run starts a new job record */
 	bool want_full;            /* ... copying everything (rebuild --full) */
 	uint32_t fails;            /* failed attempts in a row */
+	uint32_t odd_fails;        /* ... of them in a row not for space */
 	uint64_t retry_ms;
 	bool copied_known;         /* last_copied is the source's run counter */
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
@@ -157,7 +158,7 @@ static void job_end(struct mgr_resync *r, uint32_t id, int st, int err)
 		rec->files_done = rec->files_total;
 		rec->bytes_done = rec->bytes_total;
 		rec->has_cursor = false;
-		j->fails = 0;
+		j->fails = j->odd_fails = 0;
 		j->new_job = true;
 	}
 	journal_job(r, id);
@@ -228,8 +229,11 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		 * of an older epoch are refused); a second in a row copies
 		 * everything from zero (e.g. the target holds a newer
 		 * trunc_gen).  Not for want of space: a full copy needs more
-		 * of it, and undoes what the incremental runs copied. */
-		if (j->fails >= 2 && !for_space(status)) {
+		 * of it, and undoes what the incremental runs copied; nor
+		 * when the failure before was for space (then the source
+		 * restarting, say, is the first odd one). */
+		j->odd_fails = for_space(status) ? 0 : j->odd_fails + 1;
+		if (j->odd_fails >= 2) {
 			rec->full = true;
 			rec->has_cursor = false;
 		}
@@ -374,7 +378,7 @@ void mgr_resync_check(struct mgr_resync *r)
 				j->wanted = false;
 			/* Its next resync (it left resyncing: it went down,
 			 * or up) does not wait out an earlier back-off. */
-			j->fails = 0;
+			j->fails = j->odd_fails = 0;
 			j->retry_ms = 0;
 			continue;
 		}
@@ -507,7 +511,7 @@ void mgr_resync_fresh(struct mgr_resync *r, uint32_t id)
 	rec->full = true;
 	r->job[id - 1].new_job = true;
 	r->job[id - 1].want_full = true;
-	r->job[id - 1].fails = 0;
+	r->job[id - 1].fails = r->job[id - 1].odd_fails = 0;
 	journal_job(r, id);
 }
 
@@ -557,7 +561,8 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 	rec->rate_mbps = rate_mbps;
 	if (!j->active) {
 		j->retry_ms = 0;
-		j->fails = 0;     /* the admin's run starts a new streak */
+		/* The admin's run starts a new streak. */
+		j->fails = j->odd_fails = 0;
 	}
 	tw_info("mgrd: admin asks for the resync of iod %u (job %s)", id,
 		job_state_name(rec->state));

@@ -16,7 +16,7 @@
 # twins up; while iod 2 is down, eight more files are written, more than
 # its disk can take.  A rate-limited rebuild copies them until iod 2's
 # disk is full: the run fails, and its cursor lies past f000.  Then f000
-# is overwritten: iod 1 applies it, iod 2 refuses it for space.  rm gives
+# is overwritten: iod 1 applies it, iod 2 refuses it for space.  Then
 # iod 1 is killed (-9) and started again; rm gives the space back, the
 # rebuild resumes and completes; the twins must agree and f000 must hold
 # the new bytes.
@@ -107,6 +107,10 @@ lc kill-iod 1 >/dev/null
 out=$(wait_state 1 '^down' 10000) && pass pin-source-down || fail pin-source-down "$out"
 lc start-iod 1 >/dev/null
 t=$(wait_state 1 '^up$' 30000) && pass pin-source-up-again || fail pin-source-up-again "iod 1: $t"
+# It forwarded a live write to its resyncing twin, then died: it says so.
+tail -n +"$((nl1 + 1))" "$log1" |
+	grep -q 'may have stopped with a write to its resyncing twin unanswered' &&
+	pass pin-live-write-noted || fail pin-live-write-noted "not in iod 1's log"
 
 # rm gives iod 2 its space back; the admin's rebuild resumes at once.
 rm -f "$M"/f00[1-8]

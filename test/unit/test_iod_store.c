@@ -1,8 +1,9 @@
 /* test_iod_store.c - the iod's local subfile store (iod/store.c) in a
  * temporary directory: data round trips, holes, short reads, trunc_gen
  * refusal, truncate, delete, fsync, checksums, listing order and cursor,
- * the identity file, the fd cache, and that no request field can name a
- * path outside the data directory (store.c invariant S1). */
+ * the identity file and the replay flags, the fd cache, and that no
+ * request field can name a path outside the data directory (store.c
+ * invariant S1). */
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -547,4 +548,45 @@ Test(iod_store, symlink_in_tree_not_followed)
 	cr_assert_lt(iod_store_read(st, 50, 0, 0, 4, &out, NULL), 0);
 	cr_assert_eq(stat(target, &sb), 0);
 	cr_assert_eq(sb.st_size, 0);
+}
+
+static bool exists_in_data(const char *name)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", datadir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* The replay a twin's resync owes survives a restart of this iod
+ * (store.c "Replay flag"), and so does a live write forwarded to the
+ * resyncing twin that may have died unanswered. */
+Test(iod_store, replay_owed_flags)
+{
+	cr_assert(!iod_store_replay_owed(st));
+	cr_assert_eq(iod_store_set_replay_owed(st, true), 0);
+	cr_assert(exists_in_data("twinfs-replay-owed"));
+	reopen();
+	cr_assert(iod_store_replay_owed(st));
+	cr_assert_eq(iod_store_set_replay_owed(st, false), 0);
+	cr_assert(!exists_in_data("twinfs-replay-owed"));
+	reopen();
+	cr_assert(!iod_store_replay_owed(st));
+
+	/* A live write noted, then a restart: owed, the note gone. */
+	cr_assert_eq(iod_store_note_resync_live(st), 0);
+	cr_assert(exists_in_data("twinfs-resync-live"));
+	cr_assert(!iod_store_replay_owed(st));
+	reopen();
+	cr_assert(iod_store_replay_owed(st));
+	cr_assert(!exists_in_data("twinfs-resync-live"));
+	cr_assert(exists_in_data("twinfs-replay-owed"));
+
+	/* A completed run clears both; a note after it is made again. */
+	cr_assert_eq(iod_store_note_resync_live(st), 0);
+	cr_assert_eq(iod_store_set_replay_owed(st, false), 0);
+	cr_assert(!exists_in_data("twinfs-resync-live"));
+	cr_assert(!exists_in_data("twinfs-replay-owed"));
+	cr_assert_eq(iod_store_note_resync_live(st), 0);
+	cr_assert(exists_in_data("twinfs-resync-live"));
 }
