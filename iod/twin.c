@@ -144,6 +144,12 @@ static void stale_note(struct iod *d, const struct op *o)
 		      o->hdr.type == TWINFS__MSG_TYPE__MSG_FALLOCATE;
 
 	if (!ranged || d->n_stale == IOD_STALE_MAX) {
+		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 " column %" PRIu32
+			  ": twin iod %" PRIu32 " refused it as stale and %s: "
+			  "reporting it as missed", wire_type_name(o->hdr.type),
+			  o->ino, o->column, d->twin_id, ranged
+			  ? "too many such forwards wait for a retry"
+			  : "no retry can be matched to it");
 		iod_mgr_report_missed(d);   /* cannot wait for a retry */
 		return;
 	}
