@@ -298,6 +298,16 @@ static void on_timer_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+/* The replay our pins owed is carried (a completed run, or one from the
+ * start: see the header). */
+static void replay_paid(const struct rs_job *j)
+{
+	if (iod_store_set_replay_owed(j->d->store, false) < 0)
+		tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": cannot "
+			  "clear the replay flag: the next resume replays "
+			  "again", j->target);
+}
+
 /* Reply to mgrd (when still connected) and free the job once nothing is in
  * flight. */
 static void finish(struct rs_job *j)
@@ -318,10 +328,7 @@ static void finish(struct rs_job *j)
 	if (j->rc == 0) {
 		/* Only a run that completes has carried the pins: one that
 		 * replayed and failed leaves them owed to the next. */
-		if (iod_store_set_replay_owed(d->store, false) < 0)
-			tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": "
-				  "cannot clear the replay flag: the next "
-				  "resume replays again", j->target);
+		replay_paid(j);
 		if (iod_store_intent_unpin_all(d->store) < 0)
 			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
 				  "after resync: regions stay marked");
@@ -764,17 +771,24 @@ static int key_cmp(uint64_t ino, uint32_t column, const struct iod_rs_pos *p)
 	return 0;
 }
 
+/* Whether byte off of subfile (ino, column) lies before a resume's
+ * starting point. */
+static bool before_from(const struct rs_job *j, uint64_t ino,
+			uint32_t column, uint64_t off)
+{
+	int c = key_cmp(ino, column, &j->from);
+
+	return j->resume && (c < 0 || (c == 0 && off < j->from.off));
+}
+
 /* The position the next forwards complete: (current subfile, off), but
  * never one before a resume's starting point (replaying marks there must
  * not move the cursor back). */
 static void set_pos(struct rs_job *j, uint64_t off)
 {
 	struct iod_rs_pos p = { j->cur_ino, j->cur_col, off };
-	int c = key_cmp(p.ino, p.column, &j->from);
 
-	if (j->resume && (c < 0 || (c == 0 && off < j->from.off)))
-		p = j->from;
-	j->pos = p;
+	j->pos = before_from(j, p.ino, p.column, off) ? j->from : p;
 }
 
 /* Resume: the marks of subfile (ino, column) are marks[*m0 .. *m1); *all
@@ -1216,13 +1230,11 @@ static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 			"marks before the cursor", j->target);
 		j->replay = true;
 	}
-	if (!q->resume && iod_store_set_replay_owed(d->store, false) < 0)
+	if (!q->resume)
 		/* A run from the start covers every pin so far: its region is
 		 * marked and lies ahead of the cursor (a pin during the run
 		 * sets the flag again, and fails the run). */
-		tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": cannot "
-			  "clear the replay flag: the next resume replays "
-			  "again", j->target);
+		replay_paid(j);
 	j->from.ino = q->resume_ino;
 	j->from.column = q->resume_column;
 	j->from.off = q->resume_offset;
@@ -1322,14 +1334,10 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	if (j->resume) {
 		size_t before = 0;
 
-		for (size_t i = 0; i < j->n_marks; i++) {
-			int cmp = key_cmp(j->marks[i].ino, j->marks[i].column,
-					  &j->from);
-
-			if (cmp < 0 || (cmp == 0 && j->marks[i].first *
-				       RS_CHUNK < j->from.off))
-				before++;
-		}
+		for (size_t i = 0; i < j->n_marks; i++)
+			before += before_from(j, j->marks[i].ino,
+					      j->marks[i].column,
+					      j->marks[i].first * RS_CHUNK);
 		tw_info("resync of iod %" PRIu32 " resumes after ino %" PRIu64
 			" column %" PRIu32 " offset %" PRIu64 "; %zu of our "
 			"write-intent runs lie before it: %s", j->target,

@@ -445,7 +445,6 @@ static int flags_load(struct iod_store *s)
 			"write to its resyncing twin unanswered: its next "
 			"resumed resync replays the marks before its cursor",
 			s->dir);
-		s->replay_owed = false;
 		if (iod_store_set_replay_owed(s, true) < 0)
 			return -EIO;
 		if (flag_file(s, LIVE_FILE, false) < 0)
