@@ -50,6 +50,49 @@
 struct iod_store;
 struct jbd_io_ops;
 
+/* stale_fwd.c: forwards the twin refused as stale, until a mutation that
+ * reached both twins heals what each may have left different (see the
+ * file's header).  Pure. */
+enum iod_stale_kind {
+	IOD_STALE_RANGE,           /* [off, off + len) of (ino, column) */
+	IOD_STALE_TRUNC,           /* a truncate of (ino, column) to off */
+	IOD_STALE_DELETE,          /* a delete of ino's columns `cols` */
+};
+/* What a refused range may have left different, and what a mutation that
+ * reached both twins makes equal again (IOD_STALE_RANGE's `needs`). */
+#define IOD_STALE_CONTENTS 1u      /* the bytes */
+#define IOD_STALE_SIZE     2u      /* the subfile's size (a write extends) */
+#define IOD_STALE_ALLOC    4u      /* blocks allocated at home */
+struct iod_stale_fwd {
+	uint8_t kind;              /* enum iod_stale_kind */
+	uint8_t needs;             /* RANGE: IOD_STALE_* */
+	uint64_t ino;
+	uint32_t column;           /* RANGE, TRUNC */
+	uint32_t cols;             /* DELETE: bit c = column c (0..31) */
+	uint64_t off, len;         /* RANGE: bytes; TRUNC: off = the size */
+	uint64_t due_ms;           /* reported as missed from then on */
+};
+struct iod_stale_list {
+	struct iod_stale_fwd e[IOD_STALE_MAX];
+	uint32_t n;
+};
+/* 0, or -ENOSPC when IOD_STALE_MAX entries wait already. */
+int iod_stale_add(struct iod_stale_list *l, const struct iod_stale_fwd *f);
+/* A WRITE or FALLOCATE of [off, off + len) that gives `provides`
+ * (IOD_STALE_*) reached both twins in order. */
+void iod_stale_heal_range(struct iod_stale_list *l, uint64_t ino,
+			  uint32_t column, uint64_t off, uint64_t len,
+			  uint8_t provides);
+/* ... a TRUNCATE to size; ... a DELETE of columns `cols` (bit mask). */
+void iod_stale_heal_trunc(struct iod_stale_list *l, uint64_t ino,
+			  uint32_t column, uint64_t size);
+void iod_stale_heal_delete(struct iod_stale_list *l, uint64_t ino,
+			   uint32_t cols);
+/* The first entry due at now_ms, or NULL. */
+const struct iod_stale_fwd *iod_stale_due(const struct iod_stale_list *l,
+					  uint64_t now_ms);
+void iod_stale_clear(struct iod_stale_list *l);
+
 /* The layout recorded in a subfile's xattr (a copy of the file's layout at
  * the subfile's creation). */
 struct iod_sub_layout {
@@ -377,13 +420,7 @@ struct iod {
 	uint64_t n_pins;           /* mutations the twin did not apply */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
-	struct iod_stale_fwd {
-		uint64_t ino;
-		uint32_t column;
-		uint64_t off, len;
-		uint64_t due_ms;
-	} stale[IOD_STALE_MAX];
-	uint32_t n_stale;
+	struct iod_stale_list stale;
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;

@@ -94,7 +94,10 @@ struct op {
 	struct iod_sub_stat st;
 	int pending;               /* completions still to come: local, twin */
 	int rc;                    /* the first error */
-	uint64_t off, len;         /* WRITE: the range (write-intent pins) */
+	uint64_t off, len;         /* WRITE, FALLOCATE: the range (pins) */
+	uint8_t needs, gives;      /* ... IOD_STALE_* (stale_fwd.c) */
+	uint64_t size;             /* TRUNCATE: the new size */
+	uint32_t cols;             /* DELETE: the columns, bit c = column c */
 };
 
 /* The twin does not hold what we applied: keep the regions marked until
@@ -134,69 +137,93 @@ static void pin_missed(struct iod *d, const struct op *o, bool report)
  * which heals the difference.  Reporting it at once would resync a twin
  * that is fine whenever a forward crosses a map change; never reporting
  * it would leave the twins apart when the retry never comes (the client
- * died, gave up, or was fenced).  So the range waits here: a later write
- * covering it, ours forwarded or the twin's forwarded to us, heals it;
- * what is left 3 x request_timeout later is reported as missed writes. */
+ * died, gave up, or was fenced).  So the forward waits here (stale_fwd.c):
+ * a later mutation that reached both, ours forwarded or the twin's
+ * forwarded to us, heals what it covers; what is left 3 x request_timeout
+ * later is reported as missed writes.  A refused FSYNC changed nothing and
+ * waits for nothing. */
 
 static void stale_note(struct iod *d, const struct op *o)
 {
-	bool ranged = o->hdr.type == TWINFS__MSG_TYPE__MSG_WRITE ||
-		      o->hdr.type == TWINFS__MSG_TYPE__MSG_FALLOCATE;
+	struct iod_stale_fwd f = {
+		.ino = o->ino, .column = o->column,
+		.due_ms = tw_now_ms() + 3ull * d->conf->request_timeout_ms };
+	const char *why = "too many such forwards wait for a retry";
 
-	if (!ranged || d->n_stale == IOD_STALE_MAX) {
-		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 " column %" PRIu32
-			  ": twin iod %" PRIu32 " refused it as stale and %s: "
-			  "reporting it as missed", wire_type_name(o->hdr.type),
-			  o->ino, o->column, d->twin_id, ranged
-			  ? "too many such forwards wait for a retry"
-			  : "no retry can be matched to it");
-		iod_mgr_report_missed(d);   /* cannot wait for a retry */
+	switch (o->hdr.type) {
+	case TWINFS__MSG_TYPE__MSG_WRITE:
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
+		f.kind = IOD_STALE_RANGE;
+		f.needs = o->needs;
+		f.off = o->off;
+		f.len = o->len;
+		break;
+	case TWINFS__MSG_TYPE__MSG_TRUNCATE:
+		f.kind = IOD_STALE_TRUNC;
+		f.off = o->size;
+		break;
+	case TWINFS__MSG_TYPE__MSG_DELETE:
+		f.kind = IOD_STALE_DELETE;
+		f.cols = o->cols;
+		if (!f.cols)
+			return;   /* no column: nothing to differ */
+		break;
+	default:
+		/* FSYNC: changes nothing either twin reads; the sender asks
+		 * again through the newer map. */
 		return;
 	}
-	d->stale[d->n_stale++] = (struct iod_stale_fwd){
-		.ino = o->ino, .column = o->column, .off = o->off,
-		.len = o->len,
-		.due_ms = tw_now_ms() + 3ull * d->conf->request_timeout_ms };
+	if (f.kind == IOD_STALE_RANGE && f.len == 0)
+		why = "it has no range a retry could cover";
+	else if (iod_stale_add(&d->stale, &f) == 0)
+		return;
+	tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 " column %" PRIu32 ": twin "
+		  "iod %" PRIu32 " refused it as stale and %s: reporting it as "
+		  "missed", wire_type_name(o->hdr.type), o->ino, o->column,
+		  d->twin_id, why);
+	iod_mgr_report_missed(d);   /* cannot wait for a retry */
 }
 
-/* A write of [off, off + len) reached both twins in order: it heals the
- * stale ranges it covers. */
-static void stale_heal(struct iod *d, uint64_t ino, uint32_t column,
-		       uint64_t off, uint64_t len)
+/* Mutation o reached both twins in order: it heals the stale entries it
+ * makes equal on both (stale_fwd.c). */
+static void stale_heal(struct iod *d, const struct op *o)
 {
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < d->n_stale; i++) {
-		const struct iod_stale_fwd *s = &d->stale[i];
-
-		if (s->ino == ino && s->column == column && s->off >= off &&
-		    s->off + s->len <= off + len)
-			continue;
-		d->stale[k++] = *s;
+	switch (o->hdr.type) {
+	case TWINFS__MSG_TYPE__MSG_WRITE:
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
+		iod_stale_heal_range(&d->stale, o->ino, o->column, o->off,
+				     o->len, o->gives);
+		break;
+	case TWINFS__MSG_TYPE__MSG_TRUNCATE:
+		iod_stale_heal_trunc(&d->stale, o->ino, o->column, o->size);
+		break;
+	case TWINFS__MSG_TYPE__MSG_DELETE:
+		iod_stale_heal_delete(&d->stale, o->ino, o->cols);
+		break;
+	default:
+		break;
 	}
-	d->n_stale = k;
 }
 
 void iod_twin_stale_check(struct iod *d)
 {
-	uint64_t now = tw_now_ms();
+	const struct iod_stale_fwd *f = iod_stale_due(&d->stale, tw_now_ms());
 
-	for (uint32_t i = 0; i < d->n_stale; i++)
-		if (now >= d->stale[i].due_ms) {
-			tw_log_rl(TW_LOG_WARN, "ino %" PRIu64 " column %"
-				  PRIu32 ": no write healed the forward twin "
-				  "iod %" PRIu32 " refused as stale: reporting "
-				  "it as missed", d->stale[i].ino,
-				  d->stale[i].column, d->twin_id);
-			iod_mgr_report_missed(d);
-			d->n_stale = 0;
-			return;
-		}
+	if (!f)
+		return;
+	tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 " column %" PRIu32 ": no "
+		  "write healed the forward twin iod %" PRIu32 " refused as "
+		  "stale: reporting it as missed",
+		  f->kind == IOD_STALE_TRUNC ? "TRUNCATE"
+		  : f->kind == IOD_STALE_DELETE ? "DELETE" : "range of",
+		  f->ino, f->column, d->twin_id);
+	iod_mgr_report_missed(d);
+	iod_stale_clear(&d->stale);
 }
 
 void iod_twin_stale_forget(struct iod *d)
 {
-	d->n_stale = 0;
+	iod_stale_clear(&d->stale);
 }
 
 static const char *type_name(uint16_t t)
@@ -370,8 +397,8 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 		pin_missed(d, f, status != -ESTALE);
 	if (status == -ESTALE)
 		stale_note(d, f);
-	else if (status == 0 && f->len)
-		stale_heal(d, f->ino, f->column, f->off, f->len);
+	else if (status == 0)
+		stale_heal(d, f);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -610,9 +637,24 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	if (type == TWINFS__MSG_TYPE__MSG_WRITE) {
 		o->off = ((const Twinfs__Write *)m->body)->offset;
 		o->len = m->data_len;
+		o->needs = o->gives = IOD_STALE_CONTENTS | IOD_STALE_SIZE |
+				      IOD_STALE_ALLOC;
 	} else if (type == TWINFS__MSG_TYPE__MSG_FALLOCATE) {
-		o->off = ((const Twinfs__Fallocate *)m->body)->offset;
-		o->len = ((const Twinfs__Fallocate *)m->body)->length;
+		const Twinfs__Fallocate *f = (const Twinfs__Fallocate *)m->body;
+
+		o->off = f->offset;
+		o->len = f->length;
+		/* A zeroing may allocate: it heals only the bytes. */
+		o->gives = f->punch ? IOD_STALE_CONTENTS : IOD_STALE_ALLOC;
+		o->needs = o->gives | (f->punch && f->zero ? IOD_STALE_ALLOC
+							   : 0);
+	} else if (type == TWINFS__MSG_TYPE__MSG_TRUNCATE) {
+		o->size = ((const Twinfs__Truncate *)m->body)->size;
+	} else if (type == TWINFS__MSG_TYPE__MSG_DELETE) {
+		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
+
+		for (size_t i = 0; i < x->n_columns; i++)   /* checked: < 32 */
+			o->cols |= 1u << x->columns[i];
 	}
 
 	if (*forwarded) {
@@ -638,8 +680,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		rc = apply_local(d, m, o);
 		if (rc < 0)
 			goto reply;
-		if (o->len)   /* the twin ordered it: both have it now */
-			stale_heal(d, ino, column, o->off, o->len);
+		stale_heal(d, o);   /* the twin ordered it: both have it */
 		wire_conn_ref(c);
 		wire_msg_free(m);
 		return;
