@@ -121,6 +121,14 @@ static double job_secs(const Twinfs__ResyncJob *jb)
 				       : 0;
 }
 
+/* Why a run of a job failed (ResyncJob.last_error, a negative errno). */
+static const char *job_error(int err)
+{
+	if (err == -EBUSY)   /* mgrd/resync.c: copied again, resuming */
+		return "a live write did not reach the target during the copy";
+	return errno_cause(err);
+}
+
 static void job_text(const Twinfs__ResyncJob *jb)
 {
 	char t0[32], t1[32];
@@ -147,7 +155,7 @@ static void job_text(const Twinfs__ResyncJob *jb)
 	       (double)jb->bytes_copied / 1e6 / secs : 0.0);
 	printf("  errors:       %u%s%s\n", jb->errors,
 	       jb->last_error ? ", last: " : "",
-	       jb->last_error ? errno_cause(jb->last_error) : "");
+	       jb->last_error ? job_error(jb->last_error) : "");
 }
 
 static void job_json(const Twinfs__ResyncJob *jb, bool first)

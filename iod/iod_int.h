@@ -421,6 +421,9 @@ struct iod {
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
+	/* TWINFS_TEST_FAULTS (main.c, SIGUSR2): refuse the next forwarded
+	 * client WRITE with ENOSPC. */
+	bool fault_refuse_fwd;
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;

@@ -29,7 +29,7 @@
 
 static struct iod daemon_state;
 static uv_signal_t sig_term, sig_int;
-static uv_signal_t sig_fault;      /* TWINFS_TEST_FAULTS only */
+static uv_signal_t sig_fault, sig_fault2;   /* TWINFS_TEST_FAULTS only */
 static bool fault_knob;
 
 static void usage(FILE *f)
@@ -65,6 +65,19 @@ static void on_fault_signal(uv_signal_t *s, int signum)
 	tw_warn("iod %" PRIu32 ": SIGUSR1 with TWINFS_TEST_FAULTS=1: the next "
 		"journal write fails with EIO", d->id);
 	iod_store_inject_journal_eio(d->store);
+}
+
+/* ... and SIGUSR2 makes this iod refuse the next client write its twin
+ * forwards to it with ENOSPC, as a full disk would: the twin applied it,
+ * this iod did not (the write-intent pin and resync drills). */
+static void on_fault2_signal(uv_signal_t *s, int signum)
+{
+	struct iod *d = s->data;
+
+	(void)signum;
+	tw_warn("iod %" PRIu32 ": SIGUSR2 with TWINFS_TEST_FAULTS=1: the next "
+		"forwarded client write is refused with ENOSPC", d->id);
+	d->fault_refuse_fwd = true;
 }
 
 static void on_jnl_poll(uv_poll_t *p, int status, int events)
@@ -147,8 +160,10 @@ static void shutdown_daemon(struct iod *d)
 	iod_mgr_stop(d);
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
-	if (fault_knob)
+	if (fault_knob) {
 		uv_close((uv_handle_t *)&sig_fault, NULL);
+		uv_close((uv_handle_t *)&sig_fault2, NULL);
+	}
 	/* Keep the journal's loop hooks until everything already journaled
 	 * has completed (its callbacks reply on connections), then stop. */
 	if (!d->jnl_handles ||
@@ -278,8 +293,12 @@ int main(int argc, char **argv)
 		uv_signal_init(d->loop, &sig_fault);
 		sig_fault.data = d;
 		uv_signal_start(&sig_fault, on_fault_signal, SIGUSR1);
+		uv_signal_init(d->loop, &sig_fault2);
+		sig_fault2.data = d;
+		uv_signal_start(&sig_fault2, on_fault2_signal, SIGUSR2);
 		tw_warn("iod %ld: TWINFS_TEST_FAULTS=1: SIGUSR1 fails the next "
-			"journal write (failure drills only)", id);
+			"journal write, SIGUSR2 refuses the next forwarded "
+			"client write (failure drills only)", id);
 	}
 
 	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||

@@ -175,6 +175,7 @@ struct rs_job {
 	uint64_t total_bytes, done_bytes;
 	uint64_t start_ms, progress_ms;
 	uint64_t pins_at_start;    /* d->n_pins when the copy started */
+	uint32_t run;              /* Resync.run of the request we answer */
 	uv_timer_t timer;
 	bool timer_armed;
 	uint64_t budget_at;        /* uv_now of the pass budget_used counts */
@@ -268,6 +269,7 @@ static void send_progress(struct rs_job *j, bool force, bool done)
 		return;
 	twinfs__resync_progress__init(p);
 	p->target_iod = j->target;
+	p->run = j->run;
 	p->bytes_done = j->done_bytes;
 	p->bytes_total = j->total_bytes;
 	p->files_done = j->files;
@@ -323,7 +325,7 @@ static void finish(struct rs_job *j)
 		/* A live mutation was applied here but not at the target
 		 * while we copied: it may be after our copy of its region.
 		 * Not done; mgrd sends the copy again. */
-		fail(j, -EAGAIN, "a live write did not reach the target "
+		fail(j, -EBUSY, "a live write did not reach the target "
 		     "during the copy");
 	if (j->rc == 0) {
 		/* Only a run that completes has carried the pins: one that
@@ -1273,6 +1275,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 		j->c = c;
 		j->hdr = m->hdr;
 		j->rate_mbps = q->rate_limit_mbps;
+		j->run = q->run;
 		tw_info("resync of iod %" PRIu32 ": mgrd asked again; the "
 			"running copy goes on", j->target);
 		return;
@@ -1285,6 +1288,7 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	j->d = d;
 	j->target = q->target_iod;
 	j->rate_mbps = q->rate_limit_mbps;
+	j->run = q->run;
 	j->start_ms = tw_now_ms();
 	j->pins_at_start = d->n_pins;
 	j->incremental = !q->full;

@@ -19,10 +19,12 @@
  *     mgr_srv_map_event (journaled, new epoch, pushed).
  *   - A failed reply, or a map change that makes the source unreadable or
  *     moves the target out of `resyncing`, marks the job failed or
- *     interrupted (a generation number makes a late reply harmless); it is
- *     started again RETRY_MS later, when both are reachable.  Failures in
- *     a row wait longer, up to RETRY_MAX_MS (retry_wait), and a failure
- *     for want of space never turns the copy into a full one.
+ *     interrupted (a generation number makes a late reply harmless, and
+ *     the run number in RESYNC and RESYNC_PROGRESS a late progress); it
+ *     is started again RETRY_MS later, when both are reachable.  Failures
+ *     in a row wait longer, up to RETRY_MAX_MS (retry_wait), and neither
+ *     a failure for want of space nor one for a live write the target
+ *     missed during the copy (-EBUSY) turns the copy into a full one.
  *
  * The job record (struct mgr_rjob_rec in the state: state, times,
  * counters, cursor) is journaled as a MGR_OP_RESYNC_JOB record at every
@@ -76,6 +78,8 @@ struct rjob {
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
 	uint64_t journal_ms;       /* last progress record */
 	uint64_t heard_ms;         /* RESYNC sent or progress heard */
+	uint32_t closed_run;       /* the last run of this job whose reply
+				    * came: its late progress is dropped */
 };
 
 struct mgr_resync {
@@ -89,6 +93,7 @@ struct rcall {
 	struct mgr_resync *r;
 	uint32_t target;
 	uint64_t gen;
+	uint32_t run;              /* Resync.run */
 };
 
 static const char *job_state_name(int st)
@@ -207,6 +212,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (j->gen != k->gen || !j->active)
 		goto out;
 	j->call_out = false;
+	j->closed_run = TW_MAX(j->closed_run, k->run);
 	/* The final count: the last RESYNC_PROGRESS travels on another
 	 * connection and may come after this reply (then it is dropped). */
 	if (has_copied && j->copied_known && copied >= j->last_copied) {
@@ -220,6 +226,23 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		j->active = false;
 		j->gen++;
 		j->retry_ms = tw_now_ms() + AGAIN_MS;
+		goto out;
+	}
+	if (status == -EBUSY) {
+		/* A live write the target refused or never answered while
+		 * we copied (the source's write-intent log keeps it marked):
+		 * copy again, resuming, and replaying the marks.  Not a
+		 * reason for a full copy; waiting longer each time in a row,
+		 * since a target that keeps refusing writes would otherwise
+		 * get a run every half second. */
+		uint64_t wait = retry_wait(++j->fails);
+
+		j->retry_ms = tw_now_ms() + wait;
+		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u: a "
+			  "live write did not reach iod %u during the copy; "
+			  "copying again in %llu ms", k->target, rec->source,
+			  k->target, (unsigned long long)wait);
+		job_end(r, k->target, MGR_RJ_FAILED, status);
 		goto out;
 	}
 	if (status < 0) {
@@ -294,6 +317,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 		job_new(rec, mi, j->want_full ||
 			(rec->state == MGR_RJ_NONE && rec->full));
 		rec->rate_mbps = rate;
+		j->closed_run = 0;   /* runs count from 1 again */
 		j->new_job = false;
 		j->want_full = false;
 	}
@@ -316,6 +340,8 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	k->r = r;
 	k->target = mi->id;
 	k->gen = ++j->gen;
+	k->run = rec->runs + 1;    /* rec->runs++ below, once sent */
+	q.run = k->run;
 	q.target_iod = mi->id;
 	q.full = rec->full;
 	q.rate_limit_mbps = rec->rate_mbps;
@@ -429,6 +455,13 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 	if (!mi || !src || mi->group != src->group || mi == src ||
 	    mi->state != MGR_IOD_RESYNCING || !readable(src))
 		return;
+	if (p->run && p->run <= j->closed_run && rec->source == from_iod) {
+		/* Sent before the reply of its run, which we have had (they
+		 * travel on different connections): that run is over. */
+		tw_debug("mgrd: resync of iod %u: progress of run %u after "
+			 "its reply, dropped", p->target_iod, p->run);
+		return;
+	}
 	if (!j->active || rec->source != from_iod) {
 		/* A copy we did not start (mgrd restarted meanwhile): adopt
 		 * it; a RESYNC we send later joins it at the source. */
@@ -437,8 +470,10 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		tw_info("mgrd: iod %u is copying to iod %u (a resync started "
 			"before this mgrd): following it", from_iod,
 			p->target_iod);
-		if (rec->state == MGR_RJ_NONE || rec->state == MGR_RJ_DONE)
+		if (rec->state == MGR_RJ_NONE || rec->state == MGR_RJ_DONE) {
 			job_new(rec, mi, false);
+			j->closed_run = 0;
+		}
 		rec->state = MGR_RJ_RUNNING;
 		rec->source = from_iod;
 		rec->end_ms = 0;

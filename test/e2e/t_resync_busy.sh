@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# t_resync_busy.sh - a live write the resyncing twin refuses while the copy
+# runs makes that run end "not done" (-EBUSY), and the next run, resuming,
+# carries the write: the twins agree when the resync says done.
+#
+# An admin's rebuild of iod 2 (full, rate-limited, both twins up) copies a
+# file of group 0 from iod 1.  Once the copy has passed the file's first
+# MiB, iod 2 is made to refuse the next client write forwarded to it
+# (TWINFS_TEST_FAULTS=1 and SIGUSR2, iod/main.c, as a full disk would), and
+# the first MiB is overwritten: iod 1 applies it, iod 2 refuses it, the
+# writer gets ENOSPC.  The run must not report done (the region lies
+# before its position); mgrd must say why and copy again, resuming, not
+# from zero and not full for that reason; the source must replay its marks
+# before the cursor.  Checks: the messages of iod 1, iod 2 and mgrd; the
+# job record's last error as `rebuild --status` shows it; verify; the file
+# reads the same through either twin, old or new bytes in the written MiB.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/failover_lib.sh"
+export TWINFS_TEST_FAULTS=1 TWINFS_AUTO_RESYNC=false
+e2e_begin resync_busy
+e2e_tmpdir T
+
+mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0"
+head -c $((24 << 20)) /dev/urandom >"$T/f"
+cp "$T/f" "$M/g0/f"
+ctl sync >/dev/null
+ino=$(stat -c %i "$M/g0/f")
+log1=$TWINFS_RUN_DIR/logs/iod1.log
+log2=$TWINFS_RUN_DIR/logs/iod2.log
+logm=$TWINFS_RUN_DIR/logs/mgrd.log
+
+# 24 MiB at 4 MB/s: about 6 s of copy.
+ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 &&
+	pass busy-rebuild-started || fail busy-rebuild-started "$(cat "$T/rb.out")"
+out=$(wait_state 2 '^resyncing' 10000) && pass busy-resyncing || fail busy-resyncing "$out"
+t0=$(now_ms)
+until (($(rjob 2 bytes_done 2>/dev/null || echo 0) >= (3 << 20))); do
+	(($(now_ms) - t0 > 30000)) && break
+	sleep 0.1
+done
+done_at=$(rjob 2 bytes_done)
+echo "# the copy has passed $done_at bytes of $((24 << 20)) when the fault is armed"
+check busy-copy-past-first-mib test "${done_at:-0}" -ge $((3 << 20))
+
+n2=$(wc -l <"$log2")
+kill -USR2 "$(cat "$TWINFS_RUN_DIR/pids/iod2.pid")"
+t0=$(now_ms)
+until tail -n +"$((n2 + 1))" "$log2" | grep -q 'SIGUSR2 with TWINFS_TEST_FAULTS=1'; do
+	(($(now_ms) - t0 > 10000)) && break
+	sleep 0.05
+done
+"$PY" - "$M/g0/f" >"$T/w.out" 2>&1 <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"\xee" * (1 << 20))
+try:
+    os.pwrite(fd, buf, 0)
+    print("written")
+except OSError as e:
+    print("error", e.errno)
+EOF
+assert_eq busy-write-refused "error 28" "$(tail -n 1 "$T/w.out")"
+check busy-iod2-refused grep -q "forwarded WRITE ino $ino column 0 refused with ENOSPC" "$log2"
+check busy-iod1-applied grep -q "ino $ino column 0: twin iod 2 refused it: No space left on device" "$log1"
+
+t=$(wait_state 2 '^up$' 90000) && pass busy-twin-up || fail busy-twin-up "iod 2: $t"
+check busy-run-not-done grep -q 'resync of iod 2: a live write did not reach the target during the copy' "$log1"
+check busy-mgrd-copies-again grep -q 'resync of iod 2 from iod 1: a live write did not reach iod 2 during the copy; copying again in' "$logm"
+check busy-resumed grep -q 'resync of iod 2 resumes after ino' "$log1"
+check busy-marks-replayed grep -q 'resync of iod 2: writes of ours did not reach it since the last completed run: replaying the marks before the cursor' "$log1"
+ctl rebuild --status 2 >"$T/st.out" 2>&1
+check busy-status-says-why grep -q 'last: a live write did not reach the target during the copy' "$T/st.out"
+sed 's/^/#   /' "$T/st.out"
+
+e2e_verify
+# The written MiB holds the old or the new bytes, the same through either
+# twin, and the rest of the file is untouched.
+cmp_file() {
+	"$PY" - "$M/g0/f" "$T/f" <<'EOF'
+import sys
+got = open(sys.argv[1], "rb").read()
+orig = open(sys.argv[2], "rb").read()
+m = 1 << 20
+if len(got) != len(orig) or got[m:] != orig[m:]:
+    print("other bytes")
+elif got[:m] == orig[:m]:
+    print("old")
+elif got[:m] == b"\xee" * m:
+    print("new")
+else:
+    print("other bytes")
+EOF
+}
+drop_caches
+both=$(cmp_file)
+echo "# the first MiB through both twins: $both"
+check busy-bytes-old-or-new test "$both" = old -o "$both" = new
+lc kill-iod 1 >/dev/null
+out=$(wait_state 1 '^down' 10000) && pass busy-iod1-down || fail busy-iod1-down "$out"
+drop_caches
+assert_eq busy-same-through-iod2 "$both" "$(cmp_file)"
+lc start-iod 1 >/dev/null
+wait_state 1 '^resyncing' 10000 >/dev/null && ctl rebuild 1 >/dev/null
+t=$(wait_state 1 '^up$' 60000) && pass busy-iod1-back || fail busy-iod1-back "iod 1: $t"
+e2e_end
