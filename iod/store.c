@@ -133,7 +133,9 @@
  * while it was resyncing, since our last resync of it completed.  Created
  * (directory fsynced) before that write is applied here.  Found at open,
  * it means we may have died with such a forward unanswered, a write we
- * hold and the twin may not: it sets the replay flag, and is removed.
+ * hold and the twin may not: it sets the replay flag, and is removed.  A
+ * clean stop whose journal closed removes it too: every forward was then
+ * answered or pinned, and a pin sets the replay flag (on disk) itself.
  */
 #include "store_int.h"
 
@@ -421,6 +423,7 @@ int iod_store_set_replay_owed(struct iod_store *s, bool owed)
 	 * risks a restart forgetting it. */
 	s->replay_owed = owed;
 	rc = flag_file(s, OWED_FILE, owed);
+	s->owed_on_disk = owed && rc == 0;
 	if (!owed && rc == 0)
 		rc = flag_file(s, LIVE_FILE, false);
 	if (!owed)
@@ -455,7 +458,20 @@ static int flags_load(struct iod_store *s)
 	 * copies, one too few leaves the twins apart. */
 	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
 				   AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+	s->owed_on_disk = s->replay_owed;
 	return 0;
+}
+
+/* A clean stop (the journal closed, so the pins are on disk): every
+ * forward to the resyncing twin was answered, or failed and was pinned,
+ * which set the replay flag.  The live flag adds nothing then, unless
+ * that flag could not be written. */
+void store_flags_clean_stop(struct iod_store *s)
+{
+	if (!s->resync_live || (s->replay_owed && !s->owed_on_disk))
+		return;
+	if (flag_file(s, LIVE_FILE, false) == 0)
+		s->resync_live = false;
 }
 
 /* ------------------------------------------------------------ open/close */

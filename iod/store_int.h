@@ -73,7 +73,8 @@ struct iod_store {
 	uint32_t iod_id;
 	uint8_t uuid[IOD_UUID_LEN];
 	bool is_new;
-	bool replay_owed;          /* DIR/twinfs-replay-owed exists */
+	bool replay_owed;          /* a replay is owed (the file below) */
+	bool owed_on_disk;         /* ... and DIR/twinfs-replay-owed exists */
 	bool resync_live;          /* DIR/twinfs-resync-live exists */
 
 	struct sub *buckets[HASH_BUCKETS];
@@ -136,6 +137,7 @@ static inline uint32_t store_obj_column(uint64_t obj)
 /* store.c: home side */
 int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
 void store_home_close(struct iod_store *s);
+void store_flags_clean_stop(struct iod_store *s);
 /* Find or open a subfile; with layout non-NULL create it if absent
  * (xattr first, S2) with trunc_gen.  -ENOENT when absent and not
  * creating. */

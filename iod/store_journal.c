@@ -630,12 +630,15 @@ void iod_store_close(struct iod_store *s)
 	if (!s)
 		return;
 	if (s->j) {
-		int rc = jbd_close(s->j);
+		bool aborted = jbd_aborted(s->j) < 0;
+		int rc = jbd_close(s->j);   /* frees s->j */
 
 		if (rc < 0)
 			tw_err("data directory %s: closing the journal: %s "
 			       "(the next start replays it)", s->dir,
 			       strerror(-rc));
+		else if (!aborted)
+			store_flags_clean_stop(s);
 	}
 	free_state(s);
 	store_home_close(s);

@@ -14,6 +14,7 @@
 # before the cursor.  Checks: the messages of iod 1, iod 2 and mgrd; the
 # job record's last error as `rebuild --status` shows it; verify; the file
 # reads the same through either twin, old or new bytes in the written MiB.
+# Then a clean stop of the source during a copy leaves nothing owed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 export TWINFS_TEST_FAULTS=1 TWINFS_AUTO_RESYNC=false
@@ -103,4 +104,40 @@ assert_eq busy-same-through-iod2 "$both" "$(cmp_file)"
 lc start-iod 1 >/dev/null
 wait_state 1 '^resyncing' 10000 >/dev/null && ctl rebuild 1 >/dev/null
 t=$(wait_state 1 '^up$' 60000) && pass busy-iod1-back || fail busy-iod1-back "iod 1: $t"
+
+# A clean stop of the source while it copies, after a live write that
+# reached the target: nothing is owed, so the flag that such a write may
+# have died unanswered (twinfs-resync-live) goes with the stop, and the
+# next start does not replay for it.
+cp "$M/g0/f" "$T/f"   # checked above: the same through either twin
+ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 ||
+	fail busy-clean-rebuild "$(cat "$T/rb.out")"
+out=$(wait_state 2 '^resyncing' 10000) || fail busy-clean-resyncing "$out"
+head -c $((1 << 20)) /dev/urandom >"$T/mib"
+dd if="$T/mib" of="$M/g0/f" bs=1M seek=2 conv=notrunc,fsync status=none &&
+	dd if="$T/mib" of="$T/f" bs=1M seek=2 conv=notrunc status=none &&
+	pass busy-clean-live-write || fail busy-clean-live-write "dd failed"
+check busy-clean-live-noted test -e "$TWINFS_RUN_DIR/iod1/twinfs-resync-live"
+nl1=$(wc -l <"$log1")
+kill -TERM "$(cat "$TWINFS_RUN_DIR/pids/iod1.pid")"
+t0=$(now_ms)
+until tail -n +"$((nl1 + 1))" "$log1" | grep -q 'iod 1: stopped'; do
+	(($(now_ms) - t0 > 20000)) && break
+	sleep 0.1
+done
+check busy-clean-stopped grep -q 'iod 1: stopped' <(tail -n +"$((nl1 + 1))" "$log1")
+check busy-clean-flag-gone test ! -e "$TWINFS_RUN_DIR/iod1/twinfs-resync-live"
+check busy-clean-nothing-owed test ! -e "$TWINFS_RUN_DIR/iod1/twinfs-replay-owed"
+lc start-iod 1 >/dev/null
+t=$(wait_state 2 '^up$' 90000) && pass busy-clean-twin-up || fail busy-clean-twin-up "iod 2: $t"
+if tail -n +"$((nl1 + 1))" "$log1" | grep -q 'may have stopped with a write'; then
+	fail busy-clean-no-replay "iod 1 thinks a write may have died unanswered"
+else
+	pass busy-clean-no-replay
+fi
+t=$(wait_state 1 '^up$' 30000) || { ctl rebuild 1 >/dev/null; t=$(wait_state 1 '^up$' 60000); } &&
+	pass busy-clean-iod1-up || fail busy-clean-iod1-up "iod 1: $t"
+e2e_verify busy-clean-verify
+drop_caches
+assert_same_file busy-clean-bytes "$T/f" "$M/g0/f"
 e2e_end

@@ -52,6 +52,13 @@ static void reopen(void)
 	cr_assert_eq(open_store(1, "test", 0, &st), 0);
 }
 
+/* A stop without the journal's close, as after kill -9. */
+static void crash_reopen(void)
+{
+	iod_store_abandon(st);
+	cr_assert_eq(open_store(1, "test", 0, &st), 0);
+}
+
 static void setup(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/twinfs-iod-test.XXXXXX");
@@ -573,11 +580,19 @@ Test(iod_store, replay_owed_flags)
 	reopen();
 	cr_assert(!iod_store_replay_owed(st));
 
-	/* A live write noted, then a restart: owed, the note gone. */
+	/* A live write noted, then a clean stop: every forward was answered
+	 * or pinned (which owes the replay itself), so the note goes. */
+	cr_assert_eq(iod_store_note_resync_live(st), 0);
+	cr_assert(exists_in_data("twinfs-resync-live"));
+	reopen();
+	cr_assert(!iod_store_replay_owed(st));
+	cr_assert(!exists_in_data("twinfs-resync-live"));
+
+	/* A live write noted, then a crash: owed, the note gone. */
 	cr_assert_eq(iod_store_note_resync_live(st), 0);
 	cr_assert(exists_in_data("twinfs-resync-live"));
 	cr_assert(!iod_store_replay_owed(st));
-	reopen();
+	crash_reopen();
 	cr_assert(iod_store_replay_owed(st));
 	cr_assert(!exists_in_data("twinfs-resync-live"));
 	cr_assert(exists_in_data("twinfs-replay-owed"));
