@@ -70,6 +70,7 @@ struct iod_stale_fwd {
 	uint32_t column;           /* RANGE, TRUNC */
 	uint32_t cols;             /* DELETE: bit c = column c (0..31) */
 	uint64_t off, len;         /* RANGE: bytes; TRUNC: off = the size */
+	uint64_t seq;              /* the refused forward's place in our order */
 	uint64_t due_ms;           /* reported as missed from then on */
 };
 struct iod_stale_list {
@@ -79,15 +80,16 @@ struct iod_stale_list {
 /* 0, or -ENOSPC when IOD_STALE_MAX entries wait already. */
 int iod_stale_add(struct iod_stale_list *l, const struct iod_stale_fwd *f);
 /* A WRITE or FALLOCATE of [off, off + len) that gives `provides`
- * (IOD_STALE_*) reached both twins in order. */
-void iod_stale_heal_range(struct iod_stale_list *l, uint64_t ino,
-			  uint32_t column, uint64_t off, uint64_t len,
-			  uint8_t provides);
+ * (IOD_STALE_*) reached both twins, applied here after every entry whose
+ * seq is below `seq` (only those are healed). */
+void iod_stale_heal_range(struct iod_stale_list *l, uint64_t seq,
+			  uint64_t ino, uint32_t column, uint64_t off,
+			  uint64_t len, uint8_t provides);
 /* ... a TRUNCATE to size; ... a DELETE of columns `cols` (bit mask). */
-void iod_stale_heal_trunc(struct iod_stale_list *l, uint64_t ino,
-			  uint32_t column, uint64_t size);
-void iod_stale_heal_delete(struct iod_stale_list *l, uint64_t ino,
-			   uint32_t cols);
+void iod_stale_heal_trunc(struct iod_stale_list *l, uint64_t seq,
+			  uint64_t ino, uint32_t column, uint64_t size);
+void iod_stale_heal_delete(struct iod_stale_list *l, uint64_t seq,
+			   uint64_t ino, uint32_t cols);
 /* The first entry due at now_ms, or NULL. */
 const struct iod_stale_fwd *iod_stale_due(const struct iod_stale_list *l,
 					  uint64_t now_ms);
@@ -417,6 +419,7 @@ struct iod {
 	char twin_host[TW_HOST_MAX];
 	int twin_port;
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
+	uint64_t fwd_seq;          /* mutations ordered here (stale_fwd.c) */
 	uint64_t n_pins;           /* mutations the twin did not apply */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */

@@ -2,17 +2,26 @@
  * sender's retry to heal them (twin.c "Stale forwards" says why they wait).
  * Pure: no I/O, no clock; twin.c feeds it and reports what falls due.
  *
- * An entry says what the twin may lack, and a later mutation that reached
- * both twins in order takes away what it makes equal on both:
+ * An entry says what the twin may lack, and a mutation that reached both
+ * twins, applied here after the refused one, takes away what it makes
+ * equal on both.  "After" is our own order (`seq`): the twin answers a
+ * refusal at once but an applied forward only when its transaction
+ * closes, so the success of an earlier forward may come after the
+ * refusal of a later one, and must not heal it.  A mutation our twin
+ * forwards to us is applied here after everything listed (each entry's
+ * refusal came after its local apply).  What heals what:
  *   - a ranged mutation over part of a range entry removes that part
  *     when it gives both what the refused one may have made differ
  *     (`needs`, IOD_STALE_CONTENTS / _SIZE / _ALLOC): a retry the client
  *     split or merged differently from the refused forward still heals
  *     it, piece by piece, while a punch over a refused write does not
  *     (that write may have extended the subfile);
- *   - a TRUNCATE to size S clips every range of the subfile at S (both
- *     drop the bytes past it), and heals a refused truncate to a size of
- *     at least S (both are then cut at S, and extended alike);
+ *   - a TRUNCATE to size S clips every range of the subfile that starts
+ *     below S (both drop the bytes past it); a range wholly past S stays
+ *     whole, since its refused write may have created the subfile, which
+ *     a truncate does not create at the twin; and it heals a refused
+ *     truncate to a size of at least S (both are then cut at S, and
+ *     extended alike);
  *   - a DELETE of a subfile heals everything about it.
  * A split that would not fit keeps the entry whole: it then falls due and
  * is reported, which resyncs the twin (never wrong, only slower). */
@@ -39,9 +48,9 @@ static bool col_in(uint32_t cols, uint32_t column)
 	return column < 32 && (cols >> column) & 1u;
 }
 
-void iod_stale_heal_range(struct iod_stale_list *l, uint64_t ino,
-			  uint32_t column, uint64_t off, uint64_t len,
-			  uint8_t provides)
+void iod_stale_heal_range(struct iod_stale_list *l, uint64_t seq,
+			  uint64_t ino, uint32_t column, uint64_t off,
+			  uint64_t len, uint8_t provides)
 {
 	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
 	uint32_t n = l->n, k = 0;
@@ -54,7 +63,7 @@ void iod_stale_heal_range(struct iod_stale_list *l, uint64_t ino,
 		struct iod_stale_fwd s = l->e[i];
 		uint64_t s_end = s.off + s.len;
 
-		if (s.kind != IOD_STALE_RANGE || s.ino != ino ||
+		if (s.kind != IOD_STALE_RANGE || s.seq >= seq || s.ino != ino ||
 		    s.column != column || s_end <= off || s.off >= end ||
 		    (s.needs & ~provides) != 0) {
 			l->e[k++] = s;
@@ -87,38 +96,35 @@ void iod_stale_heal_range(struct iod_stale_list *l, uint64_t ino,
 	l->n = k + n_tail;
 }
 
-void iod_stale_heal_trunc(struct iod_stale_list *l, uint64_t ino,
-			  uint32_t column, uint64_t size)
+void iod_stale_heal_trunc(struct iod_stale_list *l, uint64_t seq,
+			  uint64_t ino, uint32_t column, uint64_t size)
 {
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < l->n; i++) {
 		struct iod_stale_fwd s = l->e[i];
 
-		if (s.ino == ino && s.column == column) {
+		if (s.seq < seq && s.ino == ino && s.column == column) {
 			if (s.kind == IOD_STALE_TRUNC && size <= s.off)
 				continue;
-			if (s.kind == IOD_STALE_RANGE) {
-				if (s.off >= size)
-					continue;
-				if (s.len > size - s.off)
-					s.len = size - s.off;
-			}
+			if (s.kind == IOD_STALE_RANGE && s.off < size &&
+			    s.len > size - s.off)
+				s.len = size - s.off;
 		}
 		l->e[k++] = s;
 	}
 	l->n = k;
 }
 
-void iod_stale_heal_delete(struct iod_stale_list *l, uint64_t ino,
-			   uint32_t cols)
+void iod_stale_heal_delete(struct iod_stale_list *l, uint64_t seq,
+			   uint64_t ino, uint32_t cols)
 {
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < l->n; i++) {
 		struct iod_stale_fwd s = l->e[i];
 
-		if (s.ino == ino) {
+		if (s.seq < seq && s.ino == ino) {
 			if (s.kind == IOD_STALE_DELETE) {
 				s.cols &= ~cols;
 				if (!s.cols)

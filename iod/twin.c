@@ -98,6 +98,7 @@ struct op {
 	uint8_t needs, gives;      /* ... IOD_STALE_* (stale_fwd.c) */
 	uint64_t size;             /* TRUNCATE: the new size */
 	uint32_t cols;             /* DELETE: the columns, bit c = column c */
+	uint64_t seq;              /* ours: its place in d->fwd_seq order */
 };
 
 /* The twin does not hold what we applied: keep the regions marked until
@@ -146,7 +147,7 @@ static void pin_missed(struct iod *d, const struct op *o, bool report)
 static void stale_note(struct iod *d, const struct op *o)
 {
 	struct iod_stale_fwd f = {
-		.ino = o->ino, .column = o->column,
+		.ino = o->ino, .column = o->column, .seq = o->seq,
 		.due_ms = tw_now_ms() + 3ull * d->conf->request_timeout_ms };
 	const char *why = "too many such forwards wait for a retry";
 
@@ -165,8 +166,6 @@ static void stale_note(struct iod *d, const struct op *o)
 	case TWINFS__MSG_TYPE__MSG_DELETE:
 		f.kind = IOD_STALE_DELETE;
 		f.cols = o->cols;
-		if (!f.cols)
-			return;   /* no column: nothing to differ */
 		break;
 	default:
 		/* FSYNC: changes nothing either twin reads; the sender asks
@@ -184,21 +183,22 @@ static void stale_note(struct iod *d, const struct op *o)
 	iod_mgr_report_missed(d);   /* cannot wait for a retry */
 }
 
-/* Mutation o reached both twins in order: it heals the stale entries it
- * makes equal on both (stale_fwd.c). */
-static void stale_heal(struct iod *d, const struct op *o)
+/* Mutation o reached both twins, and was applied here after the entries
+ * below `seq`: it heals what it makes equal on both (stale_fwd.c). */
+static void stale_heal(struct iod *d, const struct op *o, uint64_t seq)
 {
 	switch (o->hdr.type) {
 	case TWINFS__MSG_TYPE__MSG_WRITE:
 	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
-		iod_stale_heal_range(&d->stale, o->ino, o->column, o->off,
+		iod_stale_heal_range(&d->stale, seq, o->ino, o->column, o->off,
 				     o->len, o->gives);
 		break;
 	case TWINFS__MSG_TYPE__MSG_TRUNCATE:
-		iod_stale_heal_trunc(&d->stale, o->ino, o->column, o->size);
+		iod_stale_heal_trunc(&d->stale, seq, o->ino, o->column,
+				     o->size);
 		break;
 	case TWINFS__MSG_TYPE__MSG_DELETE:
-		iod_stale_heal_delete(&d->stale, o->ino, o->cols);
+		iod_stale_heal_delete(&d->stale, seq, o->ino, o->cols);
 		break;
 	default:
 		break;
@@ -398,7 +398,7 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 	if (status == -ESTALE)
 		stale_note(d, f);
 	else if (status == 0)
-		stale_heal(d, f);
+		stale_heal(d, f, f->seq);
 	if (status < 0 && is_transport_error(status)) {
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32 ": "
 			  "twin iod %" PRIu32 " (%s:%d) did not apply it: %s; "
@@ -655,6 +655,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 
 		for (size_t i = 0; i < x->n_columns; i++)   /* checked: < 32 */
 			o->cols |= 1u << x->columns[i];
+		if (!x->n_columns)   /* none listed: every column */
+			o->cols = UINT32_MAX;
 	}
 
 	if (*forwarded) {
@@ -689,7 +691,9 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		rc = apply_local(d, m, o);
 		if (rc < 0)
 			goto reply;
-		stale_heal(d, o);   /* the twin ordered it: both have it */
+		/* The twin ordered it: both have it, and here it comes after
+		 * every forward of ours whose refusal we have had. */
+		stale_heal(d, o, UINT64_MAX);
 		wire_conn_ref(c);
 		wire_msg_free(m);
 		return;
@@ -737,6 +741,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	 * close (the log write) runs before the loop sleeps (main.c's
 	 * uv_prepare), so the forward is on the wire first. */
 	o->pending = 1;
+	o->seq = ++d->fwd_seq;
 	rc = apply_local(d, m, o);
 	if (rc < 0) {
 		if (rc != -ESTALE)

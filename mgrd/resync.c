@@ -78,8 +78,11 @@ struct rjob {
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
 	uint64_t journal_ms;       /* last progress record */
 	uint64_t heard_ms;         /* RESYNC sent or progress heard */
-	uint32_t closed_run;       /* the last run of this job whose reply
-				    * came: its late progress is dropped */
+	/* Run numbers (Resync.run): drawn from run_seq, never reset (a
+	 * late progress of an older job's run must not pass for the
+	 * current one); the current run is sent_run, answered once
+	 * closed_run equals it.  0: none since this mgrd started. */
+	uint32_t run_seq, sent_run, closed_run;
 };
 
 struct mgr_resync {
@@ -212,7 +215,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (j->gen != k->gen || !j->active)
 		goto out;
 	j->call_out = false;
-	j->closed_run = TW_MAX(j->closed_run, k->run);
+	j->closed_run = k->run;
 	/* The final count: the last RESYNC_PROGRESS travels on another
 	 * connection and may come after this reply (then it is dropped). */
 	if (has_copied && j->copied_known && copied >= j->last_copied) {
@@ -237,6 +240,7 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		 * get a run every half second. */
 		uint64_t wait = retry_wait(++j->fails);
 
+		j->odd_fails = 0;   /* it breaks a streak of odd ones */
 		j->retry_ms = tw_now_ms() + wait;
 		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u: a "
 			  "live write did not reach iod %u during the copy; "
@@ -317,7 +321,6 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 		job_new(rec, mi, j->want_full ||
 			(rec->state == MGR_RJ_NONE && rec->full));
 		rec->rate_mbps = rate;
-		j->closed_run = 0;   /* runs count from 1 again */
 		j->new_job = false;
 		j->want_full = false;
 	}
@@ -340,7 +343,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	k->r = r;
 	k->target = mi->id;
 	k->gen = ++j->gen;
-	k->run = rec->runs + 1;    /* rec->runs++ below, once sent */
+	k->run = ++j->run_seq;
 	q.run = k->run;
 	q.target_iod = mi->id;
 	q.full = rec->full;
@@ -358,6 +361,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 		j->retry_ms = tw_now_ms() + RETRY_MS;
 		return;
 	}
+	j->sent_run = j->run_seq;
 	if (rec->state != MGR_RJ_RUNNING || rec->source != src->id)
 		tw_info("mgrd: resync of iod %u from iod %u %s (%s)", mi->id,
 			src->id, rec->runs ? "resumes" : "starts",
@@ -455,11 +459,15 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 	if (!mi || !src || mi->group != src->group || mi == src ||
 	    mi->state != MGR_IOD_RESYNCING || !readable(src))
 		return;
-	if (p->run && p->run <= j->closed_run && rec->source == from_iod) {
-		/* Sent before the reply of its run, which we have had (they
-		 * travel on different connections): that run is over. */
-		tw_debug("mgrd: resync of iod %u: progress of run %u after "
-			 "its reply, dropped", p->target_iod, p->run);
+	if (p->run && j->sent_run &&
+	    (p->run != j->sent_run || j->closed_run == j->sent_run)) {
+		/* Not the run we asked for last, or one whose reply we have
+		 * had (they travel on different connections): that run is
+		 * over.  A copy we did not ask for since we started (sent_run
+		 * 0, or an iod that sends no run) is adopted below. */
+		tw_debug("mgrd: resync of iod %u: progress of run %u, not "
+			 "of the current run %u, dropped", p->target_iod,
+			 p->run, j->sent_run);
 		return;
 	}
 	if (!j->active || rec->source != from_iod) {
@@ -470,10 +478,8 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		tw_info("mgrd: iod %u is copying to iod %u (a resync started "
 			"before this mgrd): following it", from_iod,
 			p->target_iod);
-		if (rec->state == MGR_RJ_NONE || rec->state == MGR_RJ_DONE) {
+		if (rec->state == MGR_RJ_NONE || rec->state == MGR_RJ_DONE)
 			job_new(rec, mi, false);
-			j->closed_run = 0;
-		}
 		rec->state = MGR_RJ_RUNNING;
 		rec->source = from_iod;
 		rec->end_ms = 0;
