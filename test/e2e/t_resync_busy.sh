@@ -30,6 +30,19 @@ log1=$TWINFS_RUN_DIR/logs/iod1.log
 log2=$TWINFS_RUN_DIR/logs/iod2.log
 logm=$TWINFS_RUN_DIR/logs/mgrd.log
 
+# signal_iod N SIG PATTERN MS: send SIG to iod N; 0 once its log says
+# PATTERN after that (waiting up to MS), 1 if not.
+signal_iod() {
+	local log=$TWINFS_RUN_DIR/logs/iod$1.log n t0
+	n=$(wc -l <"$log")
+	kill -"$2" "$(cat "$TWINFS_RUN_DIR/pids/iod$1.pid")" || return 1
+	t0=$(now_ms)
+	until tail -n +"$((n + 1))" "$log" | grep -q "$3"; do
+		(($(now_ms) - t0 > $4)) && return 1
+		sleep 0.05
+	done
+}
+
 # 24 MiB at 4 MB/s: about 6 s of copy.
 ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 &&
 	pass busy-rebuild-started || fail busy-rebuild-started "$(cat "$T/rb.out")"
@@ -43,13 +56,7 @@ done_at=$(rjob 2 bytes_done)
 echo "# the copy has passed $done_at bytes of $((24 << 20)) when the fault is armed"
 check busy-copy-past-first-mib test "${done_at:-0}" -ge $((3 << 20))
 
-n2=$(wc -l <"$log2")
-kill -USR2 "$(cat "$TWINFS_RUN_DIR/pids/iod2.pid")"
-t0=$(now_ms)
-until tail -n +"$((n2 + 1))" "$log2" | grep -q 'SIGUSR2 with TWINFS_TEST_FAULTS=1'; do
-	(($(now_ms) - t0 > 10000)) && break
-	sleep 0.05
-done
+check busy-fault-armed signal_iod 2 USR2 'SIGUSR2 with TWINFS_TEST_FAULTS=1' 10000
 "$PY" - "$M/g0/f" >"$T/w.out" 2>&1 <<'EOF'
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
@@ -119,13 +126,7 @@ dd if="$T/mib" of="$M/g0/f" bs=1M seek=2 conv=notrunc,fsync status=none &&
 	pass busy-clean-live-write || fail busy-clean-live-write "dd failed"
 check busy-clean-live-noted test -e "$TWINFS_RUN_DIR/iod1/twinfs-resync-live"
 nl1=$(wc -l <"$log1")
-kill -TERM "$(cat "$TWINFS_RUN_DIR/pids/iod1.pid")"
-t0=$(now_ms)
-until tail -n +"$((nl1 + 1))" "$log1" | grep -q 'iod 1: stopped'; do
-	(($(now_ms) - t0 > 20000)) && break
-	sleep 0.1
-done
-check busy-clean-stopped grep -q 'iod 1: stopped' <(tail -n +"$((nl1 + 1))" "$log1")
+check busy-clean-stopped signal_iod 1 TERM 'iod 1: stopped' 20000
 check busy-clean-flag-gone test ! -e "$TWINFS_RUN_DIR/iod1/twinfs-resync-live"
 check busy-clean-nothing-owed test ! -e "$TWINFS_RUN_DIR/iod1/twinfs-replay-owed"
 lc start-iod 1 >/dev/null
