@@ -114,6 +114,9 @@ struct tw_conf {
 
 	enum tw_journal_mode journal_mode; /* [iod] journal_mode (all iods) */
 	uint64_t journal_size;        /* [iod] journal_size, default 256M */
+	/* [iod] reserve, default 64M (at least 16M): space of its data
+	 * directory's file system an iod never fills with data (J13). */
+	uint64_t iod_reserve;
 
 	int n_iods;
 	int n_groups;
@@ -126,7 +129,7 @@ void tw_conf_defaults(struct tw_conf *conf);
 /* Parse an INI file:
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
  *   [mgrd]     host, port, dir
- *   [iod]      journal_mode, journal_size      (defaults for every iod)
+ *   [iod]      journal_mode, journal_size, reserve (for every iod)
  *   [iod N]    host, port, dir, group          (N = 1, 2, ...)
  * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
  * holds exactly two iods, stripe_size a power of two in 64K..64M.

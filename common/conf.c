@@ -203,6 +203,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->mgr_port = 7500;
 	conf->journal_mode = TW_JNL_JOURNAL;
 	conf->journal_size = 256ull << 20;
+	conf->iod_reserve = 64ull << 20;
 }
 
 const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id)
@@ -349,11 +350,26 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 
 static const char *const mgrd_keys[] = { "host", "port", "dir" };
 
+/* A size of at least min_mib MiB into *out. */
+static int set_size_min(struct parse *p, const char *key, const char *val,
+			unsigned min_mib, uint64_t *out)
+{
+	uint64_t size;
+
+	if (tw_parse_size(val, &size) < 0)
+		return fail(p, p->line, "%s: bad size '%s' (use e.g. 256M, 1G)",
+			    key, val);
+	if (size < ((uint64_t)min_mib << 20))
+		return fail(p, p->line, "%s: %s is below the minimum %uM", key,
+			    val, min_mib);
+	*out = size;
+	return 0;
+}
+
 static int iod_all_key(struct parse *p, int idx, const char *key,
 		       const char *val)
 {
 	struct tw_conf *c = p->conf;
-	uint64_t size;
 
 	switch (idx) {
 	case 0:
@@ -369,21 +385,20 @@ static int iod_all_key(struct parse *p, int idx, const char *key,
 				    key, val);
 		return 0;
 	case 1:
-		if (tw_parse_size(val, &size) < 0)
-			return fail(p, p->line, "%s: bad size '%s' (use e.g. 256M, 1G)",
-				    key, val);
 		/* A transaction is at most a quarter of the journal and must
 		 * hold a 1 MiB write plus its descriptors. */
-		if (size < (8u << 20))
-			return fail(p, p->line, "%s: %s is below the minimum 8M",
-				    key, val);
-		c->journal_size = size;
-		return 0;
+		return set_size_min(p, key, val, 8, &c->journal_size);
+	case 2:
+		/* Room for what the file system spends on the subfiles beyond
+		 * their data (inodes, extents, xattrs), which admission does
+		 * not count. */
+		return set_size_min(p, key, val, 16, &c->iod_reserve);
 	}
 	return -EINVAL;
 }
 
-static const char *const iod_all_keys[] = { "journal_mode", "journal_size" };
+static const char *const iod_all_keys[] = { "journal_mode", "journal_size",
+					    "reserve" };
 
 static int iod_key(struct parse *p, int idx, const char *key, const char *val)
 {

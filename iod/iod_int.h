@@ -338,6 +338,9 @@ uint64_t iod_store_n_marked(const struct iod_store *s);
  * without the admission reserve, f_bfree and f_bavail without the data the
  * journal still has to write home. */
 int iod_store_statfs(struct iod_store *s, struct statvfs *out);
+/* Why a write found no room, for its log line: "N MiB free in DIR: M MiB
+ * kept in reserve, P MiB of journaled data not yet home". */
+void iod_store_space_why(struct iod_store *s, char *buf, size_t len);
 
 /* The layout recorded for a subfile (pending create record, else its
  * xattr).  -ENOENT when absent, -EBADMSG when it has no valid xattr. */

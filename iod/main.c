@@ -268,6 +268,7 @@ int main(int argc, char **argv)
 	so.iod_id = d->id;
 	so.cluster = conf->cluster_name;
 	so.journal_size = conf->journal_size;
+	so.reserve = conf->iod_reserve;
 	so.journal_mode = (int)conf->journal_mode;
 	so.commit_interval_ms = conf->commit_interval_ms;
 	so.on_abort = iod_journal_aborted;

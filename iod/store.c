@@ -1636,6 +1636,25 @@ static fsblkcnt_t blocks_less(fsblkcnt_t blocks, uint64_t n)
 	return blocks > n ? blocks - (fsblkcnt_t)n : 0;
 }
 
+void iod_store_space_why(struct iod_store *s, char *buf, size_t len)
+{
+	struct jbd_stats js;
+	struct statvfs sv;
+	uint64_t bs;
+
+	if (fstatvfs(s->dir_fd, &sv) < 0) {
+		snprintf(buf, len, "statvfs of %s: %s", s->dir,
+			 strerror(errno));
+		return;
+	}
+	bs = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+	jbd_stats(s->j, &js);
+	snprintf(buf, len, "%" PRIu64 " MiB free in %s: %" PRIu64 " MiB kept "
+		 "in reserve ([iod] reserve), %" PRIu64 " MiB of journaled "
+		 "data not yet home", (uint64_t)sv.f_bavail * bs >> 20, s->dir,
+		 s->reserve >> 20, js.pending_home >> 20);
+}
+
 int iod_store_statfs(struct iod_store *s, struct statvfs *out)
 {
 	struct jbd_stats js;

@@ -579,6 +579,24 @@ bool iod_twin_peer_readable(const struct iod *d)
 	return r1_readable(&t[!d->me->twin_index]);
 }
 
+/* A mutation this iod could not apply (forwarded: sent by its twin, which
+ * applied it); ENOSPC says what the space is. */
+static void log_refusal(struct iod *d, uint16_t type, uint64_t ino,
+			uint32_t column, int rc, bool forwarded)
+{
+	char why[PATH_MAX + 160] = "";
+
+	if (rc == -ENOSPC) {
+		why[0] = ' ';
+		why[1] = '(';
+		iod_store_space_why(d->store, why + 2, sizeof(why) - 3);
+		strcat(why, ")");
+	}
+	tw_log_rl(TW_LOG_ERR, "%s%s ino %" PRIu64 " column %" PRIu32 ": %s%s",
+		  forwarded ? "forwarded " : "", type_name(type), ino, column,
+		  strerror(-rc), why);
+}
+
 /* A client's WRITE or FALLOCATE under a session mgrd has fenced. */
 static bool fenced_request(struct iod *d, struct wire_conn *c,
 			   const struct wire_msg *m, uint64_t ino)
@@ -689,8 +707,11 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		}
 		o->pending = 1;
 		rc = apply_local(d, m, o);
-		if (rc < 0)
+		if (rc < 0) {
+			if (rc == -ENOSPC)
+				log_refusal(d, type, ino, column, rc, true);
 			goto reply;
+		}
 		/* The twin ordered it: both have it, and here it comes after
 		 * every forward of ours whose refusal we have had. */
 		stale_heal(d, o, UINT64_MAX);
@@ -745,9 +766,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	rc = apply_local(d, m, o);
 	if (rc < 0) {
 		if (rc != -ESTALE)
-			tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %"
-				  PRIu32 ": %s", type_name(type), ino, column,
-				  strerror(-rc));
+			log_refusal(d, type, ino, column, rc, false);
 		goto reply;
 	}
 	wire_conn_ref(c);

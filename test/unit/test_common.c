@@ -342,6 +342,7 @@ Test(conf, defaults)
 	cr_assert_eq(c.mgr_port, 7500);
 	cr_assert_eq(c.journal_mode, TW_JNL_JOURNAL);
 	cr_assert_eq(c.journal_size, 256ull << 20);
+	cr_assert_eq(c.iod_reserve, 64ull << 20);
 	cr_assert_eq(c.n_iods, 0);
 }
 
@@ -372,6 +373,7 @@ Test(conf, good_file)
 		"[iod]\n"
 		"journal_mode = ordered\n"
 		"journal_size = 64M\n"
+		"reserve = 2G\n"
 		/* out of order and with explicit groups: 1+3, 2+4 */
 		"[iod 2]\nhost = h2\nport = 7002\ndir = /d2\ngroup = 1\n"
 		"[iod 1]\nhost = h1\nport = 7001\ndir = /d1\ngroup = 0\n"
@@ -398,6 +400,7 @@ Test(conf, good_file)
 	cr_assert_str_eq(c.mgr_dir, "/var/lib/twinfs/mgrd");
 	cr_assert_eq(c.journal_mode, TW_JNL_ORDERED);
 	cr_assert_eq(c.journal_size, 64u << 20);
+	cr_assert_eq(c.iod_reserve, 2ull << 30);
 	cr_assert_eq(c.n_iods, 4);
 	cr_assert_eq(c.n_groups, 2);
 	for (int i = 0; i < 4; i++) {
@@ -458,6 +461,8 @@ Test(conf, errors)
 	expect_error("[cluster]\nstripe_size = 32K\n" FOUR_IODS, 2, "power of two");
 	expect_error("[cluster]\nstripe_size = 128M\n" FOUR_IODS, 2, "power of two");
 	expect_error("[iod]\njournal_size = lots\n" FOUR_IODS, 2, "bad size");
+	expect_error("[iod]\nreserve = lots\n" FOUR_IODS, 2, "bad size");
+	expect_error("[iod]\nreserve = 8M\n" FOUR_IODS, 2, "minimum 16M");
 	expect_error("[cluster]\nmonitor_interval = 5h\n" FOUR_IODS, 2, "bad time");
 	expect_error("[cluster]\nrequest_timeout = 0\n" FOUR_IODS, 2, "greater than 0");
 	expect_error("[cluster]\nauto_resync = maybe\n" FOUR_IODS, 2, "boolean");
