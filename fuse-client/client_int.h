@@ -146,6 +146,11 @@ struct fc_inode {
 	uint64_t times_set_seq;    /* [ino_lock] */
 	uint64_t times_ok_seq;     /* [ino_lock] */
 	uint32_t times_pending;    /* [ino_lock] */
+	/* The directory and name this mount last gave the kernel for it
+	 * (an entry reply, or a rename it made), for log lines that name
+	 * the file (fc_ino_path); name NULL: none yet (the root, say). */
+	uint64_t parent;           /* [ino_lock] */
+	char *name;                /* [ino_lock] owned */
 };
 
 /* --------------------------------------------------------- open files */
@@ -475,6 +480,9 @@ struct fc_client {
 	/* inodes */
 	pthread_mutex_t ino_lock;
 	struct tw_hmap inodes;             /* [ino_lock] ino -> fc_inode */
+	/* [ino_lock] hash of (parent, name) -> fc_inode, for renames; a
+	 * hash shared by two names keeps the newer (inode.c). */
+	struct tw_hmap names;
 	/* Bumped by every unlink, rmdir and rename of this mount: they
 	 * change inodes we know only by name (the nlink and ctime of the
 	 * victim), so every fresh mark before them is void. */
@@ -762,6 +770,20 @@ void fc_inode_acl_local(struct fc_client *cl, uint64_t ino);
 bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino);
 /* forget: nlookup -= n; frees at zero. */
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
+/* The kernel was given ino as `name` in directory parent. */
+void fc_inode_named(struct fc_client *cl, uint64_t ino, uint64_t parent,
+		    const char *name);
+/* A RENAME this mount made succeeded (flags as Rename.flags): the moved
+ * inode (and with RENAME_EXCHANGE the other) takes its new name. */
+void fc_inode_renamed(struct fc_client *cl, uint64_t parent, const char *name,
+		      uint64_t newparent, const char *newname,
+		      uint32_t flags);
+/* For log lines: "/dir/file (ino N)" from the names this mount knows,
+ * ".../file (ino N)" when a directory above is not known, "ino N" when
+ * ino has no name here.  Returns buf. */
+const char *fc_ino_path(struct fc_client *cl, uint64_t ino, char *buf,
+			size_t len);
+#define FC_PATH_LOG 320            /* a buffer for fc_ino_path */
 /* Copy the cached attributes; false if ino is not cached. *size gets the
  * merged size (attr size or our own writes, whichever is larger). */
 bool fc_inode_get(struct fc_client *cl, uint64_t ino, struct fc_attr *a,

@@ -14,9 +14,17 @@
  * and the highest end this client wrote under the same trunc_gen
  * (fc_merge_size); a truncate bumps trunc_gen and drops the local size.
  *
+ * Names, for log lines only: each inode keeps the directory and name it
+ * was last given to the kernel under (fc_inode_named) and a rename this
+ * mount made moves it (fc_inode_renamed, found through cl->names).  A
+ * rename on another mount is not seen: the name is then the old one until
+ * the next lookup, which is why lines say "(ino N)" too.
+ *
  * Locking: every field behind ino_lock; no other lock is taken under it.
  */
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +37,7 @@ void fc_inodes_init(struct fc_client *cl)
 {
 	pthread_mutex_init(&cl->ino_lock, NULL);
 	tw_hmap_init(&cl->inodes);
+	tw_hmap_init(&cl->names);
 }
 
 void fc_inodes_free(struct fc_client *cl)
@@ -38,9 +47,12 @@ void fc_inodes_free(struct fc_client *cl)
 	void *v;
 
 	pthread_mutex_lock(&cl->ino_lock);
-	while (tw_hmap_next(&cl->inodes, &it, &k, &v))
+	while (tw_hmap_next(&cl->inodes, &it, &k, &v)) {
+		free(((struct fc_inode *)v)->name);
 		free(v);
+	}
 	tw_hmap_free(&cl->inodes);
+	tw_hmap_free(&cl->names);
 	pthread_mutex_unlock(&cl->ino_lock);
 }
 
@@ -349,6 +361,123 @@ bool fc_inode_acl_none(struct fc_client *cl, uint64_t ino)
 	return none;
 }
 
+/* FNV-1a of the name, mixed with the parent; never 0. */
+static uint64_t name_key(uint64_t parent, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (parent * 0x9e3779b97f4a7c15ull);
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+/* Drop in's name (and its index entry, if it is still in's). */
+static void unname_locked(struct fc_client *cl, struct fc_inode *in)
+{
+	uint64_t k;
+
+	if (!in->name)
+		return;
+	k = name_key(in->parent, in->name);
+	if (tw_hmap_get(&cl->names, k) == in)
+		tw_hmap_del(&cl->names, k);
+	free(in->name);
+	in->name = NULL;
+}
+
+static void name_locked(struct fc_client *cl, struct fc_inode *in,
+			uint64_t parent, const char *name)
+{
+	char *copy;
+
+	if (in->name && in->parent == parent && strcmp(in->name, name) == 0)
+		return;
+	copy = strdup(name);
+	unname_locked(cl, in);
+	if (!copy)
+		return;   /* the lines say "ino N" */
+	in->parent = parent;
+	in->name = copy;
+	(void)tw_hmap_put(&cl->names, name_key(parent, name), in);
+}
+
+void fc_inode_named(struct fc_client *cl, uint64_t ino, uint64_t parent,
+		    const char *name)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = tw_hmap_get(&cl->inodes, ino);
+	if (in)
+		name_locked(cl, in, parent, name);
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+/* The inode this mount knows as name in parent, or NULL. */
+static struct fc_inode *by_name_locked(struct fc_client *cl, uint64_t parent,
+				       const char *name)
+{
+	struct fc_inode *in = tw_hmap_get(&cl->names, name_key(parent, name));
+
+	if (in && in->name && in->parent == parent &&
+	    strcmp(in->name, name) == 0)
+		return in;
+	return NULL;
+}
+
+void fc_inode_renamed(struct fc_client *cl, uint64_t parent, const char *name,
+		      uint64_t newparent, const char *newname,
+		      uint32_t flags)
+{
+	struct fc_inode *from, *to;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	from = by_name_locked(cl, parent, name);
+	to = by_name_locked(cl, newparent, newname);
+	if (to && to != from) {
+		if (flags & 2u)   /* RENAME_EXCHANGE: it takes the old name */
+			name_locked(cl, to, parent, name);
+		else              /* replaced: it has no name here now */
+			unname_locked(cl, to);
+	}
+	if (from)
+		name_locked(cl, from, newparent, newname);
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
+const char *fc_ino_path(struct fc_client *cl, uint64_t ino, char *buf,
+			size_t len)
+{
+	const char *part[32];
+	size_t n = 0, off = 0;
+	bool top = false;
+	struct fc_inode *in;
+	uint64_t at = ino;
+
+	assert(len > 0);
+	pthread_mutex_lock(&cl->ino_lock);
+	while (n < TW_ARRAY_SIZE(part)) {
+		in = tw_hmap_get(&cl->inodes, at);
+		if (!in || !in->name) {
+			top = at == FUSE_ROOT_ID;
+			break;
+		}
+		part[n++] = in->name;
+		at = in->parent;
+	}
+	buf[0] = '\0';
+	if (n > 0 && !top)
+		off += (size_t)snprintf(buf, len, "...");
+	for (size_t i = n; i > 0 && off < len; i--)
+		off += (size_t)snprintf(buf + off, len - off, "/%s",
+					part[i - 1]);
+	if (off < len)
+		snprintf(buf + off, len - off, "%sino %" PRIu64 "%s",
+			 n ? " (" : "", ino, n ? ")" : "");
+	pthread_mutex_unlock(&cl->ino_lock);
+	return buf;
+}
+
 void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)
 {
 	struct fc_inode *in;
@@ -358,6 +487,7 @@ void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n)
 	if (in) {
 		if (n >= in->nlookup) {
 			tw_hmap_del(&cl->inodes, ino);
+			unname_locked(cl, in);
 			free(in);
 		} else {
 			in->nlookup -= n;

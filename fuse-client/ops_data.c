@@ -274,10 +274,10 @@ static void log_group_failed(struct dop *d, const char *what,
 			     const struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
-	char desc[320];
+	char desc[320], path[FC_PATH_LOG];
 
-	tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": no twin can serve: %s; "
-		  "answering EIO", what, d->ino,
+	tw_log_rl(TW_LOG_ERR, "%s %s: no twin can serve: %s; "
+		  "answering EIO", what, fc_ino_path(cl, d->ino, path, sizeof(path)),
 		  fc_group_desc(cl, d->attr.layout.groups[pc->p.column], desc,
 				sizeof(desc)));
 }
@@ -393,25 +393,26 @@ static void log_piece_err(struct dop *d, const char *what,
 			  const struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
-	char name[96], cause[64], twin[48];
+	char name[96], cause[64], twin[48], path[FC_PATH_LOG];
 
+	fc_ino_path(cl, d->ino, path, sizeof(path));
 	if (pc->status == -EKEYEXPIRED)
-		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": refused by %s: it "
+		tw_log_rl(TW_LOG_ERR, "%s %s: refused by %s: it "
 			  "names session %" PRIu64 " (the file's open), which "
 			  "mgrd expired (this mount was out of its reach for "
 			  "longer than session_timeout); writes through that "
 			  "open fail with EIO, a new open writes again", what,
-			  d->ino, pc->iod ? fc_iod_name(pc->iod, name,
+			  path, pc->iod ? fc_iod_name(pc->iod, name,
 							sizeof(name)) : "?",
 			  write_session(d));
 	else if (pc->iod)
-		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": %s %s%s", what,
-			  d->ino, fc_iod_name(pc->iod, name, sizeof(name)),
+		tw_log_rl(TW_LOG_WARN, "%s %s: %s %s%s", what,
+			  path, fc_iod_name(pc->iod, name, sizeof(name)),
 			  fc_cause(cl, pc->status, cause, sizeof(cause)),
 			  twin_too(cl, pc, twin, sizeof(twin)));
 	else
-		tw_log_rl(TW_LOG_WARN, "%s ino %" PRIu64 ": no twin of group "
-			  "%u is up", what, d->ino,
+		tw_log_rl(TW_LOG_WARN, "%s %s: no twin of group "
+			  "%u is up", what, path,
 			  d->attr.layout.groups[pc->p.column]);
 }
 
@@ -686,8 +687,10 @@ static void write_issue(struct fc_op *op)
 
 	if (!load_attr(d)) {
 		if (d->tries++ > 1 || cl->stopping) {
-			tw_log_rl(TW_LOG_WARN, "write ino %" PRIu64
-				  ": no usable layout", d->ino);
+			char path[FC_PATH_LOG];
+
+			tw_log_rl(TW_LOG_WARN, "write %s: no usable layout",
+				  fc_ino_path(cl, d->ino, path, sizeof(path)));
 			write_end(d, EIO);
 			return;
 		}
@@ -827,8 +830,12 @@ static void append_done(struct fc_mgr_call *mc, int status,
 	if (reply)
 		wire_msg_free(reply);
 	if (status < 0) {
-		tw_log_rl(TW_LOG_WARN, "append ino %" PRIu64 ": reserving %zu "
-			  "bytes at mgrd: %s", d->ino, d->size,
+		char path[FC_PATH_LOG];
+
+		tw_log_rl(TW_LOG_WARN, "append %s: reserving %zu "
+			  "bytes at mgrd: %s",
+			  fc_ino_path(d->op.cl, d->ino, path, sizeof(path)),
+			  d->size,
 			  strerror(-status));
 		write_end(d, fc_errno(status));
 		return;
@@ -1130,10 +1137,11 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 				other = NULL;
 		}
 		if (other && pc->iod) {
-			char name[96], cause[64];
+			char name[96], cause[64], path[FC_PATH_LOG];
 
-			tw_log_rl(TW_LOG_WARN, "read ino %" PRIu64 ": %s %s; "
-				  "trying its twin iod %u", d->ino,
+			tw_log_rl(TW_LOG_WARN, "read %s: %s %s; "
+				  "trying its twin iod %u",
+				  fc_ino_path(cl, d->ino, path, sizeof(path)),
 				  fc_iod_name(pc->iod, name, sizeof(name)),
 				  fc_cause(cl, status, cause, sizeof(cause)),
 				  other->id);
@@ -1180,8 +1188,10 @@ static void read_issue(struct fc_op *op)
 
 	if (!load_attr(d)) {
 		if (d->tries++ > 1 || cl->stopping) {
-			tw_log_rl(TW_LOG_WARN, "read ino %" PRIu64
-				  ": no usable layout", d->ino);
+			char path[FC_PATH_LOG];
+
+			tw_log_rl(TW_LOG_WARN, "read %s: no usable layout",
+				  fc_ino_path(cl, d->ino, path, sizeof(path)));
 			fc_op_reply_err(op, EIO);
 			return;
 		}
@@ -1315,9 +1325,13 @@ static void fsync_one_done(struct dop *d, int status)
 		takeover_start(d, fsync_issue);
 		return;
 	}
-	if (d->err)
-		tw_log_rl(TW_LOG_WARN, "fsync ino %" PRIu64 ": %s", d->ino,
+	if (d->err) {
+		char path[FC_PATH_LOG];
+
+		tw_log_rl(TW_LOG_WARN, "fsync %s: %s",
+			  fc_ino_path(d->op.cl, d->ino, path, sizeof(path)),
 			  strerror(-d->err));
+	}
 	fc_op_reply_err(&d->op, d->wb_err ? d->wb_err :
 				d->err ? fc_user_err(d->err) : 0);
 }

@@ -154,6 +154,7 @@ static void reply_from_batch(struct rdop *r, int from)
 			if (de->attr && fc_attr_from_pb(de->attr, &a) == 0 &&
 			    a.ino == de->ino) {
 				fc_inode_entry(cl, &a, &e);
+				fc_inode_named(cl, a.ino, r->ino, de->name);
 			} else {
 				/* No attributes: a plain entry (nodeid 0
 				 * makes the kernel take no lookup). */

@@ -50,10 +50,13 @@ bool fc_open_expired(struct fc_client *cl, uint64_t ino, uint64_t session,
 {
 	if (session == cl->session)
 		return false;
-	tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": the file was opened under "
+	char path[FC_PATH_LOG];
+
+	tw_log_rl(TW_LOG_ERR, "%s %s: the file was opened under "
 		  "session %" PRIu64 ", which mgrd expired (this mount is now "
 		  "session %" PRIu64 "); it fails with EIO, a new open works "
-		  "again", what, ino, session, cl->session);
+		  "again", what, fc_ino_path(cl, ino, path, sizeof(path)),
+		  session, cl->session);
 	return true;
 }
 
@@ -218,6 +221,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	fc_inode_named(cl, a.ino, d->ino, d->name);   /* d->ino: the parent */
 	fc_inode_set_new_file(cl, a.ino);
 	d->fi.fh = (uintptr_t)f;
 	d->fi.direct_io = direct_io(d->fi.flags);

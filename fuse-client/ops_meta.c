@@ -252,6 +252,7 @@ static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 		return;
 	}
 	fc_inode_entry(cl, &a, &e);
+	fc_inode_named(cl, a.ino, m->ino, m->name);   /* LINK: the new one */
 	forget_stale_acl(cl, a.ino);
 	if (fc_op_reply_entry(&m->op, &e) < 0)
 		fc_inode_forget(cl, a.ino, 1);
@@ -307,6 +308,10 @@ static void rename_done(struct fc_mgr_call *mc, int status,
 	/* EXCHANGE and WHITEOUT leave a name where the old one was. */
 	if (status == 0 && !(m->m.rename.flags & 6u))
 		fc_dl_removed(&mc->cl->dl, m->m.rename.parent, m->name);
+	if (status == 0)
+		fc_inode_renamed(mc->cl, m->m.rename.parent, m->name,
+				 m->m.rename.newparent, m->name2,
+				 m->m.rename.flags);
 	empty_done(mc, status, reply);
 }
 
@@ -345,6 +350,7 @@ static bool lookup_ahead(struct fc_client *cl, fuse_req_t req,
 		fc_sa_start(cl, &f, ctx->uid, ctx->gid);
 	if (r != FC_SA_HIT || fc_inode_entry_new(cl, &a, &e) < 0)
 		return false;
+	fc_inode_named(cl, a.ino, parent, name);
 	/* As long as the kernel may keep a LOOKUP answered when the
 	 * listing was asked for, no longer. */
 	age = (double)age_ms / 1000.0;

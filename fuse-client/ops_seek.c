@@ -156,10 +156,14 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 			so->stale = true;
 			goto out;
 		}
-		if (failed)
-			tw_log_rl(TW_LOG_WARN, "lseek ino %" PRIu64 ": %s %s",
-				  so->ino, fc_iod_name(failed, name, sizeof(name)),
+		if (failed) {
+			char path[FC_PATH_LOG];
+
+			tw_log_rl(TW_LOG_WARN, "lseek %s: %s %s",
+				  fc_ino_path(cl, so->ino, path, sizeof(path)),
+				  fc_iod_name(failed, name, sizeof(name)),
 				  fc_cause(cl, status, cause, sizeof(cause)));
+		}
 		/* An older iod without SEEK: ENOSYS makes the kernel answer
 		 * lseek itself from now on (the whole file is data). */
 		if (!so->err)

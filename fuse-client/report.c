@@ -172,9 +172,13 @@ static void report_end(struct fc_report *r, int status, bool log)
 		}
 		/* An interrupted fsync's: the timer reports again. */
 		if (log && status != -EINTR &&
-		    (status != -EIO || !cl->stopping))
-			tw_log_rl(TW_LOG_WARN, "size report ino %" PRIu64
-				  ": %s", f->ino, strerror(-status));
+		    (status != -EIO || !cl->stopping)) {
+			char path[FC_PATH_LOG];
+
+			tw_log_rl(TW_LOG_WARN, "size report of %s to mgrd: %s",
+				  fc_ino_path(cl, f->ino, path, sizeof(path)),
+				  strerror(-status));
+		}
 	}
 	if (r->from_timer)
 		f->timer_report = false;

@@ -7,7 +7,8 @@
 # group 0 is writable (the default 64M would leave about 230 MB); group 1
 # shares the host's file system.  Checks: twinfsctl df shows iod 3's available space as the
 # host's less 256 MiB; a 16 MiB file fits in group 0, a 96 MiB one fails
-# with ENOSPC (not EIO), and the iod's log says why in numbers; a 96 MiB
+# with ENOSPC (not EIO), the iod's log says why in numbers and the
+# client's names the file by its path; a 96 MiB
 # file in group 1 is written and reads back; the 16 MiB file is intact;
 # verify is clean.
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +61,10 @@ assert_eq reserve-small-fits ok "$(put "$T/small" "$M/g0/small")"
 assert_eq reserve-big-enospc ENOSPC "$(put "$T/big" "$M/g0/big")"
 check reserve-logged-why grep -qE 'No space left on device \([0-9]+ MiB free in .*: 256 MiB kept in reserve \(\[iod\] reserve\), [0-9]+ MiB of journaled data not yet home\)' \
 	"$TWINFS_RUN_DIR/logs/iod1.log" "$TWINFS_RUN_DIR/logs/iod2.log"
+# The client's line names the file by its path, the iod and the cause.
+check reserve-client-names-file grep -qE \
+	'write /g0/big \(ino [0-9]+\): iod [12] \(.*\) failed: No space left on device' \
+	"$TWINFS_RUN_DIR/logs/mount.log"
 rm -f "$M/g0/big"
 assert_eq reserve-big-in-group1 ok "$(put "$T/big" "$M/g1/big")"
 ctl sync >/dev/null

@@ -229,3 +229,68 @@ Test(client_inode, acl_sig_staleness)
 	fc_inodes_free(cl);
 	free(cl);
 }
+
+/* Log lines name a file by the names this mount gave the kernel: a path
+ * up to the root when every directory is known, "..." above an unknown
+ * one; renames made here move names, and a replaced file loses its own. */
+Test(client_inode, names_for_log_lines)
+{
+	struct fc_attr at;
+	struct fc_client *cl = table_new(&at);
+	struct fuse_entry_param e;
+	char buf[FC_PATH_LOG];
+
+	at.ino = FUSE_ROOT_ID;
+	fc_inode_entry(cl, &at, &e);
+	at.ino = 10;
+	fc_inode_entry(cl, &at, &e);
+	fc_inode_named(cl, 10, FUSE_ROOT_ID, "g0");
+	at.ino = 42;
+	fc_inode_entry(cl, &at, &e);
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)), "ino 42");
+	fc_inode_named(cl, 42, 10, "big");
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)),
+			 "/g0/big (ino 42)");
+	cr_assert_str_eq(fc_ino_path(cl, 77, buf, sizeof(buf)), "ino 77");
+
+	/* A directory above not known here. */
+	at.ino = 50;
+	fc_inode_entry(cl, &at, &e);
+	fc_inode_named(cl, 50, 49, "deep");
+	cr_assert_str_eq(fc_ino_path(cl, 50, buf, sizeof(buf)),
+			 ".../deep (ino 50)");
+
+	/* mv /g0/big /g0/small, then over it: the replaced file has no
+	 * name, the moved one has the new. */
+	fc_inode_renamed(cl, 10, "big", 10, "small", 0);
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)),
+			 "/g0/small (ino 42)");
+	at.ino = 43;
+	fc_inode_entry(cl, &at, &e);
+	fc_inode_named(cl, 43, FUSE_ROOT_ID, "other");
+	fc_inode_renamed(cl, FUSE_ROOT_ID, "other", 10, "small", 0);
+	cr_assert_str_eq(fc_ino_path(cl, 43, buf, sizeof(buf)),
+			 "/g0/small (ino 43)");
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)), "ino 42");
+
+	/* RENAME_EXCHANGE swaps the names. */
+	fc_inode_named(cl, 42, FUSE_ROOT_ID, "x");
+	fc_inode_renamed(cl, FUSE_ROOT_ID, "x", 10, "small", 2);
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)),
+			 "/g0/small (ino 42)");
+	cr_assert_str_eq(fc_ino_path(cl, 43, buf, sizeof(buf)),
+			 "/x (ino 43)");
+
+	/* A rename of a directory moves what is below it. */
+	fc_inode_renamed(cl, FUSE_ROOT_ID, "g0", FUSE_ROOT_ID, "g1", 0);
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)),
+			 "/g1/small (ino 42)");
+
+	/* A short buffer is cut, never overrun. */
+	cr_assert_eq(strlen(fc_ino_path(cl, 42, buf, 8)), 7);
+
+	fc_inode_forget(cl, 42, 1);
+	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)), "ino 42");
+	fc_inodes_free(cl);
+	free(cl);
+}
