@@ -773,6 +773,10 @@ void fc_inode_forget(struct fc_client *cl, uint64_t ino, uint64_t n);
 /* The kernel was given ino as `name` in directory parent. */
 void fc_inode_named(struct fc_client *cl, uint64_t ino, uint64_t parent,
 		    const char *name);
+/* An UNLINK or RMDIR of name in parent this mount made succeeded: the
+ * inode known by it keeps no name (an open file's lines say "ino N"). */
+void fc_inode_unnamed(struct fc_client *cl, uint64_t parent,
+		      const char *name);
 /* A RENAME this mount made succeeded (flags as Rename.flags): the moved
  * inode (and with RENAME_EXCHANGE the other) takes its new name. */
 void fc_inode_renamed(struct fc_client *cl, uint64_t parent, const char *name,

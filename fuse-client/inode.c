@@ -15,8 +15,9 @@
  * (fc_merge_size); a truncate bumps trunc_gen and drops the local size.
  *
  * Names, for log lines only: each inode keeps the directory and name it
- * was last given to the kernel under (fc_inode_named) and a rename this
- * mount made moves it (fc_inode_renamed, found through cl->names).  A
+ * was last given to the kernel under (fc_inode_named); a rename this
+ * mount made moves it and an unlink drops it (fc_inode_renamed,
+ * fc_inode_unnamed, found through cl->names).  A
  * rename on another mount is not seen: the name is then the old one until
  * the next lookup, which is why lines say "(ino N)" too.
  *
@@ -425,6 +426,18 @@ static struct fc_inode *by_name_locked(struct fc_client *cl, uint64_t parent,
 	return NULL;
 }
 
+void fc_inode_unnamed(struct fc_client *cl, uint64_t parent,
+		      const char *name)
+{
+	struct fc_inode *in;
+
+	pthread_mutex_lock(&cl->ino_lock);
+	in = by_name_locked(cl, parent, name);
+	if (in)
+		unname_locked(cl, in);
+	pthread_mutex_unlock(&cl->ino_lock);
+}
+
 void fc_inode_renamed(struct fc_client *cl, uint64_t parent, const char *name,
 		      uint64_t newparent, const char *newname,
 		      uint32_t flags)
@@ -448,33 +461,57 @@ void fc_inode_renamed(struct fc_client *cl, uint64_t parent, const char *name,
 const char *fc_ino_path(struct fc_client *cl, uint64_t ino, char *buf,
 			size_t len)
 {
-	const char *part[32];
-	size_t n = 0, off = 0;
-	bool top = false;
+	/* The path is built leaf first, right to left, in tmp; what does
+	 * not fit (there or in buf beside the number) loses its head, the
+	 * least telling part, to "...". */
+	char tmp[1024], suffix[32];
+	size_t at_pos = sizeof(tmp) - 1, n = 0, plen, slen, room;
+	bool top = false, cut = false;
 	struct fc_inode *in;
 	uint64_t at = ino;
 
 	assert(len > 0);
+	tmp[at_pos] = '\0';
 	pthread_mutex_lock(&cl->ino_lock);
-	while (n < TW_ARRAY_SIZE(part)) {
+	while (n < 32) {
+		size_t l;
+
 		in = tw_hmap_get(&cl->inodes, at);
 		if (!in || !in->name) {
 			top = at == FUSE_ROOT_ID;
 			break;
 		}
-		part[n++] = in->name;
+		l = strlen(in->name) + 1;
+		if (l > at_pos) {
+			cut = true;
+			break;
+		}
+		at_pos -= l;
+		tmp[at_pos] = '/';
+		memcpy(tmp + at_pos + 1, in->name, l - 1);
+		n++;
 		at = in->parent;
 	}
-	buf[0] = '\0';
-	if (n > 0 && !top)
-		off += (size_t)snprintf(buf, len, "...");
-	for (size_t i = n; i > 0 && off < len; i--)
-		off += (size_t)snprintf(buf + off, len - off, "/%s",
-					part[i - 1]);
-	if (off < len)
-		snprintf(buf + off, len - off, "%sino %" PRIu64 "%s",
-			 n ? " (" : "", ino, n ? ")" : "");
 	pthread_mutex_unlock(&cl->ino_lock);
+	if (n == 0) {
+		snprintf(buf, len, "ino %" PRIu64, ino);
+		return buf;
+	}
+	slen = (size_t)snprintf(suffix, sizeof(suffix), " (ino %" PRIu64 ")",
+				ino);
+	plen = sizeof(tmp) - 1 - at_pos;
+	room = len > slen + 1 ? len - slen - 1 : 0;
+	if ((!top || cut || plen > room) && room > 3) {
+		/* "..." and as much of the tail as fits */
+		size_t keep = TW_MIN(plen, room - 3);
+
+		snprintf(buf, len, "...%s%s", tmp + sizeof(tmp) - 1 - keep,
+			 suffix);
+	} else if (room > 3 || plen <= room) {
+		snprintf(buf, len, "%s%s", tmp + at_pos, suffix);
+	} else {
+		snprintf(buf, len, "%s", suffix + 1);   /* "(ino N)" */
+	}
 	return buf;
 }
 

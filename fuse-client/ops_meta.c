@@ -284,6 +284,7 @@ static void unlink_done(struct fc_mgr_call *mc, int status,
 		fc_inodes_unfresh_all(mc->cl);   /* the victim's nlink */
 		fc_parent_from_reply(mc->cl, reply);
 		fc_dl_removed(&mc->cl->dl, m->ino, m->name);
+		fc_inode_unnamed(mc->cl, m->ino, m->name);
 		/* Before the kernel has the answer: it writes the victim's
 		 * ctime back next (fc_setattr answers it). */
 		if (reply && reply->body->descriptor == &twinfs__entry__descriptor) {

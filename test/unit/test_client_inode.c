@@ -289,6 +289,30 @@ Test(client_inode, names_for_log_lines)
 	/* A short buffer is cut, never overrun. */
 	cr_assert_eq(strlen(fc_ino_path(cl, 42, buf, 8)), 7);
 
+	/* Long names: the head of the path goes, the number stays. */
+	{
+		char big[256];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		at.ino = 60;
+		fc_inode_entry(cl, &at, &e);
+		fc_inode_named(cl, 60, FUSE_ROOT_ID, big);
+		at.ino = 61;
+		fc_inode_entry(cl, &at, &e);
+		big[0] = 'b';
+		fc_inode_named(cl, 61, 60, big);
+		fc_ino_path(cl, 61, buf, sizeof(buf));
+		cr_assert_lt(strlen(buf), sizeof(buf));
+		cr_assert_eq(strncmp(buf, "...", 3), 0, "%s", buf);
+		cr_assert(strstr(buf, "/baaa") != NULL, "%s", buf);
+		cr_assert_str_eq(buf + strlen(buf) - 9, " (ino 61)");
+	}
+
+	/* rm /x: an open file there has no name now. */
+	fc_inode_unnamed(cl, FUSE_ROOT_ID, "x");
+	cr_assert_str_eq(fc_ino_path(cl, 43, buf, sizeof(buf)), "ino 43");
+
 	fc_inode_forget(cl, 42, 1);
 	cr_assert_str_eq(fc_ino_path(cl, 42, buf, sizeof(buf)), "ino 42");
 	fc_inodes_free(cl);
