@@ -15,7 +15,7 @@ struct collect {
 };
 
 static int add_run(void *arg, uint64_t ino, uint32_t column, uint64_t first,
-		   uint64_t count)
+		   uint64_t count, bool pinned)
 {
 	struct collect *c = arg;
 
@@ -28,7 +28,8 @@ static int add_run(void *arg, uint64_t ino, uint32_t column, uint64_t first,
 		c->v = v;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct iod_intent_run){ ino, column, first, count };
+	c->v[c->n++] = (struct iod_intent_run){ ino, column, first, count,
+						pinned };
 	return 0;
 }
 
@@ -80,11 +81,14 @@ int iod_intent_merge(struct iod_intent_run **v, size_t *n,
 	for (size_t i = 0; i < n_add; i++)
 		m[*n + i] = add[i];
 	qsort(m, *n + n_add, sizeof(*m), cmp);
-	/* Drop exact duplicates: a region marked on both twins is sent once. */
+	/* Drop exact duplicates: a region marked on both twins is sent once,
+	 * pinned if either copy is. */
 	for (size_t i = 0; i < *n + n_add; i++)
 		if (k == 0 || iod_intent_run_cmp(&m[k - 1], &m[i]) != 0 ||
 		    m[k - 1].count != m[i].count)
 			m[k++] = m[i];
+		else
+			m[k - 1].pinned |= m[i].pinned;
 	*v = m;
 	*n = k;
 	return 0;

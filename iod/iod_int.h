@@ -319,6 +319,10 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
  * cursor) begins.  Setting it syncs the data directory once. */
 bool iod_store_replay_owed(const struct iod_store *s);
 int iod_store_set_replay_owed(struct iod_store *s, bool owed);
+/* ... and owed since before this start of the iod: the pins (in memory)
+ * then do not name everything the twin may lack, the marks do.  Owed
+ * only since, the pinned regions are exactly what it lacks. */
+bool iod_store_replay_owed_at_open(const struct iod_store *s);
 /* Before applying a live write that is forwarded to a resyncing twin: a
  * restart that finds this noted (a forward may have died unanswered) sets
  * the replay flag.  Cleared with it.  Syncs the data directory once. */
@@ -327,9 +331,12 @@ int iod_store_note_resync_live(struct iod_store *s);
  * marks (touched now), cleared by the next cycle once both twins synced. */
 int iod_store_intent_unpin_all(struct iod_store *s);
 /* Regions marked now; count = UINT64_MAX: the whole subfile (the
- * persisted list overflowed).  Order unspecified.  cb returns 0 to go on. */
+ * persisted list overflowed).  pinned: the twin missed a write there since
+ * this iod started (pins live in memory: after a restart they are plain
+ * marks).  Order unspecified.  cb returns 0 to go on. */
 typedef int (*iod_intent_cb)(void *arg, uint64_t ino, uint32_t column,
-			     uint64_t first_region, uint64_t count);
+			     uint64_t first_region, uint64_t count,
+			     bool pinned);
 int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg);
 /* Number of marked regions (an "all" subfile counts once). */
 uint64_t iod_store_n_marked(const struct iod_store *s);
@@ -507,11 +514,13 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 void iod_resync_stop(struct iod *d);
 
 /* intent_list.c: the write-intent marks in (ino, column, first) order.
- * count UINT64_MAX: the whole subfile. */
+ * count UINT64_MAX: the whole subfile.  pinned: ours, and pinned
+ * (iod_intent_cb); a merge keeps it when either copy has it. */
 struct iod_intent_run {
 	uint64_t ino;
 	uint32_t column;
 	uint64_t first, count;
+	bool pinned;
 };
 int iod_intent_run_cmp(const struct iod_intent_run *a,
 		       const struct iod_intent_run *b);

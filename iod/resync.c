@@ -102,7 +102,11 @@
  * durably (iod_store_replay_owed), until a run completes or one without a
  * cursor starts (every marked region lies ahead of it).  A restart of ours
  * after forwarding a live write to the resyncing target owes it too (the
- * forward may have died unanswered: iod_store_note_resync_live).
+ * forward may have died unanswered: iod_store_note_resync_live).  Owed
+ * only for pins taken since we started, the replay sends only the pinned
+ * regions (every forward that succeeded reached the target in order);
+ * owed from before our start, the pins are gone (memory) and every mark
+ * before the cursor is sent.
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
@@ -198,6 +202,7 @@ struct rs_job {
 	uint64_t cur_then;         /* bytes below are at the target already */
 	int cont;                  /* CONT_*: after region mode */
 	bool replay;               /* Resync.replay_marks */
+	bool pins_only;            /* ... of the pinned marks alone */
 	/* What the target has acknowledged (resync_cursor.c); `pos` is the
 	 * position the next forward completes. */
 	struct iod_rs_cursor cursor;
@@ -643,8 +648,10 @@ static void on_tmarks(int status, struct wire_msg *reply, void *arg)
 			fail(j, -EPROTO, "the target's write-intent log");
 			goto out;
 		}
+		/* The target's: never our pins. */
 		add[n++] = (struct iod_intent_run){ ir->ino, ir->column,
-						    ir->first, ir->count };
+						    ir->first, ir->count,
+						    false };
 	}
 	if (n) {
 		j->t_after = add[n - 1];
@@ -797,7 +804,7 @@ static void set_pos(struct rs_job *j, uint64_t off)
  * when one covers the whole subfile.  Subfiles come in listing order, the
  * marks are sorted the same way. */
 static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
-		       size_t *m0, size_t *m1, bool *all)
+		       size_t *m0, size_t *m1, bool *all, bool *all_pinned)
 {
 	struct iod_rs_pos key = { ino, column, 0 };
 
@@ -806,12 +813,14 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 		       &key) < 0)
 		j->i_mark++;
 	*m0 = j->i_mark;
-	*all = false;
+	*all = *all_pinned = false;
 	while (j->i_mark < j->n_marks &&
 	       key_cmp(j->marks[j->i_mark].ino, j->marks[j->i_mark].column,
 		       &key) == 0) {
-		if (j->marks[j->i_mark].count == UINT64_MAX)
+		if (j->marks[j->i_mark].count == UINT64_MAX) {
 			*all = true;
+			*all_pinned |= j->marks[j->i_mark].pinned;
+		}
 		j->i_mark++;
 	}
 	*m1 = j->i_mark;
@@ -819,8 +828,9 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 
 /* Whether region mode sends mark run mk of the current subfile: marks
  * below `then` (already at the target) only when the target may have
- * missed writes there (replay); marks from `then` on when the marks choose
- * what to copy (incremental). */
+ * missed writes there (replay; only the pinned ones when those are all it
+ * missed); marks from `then` on when the marks choose what to copy
+ * (incremental). */
 static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
 {
 	uint64_t off = mk->first * RS_CHUNK;
@@ -828,7 +838,7 @@ static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
 	if (mk->count == UINT64_MAX)
 		return false;
 	if (off < j->cur_then)
-		return j->replay;
+		return j->replay && (!j->pins_only || mk->pinned);
 	return j->incremental && j->cur_then != UINT64_MAX;
 }
 
@@ -845,13 +855,14 @@ static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
 {
 	int cmp = j->resume ? key_cmp(si->ino, si->column, &j->from) : 1;
 	size_t m0 = 0, m1 = 0;
-	bool all = false;
+	bool all = false, all_pinned = false;
 
 	j->cur_then = cmp > 0 ? 0 : (cmp < 0 || j->from.off == UINT64_MAX)
 		      ? UINT64_MAX : j->from.off;
 	if (j->marks)
-		find_marks(j, si->ino, si->column, &m0, &m1, &all);
-	if (all && j->replay)
+		find_marks(j, si->ino, si->column, &m0, &m1, &all,
+			   &all_pinned);
+	if (all && j->replay && (!j->pins_only || all_pinned))
 		j->cur_then = 0;          /* may differ anywhere: copy it all */
 	j->cont = CONT_NONE;
 	if (j->cur_then != UINT64_MAX) {
@@ -1227,10 +1238,15 @@ static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 		 * cursor.  Owed until a run completes (finish), not just
 		 * starts: a replaying run that fails replays nothing past
 		 * the point it reached. */
-		tw_info("resync of iod %" PRIu32 ": writes of ours did not "
-			"reach it since the last completed run: replaying the "
-			"marks before the cursor", j->target);
 		j->replay = true;
+		/* Pinned since we started: the pins name every region the
+		 * target lacks (forwards that succeeded are at the target,
+		 * in order); owed from before, only the marks do. */
+		j->pins_only = !iod_store_replay_owed_at_open(d->store);
+		tw_info("resync of iod %" PRIu32 ": writes of ours did not "
+			"reach it since the last completed run: replaying %s "
+			"before the cursor", j->target, j->pins_only
+			? "the regions it missed (pinned)" : "the marks");
 	}
 	if (!q->resume)
 		/* A run from the start covers every pin so far: its region is
@@ -1336,17 +1352,21 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 		j->total_bytes, j->files_total,
 		q->rate_limit_mbps ? " (rate-limited)" : "");
 	if (j->resume) {
-		size_t before = 0;
+		size_t before = 0, pinned = 0;
 
 		for (size_t i = 0; i < j->n_marks; i++)
-			before += before_from(j, j->marks[i].ino,
-					      j->marks[i].column,
-					      j->marks[i].first * RS_CHUNK);
+			if (before_from(j, j->marks[i].ino, j->marks[i].column,
+					j->marks[i].first * RS_CHUNK)) {
+				before++;
+				pinned += j->marks[i].pinned;
+			}
 		tw_info("resync of iod %" PRIu32 " resumes after ino %" PRIu64
 			" column %" PRIu32 " offset %" PRIu64 "; %zu of our "
-			"write-intent runs lie before it: %s", j->target,
-			j->from.ino, j->from.column, j->from.off, before,
-			j->replay ? "sent again" : "the target holds them");
+			"write-intent runs lie before it, %zu pinned: %s",
+			j->target, j->from.ino, j->from.column, j->from.off,
+			before, pinned, !j->replay ? "the target holds them"
+			: j->pins_only ? "the pinned ones sent again"
+			: "sent again");
 	}
 	j->phase = RS_TLIST;
 	send_progress(j, true, false);

@@ -348,7 +348,7 @@ static void on_intents(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__Intents *q = (const Twinfs__Intents *)m->body;
 	const struct iod_intent_run after = { q->after_ino, q->after_column,
-					      q->after_first, 0 };
+					      q->after_first, 0, false };
 	Twinfs__IntentsReply r = TWINFS__INTENTS_REPLY__INIT;
 	struct iod_intent_run *v = NULL;
 	Twinfs__IntentRun *msgs = NULL, **ptrs = NULL;

@@ -397,6 +397,11 @@ bool iod_store_replay_owed(const struct iod_store *s)
 	return s->replay_owed;
 }
 
+bool iod_store_replay_owed_at_open(const struct iod_store *s)
+{
+	return s->replay_owed && s->owed_at_open;
+}
+
 /* Create (and sync) or remove one of the flag files above. */
 static int flag_file(struct iod_store *s, const char *name, bool on)
 {
@@ -424,6 +429,8 @@ int iod_store_set_replay_owed(struct iod_store *s, bool owed)
 	s->replay_owed = owed;
 	rc = flag_file(s, OWED_FILE, owed);
 	s->owed_on_disk = owed && rc == 0;
+	if (!owed)
+		s->owed_at_open = false;
 	if (!owed && rc == 0)
 		rc = flag_file(s, LIVE_FILE, false);
 	if (!owed)
@@ -450,6 +457,7 @@ static int flags_load(struct iod_store *s)
 			s->dir);
 		if (iod_store_set_replay_owed(s, true) < 0)
 			return -EIO;
+		s->owed_at_open = true;
 		if (flag_file(s, LIVE_FILE, false) < 0)
 			return -EIO;
 		return 0;
@@ -459,13 +467,16 @@ static int flags_load(struct iod_store *s)
 	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
 				   AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 	s->owed_on_disk = s->replay_owed;
+	s->owed_at_open = s->replay_owed;
 	return 0;
 }
 
-/* A clean stop (the journal closed, so the pins are on disk): every
- * forward to the resyncing twin was answered, or failed and was pinned,
- * which set the replay flag.  The live flag adds nothing then, unless
- * that flag could not be written. */
+/* A clean stop (the journal closed): every forward to the resyncing twin
+ * was answered, or failed and was pinned, which set the replay flag.  The
+ * pins themselves live in memory, but the marks of the writes they pinned
+ * are journaled with those writes, so they are on disk now, and a replay
+ * owed at the next start sends every mark before the cursor.  The live
+ * flag adds nothing then, unless the replay flag could not be written. */
 void store_flags_clean_stop(struct iod_store *s)
 {
 	if (!s->resync_live || (s->replay_owed && !s->owed_on_disk))

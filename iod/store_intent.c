@@ -305,13 +305,18 @@ int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg)
 		uint32_t col = store_obj_column(in->obj);
 
 		if (in->all) {
-			rc = cb(arg, ino, col, 0, UINT64_MAX);
+			/* A pin into an "all" subfile pins it whole
+			 * (store_intent_touch); regions pinned before it
+			 * became "all" became so by a whole pin. */
+			rc = cb(arg, ino, col, 0, UINT64_MAX,
+				in->all_gen == PINNED - 1);
 			if (rc)
 				return rc;
 			continue;
 		}
 		for (size_t i2 = 0; tw_hmap_next(&in->regions, &i2, &rk, &rv);) {
-			rc = cb(arg, ino, col, rk - 1, 1);
+			rc = cb(arg, ino, col, rk - 1, 1,
+				(uint64_t)(uintptr_t)rv == PINNED);
 			if (rc)
 				return rc;
 		}

@@ -10,8 +10,8 @@
 # the first MiB is overwritten: iod 1 applies it, iod 2 refuses it, the
 # writer gets ENOSPC.  The run must not report done (the region lies
 # before its position); mgrd must say why and copy again, resuming, not
-# from zero and not full for that reason; the source must replay its marks
-# before the cursor.  Checks: the messages of iod 1, iod 2 and mgrd; the
+# from zero and not full for that reason; the source must send the pinned
+# region again, and only that (its marks cover the whole file).  Checks: the messages of iod 1, iod 2 and mgrd; the
 # job record's last error as `rebuild --status` shows it; verify; the file
 # reads the same through either twin, old or new bytes in the written MiB.
 # Then a clean stop of the source during a copy leaves nothing owed.
@@ -76,7 +76,13 @@ t=$(wait_state 2 '^up$' 90000) && pass busy-twin-up || fail busy-twin-up "iod 2:
 check busy-run-not-done grep -q 'resync of iod 2: a live write did not reach the target during the copy' "$log1"
 check busy-mgrd-copies-again grep -q 'resync of iod 2 from iod 1: a live write did not reach iod 2 during the copy; copying again in' "$logm"
 check busy-resumed grep -q 'resync of iod 2 resumes after ino' "$log1"
-check busy-marks-replayed grep -q 'resync of iod 2: writes of ours did not reach it since the last completed run: replaying the marks before the cursor' "$log1"
+check busy-pins-replayed grep -q 'resync of iod 2: writes of ours did not reach it since the last completed run: replaying the regions it missed (pinned) before the cursor' "$log1"
+# Only the pinned 1 MiB region is sent again, not every region written
+# since the rebuild began (all 24 are marked).
+sent=$(grep -o 'resync of iod 2 done (full): .* bytes sent' "$log1" | tail -n 1 |
+	awk '{ print $(NF - 2) }')
+echo "# the run that completed sent ${sent:-?} bytes"
+check busy-replay-sends-the-pin test "${sent:-0}" -ge $((1 << 20)) -a "${sent:-0}" -le $((2 << 20))
 ctl rebuild --status 2 >"$T/st.out" 2>&1
 check busy-status-says-why grep -q 'last: a live write did not reach the target during the copy' "$T/st.out"
 sed 's/^/#   /' "$T/st.out"

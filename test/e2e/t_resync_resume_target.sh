@@ -57,7 +57,7 @@ assert_eq target-job-done "done" "$st2"
 ((runs >= 2)) && pass target-runs || fail target-runs "runs $runs"
 line=$(grep -h "resync of iod 1 resumes after ino" "$TWINFS_RUN_DIR/logs/iod2.log" | tail -n 1)
 echo "# ${line#*INFO }"
-[[ $line =~ \;\ ([0-9]+)\ of\ our\ write-intent\ runs\ lie\ before\ it:\ sent\ again$ &&
+[[ $line =~ \;\ ([0-9]+)\ of\ our\ write-intent\ runs\ lie\ before\ it,\ [0-9]+\ pinned:\ sent\ again$ &&
 	${BASH_REMATCH[1]} -gt 0 ]] &&
 	pass target-marks-replayed || fail target-marks-replayed "$line"
 drop_caches

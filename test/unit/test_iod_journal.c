@@ -707,13 +707,16 @@ struct marks {
 	uint64_t regions[64];
 	int n;
 	bool all;
+	int n_pinned;              /* regions (or "all") reported pinned */
 };
 
 static int mark_cb(void *arg, uint64_t ino, uint32_t col, uint64_t first,
-		   uint64_t count)
+		   uint64_t count, bool pinned)
 {
 	struct marks *m = arg;
 
+	if (pinned)
+		m->n_pinned++;
 	cr_assert_eq(ino, 40);
 	cr_assert_eq(col, 1);
 	if (count == UINT64_MAX) {
@@ -867,11 +870,23 @@ Test(iod_journal, write_intent_pinned_regions_stay)
 	m = marked();
 	cr_assert_eq(m.n, 1);
 	cr_assert_eq(m.regions[0], 2);
+	cr_assert_eq(m.n_pinned, 1);
+	/* a plain mark beside it is listed, not pinned */
+	cr_assert_eq(s_write(st, 40, 1, 5ull * MIB, b, 1, 0, &L, NULL), 0);
+	m = marked();
+	cr_assert_eq(m.n, 2);
+	cr_assert_eq(m.n_pinned, 1);
 	cr_assert_eq(iod_store_intent_pin(st, 40, 1, 0, UINT64_MAX), 0);
 	token = iod_store_intent_epoch(st);
 	cr_assert_eq(iod_store_intent_clear(st, token), 0);
 	m = marked();
 	cr_assert(m.all);
+	cr_assert_eq(m.n_pinned, 1);
+	/* a completed resync unpins: plain marks */
+	cr_assert_eq(iod_store_intent_unpin_all(st), 0);
+	m = marked();
+	cr_assert(m.all);
+	cr_assert_eq(m.n_pinned, 0);
 }
 
 /* ---- sticky abort (J12): an I/O error on the journal ---- */

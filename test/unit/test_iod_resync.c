@@ -47,17 +47,20 @@ Test(intent_list, merge_sorted_dedup)
 {
 	struct iod_intent_run *v = malloc(3 * sizeof(*v));
 	struct iod_intent_run add[4] = {
-		{ 9, 0, 4, 1 }, { 3, 1, 0, 1 }, { 3, 0, 7, 1 },
-		{ 3, 0, 0, UINT64_MAX },
+		{ 9, 0, 4, 1, true }, { 3, 1, 0, 1, false },
+		{ 3, 0, 7, 1, false }, { 3, 0, 0, UINT64_MAX, false },
 	};
 	size_t n = 3;
 
 	cr_assert_not_null(v);
-	v[0] = (struct iod_intent_run){ 3, 0, 2, 1 };
-	v[1] = (struct iod_intent_run){ 3, 0, 7, 1 };
-	v[2] = (struct iod_intent_run){ 9, 0, 4, 1 };
+	v[0] = (struct iod_intent_run){ 3, 0, 2, 1, false };
+	v[1] = (struct iod_intent_run){ 3, 0, 7, 1, true };
+	v[2] = (struct iod_intent_run){ 9, 0, 4, 1, false };
 	cr_assert_eq(iod_intent_merge(&v, &n, add, 4), 0);
 	cr_assert_eq(n, 5);
+	cr_assert(v[2].pinned, "a pinned copy keeps the pin");
+	cr_assert_not(v[1].pinned);
+	cr_assert(v[4].pinned, "... whichever side it came from");
 	cr_assert(v[0].ino == 3 && v[0].column == 0 && v[0].first == 0 &&
 		  v[0].count == UINT64_MAX);
 	cr_assert(v[1].ino == 3 && v[1].first == 2);
