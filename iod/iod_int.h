@@ -319,10 +319,13 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
  * cursor) begins.  Setting it syncs the data directory once. */
 bool iod_store_replay_owed(const struct iod_store *s);
 int iod_store_set_replay_owed(struct iod_store *s, bool owed);
-/* ... and owed since before this start of the iod: the pins (in memory)
- * then do not name everything the twin may lack, the marks do.  Owed
- * only since, the pinned regions are exactly what it lacks. */
-bool iod_store_replay_owed_at_open(const struct iod_store *s);
+/* ... and the pins (in memory) do not name everything the twin may lack,
+ * the marks do: owed since before this start of the iod, or a pin could
+ * not be recorded (iod_store_owe_marks).  Otherwise the pinned regions
+ * are exactly what it lacks. */
+bool iod_store_replay_owed_marks(const struct iod_store *s);
+/* A pin could not be recorded: owe the replay of every mark. */
+void iod_store_owe_marks(struct iod_store *s);
 /* Before applying a live write that is forwarded to a resyncing twin: a
  * restart that finds this noted (a forward may have died unanswered) sets
  * the replay flag.  Cleared with it.  Syncs the data directory once. */

@@ -839,7 +839,14 @@ static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
 		return false;
 	if (off < j->cur_then)
 		return j->replay && (!j->pins_only || mk->pinned);
-	return j->incremental && j->cur_then != UINT64_MAX;
+	if (j->incremental)
+		return j->cur_then != UINT64_MAX;
+	/* Full, in the subfile a resume left half copied (not deleted
+	 * first): a chunk that reads as zeros is not sent, yet the target
+	 * may hold other bytes there if it missed a zeroing (a punch, a
+	 * write of zeros) that we pinned.  Such a region goes whole. */
+	return j->replay && j->cur_then != 0 &&
+	       (!j->pins_only || mk->pinned);
 }
 
 /* Decide how subfile si is copied (proto/FORMAT.md "Resync jobs and
@@ -1241,8 +1248,9 @@ static int load_marks(struct rs_job *j, const Twinfs__Resync *q)
 		j->replay = true;
 		/* Pinned since we started: the pins name every region the
 		 * target lacks (forwards that succeeded are at the target,
-		 * in order); owed from before, only the marks do. */
-		j->pins_only = !iod_store_replay_owed_at_open(d->store);
+		 * in order); owed from before, or with a pin that could not
+		 * be recorded, only the marks do. */
+		j->pins_only = !iod_store_replay_owed_marks(d->store);
 		tw_info("resync of iod %" PRIu32 ": writes of ours did not "
 			"reach it since the last completed run: replaying %s "
 			"before the cursor", j->target, j->pins_only

@@ -397,9 +397,15 @@ bool iod_store_replay_owed(const struct iod_store *s)
 	return s->replay_owed;
 }
 
-bool iod_store_replay_owed_at_open(const struct iod_store *s)
+bool iod_store_replay_owed_marks(const struct iod_store *s)
 {
-	return s->replay_owed && s->owed_at_open;
+	return s->replay_owed && s->owed_marks;
+}
+
+void iod_store_owe_marks(struct iod_store *s)
+{
+	s->owed_marks = true;   /* in memory: the flag file says the rest */
+	(void)iod_store_set_replay_owed(s, true);
 }
 
 /* Create (and sync) or remove one of the flag files above. */
@@ -430,7 +436,7 @@ int iod_store_set_replay_owed(struct iod_store *s, bool owed)
 	rc = flag_file(s, OWED_FILE, owed);
 	s->owed_on_disk = owed && rc == 0;
 	if (!owed)
-		s->owed_at_open = false;
+		s->owed_marks = false;
 	if (!owed && rc == 0)
 		rc = flag_file(s, LIVE_FILE, false);
 	if (!owed)
@@ -457,7 +463,7 @@ static int flags_load(struct iod_store *s)
 			s->dir);
 		if (iod_store_set_replay_owed(s, true) < 0)
 			return -EIO;
-		s->owed_at_open = true;
+		s->owed_marks = true;
 		if (flag_file(s, LIVE_FILE, false) < 0)
 			return -EIO;
 		return 0;
@@ -467,7 +473,7 @@ static int flags_load(struct iod_store *s)
 	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
 				   AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 	s->owed_on_disk = s->replay_owed;
-	s->owed_at_open = s->replay_owed;
+	s->owed_marks = s->replay_owed;
 	return 0;
 }
 

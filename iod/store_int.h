@@ -75,8 +75,9 @@ struct iod_store {
 	bool is_new;
 	bool replay_owed;          /* a replay is owed (the file below) */
 	bool owed_on_disk;         /* ... and DIR/twinfs-replay-owed exists */
-	bool owed_at_open;         /* ... since before this start: pins (in
-				    * memory) do not name all it owes */
+	bool owed_marks;           /* ... and the pins (in memory) do not name
+				    * all it owes: since before this start,
+				    * or a pin could not be recorded */
 	bool resync_live;          /* DIR/twinfs-resync-live exists */
 
 	struct sub *buckets[HASH_BUCKETS];

@@ -115,10 +115,14 @@ static void pin_missed(struct iod *d, const struct op *o, bool report)
 	else
 		return;
 	d->n_pins++;
-	if (iod_store_intent_pin(d->store, o->ino, o->column, o->off, len) < 0)
+	if (iod_store_intent_pin(d->store, o->ino, o->column, o->off,
+				 len) < 0) {
 		tw_log_rl(TW_LOG_ERR, "write-intent log: cannot pin ino %"
-			  PRIu64 " column %" PRIu32 ": the twin will need a "
-			  "full resync", o->ino, o->column);
+			  PRIu64 " column %" PRIu32 ": the twin's next resumed "
+			  "resync sends every marked region before its cursor",
+			  o->ino, o->column);
+		iod_store_owe_marks(d->store);
+	}
 	/* Its region may lie before a resync's cursor (resync.c). */
 	if (iod_store_set_replay_owed(d->store, true) < 0)
 		tw_log_rl(TW_LOG_ERR, "%s: cannot record that the twin's "
