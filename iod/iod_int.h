@@ -319,6 +319,10 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
  * cursor) begins.  Setting it syncs the data directory once. */
 bool iod_store_replay_owed(const struct iod_store *s);
 int iod_store_set_replay_owed(struct iod_store *s, bool owed);
+/* A resync run carried what was owed: clear the flag, and the live note
+ * (iod_store_note_resync_live) unless keep_live (a forward to the twin is
+ * still unanswered: a restart must still owe the replay for it). */
+int iod_store_replay_paid(struct iod_store *s, bool keep_live);
 /* ... and the pins (in memory) do not name everything the twin may lack,
  * the marks do: owed since before this start of the iod, or a pin could
  * not be recorded (iod_store_owe_marks).  Otherwise the pinned regions
@@ -434,6 +438,7 @@ struct iod {
 	uint64_t n_forwarded;      /* requests forwarded, for logs */
 	uint64_t fwd_seq;          /* mutations ordered here (stale_fwd.c) */
 	uint64_t n_pins;           /* mutations the twin did not apply */
+	uint64_t fwd_unanswered;   /* forwards to the twin awaiting a reply */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;

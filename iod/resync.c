@@ -309,7 +309,9 @@ static void on_timer_closed(uv_handle_t *h)
  * start: see the header). */
 static void replay_paid(const struct rs_job *j)
 {
-	if (iod_store_set_replay_owed(j->d->store, false) < 0)
+	/* A live forward queued after our last copy forward may still be
+	 * unanswered: if we die before its answer, the twin may lack it. */
+	if (iod_store_replay_paid(j->d->store, j->d->fwd_unanswered > 0) < 0)
 		tw_log_rl(TW_LOG_WARN, "resync of iod %" PRIu32 ": cannot "
 			  "clear the replay flag: the next resume replays "
 			  "again", j->target);

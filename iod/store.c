@@ -437,10 +437,20 @@ int iod_store_set_replay_owed(struct iod_store *s, bool owed)
 	s->owed_on_disk = owed && rc == 0;
 	if (!owed)
 		s->owed_marks = false;
-	if (!owed && rc == 0)
+	return rc;
+}
+
+int iod_store_replay_paid(struct iod_store *s, bool keep_live)
+{
+	int rc = iod_store_set_replay_owed(s, false);
+
+	/* The live flag goes only after the owed one (a restart between
+	 * them replays once more, never less). */
+	if (rc == 0 && !keep_live && s->resync_live) {
 		rc = flag_file(s, LIVE_FILE, false);
-	if (!owed)
-		s->resync_live = false;
+		if (rc == 0)
+			s->resync_live = false;
+	}
 	return rc;
 }
 

@@ -395,6 +395,8 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 
 	if (reply)
 		wire_msg_free(reply);
+	assert(d->fwd_unanswered > 0);
+	d->fwd_unanswered--;
 	/* -ESTALE: the twin holds a newer map (or trunc_gen); the sender
 	 * sends the write again ("Stale forwards" above). */
 	if (status < 0)
@@ -805,6 +807,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		op_done(o, -EIO);
 	} else {
 		d->n_forwarded++;
+		d->fwd_unanswered++;
 	}
 	wire_msg_free(m);    /* wire_call_z packed the body */
 	return;

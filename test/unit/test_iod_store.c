@@ -597,9 +597,13 @@ Test(iod_store, replay_owed_flags)
 	cr_assert(!exists_in_data("twinfs-resync-live"));
 	cr_assert(exists_in_data("twinfs-replay-owed"));
 
-	/* A completed run clears both; a note after it is made again. */
+	/* A completed run with a forward unanswered keeps the note... */
 	cr_assert_eq(iod_store_note_resync_live(st), 0);
-	cr_assert_eq(iod_store_set_replay_owed(st, false), 0);
+	cr_assert_eq(iod_store_replay_paid(st, true), 0);
+	cr_assert(exists_in_data("twinfs-resync-live"));
+	cr_assert(!exists_in_data("twinfs-replay-owed"));
+	/* ... one without clears both; a note after it is made again. */
+	cr_assert_eq(iod_store_replay_paid(st, false), 0);
 	cr_assert(!exists_in_data("twinfs-resync-live"));
 	cr_assert(!exists_in_data("twinfs-replay-owed"));
 	cr_assert_eq(iod_store_note_resync_live(st), 0);
