@@ -501,14 +501,14 @@ const char *fc_ino_path(struct fc_client *cl, uint64_t ino, char *buf,
 				ino);
 	plen = sizeof(tmp) - 1 - at_pos;
 	room = len > slen + 1 ? len - slen - 1 : 0;
-	if ((!top || cut || plen > room) && room > 3) {
+	if (top && !cut && plen <= room) {
+		snprintf(buf, len, "%s%s", tmp + at_pos, suffix);
+	} else if (room > 3) {
 		/* "..." and as much of the tail as fits */
 		size_t keep = TW_MIN(plen, room - 3);
 
 		snprintf(buf, len, "...%s%s", tmp + sizeof(tmp) - 1 - keep,
 			 suffix);
-	} else if (room > 3 || plen <= room) {
-		snprintf(buf, len, "%s%s", tmp + at_pos, suffix);
 	} else {
 		snprintf(buf, len, "%s", suffix + 1);   /* "(ino N)" */
 	}

@@ -440,17 +440,24 @@ int iod_store_set_replay_owed(struct iod_store *s, bool owed)
 	return rc;
 }
 
+/* Remove the live note, if there is one. */
+static int live_drop(struct iod_store *s)
+{
+	int rc = s->resync_live ? flag_file(s, LIVE_FILE, false) : 0;
+
+	if (rc == 0)
+		s->resync_live = false;
+	return rc;
+}
+
 int iod_store_replay_paid(struct iod_store *s, bool keep_live)
 {
 	int rc = iod_store_set_replay_owed(s, false);
 
 	/* The live flag goes only after the owed one (a restart between
 	 * them replays once more, never less). */
-	if (rc == 0 && !keep_live && s->resync_live) {
-		rc = flag_file(s, LIVE_FILE, false);
-		if (rc == 0)
-			s->resync_live = false;
-	}
+	if (rc == 0 && !keep_live)
+		rc = live_drop(s);
 	return rc;
 }
 
@@ -495,10 +502,8 @@ static int flags_load(struct iod_store *s)
  * flag adds nothing then, unless the replay flag could not be written. */
 void store_flags_clean_stop(struct iod_store *s)
 {
-	if (!s->resync_live || (s->replay_owed && !s->owed_on_disk))
-		return;
-	if (flag_file(s, LIVE_FILE, false) == 0)
-		s->resync_live = false;
+	if (!s->replay_owed || s->owed_on_disk)
+		(void)live_drop(s);
 }
 
 /* ------------------------------------------------------------ open/close */

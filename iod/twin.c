@@ -437,6 +437,17 @@ static void on_local_done(void *arg, int rc)
 
 /* --------------------------------------------------------- applying one */
 
+/* The columns of a DELETE or FSYNC as a mask, bit c = column c (server.c
+ * checked them: < 32). */
+static uint32_t col_mask(const uint32_t *columns, size_t n)
+{
+	uint32_t cols = 0;
+
+	for (size_t i = 0; i < n; i++)
+		cols |= 1u << columns[i];
+	return cols;
+}
+
 /* Commit a validated mutation to the local store (its transaction closes
  * later: on_local_done(o) runs then, T5).  Fills o->st for WRITE and
  * TRUNCATE.  Returns 0, or -errno and on_local_done never runs. */
@@ -489,12 +500,10 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 	}
 	case TWINFS__MSG_TYPE__MSG_FSYNC: {
 		const Twinfs__Fsync *f = (const Twinfs__Fsync *)m->body;
-		uint32_t cols = 0;
 
-		for (size_t i = 0; i < f->n_columns; i++)   /* checked: < 32 */
-			cols |= 1u << f->columns[i];
-		return iod_store_fsync(d->store, f->ino, cols, on_local_done,
-				       o);
+		return iod_store_fsync(d->store, f->ino,
+				       col_mask(f->columns, f->n_columns),
+				       on_local_done, o);
 	}
 	default:
 		return -EINVAL;
@@ -677,10 +686,9 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	} else if (type == TWINFS__MSG_TYPE__MSG_DELETE) {
 		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
 
-		for (size_t i = 0; i < x->n_columns; i++)   /* checked: < 32 */
-			o->cols |= 1u << x->columns[i];
-		if (!x->n_columns)   /* none listed: every column */
-			o->cols = UINT32_MAX;
+		/* None listed: every column. */
+		o->cols = x->n_columns ? col_mask(x->columns, x->n_columns)
+				       : UINT32_MAX;
 	}
 
 	if (*forwarded) {

@@ -231,24 +231,6 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		j->retry_ms = tw_now_ms() + AGAIN_MS;
 		goto out;
 	}
-	if (status == -EBUSY) {
-		/* A live write the target refused or never answered while
-		 * we copied (the source's write-intent log keeps it marked):
-		 * copy again, resuming, and replaying the marks.  Not a
-		 * reason for a full copy; waiting longer each time in a row,
-		 * since a target that keeps refusing writes would otherwise
-		 * get a run every half second. */
-		uint64_t wait = retry_wait(++j->fails);
-
-		j->odd_fails = 0;   /* it breaks a streak of odd ones */
-		j->retry_ms = tw_now_ms() + wait;
-		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u: a "
-			  "live write did not reach iod %u during the copy; "
-			  "copying again in %llu ms", k->target, rec->source,
-			  k->target, (unsigned long long)wait);
-		job_end(r, k->target, MGR_RJ_FAILED, status);
-		goto out;
-	}
 	if (status < 0) {
 		uint64_t wait = retry_wait(++j->fails);
 
@@ -258,19 +240,32 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 		 * trunc_gen).  Not for want of space: a full copy needs more
 		 * of it, and undoes what the incremental runs copied; nor
 		 * when the failure before was for space (then the source
-		 * restarting, say, is the first odd one). */
-		j->odd_fails = for_space(status) ? 0 : j->odd_fails + 1;
+		 * restarting, say, is the first odd one).  Nor -EBUSY: a
+		 * live write the target refused or never answered while we
+		 * copied (the source's write-intent log keeps it pinned);
+		 * the next run, resuming, sends it again.  Waiting longer
+		 * each time in a row all the same: a target that keeps
+		 * refusing writes would otherwise get a run every 0.5 s. */
+		j->odd_fails = for_space(status) || status == -EBUSY
+			       ? 0 : j->odd_fails + 1;
 		if (j->odd_fails >= 2) {
 			rec->full = true;
 			rec->has_cursor = false;
 		}
 		j->retry_ms = tw_now_ms() + wait;
-		tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from iod %u "
-			  "failed: %s; retrying (%s) in %llu ms when both are "
-			  "reachable", k->target, rec->source,
-			  strerror(-status),
-			  rec->full ? "full copy" : "incremental",
-			  (unsigned long long)wait);
+		if (status == -EBUSY)
+			tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from "
+				  "iod %u: a live write did not reach iod %u "
+				  "during the copy; copying again in %llu ms",
+				  k->target, rec->source, k->target,
+				  (unsigned long long)wait);
+		else
+			tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from "
+				  "iod %u failed: %s; retrying (%s) in %llu ms "
+				  "when both are reachable", k->target,
+				  rec->source, strerror(-status),
+				  rec->full ? "full copy" : "incremental",
+				  (unsigned long long)wait);
 		job_end(r, k->target, MGR_RJ_FAILED, status);
 		goto out;
 	}
