@@ -1101,6 +1101,10 @@ static void copy_region(struct rs_job *j)
 		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
 				      j->pos.off);
 	j->bytes_copied += (uint64_t)n;
+	if (n == 0)     /* past our end, and so is the rest of the run (a
+			 * shrink marks every region it dropped) */
+		j->reg_next = j->marks[j->reg_i].first +
+			      j->marks[j->reg_i].count - 1;
 	if (++j->reg_next >= j->marks[j->reg_i].first +
 			     j->marks[j->reg_i].count &&
 	    ++j->reg_i < j->reg_end)

@@ -220,6 +220,8 @@ int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
 int store_key_cmp(const void *a, const void *b);
 /* Persisted write-intent ranges of a subfile (WIL_XATTR). */
 #define WIL_MAX_RANGES 120u
+/* A change of more regions than this marks the whole subfile. */
+#define WIL_MAX_COUNT  (1u << 16)
 struct wil_range {
 	uint64_t first, count;
 };
@@ -313,6 +315,10 @@ void store_track(struct iod_store *s, uint64_t obj, uint64_t gen,
 /* Journal the creation record of obj in h. */
 int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 		     const struct iod_sub_layout *l);
+/* Journal a mark record of obj in h: count 1 MiB regions from first (0:
+ * only raises trunc_gen to gen). */
+int store_rec_mark(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+		   uint64_t first, uint64_t count);
 /* The start of a truncate or punch, which leave an absent subfile absent:
  * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
  * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1

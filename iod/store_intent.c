@@ -83,6 +83,21 @@ int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 
 	if (!in)
 		return -ENOMEM;
+	if (!in->all && last - first >= WIL_MAX_COUNT) {
+		/* Too many to list (a big shrink): the whole subfile, as the
+		 * xattr does; pinned if any region of it was. */
+		uint64_t rk;
+		void *rv;
+		bool pinned = false;
+
+		for (size_t i = 0; !pinned &&
+		     tw_hmap_next(&in->regions, &i, &rk, &rv);)
+			pinned = (uint64_t)(uintptr_t)rv == PINNED;
+		s->n_marked++;
+		in->all = true;
+		in->all_gen = pinned ? PINNED - 1 : s->touch_gen;
+		return 0;
+	}
 	if (in->all) {
 		if (in->all_gen != PINNED - 1)
 			in->all_gen = s->touch_gen;
@@ -350,7 +365,7 @@ int store_wil_change(struct sub *e, bool add, const struct wil_range *chg,
 		if (pass == 1 && !add)
 			break;
 		for (unsigned i = 0; i < cnt; i++) {
-			if (src[i].count > (1u << 16) ||
+			if (src[i].count > WIL_MAX_COUNT ||
 			    n_regs + src[i].count > (1u << 20)) {
 				free(regs);
 				return store_wil_set(e, NULL, 0, true);

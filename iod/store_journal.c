@@ -15,8 +15,11 @@
  * data (journal mode: jbd_write; ordered/writeback: written in place, then
  * jbd_inplace).  Records come before the data in the handle, so at
  * checkpoint and replay the subfile exists and carries the newer trunc_gen
- * before its data lands (store.c S2).  TRUNCATE is a record with a cut at
- * the new size, DELETE one with a cut of 0 (journal.h jbd_record).  A
+ * before its data lands (store.c S2).  TRUNCATE is (a mark record for the
+ * regions it changes, when not already marked: trunc_regions) + a record
+ * with a cut at the new size, DELETE one with a cut of 0 (journal.h
+ * jbd_record); a delete needs no mark, as a resync lists every subfile the
+ * target holds and we do not (resync.c step 1).  A
  * PUNCH (fallocate PUNCH_HOLE) is a mark plus a punch record; FALLOCATE
  * allocates at home (both in store_space.c).
  *
@@ -58,7 +61,8 @@
  *            u32, groups u32[32]                   (160 bytes)
  *            -> create the subfile if absent with its xattr; raise trunc_gen
  *   mark:    + first u64, count u64 (1 MiB regions; count 0: only the gen)
- *            -> raise trunc_gen, add the regions to user.twinfs.wil
+ *            -> raise trunc_gen, add the regions to user.twinfs.wil (more
+ *            than WIL_MAX_COUNT: the whole subfile)
  *   clear:   + n u32, flags u32 (bit 0: everything), n x (first, count)
  *            -> remove the regions (or all) from user.twinfs.wil
  *   truncate:+ size u64 (journal cut = size) -> raise trunc_gen, ftruncate
@@ -718,6 +722,17 @@ int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 	return jbd_record(h, obj, JBD_NO_CUT, &c, sizeof(c));
 }
 
+int store_rec_mark(struct jbd_handle *h, uint64_t obj, uint64_t gen,
+		   uint64_t first, uint64_t count)
+{
+	struct rec_mark mk;
+
+	store_hdr_init(&mk.h, REC_MARK, gen);
+	mk.first = htole64(first);
+	mk.count = htole64(count);
+	return jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
+}
+
 int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, const void *buf, size_t len,
 		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
@@ -764,12 +779,8 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		nrec++;
 	}
 	if (mark || (gen > ls.trunc_gen && !create)) {
-		struct rec_mark mk;
-
-		store_hdr_init(&mk.h, REC_MARK, gen);
-		mk.first = htole64(mark ? first : 0);
-		mk.count = htole64(mark ? last - first + 1 : 0);
-		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
+		rc = store_rec_mark(h, obj, gen, mark ? first : 0,
+				    mark ? last - first + 1 : 0);
 		if (rc < 0)
 			goto fail;
 		nrec++;
@@ -887,15 +898,30 @@ int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
 	return 1;
 }
 
+/* The write-intent regions a truncate from old to size changes (SJ2): a
+ * shrink every region of the bytes it drops, which a twin that missed it
+ * still holds (a later grow it does get would show them again); a grow,
+ * or a truncate to the same size, only the region of the old end, where
+ * its zeros start.  Either way the subfile is marked, so a resync sends
+ * its exact size and trunc_gen (resync.c). */
+static void trunc_regions(uint64_t old, uint64_t size, uint64_t *first,
+			  uint64_t *last)
+{
+	*first = TW_MIN(old, size) >> IOD_REGION_SHIFT;
+	*last = old > size ? (old - 1) >> IOD_REGION_SHIFT : *first;
+}
+
 int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 		       uint64_t size, uint64_t trunc_gen,
 		       struct iod_sub_stat *st, iod_store_cb cb, void *arg)
 {
 	uint64_t obj = store_obj(ino, column);
 	struct jbd_handle *h = NULL;
+	struct iod_sub_stat before;
 	struct rec_trunc t;
 	struct sreq *r = NULL;
-	uint64_t gen;
+	uint64_t gen, first, last;
+	bool mark;
 	int rc;
 
 	rc = iod_check_range(column, size, 0);
@@ -904,12 +930,22 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
 	if (rc <= 0)
 		return rc;
+	rc = store_stat_logical(s, ino, column, &before);
+	if (rc < 0)
+		return rc;
+	trunc_regions(before.size, size, &first, &last);
+	mark = !store_intent_covers(s, obj, first, last);
 	r = sreq_new(s, cb, arg);
 	if (!r)
 		return -ENOMEM;
 	rc = jbd_begin(s->j, &h);
 	if (rc < 0)
 		goto fail;
+	if (mark) {
+		rc = store_rec_mark(h, obj, gen, first, last - first + 1);
+		if (rc < 0)
+			goto fail;
+	}
 	store_hdr_init(&t.h, REC_TRUNC, gen);
 	t.size = htole64(size);
 	rc = jbd_record(h, obj, size, &t, sizeof(t));
@@ -929,7 +965,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
-	store_track(s, obj, gen, NULL, 1, false, 0, 0);
+	store_track(s, obj, gen, NULL, mark ? 2 : 1, true, first, last);
 	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;

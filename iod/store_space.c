@@ -246,17 +246,10 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0)
 		goto fail;
 	/* The mark carries the regions to resync and the new trunc_gen. */
-	{
-		struct rec_mark mk;
-
-		store_hdr_init(&mk.h, REC_MARK, gen);
-		mk.first = htole64(first);
-		mk.count = htole64(last - first + 1);
-		rc = jbd_record(h, obj, JBD_NO_CUT, &mk, sizeof(mk));
-		if (rc < 0)
-			goto fail;
-		nrec++;
-	}
+	rc = store_rec_mark(h, obj, gen, first, last - first + 1);
+	if (rc < 0)
+		goto fail;
+	nrec++;
 	if (s->mode == JBD_MODE_JOURNAL) {
 		struct rec_punch p;
 

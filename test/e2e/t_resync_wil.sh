@@ -6,24 +6,32 @@
 # created on iod 2 alone; when iod 1 is back, its resync reads and sends
 # about four 1 MiB regions (rebuild --status: bytes_copied), not the whole
 # file, and verify finds both twins identical with every byte right.  Then
-# a file truncated while iod 1 is away: its resync compares checksums.
+# a file truncated while iod 1 is away: its resync compares checksums; and
+# one truncated while iod 1 is away, with the survivor restarted before
+# iod 1 is back: the truncate's durable mark still gets it resynced.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 export TWINFS_COMMIT_INTERVAL=1s     # write-intent clearing cycle
 e2e_begin resync_wil
 e2e_tmpdir T
 
+# cleared_then_down NAME FILE: copy $T/FILE to $M/g0/FILE, sync both twins,
+# let a clearing cycle (every commit_interval) clear its regions, then kill
+# iod 1 and wait until mgrd has it down.
+cleared_then_down() {
+	local out
+	cp "$T/$2" "$M/g0/$2"
+	sync
+	check "$1-sync" ctl sync
+	sleep 3
+	(cd / && lc kill-iod 1 >/dev/null)
+	out=$(wait_state 1 '^down' 10000) && pass "$1-down" || fail "$1-down" "$out"
+}
+
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0"
 size=$(scale $((64 << 20)))
 head -c "$size" /dev/urandom >"$T/big"
-cp "$T/big" "$M/g0/big"
-sync
-check wil-sync ctl sync
-# Let a clearing cycle (every commit_interval) clear the file's regions.
-sleep 3
-
-(cd / && lc kill-iod 1 >/dev/null)
-out=$(wait_state 1 '^down' 10000) && pass wil-down || fail wil-down "$out"
+cleared_then_down wil big
 mib=$((size >> 20))
 # In place (cp would truncate and rewrite the whole file).
 for r in 1 $((mib / 2)) $((mib - 2)); do
@@ -57,12 +65,7 @@ assert_same_file wil-small "$T/small" "$M/g0/small"
 #    30 MiB, is sent as about one region; the other 37 are found identical,
 #    in the first window and in the later ones.
 head -c $((40 << 20)) /dev/urandom >"$T/cut"
-cp "$T/cut" "$M/g0/cut"
-sync
-check wil-cut-sync ctl sync
-sleep 3
-(cd / && lc kill-iod 1 >/dev/null)
-out=$(wait_state 1 '^down' 10000) && pass wil-cut-down || fail wil-cut-down "$out"
+cleared_then_down wil-cut cut
 head -c 65536 /dev/urandom >"$T/piece"
 for f in "$T/cut" "$M/g0/cut"; do
 	truncate -s $((38 << 20)) "$f"
@@ -82,5 +85,25 @@ sent=$(echo "$line" | grep -o '[0-9]* bytes sent' | grep -o '^[0-9]*')
 	fail wil-cut-checksums-skip-identical "${line:-no 'resync of iod 1 done' line}"
 drop_caches
 assert_same_file wil-cut "$T/cut" "$M/g0/cut"
+
+# 3. A truncate is marked in its own transaction, like a write: the
+#    survivor that applied it alone restarts (its in-memory pins are
+#    gone) before iod 1 is back, and iod 1's resync still cuts the file.
+#    Unmarked, iod 1 kept the old 6 MiB, and growing the file again
+#    showed its old bytes where the survivor has zeros.
+head -c $((6 << 20)) /dev/urandom >"$T/shrink"
+cleared_then_down wil-shrink shrink
+check wil-shrink-cut truncate -s 1000000 "$M/g0/shrink"
+truncate -s 1000000 "$T/shrink"
+(cd / && lc kill-iod 2 >/dev/null && lc start-iod 2 >/dev/null)
+out=$(wait_state 2 '^up' 20000) && pass wil-shrink-survivor-back ||
+	fail wil-shrink-survivor-back "$out"
+(cd / && lc start-iod 1 >/dev/null)
+if e2e_wait_healthy 60; then pass wil-shrink-healthy; else
+	fail wil-shrink-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
+check wil-shrink-grow truncate -s $((6 << 20)) "$M/g0/shrink"
+truncate -s $((6 << 20)) "$T/shrink"
+drop_caches
+assert_same_file wil-shrink "$T/shrink" "$M/g0/shrink"
 e2e_verify
 e2e_end

@@ -826,6 +826,64 @@ Test(iod_journal, write_intent_overflow)
 	cr_assert_eq(iod_store_n_marked(st), 0);
 }
 
+/* A truncate is marked in its own transaction, like a write: a shrink
+ * every region of the bytes it drops, a grow the region of the old end;
+ * a shrink of more regions than a list holds marks the whole subfile. */
+Test(iod_journal, write_intent_truncate_marks)
+{
+	static uint8_t b[MIB];
+	struct marks m;
+
+	fill(b, sizeof(b), 3);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		for (uint64_t r = 0; r < 5; r++)
+			cr_assert_eq(s_write(st, 40, 1, r * MIB, b, MIB, 0, &L,
+					     NULL), 0);
+		cr_assert_eq(s_fsync(st, 0), 0);
+		uint64_t token = iod_store_intent_epoch(st);
+
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		cr_assert_eq(iod_store_n_marked(st), 0);
+		/* 5 MiB -> 1.5 MiB: regions 1..4 */
+		cr_assert_eq(s_truncate(st, 40, 1, MIB + MIB / 2, 0, NULL), 0);
+		m = marked();
+		cr_assert_eq(m.n, 4, "%s: %d marked", mode_names[mode], m.n);
+		cr_assert_eq(m.regions[0], 1);
+		cr_assert_eq(m.regions[3], 4);
+		restart_dead();           /* the mark is in the journal */
+		m = marked();
+		cr_assert_eq(m.n, 4, "%s: %d marked after replay",
+			     mode_names[mode], m.n);
+		token = iod_store_intent_epoch(st);
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		/* 1.5 MiB -> 7 MiB: region 1, where the zeros start */
+		cr_assert_eq(s_truncate(st, 40, 1, 7 * MIB, 0, NULL), 0);
+		m = marked();
+		cr_assert_eq(m.n, 1);
+		cr_assert_eq(m.regions[0], 1);
+		restart_clean();          /* and in the xattr */
+		m = marked();
+		cr_assert_eq(m.n, 1);
+		cr_assert_eq(m.regions[0], 1);
+		token = iod_store_intent_epoch(st);
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		/* 80 GiB (sparse) -> 0: too many regions to list */
+		cr_assert_eq(s_truncate(st, 40, 1, 80ull << 30, 0, NULL), 0);
+		token = iod_store_intent_epoch(st);
+		cr_assert_eq(iod_store_intent_clear(st, token), 0);
+		cr_assert_eq(s_truncate(st, 40, 1, 0, 0, NULL), 0);
+		m = marked();
+		cr_assert(m.all, "%s: a big shrink marks the whole subfile",
+			  mode_names[mode]);
+		cr_assert_eq(iod_store_n_marked(st), 1);
+		restart_dead();
+		m = marked();
+		cr_assert(m.all);
+		cr_assert_eq(m.n_pinned, 0);
+	}
+}
+
 /* ENOSPC before journaling: a reserve larger than the disk. */
 Test(iod_journal, enospc_before_journaling)
 {
