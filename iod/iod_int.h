@@ -443,8 +443,10 @@ struct iod {
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
 	/* TWINFS_TEST_FAULTS (main.c, SIGUSR2): refuse the next forwarded
-	 * client WRITE with ENOSPC. */
+	 * client WRITE with fault_refusal (-ENOSPC, or -ESTALE with
+	 * TWINFS_TEST_REFUSE=stale). */
 	bool fault_refuse_fwd;
+	int fault_refusal;
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;

@@ -713,10 +713,10 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		if (d->fault_refuse_fwd && type == TWINFS__MSG_TYPE__MSG_WRITE &&
 		    ((const Twinfs__Write *)m->body)->session != 0) {
 			d->fault_refuse_fwd = false;   /* main.c: drills only */
+			rc = d->fault_refusal;
 			tw_warn("forwarded WRITE ino %" PRIu64 " column %" PRIu32
-				" refused with ENOSPC (TWINFS_TEST_FAULTS)", ino,
-				column);
-			rc = -ENOSPC;
+				" refused with %s (TWINFS_TEST_FAULTS)", ino,
+				column, rc == -ESTALE ? "ESTALE" : "ENOSPC");
 			goto reply;
 		}
 		o->pending = 1;

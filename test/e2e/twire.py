@@ -31,6 +31,12 @@ do not share a single line of code with the implementation they check.
         -EKEYEXPIRED and the other twin -EINVAL (not the primary); the
         same WRITE forwarded (speaking as each one's twin) must be
         refused -EKEYEXPIRED by both.  Prints PASS/FAIL lines.
+    twire.py write HOST PORT CLUSTER INO COLUMN OFFSET LAYOUT SESSION
+        one client WRITE of 64 bytes of 0x5a at subfile OFFSET of column
+        COLUMN of INO (trunc_gen 0, epoch from the iod's HELLO reply),
+        naming client SESSION, sent to the iod at PORT; prints "status N"
+        (the reply's negative errno).  A client that never sends it again,
+        whatever the answer (the stale-forward drills).
     twire.py space HOST MGRD_PORT IOD_PORT CLUSTER FILE_INO
         invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
         reports (mgrd; FILE_INO: a regular file's inode) get their exact
@@ -458,10 +464,7 @@ def subfiles(host, port, cluster):
 
 
 def diverge(host, port, cluster, twin_id, ino, column, offset, layout):
-    kv = dict(t.split("=", 1) for t in layout.split())
-    lay = (f_varint(1, int(kv["stripe_size"])) +
-           f_varint(2, int(kv["stripe_count"])) +
-           b"".join(f_varint(3, int(g)) for g in kv["groups"].split(",")))
+    lay = layout_body(layout)
     c = Conn(host, port)
     st, hr, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_IOD) +
                        f_varint(5, twin_id))
@@ -503,11 +506,26 @@ def write_status(host, port, cluster, role, node, body):
     return h[4]
 
 
-def fenced(host, cluster, session, ino, layout, a, b):
+def layout_body(layout):
+    """The Layout message of a "stripe_size=S stripe_count=C groups=a,b"
+    string (the twinfs.layout xattr)."""
     kv = dict(t.split("=", 1) for t in layout.split())
-    lay = (f_varint(1, int(kv["stripe_size"])) +
-           f_varint(2, int(kv["stripe_count"])) +
-           b"".join(f_varint(3, int(g)) for g in kv["groups"].split(",")))
+    return (f_varint(1, int(kv["stripe_size"])) +
+            f_varint(2, int(kv["stripe_count"])) +
+            b"".join(f_varint(3, int(g)) for g in kv["groups"].split(",")))
+
+
+def client_write(host, port, cluster, ino, column, offset, layout, session):
+    lay = layout_body(layout)
+    return write_status(host, port, cluster, ROLE_CLIENT, 0,
+                        lambda epoch: (f_varint(1, ino) + f_varint(2, column) +
+                                       f_varint(3, offset) + f_varint(4, 0) +
+                                       f_varint(5, epoch) + f_bytes(8, lay) +
+                                       f_varint(9, session)))
+
+
+def fenced(host, cluster, session, ino, layout, a, b):
+    lay = layout_body(layout)
 
     def body(forwarded):
         return lambda epoch: (f_varint(1, ino) + f_varint(2, 0) +
@@ -646,6 +664,11 @@ def main(argv):
     if cmd == "diverge":
         diverge(host, port, cluster, int(argv[5]), int(argv[6]),
                 int(argv[7]), int(argv[8]), argv[9])
+        return 0
+    if cmd == "write":
+        print("status %d" % client_write(host, port, cluster, int(argv[5]),
+                                         int(argv[6]), int(argv[7]), argv[8],
+                                         int(argv[9])))
         return 0
     if cmd == "fenced":
         try:
