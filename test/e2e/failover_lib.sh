@@ -67,6 +67,19 @@ wait_size() {
 	return 1
 }
 
+# signal_iod N SIG PATTERN MS: send SIG to iod N; 0 once its log says
+# PATTERN after that (waiting up to MS), 1 if not.
+signal_iod() {
+	local log=$TWINFS_RUN_DIR/logs/iod$1.log n t0
+	n=$(wc -l <"$log")
+	kill -"$2" "$(cat "$TWINFS_RUN_DIR/pids/iod$1.pid")" || return 1
+	t0=$(now_ms)
+	until tail -n +"$((n + 1))" "$log" | grep -q "$3"; do
+		(($(now_ms) - t0 > $4)) && return 1
+		sleep 0.05
+	done
+}
+
 # rjob N FIELD...: the named fields of iod N's resync job record
 # (`twinfsctl rebuild --status --json N`), space-separated.
 rjob() {

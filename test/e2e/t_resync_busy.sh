@@ -30,19 +30,6 @@ log1=$TWINFS_RUN_DIR/logs/iod1.log
 log2=$TWINFS_RUN_DIR/logs/iod2.log
 logm=$TWINFS_RUN_DIR/logs/mgrd.log
 
-# signal_iod N SIG PATTERN MS: send SIG to iod N; 0 once its log says
-# PATTERN after that (waiting up to MS), 1 if not.
-signal_iod() {
-	local log=$TWINFS_RUN_DIR/logs/iod$1.log n t0
-	n=$(wc -l <"$log")
-	kill -"$2" "$(cat "$TWINFS_RUN_DIR/pids/iod$1.pid")" || return 1
-	t0=$(now_ms)
-	until tail -n +"$((n + 1))" "$log" | grep -q "$3"; do
-		(($(now_ms) - t0 > $4)) && return 1
-		sleep 0.05
-	done
-}
-
 # 24 MiB at 4 MB/s: about 6 s of copy.
 ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 &&
 	pass busy-rebuild-started || fail busy-rebuild-started "$(cat "$T/rb.out")"

@@ -39,24 +39,8 @@ logT=$TWINFS_RUN_DIR/logs/iod$TW.log
 logm=$TWINFS_RUN_DIR/logs/mgrd.log
 wait_ms=$((3 * RT_MS + 2000))
 
-# arm NAME: make iod TW refuse the next forwarded client write as stale.
-arm() {
-	local n t0
-	n=$(wc -l <"$logT")
-	kill -USR2 "$(cat "$TWINFS_RUN_DIR/pids/iod$TW.pid")"
-	t0=$(now_ms)
-	until tail -n +"$((n + 1))" "$logT" | grep -q 'refused with ESTALE$'; do
-		if (($(now_ms) - t0 > 10000)); then
-			fail "$1" "iod $TW never said it armed the fault"
-			return
-		fi
-		sleep 0.05
-	done
-	pass "$1"
-}
-
 # 1. Healed by the client's retry.
-arm stale-armed
+check stale-armed signal_iod "$TW" USR2 'refused with ESTALE$' 10000
 "$PY" - "$M/g0/f" >"$T/w.out" 2>&1 <<'EOF'
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
@@ -90,7 +74,7 @@ drop_caches
 assert_same_file stale-healed-bytes "$T/f" "$M/g0/f"
 
 # 2. Never sent again: reported, and the twin resynced.
-arm stale-armed-again
+check stale-armed-again signal_iod "$TW" USR2 'refused with ESTALE$' 10000
 out=$(python3 "$TWIRE" write 127.0.0.1 $((TWINFS_PORT + P)) "$TWINFS_CLUSTER" \
 	"$ino" 0 $((3 << 20)) "$layout" 4242 2>&1)
 assert_eq stale-raw-write-refused "status -116" "$out"
