@@ -57,7 +57,9 @@
  * (plan_subfile): unmarked, it is not read at all; with marked regions,
  * step 2a sends only the creating WRITE and region mode (copy_region)
  * sends each marked 1 MiB region whole (zeros included), read and queued
- * in one call as above, then the exact size; marked whole (a truncate, or
+ * in one call as above, then the exact size (at once, in that call, after
+ * a region our end cuts short: later marks lie past it); marked whole (a
+ * truncate the twin missed, or
  * an overflowing mark list), step 2a also sends CHECKSUM (1 MiB regions,
  * RS_CSUM_REGIONS of them per call: the next window is asked once the
  * copy reaches it, before any of it is read) and step 2b compares, in the
@@ -1092,19 +1094,27 @@ static void copy_region(struct rs_job *j)
 	else if (n > 0)
 		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
 	free(buf);
+	set_pos(j, off + (uint64_t)n);
+	/* Short: our end lies in this region or before it.  The target may
+	 * hold bytes past it (a shrink it missed), which a live grow queued
+	 * before our next call would keep: cut it to our size in this same
+	 * call (the ordering argument above). */
+	if (rc == 0 && (uint64_t)n < RS_CHUNK && st.exists)
+		rc = fwd_truncate(j, st.size, st.trunc_gen);
 	if (rc < 0) {
 		fail(j, rc, "sending a marked region");
 		return;
 	}
-	set_pos(j, off + (uint64_t)n);
 	if (j->cursor.tail > tail0)
 		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
 				      j->pos.off);
 	j->bytes_copied += (uint64_t)n;
-	if (n == 0)     /* past our end, and so is the rest of the run (a
-			 * shrink marks every region it dropped) */
-		j->reg_next = j->marks[j->reg_i].first +
-			      j->marks[j->reg_i].count - 1;
+	if ((uint64_t)n < RS_CHUNK) {
+		/* Every later mark of the subfile (they are sorted) lies
+		 * past our end, where the target now holds nothing either. */
+		j->reg_i = j->reg_end;
+		return;
+	}
 	if (++j->reg_next >= j->marks[j->reg_i].first +
 			     j->marks[j->reg_i].count &&
 	    ++j->reg_i < j->reg_end)

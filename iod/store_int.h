@@ -57,11 +57,17 @@ struct smeta {
 	uint64_t pending;          /* records not yet applied at home */
 };
 
-/* The live write-intent set of one subfile: region -> touch generation. */
+/* The live write-intent set of one subfile (store_intent.c).  Marks are
+ * durable (journaled, SJ2); pins are in memory only and may name regions
+ * no mark covers (a truncate's whole subfile), so only marks answer
+ * store_intent_covers. */
 struct intent {
 	uint64_t obj;
-	struct tw_hmap regions;    /* region + 1 -> (void *)(touch_gen + 1) */
-	bool all;                  /* overflowed: the whole subfile */
+	/* region + 1 -> (void *)value: bits 0..62 the touch generation + 1
+	 * of its last mark (0: pinned only), bit 63 (INTENT_PIN) pinned */
+	struct tw_hmap regions;
+	bool all;                  /* marked whole (overflow), since all_gen */
+	bool all_pinned;           /* pinned whole */
 	uint64_t all_gen;
 };
 

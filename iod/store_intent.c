@@ -15,13 +15,18 @@
  * both started later, iod_store_intent_clear(token) journals clear records
  * for every region whose last write is not newer than the token (SJ3).
  * Regions the twin missed are pinned and never cleared here; the twin's
- * resync (next issue) will read them through iod_store_intents.
+ * resync reads them through iod_store_intents.  A pin is kept apart from
+ * the region's mark: a pin lives in memory only, so a region (or a whole
+ * subfile) that is pinned but not marked must still be marked by the
+ * next write or truncate of it (store_intent_covers), or a restart would
+ * leave nothing on disk that names it.
  *
  * It does not decide when the twin has synced (twin.c does) and does not
  * copy anything (resync).
  */
 #include "store_int.h"
 
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -29,9 +34,25 @@
 #include <string.h>
 
 #define SCAN_PAGE        4096u
-/* Stored touch generation (gen + 1) that no token reaches: a region the
- * twin missed is never cleared by a cycle (iod_store_intent_pin). */
-#define PINNED           UINT64_MAX
+/* A region value's pin bit; the rest is the mark's touch generation + 1
+ * (0: no mark).  A pinned region is never cleared by a cycle. */
+#define INTENT_PIN       (1ull << 63)
+
+static uint64_t rval(const void *v)
+{
+	return (uint64_t)(uintptr_t)v;
+}
+
+static void *rval_ptr(uint64_t v)
+{
+	assert(v != 0);            /* NULL means absent */
+	return (void *)(uintptr_t)v;
+}
+
+static bool whole(const struct intent *in)
+{
+	return in->all || in->all_pinned;
+}
 
 struct intent *store_intent_get(struct iod_store *s, uint64_t obj,
 				bool create)
@@ -54,7 +75,7 @@ struct intent *store_intent_get(struct iod_store *s, uint64_t obj,
 
 void store_intent_drop(struct iod_store *s, struct intent *in)
 {
-	s->n_marked -= in->regions.count + (in->all ? 1 : 0);
+	s->n_marked -= in->regions.count + (whole(in) ? 1 : 0);
 	tw_hmap_del(&s->intents, in->obj + 1);
 	tw_hmap_free(&in->regions);
 	free(in);
@@ -70,9 +91,35 @@ bool store_intent_covers(struct iod_store *s, uint64_t obj, uint64_t first,
 	if (in->all)
 		return true;
 	for (uint64_t r = first; r <= last; r++)
-		if (!tw_hmap_get(&in->regions, r + 1))
+		if ((rval(tw_hmap_get(&in->regions, r + 1)) & ~INTENT_PIN) == 0)
 			return false;
 	return true;
+}
+
+/* Whether any region of in is pinned. */
+static bool any_pinned(const struct intent *in)
+{
+	uint64_t rk;
+	void *rv;
+
+	for (size_t i = 0; tw_hmap_next(&in->regions, &i, &rk, &rv);)
+		if (rval(rv) & INTENT_PIN)
+			return true;
+	return false;
+}
+
+/* in becomes whole: marked (mark) or pinned; a pinned region in it pins
+ * it whole, since a whole subfile is listed without its regions. */
+static void make_whole(struct iod_store *s, struct intent *in, bool mark)
+{
+	if (!whole(in))
+		s->n_marked++;
+	if (mark) {
+		in->all = true;
+		in->all_gen = s->touch_gen;
+	}
+	if (!mark || any_pinned(in))
+		in->all_pinned = true;
 }
 
 /* Mark (or re-touch) regions first..last in the live set. */
@@ -83,36 +130,24 @@ int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 
 	if (!in)
 		return -ENOMEM;
-	if (!in->all && last - first >= WIL_MAX_COUNT) {
-		/* Too many to list (a big shrink): the whole subfile, as the
-		 * xattr does; pinned if any region of it was. */
-		uint64_t rk;
-		void *rv;
-		bool pinned = false;
-
-		for (size_t i = 0; !pinned &&
-		     tw_hmap_next(&in->regions, &i, &rk, &rv);)
-			pinned = (uint64_t)(uintptr_t)rv == PINNED;
-		s->n_marked++;
-		in->all = true;
-		in->all_gen = pinned ? PINNED - 1 : s->touch_gen;
+	if (in->all) {
+		in->all_gen = s->touch_gen;
 		return 0;
 	}
-	if (in->all) {
-		if (in->all_gen != PINNED - 1)
-			in->all_gen = s->touch_gen;
+	if (last - first >= WIL_MAX_COUNT) {
+		/* Too many to list (a big shrink): the whole subfile, as
+		 * the xattr does. */
+		make_whole(s, in, true);
 		return 0;
 	}
 	for (uint64_t r = first; r <= last; r++) {
-		void *old = tw_hmap_get(&in->regions, r + 1);
-		bool fresh = old == NULL;
+		uint64_t old = rval(tw_hmap_get(&in->regions, r + 1));
 
-		if ((uint64_t)(uintptr_t)old == PINNED)
-			continue;     /* pinned stays pinned */
 		if (tw_hmap_put(&in->regions, r + 1,
-				(void *)(uintptr_t)(s->touch_gen + 1)) < 0)
+				rval_ptr((old & INTENT_PIN) |
+					 (s->touch_gen + 1))) < 0)
 			return -ENOMEM;
-		if (fresh)
+		if (old == 0)
 			s->n_marked++;
 	}
 	return 0;
@@ -122,31 +157,38 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 			 uint64_t off, uint64_t len)
 {
 	uint64_t obj = store_obj(ino, column);
+	uint64_t first, last;
 	struct intent *in;
-	uint64_t saved = s->touch_gen;
-	int rc;
 
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
+	if (len == 0)
+		return 0;
 	in = store_intent_get(s, obj, true);
 	if (!in)
 		return -ENOMEM;
-	if (len == UINT64_MAX) {
-		if (!in->all)
-			s->n_marked++;
-		in->all = true;
-		in->all_gen = PINNED - 1;
+	first = off >> IOD_REGION_SHIFT;
+	last = len == UINT64_MAX || off + len - 1 < off ? UINT64_MAX
+		: (off + len - 1) >> IOD_REGION_SHIFT;
+	if (whole(in) || last - first >= WIL_MAX_COUNT) {
+		make_whole(s, in, false);
 		return 0;
 	}
-	if (len == 0)
-		return 0;
-	s->touch_gen = PINNED - 1;    /* stored as touch_gen + 1 */
-	rc = store_intent_touch(s, obj, off >> IOD_REGION_SHIFT,
-			  (off + len - 1) >> IOD_REGION_SHIFT);
-	s->touch_gen = saved;
-	return rc;
+	for (uint64_t r = first; r <= last; r++) {
+		uint64_t old = rval(tw_hmap_get(&in->regions, r + 1));
+
+		if (tw_hmap_put(&in->regions, r + 1,
+				rval_ptr(old | INTENT_PIN)) < 0)
+			return -ENOMEM;
+		if (old == 0)
+			s->n_marked++;
+	}
+	return 0;
 }
 
+/* A completed resync: every pin goes.  A pinned region keeps its mark,
+ * touched now (both twins must sync before a cycle clears it); one only
+ * pinned goes with its pin. */
 int iod_store_intent_unpin_all(struct iod_store *s)
 {
 	uint64_t key, *keys = NULL;
@@ -154,14 +196,17 @@ int iod_store_intent_unpin_all(struct iod_store *s)
 	void *val;
 	int rc = 0;
 
-	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
+	for (size_t it = 0; rc == 0 && tw_hmap_next(&s->intents, &it, &key, &val);) {
 		struct intent *in = val;
 
-		if (in->all && in->all_gen == PINNED - 1)
-			in->all_gen = s->touch_gen;
+		if (in->all_pinned) {
+			in->all_pinned = false;
+			if (!in->all)
+				s->n_marked--;
+		}
 		n = 0;
 		for (size_t jt = 0; tw_hmap_next(&in->regions, &jt, &key, &val);) {
-			if ((uint64_t)(uintptr_t)val != PINNED)
+			if (!(rval(val) & INTENT_PIN))
 				continue;
 			if (n == cap) {
 				uint64_t *k = realloc(keys, (cap ? cap * 2 : 64) *
@@ -178,9 +223,16 @@ int iod_store_intent_unpin_all(struct iod_store *s)
 		}
 		/* Replacing a present key may still rehash: not while
 		 * iterating the regions. */
-		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = tw_hmap_put(&in->regions, keys[i],
-					 (void *)(uintptr_t)(s->touch_gen + 1));
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			if (rval(tw_hmap_get(&in->regions, keys[i])) ==
+			    INTENT_PIN) {
+				tw_hmap_del(&in->regions, keys[i]);
+				s->n_marked--;
+			} else {
+				rc = tw_hmap_put(&in->regions, keys[i],
+						 rval_ptr(s->touch_gen + 1));
+			}
+		}
 	}
 	free(keys);
 	return rc;
@@ -270,6 +322,8 @@ int iod_store_intent_clear(struct iod_store *s, uint64_t token)
 		uint64_t *regs = NULL;
 		size_t n = 0;
 
+		if (in->all_pinned)
+			continue;
 		if (in->all) {
 			if (in->all_gen > token)
 				continue;
@@ -281,7 +335,8 @@ int iod_store_intent_clear(struct iod_store *s, uint64_t token)
 			if (!regs)
 				return -ENOMEM;
 			for (size_t i2 = 0; tw_hmap_next(&in->regions, &i2, &rk, &rv);)
-				if ((uint64_t)(uintptr_t)rv - 1 <= token)
+				if (!(rval(rv) & INTENT_PIN) &&
+				    rval(rv) - 1 <= token)
 					regs[n++] = rk - 1;
 			if (n == 0) {
 				free(regs);
@@ -319,19 +374,17 @@ int iod_store_intents(struct iod_store *s, iod_intent_cb cb, void *arg)
 		uint64_t ino = store_obj_ino(in->obj);
 		uint32_t col = store_obj_column(in->obj);
 
-		if (in->all) {
-			/* A pin into an "all" subfile pins it whole
-			 * (store_intent_touch); regions pinned before it
-			 * became "all" became so by a whole pin. */
-			rc = cb(arg, ino, col, 0, UINT64_MAX,
-				in->all_gen == PINNED - 1);
+		if (whole(in)) {
+			/* A pin into a whole subfile pins it whole, and a
+			 * pinned region makes a subfile marked whole pinned
+			 * (make_whole). */
+			rc = cb(arg, ino, col, 0, UINT64_MAX, in->all_pinned);
 			if (rc)
 				return rc;
 			continue;
 		}
 		for (size_t i2 = 0; tw_hmap_next(&in->regions, &i2, &rk, &rv);) {
-			rc = cb(arg, ino, col, rk - 1, 1,
-				(uint64_t)(uintptr_t)rv == PINNED);
+			rc = cb(arg, ino, col, rk - 1, 1, rval(rv) & INTENT_PIN);
 			if (rc)
 				return rc;
 		}
@@ -456,9 +509,7 @@ int store_intents_rebuild(struct iod_store *s)
 
 				if (!in)
 					return -ENOMEM;
-				if (!in->all)
-					s->n_marked++;
-				in->all = true;
+				make_whole(s, in, true);
 				continue;
 			}
 			for (unsigned k = 0; k < nr && rc == 0; k++)

@@ -86,24 +86,38 @@ sent=$(echo "$line" | grep -o '[0-9]* bytes sent' | grep -o '^[0-9]*')
 drop_caches
 assert_same_file wil-cut "$T/cut" "$M/g0/cut"
 
-# 3. A truncate is marked in its own transaction, like a write: the
-#    survivor that applied it alone restarts (its in-memory pins are
-#    gone) before iod 1 is back, and iod 1's resync still cuts the file.
-#    Unmarked, iod 1 kept the old 6 MiB, and growing the file again
-#    showed its old bytes where the survivor has zeros.
+# 3. Truncates are marked in their own transactions, like writes, and a
+#    pin (memory only) does not stand in for a mark: the survivor applies
+#    them alone, restarts (its pins are gone) before iod 1 is back, and
+#    iod 1's incremental resync still carries every change.  Unmarked,
+#    iod 1 kept its old bytes: a cp over a file (truncate to 0 under a
+#    pin, then writes) left zeros past the old size, and a shrink under
+#    the pin showed the old bytes again once the file grew.
 head -c $((6 << 20)) /dev/urandom >"$T/shrink"
+head -c $((6 << 20)) /dev/urandom >"$T/over"
+cp "$T/over" "$M/g0/over"
 cleared_then_down wil-shrink shrink
-check wil-shrink-cut truncate -s 1000000 "$M/g0/shrink"
-truncate -s 1000000 "$T/shrink"
+head -c $((20 << 20)) /dev/urandom >"$T/over"
+check wil-shrink-cp-over cp "$T/over" "$M/g0/over"
+for f in "$T/shrink" "$M/g0/shrink"; do
+	truncate -s $((5 << 20)) "$f" && truncate -s 1000000 "$f" &&
+		head -c $((2 << 20)) "$T/over" |
+		dd of="$f" bs=1M seek=3 conv=notrunc status=none ||
+		fail wil-shrink-cut "$f"
+done
+sync
 (cd / && lc kill-iod 2 >/dev/null && lc start-iod 2 >/dev/null)
 out=$(wait_state 2 '^up' 20000) && pass wil-shrink-survivor-back ||
 	fail wil-shrink-survivor-back "$out"
 (cd / && lc start-iod 1 >/dev/null)
 if e2e_wait_healthy 60; then pass wil-shrink-healthy; else
 	fail wil-shrink-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
+read -r st full < <(rjob 1 state full)
+assert_eq wil-shrink-incremental "done False" "$st $full"
 check wil-shrink-grow truncate -s $((6 << 20)) "$M/g0/shrink"
 truncate -s $((6 << 20)) "$T/shrink"
 drop_caches
 assert_same_file wil-shrink "$T/shrink" "$M/g0/shrink"
+assert_same_file wil-shrink-over "$T/over" "$M/g0/over"
 e2e_verify
 e2e_end
