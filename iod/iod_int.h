@@ -334,9 +334,10 @@ void iod_store_owe_marks(struct iod_store *s);
  * restart that finds this noted (a forward may have died unanswered) sets
  * the replay flag.  Cleared with it.  Syncs the data directory once. */
 int iod_store_note_resync_live(struct iod_store *s);
-/* The twin's resync copied everything: pinned regions become ordinary
- * marks (touched now), cleared by the next cycle once both twins synced. */
-int iod_store_intent_unpin_all(struct iod_store *s);
+/* The twin's resync copied everything: pinned marks become ordinary ones
+ * (touched now), cleared by the next cycle once both twins synced; what
+ * was only pinned goes. */
+void iod_store_intent_unpin_all(struct iod_store *s);
 /* Regions marked now; count = UINT64_MAX: the whole subfile (the
  * persisted list overflowed).  pinned: the twin missed a write there since
  * this iod started (pins live in memory: after a restart they are plain

@@ -340,9 +340,7 @@ static void finish(struct rs_job *j)
 		/* Only a run that completes has carried the pins: one that
 		 * replayed and failed leaves them owed to the next. */
 		replay_paid(j);
-		if (iod_store_intent_unpin_all(d->store) < 0)
-			tw_log_rl(TW_LOG_ERR, "write-intent log: cannot unpin "
-				  "after resync: regions stay marked");
+		iod_store_intent_unpin_all(d->store);
 		d->missed_unheard = false;   /* the copy carried them */
 		iod_twin_stale_forget(d);
 		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
@@ -1051,6 +1049,15 @@ next:
 	j->bytes_copied += (uint64_t)n;
 }
 
+/* The position a region-mode forward completes: its offset, but never
+ * past `then` when a chunk or checksum pass from `then` still follows
+ * (the bytes between are not at the target yet, and mgrd resumes from
+ * the newest acknowledged position). */
+static void set_region_pos(struct rs_job *j, uint64_t off)
+{
+	set_pos(j, j->cont == CONT_NONE ? off : TW_MIN(off, j->cur_then));
+}
+
 /* Region mode: send the next kept marked region whole (zeros included:
  * the target may hold other bytes there; a region of zeros as a punch, so
  * holes stay holes), in the one call that reads it;
@@ -1088,13 +1095,13 @@ static void copy_region(struct rs_job *j)
 		fail(j, (int)n, "reading a marked region");
 		return;
 	}
-	set_pos(j, off);
+	set_region_pos(j, off);
 	if (n > 0 && all_zero(buf, n))
 		rc = fwd_punch(j, off, (uint64_t)n, st.trunc_gen);
 	else if (n > 0)
 		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
 	free(buf);
-	set_pos(j, off + (uint64_t)n);
+	set_region_pos(j, off + (uint64_t)n);
 	/* Short: our end lies in this region or before it.  The target may
 	 * hold bytes past it (a shrink it missed), which a live grow queued
 	 * before our next call would keep: cut it to our size in this same

@@ -186,56 +186,39 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 	return 0;
 }
 
-/* A completed resync: every pin goes.  A pinned region keeps its mark,
- * touched now (both twins must sync before a cycle clears it); one only
- * pinned goes with its pin. */
-int iod_store_intent_unpin_all(struct iod_store *s)
+/* A completed resync: every pin goes.  A pinned mark (a pinned region's,
+ * or any of a subfile pinned whole) stays, touched now: a cycle clears it
+ * only after both twins synced again.  A region only pinned goes with its
+ * pin, and so does an entry left with nothing.  Replacing a present key
+ * and deleting the current one are safe while iterating (common.h). */
+void iod_store_intent_unpin_all(struct iod_store *s)
 {
-	uint64_t key, *keys = NULL;
-	size_t n = 0, cap = 0;
-	void *val;
-	int rc = 0;
+	uint64_t key, rk;
+	void *val, *rv;
 
-	for (size_t it = 0; rc == 0 && tw_hmap_next(&s->intents, &it, &key, &val);) {
+	for (size_t it = 0; tw_hmap_next(&s->intents, &it, &key, &val);) {
 		struct intent *in = val;
+		bool touch_all = in->all_pinned;
 
+		for (size_t jt = 0; tw_hmap_next(&in->regions, &jt, &rk, &rv);) {
+			if (rval(rv) == INTENT_PIN) {
+				tw_hmap_del(&in->regions, rk);
+				s->n_marked--;
+			} else if (touch_all || (rval(rv) & INTENT_PIN)) {
+				tw_hmap_put(&in->regions, rk,
+					    rval_ptr(s->touch_gen + 1));
+			}
+		}
 		if (in->all_pinned) {
 			in->all_pinned = false;
-			if (!in->all)
+			if (in->all)
+				in->all_gen = s->touch_gen;
+			else
 				s->n_marked--;
 		}
-		n = 0;
-		for (size_t jt = 0; tw_hmap_next(&in->regions, &jt, &key, &val);) {
-			if (!(rval(val) & INTENT_PIN))
-				continue;
-			if (n == cap) {
-				uint64_t *k = realloc(keys, (cap ? cap * 2 : 64) *
-							    sizeof(*k));
-
-				if (!k) {
-					free(keys);
-					return -ENOMEM;
-				}
-				keys = k;
-				cap = cap ? cap * 2 : 64;
-			}
-			keys[n++] = key;
-		}
-		/* Replacing a present key may still rehash: not while
-		 * iterating the regions. */
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			if (rval(tw_hmap_get(&in->regions, keys[i])) ==
-			    INTENT_PIN) {
-				tw_hmap_del(&in->regions, keys[i]);
-				s->n_marked--;
-			} else {
-				rc = tw_hmap_put(&in->regions, keys[i],
-						 rval_ptr(s->touch_gen + 1));
-			}
-		}
+		if (!whole(in) && in->regions.count == 0)
+			store_intent_drop(s, in);
 	}
-	free(keys);
-	return rc;
 }
 
 uint64_t iod_store_intent_epoch(struct iod_store *s)
@@ -317,7 +300,8 @@ int iod_store_intent_clear(struct iod_store *s, uint64_t token)
 
 	if (jbd_aborted(s->j))
 		return -EIO;
-	for (size_t it = 0; rc == 0 && tw_hmap_next(&s->intents, &it, &key, &val);) {
+	for (size_t it = 0;
+	     rc == 0 && tw_hmap_next(&s->intents, &it, &key, &val);) {
 		struct intent *in = val;
 		uint64_t *regs = NULL;
 		size_t n = 0;

@@ -59,8 +59,9 @@ drop_caches
 assert_same_file wil-big "$T/big" "$M/g0/big"
 assert_same_file wil-small "$T/small" "$M/g0/small"
 
-# 2. A subfile marked whole (truncated while iod 1 was away) is compared
-#    by region checksums, asked 16 MiB at a time so that the target's loop
+# 2. A subfile pinned whole (truncated while iod 1 was away: the survivor
+#    pins all of it, beside the truncate's own marks) is compared by
+#    region checksums, asked 16 MiB at a time so that the target's loop
 #    stays free: a 40 MiB file cut to 38 MiB, with 64 KiB rewritten at
 #    30 MiB, is sent as about one region; the other 37 are found identical,
 #    in the first window and in the later ones.
