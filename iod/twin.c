@@ -763,10 +763,13 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		  epoch > d->map.epoch;
 
 	/* A write the resyncing twin may never get if we die before its
-	 * answer (no pin then): noted first, durably (store.c). */
+	 * answer (no pin then): noted first, durably (store.c).  A sender
+	 * with a newer map may know of a resync we have not heard of yet:
+	 * noted too (a spare note costs one replay of marks). */
 	if (forward && has_stat &&
 	    (twins[!d->me->twin_index].needs_resync ||
-	     twins[!d->me->twin_index].state == R1_RESYNCING) &&
+	     twins[!d->me->twin_index].state == R1_RESYNCING ||
+	     epoch > d->map.epoch) &&
 	    iod_store_note_resync_live(d->store) < 0)
 		tw_log_rl(TW_LOG_ERR, "%s: cannot note a write forwarded to "
 			  "resyncing twin iod %" PRIu32 ": a restart of this "
