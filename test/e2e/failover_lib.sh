@@ -67,16 +67,56 @@ wait_size() {
 	return 1
 }
 
+# wait_log LOG N PATTERN MS: 0 once LOG says PATTERN after its first N
+# lines (waiting up to MS), 1 if not.
+wait_log() {
+	local t0
+	t0=$(now_ms)
+	until tail -n +"$(($2 + 1))" "$1" | grep -q "$3"; do
+		(($(now_ms) - t0 > $4)) && return 1
+		sleep 0.05
+	done
+}
+
 # signal_iod N SIG PATTERN MS: send SIG to iod N; 0 once its log says
 # PATTERN after that (waiting up to MS), 1 if not.
 signal_iod() {
-	local log=$TWINFS_RUN_DIR/logs/iod$1.log n t0
+	local log=$TWINFS_RUN_DIR/logs/iod$1.log n
 	n=$(wc -l <"$log")
 	kill -"$2" "$(cat "$TWINFS_RUN_DIR/pids/iod$1.pid")" || return 1
+	wait_log "$log" "$n" "$3" "$4"
+}
+
+# read_via_each_twin NAME FN: FN prints what it reads of a file of group
+# 0.  Run with both twins up (reads alternate between them), then with
+# iod 1 down (iod 2 serves every read): the two must agree.  iod 1 comes
+# back (a resync).  BOTH is set to FN's answer.
+read_via_each_twin() {
+	local out
+	drop_caches
+	BOTH=$("$2")
+	lc kill-iod 1 >/dev/null
+	out=$(wait_state 1 '^down' 10000) && pass "$1-iod1-down" || fail "$1-iod1-down" "$out"
+	drop_caches
+	assert_eq "$1-same-through-iod2" "$BOTH" "$("$2")"
+	lc start-iod 1 >/dev/null
+	wait_state 1 '^resyncing' 10000 >/dev/null &&
+		ctl rebuild 1 >/dev/null   # a no-op when mgrd started it
+	out=$(wait_state 1 '^up$' 60000) && pass "$1-iod1-back" || fail "$1-iod1-back" "iod 1: $out"
+}
+
+# slow_rebuild NAME BYTES: a full rebuild of iod 2 at 4 MB/s (both twins
+# up), and wait until mgrd says it has copied BYTES (up to 30 s).
+slow_rebuild() {
+	local out t0
+	ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 &&
+		pass "$1-rebuild-started" || fail "$1-rebuild-started" "$(cat "$T/rb.out")"
+	out=$(wait_state 2 '^resyncing' 10000) && pass "$1-resyncing" ||
+		fail "$1-resyncing" "$out"
 	t0=$(now_ms)
-	until tail -n +"$((n + 1))" "$log" | grep -q "$3"; do
-		(($(now_ms) - t0 > $4)) && return 1
-		sleep 0.05
+	until (($(rjob 2 bytes_done 2>/dev/null || echo 0) >= $2)); do
+		(($(now_ms) - t0 > 30000)) && break
+		sleep 0.1
 	done
 }
 

@@ -31,30 +31,13 @@ log2=$TWINFS_RUN_DIR/logs/iod2.log
 logm=$TWINFS_RUN_DIR/logs/mgrd.log
 
 # 24 MiB at 4 MB/s: about 6 s of copy.
-ctl rebuild 2 --full --rate-limit 4 >"$T/rb.out" 2>&1 &&
-	pass busy-rebuild-started || fail busy-rebuild-started "$(cat "$T/rb.out")"
-out=$(wait_state 2 '^resyncing' 10000) && pass busy-resyncing || fail busy-resyncing "$out"
-t0=$(now_ms)
-until (($(rjob 2 bytes_done 2>/dev/null || echo 0) >= (3 << 20))); do
-	(($(now_ms) - t0 > 30000)) && break
-	sleep 0.1
-done
+slow_rebuild busy $((3 << 20))
 done_at=$(rjob 2 bytes_done)
 echo "# the copy has passed $done_at bytes of $((24 << 20)) when the fault is armed"
 check busy-copy-past-first-mib test "${done_at:-0}" -ge $((3 << 20))
 
 check busy-fault-armed signal_iod 2 USR2 'SIGUSR2 with TWINFS_TEST_FAULTS=1' 10000
-"$PY" - "$M/g0/f" >"$T/w.out" 2>&1 <<'EOF'
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
-buf = mmap.mmap(-1, 1 << 20)
-buf.write(b"\xee" * (1 << 20))
-try:
-    os.pwrite(fd, buf, 0)
-    print("written")
-except OSError as e:
-    print("error", e.errno)
-EOF
+"$PY" "$E2E_DIR/dwrite.py" "$M/g0/f" 0 $((1 << 20)) 238 >"$T/w.out" 2>&1
 assert_eq busy-write-refused "error 28" "$(tail -n 1 "$T/w.out")"
 check busy-iod2-refused grep -q "forwarded WRITE ino $ino column 0 refused with ENOSPC" "$log2"
 check busy-iod1-applied grep -q "ino $ino column 0: twin iod 2 refused it: No space left on device" "$log1"
@@ -93,17 +76,9 @@ else:
     print("other bytes")
 EOF
 }
-drop_caches
-both=$(cmp_file)
-echo "# the first MiB through both twins: $both"
-check busy-bytes-old-or-new test "$both" = old -o "$both" = new
-lc kill-iod 1 >/dev/null
-out=$(wait_state 1 '^down' 10000) && pass busy-iod1-down || fail busy-iod1-down "$out"
-drop_caches
-assert_eq busy-same-through-iod2 "$both" "$(cmp_file)"
-lc start-iod 1 >/dev/null
-wait_state 1 '^resyncing' 10000 >/dev/null && ctl rebuild 1 >/dev/null
-t=$(wait_state 1 '^up$' 60000) && pass busy-iod1-back || fail busy-iod1-back "iod 1: $t"
+read_via_each_twin busy cmp_file
+echo "# the first MiB through both twins: $BOTH"
+check busy-bytes-old-or-new test "$BOTH" = old -o "$BOTH" = new
 
 # A clean stop of the source while it copies, after a live write that
 # reached the target: nothing is owed, so the flag that such a write may

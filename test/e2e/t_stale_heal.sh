@@ -41,17 +41,7 @@ wait_ms=$((3 * RT_MS + 2000))
 
 # 1. Healed by the client's retry.
 check stale-armed signal_iod "$TW" USR2 'refused with ESTALE$' 10000
-"$PY" - "$M/g0/f" >"$T/w.out" 2>&1 <<'EOF'
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
-buf = mmap.mmap(-1, 1 << 20)
-buf.write(b"\xee" * (1 << 20))
-try:
-    os.pwrite(fd, buf, 1 << 20)
-    print("written")
-except OSError as e:
-    print("error", e.errno)
-EOF
+"$PY" "$E2E_DIR/dwrite.py" "$M/g0/f" $((1 << 20)) $((1 << 20)) 238 >"$T/w.out" 2>&1
 assert_eq stale-write-acknowledged written "$(tail -n 1 "$T/w.out")"
 head -c $((1 << 20)) /dev/zero | tr '\0' '\356' |
 	dd of="$T/f" bs=1M seek=1 conv=notrunc status=none
