@@ -85,7 +85,9 @@
  * run given that cursor skips every subfile before it and that subfile's
  * bytes below its offset (the partly copied subfile is neither deleted
  * nor truncated first: step 2a only sends the creating WRITE), and copies
- * the rest as above.  Why that is enough: the bytes before the cursor were
+ * the rest as above; there, when replaying, a chunk a replayed mark names
+ * goes whole (zeros as a punch), as the target may have missed a zeroing
+ * past the cursor that a sparse copy would not send.  Why that is enough: the bytes before the cursor were
  * equal at the target when acknowledged, and every later mutation of them
  * was forwarded to the target in order while it stayed `resyncing` (and
  * when the source was down, nobody could write the group).  When the
@@ -201,6 +203,10 @@ struct rs_job {
 	bool reg_mode;
 	size_t reg_i, reg_end;
 	uint64_t reg_next;
+	/* Full, resumed inside the current subfile: its marks[chunk_m ..
+	 * chunk_m1) past `then` make copy_chunk send their chunks whole
+	 * (whole_chunk); empty otherwise. */
+	size_t chunk_m, chunk_m1;
 	uint64_t cur_then;         /* bytes below are at the target already */
 	int cont;                  /* CONT_*: after region mode */
 	bool replay;               /* Resync.replay_marks */
@@ -828,11 +834,17 @@ static void find_marks(struct rs_job *j, uint64_t ino, uint32_t column,
 	*m1 = j->i_mark;
 }
 
+/* Whether the target may have missed a write in mark run mk (a replay
+ * sends it; only the pinned ones when those are all it missed). */
+static bool replayed(const struct rs_job *j, const struct iod_intent_run *mk)
+{
+	return j->replay && (!j->pins_only || mk->pinned);
+}
+
 /* Whether region mode sends mark run mk of the current subfile: marks
- * below `then` (already at the target) only when the target may have
- * missed writes there (replay; only the pinned ones when those are all it
- * missed); marks from `then` on when the marks choose what to copy
- * (incremental). */
+ * below `then` (already at the target) when replayed; marks from `then`
+ * on when the marks choose what to copy (incremental).  A full copy
+ * reaches marks past `then` itself (whole_chunk). */
 static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
 {
 	uint64_t off = mk->first * RS_CHUNK;
@@ -840,15 +852,32 @@ static bool keep_run(const struct rs_job *j, const struct iod_intent_run *mk)
 	if (mk->count == UINT64_MAX)
 		return false;
 	if (off < j->cur_then)
-		return j->replay && (!j->pins_only || mk->pinned);
-	if (j->incremental)
-		return j->cur_then != UINT64_MAX;
-	/* Full, in the subfile a resume left half copied (not deleted
-	 * first): a chunk that reads as zeros is not sent, yet the target
-	 * may hold other bytes there if it missed a zeroing (a punch, a
-	 * write of zeros) that we pinned.  Such a region goes whole. */
-	return j->replay && j->cur_then != 0 &&
-	       (!j->pins_only || mk->pinned);
+		return replayed(j, mk);
+	return j->incremental && j->cur_then != UINT64_MAX;
+}
+
+/* Full, in the subfile a resume left half copied (not deleted first): a
+ * chunk that reads as zeros is not sent, yet the target may hold other
+ * bytes there if it missed a zeroing (a punch, a write of zeros).  So a
+ * chunk in regions r0..r1 that a replayed mark names goes whole.  Chunks
+ * come in order, so passed runs are dropped from the front. */
+static bool whole_chunk(struct rs_job *j, uint64_t r0, uint64_t r1)
+{
+	const struct iod_intent_run *mk;
+
+	while (j->chunk_m < j->chunk_m1 &&
+	       ((mk = &j->marks[j->chunk_m])->count == UINT64_MAX ||
+		mk->first + mk->count <= r0))
+		j->chunk_m++;
+	for (size_t i = j->chunk_m; i < j->chunk_m1; i++) {
+		mk = &j->marks[i];
+		if (mk->first > r1)
+			break;
+		if (mk->count != UINT64_MAX && mk->first + mk->count > r0 &&
+		    replayed(j, mk))
+			return true;
+	}
+	return false;
 }
 
 /* Decide how subfile si is copied (proto/FORMAT.md "Resync jobs and
@@ -879,6 +908,11 @@ static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
 			j->cont = CONT_CHUNKS;
 		else if (all)
 			j->cont = CONT_CHECKSUMS;
+	}
+	j->chunk_m = j->chunk_m1 = 0;
+	if (j->cont == CONT_CHUNKS && j->cur_then != 0 && j->replay) {
+		j->chunk_m = m0;
+		j->chunk_m1 = m1;
 	}
 	j->reg_mode = false;
 	for (size_t i = m0; i < m1 && !j->reg_mode; i++)
@@ -992,6 +1026,15 @@ static void copy_chunk(struct rs_job *j)
 			fail(j, rc, "truncating at the target");
 		j->cur = false;
 		return;
+	}
+	if (whole_chunk(j, j->cur_off / RS_CHUNK,
+			(j->cur_off + (uint64_t)n - 1) / RS_CHUNK)) {
+		/* Zeros included, as a punch when all zeros (holes stay
+		 * holes). */
+		rc = all_zero(buf, n)
+		     ? fwd_punch(j, j->cur_off, (uint64_t)n, st.trunc_gen)
+		     : fwd_write(j, j->cur_off, buf, (size_t)n, st.trunc_gen);
+		goto next;
 	}
 	if (j->incremental) {
 		uint64_t r = j->cur_off / RS_CHUNK - j->t_first;

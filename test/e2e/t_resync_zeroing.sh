@@ -55,6 +55,12 @@ at=$(sed -n 's/.*resync of iod 2 resumes after ino [0-9]* column 0 offset \([0-9
 	"$log1" | head -n 1)
 echo "# the first resumed run started at offset ${at:-?}"
 check zeroing-resumed-before-the-mib test "${at:-99999999999}" -lt $((36 << 20))
+# ... and sent the rest of the file once: the region goes whole within
+# the copy, not again beside it.
+sent=$(grep -o 'resync of iod 2 done (full): .* bytes sent' "$log1" | tail -n 1 |
+	awk '{ print $(NF - 2) }')
+echo "# the run that completed sent ${sent:-?} bytes"
+check zeroing-sent-once test "${sent:-99999999999}" -le $((40 << 20))
 e2e_verify
 
 # The MiB holds zeros or 0xAA, the same through either twin.
