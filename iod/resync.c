@@ -87,8 +87,11 @@
  * nor truncated first: step 2a only sends the creating WRITE), and copies
  * the rest as above; there, when replaying, a chunk a replayed mark names
  * goes whole (zeros as a punch), as the target may have missed a zeroing
- * past the cursor that a sparse copy would not send.  Why that is enough: the bytes before the cursor were
- * equal at the target when acknowledged, and every later mutation of them
+ * past the cursor that a sparse copy would not send.  A subfile at or
+ * before the cursor that must be copied whole (a replayed whole mark) is
+ * not deleted first either: every chunk goes whole.  Why that is enough:
+ * the bytes before the cursor were equal at the target when
+ * acknowledged, and every later mutation of them
  * was forwarded to the target in order while it stayed `resyncing` (and
  * when the source was down, nobody could write the group).  When the
  * target may have missed writes (it restarted or left `resyncing`: mgrd
@@ -207,6 +210,7 @@ struct rs_job {
 	 * chunk_m1) past `then` make copy_chunk send their chunks whole
 	 * (whole_chunk); empty otherwise. */
 	size_t chunk_m, chunk_m1;
+	bool cur_whole;            /* full: every chunk whole, no delete first */
 	uint64_t cur_then;         /* bytes below are at the target already */
 	int cont;                  /* CONT_*: after region mode */
 	bool replay;               /* Resync.replay_marks */
@@ -900,8 +904,16 @@ static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
 	if (j->marks)
 		find_marks(j, si->ino, si->column, &m0, &m1, &all,
 			   &all_pinned);
-	if (all && j->replay && (!j->pins_only || all_pinned))
+	j->cur_whole = false;
+	if (all && j->replay && (!j->pins_only || all_pinned)) {
 		j->cur_then = 0;          /* may differ anywhere: copy it all */
+		/* ... but at or before the cursor, which says the target
+		 * holds it, a full copy must not delete it first: a failure
+		 * mid-copy would leave it short with the cursor past it, and
+		 * a whole pin does not survive a restart of ours.  Every
+		 * chunk goes whole instead (copy_chunk). */
+		j->cur_whole = cmp <= 0 && !j->incremental;
+	}
 	j->cont = CONT_NONE;
 	if (j->cur_then != UINT64_MAX) {
 		if (!j->incremental)
@@ -978,7 +990,8 @@ static bool next_subfile(struct rs_job *j)
 			continue;         /* nothing differs, or copied before */
 		}
 		set_pos(j, 0);
-		if (j->cont == CONT_CHUNKS && j->cur_off == 0 && !j->reg_mode) {
+		if (j->cont == CONT_CHUNKS && j->cur_off == 0 && !j->reg_mode &&
+		    !j->cur_whole) {
 			/* A full copy: the target's subfile goes first. */
 			rc = fwd_delete(j, si->ino, si->column);
 			if (rc == 0)
@@ -1027,7 +1040,8 @@ static void copy_chunk(struct rs_job *j)
 		j->cur = false;
 		return;
 	}
-	if (whole_chunk(j, j->cur_off / RS_CHUNK,
+	if (j->cur_whole ||
+	    whole_chunk(j, j->cur_off / RS_CHUNK,
 			(j->cur_off + (uint64_t)n - 1) / RS_CHUNK)) {
 		/* Zeros included, as a punch when all zeros (holes stay
 		 * holes). */
