@@ -539,6 +539,18 @@ static int fwd_punch(struct rs_job *j, uint64_t off, uint64_t len,
 		   j->cur_ino, j->cur_col);
 }
 
+/* Send n bytes read at off whole, zeros included (the target may hold
+ * other bytes there): all zeros as a punch, so holes stay holes. */
+static int fwd_whole(struct rs_job *j, uint64_t off, const uint8_t *buf,
+		     long n, uint64_t trunc_gen)
+{
+	if (n <= 0)
+		return 0;
+	if (all_zero(buf, n))
+		return fwd_punch(j, off, (uint64_t)n, trunc_gen);
+	return fwd_write(j, off, buf, (size_t)n, trunc_gen);
+}
+
 /* ------------------------------------------------ 1: target-only files */
 
 static void list_target(struct rs_job *j);
@@ -1043,11 +1055,7 @@ static void copy_chunk(struct rs_job *j)
 	if (j->cur_whole ||
 	    whole_chunk(j, j->cur_off / RS_CHUNK,
 			(j->cur_off + (uint64_t)n - 1) / RS_CHUNK)) {
-		/* Zeros included, as a punch when all zeros (holes stay
-		 * holes). */
-		rc = all_zero(buf, n)
-		     ? fwd_punch(j, j->cur_off, (uint64_t)n, st.trunc_gen)
-		     : fwd_write(j, j->cur_off, buf, (size_t)n, st.trunc_gen);
+		rc = fwd_whole(j, j->cur_off, buf, n, st.trunc_gen);
 		goto next;
 	}
 	if (j->incremental) {
@@ -1153,10 +1161,7 @@ static void copy_region(struct rs_job *j)
 		return;
 	}
 	set_region_pos(j, off);
-	if (n > 0 && all_zero(buf, n))
-		rc = fwd_punch(j, off, (uint64_t)n, st.trunc_gen);
-	else if (n > 0)
-		rc = fwd_write(j, off, buf, (size_t)n, st.trunc_gen);
+	rc = fwd_whole(j, off, buf, n, st.trunc_gen);
 	free(buf);
 	set_region_pos(j, off + (uint64_t)n);
 	/* Short: our end lies in this region or before it.  The target may

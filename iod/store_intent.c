@@ -122,6 +122,28 @@ static void make_whole(struct iod_store *s, struct intent *in, bool mark)
 		in->all_pinned = true;
 }
 
+/* Mark (touched now) or pin regions first..last of in; more than a list
+ * holds (a big shrink) make it whole, as the xattr does. */
+static int set_regions(struct iod_store *s, struct intent *in, uint64_t first,
+		       uint64_t last, bool pin)
+{
+	if (last - first >= WIL_MAX_COUNT) {
+		make_whole(s, in, !pin);
+		return 0;
+	}
+	for (uint64_t r = first; r <= last; r++) {
+		uint64_t old = rval(tw_hmap_get(&in->regions, r + 1));
+		uint64_t v = pin ? old | INTENT_PIN
+				 : (old & INTENT_PIN) | (s->touch_gen + 1);
+
+		if (tw_hmap_put(&in->regions, r + 1, rval_ptr(v)) < 0)
+			return -ENOMEM;
+		if (old == 0)
+			s->n_marked++;
+	}
+	return 0;
+}
+
 /* Mark (or re-touch) regions first..last in the live set. */
 int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 		       uint64_t last)
@@ -134,23 +156,7 @@ int store_intent_touch(struct iod_store *s, uint64_t obj, uint64_t first,
 		in->all_gen = s->touch_gen;
 		return 0;
 	}
-	if (last - first >= WIL_MAX_COUNT) {
-		/* Too many to list (a big shrink): the whole subfile, as
-		 * the xattr does. */
-		make_whole(s, in, true);
-		return 0;
-	}
-	for (uint64_t r = first; r <= last; r++) {
-		uint64_t old = rval(tw_hmap_get(&in->regions, r + 1));
-
-		if (tw_hmap_put(&in->regions, r + 1,
-				rval_ptr((old & INTENT_PIN) |
-					 (s->touch_gen + 1))) < 0)
-			return -ENOMEM;
-		if (old == 0)
-			s->n_marked++;
-	}
-	return 0;
+	return set_regions(s, in, first, last, false);
 }
 
 int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
@@ -170,20 +176,11 @@ int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 	first = off >> IOD_REGION_SHIFT;
 	last = len == UINT64_MAX || off + len - 1 < off ? UINT64_MAX
 		: (off + len - 1) >> IOD_REGION_SHIFT;
-	if (whole(in) || last - first >= WIL_MAX_COUNT) {
+	if (whole(in)) {
 		make_whole(s, in, false);
 		return 0;
 	}
-	for (uint64_t r = first; r <= last; r++) {
-		uint64_t old = rval(tw_hmap_get(&in->regions, r + 1));
-
-		if (tw_hmap_put(&in->regions, r + 1,
-				rval_ptr(old | INTENT_PIN)) < 0)
-			return -ENOMEM;
-		if (old == 0)
-			s->n_marked++;
-	}
-	return 0;
+	return set_regions(s, in, first, last, true);
 }
 
 /* A completed resync: every pin goes.  A pinned mark (a pinned region's,

@@ -601,15 +601,12 @@ static void log_refusal(struct iod *d, uint16_t type, uint64_t ino,
 {
 	char why[PATH_MAX + 160] = "";
 
-	if (rc == -ENOSPC) {
-		why[0] = ' ';
-		why[1] = '(';
-		iod_store_space_why(d->store, why + 2, sizeof(why) - 3);
-		strcat(why, ")");
-	}
-	tw_log_rl(TW_LOG_ERR, "%s%s ino %" PRIu64 " column %" PRIu32 ": %s%s",
-		  forwarded ? "forwarded " : "", type_name(type), ino, column,
-		  strerror(-rc), why);
+	if (rc == -ENOSPC)
+		iod_store_space_why(d->store, why, sizeof(why));
+	tw_log_rl(TW_LOG_ERR, "%s%s ino %" PRIu64 " column %" PRIu32
+		  ": %s%s%s%s", forwarded ? "forwarded " : "", type_name(type),
+		  ino, column, strerror(-rc), why[0] ? " (" : "", why,
+		  why[0] ? ")" : "");
 }
 
 /* A client's WRITE or FALLOCATE under a session mgrd has fenced. */
