@@ -444,9 +444,11 @@ struct iod {
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
 	/* TWINFS_TEST_FAULTS (main.c, SIGUSR2): refuse the next forwarded
-	 * client WRITE with fault_refusal (-ENOSPC, or -ESTALE with
-	 * TWINFS_TEST_REFUSE=stale). */
+	 * request of type fault_refuse_type (a client WRITE, or any TRUNCATE
+	 * with TWINFS_TEST_REFUSE=truncate) with fault_refusal (-ENOSPC, or
+	 * -ESTALE with TWINFS_TEST_REFUSE=stale). */
 	bool fault_refuse_fwd;
+	uint16_t fault_refuse_type;
 	int fault_refusal;
 
 	/* resync.c: the copy to our resyncing twin, or NULL */

@@ -69,19 +69,25 @@ static void on_fault_signal(uv_signal_t *s, int signum)
 
 /* ... and SIGUSR2 makes this iod refuse the next client write its twin
  * forwards to it with ENOSPC, as a full disk would: the twin applied it,
- * this iod did not (the write-intent pin and resync drills).  With
- * TWINFS_TEST_REFUSE=stale the refusal is ESTALE instead, as from a twin
- * that already holds a newer map (the stale-forward drills). */
+ * this iod did not (the write-intent pin and resync drills).
+ * TWINFS_TEST_REFUSE names variants, comma-separated: "stale" refuses
+ * with ESTALE instead, as a twin that already holds a newer map would
+ * (the stale-forward drills); "truncate" refuses the next forwarded
+ * TRUNCATE instead, whether mgrd's or a resync's (the whole-copy drill). */
 static void on_fault2_signal(uv_signal_t *s, int signum)
 {
 	struct iod *d = s->data;
 	const char *how = getenv("TWINFS_TEST_REFUSE");
 
 	(void)signum;
-	d->fault_refusal = how && strcmp(how, "stale") == 0 ? -ESTALE
-							    : -ENOSPC;
+	d->fault_refusal = how && strstr(how, "stale") ? -ESTALE : -ENOSPC;
+	d->fault_refuse_type = how && strstr(how, "truncate")
+			       ? TWINFS__MSG_TYPE__MSG_TRUNCATE
+			       : TWINFS__MSG_TYPE__MSG_WRITE;
 	tw_warn("iod %" PRIu32 ": SIGUSR2 with TWINFS_TEST_FAULTS=1: the next "
-		"forwarded client write is refused with %s", d->id,
+		"forwarded %s is refused with %s", d->id,
+		d->fault_refuse_type == TWINFS__MSG_TYPE__MSG_TRUNCATE
+		? "TRUNCATE" : "client write",
 		d->fault_refusal == -ESTALE ? "ESTALE" : "ENOSPC");
 	d->fault_refuse_fwd = true;
 }

@@ -707,13 +707,15 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			rc = -EKEYEXPIRED;
 			goto reply;
 		}
-		if (d->fault_refuse_fwd && type == TWINFS__MSG_TYPE__MSG_WRITE &&
-		    ((const Twinfs__Write *)m->body)->session != 0) {
+		if (d->fault_refuse_fwd && type == d->fault_refuse_type &&
+		    (type != TWINFS__MSG_TYPE__MSG_WRITE ||
+		     ((const Twinfs__Write *)m->body)->session != 0)) {
 			d->fault_refuse_fwd = false;   /* main.c: drills only */
 			rc = d->fault_refusal;
-			tw_warn("forwarded WRITE ino %" PRIu64 " column %" PRIu32
-				" refused with %s (TWINFS_TEST_FAULTS)", ino,
-				column, rc == -ESTALE ? "ESTALE" : "ENOSPC");
+			tw_warn("forwarded %s ino %" PRIu64 " column %" PRIu32
+				" refused with %s (TWINFS_TEST_FAULTS)",
+				type_name(type), ino, column,
+				rc == -ESTALE ? "ESTALE" : "ENOSPC");
 			goto reply;
 		}
 		o->pending = 1;
