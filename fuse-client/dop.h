@@ -14,6 +14,8 @@ struct piece {
 	struct r0_piece p;
 	struct fc_iod *iod;      /* where the current attempt went */
 	int status;              /* 1 = pending/not sent, 0 = done, <0 error */
+	uint32_t failed_iod;     /* write: the iod the error names (its twin
+				  * or itself), 0 = not said */
 	int attempts;
 	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
 	struct wire_msg *reply;  /* read: the READ reply holding the data */

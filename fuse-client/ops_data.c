@@ -369,31 +369,26 @@ static uint64_t write_session(const struct dop *d)
 	return d->writepage ? d->op.cl->session : d->f->session;
 }
 
-/* For a refusal for want of space: " (on it or on its twin, iod N)".  The
- * primary answers with its twin's refusal too, and the reply does not say
- * whose it was (the primary's log does). */
-static const char *twin_too(struct fc_client *cl, const struct piece *pc,
-			    char *buf, size_t len)
+/* The iod a failed piece names as the one that failed (FORMAT.md §1): the
+ * primary answers with its twin's refusal too.  NULL: the primary itself
+ * (or an error reply that does not say). */
+static const struct fc_iod *failed_twin(struct fc_client *cl,
+					const struct piece *pc)
 {
-	const struct fc_iod *io = pc->iod;
-	int twin;
+	uint32_t id = pc->failed_iod;
 
-	buf[0] = '\0';
-	if (pc->status != -ENOSPC && pc->status != -EDQUOT)
-		return buf;
-	if (io->group >= TW_MAX_GROUPS || io->twin > 1)
-		return buf;
-	twin = cl->group_iod[io->group][!io->twin];
-	if (twin > 0)
-		snprintf(buf, len, " (on it or on its twin, iod %d)", twin);
-	return buf;
+	if (id == 0 || id == pc->iod->id || id > TW_MAX_IODS ||
+	    cl->iods[id].id != id)
+		return NULL;
+	return &cl->iods[id];
 }
 
 static void log_piece_err(struct dop *d, const char *what,
 			  const struct piece *pc)
 {
 	struct fc_client *cl = d->op.cl;
-	char name[96], cause[64], twin[48], path[FC_PATH_LOG];
+	char name[96], cause[64], twin[96], path[FC_PATH_LOG];
+	const struct fc_iod *tw = pc->iod ? failed_twin(cl, pc) : NULL;
 
 	fc_ino_path(cl, d->ino, path, sizeof(path));
 	if (pc->status == -EKEYEXPIRED)
@@ -405,11 +400,16 @@ static void log_piece_err(struct dop *d, const char *what,
 			  path, pc->iod ? fc_iod_name(pc->iod, name,
 							sizeof(name)) : "?",
 			  write_session(d));
-	else if (pc->iod)
-		tw_log_rl(TW_LOG_WARN, "%s %s: %s %s%s", what,
-			  path, fc_iod_name(pc->iod, name, sizeof(name)),
+	else if (tw)
+		tw_log_rl(TW_LOG_WARN, "%s %s: %s %s (twin of %s, which "
+			  "forwarded it)", what, path,
+			  fc_iod_name(tw, twin, sizeof(twin)),
 			  fc_cause(cl, pc->status, cause, sizeof(cause)),
-			  twin_too(cl, pc, twin, sizeof(twin)));
+			  fc_iod_name(pc->iod, name, sizeof(name)));
+	else if (pc->iod)
+		tw_log_rl(TW_LOG_WARN, "%s %s: %s %s", what, path,
+			  fc_iod_name(pc->iod, name, sizeof(name)),
+			  fc_cause(cl, pc->status, cause, sizeof(cause)));
 	else
 		tw_log_rl(TW_LOG_WARN, "%s %s: no twin of group "
 			  "%u is up", what, path,
@@ -549,8 +549,13 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 	struct dop *d = pc->d;
 
 	pc->status = status;
+	pc->failed_iod = 0;
 	if (status < 0 && fc_is_transport_err(status))
 		fc_report(d->op.cl, pc->iod, status);
+	if (status < 0 && reply &&
+	    reply->body->descriptor == &twinfs__write_reply__descriptor)
+		pc->failed_iod =
+			((const Twinfs__WriteReply *)reply->body)->failed_iod;
 	if (status == 0) {
 		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
 			const Twinfs__WriteReply *wr = (const void *)reply->body;

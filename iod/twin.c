@@ -94,6 +94,7 @@ struct op {
 	struct iod_sub_stat st;
 	int pending;               /* completions still to come: local, twin */
 	int rc;                    /* the first error */
+	uint32_t rc_iod;           /* ... where it happened: us or the twin */
 	uint64_t off, len;         /* WRITE, FALLOCATE: the range (pins) */
 	uint8_t needs, gives;      /* ... IOD_STALE_* (stale_fwd.c) */
 	uint64_t size;             /* TRUNCATE: the new size */
@@ -345,13 +346,22 @@ void iod_twin_stop(struct iod *d)
 
 /* ----------------------------------------------------------- the replies */
 
+/* The reply to a mutation; a failed WRITE, TRUNCATE or FALLOCATE names the
+ * iod it failed at (FORMAT.md §1: the requester cannot tell a refusal of
+ * ours from our twin's otherwise). */
 static void reply_stat(struct wire_conn *c, const struct wire_hdr *hdr,
-		       int rc, bool has_stat, const struct iod_sub_stat *st)
+		       int rc, uint32_t rc_iod, bool has_stat,
+		       const struct iod_sub_stat *st)
 {
 	Twinfs__WriteReply wr = TWINFS__WRITE_REPLY__INIT;
 
 	if (rc > 0)
 		rc = -EIO;
+	if (rc < 0 && has_stat && rc_iod) {
+		wr.failed_iod = rc_iod;
+		wire_reply(c, hdr, rc, &wr.base, NULL, 0);
+		return;
+	}
 	if (rc < 0 || !has_stat) {
 		wire_reply(c, hdr, rc, NULL, NULL, 0);
 		return;
@@ -377,13 +387,16 @@ static bool is_transport_error(int status)
 	}
 }
 
-static void op_done(struct op *o, int rc)
+/* One completion of o (ours or the twin's, at iod `where`). */
+static void op_done(struct op *o, int rc, uint32_t where)
 {
-	if (rc < 0 && o->rc == 0)
+	if (rc < 0 && o->rc == 0) {
 		o->rc = rc;
+		o->rc_iod = where;
+	}
 	if (--o->pending > 0)
 		return;
-	reply_stat(o->c, &o->hdr, o->rc, o->has_stat, &o->st);
+	reply_stat(o->c, &o->hdr, o->rc, o->rc_iod, o->has_stat, &o->st);
 	wire_conn_unref(o->c);
 	free(o);
 }
@@ -421,7 +434,7 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 			  type_name(f->hdr.type), f->ino, f->column,
 			  d->twin_id, strerror(-status));
 	}
-	op_done(f, status);
+	op_done(f, status, d->twin_id);
 }
 
 static void on_local_done(void *arg, int rc)
@@ -432,7 +445,7 @@ static void on_local_done(void *arg, int rc)
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 " column %" PRIu32
 			  ": journal: %s", type_name(o->hdr.type), o->ino,
 			  o->column, strerror(-rc));
-	op_done(o, rc);
+	op_done(o, rc, o->d->id);
 }
 
 /* --------------------------------------------------------- applying one */
@@ -814,7 +827,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			  d->twin_id, strerror(-rc));
 		/* The local commit still completes and answers (-EIO). */
 		pin_missed(d, o, true);
-		op_done(o, -EIO);
+		op_done(o, -EIO, d->twin_id);
 	} else {
 		d->n_forwarded++;
 		d->fwd_unanswered++;
@@ -823,7 +836,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	return;
 reply:
 	free(o);
-	reply_stat(c, &m->hdr, rc, has_stat, &st);
+	reply_stat(c, &m->hdr, rc, d->id, has_stat, &st);
 	wire_msg_free(m);
 }
 

@@ -115,7 +115,8 @@ int wire_server_port(const struct wire_server *s);
 void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg);
 
 /* Send a reply to request `req_id` of type `type`.  `body` may be NULL (an
- * empty body) and must be NULL when status < 0.  Data (iov, niov) is copied
+ * empty body); with status < 0 only the few bodies FORMAT.md §1 allows, and
+ * no data.  Data (iov, niov) is copied
  * before return.  A reply on a closed connection is dropped and returns
  * -ENOTCONN.  Returns 0 or -errno. */
 int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,

@@ -400,7 +400,7 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	int err;
 
 	assert(status <= 0);
-	assert(status == 0 || (!body && niov == 0));
+	assert(status == 0 || niov == 0);
 	if (!c->open)
 		return -ENOTCONN;
 	buf = wire_frame_build(req->type, WIRE_F_REPLY, status, req->req_id,

@@ -47,6 +47,8 @@ truncate -s 8M "$M/g0/a" 2>"$T/trunc.err"
 echo "# truncate: exit $?, $(cat "$T/trunc.err")"
 check whole-iod2-refused grep -q "forwarded TRUNCATE ino $ino column 0 refused with ENOSPC" "$log2"
 check whole-iod1-applied grep -q "TRUNCATE ino $ino column 0: twin iod 2 refused it" "$log1"
+# mgrd names the iod that refused, not only the primary that answered.
+check whole-mgrd-names-iod2 grep -q "mgrd: truncate ino $ino column 0: iod 2 (twin of iod 1): No space left on device" "$TWINFS_RUN_DIR/logs/mgrd.log"
 
 # The next run sends "a" whole: catch it in the middle (8 MiB at 4 MB/s).
 check whole-run-not-done wait_log "$log1" "$n1" 'resync of iod 2: a live write did not reach the target during the copy' 30000

@@ -322,6 +322,12 @@ static void srv_on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		struct iovec iov = { m->data, m->data_len };
 		wr.sub_size = m->data_len;
 		wire_reply(c, &m->hdr, 0, &wr.base, &iov, 1);
+	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_TRUNCATE) {
+		/* An iod's error reply naming where it failed (FORMAT.md
+		 * §1): its twin, iod 7. */
+		Twinfs__WriteReply wr = TWINFS__WRITE_REPLY__INIT;
+		wr.failed_iod = 7;
+		wire_reply(c, &m->hdr, -ENOSPC, &wr.base, NULL, 0);
 	} else {
 		wire_reply(c, &m->hdr, -EOPNOTSUPP, NULL, NULL, 0);
 	}
@@ -340,6 +346,7 @@ struct cli_state {
 	int replies;
 	int status[64];
 	uint64_t sizes[64];
+	uint32_t failed_iod[64];
 	int connects;
 	uint64_t session;
 };
@@ -356,6 +363,10 @@ static void cli_on_reply(int status, struct wire_msg *m, void *arg)
 	struct cli_call *cc = arg;
 
 	cc->st->status[cc->idx] = status;
+	if (m && m->body &&
+	    m->body->descriptor == &twinfs__write_reply__descriptor)
+		cc->st->failed_iod[cc->idx] =
+			((Twinfs__WriteReply *)m->body)->failed_iod;
 	if (m && cc->expect) {
 		cr_assert_eq(m->data_len, cc->expect_len);
 		if (cc->expect_len)
@@ -470,6 +481,16 @@ Test(conn, pipelined_calls_bulk_data_and_deadlines)
 			       NULL, 0, 2000, cli_on_reply, &calls[22]), 0);
 	run_until(&loop, &cs.replies, 23);
 	cr_assert_eq(cs.status[22], -EOPNOTSUPP);
+	cr_assert_eq(cs.failed_iod[22], 0, "an empty error body");
+
+	/* ... and an error reply's body, where FORMAT.md §1 allows one. */
+	Twinfs__Truncate tr = TWINFS__TRUNCATE__INIT;
+	calls[24] = (struct cli_call){ &cs, 24, NULL, 0 };
+	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_TRUNCATE, &tr.base,
+			       NULL, 0, 2000, cli_on_reply, &calls[24]), 0);
+	run_until(&loop, &cs.replies, 24);
+	cr_assert_eq(cs.status[24], -ENOSPC);
+	cr_assert_eq(cs.failed_iod[24], 7);
 
 	/* A mismatched body type is refused up front. */
 	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_LOOKUP, &ping.base,
@@ -480,7 +501,7 @@ Test(conn, pipelined_calls_bulk_data_and_deadlines)
 	calls[23] = (struct cli_call){ &cs, 23, NULL, 0 };
 	cr_assert_eq(wire_call(peer, TWINFS__MSG_TYPE__MSG_PING, &ping.base,
 			       NULL, 0, 2000, cli_on_reply, &calls[23]), 0);
-	run_until(&loop, &cs.replies, 24);
+	run_until(&loop, &cs.replies, 25);
 	cr_assert_eq(cs.status[23], 0);
 	cr_assert_eq(cs.connects, 2);
 
