@@ -926,10 +926,11 @@ static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
 		 * chunk goes whole instead (copy_chunk). */
 		j->cur_whole = cmp <= 0 && !j->incremental;
 		if (j->cur_whole)
-			tw_info("resync of iod %" PRIu32 ": ino %" PRIu64
-				" column %" PRIu32 " lies before the cursor "
-				"and is marked whole: sending every chunk "
-				"whole", j->target, si->ino, si->column);
+			tw_log_rl(TW_LOG_INFO, "resync of iod %" PRIu32
+				  ": ino %" PRIu64 " column %" PRIu32 " lies "
+				  "before the cursor and is marked whole: "
+				  "sending every chunk whole", j->target,
+				  si->ino, si->column);
 	}
 	j->cont = CONT_NONE;
 	if (j->cur_then != UINT64_MAX) {

@@ -434,7 +434,8 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 			  type_name(f->hdr.type), f->ino, f->column,
 			  d->twin_id, strerror(-status));
 	}
-	op_done(f, status, d->twin_id);
+	/* -ECANCELED while we close is our own stop, not the twin's. */
+	op_done(f, status, d->closing ? d->id : d->twin_id);
 }
 
 static void on_local_done(void *arg, int rc)
@@ -827,7 +828,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			  d->twin_id, strerror(-rc));
 		/* The local commit still completes and answers (-EIO). */
 		pin_missed(d, o, true);
-		op_done(o, -EIO, d->twin_id);
+		op_done(o, -EIO, rc == -ENOTCONN ? d->twin_id : d->id);
 	} else {
 		d->n_forwarded++;
 		d->fwd_unanswered++;

@@ -438,8 +438,10 @@ static int reader_deliver(struct wire_reader *r, wire_frame_cb cb, void *arg,
 		return -ENOMEM;
 	}
 	m->hdr = r->hdr;
-	/* An error reply has an empty body; decode it as the reply type's
-	 * empty message so body is never NULL. */
+	/* An error reply has an empty body (or, for an iod's WRITE,
+	 * TRUNCATE or FALLOCATE, a WriteReply naming where it failed:
+	 * FORMAT.md §1); an empty one decodes as the reply type's empty
+	 * message, so body is never NULL. */
 	m->body = wire_body_decode(r->hdr.type, reply, r->msg, r->hdr.msg_len);
 	free(r->msg);
 	r->msg = NULL;

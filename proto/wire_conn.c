@@ -401,6 +401,11 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 
 	assert(status <= 0);
 	assert(status == 0 || niov == 0);
+	/* FORMAT.md §1: the only error bodies. */
+	assert(status == 0 || !body ||
+	       req->type == TWINFS__MSG_TYPE__MSG_WRITE ||
+	       req->type == TWINFS__MSG_TYPE__MSG_TRUNCATE ||
+	       req->type == TWINFS__MSG_TYPE__MSG_FALLOCATE);
 	if (!c->open)
 		return -ENOTCONN;
 	buf = wire_frame_build(req->type, WIRE_F_REPLY, status, req->req_id,

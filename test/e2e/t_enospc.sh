@@ -89,10 +89,14 @@ grep -q "twin iod 2 refused it: No space left on device" \
 	"$TWINFS_RUN_DIR/logs/iod1.log" && pass enospc-twin-named-in-log ||
 	fail enospc-twin-named-in-log "iod 1 did not log its twin's ENOSPC"
 # The client names iod 2 as the one that refused, also when iod 1 (its
-# twin, the primary) answered with iod 2's refusal (FORMAT.md §1).
+# twin, the primary) answered with iod 2's refusal (FORMAT.md §1): never
+# iod 1, whose disk is not full.
 grep -qE 'iod 2 \([^)]*\) failed: No space left on device' \
 	"$TWINFS_RUN_DIR/logs/mount.log" && pass enospc-client-names-iod2 ||
 	fail enospc-client-names-iod2 "$(grep -m1 'No space' "$TWINFS_RUN_DIR/logs/mount.log")"
+! grep -qE 'iod 1 \([^)]*\) failed: No space left on device' \
+	"$TWINFS_RUN_DIR/logs/mount.log" && pass enospc-client-not-iod1 ||
+	fail enospc-client-not-iod1 "$(grep -m1 'iod 1 .*No space' "$TWINFS_RUN_DIR/logs/mount.log")"
 grep -m2 'No space' "$TWINFS_RUN_DIR/logs/mount.log" | cut -c 1-300 | sed 's/^/# client: /'
 drop_caches
 res=$("$PY" "$TWINFS_RUN_DIR/check.py" $good | awk '{ print $1 }' | sort -u | tr '\n' ' ')

@@ -4,15 +4,16 @@
 # source killed in the middle of that copy leaves the target's file whole.
 #
 # A rate-limited full rebuild of iod 2 copies two files of group 0 from
-# iod 1: "a" (12 MiB) and then "f".  Once the copy is inside "f", iod 2 is
-# made to refuse the next forwarded TRUNCATE (TWINFS_TEST_FAULTS=1,
+# iod 1: "a" (12 MiB) and then "f" (24 MiB).  Once the copy is inside "f",
+# iod 2 is made to refuse the next forwarded TRUNCATE (the resync's own,
+# at the end of "f", is seconds away) (TWINFS_TEST_FAULTS=1,
 # TWINFS_TEST_REFUSE=truncate, SIGUSR2; iod/main.c) and "a" is cut to
 # 8 MiB: iod 1 applies it and pins all of "a" (twin.c pin_missed), iod 2
 # keeps 12 MiB.  The run ends "not done" (-EBUSY) and the next, resuming
 # after "f", must send "a" whole although it lies before the cursor
 # (resync.c plan_subfile: cur_whole), without deleting it at the target
-# first.  Two seconds into that copy iod 1 is killed -9 and started
-# again: the pin is gone with it, and the run after that replays only the
+# first.  Half a second into that copy (of two) iod 1 is killed -9 and
+# started again: the pin is gone with it, and the run after that replays only the
 # truncate's marks (regions 8-11), which send the size.  Had the whole
 # copy deleted "a" first, the target would now lack the MiBs not yet sent
 # again (125aeee).  Checks: the messages, verify, and both files read the
@@ -26,7 +27,7 @@ e2e_tmpdir T
 
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0"
 head -c $((12 << 20)) /dev/urandom >"$T/a"
-head -c $((8 << 20)) /dev/urandom >"$T/f"
+head -c $((24 << 20)) /dev/urandom >"$T/f"
 cp "$T/a" "$M/g0/a"          # created first: copied first (ino order)
 cp "$T/f" "$M/g0/f"
 sync
@@ -36,11 +37,11 @@ ino=$(stat -c %i "$M/g0/a")
 log1=$TWINFS_RUN_DIR/logs/iod1.log
 log2=$TWINFS_RUN_DIR/logs/iod2.log
 
-# 20 MiB at 4 MB/s; the copy is inside "f" past 14 MiB.
-slow_rebuild whole $((14 << 20))
+# 36 MiB at 4 MB/s; the copy is inside "f", past 13 MiB.
+slow_rebuild whole $((13 << 20))
 done_at=$(rjob 2 bytes_done)
-echo "# the copy has passed $done_at bytes of $((20 << 20)) when the fault is armed"
-check whole-copy-past-a test "${done_at:-0}" -ge $((14 << 20)) -a "${done_at:-0}" -lt $((20 << 20))
+echo "# the copy has passed $done_at bytes of $((36 << 20)) when the fault is armed"
+check whole-copy-past-a test "${done_at:-0}" -ge $((13 << 20)) -a "${done_at:-0}" -lt $((32 << 20))
 check whole-fault-armed signal_iod 2 USR2 'forwarded TRUNCATE is refused with ENOSPC' 10000
 n1=$(wc -l <"$log1")
 truncate -s 8M "$M/g0/a" 2>"$T/trunc.err"
@@ -53,11 +54,15 @@ check whole-mgrd-names-iod2 grep -q "mgrd: truncate ino $ino column 0: iod 2 (tw
 # The next run sends "a" whole: catch it in the middle (8 MiB at 4 MB/s).
 check whole-run-not-done wait_log "$log1" "$n1" 'resync of iod 2: a live write did not reach the target during the copy' 30000
 check whole-goes-whole wait_log "$log1" "$n1" "resync of iod 2: ino $ino column 0 lies before the cursor and is marked whole" 30000
-sleep 1
+sleep 0.5
 n_done=$(grep -c 'resync of iod 2 done' "$log1")
+# Its progress so far (reported every 0.5 s): "a" is 8 MiB now.
+in_a=$(rjob 2 bytes_done)
 (cd / && lc kill-iod 1 >/dev/null)
 out=$(wait_state 1 '^down' 10000) && pass whole-source-down || fail whole-source-down "$out"
 assert_eq whole-killed-mid-copy 0 "$n_done"
+echo "# the whole copy had sent ${in_a:-?} bytes when iod 1 was killed"
+check whole-killed-inside-a test "${in_a:-99999999999}" -lt $((8 << 20))
 (cd / && lc start-iod 1 >/dev/null)
 t=$(wait_state 1 '^up$' 60000) && pass whole-source-up || fail whole-source-up "iod 1: $t"
 wait_state 2 '^resyncing' 5000 >/dev/null || ctl rebuild 2 >/dev/null
