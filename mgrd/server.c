@@ -102,11 +102,17 @@ static struct mgr_inflight *inflight_find(struct mgr_server *s, uint64_t session
 }
 
 /* Fill op's exactly-once fields from ctx.  Returns true when the request
- * has been answered (a retransmission). */
+ * has been answered (a retransmission, or refused).  A request may act
+ * only for the session its connection holds: another live session's open
+ * handles, reply cache and in-flight requests are not its to touch (a
+ * RELEASE of them would close another mount's files).  One naming a
+ * session that is gone (expired, or replaced at a reconnection while the
+ * request was on its way) is served without exactly-once, as before. */
 bool mgr_srv_dup_check(struct mgr_server *s, struct wire_conn *c,
 		      const struct wire_msg *m, const Twinfs__Ctx *ctx,
 		      struct mgr_op *op)
 {
+	const struct mgr_conn *mc = wire_conn_get_data(c);
 	struct mgr_session *sess;
 	const struct mgr_reply *r;
 	struct mgr_inflight *f;
@@ -117,6 +123,16 @@ bool mgr_srv_dup_check(struct mgr_server *s, struct wire_conn *c,
 	sess = mgr_session_get(&s->st.sessions, ctx->session);
 	if (!sess)
 		return false;  /* expired: served without exactly-once */
+	if (!mc || mc->session != ctx->session) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: %s sent %s in the name of "
+			  "session %llu, but its connection holds session "
+			  "%llu: refused (EPERM)", wire_conn_peer(c),
+			  wire_type_name(m->hdr.type),
+			  (unsigned long long)ctx->session,
+			  (unsigned long long)(mc ? mc->session : 0));
+		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		return true;
+	}
 	op->session = ctx->session;
 	op->seq = ctx->seq;
 	op->acked_seq = ctx->acked_seq;

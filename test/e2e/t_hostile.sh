@@ -3,7 +3,8 @@
 # flags, oversized lengths, unknown types, truncated headers, bodies and
 # data, garbage protobuf, frames before HELLO, idle half-open connections):
 # each closes only its own connection, with a log line naming the peer; the
-# daemon keeps answering HELLO + PING, the mount keeps working.
+# daemon keeps answering HELLO + PING, the mount keeps working.  A client
+# cannot act in the name of another client's session (twire.py sessions).
 . "$(dirname "$0")/lib.sh"
 e2e_begin hostile
 
@@ -11,6 +12,9 @@ echo before >"$M/f"
 run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER" mgrd "$TWINFS_RUN_DIR/logs/mgrd.log"
 run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER" iod1 "$TWINFS_RUN_DIR/logs/iod1.log"
 run_checks "$PY" "$E2E_DIR/twire.py" hostile 127.0.0.1 $((TWINFS_PORT + 4)) "$TWINFS_CLUSTER" iod4 "$TWINFS_RUN_DIR/logs/iod4.log"
+# A client's requests act only for the session its connection holds.
+run_checks "$PY" "$E2E_DIR/twire.py" sessions 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER" "$(stat -c %i "$M/f")"
+check mgrd-names-the-spoof grep -q "in the name of session [0-9]*, but its connection holds session [0-9]*: refused (EPERM)" "$TWINFS_RUN_DIR/logs/mgrd.log"
 for p in mgrd iod1 iod4; do
 	kill -0 "$(cat "$TWINFS_RUN_DIR/pids/$p.pid")" 2>/dev/null && pass "$p-alive" || fail "$p-alive" "$p died"
 done

@@ -41,6 +41,12 @@ do not share a single line of code with the implementation they check.
         invalid FALLOCATE, SEEK (iod), APPEND_RESERVE and SETATTR size
         reports (mgrd; FILE_INO: a regular file's inode) get their exact
         negative errno and the daemons go on serving.
+    twire.py sessions HOST MGRD_PORT CLUSTER FILE_INO
+        a request acts only for the session its connection holds: client
+        A opens FILE_INO (a regular file); client B's RELEASE of that
+        handle in the name of A's session is refused -EPERM and A's own
+        RELEASE then succeeds; a GETATTR naming a session that does not
+        exist is served.  Prints PASS/FAIL lines.
     twire.py names HOST MGRD_PORT CLUSTER PARENT NAME FILE_INO
         send mgrd a MKDIR of NAME in directory PARENT and a LINK of
         FILE_INO to that name, as a client without a session (as a
@@ -622,6 +628,50 @@ def space(host, mgrd_port, iod_port, cluster, file_ino):
     return fails
 
 
+def sessions(host, port, cluster, file_ino):
+    MSG_GETATTR, MSG_OPEN, MSG_RELEASE = 11, 21, 22
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    def ctx(session, seq):
+        return f_bytes(1, f_varint(1, session) + f_varint(2, seq) +
+                       f_varint(4, 0) + f_varint(5, 0))
+
+    conns, sids = [], []
+    for _ in range(2):
+        c = Conn(host, port)
+        st, rep, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+        if st != 0 or not rep.get(2, [0])[0]:
+            raise SystemExit("client HELLO refused or no session: %d" % st)
+        conns.append(c)
+        sids.append(rep[2][0])
+    a, b = conns
+    check("two-sessions", sids[0] != sids[1], "both got session %d" % sids[0])
+    st, rep, _ = a.call(MSG_OPEN, ctx(sids[0], 1) + f_varint(2, file_ino) +
+                        f_varint(3, os.O_RDONLY))
+    fh = rep.get(1, [0])[0]
+    check("open", st == 0 and fh != 0, "status %d %r" % (st, rep))
+    release = f_varint(2, file_ino) + f_varint(3, fh)
+    # (a seq A has not used: with A's seq 1 it would get A's cached reply)
+    st, _, _ = b.call(MSG_RELEASE, ctx(sids[0], 5) + release)
+    check("release-in-anothers-name-refused", st == -1,
+          "status %d, want -EPERM" % st)
+    st, _, _ = b.call(MSG_RELEASE, ctx(sids[1], 1) + release)
+    check("release-of-anothers-handle-refused", st != 0,
+          "status 0: session %d released a handle of session %d" % (sids[1], sids[0]))
+    st, _, _ = a.call(MSG_RELEASE, ctx(sids[0], 2) + release)
+    check("owner-releases", st == 0, "status %d (its handle is gone?)" % st)
+    st, _, _ = b.call(MSG_GETATTR, ctx(sids[1] + 1000000, 1) + f_varint(2, file_ino))
+    check("gone-session-served", st == 0, "status %d" % st)
+    a.close()
+    b.close()
+    return fails
+
+
 def names(host, port, cluster, parent, name, file_ino):
     """MKDIR and LINK onto NAME: their statuses, one line each."""
     MSG_MKDIR, MSG_LINK = 14, 19
@@ -657,6 +707,12 @@ def main(argv):
             return 1 if space(host, port, int(argv[4]), argv[5], int(argv[6])) else 0
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
             print("FAIL space: %s: %s" % (type(e).__name__, e))
+            return 1
+    if cmd == "sessions":
+        try:
+            return 1 if sessions(host, port, cluster, int(argv[5])) else 0
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+            print("FAIL sessions: %s: %s" % (type(e).__name__, e))
             return 1
     if cmd == "names":
         names(host, port, cluster, int(argv[5]), argv[6], int(argv[7]))
