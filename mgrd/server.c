@@ -812,10 +812,18 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			}
 			sess = mgr_session_get(&s->st.sessions, op.session);
 			sess->grace_ms = s->session_timeout_ms;
-			/* On ENOMEM a second new session, as before. */
-			if (h->session_id)
-				(void)tw_hmap_put(&s->replaced, h->session_id,
-						  (void *)(uintptr_t)sess->id);
+			/* Unrecorded, the client's other connection would get
+			 * a second new session, and its requests (on this one)
+			 * would name a session this one does not hold: refused
+			 * (mgr_srv_dup_check).  The client tries again; this
+			 * session, never bound, expires. */
+			if (h->session_id &&
+			    tw_hmap_put(&s->replaced, h->session_id,
+					(void *)(uintptr_t)sess->id) < 0) {
+				mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
+				wire_conn_close(c);
+				return;
+			}
 			tw_info("mgrd: new session %llu for %s%s%s",
 				(unsigned long long)sess->id,
 				wire_conn_peer(c), h->hostname[0] ? " " : "",
