@@ -549,13 +549,9 @@ static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
 	struct dop *d = pc->d;
 
 	pc->status = status;
-	pc->failed_iod = 0;
+	pc->failed_iod = wire_failed_iod(reply);
 	if (status < 0 && fc_is_transport_err(status))
 		fc_report(d->op.cl, pc->iod, status);
-	if (status < 0 && reply &&
-	    reply->body->descriptor == &twinfs__write_reply__descriptor)
-		pc->failed_iod =
-			((const Twinfs__WriteReply *)reply->body)->failed_iod;
 	if (status == 0) {
 		if (reply->body->descriptor == &twinfs__write_reply__descriptor) {
 			const Twinfs__WriteReply *wr = (const void *)reply->body;

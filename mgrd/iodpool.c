@@ -274,16 +274,10 @@ static void on_retry_timer(uv_timer_t *t)
 
 /* Where a failed TRUNCATE failed, for the log: "iod P" (the primary we
  * sent it to), or "iod T (twin of iod P)" when the primary's error reply
- * names its twin (FORMAT.md §1). */
-static const char *trunc_where(const struct call *c,
-			       const struct wire_msg *reply, char *buf,
+ * names its twin, iod `at` (FORMAT.md §1; 0: none named). */
+static const char *trunc_where(const struct call *c, uint32_t at, char *buf,
 			       size_t len)
 {
-	uint32_t at = 0;
-
-	if (reply && reply->body &&
-	    reply->body->descriptor == &twinfs__write_reply__descriptor)
-		at = ((const Twinfs__WriteReply *)reply->body)->failed_iod;
 	if (at && at != c->iod_id)
 		snprintf(buf, len, "iod %u (twin of iod %u)", at, c->iod_id);
 	else if (c->iod_id)
@@ -298,10 +292,10 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 	struct call *c = arg;
 	struct fanout *f = c->f;
 	struct mgr_iodpool *p = f->pool;
-	char at[64] = "";
+	uint32_t failed_iod = wire_failed_iod(reply);
+	char at[64];
 
 	if (reply && status < 0) {
-		trunc_where(c, reply, at, sizeof(at));
 		wire_msg_free(reply);
 		reply = NULL;
 	}
@@ -311,7 +305,7 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 		tw_log_rl(TW_LOG_INFO, "mgrd: truncate ino %llu column %u: "
 			  "%s: %s; retrying at the column's primary of the "
 			  "next map", (unsigned long long)f->ino, c->index,
-			  at[0] ? at : trunc_where(c, NULL, at, sizeof(at)),
+			  trunc_where(c, failed_iod, at, sizeof(at)),
 			  strerror(-status));
 		/* A refused or reset connection is demoted at once; a
 		 * timeout or a failed forward takes mgrd's probe (rt/2). */
@@ -328,7 +322,7 @@ static void on_truncate(int status, struct wire_msg *reply, void *arg)
 	if (status < 0) {
 		tw_log_rl(TW_LOG_WARN, "mgrd: truncate ino %llu column %u: "
 			  "%s: %s", (unsigned long long)f->ino, c->index,
-			  at[0] ? at : trunc_where(c, NULL, at, sizeof(at)),
+			  trunc_where(c, failed_iod, at, sizeof(at)),
 			  strerror(-status));
 		f->status = -EIO;
 	} else {

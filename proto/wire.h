@@ -79,6 +79,10 @@ struct wire_msg {
 void wire_msg_free(struct wire_msg *m);
 /* Take ownership of the bulk buffer (caller frees with free()). */
 uint8_t *wire_msg_take_data(struct wire_msg *m);
+/* The iod an error reply to WRITE, TRUNCATE or FALLOCATE names as the one
+ * where the request failed (FORMAT.md §1: the answering primary or its
+ * twin); 0 when it names none, or for any other reply (m may be NULL). */
+uint32_t wire_failed_iod(const struct wire_msg *m);
 
 /* ------------------------------------------------------------ connections */
 

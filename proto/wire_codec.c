@@ -181,6 +181,14 @@ void wire_msg_free(struct wire_msg *m)
 	free(m);
 }
 
+uint32_t wire_failed_iod(const struct wire_msg *m)
+{
+	if (!m || m->hdr.status >= 0 || !m->body ||
+	    m->body->descriptor != &twinfs__write_reply__descriptor)
+		return 0;
+	return ((const Twinfs__WriteReply *)m->body)->failed_iod;
+}
+
 uint8_t *wire_msg_take_data(struct wire_msg *m)
 {
 	uint8_t *d = m->data;

@@ -363,10 +363,7 @@ static void cli_on_reply(int status, struct wire_msg *m, void *arg)
 	struct cli_call *cc = arg;
 
 	cc->st->status[cc->idx] = status;
-	if (m && m->body &&
-	    m->body->descriptor == &twinfs__write_reply__descriptor)
-		cc->st->failed_iod[cc->idx] =
-			((Twinfs__WriteReply *)m->body)->failed_iod;
+	cc->st->failed_iod[cc->idx] = wire_failed_iod(m);
 	if (m && cc->expect) {
 		cr_assert_eq(m->data_len, cc->expect_len);
 		if (cc->expect_len)
