@@ -14,7 +14,7 @@ RT_MS=$(awk -v v="$TWINFS_REQUEST_TIMEOUT" 'BEGIN { n = v + 0
 MI_MS=$(awk -v v="$TWINFS_MONITOR_INTERVAL" 'BEGIN { n = v + 0
 	if (v ~ /ms$/) print n; else if (v ~ /s$/) print n * 1000; else print n }')
 
-# now_ms, iod_state and wait_state are in lib.sh.
+# now_ms, iod_state, wait_state and wait_log are in lib.sh.
 
 # wait_resync_rejoin N TIMEOUT_MS: iod N came back through a resync: its
 # state is resyncing, or already up again with mgrd's log showing the
@@ -65,17 +65,6 @@ wait_size() {
 		sleep 0.05
 	done
 	return 1
-}
-
-# wait_log LOG N PATTERN MS: 0 once LOG says PATTERN after its first N
-# lines (waiting up to MS), 1 if not.
-wait_log() {
-	local t0
-	t0=$(now_ms)
-	until tail -n +"$(($2 + 1))" "$1" | grep -q "$3"; do
-		(($(now_ms) - t0 > $4)) && return 1
-		sleep 0.05
-	done
 }
 
 # signal_iod N SIG PATTERN MS: send SIG to iod N; 0 once its log says

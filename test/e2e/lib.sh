@@ -322,6 +322,17 @@ wait_state() {
 	done
 }
 
+# wait_log LOG N PATTERN MS: 0 once LOG says PATTERN after its first N
+# lines (waiting up to MS), 1 if not.
+wait_log() {
+	local t0
+	t0=$(now_ms)
+	until tail -n +"$(($2 + 1))" "$1" | grep -q "$3"; do
+		(($(now_ms) - t0 > $4)) && return 1
+		sleep 0.05
+	done
+}
+
 # e2e_remount: unmount and mount again, so reads cannot come from any cache.
 e2e_remount() {
 	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"
