@@ -202,7 +202,8 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL;
 	char err[512], *end;
 	long id = -1;
-	bool verbose = false, no_mgr = false;
+	bool verbose = false, no_mgr = false, ran = false;
+	struct jbd_stats js = { 0 };
 	int opt, rc, status = 1;
 
 	while ((opt = getopt_long(argc, argv, "c:i:vh", longopts, NULL)) != -1) {
@@ -330,10 +331,16 @@ int main(int argc, char **argv)
 	 * checkpointed (iod_store_close below). */
 	rc = iod_store_aborted(d->store);
 	status = rc < 0 ? 1 : 0;
-	{
-		struct jbd_stats js;
-
-		iod_store_journal_stats(d->store, &js);
+	iod_store_journal_stats(d->store, &js);
+	ran = true;
+out:
+	if (d->loop) {
+		uv_loop_close(d->loop);
+	}
+	iod_store_close(d->store);   /* jbd_close: sync + checkpoint */
+	/* Only now is it stopped: the close syncs, checkpoints and drops the
+	 * clean-stop flags (store.c), which a reader of this line may check. */
+	if (ran)
 		tw_info("iod %ld: stopped (%" PRIu64 " requests forwarded to "
 			"the twin; journal: %" PRIu64 " commits, %" PRIu64
 			" log syncs, %" PRIu64 " checkpoints; home: %" PRIu64
@@ -341,12 +348,6 @@ int main(int argc, char **argv)
 			" files and directories)", id, d->n_forwarded,
 			js.commits, js.syncs, js.checkpoints, js.home_syncfs,
 			js.home_fsyncs, js.home_fsync_fds);
-	}
-out:
-	if (d->loop) {
-		uv_loop_close(d->loop);
-	}
-	iod_store_close(d->store);   /* jbd_close: sync + checkpoint */
 	free(conf);
 	return status;
 }
