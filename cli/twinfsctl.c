@@ -38,7 +38,9 @@
 #define CTL_REGION_SIZE    (1u << 20)   /* verify compares 1 MiB regions */
 #define CTL_SUBFILES_PAGE  1024u        /* SUBFILES entries asked per call */
 #define CTL_VERIFY_RETRIES 2            /* re-checks of a differing subfile */
-#define CTL_VERIFY_REGIONS 16u          /* regions per CHECKSUM call */
+#define CTL_VERIFY_REGIONS 4096u        /* regions per CHECKSUM call, at
+                                         * most: the iod stops after 16 MiB
+                                         * of data (holes are not read) */
 #define CTL_VERIFY_MAP_TRIES 20         /* map refreshes per subfile */
 #define CTL_MAX_REPORTED_REGIONS 8      /* per differing subfile */
 
@@ -1043,6 +1045,7 @@ struct layout_view {
 	long stripe_count;          /* 0 = every group (directory policy) */
 	uint32_t groups[R0_MAX_STRIPE_COUNT];
 	unsigned n_groups;
+	uint64_t max_file_size;     /* regular files; 0 = not said */
 };
 
 /* Parse the client's "stripe_size=S stripe_count=C groups=a,b,..." */
@@ -1065,6 +1068,8 @@ static int parse_layout_xattr(const char *s, struct layout_view *lv)
 				return -EINVAL;
 		} else if (strcmp(tok, "stripe_count") == 0) {
 			lv->stripe_count = strtol(v, NULL, 10);
+		} else if (strcmp(tok, "max_file_size") == 0) {
+			lv->max_file_size = strtoull(v, NULL, 10);
 		} else if (strcmp(tok, "groups") == 0) {
 			char *save2 = NULL, *g;
 
@@ -1170,6 +1175,9 @@ static int cmd_getstripe(int argc, char **argv)
 		printf("lmm_stripe_size:   %" PRIu64 "\n", lv.stripe_size);
 		printf("lmm_pattern:       raid10\n");
 		printf("lmm_stripe_offset: %ld\n", first);
+		if (lv.max_file_size)
+			printf("lmm_max_file_size: %" PRIu64 "\n",
+			       lv.max_file_size);
 		printf("\tcolumn\t group\n");
 		for (g = 0; g < lv.n_groups; g++)
 			printf("\t%6u\t%6u\n", g, lv.groups[g]);

@@ -493,6 +493,10 @@ struct fc_client {
 	atomic_int tuned;
 	/* statistics for blksize of directories */
 	atomic_uint blksize;
+	/* The map's max_subfile_size (0: not known yet): with a file's
+	 * layout, the largest size it may reach (fc_file_limit).  Read on
+	 * FUSE workers too. */
+	_Atomic uint64_t max_subfile;
 };
 
 /* ------------------------------------------------------------- loop.c */
@@ -906,6 +910,11 @@ void fc_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fc_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
+
+/* The largest size a file of layout l may reach (proto/FORMAT.md "File
+ * size limit"): writes past it are shortened or refused EFBIG here,
+ * before their data leaves the client.  Any thread. */
+uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l);
 
 /* ops_data.c helpers used by main.c / loop.c */
 /* Loop thread: send final size reports of every dirty file; done(arg) runs

@@ -538,6 +538,11 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 	cl->def_stripe_count = map->stripe_count;
 	if (map->stripe_size)
 		atomic_store(&cl->blksize, map->stripe_size);
+	if (map->max_subfile_size != atomic_load(&cl->max_subfile)) {
+		tw_info("largest subfile the iods hold: %" PRIu64 " bytes",
+			map->max_subfile_size);
+		atomic_store(&cl->max_subfile, map->max_subfile_size);
+	}
 	memset(cl->group_iod, 0, sizeof(cl->group_iod));
 	for (i = 0; i < map->n_iods; i++) {
 		const Twinfs__IodInfo *in = map->iods[i];

@@ -357,6 +357,37 @@ static bool load_attr(struct dop *d)
 
 /* ---------------------------------------------------------------- write */
 
+uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l)
+{
+	return r0_max_file_size(l, atomic_load(&cl->max_subfile));
+}
+
+/* Hold a write-like op to its file's limit before anything is sent: a
+ * write that starts at or past it fails EFBIG and one that crosses it is
+ * shortened, as the kernel does for a local file; a fallocate of any mode
+ * that ends past it fails EFBIG (vfs_fallocate's rule).  0, or EFBIG. */
+static int hold_to_limit(struct dop *d)
+{
+	uint64_t lim = fc_file_limit(d->op.cl, &d->attr.layout);
+	char path[FC_PATH_LOG];
+
+	if (d->kind == DOP_WRITE) {
+		if (d->size == 0)
+			return 0;
+		if (d->off < lim) {
+			d->size = (size_t)TW_MIN((uint64_t)d->size, lim - d->off);
+			return 0;
+		}
+	} else if (d->off <= lim && d->size <= lim - d->off) {
+		return 0;
+	}
+	tw_log_rl(TW_LOG_INFO, "%s %s: refused (File too large): it ends past "
+		  "%" PRIu64 " bytes, the largest file its layout allows",
+		  d->kind == DOP_WRITE ? "write" : "fallocate",
+		  fc_ino_path(d->op.cl, d->ino, path, sizeof(path)), lim);
+	return EFBIG;
+}
+
 static void write_issue(struct fc_op *op);
 
 /* The session a WRITE or FALLOCATE names, which the iods refuse once mgrd
@@ -704,6 +735,10 @@ static void write_issue(struct fc_op *op)
 	if (d->early)
 		fc_inode_note_write(cl, d->ino, d->off + d->size,
 				    d->attr.trunc_gen);
+	if (!d->pieces && hold_to_limit(d) != 0) {
+		write_end(d, EFBIG);
+		return;
+	}
 	if (!d->pieces && d->kind != DOP_WRITE) {
 		if (space_pieces(d) < 0) {
 			write_end(d, ENOMEM);
@@ -931,6 +966,16 @@ static struct dop *range_dop(fuse_req_t req, fuse_ino_t ino,
 	return d;
 }
 
+/* Below this end a write fits every layout (a one-column file's limit is
+ * the subfile's): an early answer never promises bytes that
+ * hold_to_limit would refuse.  While the map has not said, 1 TiB. */
+static uint64_t early_limit(struct fc_client *cl)
+{
+	uint64_t m = atomic_load(&cl->max_subfile);
+
+	return m ? m : 1ull << 40;
+}
+
 /* Write-behind answered on the FUSE worker (wbehind.c), which spares the
  * application the wait for the loop thread to wake: the writes
  * maybe_behind would answer early, when this client has the inode's
@@ -944,6 +989,7 @@ static bool early_ok(struct dop *d)
 	if (d->size == 0 || d->append || d->writepage ||
 	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)) ||
+	    d->off + d->size > early_limit(cl) ||
 	    !fc_wb_reserve(cl, d->size))
 		return false;
 	/* Reserved first: a note cannot be taken back. */

@@ -1152,6 +1152,13 @@ static void layout_get_done(struct fc_mgr_call *mc, int status,
 	fc_inode_update(cl, &a, NULL);
 	if (S_ISREG(a.mode) && a.has_layout) {
 		len = r0_layout_format(&a.layout, buf, sizeof(buf));
+		/* The largest size the file may reach (pathconf's
+		 * FILESIZEBITS cannot say it: glibc guesses it from the file
+		 * system's magic number). */
+		if (len >= 0 && (size_t)len < sizeof(buf))
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+					" max_file_size=%" PRIu64,
+					fc_file_limit(cl, &a.layout));
 	} else if (S_ISDIR(a.mode)) {
 		/* A directory's policy: what its new files get.  groups is
 		 * empty when new files start at a round-robin group. */

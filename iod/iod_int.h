@@ -45,6 +45,9 @@
 /* An ordered checksum (Checksum.both) covers at most this many bytes per
  * call: it runs on the loop of both twins, ahead of demand I/O. */
 #define IOD_CSUM_BOTH_BYTES  (16u << 20)
+/* ... and spans at most this many bytes of the subfile: holes are not
+ * read, so a sparse subfile of terabytes is verified in few calls. */
+#define IOD_CSUM_BOTH_SPAN   (4ull << 30)
 #define IOD_STALE_MAX        64u
 
 struct iod_store;
@@ -180,6 +183,11 @@ void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
 
+/* The largest size a subfile may reach here: the home file system's
+ * limit, probed at open.  Every write, truncate, fallocate and punch whose
+ * end passes it is refused with -EFBIG before anything is journaled. */
+uint64_t iod_store_max_size(const struct iod_store *s);
+
 /* Validation shared by the server and the store: column < 32, and
  * off + len <= IOD_MAX_OFFSET without overflow.  0 or -EINVAL. */
 int iod_check_range(uint32_t column, uint64_t off, uint64_t len);
@@ -284,7 +292,9 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 
 /* CRC32C of each region_size bytes of the subfile's contents as a reader
  * sees them (through the journal), the last region may be short: regions
- * first_region.. , at most max_regions of them (0: all).  Returns the
+ * first_region.. , at most max_regions of them (0: all), and none after
+ * the one during which max_data bytes (0: no limit) were read: regions
+ * without data (holes) are not read and cost nothing.  Returns the
  * number of regions and sets *crcs (new array, caller frees; NULL when 0)
  * and *size (the whole subfile's), or -errno (-EINVAL for a bad
  * region_size, -E2BIG when there would be more than IOD_CSUM_MAX_REGIONS).
@@ -292,7 +302,8 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
  * bounds the work with max_regions. */
 long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			uint32_t region_size, uint32_t first_region,
-			uint32_t max_regions, uint64_t *size, uint32_t **crcs);
+			uint32_t max_regions, uint64_t max_data,
+			uint64_t *size, uint32_t **crcs);
 
 /* ---- write-intent log (DESIGN.md "Twins"; store_journal.c) ----
  *
@@ -383,6 +394,7 @@ struct iod_map_iod {
 struct iod_map {
 	uint64_t epoch;
 	uint32_t n_groups;
+	uint64_t max_subfile_size; /* the cluster's limit (0: not known) */
 	struct iod_map_iod iods[TW_MAX_IODS + 1];   /* by id; [0] unused */
 };
 

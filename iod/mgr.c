@@ -100,6 +100,7 @@ int iod_map_apply(struct iod *d, const Twinfs__ClusterMap *m)
 		return -ENOMEM;
 	nm->epoch = m->epoch;
 	nm->n_groups = m->n_groups;
+	nm->max_subfile_size = m->max_subfile_size;
 	for (size_t i = 0; i < m->n_iods; i++) {
 		const Twinfs__IodInfo *ii = m->iods[i];
 		struct iod_map_iod *mi;
@@ -241,6 +242,7 @@ static void send_register(struct iod *d)
 	r.uuid.len = IOD_UUID_LEN;
 	r.incarnation = d->incarnation;
 	r.fresh = iod_store_is_new(d->store);
+	r.max_subfile_size = iod_store_max_size(d->store);
 	rc = wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_IOD_REGISTER, &r.base,
 		       NULL, 0, REGISTER_RETRY_MS * 3, on_register_reply, d);
 	if (rc < 0) {

@@ -69,7 +69,27 @@ static int check_layout(const struct iod *d, const Twinfs__Layout *l,
 	return 0;
 }
 
-/* 0 or -EINVAL; done before anything is applied or forwarded. */
+/* The largest size a subfile may reach: ours, or the cluster's (the
+ * smallest any iod registered, our twin's included) when smaller.  Held
+ * before a request is applied or forwarded: a request past the twin's
+ * limit would be acknowledged here and fail there, or fail on both at
+ * checkpoint. */
+static uint64_t sub_limit(const struct iod *d)
+{
+	uint64_t own = iod_store_max_size(d->store);
+	uint64_t map = d->map.max_subfile_size;
+
+	return map != 0 && map < own ? map : own;
+}
+
+/* -EFBIG when [off, off + len) ends past sub_limit (a valid range: no
+ * overflow). */
+static int check_limit(const struct iod *d, uint64_t off, uint64_t len)
+{
+	return off + len > sub_limit(d) ? -EFBIG : 0;
+}
+
+/* 0, -EINVAL or -EFBIG; done before anything is applied or forwarded. */
 static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 {
 	switch (m->hdr.type) {
@@ -80,6 +100,8 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 		    m->data_len > WIRE_MAX_DATA ||
 		    iod_check_range(w->column, w->offset, m->data_len) < 0)
 			return -EINVAL;
+		if (check_limit(d, w->offset, m->data_len) < 0)
+			return -EFBIG;
 		return check_layout(d, w->layout, w->column);
 	}
 	case TWINFS__MSG_TYPE__MSG_TRUNCATE: {
@@ -88,7 +110,7 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 		if (!body_is(m, &twinfs__truncate__descriptor) || t->ino == 0 ||
 		    m->data_len != 0 || iod_check_range(t->column, t->size, 0) < 0)
 			return -EINVAL;
-		return 0;
+		return check_limit(d, t->size, 0);
 	}
 	case TWINFS__MSG_TYPE__MSG_DELETE: {
 		const Twinfs__Delete *x = (const Twinfs__Delete *)m->body;
@@ -108,6 +130,8 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 		    m->data_len != 0 || f->length == 0 ||
 		    iod_check_range(f->column, f->offset, f->length) < 0)
 			return -EINVAL;
+		if (check_limit(d, f->offset, f->length) < 0)
+			return -EFBIG;
 		return f->punch ? 0 : check_layout(d, f->layout, f->column);
 	}
 	case TWINFS__MSG_TYPE__MSG_FSYNC: {
@@ -412,7 +436,8 @@ static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
-			       q->first_region, q->max_regions, &size, &crcs);
+			       q->first_region, q->max_regions, 0, &size,
+			       &crcs);
 	if (n < 0) {
 		iod_reply_status(c, m, (int)n);
 		return;
@@ -558,6 +583,15 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		break;
 	default:
 		rc = validate_mutation(d, m);
+		if (rc == -EFBIG) {
+			tw_log_rl(TW_LOG_WARN, "%s: %s refused (File too "
+				  "large): it ends past %" PRIu64 " bytes, the "
+				  "largest subfile this group holds",
+				  wire_conn_peer(c), wire_type_name(type),
+				  sub_limit(d));
+			iod_reply_status(c, m, rc);
+			break;
+		}
 		if (rc < 0) {
 			tw_log_rl(TW_LOG_WARN, "%s: invalid %s refused",
 				  wire_conn_peer(c), wire_type_name(type));

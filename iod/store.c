@@ -224,6 +224,67 @@ int iod_check_range(uint32_t column, uint64_t off, uint64_t len)
 	return 0;
 }
 
+int store_check_mutation(const struct iod_store *s, uint32_t column,
+			 uint64_t off, uint64_t len)
+{
+	int rc = iod_check_range(column, off, len);
+
+	if (rc < 0)
+		return rc;
+	return off + len > s->max_size ? -EFBIG : 0;
+}
+
+uint64_t iod_store_max_size(const struct iod_store *s)
+{
+	return s->max_size;
+}
+
+/* The largest size a file of the home file system can have (its
+ * s_maxbytes: ext4 with 4 KiB blocks 16 TiB - 4 KiB, XFS 8 EiB - 1), found
+ * by bisecting ftruncate(2) on an unnamed file: a write past it fails with
+ * EFBIG at checkpoint, on both twins at once, so every request is held to
+ * it before it is journaled.  No assumption about the file system: the
+ * kernel's own answer.  Costs about 63 ftruncates of an empty file. */
+static int probe_max_size(struct iod_store *s)
+{
+	uint64_t lo = 0, hi = (uint64_t)INT64_MAX;
+	int fd = openat(s->sub_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	bool named = false;
+
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR ||
+		       errno == EINVAL)) {
+		/* No O_TMPFILE here: a named file, unlinked at once. */
+		fd = openat(s->sub_fd, ".twinfs-probe",
+			    O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+		named = fd >= 0;
+	}
+	if (fd < 0)
+		return -errno;
+	if (named)
+		(void)unlinkat(s->sub_fd, ".twinfs-probe", 0);
+	if (ftruncate(fd, (off_t)hi) == 0) {
+		lo = hi;
+	} else {
+		/* ftruncate(lo) succeeds, ftruncate(hi) fails */
+		while (hi - lo > 1) {
+			uint64_t mid = lo + (hi - lo) / 2;
+
+			if (ftruncate(fd, (off_t)mid) == 0)
+				lo = mid;
+			else if (errno == EFBIG || errno == EINVAL)
+				hi = mid;
+			else
+				break;   /* keep the last size that worked */
+		}
+	}
+	(void)ftruncate(fd, 0);
+	close(fd);
+	if (lo == 0)
+		return -EFBIG;
+	s->max_size = lo;
+	return 0;
+}
+
 /* Directory part "ab/cd" and file name "<ino>.<col>" (S1: numbers only). */
 static void sub_dirs(uint64_t ino, unsigned *ab, unsigned *cd)
 {
@@ -561,6 +622,12 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 		rc = -errno;
 		tw_err("data directory %s: %s/: %s", s->dir, SUBDIR,
 		       strerror(-rc));
+		goto fail;
+	}
+	rc = probe_max_size(s);
+	if (rc < 0) {
+		tw_err("data directory %s: cannot find the largest file its "
+		       "file system holds: %s", s->dir, strerror(-rc));
 		goto fail;
 	}
 	return 0;

@@ -79,6 +79,8 @@ struct iod_store {
 	uint32_t iod_id;
 	uint8_t uuid[IOD_UUID_LEN];
 	bool is_new;
+	uint64_t max_size;         /* largest file the home file system
+	                            * holds (store_probe_max_size) */
 	bool replay_owed;          /* a replay is owed (the file below) */
 	bool owed_on_disk;         /* ... and DIR/twinfs-replay-owed exists */
 	bool owed_marks;           /* ... and the pins (in memory) do not name
@@ -145,6 +147,11 @@ static inline uint32_t store_obj_column(uint64_t obj)
 
 /* store.c: home side */
 int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
+/* A mutation of [off, off + len) of a subfile: -EINVAL as iod_check_range,
+ * -EFBIG when its end passes s->max_size (nothing is journaled: the
+ * checkpoint could never write it home). */
+int store_check_mutation(const struct iod_store *s, uint32_t column,
+			 uint64_t off, uint64_t len);
 void store_home_close(struct iod_store *s);
 void store_flags_clean_stop(struct iod_store *s);
 /* Find or open a subfile; with layout non-NULL create it if absent

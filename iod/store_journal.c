@@ -750,8 +750,10 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	unsigned nrec = 0;
 	int rc;
 
-	rc = iod_check_range(column, off, len);
-	if (rc < 0 || store_check_ids(ino, column) < 0)
+	rc = store_check_mutation(s, column, off, len);
+	if (rc < 0)
+		return rc;
+	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	rc = store_change_start(s, ino, column, trunc_gen, &ls, &gen);
 	if (rc < 0)
@@ -924,8 +926,10 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	bool mark;
 	int rc;
 
-	rc = iod_check_range(column, size, 0);
-	if (rc < 0 || store_check_ids(ino, column) < 0)
+	rc = store_check_mutation(s, column, size, 0);
+	if (rc < 0)
+		return rc;
+	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
 	if (rc <= 0)
@@ -1268,14 +1272,30 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 
 /* ------------------------------------------------------- checksums */
 
+/* CRC32C of len zero bytes (buf: CSUM_CHUNK zeros). */
+static uint32_t crc_zeros(const uint8_t *zeros, uint64_t len)
+{
+	uint32_t crc = 0;
+
+	while (len > 0) {
+		size_t n = (size_t)TW_MIN(len, (uint64_t)CSUM_CHUNK);
+
+		crc = tw_crc32c(crc, zeros, n);
+		len -= n;
+	}
+	return crc;
+}
+
 long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			uint32_t region_size, uint32_t first_region,
-			uint32_t max_regions, uint64_t *size, uint32_t **crcs)
+			uint32_t max_regions, uint64_t max_data,
+			uint64_t *size, uint32_t **crcs)
 {
 	struct iod_sub_stat st = { 0 };
-	uint64_t n_regions, off;
-	uint32_t *out = NULL;
-	uint8_t *buf = NULL;
+	uint64_t n_regions, off, data_at = 0, data_read = 0;
+	bool seeked = false, have_zero = false;
+	uint32_t *out = NULL, zero_crc = 0;
+	uint8_t *buf = NULL, *zeros = NULL;
 	long rc;
 
 	*crcs = NULL;
@@ -1301,17 +1321,48 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 		return 0;
 	out = calloc((size_t)n_regions, sizeof(*out));
 	buf = malloc(CSUM_CHUNK);
-	if (!out || !buf) {
+	zeros = calloc(1, CSUM_CHUNK);
+	if (!out || !buf || !zeros) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	/* Through the journal: exactly what a reader would see. */
+	/* Through the journal: exactly what a reader would see.  A region
+	 * with no data (SEEK_DATA, journal-resident blocks included) is
+	 * zeros and is not read: a sparse subfile of terabytes costs one
+	 * seek per stretch of data, not a read of every hole. */
 	off = (uint64_t)first_region * region_size;
 	for (uint64_t r = 0; r < n_regions; r++) {
 		uint64_t end = TW_MIN(st.size,
 				      (first_region + r + 1) * (uint64_t)region_size);
 		uint32_t crc = 0;
 
+		if (!seeked || data_at < off) {
+			uint64_t res, sz;
+
+			rc = iod_store_seek(s, ino, column, off, SEEK_DATA,
+					    &res, &sz);
+			if (rc < 0)
+				goto fail;
+			data_at = rc == 1 ? res : UINT64_MAX;
+			seeked = true;
+		}
+		if (data_at >= end) {
+			if (end - off != region_size) {
+				out[r] = crc_zeros(zeros, end - off);
+			} else {
+				if (!have_zero)
+					zero_crc = crc_zeros(zeros, region_size);
+				have_zero = true;
+				out[r] = zero_crc;
+			}
+			off = end;
+			continue;
+		}
+		/* A budget of bytes read (holes are free): at least this
+		 * region, then stop. */
+		data_read += end - off;
+		if (max_data && data_read >= max_data && r + 1 < n_regions)
+			n_regions = r + 1;
 		while (off < end) {
 			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
 						     end - off);
@@ -1331,10 +1382,12 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 		off = end;
 	}
 	free(buf);
+	free(zeros);
 	*crcs = out;
 	return (long)n_regions;
 fail:
 	free(buf);
+	free(zeros);
 	free(out);
 	*size = 0;
 	return rc;

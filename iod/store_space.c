@@ -164,9 +164,11 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 	int rc;
 
 	assert(layout);
-	if (len == 0 || iod_check_range(column, off, len) < 0 ||
-	    store_check_ids(ino, column) < 0)
+	if (len == 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
+	rc = store_check_mutation(s, column, off, len);
+	if (rc < 0)
+		return rc;
 	rc = store_change_start(s, ino, column, trunc_gen, &ls, &gen);
 	if (rc < 0)
 		return rc;
@@ -225,9 +227,11 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	uint64_t gen;
 	int rc;
 
-	if (len == 0 || iod_check_range(column, off, len) < 0 ||
-	    store_check_ids(ino, column) < 0)
+	if (len == 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
+	rc = store_check_mutation(s, column, off, len);
+	if (rc < 0)
+		return rc;
 	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
 	if (rc <= 0)
 		return rc;

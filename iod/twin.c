@@ -947,13 +947,16 @@ void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	/* One region at least, however large (region_size <= 64 MiB). */
-	max = TW_MAX(IOD_CSUM_BOTH_BYTES / q->region_size, 1u);
+	/* One region at least, however large (region_size <= 64 MiB); at
+	 * most IOD_CSUM_BOTH_SPAN of the subfile, of which we read at most
+	 * IOD_CSUM_BOTH_BYTES (holes are free). */
+	max = (uint32_t)TW_MAX(IOD_CSUM_BOTH_SPAN / q->region_size, 1u);
 	if (q->max_regions && q->max_regions < max)
 		max = q->max_regions;
 	/* Ours and the forward in this one call: nothing runs between. */
 	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
-			       q->first_region, max, &k->size, &k->crcs);
+			       q->first_region, max, IOD_CSUM_BOTH_BYTES,
+			       &k->size, &k->crcs);
 	if (n < 0) {
 		rc = (int)n;
 		goto fail;
@@ -965,7 +968,10 @@ void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 	k->ino = q->ino;
 	k->column = q->column;
 	fq.both = false;
-	fq.max_regions = max;
+	/* The twin covers the regions we did (the same cut), or, when we
+	 * have none there (a shorter subfile), what a dense call reads. */
+	fq.max_regions = n > 0 ? (uint32_t)n :
+			 TW_MIN(max, TW_MAX(IOD_CSUM_BOTH_BYTES / q->region_size, 1u));
 	rc = wire_call(d->twin_peer, TWINFS__MSG_TYPE__MSG_CHECKSUM, &fq.base,
 		       NULL, 0, TW_MAX(d->conf->request_timeout_ms / 2, 1u),
 		       on_cks_twin, k);

@@ -740,7 +740,11 @@ static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
 		/* The caller's own writes not yet reported count too. */
 		if (q->trunc_gen == in->trunc_gen && q->local_end > off)
 			off = q->local_end;
-		if (q->length > (uint64_t)INT64_MAX - off)
+		uint64_t lim = mgr_map_file_limit(&s->st.map, &in->layout);
+
+		/* The whole reservation or nothing: the offset is ours to
+		 * choose, a short append is not. */
+		if (off > lim || q->length > lim - off)
 			rc = -EFBIG;
 	}
 	if (rc == 0) {
@@ -888,8 +892,13 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 	rc = setattr_reports(s, q, false);
 	if (rc == 0)
 		rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);
-	if (rc == 0 && (q->valid & MGR_SA_SIZE) && q->size > (uint64_t)INT64_MAX)
-		rc = -EFBIG;
+	if (rc == 0 && (q->valid & MGR_SA_SIZE)) {
+		in = mgr_ns_get(&s->st.ns, q->ino);
+		if (q->size > (uint64_t)INT64_MAX ||
+		    (in && S_ISREG(in->mode) &&
+		     q->size > mgr_map_file_limit(&s->st.map, &in->layout)))
+			rc = -EFBIG;
+	}
 	if (rc == 0)
 		rc = setattr_reports(s, q, true);
 	if (rc < 0 || !(q->valid & MGR_SA_SIZE)) {

@@ -70,6 +70,24 @@ void mgr_map_init(struct mgr_map *m, const struct tw_conf *conf)
 	}
 }
 
+uint64_t mgr_map_max_subfile(const struct mgr_map *m)
+{
+	uint64_t lim = 0;
+
+	for (uint32_t i = 0; i < m->n_iods; i++) {
+		uint64_t v = m->iods[i].max_subfile;
+
+		if (v != 0 && (lim == 0 || v < lim))
+			lim = v;
+	}
+	return lim;
+}
+
+uint64_t mgr_map_file_limit(const struct mgr_map *m, const struct r0_layout *l)
+{
+	return r0_max_file_size(l, mgr_map_max_subfile(m));
+}
+
 struct mgr_map_iod *mgr_map_iod(struct mgr_map *m, uint32_t id)
 {
 	if (id == 0 || id > m->n_iods)

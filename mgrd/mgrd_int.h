@@ -437,6 +437,8 @@ struct mgr_map_iod {
 	bool needs_resync;
 	/* volatile: registered since this mgrd started (map.c, restarts) */
 	bool seen;
+	uint64_t max_subfile;     /* volatile: its registration's limit
+	                           * (IodRegister.max_subfile_size; 0 none) */
 };
 
 struct mgr_map {
@@ -458,6 +460,13 @@ struct mgr_map_iod *mgr_map_twin(struct mgr_map *m, uint32_t group, int t);
 struct mgr_map_iod *mgr_map_primary(struct mgr_map *m,
 				    const struct r0_layout *l, uint64_t ino,
 				    uint32_t column);
+/* The largest size a subfile may reach: the smallest limit an iod
+ * registered since mgrd started (0: none yet), and the largest size a
+ * file of layout l may reach under it (INT64_MAX while none is known: the
+ * iods still hold every request to their own). */
+uint64_t mgr_map_max_subfile(const struct mgr_map *m);
+uint64_t mgr_map_file_limit(const struct mgr_map *m,
+			    const struct r0_layout *l);
 /* mi serves reads (r1_readable: up or suspect, without needs_resync). */
 bool mgr_map_readable(const struct mgr_map_iod *mi);
 /* Both twins of mi's group have registered at least once. */

@@ -32,6 +32,7 @@
 #include "server_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -583,6 +584,7 @@ static void fill_map(const struct mgr_server *s, struct map_buf *mb)
 	mb->cm.request_timeout_ms = s->conf->request_timeout_ms;
 	mb->cm.mgr_timeout_ms = s->conf->mgr_timeout_ms;
 	mb->cm.monitor_interval_ms = s->conf->monitor_interval_ms;
+	mb->cm.max_subfile_size = mgr_map_max_subfile(m);
 	for (uint32_t i = 0; i < m->n_iods; i++) {
 		const struct mgr_map_iod *mi = &m->iods[i];
 		Twinfs__IodInfo *ii = &mb->info[i];
@@ -977,6 +979,22 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		return;
 	}
 	mc->iod_id = q->iod_id;
+	{
+		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, q->iod_id);
+		uint64_t was = mgr_map_max_subfile(&s->st.map);
+
+		mi->max_subfile = q->max_subfile_size;
+		/* A lower limit reaches every client and iod now, even when
+		 * the registration changes nothing else in the map. */
+		if (mgr_map_max_subfile(&s->st.map) != was) {
+			tw_info("mgrd: iod %u holds subfiles of up to %" PRIu64
+				" bytes: the cluster's limit is now %" PRIu64,
+				q->iod_id, q->max_subfile_size,
+				mgr_map_max_subfile(&s->st.map));
+			if (rc == 0)
+				mgr_srv_push_map(s);
+		}
+	}
 	if (rc > 0) {
 		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, q->iod_id);
 		bool first = mi && !mi->uuid_len;

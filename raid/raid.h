@@ -67,6 +67,13 @@ uint64_t r0_piece_count(const struct r0_layout *l, uint64_t off, uint64_t len);
 uint64_t r0_subfile_size(const struct r0_layout *l, uint32_t column,
 			 uint64_t file_size);
 
+/* The largest file size the layout allows when no subfile may be larger
+ * than max_sub bytes (the iods' file systems' limit, probed at their
+ * start): every column then holds max_sub / S whole units and column 0 the
+ * max_sub % S bytes of one more.  Capped at INT64_MAX (off_t); max_sub 0
+ * means "no limit known" and gives INT64_MAX. */
+uint64_t r0_max_file_size(const struct r0_layout *l, uint64_t max_sub);
+
 /* The smallest file size consistent with the given subfile sizes (one per
  * column, stripe_count entries): max over k of sub_to_file(k, size_k-1)+1,
  * 0 if all are empty.  Used when a writer vanished without a size report. */

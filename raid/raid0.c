@@ -147,6 +147,21 @@ uint64_t r0_subfile_size(const struct r0_layout *l, uint32_t column,
 	return units * s;
 }
 
+uint64_t r0_max_file_size(const struct r0_layout *l, uint64_t max_sub)
+{
+	uint64_t s = l->stripe_size, c = l->stripe_count;
+	uint64_t units = max_sub / s, rem = max_sub % s;
+
+	assert(s > 0 && c > 0);
+	if (max_sub == 0 || max_sub >= (uint64_t)INT64_MAX)
+		return (uint64_t)INT64_MAX;
+	/* units * s * c + rem <= INT64_MAX, without overflow (s * c is at
+	 * most 2^31). */
+	if (units > ((uint64_t)INT64_MAX - rem) / (s * c))
+		return (uint64_t)INT64_MAX;
+	return units * s * c + rem;
+}
+
 uint64_t r0_file_size_from_subfiles(const struct r0_layout *l,
 				    const uint64_t *sub_sizes)
 {

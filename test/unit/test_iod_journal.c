@@ -130,7 +130,7 @@ static void expect(uint64_t ino, uint32_t col, const uint8_t *want, size_t n)
 	/* Verify sees what a reader sees. */
 	uint64_t size;
 	uint32_t *crcs;
-	long nr = iod_store_checksum(st, ino, col, 4096, 0, 0, &size, &crcs);
+	long nr = iod_store_checksum(st, ino, col, 4096, 0, 0, 0, &size, &crcs);
 
 	cr_assert_eq(size, n);
 	cr_assert_eq(nr, (long)((n + 4095) / 4096));

@@ -285,10 +285,10 @@ Test(iod_store, checksums)
 				     NULL), 0);
 	cr_assert_eq(s_write(st, 21, 0, 0, a, sizeof(a), 0, &layout2,
 				     NULL), 0);
-	n1 = iod_store_checksum(st, 20, 0, 4096, 0, 0, &size, &c1);
+	n1 = iod_store_checksum(st, 20, 0, 4096, 0, 0, 0, &size, &c1);
 	cr_assert_eq(n1, 4);
 	cr_assert_eq(size, sizeof(a));
-	n2 = iod_store_checksum(st, 21, 0, 4096, 0, 0, &size, &c2);
+	n2 = iod_store_checksum(st, 21, 0, 4096, 0, 0, 0, &size, &c2);
 	cr_assert_eq(n2, 4);
 	cr_assert_arr_eq(c1, c2, 4 * sizeof(uint32_t));
 	/* The CRC is of the contents as served: region 3 is 100 bytes. */
@@ -298,7 +298,7 @@ Test(iod_store, checksums)
 	a[2 * 4096 + 5] ^= 1;
 	cr_assert_eq(s_write(st, 21, 0, 2 * 4096 + 5,
 				     &a[2 * 4096 + 5], 1, 0, &layout2, NULL), 0);
-	n3 = iod_store_checksum(st, 21, 0, 4096, 0, 0, &size, &c3);
+	n3 = iod_store_checksum(st, 21, 0, 4096, 0, 0, 0, &size, &c3);
 	cr_assert_eq(n3, 4);
 	cr_assert_eq(c3[0], c1[0]);
 	cr_assert_eq(c3[1], c1[1]);
@@ -308,13 +308,13 @@ Test(iod_store, checksums)
 	free(c2);
 	free(c3);
 	/* Absent: size 0, no regions. */
-	cr_assert_eq(iod_store_checksum(st, 22, 0, 4096, 0, 0, &size, &c1), 0);
+	cr_assert_eq(iod_store_checksum(st, 22, 0, 4096, 0, 0, 0, &size, &c1), 0);
 	cr_assert_eq(size, 0);
 	cr_assert_null(c1);
 	/* Bad region sizes. */
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 0, 0, 0, &size, &c1), -EINVAL);
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 100, 0, 0, &size, &c1), -EINVAL);
-	cr_assert_eq(iod_store_checksum(st, 20, 0, 1u << 31, 0, 0, &size, &c1),
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 0, 0, 0, 0, &size, &c1), -EINVAL);
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 100, 0, 0, 0, &size, &c1), -EINVAL);
+	cr_assert_eq(iod_store_checksum(st, 20, 0, 1u << 31, 0, 0, 0, &size, &c1),
 		     -EINVAL);
 }
 
@@ -327,13 +327,56 @@ Test(iod_store, checksum_too_many_regions)
 	/* A sparse subfile of 1 TiB: 2^28 regions of 4 KiB is too many. */
 	cr_assert_eq(s_write(st, 30, 0, 1ull << 40, &b, 1, 0,
 				     &layout2, NULL), 0);
-	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, 0, 0, &size, &c), -E2BIG);
+	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, 0, 0, 0, &size, &c), -E2BIG);
 	/* A bounded range of it is fine: the last 4 regions. */
 	cr_assert_eq(iod_store_checksum(st, 30, 0, 4096, (1u << 28) - 3, 8,
-					&size, &c), 4);
+					0, &size, &c), 4);
 	cr_assert_eq(size, (1ull << 40) + 1);
 	cr_assert_eq(c[0], c[1]);       /* two holes */
 	cr_assert_eq(c[3], tw_crc32c(0, &b, 1));
+	free(c);
+}
+
+/* Holes are not read but checksum as zeros, and a data budget stops the
+ * call after the region that reached it: a sparse subfile of 64 GiB with
+ * three stretches of data is covered in one call without reading 64 GiB. */
+Test(iod_store, checksum_holes_and_budget)
+{
+	uint8_t a[8192], z[4096] = { 0 };
+	uint64_t size;
+	uint32_t *c;
+	long n;
+
+	fill(a, sizeof(a), 3);
+	cr_assert_eq(s_write(st, 31, 0, 0, a, 4096, 0, &layout2, NULL), 0);
+	cr_assert_eq(s_write(st, 31, 0, 5ull << 20, a, sizeof(a), 0, &layout2,
+			     NULL), 0);
+	cr_assert_eq(s_write(st, 31, 0, (64ull << 30) - 100, a, 100, 0,
+			     &layout2, NULL), 0);
+	/* 1 MiB regions: 65536 of them, three with data. */
+	n = iod_store_checksum(st, 31, 0, 1u << 20, 0, 0, 0, &size, &c);
+	cr_assert_eq(n, 65536);
+	cr_assert_eq(size, 64ull << 30);
+	cr_assert_neq(c[0], c[1]);
+	cr_assert_eq(c[1], c[4]);           /* holes: zeros' CRC */
+	cr_assert_neq(c[5], c[1]);
+	cr_assert_eq(c[6], c[1]);
+	cr_assert_neq(c[65535], c[1]);
+	{
+		uint32_t crc = 0;
+
+		for (int i = 0; i < 256; i++)
+			crc = tw_crc32c(crc, z, sizeof(z));
+		cr_assert_eq(c[1], crc);
+	}
+	free(c);
+	/* A budget of 1 byte: the first region with data, then stop; the
+	 * holes before the next data are free. */
+	n = iod_store_checksum(st, 31, 0, 1u << 20, 0, 0, 1, &size, &c);
+	cr_assert_eq(n, 1);
+	free(c);
+	n = iod_store_checksum(st, 31, 0, 1u << 20, 1, 0, 1, &size, &c);
+	cr_assert_eq(n, 5);                 /* 1..4 holes, 5 data */
 	free(c);
 }
 
@@ -348,7 +391,7 @@ Test(iod_store, checksum_ranges)
 	fill(a, sizeof(a), 9);
 	cr_assert_eq(s_write(st, 40, 1, 0, a, sizeof(a), 0, &layout2, NULL),
 		     0);
-	cr_assert_eq(iod_store_checksum(st, 40, 1, 4096, 0, 0, &size, &all),
+	cr_assert_eq(iod_store_checksum(st, 40, 1, 4096, 0, 0, 0, &size, &all),
 		     6);
 	for (uint32_t first = 0; first < 8; first++)
 		for (uint32_t max = 1; max < 4; max++) {
@@ -356,7 +399,7 @@ Test(iod_store, checksum_ranges)
 
 			size = 0;
 			cr_assert_eq(iod_store_checksum(st, 40, 1, 4096, first,
-							max, &size, &part),
+							max, 0, &size, &part),
 				     want, "first %u max %u", first, max);
 			cr_assert_eq(size, sizeof(a));
 			if (want)
@@ -501,7 +544,7 @@ Test(iod_store, paths_stay_inside_the_data_dir)
 				cr_assert_eq(s_truncate(st, inos[i],
 					cols[j], 0, 0, NULL), -EINVAL);
 				cr_assert_eq(iod_store_checksum(st, inos[i],
-					cols[j], 4096, 0, 0, &size, &c), -EINVAL);
+					cols[j], 4096, 0, 0, 0, &size, &c), -EINVAL);
 			} else {
 				cr_assert_eq(s_write(st, inos[i], cols[j],
 					0, b, 4, 0, &layout2, NULL), 0);

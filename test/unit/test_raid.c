@@ -8,6 +8,7 @@
  * starting group (so C < n_groups and lists that wrap around are covered).
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -250,6 +251,44 @@ Test(raid0, subfile_sizes)
 	cr_assert_eq(r0_file_size_from_subfiles(&l, subs), 1);
 	subs[2] = 65536;
 	cr_assert_eq(r0_file_size_from_subfiles(&l, subs), 3 * 65536);
+}
+
+/* r0_max_file_size(l, M) is the largest F whose subfiles all fit in M
+ * bytes: F fits, F + 1 makes some subfile larger than M. */
+static void max_size_one(const struct r0_layout *l)
+{
+	const uint64_t s = l->stripe_size;
+	const uint64_t subs[] = { 1, s - 1, s, s + 1, 3 * s + 17,
+				  (16ull << 40) - 4096, (1ull << 40) + 5 };
+
+	for (size_t i = 0; i < TW_ARRAY_SIZE(subs); i++) {
+		uint64_t m = subs[i], f = r0_max_file_size(l, m), worst = 0;
+
+		for (uint32_t k = 0; k < l->stripe_count; k++)
+			worst = TW_MAX(worst, r0_subfile_size(l, k, f));
+		cr_assert_eq(worst, m, "S %" PRIu64 " C %u M %" PRIu64,
+			     s, l->stripe_count, m);
+		worst = 0;
+		for (uint32_t k = 0; k < l->stripe_count; k++)
+			worst = TW_MAX(worst, r0_subfile_size(l, k, f + 1));
+		cr_assert_eq(worst, m + 1);
+	}
+}
+
+Test(raid0, max_file_size)
+{
+	struct r0_layout l;
+
+	for_each_layout(max_size_one);
+	cr_assert_eq(r0_layout_make(&l, 64u << 10, 2, 0, 2), 0);
+	/* No limit known, a limit at or past off_t's, and one whose product
+	 * would pass it: capped at INT64_MAX. */
+	cr_assert_eq(r0_max_file_size(&l, 0), (uint64_t)INT64_MAX);
+	cr_assert_eq(r0_max_file_size(&l, (uint64_t)INT64_MAX), (uint64_t)INT64_MAX);
+	cr_assert_eq(r0_max_file_size(&l, 1ull << 62), (uint64_t)INT64_MAX);
+	/* ext4's 16 TiB - 4 KiB per subfile, two columns of 64 KiB. */
+	cr_assert_eq(r0_max_file_size(&l, (16ull << 40) - 4096),
+		     (32ull << 40) - 65536 - 4096 + 0ull);
 }
 
 Test(raid0, layout_make)
