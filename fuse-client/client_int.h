@@ -863,6 +863,12 @@ void fc_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void fc_forget_multi(fuse_req_t req, size_t count,
 		     struct fuse_forget_data *forgets);
 void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Worker thread (ops_meta.c): whether a write by the caller of req must
+ * clear setuid or setgid of ino, as Linux's setattr_should_drop_suidgid
+ * (root stands for CAP_FSETID, which the request does not carry): setuid
+ * always, setgid with group execute or when the caller is outside the
+ * file's group.  *mode gets the mode to set. */
+bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, uint32_t *mode);
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
 void fc_readlink(fuse_req_t req, fuse_ino_t ino);

@@ -37,6 +37,7 @@ struct dop {
 		Twinfs__Release release;
 		Twinfs__Getattr getattr;
 		Twinfs__AppendReserve append;
+		Twinfs__Setattr setattr;     /* write: kill_privs */
 	} m;
 	/* read / write */
 	uint64_t off;
@@ -69,6 +70,8 @@ struct dop {
 	bool early;              /* write: answered by the FUSE worker */
 	uint64_t times_seq;      /* write: fc_times_seq when it took its place */
 	int flags;               /* write: the descriptor's flags now */
+	bool kill;               /* write: set mode kill_mode first */
+	uint32_t kill_mode;
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */
 	fc_op_fn after;          /* after_writes: the step to run then */
@@ -81,6 +84,8 @@ static inline struct fc_file *fc_fh_file(const struct fuse_file_info *fi)
 	return (struct fc_file *)(uintptr_t)fi->fh;
 }
 
+/* Whether an open with these flags is direct_io (ops_file.c says why). */
+unsigned fc_open_direct_io(int flags);
 /* A zeroed data op for req, first step run (NULL: ENOMEM). */
 struct dop *fc_dop_new(fuse_req_t req, fc_op_fn run);
 /* Hand d to the loop; !d or !ok: answer ENOMEM and free what d holds. */

@@ -6,18 +6,22 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
- * nostatahead, nonamelease, relatime, noatime, strictatime) are taken
- * here (the three timers, when not given, from the cluster's map at the
- * first contact: adopt_cluster_timers); the rest
- * go to libfuse.  default_permissions is always on (mgrd checks no
+ * nostatahead, nonamelease and the atime options: relatime, noatime,
+ * strictatime, atime, norelatime, nodiratime, diratime, lazytime,
+ * nolazytime) are taken here (the three timers, when not given, from the
+ * cluster's map at the first contact: adopt_cluster_timers); the rest go
+ * to libfuse.  default_permissions is always on (mgrd checks no
  * permissions, FORMAT.md "Namespace").
  *
  * Daemonising: the process forks first (before any thread exists); the
  * child contacts mgrd (HELLO, GET_MAP, GETATTR of the root) and mounts, and
  * only then tells the waiting parent to exit 0.  A failed contact or mount
  * is printed on the terminal, naming mgrd's address and the cause, and the
- * parent exits 1.  (fuse_daemonize cannot do this: its parent always exits
- * 0, and forking after the I/O thread started would lose the thread.)
+ * parent exits 1.  Until then the terminal is the mount command's, whose
+ * output scripts check: a successful mount prints nothing there, so only
+ * warnings and errors are logged before the child detaches.
+ * (fuse_daemonize cannot do this: its parent always exits 0, and forking
+ * after the I/O thread started would lose the thread.)
  *
  * Exit: fusermount3 -u (or a signal) ends the session loop; final size
  * reports go out, every outstanding op is answered, the loop thread stops,
@@ -97,7 +101,8 @@ struct cmdline {
 	int version;
 };
 
-enum { KEY_HELP, KEY_VERSION, KEY_RELATIME, KEY_NOATIME, KEY_STRICTATIME };
+enum { KEY_HELP, KEY_VERSION, KEY_RELATIME, KEY_NOATIME, KEY_STRICTATIME,
+       KEY_ATIME, KEY_ATIME_NOOP };
 
 #define OPT(t, p) { t, offsetof(struct cmdline, p), 1 }
 #define OPT_UNSET UINT_MAX   /* a timer option not given */
@@ -115,6 +120,12 @@ static const struct fuse_opt optspec[] = {
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
 	FUSE_OPT_KEY("noatime", KEY_NOATIME),
 	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
+	FUSE_OPT_KEY("atime", KEY_ATIME),
+	FUSE_OPT_KEY("norelatime", KEY_ATIME_NOOP),
+	FUSE_OPT_KEY("nodiratime", KEY_ATIME_NOOP),
+	FUSE_OPT_KEY("diratime", KEY_ATIME_NOOP),
+	FUSE_OPT_KEY("lazytime", KEY_ATIME_NOOP),
+	FUSE_OPT_KEY("nolazytime", KEY_ATIME_NOOP),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -152,6 +163,20 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_STRICTATIME:
 		c->atime = FC_ATIME_STRICT;
 		return 0;
+	/* atime undoes an earlier noatime (libfuse clears the flag too), as
+	 * on ext4, where the default it falls back to is relatime. */
+	case KEY_ATIME:
+		c->atime = FC_ATIME_RELATIME;
+		return 1;
+	/* Accepted as ext4 accepts them, for fstab lines written for it.
+	 * They change nothing here: norelatime only drops relatime, which
+	 * Linux then applies anyway unless strictatime is given; no
+	 * directory's atime is updated by reading it (every mount is
+	 * nodiratime, diratime cannot change that); and times reach mgrd
+	 * lazily already (atime with the close), which is lazytime's
+	 * point. */
+	case KEY_ATIME_NOOP:
+		return 0;
 	default:
 		return 1;
 	}
@@ -175,6 +200,12 @@ static void usage(const char *prog)
 	       "writer only)\n"
 	       "    -o relatime|noatime|strictatime  atime policy (default "
 	       "relatime)\n"
+	       "    -o atime                 relatime again after noatime\n"
+	       "    -o nodiratime|diratime|norelatime|lazytime|nolazytime\n"
+	       "                             accepted, change nothing: "
+	       "directories never\n"
+	       "                             get atime updates (as with "
+	       "nodiratime)\n"
 	       "    -o readahead=KIB         kernel readahead window (default "
 	       "4096; 0: the kernel's 128)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
@@ -298,10 +329,7 @@ static void root_done(struct fc_mgr_call *mc, int status,
 	/* The kernel holds the root without a lookup: count one. */
 	fc_inode_entry(cl, &a, &e);
 	fc_mgr_start_monitor(cl);
-	/* Not on the terminal of every mount command: info only in the
-	 * foreground (-f), where stderr is the log. */
-	tw_log(cl->opts.foreground ? TW_LOG_INFO : TW_LOG_DEBUG,
-	       "connected to mgrd %s:%d, session %" PRIu64 ", map epoch %"
+	tw_log(TW_LOG_INFO, "connected to mgrd %s:%d, session %" PRIu64 ", map epoch %"
 	       PRIu64 ", %u groups", cl->opts.mgr_host, cl->opts.mgr_port,
 	       cl->session, cl->epoch, cl->n_groups);
 	start_finish(cl, 0, NULL);
@@ -556,6 +584,7 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *cfg;
 	char opt[TW_HOST_MAX + 32];
 	int notify_fd = -1, rc, ret = 1;
+	enum tw_log_level log_level;
 	const char *prog = "twinfs";
 
 	memset(&c, 0, sizeof(c));
@@ -647,7 +676,10 @@ int main(int argc, char *argv[])
 	}
 	cl->opts.mountpoint = fopts.mountpoint;
 	cl->opts.foreground = fopts.foreground;
-	tw_log_init(prog, fopts.debug ? TW_LOG_DEBUG : TW_LOG_INFO);
+	log_level = fopts.debug ? TW_LOG_DEBUG : TW_LOG_INFO;
+	/* Quiet on the mount command's terminal (see the top of the file);
+	 * in the foreground (also -d) stderr is the log from the start. */
+	tw_log_init(prog, fopts.foreground ? log_level : TW_LOG_WARN);
 	tw_malloc_tune();
 
 	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
@@ -692,8 +724,10 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	notify_parent(&notify_fd, 0);
-	if (!fopts.foreground)
+	if (!fopts.foreground) {
 		detach_stdio();
+		tw_log_init(NULL, log_level);
+	}
 
 	if (fopts.singlethread) {
 		ret = fuse_session_loop(se);

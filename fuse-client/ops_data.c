@@ -693,15 +693,16 @@ static int space_pieces(struct dop *d)
 
 /* Write-behind (wbehind.c): answer a buffered write once its pieces are
  * known, before they land.  Never for O_DIRECT, O_SYNC/O_DSYNC (the
- * caller asked to wait), O_APPEND (direct_io, reserved at mgrd) or
- * page-cache writeback.  The size it makes is ours from now on (a stat
- * before it lands must not shrink the file under the kernel). */
+ * caller asked to wait), O_APPEND (direct_io, reserved at mgrd), a write
+ * that clears setuid/setgid (kill_privs) or page-cache writeback.  The
+ * size it makes is ours from now on (a stat before it lands must not
+ * shrink the file under the kernel). */
 static void maybe_behind(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
 
 	if (d->kind != DOP_WRITE || !d->op.req || d->writepage ||
-	    d->append || (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
+	    d->append || d->kill || (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)))
 		return;
 	if (!fc_wb_detach(cl, &d->wb, d->size))
@@ -844,7 +845,7 @@ static void write_issue(struct fc_op *op)
 
 /* O_APPEND: the offset comes from a reservation at mgrd (DESIGN.md
  * "Client"), so appends from two mounts never overlap.  One reservation
- * per WRITE request; such files are opened direct_io (direct_io()), so
+ * per WRITE request; such files are opened direct_io (fc_open_direct_io), so
  * one write(2) of up to max_write bytes is one request, atomic across
  * mounts. */
 static void append_done(struct fc_mgr_call *mc, int status,
@@ -905,6 +906,58 @@ static void append_reserve(struct fc_op *op)
 		    &d->m.append.base, &d->m.append.ctx, op, 0, append_done, d);
 }
 
+static void write_begin(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	if (d->append && d->size > 0)
+		append_reserve(op);
+	else
+		write_issue(op);
+}
+
+/* The kernel clears setuid/setgid before a write through its cache
+ * (file_remove_privs, by a SETATTR of the mode), but leaves it to the file
+ * system for a direct_io handle (FUSE_WRITE_KILL_SUIDGID, which libfuse
+ * does not pass on): such a write (O_APPEND, ops_file.c) sets the mode at
+ * mgrd before its data goes out, as the kernel's SETATTR would. */
+static void kill_done(struct fc_mgr_call *mc, int status,
+		      struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+	struct fc_client *cl = d->op.cl;
+	struct fc_attr a;
+
+	if (status == 0)
+		status = fc_entry_from_reply(cl, reply, &a);
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0) {
+		write_end(d, fc_errno(status));
+		return;
+	}
+	fc_inode_update(cl, &a, NULL);
+	/* The kernel keeps the old mode until attr_timeout: a WRITE brings
+	 * it no attributes.  Attributes only (offset -1: no page lock), as
+	 * open_done sends from the loop. */
+	if (cl->se)
+		fuse_lowlevel_notify_inval_inode(cl->se, d->ino, -1, 0);
+	write_begin(&d->op);
+}
+
+static void kill_privs(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+
+	twinfs__setattr__init(&d->m.setattr);
+	d->m.setattr.ino = d->ino;
+	d->m.setattr.valid = TWINFS__SETATTR_VALID__SA_MODE;
+	d->m.setattr.mode = d->kill_mode;
+	fc_mgr_send(op->cl, &d->mc, TWINFS__MSG_TYPE__MSG_SETATTR,
+		    &d->m.setattr.base, &d->m.setattr.ctx, op, 0, kill_done,
+		    d);
+}
+
 static void write_start(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -926,10 +979,10 @@ static void write_start(struct fc_op *op)
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
-	if (d->append && d->size > 0)
-		append_reserve(op);
+	if (d->kill)
+		kill_privs(op);
 	else
-		write_issue(op);
+		write_begin(op);
 }
 
 /* A write or fallocate holds its range in the inode's order (wbehind.c)
@@ -986,7 +1039,7 @@ static bool early_ok(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
 
-	if (d->size == 0 || d->append || d->writepage ||
+	if (d->size == 0 || d->append || d->writepage || d->kill ||
 	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)) ||
 	    d->off + d->size > early_limit(cl) ||
@@ -1017,6 +1070,9 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->writepage = fi->writepage != 0;
 		d->flags = fi->flags;
+		d->kill = !d->writepage && size > 0 &&
+			  fc_open_direct_io(d->f->flags) &&
+			  fc_write_kills_privs(req, ino, &d->kill_mode);
 		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
 		if (d->wbuf) {
 			d->wbuf->refs = 1;

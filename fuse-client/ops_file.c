@@ -62,15 +62,23 @@ bool fc_open_expired(struct fc_client *cl, uint64_t ino, uint64_t session,
 
 /* ---------------------------------------------------------- open/create */
 
-/* O_DIRECT bypasses the kernel's cache.  So does O_APPEND: through the
- * page cache the kernel may cut one write(2) into several WRITE requests,
- * each of which would get its own reservation at mgrd (append_reserve), so
- * another mount's record could land in the middle; direct I/O sends up to
- * max_write bytes as one request.  (Such a file cannot be mmapped shared
- * through that descriptor.) */
-static unsigned direct_io(int flags)
+/* O_APPEND bypasses the kernel's cache: through the page cache the kernel
+ * may cut one write(2) into several WRITE requests, each of which would get
+ * its own reservation at mgrd (append_reserve), so another mount's record
+ * could land in the middle; direct I/O sends up to max_write bytes as one
+ * request.  The kernel then leaves the killing of setuid/setgid to us
+ * (ops_data.c kill_privs) and refuses a shared mmap of the descriptor
+ * unless the connection allows it (fc_init).
+ *
+ * O_DIRECT alone is the kernel's: on a file that is not direct_io it sends
+ * each O_DIRECT read and write to us as it comes (after writing back and
+ * before dropping the cached pages of the range), clears setuid/setgid
+ * itself, and a shared mmap of the same descriptor goes through the page
+ * cache, as on ext4.  Its writes carry O_DIRECT, so they are never
+ * answered before they land (ops_data.c maybe_behind). */
+unsigned fc_open_direct_io(int flags)
 {
-	return (flags & (O_DIRECT | O_APPEND)) ? 1 : 0;
+	return (flags & O_APPEND) ? 1 : 0;
 }
 
 static void release_only_done(struct fc_mgr_call *mc, int status,
@@ -148,7 +156,7 @@ static void open_done(struct fc_mgr_call *mc, int status,
 		return;
 	}
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = direct_io(d->fi.flags);
+	d->fi.direct_io = fc_open_direct_io(d->fi.flags);
 	if (d->fi.direct_io)
 		d->fi.keep_cache = 0;
 	/* Without keep_cache the kernel drops the cached pages, but it keeps
@@ -224,7 +232,7 @@ static void create_done(struct fc_mgr_call *mc, int status,
 	fc_inode_named(cl, a.ino, d->ino, d->name);   /* d->ino: the parent */
 	fc_inode_set_new_file(cl, a.ino);
 	d->fi.fh = (uintptr_t)f;
-	d->fi.direct_io = direct_io(d->fi.flags);
+	d->fi.direct_io = fc_open_direct_io(d->fi.flags);
 	d->fi.keep_cache = 0;
 	if (fc_op_reply_create(&d->op, &e, &d->fi) < 0) {
 		release_orphan(cl, a.ino, fh);

@@ -534,6 +534,25 @@ static bool outside_group(fuse_req_t req, uint32_t gid)
 	return true;
 }
 
+bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+{
+	struct fc_attr a;
+	uint32_t kill = 0;
+
+	if (fuse_req_ctx(req)->uid == 0 ||
+	    !fc_inode_get(client(req), ino, &a, NULL) || !S_ISREG(a.mode))
+		return false;
+	if (a.mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((a.mode & S_ISGID) &&
+	    ((a.mode & S_IXGRP) || outside_group(req, a.gid)))
+		kill |= S_ISGID;
+	if (!kill)
+		return false;
+	*mode = a.mode & 07777 & ~kill;
+	return true;
+}
+
 /* Whether a request with nothing to set must drop the setgid bit of ino:
  * Linux (setattr_should_drop_sgid) drops it on write, truncate and chown
  * -1 -1 by a caller outside the group and without CAP_FSETID even without

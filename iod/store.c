@@ -1757,7 +1757,7 @@ void iod_store_space_why(struct iod_store *s, char *buf, size_t len)
 int iod_store_statfs(struct iod_store *s, struct statvfs *out)
 {
 	struct jbd_stats js;
-	uint64_t bs, pending;
+	uint64_t bs, pending, reserve;
 
 	if (fstatvfs(s->dir_fd, out) < 0)
 		return -errno;
@@ -1769,8 +1769,14 @@ int iod_store_statfs(struct iod_store *s, struct statvfs *out)
 		return 0;
 	jbd_stats(s->j, &js);
 	pending = (js.pending_home + bs - 1) / bs;
+	reserve = (s->reserve + bs - 1) / bs;
+	/* pending_home is a worst case (rewrites count as new space): when
+	 * it takes more than half of what would be available, have the
+	 * journal put the data home now, so that the next statfs shows what
+	 * home really holds, not a disk (nearly) full until the log fills. */
+	if (pending && out->f_bavail < 2 * pending + reserve)
+		jbd_want_home(s->j);
 	out->f_bfree = blocks_less(out->f_bfree, pending);
-	out->f_bavail = blocks_less(out->f_bavail,
-				    pending + (s->reserve + bs - 1) / bs);
+	out->f_bavail = blocks_less(out->f_bavail, pending + reserve);
 	return 0;
 }

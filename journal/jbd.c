@@ -497,6 +497,10 @@ static int admit(struct jbd *j, uint64_t bytes)
 			j->urgent_seq = j->frees_seq;
 			jbd__wake(j);    /* the owner runs jbd_process */
 		}
+		/* So does the data in the log, which pending_home counts at
+		 * its worst (jbd_want_home): a rewrite takes no new space. */
+		if ((uint64_t)free_b >= j->opts.reserve + bytes)
+			jbd_want_home(j);
 		return -ENOSPC;
 	}
 	return 0;

@@ -518,7 +518,8 @@ void jbd__cp_kick(struct jbd *j)
 		cp_step(j);     /* the syncfs thread may have finished */
 	if (j->aborted || j->cp_active)
 		goto out;
-	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j);
+	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j) ||
+		    j->home_seq > j->checkpointed_seq;
 	for (struct jbd_waiter *w = j->cp_waiters; w; w = w->next)
 		if (w->seq > j->checkpointed_seq)
 			want = true;

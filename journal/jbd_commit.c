@@ -820,6 +820,21 @@ void jbd__files_kick(struct jbd *j)
 	j->fjobs_wait = j->fjobs_wait_tail = NULL;
 }
 
+void jbd_want_home(struct jbd *j)
+{
+	uint64_t target = last_seq(j);
+
+	if (j->aborted || j->opts.mode != JBD_MODE_JOURNAL ||
+	    j->pending_home == 0 || j->home_seq >= target)
+		return;
+	j->home_seq = target;
+	if (j->want_sync < target)
+		j->want_sync = target;
+	/* No kick from here: admission calls this inside a handle.  The
+	 * owner runs jbd_process, whose kicks sync and checkpoint. */
+	jbd__wake(j);
+}
+
 int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg)
 {
 	if (j->aborted)

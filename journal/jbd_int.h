@@ -327,6 +327,11 @@ struct jbd {
 	/* The newest cut that admission refused a write while it waited:
 	 * urgent until checkpointed (urgent_seq > checkpointed_seq). */
 	uint64_t urgent_seq;
+	/* Space is short while data waits in the log (jbd_want_home): the
+	 * newest transaction to checkpoint now (home_seq > checkpointed_seq),
+	 * so that pending_home, which counts every journaled byte as new
+	 * home space, shrinks to what home really takes. */
+	uint64_t home_seq;
 
 	/* index (data=journal) */
 	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */

@@ -342,6 +342,13 @@ bool jbd_sync_files_busy(const struct jbd *j);
 /* Sync, then checkpoint every transaction (the log becomes empty): cb once
  * the tail has moved.  cb may be NULL. */
 int jbd_checkpoint(struct jbd *j, jbd_done_cb cb, void *arg);
+/* data=journal: space is short while data waits in the log.  Checkpoint
+ * what is journaled now, without waiting for the log to fill: pending_home
+ * (jbd_stats) counts every journaled byte as new home space, also
+ * overwrites of blocks home holds already and blocks written again in
+ * later transactions, so it may hold back far more than home will take.
+ * A no-op when nothing new was journaled since the last call. */
+void jbd_want_home(struct jbd *j);
 
 /* ---- reads through the index of journal-resident blocks ---- */
 

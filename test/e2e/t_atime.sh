@@ -3,7 +3,8 @@
 # is relatime: a read updates an atime older than mtime or ctime (or a day
 # old), then not again; the atime travels to mgrd with the close, so the
 # other mount sees it, as it sees mtime and ctime after a write there.
-# strictatime updates on every read, noatime never.
+# strictatime updates on every read, noatime never.  The other atime
+# options of mount(8) are accepted, and a mount prints nothing.
 . "$(dirname "$0")/lib.sh"
 e2e_begin atime
 M2=$TWINFS_RUN_DIR/mnt2
@@ -65,6 +66,28 @@ cat "$M4/f" >/dev/null
 sleep "$ATTR_WAIT"
 assert_eq noatime-keeps $OLD "$(atime f)"
 assert_eq noatime-mount-flag 1 "$(awk -v p="$M4" '$2 == p && $4 ~ /(^|,)noatime(,|$)/ { n++ } END { print n + 0 }' /proc/mounts)"
+
+# The atime options of an fstab line written for ext4 are accepted
+# (nodiratime: no directory gets atime updates here anyway), and a mount
+# that succeeds prints nothing: twinfs run as mount.fuse3 runs it, without
+# -f, whose output scripts check.
+M5=$TWINFS_RUN_DIR/mnt5
+mkdir -p "$M5"
+E2E_FSMOUNTS+=("$M5")
+out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" "127.0.0.1:$TWINFS_PORT" "$M5" \
+	-o "cluster=$TWINFS_CLUSTER,allow_other,noatime,nodiratime,diratime,norelatime,lazytime,nolazytime,atime" 2>&1)
+assert_eq atime-options-mount 0 "$?"
+assert_eq mount-prints-nothing "" "$out"
+touch -a -d @$OLD f
+cat "$M5/f" >/dev/null
+sleep "$ATTR_WAIT"
+a5=$(atime f)
+((a5 > OLD)) && pass atime-after-noatime || fail atime-after-noatime "atime $a5: atime did not undo noatime"
+mkdir -p d && touch -a -d @$OLD d
+ls "$M5/d" >/dev/null
+sleep "$ATTR_WAIT"
+assert_eq nodiratime-dir-keeps $OLD "$(atime d)"
+fusermount3 -u "$M5" || fail atime-umount5 "unmount of $M5 failed"
 
 cd /
 for m in "$M2" "$M3" "$M4"; do

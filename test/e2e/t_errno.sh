@@ -65,6 +65,40 @@ assert_errno nobody-create-in-1777 no-error "open('ro/mine', 'w').write('x')" no
 assert_errno sticky-eperm EPERM "os.unlink('ro/rootfile')" nobody
 assert_eq nobody-owner "65534:65534" "$(stat -c %u:%g ro/mine)"
 
+# --- O_DIRECT and O_APPEND, as on ext4: a write by nobody clears setuid
+# and setgid (setgid without group execute too: nobody is outside the
+# group), seen at once.  O_APPEND opens are direct_io (one write, one
+# reservation at mgrd), for which the kernel leaves the killing to the
+# file system; O_DIRECT ones are the kernel's, and so a shared writable
+# mmap of them works.
+dwrite_as_nobody() { # FILE FLAGS: one 4 KiB aligned write through them
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" - "$1" "$2" <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | eval(sys.argv[2]))
+buf = mmap.mmap(-1, 4096)
+buf.write(b"n" * 4096)
+os.write(fd, buf)
+os.close(fd)
+EOF
+}
+for flags in O_DIRECT O_APPEND; do
+	for m in 6777:777 4777:777 2777:777 2767:767; do
+		echo data >"kill-$flags"
+		chmod "${m%:*}" "kill-$flags"
+		stat -c %a "kill-$flags" >/dev/null   # cache the mode
+		dwrite_as_nobody "kill-$flags" "os.$flags"
+		assert_eq "write-$flags-kills-privs-${m%:*}" "${m#*:}" "$(stat -c %a "kill-$flags")"
+	done
+done
+assert_errno "mmap-shared-O_DIRECT" no-error "import mmap
+fd = os.open('kill-O_DIRECT', os.O_RDWR | os.O_DIRECT)
+m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[0:4] = b'mmap'
+m.flush()
+m.close()
+os.close(fd)
+assert open('kill-O_DIRECT', 'rb').read(4) == b'mmap'"
+
 cd "$M" && rm -rf "$M/e"
 e2e_verify
 e2e_end

@@ -11,6 +11,7 @@
 # SIGKILL or interrupted by SIGINT leaves nothing behind, a held lock
 # survives an mgrd restart (re-claimed in the grace period), and killing a
 # client's twinfs process releases its locks when its session expires.
+# Inode numbers the kernel holds are st_ino (none in /proc/locks).
 export TWINFS_SESSION_TIMEOUT=${TWINFS_SESSION_TIMEOUT:-2s}
 # The grace must cover a client's reconnect (500 ms poll) on a loaded CI host.
 export TWINFS_LOCK_GRACE=${TWINFS_LOCK_GRACE:-4s}
@@ -23,6 +24,34 @@ M3=$TWINFS_RUN_DIR/mnt3
 trap '' PIPE
 lc mount "$M2" >/dev/null || { fail locks-mount2 "second mount failed"; exit 1; }
 pass locks-mount2
+
+# The kernel's inode number of a file (what /proc/PID/maps shows, and
+# /proc/locks would) is its st_ino and its readdir d_ino, on both mounts,
+# through every reply that names it (create, lookup, readdirplus).  The
+# locks themselves are mgrd's: the kernel passes them on and records none,
+# so /proc/locks (lslocks) lists none of them; its lines near a cluster
+# are the daemons' own locks on their journals.
+inos=$("$PY" - "$M/ino-f" "$M2/ino-f" <<'EOF'
+import fcntl, mmap, os, sys
+a, b = sys.argv[1], sys.argv[2]
+fd = os.open(a, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"x" * 4096)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+m = mmap.mmap(fd, 4096)
+maps = [l.split() for l in open("/proc/self/maps") if l.rstrip().endswith(a)]
+dirent = [e.inode() for e in os.scandir(os.path.dirname(b)) if e.name == "ino-f"]
+dev = os.stat(a).st_dev
+mm = "%02x:%02x" % (os.major(dev), os.minor(dev))
+locks = [l for l in open("/proc/locks") if (":%s:" % mm) in l or (" %s:" % mm) in l]
+print(os.fstat(fd).st_ino, maps[0][4] if maps else "none", os.stat(b).st_ino,
+      dirent[0] if dirent else "none", len(locks))
+EOF
+)
+read -r ino_fstat ino_maps ino_m2 ino_dirent n_proc_locks <<<"$inos"
+assert_eq ino-maps-is-st-ino "$ino_fstat" "$ino_maps"
+assert_eq ino-other-mount "$ino_fstat" "$ino_m2"
+assert_eq ino-readdir "$ino_fstat" "$ino_dirent"
+assert_eq proc-locks-none-of-mount 0 "$n_proc_locks"
 
 probe() { "$PY" "$E2E_DIR/lockprobe.py" "$@" 2>&1; }
 

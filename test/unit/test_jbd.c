@@ -2292,6 +2292,78 @@ Test(jbd, cut_checkpointed_within_commit_interval)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Admission that finds home full while rewrites wait in the log puts them
+ * home at once: pending_home counts each journaled block as new home
+ * space, so rewrites of one block held back far more than home takes, and
+ * an idle iod refused writes (and df showed no space) until its log was
+ * half used.  The writer's retry finds the space. */
+Test(jbd, enospc_checkpoints_pending_rewrites)
+{
+	struct jbd_opts o = mkopts(256 * BS, JBD_MODE_JOURNAL, false);
+	o.reserve = 8 * BS;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	F.free_space = 100 * BS;
+	uint8_t buf[BS];
+	int cnt = 0;
+	for (int i = 0; i < 12; i++) {
+		memset(buf, 'a' + i, sizeof(buf));
+		write1(j, 1, 0, buf, sizeof(buf), &cnt);
+		drain(j);
+	}
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.pending_home, 12 * BS);
+	cr_assert_lt(st.checkpointed_seq, st.closed_seq, "an idle log waits");
+
+	/* Room for the block and the reserve, not for pending_home. */
+	F.free_space = 16 * BS;
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, BS), -ENOSPC);
+	jbd_cancel(h);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.pending_home, 0, "the refused write checkpointed "
+		     "the rewrites");
+	cr_assert_eq(st.checkpointed_seq, st.closed_seq);
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, BS), 0, "the retry fits");
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 13);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* jbd_want_home (a statfs short of space) checkpoints what the log holds,
+ * and is a no-op when nothing new was journaled since. */
+Test(jbd, want_home_checkpoints)
+{
+	struct jbd_opts o = mkopts(256 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[2 * BS];
+	memset(buf, 'w', sizeof(buf));
+	int cnt = 0;
+	write1(j, 1, 0, buf, sizeof(buf), &cnt);
+	drain(j);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.pending_home, 2 * BS);
+	uint64_t cps = st.checkpoints;
+	jbd_want_home(j);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.pending_home, 0);
+	cr_assert_eq(st.checkpoints, cps + 1);
+	cr_assert(F.obj[1].exists, "the data is home");
+	jbd_want_home(j);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.checkpoints, cps + 1, "nothing new: no checkpoint");
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* Admission that finds home full while a cut waits in the log starts
  * that cut's checkpoint at once, not a commit interval later (here 100 s):
  * the writer's retry finds the space. */
