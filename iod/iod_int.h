@@ -135,6 +135,14 @@ struct iod_store_opts {
 	 * from then on every mutation fails with -EIO.  May be NULL. */
 	void (*on_abort)(void *arg);
 	void *abort_arg;
+	/* Keep DIR/journal aside (DIR/journal.quarantined-<unix time>) and
+	 * start with a new journal and a new identity (UUID), as a replaced
+	 * disk: mgrd rebuilds the iod in full from its twin (twinfs-iod
+	 * --quarantine-journal). */
+	bool quarantine_journal;
+	/* Tests only (TWINFS_TEST_REPLAY_EIO=1 with TWINFS_TEST_FAULTS=1):
+	 * replay fails with EIO (journal.h jbd_opts.test_replay_eio). */
+	bool test_replay_eio;
 	/* Tests only: the journal's synchronous I/O layer (fault injection,
 	 * journal.h struct jbd_io_ops); NULL = io_uring. */
 	const struct jbd_io_ops *test_io;
@@ -182,6 +190,17 @@ void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
 /* Test only (TWINFS_TEST_FAULTS, main.c): the next journal write fails
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
+
+/* Subfiles held as lost (store_lost.c): their journaled changes could not
+ * be brought home (a checkpoint or replay failed for a reason of the
+ * subfile's own), so they are not served here until a delete (a full
+ * resync's) replaces them.  n_lost counts them; lost_news grows with every
+ * one added (the daemon reports to mgrd when it moves); lost_first names
+ * one (false when none). */
+size_t iod_store_n_lost(const struct iod_store *s);
+uint64_t iod_store_lost_news(const struct iod_store *s);
+bool iod_store_lost_first(const struct iod_store *s, uint64_t *ino,
+			  uint32_t *column);
 
 /* The largest size a subfile may reach here: the home file system's
  * limit, probed at open.  Every write, truncate, fallocate and punch whose
@@ -430,6 +449,9 @@ struct iod {
 	bool missed_unheard;       /* twin.c pinned a write the twin lacks;
 				    * mgrd has not made it resync yet */
 	uint64_t missed_since_ms;  /* when missed_unheard was set */
+	uint64_t lost_reported;    /* iod_store_lost_news at the last report
+	                            * of lost subfiles, and its time */
+	uint64_t lost_report_ms;
 	/* Fencing: mgrd's expired sessions, sorted, and their list's gen. */
 	uint64_t fenced[WIRE_FENCE_MAX];
 	uint32_t n_fenced;

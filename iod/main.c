@@ -1,6 +1,6 @@
 /* main.c - twinfs-iod: command line, start-up, signals.
  *
- *   twinfs-iod -c CONF -i ID [-v] [--no-mgr]
+ *   twinfs-iod -c CONF -i ID [-v] [--no-mgr] [--quarantine-journal]
  *
  * Runs in the foreground and logs to stderr.  Opens its data directory
  * ([iod ID] dir, store.c), registers with mgrd (mgr.c), connects to its twin
@@ -10,11 +10,18 @@
  * SIGTERM or SIGINT: stop accepting, fail outstanding forwards, let every
  * journaled request complete, then close the journal (sync + checkpoint),
  * exit 0 (1 when the journal had aborted).  --no-mgr is for tests: no
- * mgrd, map from the config.
+ * mgrd, map from the config.  --quarantine-journal is the way out for a
+ * journal that cannot be replayed (the start said so and why): it is kept
+ * aside, untouched, as DIR/journal.quarantined-<time>, and the iod starts
+ * with a new journal and a new identity, as a replaced disk, so mgrd
+ * rebuilds it in full from its twin before it serves a read
+ * (OPERATIONS.md in docs/, "A journal that cannot be replayed").
  *
  * Environment: TWINFS_TEST_FAULTS=1 (failure drills only) makes SIGUSR1
  * fail the next journal write with EIO (iod_store_inject_journal_eio), so
- * that a test can abort the journal of a running iod.
+ * that a test can abort the journal of a running iod; with it,
+ * TWINFS_TEST_REPLAY_EIO=1 fails every home write of the replay at start
+ * with EIO (a journal that cannot be replayed).
  */
 #include "iod_int.h"
 #include "journal.h"
@@ -34,11 +41,16 @@ static bool fault_knob;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: twinfs-iod -c CONF -i ID [-v] [--no-mgr]\n"
+	fprintf(f, "usage: twinfs-iod -c CONF -i ID [-v] [--no-mgr] "
+		"[--quarantine-journal]\n"
 		"  -c CONF     cluster configuration (twinfs.conf)\n"
 		"  -i ID       serve as [iod ID] of CONF\n"
 		"  -v          debug logging\n"
-		"  --no-mgr    tests only: run without mgrd, map from CONF\n");
+		"  --no-mgr    tests only: run without mgrd, map from CONF\n"
+		"  --quarantine-journal\n"
+		"              the journal cannot be replayed: keep it aside as\n"
+		"              DIR/journal.quarantined-TIME, start empty, and be\n"
+		"              rebuilt in full from the twin (as a new disk)\n");
 }
 
 void iod_journal_aborted(void *arg)
@@ -193,6 +205,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "no-mgr", no_argument, NULL, 'N' },
+		{ "quarantine-journal", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -202,7 +215,7 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL;
 	char err[512], *end;
 	long id = -1;
-	bool verbose = false, no_mgr = false, ran = false;
+	bool verbose = false, no_mgr = false, ran = false, quarantine = false;
 	struct jbd_stats js = { 0 };
 	int opt, rc, status = 1;
 
@@ -225,6 +238,9 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			no_mgr = true;
+			break;
+		case 'Q':
+			quarantine = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -277,6 +293,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	fault_knob = getenv("TWINFS_TEST_FAULTS") &&
+		     strcmp(getenv("TWINFS_TEST_FAULTS"), "1") == 0;
 	so.dir = d->me->dir;
 	so.iod_id = d->id;
 	so.cluster = conf->cluster_name;
@@ -286,11 +304,17 @@ int main(int argc, char **argv)
 	so.commit_interval_ms = conf->commit_interval_ms;
 	so.on_abort = iod_journal_aborted;
 	so.abort_arg = d;
+	so.quarantine_journal = quarantine;
+	so.test_replay_eio = fault_knob && getenv("TWINFS_TEST_REPLAY_EIO") &&
+			     strcmp(getenv("TWINFS_TEST_REPLAY_EIO"), "1") == 0;
 	/* Replay happens in here, before registration (mgr.c) and serving. */
 	rc = iod_store_open(&so, &d->store);
 	if (rc < 0) {
-		tw_err("iod %ld: cannot use data directory %s: %s", id,
-		       d->me->dir, strerror(-rc));
+		tw_err("iod %ld: cannot use data directory %s: %s%s", id,
+		       d->me->dir, strerror(-rc), rc == -EBADMSG ? "" :
+		       "; if its journal cannot be replayed, start it once "
+		       "with --quarantine-journal (the journal is kept aside "
+		       "and the iod is rebuilt from its twin)");
 		goto out;
 	}
 
@@ -301,8 +325,6 @@ int main(int argc, char **argv)
 	sig_term.data = sig_int.data = d;
 	uv_signal_start(&sig_term, on_signal, SIGTERM);
 	uv_signal_start(&sig_int, on_signal, SIGINT);
-	fault_knob = getenv("TWINFS_TEST_FAULTS") &&
-		     strcmp(getenv("TWINFS_TEST_FAULTS"), "1") == 0;
 	if (fault_knob) {
 		uv_signal_init(d->loop, &sig_fault);
 		sig_fault.data = d;

@@ -288,8 +288,11 @@ static void on_report_reply(int status, struct wire_msg *reply, void *arg)
 	free(arg);
 }
 
-static void send_report(struct iod *d, uint32_t iod_id, int status,
-			bool missed)
+/* kind: 0 a failure, 1 missed writes (of iod_id, our twin), 2 lost data
+ * (ours). */
+enum { REPORT_FAILURE, REPORT_MISSED, REPORT_LOST };
+
+static void send_report(struct iod *d, uint32_t iod_id, int status, int kind)
 {
 	Twinfs__Report *r = calloc(1, sizeof(*r));
 
@@ -300,7 +303,11 @@ static void send_report(struct iod *d, uint32_t iod_id, int status,
 	r->error = status;
 	r->epoch = d->map.epoch;
 	r->reporter_iod = d->id;
-	r->missed_writes = missed;
+	r->missed_writes = kind == REPORT_MISSED;
+	r->lost_data = kind == REPORT_LOST;
+	if (kind == REPORT_LOST)
+		(void)iod_store_lost_first(d->store, &r->lost_ino,
+					   &r->lost_column);
 	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
 		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
 		free(r);
@@ -319,14 +326,33 @@ void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
 		return;
 	d->report_epoch = d->map.epoch;
 	d->report_ms = now;
-	send_report(d, iod_id, status, false);
+	send_report(d, iod_id, status, REPORT_FAILURE);
 }
 
 void iod_mgr_report_self(struct iod *d)
 {
 	if (d->no_mgr || !d->mgr_peer || d->closing)
 		return;
-	send_report(d, d->id, -EIO, false);
+	send_report(d, d->id, -EIO, REPORT_FAILURE);
+}
+
+/* Whether to tell mgrd (again) that we hold subfiles as lost: at once
+ * when one is new, then every IOD_LOST_REPORT_MS while any is left (a full
+ * resync deletes them; mgrd turns an incremental one into a full one). */
+#define IOD_LOST_REPORT_MS 5000u
+
+static bool lost_due(struct iod *d)
+{
+	uint64_t now = tw_now_ms(), news = iod_store_lost_news(d->store);
+
+	if (iod_store_n_lost(d->store) == 0)
+		return false;
+	if (news == d->lost_reported && now - d->lost_report_ms <
+	    IOD_LOST_REPORT_MS)
+		return false;
+	d->lost_reported = news;
+	d->lost_report_ms = now;
+	return true;
 }
 
 /* Whether the twin still looks readable to us although it missed writes
@@ -406,7 +432,9 @@ static void on_timer(uv_timer_t *t)
 		iod_mgr_report_self(d);
 	iod_twin_stale_check(d);
 	if (missed_due(d))
-		send_report(d, d->twin_id, -EIO, true);
+		send_report(d, d->twin_id, -EIO, REPORT_MISSED);
+	if (lost_due(d))
+		send_report(d, d->id, -EIO, REPORT_LOST);
 	/* Stay connected: mgrd pushes map updates only to iods connected to
 	 * it, and a reconnection re-registers (on_mgr_connect). */
 	if (!wire_peer_connected(d->mgr_peer))

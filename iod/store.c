@@ -148,6 +148,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -224,14 +225,16 @@ int iod_check_range(uint32_t column, uint64_t off, uint64_t len)
 	return 0;
 }
 
-int store_check_mutation(const struct iod_store *s, uint32_t column,
-			 uint64_t off, uint64_t len)
+int store_check_mutation(const struct iod_store *s, uint64_t ino,
+			 uint32_t column, uint64_t off, uint64_t len)
 {
 	int rc = iod_check_range(column, off, len);
 
 	if (rc < 0)
 		return rc;
-	return off + len > s->max_size ? -EFBIG : 0;
+	if (off + len > s->max_size)
+		return -EFBIG;
+	return store_lost_check(s, ino, column);
 }
 
 uint64_t iod_store_max_size(const struct iod_store *s)
@@ -410,6 +413,40 @@ static int id_create(struct iod_store *s, const char *cluster)
 	s->is_new = true;
 	tw_info("data directory %s is new: iod %" PRIu32 " of cluster '%s'",
 		s->dir, s->iod_id, cluster);
+	return 0;
+}
+
+/* twinfs-iod --quarantine-journal: DIR/journal goes aside, untouched, as
+ * DIR/journal.quarantined-<unix time>, and the identity file goes with it
+ * (twinfs-id.quarantined-<time>): id_check then makes a new identity, so
+ * the iod registers as a new disk (IodRegister.fresh, a new UUID) and mgrd
+ * rebuilds it in full from its twin before it serves anything.  What the
+ * journal held that its twin does not is in the kept file. */
+static int quarantine_journal(struct iod_store *s)
+{
+	char jname[64], iname[64];
+	long t = (long)time(NULL);
+
+	snprintf(jname, sizeof(jname), "journal.quarantined-%ld", t);
+	snprintf(iname, sizeof(iname), ID_FILE ".quarantined-%ld", t);
+	if (renameat(s->dir_fd, "journal", s->dir_fd, jname) < 0 &&
+	    errno != ENOENT) {
+		tw_err("data directory %s: cannot set the journal aside as "
+		       "%s: %s", s->dir, jname, strerror(errno));
+		return -errno;
+	}
+	if (renameat(s->dir_fd, ID_FILE, s->dir_fd, iname) < 0 &&
+	    errno != ENOENT) {
+		tw_err("data directory %s: cannot set %s aside: %s", s->dir,
+		       ID_FILE, strerror(errno));
+		return -errno;
+	}
+	if (fsync(s->dir_fd) < 0)
+		return -errno;
+	tw_warn("data directory %s: journal QUARANTINED as %s/%s (kept, not "
+		"replayed): this iod starts empty-handed as a new disk and is "
+		"rebuilt in full from its twin; writes only that journal held "
+		"are lost unless the twin has them", s->dir, s->dir, jname);
 	return 0;
 }
 
@@ -602,6 +639,11 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 		rc = -errno;
 		tw_err("data directory %s: %s", s->dir, strerror(-rc));
 		goto fail;
+	}
+	if (opts->quarantine_journal) {
+		rc = quarantine_journal(s);
+		if (rc < 0)
+			goto fail;
 	}
 	rc = id_check(s, opts->cluster);
 	if (rc < 0)

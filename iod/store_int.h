@@ -126,6 +126,16 @@ struct iod_store {
 	bool abort_reported;
 	void (*on_abort)(void *arg);
 	void *abort_arg;
+
+	/* store_lost.c */
+	struct tw_hmap lost;       /* obj + 1 -> struct store_lost * */
+	uint64_t lost_news;        /* subfiles ever added to it */
+};
+
+/* A subfile held as lost (store_lost.c). */
+struct store_lost {
+	int err;                   /* why it could not go home (-errno) */
+	uint64_t seq;              /* the journal transaction */
 };
 
 /* Object id of the journal: ino << 8 | column (IOD_MAX_INO keeps it
@@ -145,13 +155,24 @@ static inline uint32_t store_obj_column(uint64_t obj)
 	return (uint32_t)(obj & 0xff);
 }
 
+/* store_lost.c: subfiles whose journaled changes could not go home.
+ * load: at open, before the journal replays (-EBADMSG for a damaged
+ * list); add: hold obj as lost (journal.h home_failed); drop: obj was
+ * deleted; check: -EIO when (ino, column) is held as lost, else 0. */
+int store_lost_load(struct iod_store *s);
+void store_lost_free(struct iod_store *s);
+int store_lost_add(struct iod_store *s, uint64_t obj, int err, uint64_t seq);
+void store_lost_drop(struct iod_store *s, uint64_t obj);
+int store_lost_check(const struct iod_store *s, uint64_t ino, uint32_t column);
+
 /* store.c: home side */
 int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
 /* A mutation of [off, off + len) of a subfile: -EINVAL as iod_check_range,
  * -EFBIG when its end passes s->max_size (nothing is journaled: the
- * checkpoint could never write it home). */
-int store_check_mutation(const struct iod_store *s, uint32_t column,
-			 uint64_t off, uint64_t len);
+ * checkpoint could never write it home), -EIO when the subfile is held as
+ * lost (store_lost.c). */
+int store_check_mutation(const struct iod_store *s, uint64_t ino,
+			 uint32_t column, uint64_t off, uint64_t len);
 void store_home_close(struct iod_store *s);
 void store_flags_clean_stop(struct iod_store *s);
 /* Find or open a subfile; with layout non-NULL create it if absent

@@ -550,6 +550,15 @@ static void free_state(struct iod_store *s)
 		free(val);
 	tw_hmap_free(&s->smeta);
 	store_intents_free(s);
+	store_lost_free(s);
+}
+
+/* jbd_ops.home_failed: the journal could not bring obj home for a reason
+ * of obj's own; hold it as lost (store_lost.c) rather than abort every
+ * other subfile's service with it. */
+static int op_home_failed(void *arg, uint64_t obj, uint64_t seq, int err)
+{
+	return store_lost_add(arg, obj, err, seq);
 }
 
 int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
@@ -568,6 +577,15 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	s->abort_arg = opts->abort_arg;
 	rc = store_home_open(s, opts);
 	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	rc = store_lost_load(s);
+	if (rc < 0) {
+		tw_err("data directory %s: the list of lost subfiles: %s",
+		       s->dir, strerror(-rc));
+		store_lost_free(s);
+		store_home_close(s);
 		free(s);
 		return rc;
 	}
@@ -597,8 +615,10 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		jo.ops.home_sync_fds = op_home_sync_fds;
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
+	jo.ops.home_failed = op_home_failed;
 	jo.ops.arg = s;
 	jo.io = opts->test_io;
+	jo.test_replay_eio = opts->test_replay_eio;
 	jo.owner_drains = true;   /* main.c: a uv_prepare before each sleep */
 	/* Replay runs in here, before the iod registers with mgrd or
 	 * serves anything. */
@@ -750,7 +770,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	unsigned nrec = 0;
 	int rc;
 
-	rc = store_check_mutation(s, column, off, len);
+	rc = store_check_mutation(s, ino, column, off, len);
 	if (rc < 0)
 		return rc;
 	if (store_check_ids(ino, column) < 0)
@@ -841,6 +861,9 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = iod_check_range(column, off, len);
 	if (rc < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
+	rc = store_lost_check(s, ino, column);
+	if (rc < 0)
+		return rc;
 	rc = store_stat_logical(s, ino, column, st);
 	if (rc < 0)
 		return rc;
@@ -926,7 +949,7 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	bool mark;
 	int rc;
 
-	rc = store_check_mutation(s, column, size, 0);
+	rc = store_check_mutation(s, ino, column, size, 0);
 	if (rc < 0)
 		return rc;
 	if (store_check_ids(ino, column) < 0)
@@ -1047,6 +1070,10 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		store_unlinkq_kick(s);
 	if (rc < 0)
 		return rc;
+	/* A lost subfile is replaced by its deletion (absent ones too: its
+	 * creation may be what could not go home). */
+	for (size_t k = 0; k < n && s->lost.count; k++)
+		store_lost_drop(s, store_obj(ino, columns[k]));
 	for (size_t k = 0; k < n_gone; k++) {
 		uint64_t obj = store_obj(ino, gone[k]);
 		struct intent *in = store_intent_get(s, obj, false);
@@ -1303,6 +1330,9 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
+	rc = store_lost_check(s, ino, column);
+	if (rc < 0)
+		return rc;
 	rc = store_stat_logical(s, ino, column, &st);
 	if (rc < 0)
 		return rc;

@@ -166,7 +166,7 @@ int iod_store_fallocate(struct iod_store *s, uint64_t ino, uint32_t column,
 	assert(layout);
 	if (len == 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = store_check_mutation(s, column, off, len);
+	rc = store_check_mutation(s, ino, column, off, len);
 	if (rc < 0)
 		return rc;
 	rc = store_change_start(s, ino, column, trunc_gen, &ls, &gen);
@@ -229,7 +229,7 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 
 	if (len == 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
-	rc = store_check_mutation(s, column, off, len);
+	rc = store_check_mutation(s, ino, column, off, len);
 	if (rc < 0)
 		return rc;
 	rc = store_existing_start(s, ino, column, trunc_gen, st, cb, arg, &gen);
@@ -322,6 +322,9 @@ int iod_store_seek(struct iod_store *s, uint64_t ino, uint32_t column,
 	if ((whence != SEEK_DATA && whence != SEEK_HOLE) ||
 	    iod_check_range(column, off, 0) < 0 || store_check_ids(ino, column) < 0)
 		return -EINVAL;
+	rc = store_lost_check(s, ino, column);
+	if (rc < 0)
+		return rc;
 	rc = store_stat_logical(s, ino, column, &st);
 	if (rc < 0)
 		return rc;

@@ -141,6 +141,31 @@ int jbd_aborted(const struct jbd *j)
 	return j->aborted;
 }
 
+bool jbd_obj_error(int err)
+{
+	switch (-err) {
+	case EFBIG:
+	case EINVAL:
+	case EPERM:
+	case EACCES:
+	case ENAMETOOLONG:
+	case ELOOP:
+	case EOVERFLOW:
+	case ERANGE:
+	case EBADMSG:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool jbd__obj_set_aside(struct jbd *j, uint64_t obj, uint64_t seq, int err)
+{
+	if (!jbd_obj_error(err) || !j->ops.home_failed)
+		return false;
+	return j->ops.home_failed(j->ops.arg, obj, seq, err) == 0;
+}
+
 int jbd__home_dup(struct jbd *j, uint64_t obj, bool create, int *fd)
 {
 	int hfd = -1;

@@ -74,6 +74,9 @@ struct jbd_cp {
 	struct cp_busy *busy;           /* home writes in flight */
 	unsigned n_busy;
 	struct tw_hmap seen;            /* obj + 1 -> 1: objs without repeats */
+	struct tw_hmap aside;           /* obj + 1 -> 1: set aside by the owner
+	                                 * (jbd_ops.home_failed): its other
+	                                 * items are skipped */
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
 	struct jbd_bgsync home;         /* CP_HOMESYNC */
@@ -104,6 +107,7 @@ void jbd__cp_fini(struct jbd *j)
 	tw_hmap_free(&cp->dfds);
 	free(cp->busy);
 	tw_hmap_free(&cp->seen);
+	tw_hmap_free(&cp->aside);
 	free(cp->objs);
 	free(cp);
 	j->cp = NULL;
@@ -212,6 +216,27 @@ static void cp_unbusy(struct jbd_cp *cp, const struct jbd_io *io)
 
 static void cp_step(struct jbd *j);
 
+static bool cp_is_aside(const struct jbd_cp *cp, uint64_t obj)
+{
+	return tw_hmap_get(&cp->aside, obj + 1) != NULL;
+}
+
+/* An item of obj failed with rc: true when obj is (now) set aside, so the
+ * checkpoint goes on without it (jbd_ops.home_failed). */
+static bool cp_set_aside(struct jbd *j, struct jbd_cp *cp, uint64_t obj,
+			 int rc)
+{
+	uint64_t seq = cp->cur ? cp->cur->seq : cp->last->seq;
+
+	if (cp_is_aside(cp, obj))
+		return true;      /* a second write in flight failed too */
+	if (!jbd__obj_set_aside(j, obj, seq, rc))
+		return false;
+	if (tw_hmap_put(&cp->aside, obj + 1, (void *)1) < 0)
+		return false;
+	return true;
+}
+
 static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 {
 	struct jbd_cp *cp = j->cp;
@@ -219,6 +244,9 @@ static void cp_io_done(struct jbd *j, struct jbd_io *io, int rc)
 	cp->inflight--;
 	if (io->kind == JBD_IO_HOME)
 		cp_unbusy(cp, io);
+	if (rc < 0 && io->kind == JBD_IO_HOME &&
+	    cp_set_aside(j, cp, io->obj, rc))
+		rc = 0;
 	if (rc < 0) {
 		jbd__abort(j, rc, io->kind == JBD_IO_HOME ?
 			   "checkpoint write to a home object" :
@@ -383,6 +411,10 @@ static void cp_step(struct jbd *j)
 		}
 		struct jbd_item *it = &cp->cur->items[cp->item];
 		int rc = 0;
+		if (cp->aside.count && cp_is_aside(cp, it->obj)) {
+			cp->item++;       /* the owner holds obj as lost */
+			continue;
+		}
 		if (it->kind == ITEM_DATA) {
 			/* CP_ITEMS: only home writes are in flight */
 			assert(cp->n_busy == cp->inflight);
@@ -390,6 +422,8 @@ static void cp_step(struct jbd *j)
 				return;
 			int fd;
 			rc = cp_fd(j, cp, it->obj, &fd);
+			if (rc < 0 && cp_set_aside(j, cp, it->obj, rc))
+				continue;
 			if (rc < 0) {
 				jbd__abort(j, rc, "opening a home object");
 				return;
@@ -474,6 +508,8 @@ static void cp_step(struct jbd *j)
 				rc = j->ops.apply(j->ops.arg, JBD_PHASE_CHECKPOINT,
 						  cp->cur->seq, it->obj, it->cut,
 						  it->buf, it->len);
+				if (rc < 0 && cp_set_aside(j, cp, it->obj, rc))
+					continue;
 				if (rc < 0) {
 					jbd__abort(j, rc, "applying a record");
 					return;
@@ -561,6 +597,7 @@ void jbd__cp_kick(struct jbd *j)
 		goto out;
 	}
 	tw_hmap_init(&cp->seen);
+	tw_hmap_init(&cp->aside);
 	cp->first = first;
 	struct jbd_txn *t = first;
 	for (;;) {

@@ -370,6 +370,10 @@ void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);
 void jbd__abort(struct jbd *j, int rc, const char *what);
+/* A checkpoint or replay of obj (transaction seq) failed with err: true
+ * when the owner set obj aside (jbd_ops.home_failed), so the caller
+ * skips obj's other items and goes on; false: abort or fail as before. */
+bool jbd__obj_set_aside(struct jbd *j, uint64_t obj, uint64_t seq, int err);
 void jbd__queue_cb(struct jbd *j, jbd_done_cb cb, void *arg, int rc);
 /* jbd_io.c: make the owner's event loop run jbd_process (the eventfd;
  * nothing before it exists). */

@@ -37,7 +37,25 @@ struct rscan {
 	struct txn_ext *txns;
 	size_t n_txns, cap_txns;
 	struct tw_hmap inplace;       /* obj + 1 -> (void *)(last seq) */
+	struct tw_hmap aside;         /* obj + 1 -> 1: set aside by the owner
+	                               * (jbd_ops.home_failed): its later
+	                               * items are not replayed */
 };
+
+/* Replaying an item of obj failed with rc: true when the owner set obj
+ * aside (now or before), so replay goes on without it. */
+static bool replay_set_aside(struct rscan *s, uint64_t obj, uint64_t seq,
+			     int rc)
+{
+	if (tw_hmap_get(&s->aside, obj + 1))
+		return true;
+	if (!jbd__obj_set_aside(s->j, obj, seq, rc))
+		return false;
+	tw_log_rl(TW_LOG_ERR, "journal %s: transaction %" PRIu64 ": object "
+		  "%" PRIu64 " cannot be brought home (%s): set aside, replay "
+		  "goes on", s->j->opts.path, seq, obj, strerror(-rc));
+	return tw_hmap_put(&s->aside, obj + 1, (void *)1) == 0;
+}
 
 static int read_log_block(struct jbd *j, uint64_t pos, uint8_t *buf)
 {
@@ -252,9 +270,16 @@ static int replay_txn(struct rscan *s, const struct txn_ext *t,
 					info->skipped_cuts++;
 					continue;
 				}
+				if (tw_hmap_get(&s->aside, obj + 1))
+					continue;
 				if (j->ops.apply) {
 					rc = j->ops.apply(j->ops.arg, JBD_PHASE_REPLAY,
 							  t->seq, obj, cut, payload, len);
+					if (rc < 0 &&
+					    replay_set_aside(s, obj, t->seq, rc)) {
+						rc = 0;
+						continue;
+					}
 					if (rc < 0)
 						goto out;
 				}
@@ -275,6 +300,10 @@ static int replay_txn(struct rscan *s, const struct txn_ext *t,
 			uint64_t obj = le64toh(tags[i].obj);
 			if (fl & JBD_TAG_INPLACE)
 				continue;
+			if (tw_hmap_get(&s->aside, obj + 1)) {
+				n++;      /* its data block: not replayed */
+				continue;
+			}
 			rc = read_log_block(j, jbd__log_next(j, t->start, n), data);
 			if (rc < 0)
 				goto out;
@@ -284,13 +313,19 @@ static int replay_txn(struct rscan *s, const struct txn_ext *t,
 				memcpy(data, &m, 4);
 			}
 			int fd;
-			rc = jbd__home_dup(j, obj, true, &fd);
-			if (rc < 0)
-				goto out;
-			rc = jbd__pwrite_sync(j, JBD_IO_HOME, fd, data,
-					      le32toh(tags[i].len),
-					      le64toh(tags[i].blk) * JBD_BLOCK_SIZE);
-			close(fd);
+			rc = j->opts.test_replay_eio ? -EIO :
+			     jbd__home_dup(j, obj, true, &fd);
+			if (rc == 0) {
+				rc = jbd__pwrite_sync(j, JBD_IO_HOME, fd, data,
+						      le32toh(tags[i].len),
+						      le64toh(tags[i].blk) *
+						      JBD_BLOCK_SIZE);
+				close(fd);
+			}
+			if (rc < 0 && replay_set_aside(s, obj, t->seq, rc)) {
+				rc = 0;
+				continue;
+			}
 			if (rc < 0)
 				goto out;
 			info->blocks++;
@@ -355,6 +390,7 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 	uint64_t *objs = NULL;
 	size_t n_objs = 0, cap_objs = 0;
 	tw_hmap_init(&s.inplace);
+	tw_hmap_init(&s.aside);
 	s.blk = malloc(JBD_BLOCK_SIZE);
 	if (s.blk == NULL) {
 		rc = -ENOMEM;
@@ -455,5 +491,6 @@ out:
 	free(s.txns);
 	free(objs);
 	tw_hmap_free(&s.inplace);
+	tw_hmap_free(&s.aside);
 	return rc;
 }

@@ -187,8 +187,27 @@ struct jbd_ops {
 	/* Free bytes on the home file system (statvfs f_bavail * f_frsize).
 	 * Optional: NULL disables admission control. */
 	int64_t (*free_space)(void *arg);
+	/* Optional: a checkpoint or replay could not bring obj home (a home
+	 * write, opening it, or applying one of its records in transaction
+	 * seq failed with err) for a reason that is the object's, not the
+	 * disk's (jbd_obj_error).  Return 0 to set obj aside: the library
+	 * skips obj's other blocks and records in that checkpoint or replay
+	 * and goes on (the caller owns what obj now holds: it must not
+	 * serve it as if the writes had landed); a negative errno, or no
+	 * callback, aborts the journal (J12) or fails replay as any other
+	 * error.  Such an error, were it to abort, would come back at every
+	 * replay and keep the whole store from starting for one object. */
+	int (*home_failed)(void *arg, uint64_t obj, uint64_t seq, int err);
 	void *arg;
 };
+
+/* Whether err (negative errno) from a home object's write, open or record
+ * is the object's own (EFBIG, EINVAL, EPERM, EACCES, ENAMETOOLONG, ...:
+ * retrying cannot help and other objects are fine), not the disk's or
+ * the process's (EIO, ENOSPC, EDQUOT, EROFS, ENOMEM, EMFILE, ...) nor a
+ * damaged home tree's (EISDIR, ENOTDIR: a directory where an object
+ * belongs, which the operator must see before anything starts). */
+bool jbd_obj_error(int err);
 
 /* A synchronous I/O layer that replaces io_uring and plain pread/pwrite for
  * every journal and home operation the library issues (tests inject
@@ -222,6 +241,10 @@ struct jbd_opts {
 	                              * loop" above) */
 	struct jbd_ops ops;
 	const struct jbd_io_ops *io; /* test only; NULL = io_uring */
+	bool test_replay_eio;        /* test only: every home write of a
+	                              * replay fails with EIO, as a failing
+	                              * disk's would (the drill of
+	                              * twinfs-iod --quarantine-journal) */
 };
 
 /* What jbd_open replayed (also logged at INFO). */

@@ -1051,6 +1051,39 @@ static int missed_writes(struct mgr_server *s, const struct mgr_conn *mc,
 	return 0;
 }
 
+/* Report.lost_data: iod `id` holds subfiles as lost (its journal could
+ * not bring their changes home).  It is rebuilt in full from its twin
+ * (as twinfsctl rebuild --full: the full copy deletes each subfile first,
+ * which clears the iod's list), and serves no read meanwhile.  -EAGAIN
+ * while the twin cannot serve: the iod reports again. */
+static int lost_data(struct mgr_server *s, const struct mgr_conn *mc,
+		     const Twinfs__Report *q)
+{
+	char path[256];
+	int rc;
+
+	if (mc->role != TWINFS__ROLE__ROLE_IOD || mc->iod_id != q->iod_id ||
+	    q->reporter_iod != q->iod_id)
+		return -EPERM;
+	if (mgr_ns_ino_path(&s->st.ns, q->lost_ino, path, sizeof(path)) < 0)
+		snprintf(path, sizeof(path), "(no path)");
+	rc = mgr_resync_rebuild(s->resync, q->iod_id, true, 0);
+	if (rc == 0)
+		tw_log_rl(TW_LOG_ERR, "mgrd: iod %u holds %s (ino %llu column "
+			  "%u) as lost (%s): its twin serves it, and iod %u "
+			  "is rebuilt from its twin in full", q->iod_id, path,
+			  (unsigned long long)q->lost_ino, q->lost_column,
+			  strerror(q->error < 0 ? -q->error : EIO), q->iod_id);
+	else
+		tw_log_rl(TW_LOG_ERR, "mgrd: iod %u holds %s (ino %llu column "
+			  "%u) as lost (%s), and its twin cannot serve it now: "
+			  "reads of that file fail with EIO until one can",
+			  q->iod_id, path, (unsigned long long)q->lost_ino,
+			  q->lost_column,
+			  strerror(q->error < 0 ? -q->error : EIO));
+	return rc < 0 ? -EAGAIN : 0;
+}
+
 static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 		     struct wire_conn *c, struct wire_msg *m)
 {
@@ -1058,6 +1091,10 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 
 	if (!mgr_map_iod(&s->st.map, q->iod_id)) {
 		mgr_srv_reply(c, &m->hdr, -ENOENT, NULL);
+		return;
+	}
+	if (q->lost_data) {
+		mgr_srv_reply(c, &m->hdr, lost_data(s, mc, q), NULL);
 		return;
 	}
 	if (q->missed_writes) {

@@ -84,6 +84,10 @@ struct fault {
 	/* ordering probes */
 	unsigned home_syncs, log_writes_after_home_sync;
 	int64_t free_space;      /* < 0: no admission */
+	/* Every home write of object home_err_obj fails with home_err (an
+	 * error of the object's own, such as EFBIG); 0: none. */
+	int home_err;
+	uint64_t home_err_obj;
 };
 
 static struct fault F;
@@ -136,6 +140,9 @@ static long f_pwrite(void *arg, enum jbd_io_kind kind, int fd,
 {
 	if (kind == JBD_IO_LOG)
 		log_load(fd);
+	if (kind == JBD_IO_HOME && F.home_err &&
+	    fobj_of_fd(fd) == &F.obj[F.home_err_obj])
+		return F.home_err;
 	int f = fault_take_hit(kind == JBD_IO_HOME ? HIT_HOME :
 			       off == 0 ? HIT_SUPER : HIT_LOG);
 	if (f == F_DROP)
@@ -1637,6 +1644,85 @@ static void injected_eio(bool faulty)
 	write1(j, 1, 0, b, sizeof(b), &ok);
 	drain(j);
 	cr_assert_eq(ok, 2);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* A home write that fails for a reason of the object's own (EFBIG) sets
+ * that object aside through ops.home_failed, at checkpoint and at
+ * replay: the journal does not abort, replay does not fail, and every
+ * other object goes home.  Without the callback, or for a disk's error
+ * (EIO), the old rule holds: abort, or a replay that fails. */
+static unsigned aside_calls;
+static uint64_t aside_obj;
+
+static int h_home_failed(void *arg, uint64_t obj, uint64_t seq, int err)
+{
+	cr_assert_eq(err, -EFBIG);
+	cr_assert(seq > 0);
+	aside_calls++;
+	aside_obj = obj;
+	return 0;
+}
+
+static void home_bytes(uint64_t obj, uint64_t off, void *buf, size_t len)
+{
+	cr_assert_eq(pread(F.obj[obj].fd, buf, len, (off_t)off),
+		     (ssize_t)len);
+}
+
+Test(jbd, object_error_sets_it_aside)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd_stats st;
+	struct jbd *j;
+	uint8_t a[BS], b[BS], r[BS];
+	int ok = 0;
+
+	o.ops.home_failed = h_home_failed;
+	cr_assert(jbd_obj_error(-EFBIG) && jbd_obj_error(-EPERM));
+	cr_assert(!jbd_obj_error(-EIO) && !jbd_obj_error(-ENOSPC));
+	memset(a, 0xa1, sizeof(a));
+	memset(b, 0xb2, sizeof(b));
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	write1(j, 1, 0, a, sizeof(a), &ok);
+	write1(j, 2, 0, b, sizeof(b), &ok);
+	write1(j, 2, BS, b, sizeof(b), &ok);
+	drain(j);
+	cr_assert_eq(ok, 3);
+	/* checkpoint: object 2 cannot go home */
+	F.home_err = -EFBIG;
+	F.home_err_obj = 2;
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.aborted, 0, "no abort for one object's error");
+	cr_assert_eq(aside_calls, 1, "once per checkpoint, however many writes");
+	cr_assert_eq(aside_obj, 2);
+	home_bytes(1, 0, r, sizeof(r));
+	cr_assert_eq(memcmp(r, a, BS), 0, "the other object went home");
+	/* replay: a crash with both objects' writes in the log */
+	write1(j, 1, 0, b, sizeof(b), &ok);
+	write1(j, 2, 0, a, sizeof(a), &ok);
+	drain(j);
+	jbd_abandon(j);
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0, "replay goes on");
+	cr_assert_eq(aside_calls, 2);
+	home_bytes(1, 0, r, sizeof(r));
+	cr_assert_eq(memcmp(r, b, BS), 0, "object 1 replayed");
+	write1(j, 1, 0, a, sizeof(a), &ok);
+	write1(j, 2, 0, b, sizeof(b), &ok);
+	drain(j);
+	jbd_abandon(j);
+	/* the old rules: no callback, or a disk's error */
+	o.ops.home_failed = NULL;
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), -EFBIG);
+	o.ops.home_failed = h_home_failed;
+	F.home_err = -EIO;
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), -EIO);
+	F.home_err = 0;
+	F.log_loaded = false;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
 	cr_assert_eq(jbd_close(j), 0);
 }
 
