@@ -364,8 +364,10 @@ uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l)
 
 /* Hold a write-like op to its file's limit before anything is sent: a
  * write that starts at or past it fails EFBIG and one that crosses it is
- * shortened, as the kernel does for a local file; a fallocate of any mode
- * that ends past it fails EFBIG (vfs_fallocate's rule).  0, or EFBIG. */
+ * shortened, as the kernel does for a local file, except an O_DIRECT one
+ * (the kernel's asynchronous direct I/O turns a short reply into EIO:
+ * EFBIG says why); a fallocate of any mode that ends past it fails EFBIG
+ * (vfs_fallocate's rule).  0, or EFBIG. */
 static int hold_to_limit(struct dop *d)
 {
 	uint64_t lim = fc_file_limit(d->op.cl, &d->attr.layout);
@@ -374,7 +376,8 @@ static int hold_to_limit(struct dop *d)
 	if (d->kind == DOP_WRITE) {
 		if (d->size == 0)
 			return 0;
-		if (d->off < lim) {
+		if (d->off < lim && (d->size <= lim - d->off ||
+				     !(d->flags & O_DIRECT))) {
 			d->size = (size_t)TW_MIN((uint64_t)d->size, lim - d->off);
 			return 0;
 		}

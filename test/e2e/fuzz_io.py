@@ -24,8 +24,9 @@ parent punches a hole in CKPT (striped over every group: a punch returns
 only once each iod holding it has checkpointed its journal, so whatever
 the round journaled has been written home, where a bad offset fails), and
 each worker reads every file back and compares it with its model.  Last,
-the huge files are cut to 64 MiB so that twinfsctl verify (which walks a
-subfile 1 MiB at a time) stays quick.
+the huge files are cut to 64 MiB: twinfsctl verify skips holes, but
+still makes one call per 4 GiB of a subfile's span, and a round's verify
+should take seconds.
 
 A worker stops at its first failure and prints it with its last
 operations; a worker that does not finish within DEADLINE seconds is a
@@ -64,9 +65,11 @@ below 1 TiB may be refused:
                   EINVAL  a negative resulting offset; EOVERFLOW  one past
                           2^63-1 (SEEK_END/SEEK_CUR + 2^63-1)
   pread           EINVAL  offset + length past 2^63-1, or negative
-  O_DIRECT write  EINVAL  a misaligned buffer, offset or length only (the
-                          TwinFS client opens O_DIRECT files direct_io and
-                          takes them; a block file system refuses them)
+  O_DIRECT write  EINVAL  a misaligned buffer, offset or length only (a
+                          block file system refuses them; FUSE's kernel
+                          path takes them)
+                  EFBIG   one that crosses the limit fails whole (the
+                          kernel's direct I/O cannot take a short write)
   mmap/msync      none (only ranges inside the file are mapped)
 A write or copy may be short only where it crosses the limit (the kernel
 cuts one that crosses 2^63-1), and then only what it reports counts.
