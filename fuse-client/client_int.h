@@ -404,6 +404,10 @@ struct fc_client {
 	/* mgrd */
 	struct wire_peer *mgr, *ctl;
 	uint64_t session;
+	/* What resumes it (HelloReply.session_secret): mgrd refuses a HELLO
+	 * naming a live session without it. */
+	uint8_t session_secret[16];
+	size_t session_secret_len;
 	uint64_t mgr_incarnation;
 	uint64_t next_seq;
 	uint64_t last_answered_seq;

@@ -86,25 +86,34 @@ static void fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
 	wire_hello_init(h, cl->opts.cluster, TWINFS__ROLE__ROLE_CLIENT,
 			cl->incarnation);
 	h->session_id = cl->session;
+	h->session_secret.data = cl->session_secret;
+	h->session_secret.len = cl->session_secret_len;
 	h->hostname = cl->hostname;
 	h->control = control;
 }
 
 /* mgrd named the session bound to a connection: normally ours; a new one
  * when mgrd lost ours (then exactly-once and open handles of the old one
- * are gone).  Future HELLOs carry it. */
+ * are gone).  Future HELLOs carry it, with its secret. */
 static void adopt_session(struct fc_client *cl, struct wire_peer *p,
-			  uint64_t session)
+			  const Twinfs__HelloReply *reply)
 {
+	uint64_t session = reply->session_id;
+	const ProtobufCBinaryData *sec = &reply->session_secret;
 	Twinfs__Hello h;
 
-	if (session == 0 || session == cl->session)
+	if (session == 0 || (session == cl->session &&
+			     sec->len == cl->session_secret_len &&
+			     memcmp(sec->data, cl->session_secret,
+				    sec->len) == 0))
 		return;
-	if (cl->session)
+	if (cl->session && session != cl->session)
 		tw_warn("mgrd %s did not resume session %" PRIu64
 			" (now %" PRIu64 "): open files may have been released",
 			wire_peer_name(p), cl->session, session);
 	cl->session = session;
+	cl->session_secret_len = TW_MIN(sec->len, sizeof(cl->session_secret));
+	memcpy(cl->session_secret, sec->data, cl->session_secret_len);
 	fill_hello(cl, &h, false);
 	if (cl->mgr)
 		wire_peer_set_hello(cl->mgr, &h);
@@ -135,7 +144,7 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 	restarted = cl->mgr_incarnation &&
 		    reply->incarnation != cl->mgr_incarnation;
 	cl->mgr_incarnation = reply->incarnation;
-	adopt_session(cl, p, reply->session_id);
+	adopt_session(cl, p, reply);
 	/* Locks live in mgrd's memory: take ours again within its grace. */
 	if (restarted)
 		fc_lock_reclaim(cl);
@@ -173,7 +182,7 @@ static void on_ctl_connect(struct wire_peer *p, int status,
 	if (status < 0)
 		return;
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
-	adopt_session(cl, p, reply->session_id);
+	adopt_session(cl, p, reply);
 	if (reply->epoch > cl->epoch && !cl->stopping)
 		fc_map_refresh(cl, NULL);
 }

@@ -364,8 +364,15 @@ struct mgr_handle {
 	uint32_t flags;
 };
 
+#define MGR_SESSION_SECRET_LEN 16u
+
 struct mgr_session {
 	uint64_t id;
+	/* What a HELLO must present to resume it (proto/FORMAT.md
+	 * "Sessions"): random at creation, journaled with SESSION_NEW.  A
+	 * session of an older data directory has none and is never resumed. */
+	uint8_t secret[MGR_SESSION_SECRET_LEN];
+	bool has_secret;
 	uint64_t next_fh;
 	struct tw_hmap handles;   /* fh -> struct mgr_handle */
 	struct tw_hmap replies;   /* seq -> struct mgr_reply */

@@ -27,9 +27,10 @@
 
 #define REC_VERSION   1u
 #define SNAP_MAGIC    0x534d5754u   /* "TWMS" */
-#define SNAP_VERSION  4u               /* 2 adds the resync job records,
+#define SNAP_VERSION  5u               /* 2 adds the resync job records,
 					* 3 the sizes to probe, 4 the
-					* fenced sessions */
+					* fenced sessions, 5 the sessions'
+					* resume secrets */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
 #define SNAPSHOT_RETRY_BYTES   (16ull << 20)
@@ -647,6 +648,11 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		if (!s)
 			return -EEXIST;
 		op->session = s->id;
+		/* The resume secret travels in the uuid field. */
+		if (op->uuid_len == MGR_SESSION_SECRET_LEN) {
+			memcpy(s->secret, op->uuid, MGR_SESSION_SECRET_LEN);
+			s->has_secret = true;
+		}
 		return 0;
 	case MGR_OP_SESSION_EXPIRE:
 		return apply_expire(st, op);
@@ -805,6 +811,8 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		size_t nf;
 
 		put_u64(&b, s->id);
+		put_bytes(&b, s->secret, s->has_secret ?
+			  MGR_SESSION_SECRET_LEN : 0);
 		put_u64(&b, s->next_fh);
 		fhs = mgr_hmap_sorted_keys(&s->handles, &nf);
 		if (!fhs) {
@@ -1064,6 +1072,18 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 
 		if (!s)
 			return -EBADMSG;
+		if (version >= 5) {
+			uint32_t sl;
+			const void *sec = get_bytes(&b, &sl,
+						    MGR_SESSION_SECRET_LEN);
+
+			if (sl != 0 && sl != MGR_SESSION_SECRET_LEN)
+				return -EBADMSG;
+			if (sl) {
+				memcpy(s->secret, sec, sl);
+				s->has_secret = true;
+			}
+		}
 		s->next_fh = get_u64(&b);
 		nh = get_u32(&b);
 		for (uint32_t j = 0; j < nh && !b.err; j++) {

@@ -33,6 +33,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -743,6 +745,30 @@ static void on_sweep(uv_timer_t *t)
 
 /* ------------------------------------------------------------- requests */
 
+/* Whether a HELLO's secret is that of session s (constant time). */
+static bool session_secret_ok(const struct mgr_session *s,
+			      const ProtobufCBinaryData *secret)
+{
+	return s->has_secret && secret->len == MGR_SESSION_SECRET_LEN &&
+	       CRYPTO_memcmp(s->secret, secret->data,
+			     MGR_SESSION_SECRET_LEN) == 0;
+}
+
+/* The key of s->replaced: a dead session id and the secret its HELLO
+ * presented (its 16 random bytes folded in whole: without them nobody
+ * finds the key but by a 2^-64 chance). */
+static uint64_t replaced_key(uint64_t id, const ProtobufCBinaryData *secret)
+{
+	uint8_t b[MGR_SESSION_SECRET_LEN] = { 0 };
+	uint64_t lo, hi, k;
+
+	memcpy(b, secret->data, TW_MIN(secret->len, sizeof(b)));
+	memcpy(&lo, b, 8);
+	memcpy(&hi, b + 8, 8);
+	k = id * 0x9e3779b97f4a7c15ull ^ lo ^ (hi << 29 | hi >> 35);
+	return k ? k : 1;
+}
+
 static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		    struct wire_msg *m)
 {
@@ -793,16 +819,39 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	/* Only a client's connections hold its session: one that names a
 	 * session in an admin HELLO would otherwise keep it alive. */
 	if (h->role == TWINFS__ROLE__ROLE_CLIENT) {
+		uint64_t rkey = replaced_key(h->session_id, &h->session_secret);
+
 		sess = mgr_session_get(&s->st.sessions, h->session_id);
+		/* Resuming a live session takes its secret: session ids are
+		 * sequential, and a session holds locks, open handles and
+		 * cached replies. */
+		if (sess && !session_secret_ok(sess, &h->session_secret)) {
+			tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s%s%s: it asks "
+				  "to resume session %llu without that "
+				  "session's secret", wire_conn_peer(c),
+				  h->hostname[0] ? " " : "", h->hostname,
+				  (unsigned long long)h->session_id);
+			mgr_srv_reply(c, &m->hdr, -EACCES, NULL);
+			wire_conn_close(c);
+			return;
+		}
 		/* A client's two connections come back with the dead id
 		 * one after the other, the second before the client heard
 		 * of the first's new session: both get the same one. */
 		if (!sess && h->session_id)
 			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
-				tw_hmap_get(&s->replaced, h->session_id));
+				tw_hmap_get(&s->replaced, rkey));
 		if (!sess) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
+			uint8_t secret[MGR_SESSION_SECRET_LEN];
 
+			if (tw_random(secret, sizeof(secret)) < 0) {
+				mgr_srv_reply(c, &m->hdr, -EIO, NULL);
+				wire_conn_close(c);
+				return;
+			}
+			op.uuid = secret;
+			op.uuid_len = sizeof(secret);
 			if (h->session_id)
 				tw_warn("mgrd: %s asks for session %llu, which "
 					"expired or never existed; giving it a "
@@ -820,7 +869,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			 * (mgr_srv_dup_check).  The client tries again; this
 			 * session, never bound, expires. */
 			if (h->session_id &&
-			    tw_hmap_put(&s->replaced, h->session_id,
+			    tw_hmap_put(&s->replaced, rkey,
 					(void *)(uintptr_t)sess->id) < 0) {
 				mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
 				wire_conn_close(c);
@@ -852,6 +901,10 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	r.incarnation = s->incarnation;
 	r.session_id = mc->session;
 	r.epoch = s->st.map.epoch;
+	if (sess && sess->has_secret) {
+		r.session_secret.data = sess->secret;
+		r.session_secret.len = MGR_SESSION_SECRET_LEN;
+	}
 	mgr_srv_reply(c, &m->hdr, 0, &r.base);
 }
 

@@ -59,8 +59,11 @@ struct mgr_server {
 	uint64_t last_sweep_ms;       /* conns_liveness: when it last ran */
 	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
 	uint64_t space_snap_ms;       /* last snapshot for space (Space) */
-	/* Expired session id -> the id of the session h_hello gave in its
-	 * place (volatile; values are ids, not pointers). */
+	/* (Expired session id, the secret its HELLO presented) -> the id of
+	 * the session h_hello gave in its place (volatile; keys are
+	 * replaced_key(), values ids, not pointers): the client's other
+	 * connection, with the same pair, gets the same one; any other
+	 * secret does not. */
 	struct tw_hmap replaced;
 	/* Expired sessions whose locks wait until every readable iod has
 	 * fenced them (fence_gen: the list generation that holds them). */

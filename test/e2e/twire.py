@@ -641,7 +641,7 @@ def sessions(host, port, cluster, file_ino):
         return f_bytes(1, f_varint(1, session) + f_varint(2, seq) +
                        f_varint(4, 0) + f_varint(5, 0))
 
-    conns, sids = [], []
+    conns, sids, secrets = [], [], []
     for _ in range(2):
         c = Conn(host, port)
         st, rep, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
@@ -649,8 +649,35 @@ def sessions(host, port, cluster, file_ino):
             raise SystemExit("client HELLO refused or no session: %d" % st)
         conns.append(c)
         sids.append(rep[2][0])
+        secrets.append(rep.get(5, [b""])[0])
     a, b = conns
     check("two-sessions", sids[0] != sids[1], "both got session %d" % sids[0])
+    check("session-secret", len(secrets[0]) == 16 and secrets[0] != secrets[1],
+          "HelloReply.session_secret %r" % secrets[0])
+
+    # Resuming a live session takes its secret (session ids are
+    # sequential): without it, or with another session's, the HELLO is
+    # refused -EACCES; with it, the session is resumed.
+    def resume(sid, secret):
+        c = Conn(host, port)
+        body = hello_body(cluster, ROLE_CLIENT) + f_varint(6, sid)
+        if secret is not None:
+            body += f_bytes(9, secret)
+        try:
+            st, rep, _ = c.call(MSG_HELLO, body)
+        except (OSError, SystemExit) as e:  # closed after the refusal
+            return None, str(e)
+        c.close()
+        return st, rep.get(2, [0])[0]
+    st, got = resume(sids[0], None)
+    check("hijack-without-secret-refused", st == -13,
+          "status %s (session %s)" % (st, got))
+    st, got = resume(sids[0], secrets[1])
+    check("hijack-with-another-secret-refused", st == -13,
+          "status %s (session %s)" % (st, got))
+    st, got = resume(sids[0], secrets[0])
+    check("resume-with-secret", st == 0 and got == sids[0],
+          "status %s, session %s" % (st, got))
     st, rep, _ = a.call(MSG_OPEN, ctx(sids[0], 1) + f_varint(2, file_ino) +
                         f_varint(3, os.O_RDONLY))
     fh = rep.get(1, [0])[0]
