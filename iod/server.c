@@ -189,6 +189,19 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		wire_conn_close(c);
 		return;
 	}
+	/* The only iod that talks to us is our twin (forwards, resync, the
+	 * ordered checksums); any other iod id is a misrouted or forged peer.
+	 * An unknown role is refused too: role_may knows only these. */
+	if ((h->role == TWINFS__ROLE__ROLE_IOD && h->node_id != d->twin_id) ||
+	    h->role < TWINFS__ROLE__ROLE_CLIENT ||
+	    h->role > TWINFS__ROLE__ROLE_MGRD) {
+		tw_log_rl(TW_LOG_WARN, "HELLO from %s refused: role %d node %"
+			  PRIu32 " (our twin is iod %" PRIu32 ")",
+			  wire_conn_peer(c), h->role, h->node_id, d->twin_id);
+		iod_reply_status(c, m, -EPERM);
+		wire_conn_close(c);
+		return;
+	}
 	if (!ic) {
 		ic = calloc(1, sizeof(*ic));
 		if (!ic) {
@@ -506,6 +519,38 @@ static void on_fence(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 
 /* ------------------------------------------------------------- dispatch */
 
+/* Who may ask what (proto/FORMAT.md "Who may send what to an iod"): a
+ * client reads and writes file data; an admin (twinfsctl) only reads and
+ * compares; mgrd and our twin (the only iod that talks to us: on_hello)
+ * everything, the map and the fence list from mgrd alone.  A forward that
+ * claims to be ordered already is checked again in twin.c. */
+static bool role_may(int role, uint16_t type)
+{
+	switch (type) {
+	case TWINFS__MSG_TYPE__MSG_PING:
+		return true;
+	case TWINFS__MSG_TYPE__MSG_MAP_UPDATE:
+	case TWINFS__MSG_TYPE__MSG_FENCE:
+	case TWINFS__MSG_TYPE__MSG_RESYNC:
+		return role == TWINFS__ROLE__ROLE_MGRD;
+	case TWINFS__MSG_TYPE__MSG_READ:
+	case TWINFS__MSG_TYPE__MSG_SEEK:
+		return true;
+	case TWINFS__MSG_TYPE__MSG_WRITE:
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
+	case TWINFS__MSG_TYPE__MSG_FSYNC:
+		return role != TWINFS__ROLE__ROLE_ADMIN;
+	case TWINFS__MSG_TYPE__MSG_SUBFILES:
+	case TWINFS__MSG_TYPE__MSG_CHECKSUM:
+	case TWINFS__MSG_TYPE__MSG_INTENTS:
+	case TWINFS__MSG_TYPE__MSG_IOD_STATFS:
+		return role != TWINFS__ROLE__ROLE_CLIENT;
+	default:   /* TRUNCATE, DELETE: mgrd's and the twin's */
+		return role == TWINFS__ROLE__ROLE_MGRD ||
+		       role == TWINFS__ROLE__ROLE_IOD;
+	}
+}
+
 static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 {
 	struct iod *d = arg;
@@ -525,6 +570,13 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	}
 	if (d->closing) {
 		iod_reply_status(c, m, -ESHUTDOWN);
+		goto out;
+	}
+	if (!role_may(ic->role, type)) {
+		tw_log_rl(TW_LOG_WARN, "%s: %s refused: not a request its role "
+			  "(%s) may send", wire_conn_peer(c),
+			  wire_type_name(type), wire_role_name(ic->role));
+		iod_reply_status(c, m, -EPERM);
 		goto out;
 	}
 	switch (type) {

@@ -1001,6 +1001,15 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
 		return;
 	}
+	/* Only under the id its HELLO named (and, with a secret, proved
+	 * it holds the cluster's): one connection, one iod. */
+	if (q->iod_id != mc->iod_id) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: %s said HELLO as iod %u, "
+			  "registers as iod %u: refused", wire_conn_peer(c),
+			  mc->iod_id, q->iod_id);
+		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		return;
+	}
 	{
 		struct mgr_map_iod *mi = mgr_map_iod(&s->st.map, q->iod_id);
 

@@ -58,6 +58,8 @@ int wire_hdr_decode(const uint8_t in[WIRE_HDR_SIZE], struct wire_hdr *h);
 const ProtobufCMessageDescriptor *wire_type_desc(uint16_t type, bool reply);
 /* "WRITE", "LOOKUP", ... or "?" */
 const char *wire_type_name(uint16_t type);
+/* "client", "iod", "admin", "mgrd", or "?" (Role of twinfs.proto). */
+const char *wire_role_name(int role);
 
 /* Decode a body of a known type: returns a new message (free with
  * protobuf_c_message_free_unpacked(m, NULL)) or NULL if it does not decode. */

@@ -161,6 +161,17 @@ const char *wire_type_name(uint16_t type)
 	return types[type].name;
 }
 
+const char *wire_role_name(int role)
+{
+	switch (role) {
+	case TWINFS__ROLE__ROLE_CLIENT: return "client";
+	case TWINFS__ROLE__ROLE_IOD: return "iod";
+	case TWINFS__ROLE__ROLE_ADMIN: return "admin";
+	case TWINFS__ROLE__ROLE_MGRD: return "mgrd";
+	default: return "?";
+	}
+}
+
 ProtobufCMessage *wire_body_decode(uint16_t type, bool reply,
 				   const uint8_t *buf, size_t len)
 {

@@ -19,7 +19,7 @@ out=$(ctl getstripe plain 2>&1)
 [[ $out == *"lmm_stripe_count:  2"* && $out == *"lmm_stripe_size:   524288"* ]] &&
 	pass getstripe-lfs-format || fail getstripe-lfs-format "$out"
 raw=$(getfattr --only-values -n twinfs.layout plain 2>&1)
-[[ $raw =~ ^stripe_size=524288\ stripe_count=2\ groups=[01],[01]$ ]] && pass layout-xattr || fail layout-xattr "'$raw'"
+[[ $raw =~ ^stripe_size=524288\ stripe_count=2\ groups=[01],[01]\ max_file_size=[0-9]+$ ]] && pass layout-xattr || fail layout-xattr "'$raw'"
 
 # a directory policy: 1 MiB units on group 1 only
 mkdir d1

@@ -699,6 +699,52 @@ def sessions(host, port, cluster, file_ino):
     return fails
 
 
+def roles(host, port, cluster, twin_id, other_id, ino):
+    """An iod serves each role only what it may send: a client neither
+    pushes a map or a fence list nor deletes, truncates or lists subfiles;
+    an admin does not write; no iod but our twin says HELLO.  Each refused
+    request gets -EPERM and changes nothing."""
+    MSG_TRUNCATE, MSG_DELETE, MSG_MAP_UPDATE, MSG_FENCE = 52, 53, 58, 62
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS roles-%s" % name) if ok else ("FAIL roles-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    def as_role(role, node=0):
+        c = Conn(host, port)
+        st, _, _ = c.call(MSG_HELLO, hello_body(cluster, role) +
+                          (f_varint(5, node) if node else b""))
+        return c, st
+
+    c, st = as_role(ROLE_CLIENT)
+    check("client-hello", st == 0, "status %d" % st)
+    for what, mtype, body in (
+            ("client-map-push", MSG_MAP_UPDATE, f_varint(1, 1 << 40)),
+            ("client-fence", MSG_FENCE, f_varint(1, 1 << 40) + f_varint(2, 1)),
+            ("client-delete", MSG_DELETE, f_varint(1, ino)),
+            ("client-truncate", MSG_TRUNCATE, f_varint(1, ino) + f_varint(3, 0)),
+            ("client-subfiles", MSG_SUBFILES, f_varint(3, 10))):
+        st, _, _ = c.call(mtype, body)
+        check(what + "-refused", st == -1, "status %d, want -EPERM" % st)
+    c.close()
+    c, st = as_role(ROLE_ADMIN)
+    st, _, _ = c.call(MSG_WRITE, f_varint(1, ino) + f_varint(2, 0))
+    check("admin-write-refused", st == -1, "status %d, want -EPERM" % st)
+    st, rep, _ = c.call(MSG_SUBFILES, f_varint(3, 10))
+    check("admin-subfiles", st == 0, "status %d" % st)
+    c.close()
+    c, st = as_role(ROLE_IOD, other_id)
+    check("foreign-iod-hello-refused", st == -1,
+          "status %d, want -EPERM (iod %d is not the twin)" % (st, other_id))
+    c.close()
+    c, st = as_role(ROLE_IOD, twin_id)
+    check("twin-hello", st == 0, "status %d" % st)
+    c.close()
+    return fails
+
+
 def names(host, port, cluster, parent, name, file_ino):
     """MKDIR and LINK onto NAME: their statuses, one line each."""
     MSG_MKDIR, MSG_LINK = 14, 19
@@ -740,6 +786,13 @@ def main(argv):
             return 1 if sessions(host, port, cluster, int(argv[5])) else 0
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
             print("FAIL sessions: %s: %s" % (type(e).__name__, e))
+            return 1
+    if cmd == "roles":
+        try:
+            return 1 if roles(host, port, cluster, int(argv[5]), int(argv[6]),
+                              int(argv[7])) else 0
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+            print("FAIL roles: %s: %s" % (type(e).__name__, e))
             return 1
     if cmd == "names":
         names(host, port, cluster, int(argv[5]), argv[6], int(argv[7]))
