@@ -8,6 +8,7 @@
  *             reads/sizes/listing/checksums through its index, records
  *   store_intent.c   the write-intent log (marked regions, clearing)
  *   store_space.c    fallocate, hole punching, SEEK_DATA/SEEK_HOLE
+ *   store_lost.c     subfiles whose journaled changes could not go home
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   mgr.c     registration with mgrd and the cluster map
  *   server.c  the listener, HELLO, validation and dispatch
