@@ -294,6 +294,8 @@ struct fc_op {
 	fuse_req_t req;            /* NULL for internal ops */
 	atomic_int interrupted;
 	uint32_t uid, gid, pid, umask;
+	uint32_t *groups;          /* fc_op_groups; freed with the op */
+	uint32_t n_groups;
 	uint64_t later_at;         /* [loop] fc_op_later */
 	struct fc_op *later_next;  /* [loop] */
 };
@@ -521,6 +523,13 @@ int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
  * on ENOMEM (then the caller replies ENOMEM itself). */
 void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
 		fc_op_fn run);
+/* FUSE worker: read the caller's supplementary groups (from /proc, so
+ * only for the requests mgrd checks permissions of: FORMAT.md
+ * "Permissions"); they go in the Ctx of every request the op sends.
+ * Nothing for root, which passes every check, or on failure (mgrd then
+ * counts the primary group only). */
+#define FC_GROUPS_MAX 256
+void fc_op_groups(struct fc_op *op);
 /* Loop thread: reply and free the op.  Each returns what fuse_reply_*
  * returned (a negative errno when the kernel did not take the reply). */
 int fc_op_reply_err(struct fc_op *op, int err);   /* err >= 0 */

@@ -58,6 +58,27 @@ void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
 	return op;
 }
 
+void fc_op_groups(struct fc_op *op)
+{
+	gid_t buf[FC_GROUPS_MAX];
+	int n;
+
+	if (!op->req || op->uid == 0 || op->groups)
+		return;
+	n = fuse_req_getgroups(op->req, FC_GROUPS_MAX, buf);
+	if (n <= 0)
+		return;
+	/* The count is the process's, which may exceed what was copied. */
+	if (n > FC_GROUPS_MAX)
+		n = FC_GROUPS_MAX;
+	op->groups = malloc((size_t)n * sizeof(*op->groups));
+	if (!op->groups)
+		return;
+	for (int i = 0; i < n; i++)
+		op->groups[i] = (uint32_t)buf[i];
+	op->n_groups = (uint32_t)n;
+}
+
 /* Append op to the handoff queue; queue_lock held. */
 static void queue_locked(struct fc_client *cl, struct fc_op *op)
 {
@@ -108,6 +129,7 @@ void fc_op_free(struct fc_op *op)
 	if (op->cleanup)
 		op->cleanup(op);
 	cl->ops_outstanding--;
+	free(op->groups);
 	free(op);
 }
 

@@ -490,6 +490,8 @@ void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 			mc->ctx.gid = op->gid;
 			mc->ctx.umask = op->umask;
 			mc->ctx.pid = op->pid;
+			mc->ctx.n_groups = op->n_groups;
+			mc->ctx.groups = op->groups;
 		}
 		list_append(&cl->seq, mc);
 	} else if (op) {

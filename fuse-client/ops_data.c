@@ -125,6 +125,7 @@ void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok)
 	if (!ok) {
 		free(d->name);
 		wbuf_put(d->wbuf);
+		free(d->op.groups);
 		free(d);
 		fuse_reply_err(req, ENOMEM);
 		return;

@@ -193,6 +193,7 @@ void fc_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (d) {
 		d->ino = ino;
 		d->fi = *fi;
+		fc_op_groups(&d->op);
 	}
 	fc_dop_submit(req, d, true);
 }
@@ -271,6 +272,7 @@ void fc_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		d->m.mknod.open = true;
 		d->m.mknod.open_flags = (uint32_t)fi->flags;
 		d->m.mknod.excl = (fi->flags & O_EXCL) != 0;
+		fc_op_groups(&d->op);
 		/* dlease.c D1: counted, with its ticket, before it is sent. */
 		d->dl_ticket = fc_dl_adding(&d->op.cl->dl, parent, name);
 		d->dl_sent_ms = tw_now_ms();

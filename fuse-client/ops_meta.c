@@ -79,6 +79,7 @@ static void mop_cleanup(struct fc_op *op)
 static void mop_discard(struct mop *m)
 {
 	mop_cleanup(&m->op);
+	free(m->op.groups);
 	free(m);
 }
 
@@ -99,6 +100,18 @@ static struct mop *mop_new(fuse_req_t req, fc_op_fn run, fuse_ino_t ino,
 	}
 	if (!m)
 		fuse_reply_err(req, ENOMEM);
+	return m;
+}
+
+/* mop_new for a request mgrd checks the caller's permissions for: with
+ * the caller's groups. */
+static struct mop *mop_checked(fuse_req_t req, fc_op_fn run, fuse_ino_t ino,
+			       const char *name)
+{
+	struct mop *m = mop_new(req, run, ino, name);
+
+	if (m)
+		fc_op_groups(&m->op);
 	return m;
 }
 
@@ -150,7 +163,7 @@ static struct mop *mop_entry(fuse_req_t req, fc_op_fn run, fuse_ino_t parent,
 		fuse_reply_err(req, -rc);
 		return NULL;
 	}
-	return mop_new(req, run, parent, name);
+	return mop_checked(req, run, parent, name);
 }
 
 /* ---------------------------------------------------------------- init */
@@ -378,7 +391,7 @@ void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (lookup_ahead(client(req), req, parent, name))
 		return;
-	m = mop_new(req, lookup_run, parent, name);
+	m = mop_checked(req, lookup_run, parent, name);
 	if (m)
 		submit(m);
 }
@@ -729,7 +742,7 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	m = mop_new(req, setattr_run, ino, NULL);
+	m = mop_checked(req, setattr_run, ino, NULL);
 	if (!m)
 		return;
 	s = &m->m.setattr;
@@ -936,7 +949,7 @@ void fc_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, symlink_run, parent, name);
+	m = mop_checked(req, symlink_run, parent, name);
 	if (!m)
 		return;
 	adds_name(m, parent, name);
@@ -967,7 +980,7 @@ void fc_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, rename_run, parent, name);
+	m = mop_checked(req, rename_run, parent, name);
 	if (!m)
 		return;
 	m->name2 = strdup(newname);
@@ -1336,7 +1349,7 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, EINVAL);
 			return;
 		}
-		m = mop_new(req, xattr_run, ino, NULL);
+		m = mop_checked(req, xattr_run, ino, NULL);
 		if (!m)
 			return;
 		m->kind = XK_LAYOUT_SET;
@@ -1354,7 +1367,7 @@ void fc_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, xattr_run, ino, name);
+	m = mop_checked(req, xattr_run, ino, name);
 	if (!m)
 		return;
 	m->kind = XK_SET;
@@ -1385,7 +1398,7 @@ void fc_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	m = mop_new(req, xattr_run, ino, name);
+	m = mop_checked(req, xattr_run, ino, name);
 	if (!m)
 		return;
 	m->kind = XK_REMOVE;

@@ -1,8 +1,9 @@
 /* acl.c - POSIX ACLs in their xattr form: validation, the mode an access
- * ACL implies, chmod's update of an ACL, and the ACL a new inode inherits
- * from its directory's default ACL.  Linux's fs/posix_acl.c semantics
- * (posix_acl_valid, posix_acl_equiv_mode, posix_acl_chmod,
- * posix_acl_create_masq), on the bytes mgrd stores as the values of
+ * ACL implies, chmod's update of an ACL, the ACL a new inode inherits
+ * from its directory's default ACL, and what an access ACL grants a
+ * caller.  Linux's fs/posix_acl.c semantics (posix_acl_valid,
+ * posix_acl_equiv_mode, posix_acl_chmod, posix_acl_create_masq,
+ * posix_acl_permission), on the bytes mgrd stores as the values of
  * system.posix_acl_access and system.posix_acl_default.  Pure: no state,
  * no allocation; ns.c decides when to call what (FORMAT.md "Namespace").
  *
@@ -196,4 +197,56 @@ int mgr_acl_create_masq(void *value, uint32_t len, uint32_t *mode)
 	}
 	*mode = m;
 	return extended;
+}
+
+int mgr_acl_permission(const void *value, uint32_t len,
+		       const struct mgr_cred *cr, uint32_t file_uid,
+		       uint32_t file_gid, uint32_t want)
+{
+	const uint8_t *acl = value;
+	uint32_t n, i, mask = 7;
+	bool found = false;
+
+	if (mgr_acl_check(value, len) < 0)
+		return -EAGAIN;
+	n = (len - ACL_HDR) / ACL_ENTRY;
+	for (i = 0; i < n; i++)
+		if (tag_at(acl, i) == TAG_MASK)
+			mask = perm_at(acl, i);
+	for (i = 0; i < n; i++) {
+		uint32_t perm = perm_at(acl, i);
+		uint32_t id = rd32(acl + ACL_HDR + i * ACL_ENTRY + 4);
+
+		switch (tag_at(acl, i)) {
+		case TAG_USER_OBJ:
+			if (cr->uid == file_uid)
+				return (perm & want) == want ? 0 : -EACCES;
+			break;
+		case TAG_USER:
+			/* A named user's entry decides, through the mask. */
+			if (cr->uid == id)
+				return (perm & mask & want) == want ? 0
+								    : -EACCES;
+			break;
+		case TAG_GROUP_OBJ:
+		case TAG_GROUP:
+			if (!mgr_cred_in_group(cr, tag_at(acl, i) == TAG_GROUP_OBJ
+					       ? file_gid : id))
+				break;
+			/* The first of the caller's groups that grants it
+			 * decides, through the mask. */
+			found = true;
+			if ((perm & want) == want)
+				return (perm & mask & want) == want ? 0
+								    : -EACCES;
+			break;
+		case TAG_OTHER:
+			if (found)
+				return -EACCES;
+			return (perm & want) == want ? 0 : -EACCES;
+		default:
+			break;
+		}
+	}
+	return -EAGAIN;
 }

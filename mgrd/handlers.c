@@ -6,11 +6,15 @@
  * Mutating handlers follow one pattern (see server.c): dup_check, fill the
  * op, mgr_op_apply, finish (record closed, then reply).  SETATTR with a size
  * waits for the iods' TRUNCATE first.  Read-only handlers answer from the
- * state directly.  Permissions are the kernel's (default_permissions).
+ * state directly.  Permissions are checked here, before the op is
+ * applied, against the caller its Ctx names after root_squash (perm.c,
+ * FORMAT.md "Permissions"): records hold decided operations, so replay
+ * never checks again.
  */
 #include "server_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,17 +107,104 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	}
 }
 
+/* The caller a request names.  A request without a Ctx is mgrd's own
+ * kind of caller, root (admin tools).  groups[] must hold
+ * MGR_CRED_GROUPS_MAX; cr borrows it. */
+static void cred_of(const struct mgr_server *s, const Twinfs__Ctx *ctx,
+		    struct mgr_cred *cr, uint32_t *groups)
+{
+	bool squash = s->conf->root_squash;
+
+	cr->uid = ctx ? ctx->uid : 0;
+	cr->gid = ctx ? ctx->gid : 0;
+	cr->n_groups = ctx ? (uint32_t)TW_MIN(ctx->n_groups,
+					      (size_t)MGR_CRED_GROUPS_MAX) : 0;
+	cr->groups = groups;
+	if (squash && cr->uid == 0)
+		cr->uid = NOBODY;
+	if (squash && cr->gid == 0)
+		cr->gid = NOBODY;
+	for (uint32_t i = 0; i < cr->n_groups; i++)
+		groups[i] = squash && ctx->groups[i] == 0 ? NOBODY
+							  : ctx->groups[i];
+}
+
 static void creds(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 		  struct mgr_op *op)
 {
-	op->uid = ctx ? ctx->uid : 0;
-	op->gid = ctx ? ctx->gid : 0;
-	if (s->conf->root_squash) {
-		if (op->uid == 0)
-			op->uid = NOBODY;
-		if (op->gid == 0)
-			op->gid = NOBODY;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	struct mgr_cred cr;
+
+	cred_of(s, ctx, &cr, groups);
+	op->uid = cr.uid;
+	op->gid = cr.gid;
+}
+
+/* Whether the request's session has ino open for writing: ftruncate and
+ * the kernel's writes behind a SETATTR act through such a descriptor,
+ * whatever the mode says now. */
+static bool write_handle(const struct mgr_server *s, uint64_t session,
+			 uint64_t ino)
+{
+	const struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+							 session);
+	uint64_t k;
+	void *v;
+
+	if (!sess)
+		return false;
+	for (size_t it = 0; tw_hmap_next(&sess->handles, &it, &k, &v);) {
+		const struct mgr_handle *fh = v;
+
+		if (fh->ino == ino && (fh->flags & O_ACCMODE) != O_RDONLY)
+			return true;
 	}
+	return false;
+}
+
+/* Search permission on the directory named by ino, if it is one (the
+ * namespace answers the other cases). */
+static int may_lookup(const struct mgr_server *s, const struct mgr_cred *cr,
+		      uint64_t dirino)
+{
+	const struct mgr_inode *dir = mgr_ns_get(&s->st.ns, dirino);
+
+	return dir ? mgr_perm_lookup(cr, dir) : 0;
+}
+
+/* A new name in dirino: search first, then, when the name is free (an
+ * existing one is EEXIST, as Linux finds it before may_create), write. */
+static int may_create(const struct mgr_server *s, const struct mgr_cred *cr,
+		      uint64_t dirino, const char *name, uint32_t mode,
+		      uint32_t rdev)
+{
+	const struct mgr_inode *dir = mgr_ns_get(&s->st.ns, dirino);
+	struct mgr_inode *in;
+	int rc;
+
+	if (!dir)
+		return 0;
+	rc = mgr_perm_lookup(cr, dir);
+	if (rc < 0 || !name || mgr_ns_lookup(&s->st.ns, dirino, name, &in) == 0)
+		return rc;
+	return mgr_perm_create(cr, dir, mode, rdev);
+}
+
+/* Removing name from dirino: search, then (when it exists) may_delete. */
+static int may_delete(const struct mgr_server *s, const struct mgr_cred *cr,
+		      uint64_t dirino, const char *name)
+{
+	const struct mgr_inode *dir = mgr_ns_get(&s->st.ns, dirino);
+	struct mgr_inode *victim;
+	int rc;
+
+	if (!dir)
+		return 0;
+	rc = mgr_perm_lookup(cr, dir);
+	if (rc < 0 || !name ||
+	    mgr_ns_lookup(&s->st.ns, dirino, name, &victim) < 0)
+		return rc;
+	return mgr_perm_delete(cr, dir, victim);
 }
 
 /* parent (0: none): a namespace change also answers with the directory's
@@ -161,9 +252,16 @@ static void h_lookup(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Lookup *q = (const Twinfs__Lookup *)m->body;
 	Twinfs__Entry e = TWINFS__ENTRY__INIT;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	struct attr_buf ab;
 	struct mgr_inode *in;
-	int rc = mgr_ns_lookup(&s->st.ns, q->parent, q->name, &in);
+	struct mgr_cred cr;
+	int rc;
+
+	cred_of(s, q->ctx, &cr, groups);
+	rc = may_lookup(s, &cr, q->parent);
+	if (rc == 0)
+		rc = mgr_ns_lookup(&s->st.ns, q->parent, q->name, &in);
 
 	if (rc < 0) {
 		mgr_srv_reply(c, &m->hdr, rc, NULL);
@@ -420,8 +518,10 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 		    struct wire_msg *m, uint16_t type)
 {
 	struct mgr_op op = { .type = MGR_OP_CREATE };
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	const Twinfs__Ctx *ctx;
 	struct mgr_inode *in;
+	struct mgr_cred cr;
 	int rc;
 
 	switch (type) {
@@ -431,6 +531,7 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 		ctx = q->ctx;
 		if (mgr_srv_dup_check(s, c, m, ctx, &op))
 			return;
+		cred_of(s, ctx, &cr, groups);
 		op.parent = q->parent;
 		op.name = q->name;
 		op.mode = q->mode;
@@ -447,6 +548,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 			rc = -EINVAL;
 			goto out;
 		}
+		rc = may_lookup(s, &cr, q->parent);
+		if (rc < 0)
+			goto out;
 		/* create without O_EXCL on an existing name opens it. */
 		if (q->open && !q->excl &&
 		    mgr_ns_lookup(&s->st.ns, q->parent, q->name, &in) == 0) {
@@ -454,6 +558,9 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 				rc = -EISDIR;
 				goto out;
 			}
+			rc = mgr_perm_open(&cr, in, q->open_flags);
+			if (rc < 0)
+				goto out;
 			if (mgr_srv_psize_wait(s, c, m, in->ino))
 				return;
 			op.type = MGR_OP_OPEN;
@@ -471,6 +578,7 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 		ctx = q->ctx;
 		if (mgr_srv_dup_check(s, c, m, ctx, &op))
 			return;
+		cred_of(s, ctx, &cr, groups);
 		op.parent = q->parent;
 		op.name = q->name;
 		op.mode = S_IFDIR | (q->mode & 07777);
@@ -483,6 +591,7 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 		ctx = q->ctx;
 		if (mgr_srv_dup_check(s, c, m, ctx, &op))
 			return;
+		cred_of(s, ctx, &cr, groups);
 		op.parent = q->parent;
 		op.name = q->name;
 		op.mode = S_IFLNK | 0777;
@@ -494,6 +603,11 @@ static void h_mknod(struct mgr_server *s, struct wire_conn *c,
 	/* The client leaves the umask to us (FUSE_CAP_DONT_MASK): it does
 	 * not apply under a default ACL (ns.c inherit_acl). */
 	op.umask = ctx ? ctx->umask & 0777 : 0;
+	rc = may_create(s, &cr, op.parent, op.name, op.mode, op.rdev);
+	if (rc < 0)
+		goto out;
+	if ((in = mgr_ns_get(&s->st.ns, op.parent)))
+		op.mode = mgr_perm_create_mode(&cr, in, op.mode);
 	rc = mgr_srv_space(s, op.parent, op.name);
 	if (rc < 0)
 		goto out;
@@ -509,18 +623,23 @@ static void h_unlink(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Unlink *q = (const Twinfs__Unlink *)m->body;
 	struct mgr_op op = { .type = rmdir ? MGR_OP_RMDIR : MGR_OP_UNLINK };
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	struct mgr_inode *victim;
+	struct mgr_cred cr;
 	uint64_t vino = 0;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
 		return;
+	cred_of(s, q->ctx, &cr, groups);
 	op.parent = q->parent;
 	op.name = q->name;
 	if (!rmdir && q->name &&
 	    mgr_ns_lookup(&s->st.ns, q->parent, q->name, &victim) == 0)
 		vino = victim->ino;
-	rc = mgr_op_apply(&s->st, &op);
+	rc = may_delete(s, &cr, q->parent, q->name);
+	if (rc == 0)
+		rc = mgr_op_apply(&s->st, &op);
 	/* Gone: no open handle kept it as an orphan (Entry.gone_ino). */
 	if (rc == 0 && vino && !mgr_ns_get(&s->st.ns, vino))
 		op.gone_ino = vino;
@@ -532,17 +651,48 @@ static void h_link(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Link *q = (const Twinfs__Link *)m->body;
 	struct mgr_op op = { .type = MGR_OP_LINK };
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	struct mgr_cred cr;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
 		return;
+	cred_of(s, q->ctx, &cr, groups);
 	op.ino = q->ino;
 	op.newparent = q->newparent;
 	op.newname = q->newname;
-	rc = mgr_srv_space(s, op.newparent, op.newname);
+	rc = may_create(s, &cr, op.newparent, op.newname, 0, 0);
+	if (rc == 0)
+		rc = mgr_srv_space(s, op.newparent, op.newname);
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
 	reply_entry_in(s, c, &m->hdr, &op, rc, op.out, 0, op.newparent);
+}
+
+/* Both directories are searched; then, when the source exists, the
+ * rules of perm.c.  The namespace answers every other error. */
+static int may_rename(const struct mgr_server *s, const Twinfs__Rename *q)
+{
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	struct mgr_inode *odir, *ndir, *src, *dst = NULL;
+	struct mgr_cred cr;
+	int rc;
+
+	cred_of(s, q->ctx, &cr, groups);
+	rc = may_lookup(s, &cr, q->parent);
+	if (rc == 0)
+		rc = may_lookup(s, &cr, q->newparent);
+	odir = mgr_ns_get(&s->st.ns, q->parent);
+	ndir = mgr_ns_get(&s->st.ns, q->newparent);
+	if (rc < 0 || !odir || !ndir || !odir->dir || !ndir->dir || !q->name ||
+	    !q->newname ||
+	    mgr_ns_lookup(&s->st.ns, q->parent, q->name, &src) < 0)
+		return rc;
+	if (mgr_ns_lookup(&s->st.ns, q->newparent, q->newname, &dst) < 0)
+		dst = NULL;
+	if (dst == src)
+		return 0;   /* a rename onto a hard link of itself does nothing */
+	return mgr_perm_rename(&cr, odir, src, ndir, dst, q->flags);
 }
 
 static void h_rename(struct mgr_server *s, struct wire_conn *c,
@@ -559,8 +709,8 @@ static void h_rename(struct mgr_server *s, struct wire_conn *c,
 	op.newparent = q->newparent;
 	op.newname = q->newname;
 	op.flags = q->flags;
-	rc = 0;
-	if (op.flags & MGR_RENAME_WHITEOUT) {
+	rc = may_rename(s, q);
+	if (rc == 0 && (op.flags & MGR_RENAME_WHITEOUT)) {
 		creds(s, q->ctx, &op);   /* the whiteout's owner */
 		rc = mgr_srv_space(s, 0, NULL);  /* the whiteout: a new inode */
 		if (rc == 0)
@@ -577,15 +727,22 @@ static void h_open(struct mgr_server *s, struct wire_conn *c,
 	const Twinfs__Open *q = (const Twinfs__Open *)m->body;
 	struct mgr_op op = { .type = MGR_OP_OPEN };
 	Twinfs__OpenReply r = TWINFS__OPEN_REPLY__INIT;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	const struct mgr_inode *in;
+	struct mgr_cred cr;
 	struct attr_buf ab;
-	int rc;
+	int rc = 0;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op) ||
 	    mgr_srv_psize_wait(s, c, m, q->ino))
 		return;
 	op.ino = q->ino;
 	op.flags = q->flags;
-	rc = mgr_op_apply(&s->st, &op);
+	cred_of(s, q->ctx, &cr, groups);
+	if ((in = mgr_ns_get(&s->st.ns, q->ino)))
+		rc = mgr_perm_open(&cr, in, q->flags);
+	if (rc == 0)
+		rc = mgr_op_apply(&s->st, &op);
 	if (rc == 0) {
 		fill_attr(s, &ab, op.out);
 		r.attr = &ab.a;
@@ -615,14 +772,23 @@ static void h_setxattr(struct mgr_server *s, struct wire_conn *c,
 	const Twinfs__Xattr *q = (const Twinfs__Xattr *)m->body;
 	struct mgr_op op = { .type = remove ? MGR_OP_REMOVEXATTR
 					    : MGR_OP_SETXATTR };
-	int rc;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	const struct mgr_inode *in;
+	struct mgr_cred cr;
+	int rc = 0;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
 		return;
 	op.ino = q->ino;
 	op.name = q->name;
 	op.flags = q->flags;
-	if (q->value.len > MGR_XATTR_SIZE_MAX) {
+	cred_of(s, q->ctx, &cr, groups);
+	if ((in = mgr_ns_get(&s->st.ns, q->ino)) && q->name)
+		rc = mgr_perm_xattr(&cr, in, q->name, remove,
+				    write_handle(s, op.session, q->ino));
+	if (rc < 0) {
+		/* rc: EACCES or EPERM */
+	} else if (q->value.len > MGR_XATTR_SIZE_MAX) {
 		rc = -E2BIG;
 	} else if (strcmp(q->name, "twinfs.layout") == 0) {
 		rc = -EOPNOTSUPP;  /* the client's own, never stored */
@@ -764,6 +930,9 @@ static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
 {
 	const Twinfs__Setstripe *q = (const Twinfs__Setstripe *)m->body;
 	struct mgr_op op = { .type = MGR_OP_SETSTRIPE };
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	const struct mgr_inode *in;
+	struct mgr_cred cr;
 	int rc;
 
 	/* A file not yet written as far as mgrd knows may still get a new
@@ -775,7 +944,12 @@ static void h_setstripe(struct mgr_server *s, struct wire_conn *c,
 	op.stripe_size = q->stripe_size;
 	op.stripe_count = q->stripe_count;
 	op.first = q->first;
-	rc = mgr_op_apply(&s->st, &op);
+	cred_of(s, q->ctx, &cr, groups);
+	/* As any xattr outside the known namespaces (twinfs.layout). */
+	in = mgr_ns_get(&s->st.ns, q->ino);
+	rc = in ? mgr_perm_check(&cr, in, MGR_MAY_WRITE) : 0;
+	if (rc == 0)
+		rc = mgr_op_apply(&s->st, &op);
 	reply_entry(s, c, &m->hdr, &op, rc, op.out, 0);
 }
 
@@ -861,8 +1035,10 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 	const Twinfs__Setattr *q = (const Twinfs__Setattr *)m->body;
 	struct mgr_op op = { .type = MGR_OP_SETATTR };
 	struct mgr_op begin = { .type = MGR_OP_TRUNC_BEGIN };
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	struct trunc_req *r;
 	struct mgr_inode *in;
+	struct mgr_cred cr;
 	int rc;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op))
@@ -892,6 +1068,12 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 	rc = setattr_reports(s, q, false);
 	if (rc == 0)
 		rc = mgr_ns_setattr_check(&s->st.ns, q->ino, q->valid);
+	if (rc == 0 && (in = mgr_ns_get(&s->st.ns, q->ino))) {
+		cred_of(s, q->ctx, &cr, groups);
+		rc = mgr_perm_setattr(&cr, in, write_handle(s, op.session,
+							    q->ino),
+				      &op.valid, &op.mode, op.uid, op.gid);
+	}
 	if (rc == 0 && (q->valid & MGR_SA_SIZE)) {
 		in = mgr_ns_get(&s->st.ns, q->ino);
 		if (q->size > (uint64_t)INT64_MAX ||

@@ -7,6 +7,8 @@
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
  *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
+ *   perm.c     permission checks of a request's caller (pure helpers
+ *              for handlers.c).
  *   record.c   the journal record of each mutating operation (struct
  *              mgr_op), its apply function (shared by the live path and
  *              replay), and the snapshot of the whole state.  The byte
@@ -202,6 +204,67 @@ void mgr_acl_chmod(void *value, uint32_t len, uint32_t mode);
  * ACL for the requested *mode, and narrow *mode to it.  Returns 1 when the
  * result must be stored, 0 when the mode says it all, -EINVAL. */
 int mgr_acl_create_masq(void *value, uint32_t len, uint32_t *mode);
+/* What the access ACL grants cr on a file of file_uid/file_gid
+ * (posix_acl_permission; want: MGR_MAY_*): 0 or -EACCES; -EAGAIN for an
+ * invalid ACL (then the mode decides). */
+struct mgr_cred;
+int mgr_acl_permission(const void *value, uint32_t len,
+		       const struct mgr_cred *cr, uint32_t file_uid,
+		       uint32_t file_gid, uint32_t want);
+
+/* --------------------------------------------------------- permissions */
+
+/* perm.c: the caller's permissions, as Linux checks them (proto/FORMAT.md
+ * "Permissions").  Every check returns 0, -EACCES (permission bits, ACL)
+ * or -EPERM (ownership rules); uid 0 passes as a holder of every
+ * capability would. */
+#define MGR_MAY_EXEC      1u
+#define MGR_MAY_WRITE     2u
+#define MGR_MAY_READ      4u
+#define MGR_CRED_GROUPS_MAX 256u  /* supplementary groups mgrd looks at */
+
+/* The caller: Ctx uid, gid and groups after root_squash. */
+struct mgr_cred {
+	uint32_t uid, gid;
+	uint32_t n_groups;
+	const uint32_t *groups;   /* borrowed */
+};
+
+bool mgr_cred_in_group(const struct mgr_cred *cr, uint32_t gid);
+/* want: MGR_MAY_*; mode bits, then the access ACL (posix_acl_permission). */
+int mgr_perm_check(const struct mgr_cred *cr, const struct mgr_inode *in,
+		   uint32_t want);
+/* Search permission on a directory a request names a name in. */
+int mgr_perm_lookup(const struct mgr_cred *cr, const struct mgr_inode *dir);
+/* A new name in dir (w+x); devices only for root (CAP_MKNOD). */
+int mgr_perm_create(const struct mgr_cred *cr, const struct mgr_inode *dir,
+		    uint32_t mode, uint32_t rdev);
+/* The mode a new inode in dir gets setgid dropped from (mode_strip_sgid). */
+uint32_t mgr_perm_create_mode(const struct mgr_cred *cr,
+			      const struct mgr_inode *dir, uint32_t mode);
+/* The sticky bit of dir protects victim: -EPERM. */
+int mgr_perm_sticky(const struct mgr_cred *cr, const struct mgr_inode *dir,
+		    const struct mgr_inode *victim);
+/* Removing victim's name from dir (w+x, sticky). */
+int mgr_perm_delete(const struct mgr_cred *cr, const struct mgr_inode *dir,
+		    const struct mgr_inode *victim);
+/* src in odir to ndir, replacing or exchanging with dst (NULL: none). */
+int mgr_perm_rename(const struct mgr_cred *cr, const struct mgr_inode *odir,
+		    const struct mgr_inode *src, const struct mgr_inode *ndir,
+		    const struct mgr_inode *dst, uint32_t flags);
+/* OPEN with these open(2) flags. */
+int mgr_perm_open(const struct mgr_cred *cr, const struct mgr_inode *in,
+		  uint32_t flags);
+/* SETATTR of *valid (MGR_SA_*) with *mode, uid, gid.  write_handle: the
+ * caller's session has the inode open for writing.  May change the
+ * request: setgid dropped from a chmod outside the group, setuid/setgid
+ * dropped by a chown (*valid gains MGR_SA_MODE). */
+int mgr_perm_setattr(const struct mgr_cred *cr, const struct mgr_inode *in,
+		     bool write_handle, uint32_t *valid, uint32_t *mode,
+		     uint32_t uid, uint32_t gid);
+/* SETXATTR or REMOVEXATTR of name. */
+int mgr_perm_xattr(const struct mgr_cred *cr, const struct mgr_inode *in,
+		   const char *name, bool remove, bool write_handle);
 
 /* What a create decides; zero/false fields are decided by mgr_ns_create
  * and filled in (live), given ones are used as they are (replay). */

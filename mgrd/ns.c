@@ -7,7 +7,8 @@
  * handed back to the caller (live) so that record.c can journal it; replay
  * of the same operations in the same order therefore rebuilds exactly the
  * same state.  Semantics follow Linux on ext4, errnos included
- * (proto/FORMAT.md "Namespace"); permission checks are the kernel's.
+ * (proto/FORMAT.md "Namespace"); permission checks are made before, by
+ * handlers.c (perm.c).
  *
  * Invariants (asserted where cheap, checked by test/unit/test_mgr_ns.c):
  *  N1. Inode numbers come from next_ino and are never reused.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_errno.sh - the right errno for every failure a user can cause, checked
 # with exact errno values from python; EACCES as an unprivileged user
-# (the mount has allow_other and default_permissions).
+# (the mount has allow_other and default_permissions), and EACCES/EPERM
+# from mgrd itself for requests sent around the kernel (twire.py perm).
 . "$(dirname "$0")/lib.sh"
 e2e_begin errno
 
@@ -98,6 +99,11 @@ m.flush()
 m.close()
 os.close(fd)
 assert open('kill-O_DIRECT', 'rb').read(4) == b'mmap'"
+
+# mgrd refuses on its own what the kernel would: requests sent around
+# it, in the Ctx of uid 1000 (twire.py perm, FORMAT.md "Permissions").
+run_checks "$PY" "$E2E_DIR/twire.py" perm 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER" \
+	"$(stat -c %i "$M/e")" 1000
 
 cd "$M" && rm -rf "$M/e"
 e2e_verify

@@ -52,6 +52,18 @@ do not share a single line of code with the implementation they check.
         FILE_INO to that name, as a client without a session (as a
         client whose kernel had no entry for the name would), and print
         "mkdir STATUS" and "link STATUS" (the replies' negative errno).
+    twire.py perm HOST MGRD_PORT CLUSTER PARENT UID
+        mgrd's own permission checks (proto/FORMAT.md "Permissions"),
+        around any kernel: in directory PARENT, as root, make a 0755
+        directory with a 0644 root file, a sticky 1777 directory with a
+        file of uid UID+1, and a 0770 directory of group UID+2; then, as
+        UID (Ctx uid/gid), SETATTR chown to root, SETATTR mode setuid on
+        root's file, UNLINK in the 0755 directory, UNLINK of UID+1's file
+        in the sticky one, OPEN for writing of root's file and SETXATTR
+        trusted.x must be refused with EPERM or EACCES as ext4 would,
+        while what UID may do succeeds (a create through a supplementary
+        group in Ctx.groups among them), and the same requests as root
+        succeed.  Prints PASS/FAIL lines.
 """
 import os
 import socket
@@ -763,6 +775,129 @@ def names(host, port, cluster, parent, name, file_ino):
     c.close()
 
 
+def perm(host, port, cluster, parent, uid):
+    """FORMAT.md "Permissions": refusals as UID, the same as root."""
+    MSG_LOOKUP, MSG_SETATTR, MSG_MKNOD, MSG_MKDIR = 10, 12, 13, 14
+    MSG_UNLINK, MSG_OPEN, MSG_RELEASE, MSG_SETXATTR = 15, 21, 22, 25
+    EPERM, EACCES = 1, 13
+    SA_MODE, SA_UID = 1, 2
+    other, group = uid + 1, uid + 2
+    fails = 0
+
+    def check(name, st, want):
+        nonlocal fails
+        ok = st == want
+        print(("PASS perm-%s" % name) if ok else
+              ("FAIL perm-%s: status %d, want %d" % (name, st, want)))
+        fails += 0 if ok else 1
+
+    c = Conn(host, port)
+    st, rep, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+    if st != 0 or not rep.get(2, [0])[0]:
+        raise SystemExit("client HELLO refused or no session: %d" % st)
+    session, seq = rep[2][0], 0
+
+    def call(mtype, who, groups, body):
+        nonlocal seq
+        seq += 1
+        ctx = (f_varint(1, session) + f_varint(2, seq) + f_varint(4, who) +
+               f_varint(5, who))
+        if groups:
+            ctx += f_bytes(8, b"".join(varint(g) for g in groups))
+        st, rep, _ = c.call(mtype, f_bytes(1, ctx) + body)
+        return st, rep
+
+    def ino_of(rep):
+        return decode(rep[1][0])[1][0]
+
+    def mkdir(who, dirino, name, mode, groups=()):
+        st, rep = call(MSG_MKDIR, who, groups, f_varint(2, dirino) +
+                       f_bytes(3, name) + f_varint(4, mode))
+        return st, (ino_of(rep) if st == 0 else 0)
+
+    def create(who, dirino, name, mode, groups=()):
+        st, rep = call(MSG_MKNOD, who, groups, f_varint(2, dirino) +
+                       f_bytes(3, name) + f_varint(4, 0o100000 | mode))
+        return st, (ino_of(rep) if st == 0 else 0)
+
+    def setattr(who, ino, valid, mode=0, owner=0):
+        return call(MSG_SETATTR, who, (), f_varint(2, ino) +
+                    f_varint(3, valid) + f_varint(4, mode) +
+                    f_varint(5, owner) + f_varint(6, owner))[0]
+
+    def unlink(who, dirino, name):
+        return call(MSG_UNLINK, who, (), f_varint(2, dirino) +
+                    f_bytes(3, name))[0]
+
+    def open_(who, ino, flags):
+        st, rep = call(MSG_OPEN, who, (), f_varint(2, ino) +
+                       f_varint(3, flags))
+        if st == 0:
+            call(MSG_RELEASE, who, (), f_varint(2, ino) +
+                 f_varint(3, rep[1][0]))
+        return st
+
+    def setxattr(who, ino, name):
+        return call(MSG_SETXATTR, who, (), f_varint(2, ino) +
+                    f_bytes(3, name) + f_bytes(4, b"v"))[0]
+
+    tag = "perm%d" % os.getpid()
+    # Set up as root: mode given in full (umask 0).
+    st, top = mkdir(0, parent, tag, 0o755)
+    if st != 0:
+        raise SystemExit("mkdir %s as root: %d" % (tag, st))
+    _, rootdir = mkdir(0, top, "rootdir", 0o755)
+    _, rootfile = create(0, rootdir, "f", 0o644)
+    _, tmp = mkdir(0, top, "tmp", 0o1777)
+    st, theirs = create(other, tmp, "theirs", 0o644)
+    check("other-creates-in-sticky", st, 0)
+    st, mine = create(uid, tmp, "mine", 0o644)
+    check("uid-creates-in-sticky", st, 0)
+    _, grpdir = mkdir(0, top, "grp", 0o770)
+    setattr(0, grpdir, 4, owner=group)           # SA_GID: root:group
+    # Refused as uid.
+    check("chown-to-root-refused", setattr(uid, mine, SA_UID, owner=0), -EPERM)
+    check("setuid-on-roots-file-refused",
+          setattr(uid, rootfile, SA_MODE, mode=0o4755), -EPERM)
+    check("unlink-in-root-0755-dir-refused", unlink(uid, rootdir, "f"), -EACCES)
+    check("unlink-others-file-in-sticky-refused", unlink(uid, tmp, "theirs"),
+          -EPERM)
+    check("open-roots-0644-for-write-refused", open_(uid, rootfile, os.O_WRONLY),
+          -EACCES)
+    check("setxattr-trusted-refused", setxattr(uid, mine, "trusted.x"), -EPERM)
+    check("create-in-root-dir-refused", create(uid, rootdir, "g", 0o644)[0],
+          -EACCES)
+    check("create-without-group-refused", create(uid, grpdir, "g", 0o644)[0],
+          -EACCES)
+    # Allowed as uid.
+    check("open-roots-0644-for-read", open_(uid, rootfile, os.O_RDONLY), 0)
+    check("chmod-own-file", setattr(uid, mine, SA_MODE, mode=0o600), 0)
+    check("setxattr-user-own-file", setxattr(uid, mine, "user.x"), 0)
+    check("create-through-supplementary-group",
+          create(uid, grpdir, "g", 0o644, groups=(group,))[0], 0)
+    check("unlink-own-file-in-sticky", unlink(uid, tmp, "mine"), 0)
+    # The same as root succeeds.
+    _, mine = create(uid, tmp, "mine", 0o644)
+    check("root-chown-to-root", setattr(0, mine, SA_UID, owner=0), 0)
+    check("root-setuid", setattr(0, rootfile, SA_MODE, mode=0o4755), 0)
+    check("root-open-for-write", open_(0, rootfile, os.O_WRONLY), 0)
+    check("root-setxattr-trusted", setxattr(0, mine, "trusted.x"), 0)
+    check("root-unlink-others-in-sticky", unlink(0, tmp, "theirs"), 0)
+    check("root-unlink-in-0755-dir", unlink(0, rootdir, "f"), 0)
+    c.close()
+    return fails
+
+
+def guarded(name, fn):
+    """Run one checking command: exit status 1 if it failed, and one FAIL
+    line for an exception it raised instead of a hang or a traceback."""
+    try:
+        return 1 if fn() else 0
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
+        print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+        return 1
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__)
@@ -776,24 +911,17 @@ def main(argv):
     if cmd == "locks":
         return 1 if locks(host, port, cluster) else 0
     if cmd == "space":
-        try:
-            return 1 if space(host, port, int(argv[4]), argv[5], int(argv[6])) else 0
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
-            print("FAIL space: %s: %s" % (type(e).__name__, e))
-            return 1
+        return guarded("space", lambda: space(host, port, int(argv[4]), argv[5],
+                                              int(argv[6])))
     if cmd == "sessions":
-        try:
-            return 1 if sessions(host, port, cluster, int(argv[5])) else 0
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
-            print("FAIL sessions: %s: %s" % (type(e).__name__, e))
-            return 1
+        return guarded("sessions", lambda: sessions(host, port, cluster,
+                                                    int(argv[5])))
     if cmd == "roles":
-        try:
-            return 1 if roles(host, port, cluster, int(argv[5]), int(argv[6]),
-                              int(argv[7])) else 0
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
-            print("FAIL roles: %s: %s" % (type(e).__name__, e))
-            return 1
+        return guarded("roles", lambda: roles(host, port, cluster, int(argv[5]),
+                                              int(argv[6]), int(argv[7])))
+    if cmd == "perm":
+        return guarded("perm", lambda: perm(host, port, cluster, int(argv[5]),
+                                            int(argv[6])))
     if cmd == "names":
         names(host, port, cluster, int(argv[5]), argv[6], int(argv[7]))
         return 0
@@ -807,13 +935,9 @@ def main(argv):
                                          int(argv[9])))
         return 0
     if cmd == "fenced":
-        try:
-            return 1 if fenced(host, cluster, int(argv[8]), int(argv[9]),
-                               argv[10], (port, int(argv[5])),
-                               (int(argv[6]), int(argv[7]))) else 0
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - one FAIL line
-            print("FAIL fenced: %s: %s" % (type(e).__name__, e))
-            return 1
+        return guarded("fenced", lambda: fenced(
+            host, cluster, int(argv[8]), int(argv[9]), argv[10],
+            (port, int(argv[5])), (int(argv[6]), int(argv[7]))))
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:
