@@ -80,6 +80,13 @@ uint64_t tw_fnv1a64(const void *buf, size_t len);
 #define TW_HOST_MAX     64
 #define TW_NAME_MAX     255
 
+/* Bounds of the resource limits in twinfs.conf. */
+#define TW_CONNS_MIN                 16
+#define TW_CONNS_MAX                 (1 << 20)
+#define TW_QUEUED_REPLY_MIN          (64u << 10)
+#define TW_SESSIONS_PER_CLIENT_MAX   (1 << 16)
+#define TW_LOCKS_PER_SESSION_MAX     (1 << 20)
+
 struct tw_conf_iod {
 	int id;                       /* 1..n, as the [iod N] section */
 	int group;                    /* twin group, 0-based */
@@ -107,10 +114,28 @@ struct tw_conf {
 	/* [cluster] lock_grace, 5s: after an mgrd start, only reclaims of
 	 * locks held before it get locks (proto/FORMAT.md "Locks"). */
 	uint32_t lock_grace_ms;
+	/* [cluster] max_connections, 4096: connections one daemon keeps
+	 * open; past it a new one is accepted and closed at once (lowered
+	 * at start to fit RLIMIT_NOFILE: tw_fd_budget). */
+	uint32_t max_connections;
+	/* [cluster] hello_timeout, 5s: a connection that has not completed
+	 * AUTH + HELLO by then is closed (proto/FORMAT.md section 2). */
+	uint32_t hello_timeout_ms;
+	/* [cluster] max_queued_reply_bytes, 32M: reply bytes a daemon queues
+	 * for one connection before it stops reading that connection's
+	 * requests (until they drain below half). */
+	uint64_t max_queued_reply_bytes;
 
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */
 	char mgr_dir[PATH_MAX];       /* [mgrd] dir */
+	/* [mgrd] max_sessions_per_client, 64: live sessions of one client
+	 * (its HELLO hostname, else its address); past it a new session's
+	 * HELLO is refused -EAGAIN. */
+	uint32_t max_sessions_per_client;
+	/* [mgrd] max_locks_per_session, 100000: byte-range and flock locks
+	 * one session holds; past it a lock is refused -ENOLCK. */
+	uint32_t max_locks_per_session;
 
 	enum tw_journal_mode journal_mode; /* [iod] journal_mode (all iods) */
 	uint64_t journal_size;        /* [iod] journal_size, default 256M */
@@ -128,7 +153,8 @@ void tw_conf_defaults(struct tw_conf *conf);
 
 /* Parse an INI file:
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
- *   [mgrd]     host, port, dir
+ *   [mgrd]     host, port, dir, max_sessions_per_client,
+ *              max_locks_per_session
  *   [iod]      journal_mode, journal_size, reserve (for every iod)
  *   [iod N]    host, port, dir, group          (N = 1, 2, ...)
  * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
@@ -174,6 +200,12 @@ int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 long tw_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* mkdir -p with mode 0755; 0 if it exists. */
 int tw_mkdir_p(const char *path);
+/* The connection limit that fits RLIMIT_NOFILE with `reserve` descriptors
+ * left for the daemon's own files: raises the soft limit if it can, else
+ * lowers *conns below want_conns with a warning naming `who`.  0 or
+ * -errno. */
+int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
+		 uint32_t *conns);
 /* Fill buf with len random bytes from getrandom(2). */
 int tw_random(void *buf, size_t len);
 

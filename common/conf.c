@@ -204,6 +204,11 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->journal_mode = TW_JNL_JOURNAL;
 	conf->journal_size = 256ull << 20;
 	conf->iod_reserve = 64ull << 20;
+	conf->max_connections = 4096;
+	conf->hello_timeout_ms = 5 * 1000;
+	conf->max_queued_reply_bytes = 32ull << 20;
+	conf->max_sessions_per_client = 64;
+	conf->max_locks_per_session = 100000;
 }
 
 const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id)
@@ -323,6 +328,25 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 		return set_bool(p, key, val, &c->root_squash);
 	case 12:
 		return set_ms(p, key, val, &c->lock_grace_ms);
+	case 13:
+		if (parse_int_range(val, TW_CONNS_MIN, TW_CONNS_MAX, &v) < 0)
+			return fail(p, p->line, "%s: bad count '%s' (%d..%d)",
+				    key, val, TW_CONNS_MIN, TW_CONNS_MAX);
+		c->max_connections = (uint32_t)v;
+		return 0;
+	case 14:
+		return set_ms(p, key, val, &c->hello_timeout_ms);
+	case 15:
+		if (tw_parse_size(val, &size) < 0)
+			return fail(p, p->line, "%s: bad size '%s' (use e.g. 512K, 32M)",
+				    key, val);
+		/* Below one frame's worth a connection would stop after
+		 * every reply; above 4G the figure means nothing. */
+		if (size < TW_QUEUED_REPLY_MIN || size > (4ull << 30))
+			return fail(p, p->line, "%s: %s is not between 64K and 4G",
+				    key, val);
+		c->max_queued_reply_bytes = size;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -331,11 +355,13 @@ static const char *const cluster_keys[] = {
 	"name", "secret", "stripe_size", "stripe_count", "monitor_interval",
 	"down_after", "request_timeout", "mgr_timeout", "commit_interval",
 	"session_timeout", "auto_resync", "root_squash", "lock_grace",
+	"max_connections", "hello_timeout", "max_queued_reply_bytes",
 };
 
 static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 {
 	struct tw_conf *c = p->conf;
+	long v;
 
 	switch (idx) {
 	case 0:
@@ -344,11 +370,25 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 		return set_port(p, key, val, &c->mgr_port);
 	case 2:
 		return set_str(p, key, val, c->mgr_dir, sizeof(c->mgr_dir));
+	case 3:
+		if (parse_int_range(val, 1, TW_SESSIONS_PER_CLIENT_MAX, &v) < 0)
+			return fail(p, p->line, "%s: bad count '%s' (1..%d)",
+				    key, val, TW_SESSIONS_PER_CLIENT_MAX);
+		c->max_sessions_per_client = (uint32_t)v;
+		return 0;
+	case 4:
+		if (parse_int_range(val, 1, TW_LOCKS_PER_SESSION_MAX, &v) < 0)
+			return fail(p, p->line, "%s: bad count '%s' (1..%d)",
+				    key, val, TW_LOCKS_PER_SESSION_MAX);
+		c->max_locks_per_session = (uint32_t)v;
+		return 0;
 	}
 	return -EINVAL;
 }
 
-static const char *const mgrd_keys[] = { "host", "port", "dir" };
+static const char *const mgrd_keys[] = { "host", "port", "dir",
+					 "max_sessions_per_client",
+					 "max_locks_per_session" };
 
 /* A size of at least min_mib MiB into *out. */
 static int set_size_min(struct parse *p, const char *key, const char *val,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -170,6 +171,42 @@ int tw_random(void *buf, size_t len)
 		}
 		p += r;
 		len -= (size_t)r;
+	}
+	return 0;
+}
+
+/* A daemon that accepts connections until accept fails with EMFILE has
+ * no descriptor left for its journal, its subfiles or a checkpoint: the
+ * connection limit must leave `reserve` descriptors below the process's
+ * limit.  Raise the soft limit toward the hard one if that is what it
+ * takes, else lower the connection limit, and say so. */
+int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
+		 uint32_t *conns)
+{
+	struct rlimit rl;
+	uint64_t need = (uint64_t)want_conns + reserve;
+
+	*conns = want_conns;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		struct rlimit up = rl;
+
+		up.rlim_cur = rl.rlim_max == RLIM_INFINITY ||
+			      rl.rlim_max >= need ? need : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		uint64_t fit = rl.rlim_cur > (uint64_t)reserve + TW_CONNS_MIN
+			       ? rl.rlim_cur - reserve : TW_CONNS_MIN;
+
+		*conns = (uint32_t)TW_MIN(fit, (uint64_t)want_conns);
+		tw_warn("%s: max_connections %u does not fit the descriptor "
+			"limit (RLIMIT_NOFILE %llu, %u kept for the daemon's "
+			"own files): lowered to %u; raise LimitNOFILE to keep "
+			"it", who, want_conns, (unsigned long long)rl.rlim_cur,
+			reserve, *conns);
 	}
 	return 0;
 }

@@ -36,6 +36,10 @@
 #define IOD_MAX_COLUMNS      R0_MAX_STRIPE_COUNT   /* columns are 0..31 */
 #define IOD_MAX_OFFSET       ((uint64_t)INT64_MAX) /* off + len must stay below */
 #define IOD_FD_CACHE_DEFAULT 256
+/* Descriptors kept out of max_connections (tw_fd_budget): the subfile
+ * cache, the journal's and a checkpoint's (one per object it writes home,
+ * plus up to 1024 O_DIRECT ones: journal/jbd_checkpoint.c), peers. */
+#define IOD_FD_RESERVE       (IOD_FD_CACHE_DEFAULT + 2048u)
 #define IOD_UUID_LEN         16
 #define IOD_CLUSTER_MAX      64                    /* as tw_conf.cluster_name */
 /* Checksum regions: bounds on region_size and on the number of regions one
@@ -49,6 +53,12 @@
 /* ... and spans at most this many bytes of the subfile: holes are not
  * read, so a sparse subfile of terabytes is verified in few calls. */
 #define IOD_CSUM_BOTH_SPAN   (4ull << 30)
+/* A plain CHECKSUM reads at most this many bytes of data per call (holes
+ * are free): it runs synchronously on the loop, and without a bound one
+ * call could ask for IOD_CSUM_MAX_REGIONS regions of 64 MiB, terabytes.
+ * A reply that stops early carries fewer regions; callers go on from
+ * first_region + n_crcs (proto/FORMAT.md "Checksums"). */
+#define IOD_CSUM_PLAIN_BYTES (64u << 20)
 #define IOD_STALE_MAX        64u
 
 struct iod_store;

@@ -432,6 +432,7 @@ out:
 static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__Checksum *q = (const Twinfs__Checksum *)m->body;
+	const struct iod_conn *ic = wire_conn_get_data(c);
 	Twinfs__ChecksumReply r = TWINFS__CHECKSUM_REPLY__INIT;
 	uint32_t *crcs = NULL;
 	uint64_t size;
@@ -448,9 +449,18 @@ static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		iod_twin_checksum(d, c, m);   /* answers */
 		return;
 	}
+	/* iod_store_checksum stops after the region during which it read
+	 * max_data bytes, so it reads less than max_data + region_size:
+	 * this max_data keeps that within IOD_CSUM_PLAIN_BYTES.  Not for our
+	 * twin: its half of an ordered checksum (twin.c) must cover exactly
+	 * the regions its own half did, which it bounds itself (a twin with
+	 * data where the primary has holes would otherwise be cut short and
+	 * look different). */
 	n = iod_store_checksum(d->store, q->ino, q->column, q->region_size,
-			       q->first_region, q->max_regions, 0, &size,
-			       &crcs);
+			       q->first_region, q->max_regions,
+			       ic && ic->role == TWINFS__ROLE__ROLE_IOD ? 0 :
+			       (uint64_t)IOD_CSUM_PLAIN_BYTES - q->region_size + 1,
+			       &size, &crcs);
 	if (n < 0) {
 		iod_reply_status(c, m, (int)n);
 		return;
@@ -685,6 +695,20 @@ int iod_server_start(struct iod *d)
 			 &d->server);
 	if (rc == 0)
 		rc = wire_server_set_secret(d->server, d->conf->secret);
+	if (rc == 0) {
+		struct wire_server_limits lim = {
+			.hello_timeout_ms = d->conf->hello_timeout_ms,
+			.max_queued_reply_bytes =
+				d->conf->max_queued_reply_bytes,
+		};
+		char who[32];
+
+		snprintf(who, sizeof(who), "iod %" PRIu32, d->id);
+		rc = tw_fd_budget(who, d->conf->max_connections,
+				  IOD_FD_RESERVE, &lim.max_connections);
+		if (rc == 0)
+			rc = wire_server_set_limits(d->server, &lim);
+	}
 	if (rc < 0) {
 		tw_err("iod %" PRIu32 ": cannot listen on %s:%d: %s", d->id,
 		       d->me->host, d->me->port, strerror(-rc));

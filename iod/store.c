@@ -764,6 +764,32 @@ static void evict_one(struct iod_store *s)
 	free(e);
 }
 
+/* The process is out of descriptors (EMFILE, ENFILE): that is no fault of
+ * the subfile being opened, and the request, or the checkpoint, that
+ * wants it must not fail for it while this cache holds hundreds.  Close
+ * the least recent half (the entries a caller may be holding are the most
+ * recent) and say whether any went. */
+static bool shed_fds(struct iod_store *s)
+{
+	uint32_t n = s->n_cached / 2 + 1;
+	bool any = false;
+
+	while (n-- > 0 && s->lru.prev != &s->lru) {
+		any |= s->lru.prev->fd >= 0;
+		evict_one(s);
+	}
+	if (any)
+		tw_log_rl(TW_LOG_WARN, "data directory: out of file "
+			  "descriptors; closed the least recent half of the "
+			  "subfile cache");
+	return any;
+}
+
+static bool out_of_fds(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE;
+}
+
 /* Add e (not cached yet), evicting the least recent entries past the
  * cache's size. */
 static void cache_insert(struct iod_store *s, struct sub *e)
@@ -945,6 +971,8 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!known_absent) {
 		unlinkq_settle(s, ino, column, rel);
 		fd = open_existing(s, rel);
+		if (out_of_fds(fd) && shed_fds(s))
+			fd = open_existing(s, rel);
 		if (fd == -ENOENT && !layout) {
 			cache_absent(s, ino, column);
 			return fd;
@@ -956,8 +984,17 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 			return rc;
 		fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT | O_EXCL |
 			    O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return -errno;
+		if (fd < 0) {
+			rc = -errno;
+			if (out_of_fds(rc) && shed_fds(s)) {
+				fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT |
+					    O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+					    0644);
+				rc = fd < 0 ? -errno : 0;
+			}
+			if (fd < 0)
+				return rc;
+		}
 		created = true;
 		dirsync |= DS_CD;
 		path_entry_added(s, ino);

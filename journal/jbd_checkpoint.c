@@ -47,6 +47,9 @@ enum { CP_ITEMS = 1, CP_HOMESYNC, CP_SUPER };
  * holds one dup'd descriptor (cp_fd), and a checkpoint of many small files
  * must not run out of descriptors for those; past this, buffered. */
 #define CP_MAX_DFDS 1024
+/* A checkpoint that ran out of descriptors or memory waits this long
+ * before it tries the same item again (cp_pause). */
+#define CP_RETRY_MS 100
 
 /* Home writes a checkpoint keeps in flight at most: three quarters of the
  * journal's max_inflight, so log writes (the requests clients wait for)
@@ -80,6 +83,8 @@ struct jbd_cp {
 	uint64_t *objs;
 	size_t n_objs, cap_objs;
 	struct jbd_bgsync home;         /* CP_HOMESYNC */
+	bool paused;                    /* out of descriptors or memory */
+	uint64_t paused_ms;
 	uint64_t new_tail, new_seq, freed;
 	uint8_t sb[JBD_BLOCK_SIZE];
 };
@@ -147,7 +152,13 @@ static int cp_fd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int *fd)
 		close(*fd);
 		return rc;
 	}
-	return cp_note_obj(cp, obj);
+	rc = cp_note_obj(cp, obj);
+	if (rc < 0) {
+		/* Not cached either: a retry must note obj (home sync). */
+		tw_hmap_del(&cp->fds, obj + 1);
+		close(*fd);
+	}
+	return rc;
 }
 
 /* A record may replace the home object behind obj (a delete followed by a
@@ -223,6 +234,62 @@ static bool cp_is_aside(const struct jbd_cp *cp, uint64_t obj)
 
 /* An item of obj failed with rc: true when obj is (now) set aside, so the
  * checkpoint goes on without it (jbd_ops.home_failed). */
+/* Whether a home write of obj is in flight. */
+static bool cp_obj_busy(const struct jbd_cp *cp, uint64_t obj)
+{
+	for (unsigned i = 0; i < cp->n_busy; i++)
+		if (cp->busy[i].obj == obj)
+			return true;
+	return false;
+}
+
+/* Close the descriptors this checkpoint holds for objects without a write
+ * in flight (cp_fd opens them again when needed); returns how many. */
+static unsigned cp_release_fds(struct jbd_cp *cp)
+{
+	uint64_t keys[64];
+	unsigned n, total = 0;
+
+	do {
+		uint64_t key;
+		void *val;
+
+		n = 0;
+		for (size_t it = 0; n < TW_ARRAY_SIZE(keys) &&
+		     tw_hmap_next(&cp->fds, &it, &key, &val);)
+			if (!cp_obj_busy(cp, key - 1))
+				keys[n++] = key;
+		for (unsigned k = 0; k < n; k++)
+			cp_forget_fd(cp, keys[k] - 1);
+		total += n;
+	} while (n == TW_ARRAY_SIZE(keys));
+	return total;
+}
+
+/* The process, not the object nor the disk, is short of something: out
+ * of descriptors (a daemon with many connections, many objects in one
+ * checkpoint) or of memory.  Unlike jbd_obj_error, not the object's: it
+ * is not set aside; unlike EIO, retrying helps, and aborting the journal
+ * for it would stop every write for a passing shortage. */
+static bool cp_resource_error(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
+
+/* Stop the walk at the current item and try it again later: from
+ * cp_io_done when writes are in flight, else from jbd__cp_kick after
+ * CP_RETRY_MS.  Blocks and records are idempotent, so the retry may
+ * redo what the failed step did in part. */
+static void cp_pause(struct jbd *j, struct jbd_cp *cp, int rc,
+		     const char *what)
+{
+	(void)j;
+	cp->paused = true;
+	cp->paused_ms = tw_now_ms();
+	tw_log_rl(TW_LOG_WARN, "journal: checkpoint waits: %s: %s; retrying "
+		  "every %d ms", what, strerror(-rc), CP_RETRY_MS);
+}
+
 static bool cp_set_aside(struct jbd *j, struct jbd_cp *cp, uint64_t obj,
 			 int rc)
 {
@@ -411,6 +478,7 @@ static void cp_step(struct jbd *j)
 		}
 		struct jbd_item *it = &cp->cur->items[cp->item];
 		int rc = 0;
+		cp->paused = false;
 		if (cp->aside.count && cp_is_aside(cp, it->obj)) {
 			cp->item++;       /* the owner holds obj as lost */
 			continue;
@@ -422,6 +490,13 @@ static void cp_step(struct jbd *j)
 				return;
 			int fd;
 			rc = cp_fd(j, cp, it->obj, &fd);
+			if ((rc == -EMFILE || rc == -ENFILE) &&
+			    cp_release_fds(cp) > 0)
+				rc = cp_fd(j, cp, it->obj, &fd);
+			if (rc < 0 && cp_resource_error(rc)) {
+				cp_pause(j, cp, rc, "opening a home object");
+				return;
+			}
 			if (rc < 0 && cp_set_aside(j, cp, it->obj, rc))
 				continue;
 			if (rc < 0) {
@@ -508,6 +583,17 @@ static void cp_step(struct jbd *j)
 				rc = j->ops.apply(j->ops.arg, JBD_PHASE_CHECKPOINT,
 						  cp->cur->seq, it->obj, it->cut,
 						  it->buf, it->len);
+				if ((rc == -EMFILE || rc == -ENFILE) &&
+				    cp_release_fds(cp) > 0)
+					rc = j->ops.apply(j->ops.arg,
+							  JBD_PHASE_CHECKPOINT,
+							  cp->cur->seq, it->obj,
+							  it->cut, it->buf,
+							  it->len);
+				if (rc < 0 && cp_resource_error(rc)) {
+					cp_pause(j, cp, rc, "applying a record");
+					return;
+				}
 				if (rc < 0 && cp_set_aside(j, cp, it->obj, rc))
 					continue;
 				if (rc < 0) {
@@ -519,6 +605,10 @@ static void cp_step(struct jbd *j)
 			rc = cp_note_obj(cp, it->obj);
 		} else {
 			rc = cp_note_obj(cp, it->obj);
+		}
+		if (rc < 0 && cp_resource_error(rc)) {
+			cp_pause(j, cp, rc, "noting a home object");
+			return;
 		}
 		if (rc < 0) {
 			jbd__abort(j, rc, "checkpoint (out of memory)");
@@ -552,6 +642,11 @@ void jbd__cp_kick(struct jbd *j)
 {
 	if (j->cp != NULL && j->cp->state == CP_HOMESYNC)
 		cp_step(j);     /* the syncfs thread may have finished */
+	/* A walk that waits for descriptors or memory with nothing in
+	 * flight (with writes in flight, cp_io_done retries it). */
+	if (j->cp != NULL && j->cp->paused && j->cp->inflight == 0 &&
+	    tw_now_ms() - j->cp->paused_ms >= CP_RETRY_MS)
+		cp_step(j);
 	if (j->aborted || j->cp_active)
 		goto out;
 	bool want = j->full_wait || j->used >= j->nlog / 2 || frees_due(j) ||

@@ -129,6 +129,45 @@ static void reply_lock(struct wire_conn *c, const struct wire_hdr *h,
 	mgr_srv_reply(c, h, status, &r.base);
 }
 
+/* Per-session lock counts (max_locks_per_session).  Every change to the
+ * table goes through these: tw_lk_set changes only its owner's locks, so
+ * the change of the table's count is the session's; drops return theirs. */
+static void count_locks(struct mgr_locks *lk, uint64_t session,
+			uint64_t before)
+{
+	struct mgr_session *sess = mgr_session_get(&lk->s->st.sessions,
+						   session);
+	int64_t d = (int64_t)lk->t.n_locks - (int64_t)before;
+
+	if (!sess)
+		return;
+	if (d < 0 && (uint64_t)-d > sess->n_locks)
+		sess->n_locks = 0;   /* locks taken before a restart's reclaim */
+	else
+		sess->n_locks = (uint32_t)((int64_t)sess->n_locks + d);
+}
+
+static int lk_set(struct mgr_locks *lk, uint64_t ino, const struct tw_lk *want)
+{
+	uint64_t before = lk->t.n_locks;
+	int rc = tw_lk_set(&lk->t, ino, want);
+
+	count_locks(lk, want->session, before);
+	return rc;
+}
+
+/* Whether the session may take one more lock.  An unlock or a change of a
+ * range it holds may split one lock into two, so a session may pass the
+ * limit by one, as the table may pass LOCKS_MAX. */
+static bool session_may_lock(const struct mgr_locks *lk, uint64_t session)
+{
+	const struct mgr_session *sess = mgr_session_get(&lk->s->st.sessions,
+							 session);
+	uint32_t max = lk->s->conf->max_locks_per_session;
+
+	return !sess || !max || sess->n_locks < max;
+}
+
 /* Grant every parked request of ino that fits now, in arrival order. */
 static void grant(struct mgr_locks *lk, uint64_t ino)
 {
@@ -136,7 +175,8 @@ static void grant(struct mgr_locks *lk, uint64_t ino)
 
 	while ((w = tw_lk_wait_grantable(&lk->t, ino))) {
 		struct parked *p = w->arg;
-		int rc = tw_lk_set(&lk->t, ino, &w->want);
+		int rc = session_may_lock(lk, w->want.session)
+			 ? lk_set(lk, ino, &w->want) : -ENOLCK;
 
 		reply_lock(p->c, &p->hdr, rc < 0 ? -ENOLCK : 0, NULL, 0);
 		parked_unlink(lk, p);
@@ -231,7 +271,7 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 	if (rc < 0)
 		goto out;
 	if (want.type == TW_LK_UNLCK) {
-		rc = tw_lk_set(&lk->t, q->ino, &want);
+		rc = lk_set(lk, q->ino, &want);
 		grant(lk, q->ino);
 		goto out;
 	}
@@ -246,7 +286,7 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 				(unsigned long long)holder.session);
 			rc = -ENOLCK;
 		} else {
-			rc = tw_lk_set(&lk->t, q->ino, &want);
+			rc = lk_set(lk, q->ino, &want);
 		}
 		goto out;
 	}
@@ -258,8 +298,18 @@ static void h_lock(struct mgr_locks *lk, uint64_t session, struct wire_conn *c,
 		rc = -ENOLCK;
 		goto out;
 	}
+	if (!session_may_lock(lk, session)) {
+		/* POSIX's "too many segment locks": the session holds
+		 * max_locks_per_session; it may still unlock. */
+		tw_log_rl(TW_LOG_WARN, "mgrd: session %llu holds "
+			  "max_locks_per_session (%u) locks: lock refused "
+			  "(ENOLCK)", (unsigned long long)session,
+			  lk->s->conf->max_locks_per_session);
+		rc = -ENOLCK;
+		goto out;
+	}
 	if (!tw_lk_test(&lk->t, q->ino, &want, &holder)) {
-		rc = tw_lk_set(&lk->t, q->ino, &want);
+		rc = lk_set(lk, q->ino, &want);
 		if (rc == 0)
 			grant(lk, q->ino);   /* a downgrade may let readers in */
 		goto out;
@@ -303,11 +353,13 @@ static void h_unlock_all(struct mgr_locks *lk, uint64_t session,
 			 struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__LockDrop *q = (const Twinfs__LockDrop *)m->body;
+	uint64_t before = lk->t.n_locks;
 
 	if (q->by_file)
 		tw_lk_drop_file(&lk->t, q->ino, session, q->file);
 	else
 		tw_lk_drop_owner(&lk->t, q->ino, session, q->owner);
+	count_locks(lk, session, before);
 	grant(lk, q->ino);
 	mgr_srv_reply(c, &m->hdr, 0, NULL);
 }
@@ -351,6 +403,7 @@ void mgr_handle_lock(struct mgr_server *s, struct wire_conn *c,
 void mgr_locks_session_gone(struct mgr_server *s, uint64_t session)
 {
 	struct mgr_locks *lk = s->locks;
+	struct mgr_session *sess = mgr_session_get(&s->st.sessions, session);
 	unsigned n;
 
 	if (!lk)
@@ -361,6 +414,8 @@ void mgr_locks_session_gone(struct mgr_server *s, uint64_t session)
 			parked_unlink(lk, p);
 	}
 	n = tw_lk_drop_session(&lk->t, session);
+	if (sess)
+		sess->n_locks = 0;
 	if (n)
 		tw_info("mgrd: %u locks of expired session %llu released", n,
 			(unsigned long long)session);

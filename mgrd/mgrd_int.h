@@ -445,6 +445,10 @@ struct mgr_session {
 	uint32_t n_conns;
 	uint64_t idle_since_ms;   /* when n_conns dropped to 0 */
 	uint64_t grace_ms;        /* idle time allowed before expiry */
+	/* Who holds it, for max_sessions_per_client (server.c client_key);
+	 * 0 until a client binds it after a restart. */
+	uint64_t client_key;
+	uint32_t n_locks;         /* locks held (handlers_lock.c) */
 };
 
 /* Fencing (proto/FORMAT.md "Fencing"): the newest MGR_FENCE_MAX expired

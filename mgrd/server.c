@@ -627,9 +627,38 @@ void mgr_srv_push_map(struct mgr_server *s)
 
 /* ------------------------------------------------------------- sessions */
 
+/* Who a client is, for max_sessions_per_client: its address without the
+ * port.  The HELLO hostname is the client's own claim (a peer could name
+ * itself anew for every session), so it is not used; once clients
+ * authenticate, their authenticated identity takes this place. */
+static uint64_t client_key(struct wire_conn *c)
+{
+	const char *peer = wire_conn_peer(c);
+	const char *colon = strrchr(peer, ':');
+	size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+	uint64_t k = tw_fnv1a64(peer, len);
+
+	return k ? k : 1;
+}
+
+/* Sessions a client holds now: a walk of every session, run only when a
+ * HELLO asks for a new one. */
+static uint32_t client_sessions(const struct mgr_server *s, uint64_t key)
+{
+	uint32_t n = 0;
+	uint64_t id;
+	void *v;
+
+	for (size_t it = 0; tw_hmap_next(&s->st.sessions.by_id, &it, &id, &v);)
+		if (((const struct mgr_session *)v)->client_key == key)
+			n++;
+	return n;
+}
+
 static void session_bind(struct mgr_server *s, struct mgr_conn *mc,
 			 struct mgr_session *sess)
 {
+	sess->client_key = client_key(mc->wc);
 	mc->session = sess->id;
 	sess->n_conns++;
 	/* The client is back: the restart grace is over. */
@@ -844,7 +873,22 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		if (!sess) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
 			uint8_t secret[MGR_SESSION_SECRET_LEN];
+			uint32_t max = s->conf->max_sessions_per_client;
+			uint32_t n = client_sessions(s, client_key(c));
 
+			/* A peer that opens sessions without end would
+			 * grow mgrd's tables and its journal: it waits
+			 * until one of its sessions expires. */
+			if (max && n >= max) {
+				tw_log_rl(TW_LOG_WARN, "mgrd: refusing a new "
+					  "session to %s: it holds %u "
+					  "(max_sessions_per_client); one "
+					  "must expire first",
+					  wire_conn_peer(c), n);
+				mgr_srv_reply(c, &m->hdr, -EAGAIN, NULL);
+				wire_conn_close(c);
+				return;
+			}
 			if (tw_random(secret, sizeof(secret)) < 0) {
 				mgr_srv_reply(c, &m->hdr, -EIO, NULL);
 				wire_conn_close(c);
@@ -1433,6 +1477,20 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 			 &s->ws);
 	if (rc == 0)
 		rc = wire_server_set_secret(s->ws, conf->secret);
+	if (rc == 0) {
+		struct wire_server_limits lim = {
+			.hello_timeout_ms = conf->hello_timeout_ms,
+			.max_queued_reply_bytes = conf->max_queued_reply_bytes,
+		};
+
+		/* mgrd's own descriptors: its journal, state files and the
+		 * connections it makes to every iod. */
+		rc = tw_fd_budget("mgrd", conf->max_connections,
+				  MGR_FD_RESERVE + 2 * TW_MAX_IODS,
+				  &lim.max_connections);
+		if (rc == 0)
+			rc = wire_server_set_limits(s->ws, &lim);
+	}
 	if (rc < 0) {
 		tw_err("mgrd: cannot listen on %s:%d: %s", conf->mgr_host,
 		       conf->mgr_port, strerror(-rc));

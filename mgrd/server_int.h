@@ -131,6 +131,10 @@ bool mgr_srv_psize_wait(struct mgr_server *s, struct wire_conn *c,
 bool mgr_srv_client_request(struct mgr_server *s, struct wire_conn *c,
 			    struct wire_msg *m);
 
+/* Descriptors mgrd keeps out of max_connections (tw_fd_budget), besides
+ * two per iod: its journal, snapshot and state files, logs. */
+#define MGR_FD_RESERVE 256u
+
 /* dlease.c: name leases on directories (proto/FORMAT.md "Name leases").
  * A lease runs MGR_DL_MS from when mgrd handled the request that granted
  * or renewed it. */

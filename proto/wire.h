@@ -112,6 +112,20 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
  * Copied.  Which roles must prove it is the daemon's decision, made in
  * its HELLO handler with wire_conn_authenticated(). */
 int wire_server_set_secret(struct wire_server *s, const char *secret);
+/* Resource limits of a server (proto/FORMAT.md section 2); 0 = none. */
+struct wire_server_limits {
+	/* Open connections; past it a new one is accepted and closed at
+	 * once, with a rate-limited log line naming the peer. */
+	uint32_t max_connections;
+	/* A connection whose HELLO was not answered 0 within this is
+	 * closed (AUTH included: it comes before HELLO). */
+	uint32_t hello_timeout_ms;
+	/* Reply bytes queued on one connection past which the server stops
+	 * reading it, until they drain below half. */
+	uint64_t max_queued_reply_bytes;
+};
+int wire_server_set_limits(struct wire_server *s,
+			   const struct wire_server_limits *lim);
 /* The peer proved the cluster secret on this connection. */
 bool wire_conn_authenticated(const struct wire_conn *c);
 /* The port actually bound (useful after listening on port 0). */

@@ -382,7 +382,9 @@ void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen)
 
 int wire_reader_init(struct wire_reader *r)
 {
-	*r = (struct wire_reader){ .state = WIRE_R_HDR };
+	*r = (struct wire_reader){ .state = WIRE_R_HDR,
+				   .max_msg = WIRE_MAX_MSG,
+				   .max_data = WIRE_MAX_DATA };
 	r->rbuf = malloc(WIRE_RBUF_SIZE);
 	return r->rbuf ? 0 : -ENOMEM;
 }
@@ -482,6 +484,7 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 		     void *arg, const char **why)
 {
 	size_t pos = 0;
+	bool paused = false;
 	int rc;
 
 	*why = "";
@@ -522,6 +525,19 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 				       "type, flags or length)";
 				return rc;
 			}
+			if (r->hdr.msg_len > r->max_msg ||
+			    r->hdr.data_len > r->max_data) {
+				snprintf(r->why, sizeof(r->why),
+					 "a %s frame of %u+%u bytes, more than "
+					 "allowed now (%u+%u)",
+					 wire_type_name(r->hdr.type),
+					 (unsigned)r->hdr.msg_len,
+					 (unsigned)r->hdr.data_len,
+					 (unsigned)r->max_msg,
+					 (unsigned)r->max_data);
+				*why = r->why;
+				return -EPROTO;
+			}
 			rc = reader_start_part(r);
 			if (rc < 0)
 				goto nomem;
@@ -541,13 +557,17 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 		}
 		if (rc == 1) {
 			rc = reader_deliver(r, cb, arg, why);
+			if (rc == WIRE_R_PAUSE) {
+				paused = true;
+				break;      /* keep the rest for later */
+			}
 			if (rc < 0)
 				return rc;
 		}
 	}
 	memmove(r->rbuf, r->rbuf + pos, r->rlen - pos);
 	r->rlen -= pos;
-	return 0;
+	return paused ? WIRE_R_PAUSE : 0;
 nomem:
 	*why = "out of memory for a frame body";
 	return -ENOMEM;

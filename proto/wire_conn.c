@@ -11,15 +11,37 @@
  * A protocol violation (invalid frame per proto/FORMAT.md, or a first frame
  * that is not HELLO) closes that connection only, with one log line naming
  * the peer and the reason.
+ *
+ * Limits (wire_server_set_limits, proto/FORMAT.md section 2), so that no
+ * peer can make a daemon run out of descriptors or memory:
+ *   - max_connections: past it a new connection is accepted and closed at
+ *     once.  Should accept fail with EMFILE anyway (libuv's own reserve
+ *     descriptor spent), the server closes its reserve descriptor so the
+ *     next accept succeeds, closes that connection and reopens the
+ *     reserve: the backlog drains instead of spinning.
+ *   - hello_timeout: a connection whose HELLO has not been answered 0 by
+ *     then is closed.  Such connections wait on a list in accept order,
+ *     which is deadline order, under one timer.  Until then a frame may
+ *     carry at most WIRE_PRE_HELLO_MSG bytes of body and no data.
+ *   - max_queued_reply_bytes: once that many reply bytes wait in libuv's
+ *     write queue the server stops reading the connection (frames already
+ *     read wait in its reader) and reads again when the queue has drained
+ *     below half: a peer that never reads cannot grow the daemon.
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "common.h"
 #include "wire_int.h"
+
+/* AUTH and HELLO bodies are a few dozen bytes (names of at most 255);
+ * nothing bigger is read before a HELLO was answered. */
+#define WIRE_PRE_HELLO_MSG 4096u
 
 struct wire_server {
 	uv_loop_t *loop;
@@ -27,9 +49,21 @@ struct wire_server {
 	struct wire_server_ops ops;
 	void *arg;
 	struct wire_conn *conns;      /* open connections, linked by next */
+	uint32_t n_open;              /* connections not yet closing */
+	/* Not yet past HELLO, in accept (= deadline) order. */
+	struct wire_conn *hello_head, *hello_tail;
+	uv_timer_t hello_timer;       /* the head's deadline */
+	struct wire_server_limits lim;
+	int reserve_fd;               /* spent on EMFILE (file header), or -1 */
+	bool reserve_spent;           /* refuse the next connection */
+	uv_tcp_t spare;               /* refuses a connection without malloc */
+	bool spare_busy;
+	unsigned n_refusing;          /* refused handles not yet closed */
+	uint64_t n_refused;
 	char *secret;                 /* NULL: AUTH refused */
 	bool closing;
 	bool listener_closed;
+	bool timer_closed;
 	void (*close_cb)(void *arg);
 	void *close_arg;
 };
@@ -42,6 +76,12 @@ struct wire_conn {
 	bool open;                    /* not yet closing */
 	bool handle_closed;
 	bool hello_seen;              /* the first frame was HELLO */
+	bool hello_done;              /* a HELLO was answered 0 */
+	bool read_paused;             /* too many reply bytes queued */
+	bool feeding;                 /* inside wire_reader_feed */
+	struct wire_conn *hnext, *hprev; /* server's hello list */
+	bool on_hello_list;
+	uint64_t accepted_ms;
 	bool authenticated;           /* proved the cluster secret */
 	int auth_step;                /* 1: challenge sent (nonces valid) */
 	uint8_t cnonce[WIRE_NONCE_LEN], snonce[WIRE_NONCE_LEN];
@@ -53,6 +93,10 @@ struct wire_conn {
 };
 
 static void server_maybe_done(struct wire_server *s);
+static void conn_hello_done(struct wire_conn *c);
+static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
+		      const struct wire_zdata *z);
+static void conn_maybe_resume(struct wire_conn *c);
 
 static void conn_free_if_done(struct wire_conn *c)
 {
@@ -120,11 +164,31 @@ static void on_conn_closed(uv_handle_t *h)
 		server_maybe_done(s);
 }
 
+static void hello_list_del(struct wire_server *s, struct wire_conn *c)
+{
+	if (!c->on_hello_list)
+		return;
+	if (c->hprev)
+		c->hprev->hnext = c->hnext;
+	else
+		s->hello_head = c->hnext;
+	if (c->hnext)
+		c->hnext->hprev = c->hprev;
+	else
+		s->hello_tail = c->hprev;
+	c->hnext = c->hprev = NULL;
+	c->on_hello_list = false;
+}
+
 void wire_conn_close(struct wire_conn *c)
 {
 	if (!c->open)
 		return;
 	c->open = false;
+	if (c->srv) {
+		hello_list_del(c->srv, c);
+		c->srv->n_open--;
+	}
 	uv_read_stop((uv_stream_t *)&c->tcp);
 	if (c->srv && c->srv->ops.on_close)
 		c->srv->ops.on_close(c, c->srv->arg);
@@ -219,7 +283,11 @@ static int on_frame(struct wire_msg *m, void *arg)
 	}
 	c->hello_seen = true;
 	c->srv->ops.on_request(c, m, c->srv->arg);
-	return c->open ? 0 : -ECANCELED;
+	if (!c->open)
+		return -ECANCELED;
+	/* The replies it queued passed the limit: the frames already read
+	 * wait in the reader until the peer drains (conn_resume). */
+	return c->read_paused ? WIRE_R_PAUSE : 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -247,29 +315,209 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	wire_conn_ref(c);
+	c->feeding = true;
 	rc = wire_reader_feed(&c->rd, (size_t)n, on_frame, c, &why);
-	if (rc < 0 && rc != -ECANCELED) {
+	c->feeding = false;
+	if (rc < 0 && rc != -ECANCELED && rc != WIRE_R_PAUSE) {
 		tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: %s",
 			  c->peer, why);
 		wire_conn_close(c);
 	}
+	conn_maybe_resume(c);
 	wire_conn_unref(c);
+}
+
+/* ------------------------------------------------------ queued replies */
+
+static void conn_write_done(void *arg, int status, size_t len)
+{
+	(void)status;
+	(void)len;
+	conn_maybe_resume(arg);
+}
+
+/* Every frame a server sends on c: takes buf (and z as
+ * wire_stream_write_z).  Past the queued-bytes limit, stop reading. */
+static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
+		      const struct wire_zdata *z)
+{
+	uv_stream_t *st = (uv_stream_t *)&c->tcp;
+	uint64_t max = c->srv ? c->srv->lim.max_queued_reply_bytes : 0;
+	int rc = wire_stream_write_z(st, buf, len, z, conn_write_done, c);
+
+	if (rc < 0 || !max || c->read_paused || !c->open)
+		return rc;
+	if (uv_stream_get_write_queue_size(st) > max) {
+		c->read_paused = true;
+		uv_read_stop(st);
+		tw_log_rl(TW_LOG_WARN, "wire: %s does not read its replies "
+			  "(%zu bytes queued, max_queued_reply_bytes %llu): "
+			  "not reading its requests until they drain",
+			  c->peer, uv_stream_get_write_queue_size(st),
+			  (unsigned long long)max);
+	}
+	return rc;
+}
+
+/* Read again once the queue has drained below half the limit: first the
+ * frames that waited in the reader, then the socket. */
+static void conn_maybe_resume(struct wire_conn *c)
+{
+	uv_stream_t *st = (uv_stream_t *)&c->tcp;
+	const char *why;
+	int rc;
+
+	if (!c->read_paused || !c->open || c->feeding || !c->srv ||
+	    uv_stream_get_write_queue_size(st) >
+	    c->srv->lim.max_queued_reply_bytes / 2)
+		return;
+	c->read_paused = false;
+	wire_conn_ref(c);
+	c->feeding = true;
+	rc = wire_reader_feed(&c->rd, 0, on_frame, c, &why);
+	c->feeding = false;
+	if (rc < 0 && rc != -ECANCELED && rc != WIRE_R_PAUSE) {
+		tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: %s",
+			  c->peer, why);
+		wire_conn_close(c);
+	}
+	if (c->open && !c->read_paused)
+		uv_read_start(st, on_alloc, on_read);
+	wire_conn_unref(c);
+}
+
+/* ------------------------------------------------------------- HELLO */
+
+static void on_hello_timer(uv_timer_t *t);
+
+/* One timer for every connection waiting for HELLO: the list is in accept
+ * order, so its head's deadline is the next. */
+static void hello_timer_arm(struct wire_server *s)
+{
+	uint64_t now, due;
+
+	if (!s->hello_head || !s->lim.hello_timeout_ms || s->closing) {
+		uv_timer_stop(&s->hello_timer);
+		return;
+	}
+	now = tw_now_ms();
+	due = s->hello_head->accepted_ms + s->lim.hello_timeout_ms;
+	uv_timer_start(&s->hello_timer, on_hello_timer,
+		       due > now ? due - now : 0, 0);
+}
+
+static void on_hello_timer(uv_timer_t *t)
+{
+	struct wire_server *s = t->data;
+	uint64_t now = tw_now_ms();
+
+	while (s->hello_head && s->hello_head->accepted_ms +
+	       s->lim.hello_timeout_ms <= now) {
+		struct wire_conn *c = s->hello_head;
+
+		tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: no "
+			  "HELLO within hello_timeout (%u ms)", c->peer,
+			  s->lim.hello_timeout_ms);
+		wire_conn_close(c);     /* takes it off the list */
+	}
+	hello_timer_arm(s);
+}
+
+static void conn_hello_done(struct wire_conn *c)
+{
+	if (c->hello_done)
+		return;
+	c->hello_done = true;
+	c->rd.max_msg = WIRE_MAX_MSG;
+	c->rd.max_data = WIRE_MAX_DATA;
+	if (c->srv)
+		hello_list_del(c->srv, c);
+}
+
+/* ------------------------------------------------------------- accept */
+
+static void on_refused_closed(uv_handle_t *h)
+{
+	struct wire_server *s = h->data;
+
+	s->n_refusing--;
+	if (h == (uv_handle_t *)&s->spare)
+		s->spare_busy = false;
+	else
+		free(h);
+	server_maybe_done(s);
+}
+
+/* Take the connection libuv accepted and close it at once, so that the
+ * backlog drains and the peer hears a close, not silence.  (Not taking
+ * it would stop libuv polling the listener until it is taken.) */
+static void refuse(struct wire_server *s, const char *why)
+{
+	uv_tcp_t *t = malloc(sizeof(*t));
+	char peer[80] = "?";
+
+	if (!t && !s->spare_busy) {
+		/* Out of memory: the handle kept for this. */
+		t = &s->spare;
+		s->spare_busy = true;
+	}
+	if (!t) {
+		tw_log_rl(TW_LOG_ERR, "wire: cannot refuse a connection (%s): "
+			  "out of memory; accepting resumes with the next",
+			  why);
+		return;
+	}
+	uv_tcp_init(s->loop, t);
+	t->data = s;
+	s->n_refusing++;
+	if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)t) == 0)
+		wire_peer_addr(t, peer, sizeof(peer));
+	uv_close((uv_handle_t *)t, on_refused_closed);
+	s->n_refused++;
+	tw_log_rl(TW_LOG_WARN, "wire: refused connection from %s: %s", peer,
+		  why);
 }
 
 static void on_connection(uv_stream_t *ls, int status)
 {
 	struct wire_server *s = ls->data;
 	struct wire_conn *c;
+	char why[96];
 
+	if (status == UV_EMFILE || status == UV_ENFILE) {
+		/* libuv's own reserve is spent: free ours so that its next
+		 * accept (it tries again at once) succeeds, and refuse that
+		 * connection below. */
+		tw_log_rl(TW_LOG_ERR, "wire: accept failed: %s; closing the "
+			  "pending connections", uv_strerror(status));
+		if (s->reserve_fd >= 0) {
+			close(s->reserve_fd);
+			s->reserve_fd = -1;
+			s->reserve_spent = true;
+		}
+		return;
+	}
 	if (status < 0) {
 		tw_log_rl(TW_LOG_WARN, "wire: accept failed: %s",
 			  uv_strerror(status));
 		return;
 	}
+	if (s->reserve_spent) {
+		refuse(s, "out of file descriptors");
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		s->reserve_spent = false;
+		return;
+	}
+	if (s->lim.max_connections && s->n_open >= s->lim.max_connections) {
+		snprintf(why, sizeof(why), "%u connections open "
+			 "(max_connections)", s->n_open);
+		refuse(s, why);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c || wire_reader_init(&c->rd) < 0) {
-		tw_log_rl(TW_LOG_ERR, "wire: out of memory accepting");
 		free(c);
+		refuse(s, "out of memory");
 		return;
 	}
 	uv_tcp_init(s->loop, &c->tcp);
@@ -278,9 +526,10 @@ static void on_connection(uv_stream_t *ls, int status)
 	c->refs = 1;
 	c->open = true;
 	c->next_push_id = 1ull << 63;
-	c->last_rx_ms = tw_now_ms();
+	c->last_rx_ms = c->accepted_ms = tw_now_ms();
 	if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
 		c->open = false;
+		c->srv = NULL;
 		uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 		return;
 	}
@@ -290,7 +539,29 @@ static void on_connection(uv_stream_t *ls, int status)
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
+	s->n_open++;
+	/* Until HELLO: small frames only, and a deadline. */
+	c->rd.max_msg = WIRE_PRE_HELLO_MSG;
+	c->rd.max_data = 0;
+	c->hprev = s->hello_tail;
+	if (s->hello_tail)
+		s->hello_tail->hnext = c;
+	else
+		s->hello_head = c;
+	s->hello_tail = c;
+	c->on_hello_list = true;
+	if (!uv_is_active((uv_handle_t *)&s->hello_timer))
+		hello_timer_arm(s);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+int wire_server_set_limits(struct wire_server *s,
+			   const struct wire_server_limits *lim)
+{
+	s->lim = *lim;
+	uv_timer_stop(&s->hello_timer);
+	hello_timer_arm(s);
+	return 0;
 }
 
 /* The listener is not the first member: free the server, not the handle. */
@@ -344,6 +615,10 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
 		uv_close((uv_handle_t *)&s->listener, free_failed_server);
 		return rc;
 	}
+	uv_timer_init(loop, &s->hello_timer);
+	s->hello_timer.data = s;
+	/* Spent when accept fails with EMFILE (file header). */
+	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	*out = s;
 	return 0;
 }
@@ -362,12 +637,23 @@ int wire_server_port(const struct wire_server *s)
 
 static void server_maybe_done(struct wire_server *s)
 {
-	if (!s->closing || !s->listener_closed || s->conns)
+	if (!s->closing || !s->listener_closed || !s->timer_closed ||
+	    s->conns || s->n_refusing)
 		return;
+	if (s->reserve_fd >= 0)
+		close(s->reserve_fd);
 	if (s->close_cb)
 		s->close_cb(s->close_arg);
 	free(s->secret);
 	free(s);
+}
+
+static void on_hello_timer_closed(uv_handle_t *h)
+{
+	struct wire_server *s = h->data;
+
+	s->timer_closed = true;
+	server_maybe_done(s);
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -389,6 +675,7 @@ void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg)
 		next = c->next;
 		wire_conn_close(c);
 	}
+	uv_close((uv_handle_t *)&s->hello_timer, on_hello_timer_closed);
 	uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }
 
@@ -408,6 +695,8 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	       req->type == TWINFS__MSG_TYPE__MSG_FALLOCATE);
 	if (!c->open)
 		return -ENOTCONN;
+	if (req->type == TWINFS__MSG_TYPE__MSG_HELLO && status == 0)
+		conn_hello_done(c);
 	buf = wire_frame_build(req->type, WIRE_F_REPLY, status, req->req_id,
 			       body, iov, niov, &len, &err);
 	if (!buf) {
@@ -419,7 +708,7 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 		if (!buf)
 			return err;
 	}
-	return wire_stream_write((uv_stream_t *)&c->tcp, buf, len, NULL, NULL);
+	return conn_write(c, buf, len, NULL);
 }
 
 int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
@@ -440,8 +729,7 @@ int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
 		(void)wire_reply(c, req, err, NULL, NULL, 0);
 		return err;
 	}
-	return wire_stream_write_z((uv_stream_t *)&c->tcp, buf, len, z, NULL,
-				   NULL);
+	return conn_write(c, buf, len, z);
 }
 
 int wire_conn_push(struct wire_conn *c, uint16_t type,
@@ -457,5 +745,5 @@ int wire_conn_push(struct wire_conn *c, uint16_t type,
 			       &len, &err);
 	if (!buf)
 		return err;
-	return wire_stream_write((uv_stream_t *)&c->tcp, buf, len, NULL, NULL);
+	return conn_write(c, buf, len, NULL);
 }

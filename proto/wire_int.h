@@ -8,6 +8,8 @@
 #ifndef TWINFS_WIRE_INT_H
 #define TWINFS_WIRE_INT_H
 
+#include <errno.h>
+
 #include "wire.h"
 
 #define WIRE_RBUF_SIZE (64u << 10)
@@ -23,11 +25,18 @@ struct wire_reader {
 	uint8_t *data;          /* bulk being filled (data_len bytes) */
 	size_t got;             /* bytes filled in the current part */
 	bool first_seen;        /* a frame has been delivered */
+	/* Bounds on the frames accepted now: WIRE_MAX_MSG and WIRE_MAX_DATA
+	 * from wire_reader_init, lowered by the owner (a server takes only
+	 * small frames before HELLO). */
+	uint32_t max_msg, max_data;
 	char why[96];           /* a reason with numbers in it (*why) */
 };
 
 /* Called for each complete frame; takes ownership of m.  Return 0 to go on,
- * or a negative errno to stop reading (the reader's owner closes). */
+ * WIRE_R_PAUSE to stop delivering (the bytes already read stay in the
+ * reader: a later wire_reader_feed(r, 0, ...) delivers them), or another
+ * negative errno to stop reading (the reader's owner closes). */
+#define WIRE_R_PAUSE (-EAGAIN)
 typedef int (*wire_frame_cb)(struct wire_msg *m, void *arg);
 
 int wire_reader_init(struct wire_reader *r);

@@ -1726,6 +1726,56 @@ Test(jbd, object_error_sets_it_aside)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Out of descriptors (EMFILE) while opening a home object is the
+ * process's shortage, not the object's: the checkpoint waits and tries
+ * the same object again; the journal does not abort and the object is not
+ * set aside. */
+static int emfile_left;
+static unsigned emfile_calls;
+
+static int h_emfile_home_fd(void *arg, uint64_t obj, bool create, int *fd)
+{
+	if (emfile_left > 0) {
+		emfile_left--;
+		emfile_calls++;
+		return -EMFILE;
+	}
+	return h_home_fd(arg, obj, create, fd);
+}
+
+Test(jbd, checkpoint_waits_for_descriptors)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd_stats st;
+	struct jbd *j;
+	uint8_t a[BS], r[BS];
+	uint64_t t0;
+	int ok = 0;
+
+	o.ops.home_fd = h_emfile_home_fd;
+	o.ops.home_failed = h_home_failed;   /* asserts EFBIG if called */
+	aside_calls = 0;
+	cr_assert(!jbd_obj_error(-EMFILE) && !jbd_obj_error(-ENFILE));
+	memset(a, 0xc3, sizeof(a));
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	write1(j, 1, 0, a, sizeof(a), &ok);
+	write1(j, 2, 0, a, sizeof(a), &ok);
+	drain(j);
+	cr_assert_eq(ok, 2);
+	emfile_left = 3;
+	t0 = tw_now_ms();
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.aborted, 0, "EMFILE does not abort the journal");
+	cr_assert_eq(aside_calls, 0, "nor sets the object aside");
+	cr_assert_eq(emfile_calls, 3);
+	cr_assert(tw_now_ms() - t0 >= 100, "it waited before trying again");
+	home_bytes(1, 0, r, sizeof(r));
+	cr_assert_eq(memcmp(r, a, BS), 0);
+	home_bytes(2, 0, r, sizeof(r));
+	cr_assert_eq(memcmp(r, a, BS), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 Test(jbd, injected_log_eio_uring) { injected_eio(false); }
 Test(jbd, injected_log_eio_sync) { injected_eio(true); }
 
