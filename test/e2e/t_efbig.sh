@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_efbig.sh - a file can never grow past what the iods' file systems
 # hold: the client answers EFBIG (or a short write) for every way past a
-# file's limit (efbig.py), an iod refuses a WRITE past its own limit sent
+# file's limit (efbig.py), RLIMIT_FSIZE raises SIGXFSZ as on any file
+# system, an iod refuses a WRITE past its own limit sent
 # straight to it, and nothing past a limit ever reaches a journal: both
 # twins replay after kill -9 and checkpoint, stay up, and agree.
 . "$(dirname "$0")/lib.sh"
@@ -9,6 +10,11 @@ e2e_begin efbig
 
 mkdir "$M/e" && setfattr -n twinfs.layout -v "512K 1 0" "$M/e"
 run_checks "$PY" "$E2E_DIR/efbig.py" "$M/e"
+
+# RLIMIT_FSIZE is the kernel's own: SIGXFSZ at the process's limit, the
+# file holding exactly what fitted.
+bash -c "ulimit -f 8; exec dd if=/dev/zero of='$M/e/fsz' bs=4k count=10 status=none" 2>/dev/null
+assert_eq efbig-sigxfsz "153 8192" "$? $(stat -c %s "$M/e/fsz")"
 
 # What each iod probed, and what mgrd made of it.
 lim=$(sed -n 's/.*the cluster.s limit is now \([0-9]*\).*/\1/p' \
