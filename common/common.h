@@ -174,6 +174,10 @@ int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 long tw_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* mkdir -p with mode 0755; 0 if it exists. */
 int tw_mkdir_p(const char *path);
+/* Before a repair changes the file at path: copy it, whole, to
+ * "PATH.corrupt-<unix time>" (mode 0600; written to out), fsync the copy
+ * and its directory.  0 or -errno (-EEXIST when that name exists). */
+int tw_copy_aside(const char *path, char *out, size_t outlen);
 /* Fill buf with len random bytes from getrandom(2). */
 int tw_random(void *buf, size_t len);
 

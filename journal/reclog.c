@@ -3,7 +3,8 @@
  *
  * This file implements the files `journal` (log header + records) and
  * `snapshot` of journal/FORMAT.md: appending and closing records (one
- * pwrite each), syncing, replay with torn-tail cut-off, and the snapshot
+ * pwrite each), syncing, replay with torn-tail cut-off (and its refusal
+ * when valid records follow the bad one: damage, invariant 11), the snapshot
  * protocol (snapshot.tmp, fsync, rename, fsync dir; then the same dance for a
  * fresh log).  It does not implement the block journal of the iods.  The
  * byte layout, the validity rule, the numbered invariants cited by the
@@ -521,12 +522,32 @@ static int reader_get(struct reader *r, uint64_t off, size_t len,
 	return 0;
 }
 
+/* Which check of the validity rule a record failed (for the log line). */
+static const char *rec_flaw(const struct rec_hdr *h, uint64_t expect,
+			    uint64_t room)
+{
+	if (le32toh(h->magic) != REC_MAGIC)
+		return "bad magic";
+	if (le16toh(h->type) != REC_TYPE_DATA)
+		return "unknown record type";
+	if (h->flags != 0)
+		return "nonzero flags";
+	if (le64toh(h->seq) != expect)
+		return "sequence out of order";
+	if (le32toh(h->len) > JNL_REC_MAX)
+		return "length over the limit";
+	if (le32toh(h->len) > room)
+		return "length past the end of the file";
+	return NULL;
+}
+
 /* Scans the records of the current log from its header on, delivering
  * those after snap_seq.  Sets *end to the offset after the last valid
- * record and *last to its seq (base - 1 when none). */
+ * record, *last to its seq (base - 1 when none) and *flaw to what is wrong
+ * with the record at *end (NULL when the log ends cleanly there). */
 static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 		    uint64_t *end, uint64_t *last, uint64_t *replayed,
-		    uint64_t *size_out)
+		    uint64_t *size_out, const char **flaw)
 {
 	struct reader r = { .fd = j->fd };
 	struct stat st;
@@ -534,6 +555,7 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 	int rc = 0;
 
 	*replayed = 0;
+	*flaw = NULL;
 	if (fstat(j->fd, &st) < 0)
 		return -errno;
 	r.size = (uint64_t)st.st_size;
@@ -543,8 +565,11 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 		struct rec_hdr h;
 		uint32_t len;
 
-		if (r.size - off < REC_HDR_SIZE)
+		if (r.size - off < REC_HDR_SIZE) {
+			if (r.size > off)
+				*flaw = "header cut short by the end of the file";
 			break;
+		}
 		rc = reader_get(&r, off, REC_HDR_SIZE, &p);
 		if (rc < 0)
 			goto out;
@@ -553,17 +578,17 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 		/* Validity rule: magic, type, flags, seq, then the length
 		 * against the limit and the file before reading the payload
 		 * (invariant 9), then the checksum. */
-		if (le32toh(h.magic) != REC_MAGIC ||
-		    le16toh(h.type) != REC_TYPE_DATA || h.flags != 0 ||
-		    le64toh(h.seq) != expect || len > JNL_REC_MAX ||
-		    len > r.size - off - REC_HDR_SIZE)
+		*flaw = rec_flaw(&h, expect, r.size - off - REC_HDR_SIZE);
+		if (*flaw != NULL)
 			break;
 		rc = reader_get(&r, off, REC_HDR_SIZE + len, &p);
 		if (rc < 0)
 			goto out;
 		if (rec_crc(j->crc_seed, &h, p + REC_HDR_SIZE, len) !=
-		    le32toh(h.crc))
+		    le32toh(h.crc)) {
+			*flaw = "checksum mismatch";
 			break;
+		}
 		if (expect > j->snap_seq) {
 			rc = replay_cb ? replay_cb(expect, p + REC_HDR_SIZE, len,
 						   arg) : 0;
@@ -581,6 +606,121 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 out:
 	free(r.buf);
 	return rc;
+}
+
+/* Invariant 11: after the first record that is not closed (at bad_off),
+ * looks for a later record that is: at any byte offset, magic, type 1,
+ * flags 0, seq >= min_seq (above every record replay delivered), a length
+ * within the limit and the file, and a matching checksum, which is seeded
+ * with this log's id, so leftovers of another log generation never match.
+ * A crash mid-append leaves nothing valid after the torn record; such a
+ * record means that bytes in the middle of the log were damaged.  Returns
+ * 1 with *found_off and *found_seq set, 0 when there is none, or -errno. */
+static int find_later_record(struct jnl_rec *j, uint64_t bad_off,
+			     uint64_t size, uint64_t min_seq,
+			     uint64_t *found_off, uint64_t *found_seq)
+{
+	static const uint8_t magic[4] = { 0x54, 0x57, 0x52, 0x52 }; /* TWRR */
+	struct reader r = { .fd = j->fd, .size = size };
+	uint64_t off = bad_off + 1;
+	int rc = 0;
+
+	while (size - off >= REC_HDR_SIZE) {
+		size_t chunk = (size_t)TW_MIN(size - off, (uint64_t)READ_WINDOW);
+		const uint8_t *p = NULL, *hit;
+		struct rec_hdr h;
+		uint64_t cand;
+
+		rc = reader_get(&r, off, chunk, &p);
+		if (rc < 0)
+			goto out;
+		hit = memmem(p, chunk, magic, sizeof(magic));
+		if (hit == NULL) {
+			/* a magic may straddle the window's end */
+			off += chunk - (sizeof(magic) - 1);
+			continue;
+		}
+		cand = off + (uint64_t)(hit - p);
+		off = cand + 1;
+		if (size - cand < REC_HDR_SIZE)
+			break;
+		rc = reader_get(&r, cand, REC_HDR_SIZE, &p);
+		if (rc < 0)
+			goto out;
+		memcpy(&h, p, sizeof(h));
+		if (le16toh(h.type) != REC_TYPE_DATA || h.flags != 0 ||
+		    le64toh(h.seq) < min_seq || le32toh(h.len) > JNL_REC_MAX ||
+		    le32toh(h.len) > size - cand - REC_HDR_SIZE)
+			continue;
+		rc = reader_get(&r, cand, REC_HDR_SIZE + le32toh(h.len), &p);
+		if (rc < 0)
+			goto out;
+		if (rec_crc(j->crc_seed, &h, p + REC_HDR_SIZE, le32toh(h.len)) !=
+		    le32toh(h.crc))
+			continue;
+		*found_off = cand;
+		*found_seq = le64toh(h.seq);
+		rc = 1;
+		goto out;
+	}
+out:
+	free(r.buf);
+	return rc;
+}
+
+/* The record at `end` is not closed (flaw says why): a torn tail, cut as
+ * invariant 8 says, or damage (invariant 11), which fails with
+ * -ENOTRECOVERABLE and leaves the file as it is, unless the caller
+ * accepts it: then the log is copied aside and cut all the same. */
+static int cut_log(struct jnl_rec *j, unsigned flags, uint64_t end,
+		   uint64_t size, uint64_t next, const char *flaw)
+{
+	uint64_t later_off = 0, later_seq = 0;
+	char path[PATH_MAX], copy[PATH_MAX + 32];
+	int rc;
+
+	rc = find_later_record(j, end, size, next, &later_off, &later_seq);
+	if (rc < 0) {
+		tw_err("journal %s/%s: reading past the record at byte offset %"
+		       PRIu64 ": %s", j->dir, LOG_NAME, end, strerror(-rc));
+		return rc;
+	}
+	if (rc == 1 && !(flags & JNL_REC_ACCEPT_CORRUPT)) {
+		tw_err("journal %s/%s: CORRUPT: the record at byte offset %"
+		       PRIu64 " (where seq %" PRIu64 " was due) is damaged (%s), yet a valid "
+		       "record (seq %" PRIu64 ") follows at byte offset %" PRIu64
+		       ": this is damage, not a torn tail; nothing was cut, the "
+		       "file is untouched", j->dir, LOG_NAME, end, next, flaw,
+		       later_seq, later_off);
+		return -ENOTRECOVERABLE;
+	}
+	if (rc == 1) {
+		snprintf(path, sizeof(path), "%s/%s", j->dir, LOG_NAME);
+		rc = tw_copy_aside(path, copy, sizeof(copy));
+		if (rc < 0) {
+			tw_err("journal %s: cannot copy it aside before cutting "
+			       "it: %s; nothing was cut", path, strerror(-rc));
+			return rc;
+		}
+		tw_err("journal %s: CORRUPT record at byte offset %" PRIu64
+		       " (seq %" PRIu64 ", %s) with valid records after it "
+		       "(seq %" PRIu64 " at byte offset %" PRIu64 "): accepted "
+		       "by the operator; the whole log was copied to %s and is "
+		       "now cut at the damage: records from seq %" PRIu64
+		       " on (%" PRIu64 " bytes) are DROPPED", path, end, next,
+		       flaw, later_seq, later_off, copy, next, size - end);
+	}
+	/* invariant 8: cut the torn tail so that later appends follow the
+	 * last valid record and a second replay sees the same. */
+	rc = op_ftruncate(j, j->fd, end);
+	if (rc == 0)
+		rc = op_fsync(j, j->fd, true);
+	if (rc < 0) {
+		tw_err("journal %s: cannot cut torn tail at offset %" PRIu64
+		       ": %s", j->dir, end, strerror(-rc));
+		return rc;
+	}
+	return 0;
 }
 
 /* fsync the directory holding `path`, so that a directory we just created
@@ -607,13 +747,20 @@ static int sync_parent(const char *path)
 int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
 {
+	return jnl_rec_open_flags(dir, 0, snap_cb, replay_cb, arg, out);
+}
+
+int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
+		       jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
+{
 	struct jnl_rec *j;
 	void *snap = NULL;
 	uint64_t snap_len = 0, end = 0, last = 0, replayed = 0, size = 0;
 	bool have_snap = false, committed;
+	const char *flaw = NULL;
 	int rc;
 
-	if (dir == NULL || out == NULL)
+	if (dir == NULL || out == NULL || (flags & ~JNL_REC_ACCEPT_CORRUPT))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
@@ -700,20 +847,14 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 	free(snap);
 	snap = NULL;
 
-	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size);
+	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size, &flaw);
 	if (rc < 0)
 		goto out;
 	if (end < size) {
-		/* invariant 8: cut the torn tail so that later appends follow
-		 * the last valid record and a second replay sees the same. */
-		rc = op_ftruncate(j, j->fd, end);
-		if (rc == 0)
-			rc = op_fsync(j, j->fd, true);
-		if (rc < 0) {
-			tw_err("journal %s: cannot cut torn tail at offset %"
-			       PRIu64 ": %s", dir, end, strerror(-rc));
+		rc = cut_log(j, flags, end, size, last + 1,
+			     flaw ? flaw : "unreadable");
+		if (rc < 0)
 			goto out;
-		}
 		tw_warn("journal %s: torn tail cut at offset %" PRIu64 " (%"
 			PRIu64 " bytes dropped); replayed %" PRIu64 " records "
 			"after snapshot seq %" PRIu64, dir, end, size - end,

@@ -583,6 +583,76 @@ Test(reclog, garbage_after_the_end)
 	rm_dir(other);
 }
 
+/* The one file of `dir` whose name starts with prefix (asserts there is
+ * exactly one); NULL when there is none. */
+static char *only_file_like(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *found = NULL;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		cr_assert_null(found, "one %s* file", prefix);
+		found = strdup(e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+/* `image` holds a damaged record with valid ones after it (inv 11): open
+ * refuses with -ENOTRECOVERABLE and leaves the file as it was, and again;
+ * with JNL_REC_ACCEPT_CORRUPT it copies the file aside, whole, and cuts it
+ * at the damage (want_n records, want_size bytes), as a torn tail. */
+static void replay_damaged_image(const uint8_t *image, size_t len,
+				 const struct hist *want, size_t want_n,
+				 uint64_t want_size, const char *what)
+{
+	char *dir = make_dir(), *copy;
+	struct hist got = { 0 };
+	struct jnl_rec *j;
+	uint8_t *now;
+	size_t now_len;
+	uint64_t seq;
+
+	write_whole(dir, "journal", image, len);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(open_into(dir, &got, &j), -ENOTRECOVERABLE,
+			     "%s: refused (inv 11)", what);
+		cr_assert_null(j);
+		now = read_whole(dir, "journal", &now_len);
+		cr_assert(now_len == len && memcmp(now, image, len) == 0,
+			  "%s: the file is untouched", what);
+		free(now);
+		cr_assert_null(only_file_like(dir, "journal.corrupt-"));
+	}
+
+	hist_truncate(&got, 0);
+	cr_assert_eq(jnl_rec_open_flags(dir, JNL_REC_ACCEPT_CORRUPT, snap_cb,
+					replay_cb, &got, &j), 0,
+		     "%s: accepted", what);
+	assert_hist_eq(&got, want, want_n, what);
+	cr_assert_eq(file_size(dir, "journal"), want_size,
+		     "%s: cut at the damage", what);
+	cr_assert_eq(jnl_rec_append(j, "z", 1, &seq), 0);
+	cr_assert_eq(seq, want_n + 1, "%s: inv 10", what);
+	jnl_rec_close(j);
+	copy = only_file_like(dir, "journal.corrupt-");
+	cr_assert_not_null(copy, "%s: a copy was kept", what);
+	now = read_whole(dir, copy, &now_len);
+	cr_assert(now_len == len && memcmp(now, image, len) == 0,
+		  "%s: the copy is the damaged file, whole", what);
+	free(now);
+	free(copy);
+	cr_assert_eq(open_into(dir, &got, &j), 0, "%s: reopen", what);
+	cr_assert_eq(got.n, want_n + 1);
+	jnl_rec_close(j);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
 Test(reclog, corrupt_byte_in_the_middle)
 {
 	char *dir = make_dir();
@@ -592,13 +662,25 @@ Test(reclog, corrupt_byte_in_the_middle)
 	uint8_t *image = make_log(dir, n, &want, &len);
 	uint64_t from = rec_off(0, m), to = rec_off(0, m + 1);
 
+	/* Every byte of record m (header and payload), two bits each: valid
+	 * records follow, so it is damage, never a torn tail. */
 	for (uint64_t off = from; off < to; off++) {
 		for (int bit = 0; bit < 8; bit += 7) {
 			image[off] ^= (uint8_t)(1u << bit);
-			replay_image(image, len, &want, m, from, "flipped bit");
+			replay_damaged_image(image, len, &want, m, from,
+					     "flipped bit");
 			image[off] ^= (uint8_t)(1u << bit);
 		}
 	}
+	/* The same damage in the last record is a torn tail (nothing valid
+	 * follows): cut as before. */
+	image[rec_off(0, n - 1) + REC_HDR + 3] ^= 1;
+	replay_image(image, len, &want, n - 1, rec_off(0, n - 1),
+		     "flipped bit in the last record");
+	/* A hole of zeros in the middle (a write the disk dropped) is
+	 * damage too. */
+	memset(image + from, 0, to - from);
+	replay_damaged_image(image, len, &want, m, from, "zeroed record");
 	free(image);
 	hist_free(&want);
 	rm_dir(dir);
@@ -1024,6 +1106,25 @@ static void check_failed(const char *dir, const struct run *r, size_t fc,
 	check_recovery(dir, r, 0, r->acked.n, mode, nth);
 }
 
+/* The operator's decision after -ENOTRECOVERABLE: the records before the
+ * damage, then the log goes on. */
+static void accept_and_check(const char *dir, size_t want_n, unsigned nth)
+{
+	struct hist got = { 0 };
+	struct jnl_rec *j = NULL;
+	uint64_t seq;
+
+	cr_assert_eq(jnl_rec_open_flags(dir, JNL_REC_ACCEPT_CORRUPT, snap_cb,
+					replay_cb, &got, &j), 0,
+		     "drop append N=%u: accepted", nth);
+	cr_assert_eq(got.n, want_n, "drop append N=%u: records before the "
+		     "hole", nth);
+	cr_assert_eq(jnl_rec_append(j, "post", 4, &seq), 0);
+	cr_assert_eq(seq, want_n + 1, "drop append N=%u: inv 10", nth);
+	jnl_rec_close(j);
+	hist_free(&got);
+}
+
 /* drop: FORMAT.md "Fault modes" lists the outcome for each operation. */
 static void check_dropped(const char *dir, const struct run *r, size_t fc,
 			  unsigned step, unsigned nth)
@@ -1035,10 +1136,16 @@ static void check_dropped(const char *dir, const struct run *r, size_t fc,
 	if (snapshot_after(fc) || call == 'Y' ||
 	    (call == 'S' && step % 2 == 0)) {
 		check_recovery(dir, r, 0, r->acked.n, "drop (repaired)", nth);
-	} else if (call == 'A') {
-		/* The hole stops replay: the records before it survive. */
+	} else if (call == 'A' && strchr(workload + fc + 1, 'A') == NULL) {
+		/* The last append: nothing follows the hole, a torn tail. */
 		check_recovery(dir, r, 0, r->acks_before[fc], "drop append",
 			       nth);
+	} else if (call == 'A') {
+		/* Valid records after the hole: damage (inv 11), refused;
+		 * accepted, the records before the hole survive. */
+		check_recovery(dir, r, -ENOTRECOVERABLE, 0, "drop append",
+			       nth);
+		accept_and_check(dir, r->acks_before[fc], nth);
 	} else if (step == 7) {
 		/* Later records went to journal.tmp, which recovery
 		 * discards: the state is the snapshot's. */
