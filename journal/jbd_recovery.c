@@ -40,6 +40,8 @@ struct rscan {
 	struct tw_hmap aside;         /* obj + 1 -> 1: set aside by the owner
 	                               * (jbd_ops.home_failed): its later
 	                               * items are not replayed */
+	const char *why;              /* scan_txn: the check that failed */
+	uint64_t bad_at;              /* and the log block it failed at */
 };
 
 /* Replaying an item of obj failed with rc: true when the owner set obj
@@ -100,7 +102,9 @@ static int rec_block_ok(const uint8_t *b)
 }
 
 /* Is the transaction at pos with sequence seq committed?  Returns its block
- * count including the commit block, or 0 when not (the end of the log). */
+ * count including the commit block, or 0 when not (the end of the log;
+ * s->why then says which check failed, s->bad_at at which block). */
+#define BAD(reason) do { s->why = (reason); s->bad_at = p; return 0; } while (0)
 static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 			 int *err)
 {
@@ -108,11 +112,13 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 	uint32_t crc = j->crc_seed;
 	uint64_t n = 0;
 	uint8_t *b = s->blk;
+	uint64_t p = pos;
 	*err = 0;
+	s->why = NULL;
 	for (;;) {
 		if (n + 1 > j->max_txn)
-			return 0;           /* J9: no txn is longer */
-		uint64_t p = jbd__log_next(j, pos, n);
+			BAD("longer than a quarter of the log"); /* J9 */
+		p = jbd__log_next(j, pos, n);
 		int rc = read_log_block(j, p, b);
 		if (rc < 0) {
 			*err = rc;
@@ -120,46 +126,45 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 		}
 		uint16_t type;
 		if (!hdr_ok(b, seq, &type))
-			return 0;
+			BAD("bad block header (magic, flags or sequence)");
 		if (type == JBD_T_COMMIT) {
 			struct jbd_commit_disk c;
 			memcpy(&c, b, sizeof(c));
 			if (le32toh(c.nblocks) != n)
-				return 0;
+				BAD("commit block count mismatch");
 			crc = tw_crc32c(crc, b, offsetof(struct jbd_commit_disk, crc));
 			if (le32toh(c.crc) != crc || n == 0)
-				return 0;
+				BAD("commit checksum mismatch");
 			return n + 1;
 		}
 		if (type == JBD_T_RECORD) {
 			if (!rec_block_ok(b))
-				return 0;
+				BAD("malformed record block");
 			crc = tw_crc32c(crc, b, JBD_BLOCK_SIZE);
 			n++;
 			continue;
 		}
 		if (type != JBD_T_DESC)
-			return 0;
+			BAD("unknown block type");
 		struct jbd_desc_disk d;
 		memcpy(&d, b, sizeof(d));
 		uint32_t ntags = le32toh(d.ntags);
 		if (ntags == 0 || ntags > JBD_TAGS_PER_DESC)
-			return 0;
+			BAD("malformed descriptor");
 		uint64_t ndata = 0;
 		for (uint32_t i = 0; i < ntags; i++) {
 			struct jbd_tag_disk t;
 			memcpy(&t, b + sizeof(d) + i * sizeof(t), sizeof(t));
 			uint32_t fl = le32toh(t.flags), len = le32toh(t.len);
-			if ((fl & ~JBD_TAG_KNOWN) != 0)
-				return 0;
-			if (((fl & JBD_TAG_LAST) != 0) != (i + 1 == ntags))
-				return 0;
+			if ((fl & ~JBD_TAG_KNOWN) != 0 ||
+			    ((fl & JBD_TAG_LAST) != 0) != (i + 1 == ntags))
+				BAD("malformed descriptor tag");
 			if (fl & JBD_TAG_INPLACE) {
 				if (len != 0 || (fl & JBD_TAG_ESCAPED))
-					return 0;
+					BAD("malformed descriptor tag");
 			} else {
 				if (len == 0 || len > JBD_BLOCK_SIZE)
-					return 0;
+					BAD("malformed descriptor tag");
 				ndata++;
 			}
 		}
@@ -167,8 +172,9 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 		n++;
 		for (uint64_t k = 0; k < ndata; k++) {
 			if (n + 1 > j->max_txn)
-				return 0;
-			rc = read_log_block(j, jbd__log_next(j, pos, n), b);
+				BAD("longer than a quarter of the log");
+			p = jbd__log_next(j, pos, n);
+			rc = read_log_block(j, p, b);
 			if (rc < 0) {
 				*err = rc;
 				return 0;
@@ -177,6 +183,73 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 			n++;
 		}
 	}
+}
+
+#undef BAD
+
+/* J16: after the first transaction that is not committed (seq at pos),
+ * looks through the rest of the log (the `left` blocks from pos on, up to
+ * the committed ones) for a committed transaction of sequence >= seq.  A
+ * crash leaves none: transactions are written in sequence order, and the
+ * blocks past the end hold older laps of the log (lower sequences; J2).
+ * One there means that log blocks in the middle were damaged.  Only a
+ * block whose header says descriptor or record with such a sequence is a
+ * candidate (data blocks never carry the magic, J4); scan_txn then checks
+ * it whole.  Returns 1 with *found_pos and *found_seq set, 0 when there
+ * is none, or -errno. */
+static int find_later_txn(struct rscan *s, uint64_t pos, uint64_t left,
+			  uint64_t seq, uint64_t *found_pos,
+			  uint64_t *found_seq)
+{
+	struct jbd *j = s->j;
+	const uint64_t chunk_blocks = 64;
+	uint8_t *buf = malloc(chunk_blocks * JBD_BLOCK_SIZE);
+	const char *why = s->why;
+	uint64_t bad_at = s->bad_at;
+	int rc = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	for (uint64_t done = 0; done < left;) {
+		uint64_t first = jbd__log_next(j, pos, done);
+		/* one read never wraps past the end of the file */
+		uint64_t n = TW_MIN(TW_MIN(chunk_blocks, left - done),
+				    j->nblocks - first);
+
+		rc = jbd__pread_full(j, JBD_IO_LOG, j->fd, buf,
+				     n * JBD_BLOCK_SIZE, first * JBD_BLOCK_SIZE);
+		if (rc < 0)
+			goto out;
+		for (uint64_t k = 0; k < n; k++) {
+			struct jbd_hdr_disk h;
+			uint16_t type;
+			int err;
+
+			memcpy(&h, buf + k * JBD_BLOCK_SIZE, sizeof(h));
+			type = le16toh(h.type);
+			if (le32toh(h.magic) != JBD_MAGIC || h.flags != 0 ||
+			    (type != JBD_T_DESC && type != JBD_T_RECORD) ||
+			    le64toh(h.seq) < seq)
+				continue;
+			if (scan_txn(s, first + k, le64toh(h.seq), &err) == 0) {
+				if (err < 0) {
+					rc = err;
+					goto out;
+				}
+				continue;
+			}
+			*found_pos = first + k;
+			*found_seq = le64toh(h.seq);
+			rc = 1;
+			goto out;
+		}
+		done += n;
+	}
+out:
+	s->why = why;       /* what was wrong at the end, for the log line */
+	s->bad_at = bad_at;
+	free(buf);
+	return rc;
 }
 
 /* Rule R: remember, per object, the last transaction with in-place data. */
@@ -424,6 +497,32 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 		total += n;
 		pos = jbd__log_next(j, pos, n);
 		cur++;
+	}
+	/* J16: a torn tail, or damage with committed transactions after
+	 * it?  Nothing has been written yet: refuse, journal untouched. */
+	{
+		const char *why = s.why ? s.why : "unreadable";
+		uint64_t bad_at = s.why ? s.bad_at : pos;
+		uint64_t later_pos = 0, later_seq = 0;
+
+		rc = find_later_txn(&s, pos, j->nlog - total, cur, &later_pos,
+				    &later_seq);
+		if (rc < 0)
+			goto out;
+		if (rc == 1) {
+			tw_err("journal %s: CORRUPT: transaction %" PRIu64
+			       " (from log block %" PRIu64 ") fails at block %"
+			       PRIu64 " (byte offset %" PRIu64 "): %s; yet "
+			       "committed transaction %" PRIu64 " follows at "
+			       "block %" PRIu64 " (byte offset %" PRIu64 "): "
+			       "this is damage, not a torn tail; nothing was "
+			       "replayed or written, the file is untouched",
+			       j->opts.path, cur, pos, bad_at,
+			       bad_at * JBD_BLOCK_SIZE, why, later_seq,
+			       later_pos, later_pos * JBD_BLOCK_SIZE);
+			rc = -ENOTRECOVERABLE;
+			goto out;
+		}
 	}
 	info->torn_tail = false;
 	{
