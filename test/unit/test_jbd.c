@@ -1763,6 +1763,105 @@ Test(jbd, torn_tail_discarded)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Reads the whole journal file. */
+static uint8_t *journal_image(size_t *len)
+{
+	struct stat st;
+	int fd = open(F.path, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	uint8_t *buf = malloc((size_t)st.st_size);
+	cr_assert_not_null(buf);
+	cr_assert_eq(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void journal_flip(uint64_t off)
+{
+	int fd = open(F.path, O_RDWR);
+	uint8_t c;
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &c, 1, (off_t)off), 1);
+	c ^= 0x10;
+	cr_assert_eq(pwrite(fd, &c, 1, (off_t)off), 1);
+	close(fd);
+}
+
+/* Three transactions of one data block each (descriptor, data, commit),
+ * left in the log by a process death: returns the first one's log block. */
+static uint64_t three_txns_then_death(void)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	struct jbd_stats st;
+	uint8_t b[BS];
+	int cnt = 0;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	jbd_stats(j, &st);
+	for (int i = 0; i < 3; i++) {
+		memset(b, 'a' + i, BS);
+		write1(j, 1, 0, b, BS, &cnt);
+		drain(j);
+	}
+	cr_assert_eq(cnt, 3);
+	jbd_abandon(j);
+	F.log_loaded = false;
+	return st.head;
+}
+
+/* J16: a damaged block in the middle transaction, with a committed one
+ * after it, is not a torn tail: the open fails with -ENOTRECOVERABLE and
+ * writes nothing (the file stays as it was, byte for byte). */
+Test(jbd, damage_before_committed_txn_refused)
+{
+	/* a byte of each block of the middle transaction: descriptor, data,
+	 * commit */
+	for (uint64_t k = 0; k < 3; k++) {
+		uint64_t first = three_txns_then_death();
+		journal_flip((first + 3 + k) * BS + (k == 1 ? 100 : 9));
+		size_t len, len2;
+		uint8_t *before = journal_image(&len);
+		struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+		struct jbd *j = NULL;
+		struct jbd_replay_info info;
+		cr_assert_eq(jbd_open(&o, &info, &j), -ENOTRECOVERABLE,
+			     "block %lu of the middle txn", (unsigned long)k);
+		uint8_t *after = journal_image(&len2);
+		cr_assert(len == len2 && memcmp(before, after, len) == 0,
+			  "the journal is untouched");
+		free(before);
+		free(after);
+		/* the way out for an iod (--quarantine-journal) is a new
+		 * journal file: nothing of the old one is read */
+		cr_assert_eq(unlink(F.path), 0);
+		cr_assert_eq(jbd_open(&o, &info, &j), 0);
+		cr_assert_eq(info.txns, 0);
+		cr_assert_eq(jbd_close(j), 0);
+		cr_assert_eq(unlink(F.path), 0);
+	}
+}
+
+/* The same damage in the last transaction is a torn tail: cut, the two
+ * before it replayed. */
+Test(jbd, damage_in_last_txn_is_a_torn_tail)
+{
+	uint64_t first = three_txns_then_death();
+	journal_flip((first + 7) * BS + 100);
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	struct jbd_replay_info info;
+	cr_assert_eq(jbd_open(&o, &info, &j), 0);
+	cr_assert_eq(info.txns, 2);
+	cr_assert(info.torn_tail);
+	uint8_t r[BS], want[BS];
+	memset(want, 'b', BS);
+	cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+	cr_assert_eq(memcmp(r, want, BS), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* ordered mode: in-place data is synced before the commit; a cut followed
  * by in-place data of the same object is not replayed (rule R). */
 Test(jbd, ordered_rule_r)
@@ -2483,4 +2582,20 @@ Test(jbd, enospc_checkpoints_pending_cut)
 	cr_assert_eq(st.checkpointed_seq, st.closed_seq);
 	cr_assert_eq(cnt, 2);
 	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* J12: the owner's failed fsync of in-place data (writeback) aborts the
+ * journal as the library's own would: every later request fails. */
+Test(jbd, owner_fsync_failure_aborts)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_WRITEBACK, true);
+	struct jbd *j;
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_aborted(j), 0);
+	jbd_abort_home(j, -EIO, "a test fsync of in-place data");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	cr_assert_eq(jbd_begin(j, &h), -EIO);
+	cr_assert_eq(jbd_sync(j, NULL, NULL), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
 }
