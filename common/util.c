@@ -124,7 +124,9 @@ static int mkdir_one(const char *path)
 {
 	struct stat st;
 
-	if (mkdir(path, 0755) == 0)
+	/* 0700: every directory this makes is a daemon's data directory (or
+	 * a parent of one), readable by nobody else. */
+	if (mkdir(path, 0700) == 0)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;

@@ -314,7 +314,7 @@ static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
 	h.crc = htole32(log_hdr_crc(&h));
 
 	fd = openat(j->dirfd, LOG_TMP_NAME, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0644);
+		    0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
@@ -772,7 +772,7 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (mkdir(dir, 0755) == 0) {
+	if (mkdir(dir, 0700) == 0) {
 		rc = sync_parent(dir);
 		if (rc < 0)
 			goto out;
@@ -989,7 +989,7 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 
 	/* Step 1-2: the complete snapshot under a temporary name, synced. */
 	fd = openat(j->dirfd, SNAP_TMP_NAME,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out_tmp;
