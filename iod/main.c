@@ -312,9 +312,10 @@ int main(int argc, char **argv)
 	if (rc == -ENOTRECOVERABLE) {
 		/* The journal's line before this one says where and what. */
 		tw_err("iod %ld: REFUSING TO START: the journal %s/journal is "
-		       "damaged in the middle (committed transactions follow "
-		       "the bad one), so replaying up to the damage would drop "
-		       "acknowledged writes.  It is untouched.  To go on: "
+		       "damaged in the middle (a transaction committed after "
+		       "the bad one had been synced follows it), so replaying "
+		       "up to the damage would drop synced writes.  It is "
+		       "untouched.  To go on: "
 		       "start once with --quarantine-journal (the journal is "
 		       "kept aside as journal.quarantined-TIME and the iod is "
 		       "rebuilt in full from its twin); docs/OPERATIONS.md "

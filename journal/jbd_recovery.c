@@ -4,7 +4,9 @@
  *   SCAN    from the superblock's tail and sequence, walk transaction by
  *           transaction; a transaction counts only if it is committed by the
  *           validity rule of FORMAT.md (part 2) (J1, J2, J5); the first one that
- *           is not ends the log (a torn tail is discarded, never applied).
+ *           is not ends the log (a torn tail is discarded, never applied),
+ *           unless a later committed one says it had been synced: damage,
+ *           refused (J16, J17).
  *           Collect, per object, the last transaction carrying an in-place
  *           tag (rule R).
  *   REPLAY  apply the committed transactions in log order: data blocks to
@@ -42,6 +44,8 @@ struct rscan {
 	                               * items are not replayed */
 	const char *why;              /* scan_txn: the check that failed */
 	uint64_t bad_at;              /* and the log block it failed at */
+	unsigned version;             /* the superblock's: JBD_VERSION(_1) */
+	uint64_t synced_to;           /* scan_txn: of the committed txn */
 };
 
 /* Replaying an item of obj failed with rc: true when the owner set obj
@@ -133,8 +137,16 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 			if (le32toh(c.nblocks) != n)
 				BAD("commit block count mismatch");
 			crc = tw_crc32c(crc, b, offsetof(struct jbd_commit_disk, crc));
+			s->synced_to = 0;   /* version 1: nothing said */
+			if (s->version != JBD_VERSION_1) {
+				crc = tw_crc32c(crc, &c.synced_to,
+						sizeof(c.synced_to));
+				s->synced_to = le64toh(c.synced_to);
+			}
 			if (le32toh(c.crc) != crc || n == 0)
 				BAD("commit checksum mismatch");
+			if (s->synced_to >= seq)
+				BAD("commit synced_to not below its sequence");
 			return n + 1;
 		}
 		if (type == JBD_T_RECORD) {
@@ -187,19 +199,32 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 
 #undef BAD
 
-/* J16: after the first transaction that is not committed (seq at pos),
- * looks through the rest of the log (the `left` blocks from pos on, up to
- * the committed ones) for a committed transaction of sequence >= seq.  A
- * crash leaves none: transactions are written in sequence order, and the
- * blocks past the end hold older laps of the log (lower sequences; J2).
- * One there means that log blocks in the middle were damaged.  Only a
- * block whose header says descriptor or record with such a sequence is a
- * candidate (data blocks never carry the magic, J4); scan_txn then checks
- * it whole.  Returns 1 with *found_pos and *found_seq set, 0 when there
- * is none, or -errno. */
-static int find_later_txn(struct rscan *s, uint64_t pos, uint64_t left,
-			  uint64_t seq, uint64_t *found_pos,
-			  uint64_t *found_seq)
+/* What the rest of the log holds after the first transaction that is not
+ * committed (J16, J17). */
+struct later {
+	uint64_t n;                   /* committed transactions, seq >= S */
+	uint64_t first_seq, last_seq;
+	uint64_t max_seq;             /* highest seq of any metadata block */
+	bool witness;                 /* one says S had been synced: */
+	uint64_t witness_seq, witness_pos, witness_synced_to;
+};
+
+/* J16, J17: after the first transaction that is not committed (seq at
+ * pos), reads the rest of the log (the `left` blocks from pos on, up to
+ * the committed ones) once, for every committed transaction of sequence
+ * >= seq.  A crash that keeps write order leaves none: transactions are
+ * written in sequence order, and the blocks past the end hold older laps
+ * of the log (lower sequences; J2).  A power loss may leave some that
+ * were written, unsynced, after the bad one; one whose synced_to >= seq
+ * (the witness) was written after the bad one had been synced, so log
+ * blocks that were durable went bad: damage.  Only a block whose header
+ * says descriptor or record with such a sequence can start one (data
+ * blocks never carry the magic, J4); scan_txn then checks it whole.  Also
+ * notes the highest sequence of any metadata block there, so that the
+ * next sequence skips every leftover (J2).  Returns 0 with *l filled in,
+ * or -errno. */
+static int scan_after_bad(struct rscan *s, uint64_t pos, uint64_t left,
+			  uint64_t seq, struct later *l)
 {
 	struct jbd *j = s->j;
 	const uint64_t chunk_blocks = 64;
@@ -208,6 +233,7 @@ static int find_later_txn(struct rscan *s, uint64_t pos, uint64_t left,
 	uint64_t bad_at = s->bad_at;
 	int rc = 0;
 
+	memset(l, 0, sizeof(*l));
 	if (buf == NULL)
 		return -ENOMEM;
 	for (uint64_t done = 0; done < left;) {
@@ -215,6 +241,7 @@ static int find_later_txn(struct rscan *s, uint64_t pos, uint64_t left,
 		/* one read never wraps past the end of the file */
 		uint64_t n = TW_MIN(TW_MIN(chunk_blocks, left - done),
 				    j->nblocks - first);
+		uint64_t skip_to = done + n;
 
 		rc = jbd__pread_full(j, JBD_IO_LOG, j->fd, buf,
 				     n * JBD_BLOCK_SIZE, first * JBD_BLOCK_SIZE);
@@ -222,28 +249,41 @@ static int find_later_txn(struct rscan *s, uint64_t pos, uint64_t left,
 			goto out;
 		for (uint64_t k = 0; k < n; k++) {
 			struct jbd_hdr_disk h;
+			uint64_t hseq, len;
 			uint16_t type;
 			int err;
 
 			memcpy(&h, buf + k * JBD_BLOCK_SIZE, sizeof(h));
 			type = le16toh(h.type);
+			hseq = le64toh(h.seq);
 			if (le32toh(h.magic) != JBD_MAGIC || h.flags != 0 ||
-			    (type != JBD_T_DESC && type != JBD_T_RECORD) ||
-			    le64toh(h.seq) < seq)
+			    type < JBD_T_DESC || type > JBD_T_RECORD)
 				continue;
-			if (scan_txn(s, first + k, le64toh(h.seq), &err) == 0) {
+			l->max_seq = TW_MAX(l->max_seq, hseq);
+			if (type == JBD_T_COMMIT || hseq < seq)
+				continue;
+			len = scan_txn(s, first + k, hseq, &err);
+			if (len == 0) {
 				if (err < 0) {
 					rc = err;
 					goto out;
 				}
 				continue;
 			}
-			*found_pos = first + k;
-			*found_seq = le64toh(h.seq);
-			rc = 1;
-			goto out;
+			if (l->n++ == 0)
+				l->first_seq = hseq;
+			l->last_seq = TW_MAX(l->last_seq, hseq);
+			if (!l->witness && s->synced_to >= seq) {
+				l->witness = true;
+				l->witness_seq = hseq;
+				l->witness_pos = first + k;
+				l->witness_synced_to = s->synced_to;
+			}
+			/* Its blocks start nothing else: go on after it. */
+			skip_to = done + k + len;
+			break;
 		}
-		done += n;
+		done = skip_to;
 	}
 out:
 	s->why = why;       /* what was wrong at the end, for the log line */
@@ -413,7 +453,8 @@ out:
 	return rc;
 }
 
-static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
+static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq,
+		      unsigned *version)
 {
 	uint8_t block[JBD_BLOCK_SIZE];
 	int rc = jbd__pread_full(j, JBD_IO_LOG, j->fd, block, JBD_BLOCK_SIZE, 0);
@@ -427,7 +468,8 @@ static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
 		       j->opts.path);
 		return -EBADMSG;
 	}
-	if (le16toh(sb.version) != JBD_VERSION ||
+	if ((le16toh(sb.version) != JBD_VERSION &&
+	     le16toh(sb.version) != JBD_VERSION_1) ||
 	    le32toh(sb.block_size) != JBD_BLOCK_SIZE) {
 		tw_err("journal %s: unsupported version %u or block size %u",
 		       j->opts.path, le16toh(sb.version), le32toh(sb.block_size));
@@ -446,20 +488,23 @@ static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
 	j->nblocks = nb;
 	*start = le64toh(sb.start);
 	*seq = le64toh(sb.h.seq);
+	*version = le16toh(sb.version);
 	return 0;
 }
 
 int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 {
 	uint64_t start, seq;
-	int rc = super_read(j, &start, &seq);
+	unsigned version;
+	int rc = super_read(j, &start, &seq, &version);
 	if (rc < 0)
 		return rc;
 	j->nlog = j->nblocks - 1;
 	j->max_txn = j->nlog / 4;
 	j->crc_seed = tw_crc32c(0, j->uuid, sizeof(j->uuid));
 
-	struct rscan s = { .j = j };
+	struct rscan s = { .j = j, .version = version };
+	struct later later;
 	uint64_t *objs = NULL;
 	size_t n_objs = 0, cap_objs = 0;
 	tw_hmap_init(&s.inplace);
@@ -498,31 +543,49 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 		pos = jbd__log_next(j, pos, n);
 		cur++;
 	}
-	/* J16: a torn tail, or damage with committed transactions after
-	 * it?  Nothing has been written yet: refuse, journal untouched. */
+	/* J16, J17: a torn tail, the unsynced tail of a power loss, or
+	 * damage with a committed transaction after it that was written
+	 * when the bad one had been synced?  Nothing has been written yet:
+	 * refuse, journal untouched. */
 	{
 		const char *why = s.why ? s.why : "unreadable";
 		uint64_t bad_at = s.why ? s.bad_at : pos;
-		uint64_t later_pos = 0, later_seq = 0;
 
-		rc = find_later_txn(&s, pos, j->nlog - total, cur, &later_pos,
-				    &later_seq);
+		rc = scan_after_bad(&s, pos, j->nlog - total, cur, &later);
 		if (rc < 0)
 			goto out;
-		if (rc == 1) {
+		if (later.witness) {
 			tw_err("journal %s: CORRUPT: transaction %" PRIu64
 			       " (from log block %" PRIu64 ") fails at block %"
 			       PRIu64 " (byte offset %" PRIu64 "): %s; yet "
-			       "committed transaction %" PRIu64 " follows at "
-			       "block %" PRIu64 " (byte offset %" PRIu64 "): "
+			       "committed transaction %" PRIu64 " at block %"
+			       PRIu64 " (byte offset %" PRIu64 ") was written "
+			       "after every transaction up to %" PRIu64 " had "
+			       "been synced: a synced transaction went bad, "
 			       "this is damage, not a torn tail; nothing was "
 			       "replayed or written, the file is untouched",
 			       j->opts.path, cur, pos, bad_at,
-			       bad_at * JBD_BLOCK_SIZE, why, later_seq,
-			       later_pos, later_pos * JBD_BLOCK_SIZE);
+			       bad_at * JBD_BLOCK_SIZE, why, later.witness_seq,
+			       later.witness_pos,
+			       later.witness_pos * JBD_BLOCK_SIZE,
+			       later.witness_synced_to);
 			rc = -ENOTRECOVERABLE;
 			goto out;
 		}
+		if (later.n > 0)
+			tw_warn("journal %s: transaction %" PRIu64 " (from log "
+				"block %" PRIu64 ") fails at block %" PRIu64
+				": %s, and %" PRIu64 " committed transaction(s) "
+				"follow it (%" PRIu64 "..%" PRIu64 "), %s: an "
+				"unsynced tail lost in part at power loss; "
+				"replay stops there and drops those %" PRIu64
+				" unsynced transaction(s), nothing that was "
+				"synced", j->opts.path, cur, pos, bad_at, why,
+				later.n, later.first_seq, later.last_seq,
+				version == JBD_VERSION_1 ?
+				"in a version 1 journal, which does not say "
+				"what was synced" :
+				"none written after it was synced", later.n);
 	}
 	info->torn_tail = false;
 	{
@@ -535,6 +598,8 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 			if (le32toh(h.magic) == JBD_MAGIC && le64toh(h.seq) >= cur)
 				info->torn_tail = true;
 		}
+		if (later.n > 0)
+			info->torn_tail = true;
 	}
 	/* pass 2: replay */
 	for (size_t i = 0; i < s.n_txns; i++) {
@@ -567,9 +632,12 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 		tw_info("journal %s: nothing committed to replay; discarded a "
 			"torn tail at block %" PRIu64, j->opts.path, pos);
 	}
-	/* pass 3: reset (J15).  Skip the sequence that failed so that its
-	 * leftovers can never match (J2). */
-	uint64_t next = cur + 1;
+	/* pass 3: reset (J15).  Skip the sequence that failed, and every
+	 * later one found in the rest of the log (the unsynced transactions
+	 * a power loss left after it), so that leftovers can never match
+	 * (J2).  The superblock is written as version 2 whatever it was
+	 * (J17): every transaction from here on is. */
+	uint64_t next = TW_MAX(cur, later.max_seq) + 1;
 	uint8_t block[JBD_BLOCK_SIZE];
 	jbd__super_encode(j, block, pos, next);
 	rc = jbd__pwrite_sync(j, JBD_IO_LOG, j->fd, block, JBD_BLOCK_SIZE, 0);

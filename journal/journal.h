@@ -5,8 +5,10 @@
  * process) before jnl_rec_append returns, and synced (fdatasync, survives
  * power loss) by jnl_rec_sync.  Replay delivers every closed record in order
  * and stops at the first torn one, which is discarded together with
- * everything after it; a bad record with valid ones after it is damage and
- * fails the open instead (jnl_rec_open).  A snapshot (the caller's serialised state) is
+ * everything after it, also valid records written before it was synced
+ * (a power loss may keep those and lose it); a bad record followed by one
+ * written after it had been synced is damage and fails the open instead
+ * (jnl_rec_open).  A snapshot (the caller's serialised state) is
  * written to a temporary file, fsynced, renamed and the directory fsynced;
  * then the log is trimmed.  Format: journal/FORMAT.md.
  *
@@ -34,11 +36,14 @@ typedef int (*jnl_replay_cb)(uint64_t seq, const void *buf, size_t len,
 /* Open (or create) the log in directory `dir` (files "snapshot" and
  * "journal"), replaying: snap_cb once with the snapshot's payload (not at
  * all when there is none), then replay_cb for each closed record after it.
- * A torn tail is cut off (logged with its offset).  Returns 0 or -errno;
- * -EBADMSG when the snapshot itself is corrupt; -ENOTRECOVERABLE when a
- * bad record has valid records after it (damage, not a torn tail:
- * FORMAT.md invariant 11), the file untouched; the callbacks have then
- * run for the records before it, and the caller discards that state. */
+ * A torn tail is cut off (logged with its offset), and so is an unsynced
+ * tail a power loss lost in part (FORMAT.md invariant 12).  A version 1
+ * log is upgraded (invariant 13).  Returns 0 or -errno; -EBADMSG when the
+ * snapshot itself is corrupt; -ENOTRECOVERABLE when a bad record has a
+ * valid record after it that was written after the bad one had been
+ * synced (damage, not a torn tail: invariant 11), the file untouched; the
+ * callbacks have then run for the records before it, and the caller
+ * discards that state. */
 int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out);
 
@@ -269,9 +274,14 @@ struct jbd_replay_info {
 };
 
 /* Open (creating and zero-filling) the journal, replay it into the home
- * store through ops, reset the log.  info may be NULL.  Returns 0 or
- * -errno; -EBADMSG when the superblock is corrupt, -EINVAL for bad opts,
- * -EBUSY when another open holds the journal (flock). */
+ * store through ops, reset the log (as version 2, whatever version it
+ * was).  Replay stops at a torn tail, and at the unsynced tail a power
+ * loss left in part (FORMAT.md J16, J17).  info may be NULL.  Returns 0
+ * or -errno; -EBADMSG when the superblock is corrupt, -EPROTO for an
+ * unknown version, -EINVAL for bad opts, -EBUSY when another open holds
+ * the journal (flock), -ENOTRECOVERABLE when a bad transaction is
+ * followed by one committed after it had been synced (damage, J16), the
+ * journal untouched. */
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	     struct jbd **out);
 

@@ -1317,8 +1317,9 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	if (rc == -ENOTRECOVERABLE) {
 		/* The journal's line before this one says where and what. */
 		tw_err("mgrd: REFUSING TO START: the record log %s/journal is "
-		       "damaged in the middle (valid records follow the bad "
-		       "one), so cutting it would drop acknowledged changes.  "
+		       "damaged in the middle (a record written after the bad "
+		       "one had been synced follows it), so cutting it would "
+		       "drop synced, acknowledged changes.  "
 		       "It is untouched.  To go on: keep a copy of %s, then "
 		       "start once with --accept-corrupt-log, which copies "
 		       "the log to journal.corrupt-TIME and cuts it at the "
