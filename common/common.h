@@ -160,7 +160,9 @@ void tw_conf_defaults(struct tw_conf *conf);
  * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
  * holds exactly two iods, stripe_size a power of two in 64K..64M.
  * On error returns -EINVAL (or -errno of open) and writes a message naming
- * the file and line into err. */
+ * the file and line into err; -EACCES when the file holds [cluster] secret
+ * and is readable by group or others (chmod 600 fixes it), -EINVAL when
+ * that secret is the example's placeholder "CHANGE-ME". */
 int tw_conf_load(const char *path, struct tw_conf *conf, char *err, size_t errlen);
 
 /* Parse "512K", "1M", "4096" -> bytes; "100ms", "30s", "2m", "5" (=s) -> ms. */
@@ -198,7 +200,8 @@ bool tw_hmap_next(const struct tw_hmap *m, size_t *it, uint64_t *key, void **val
 int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 /* Read up to len at off; returns bytes read (short only at EOF) or -errno. */
 long tw_pread_full(int fd, void *buf, size_t len, uint64_t off);
-/* mkdir -p with mode 0755; 0 if it exists. */
+/* mkdir -p with mode 0700 (data directories); 0 if it exists (its mode is
+ * left as it is). */
 int tw_mkdir_p(const char *path);
 /* The connection limit that fits RLIMIT_NOFILE with `reserve` descriptors
  * left for the daemon's own files: raises the soft limit if it can, else
@@ -206,6 +209,11 @@ int tw_mkdir_p(const char *path);
  * -errno. */
 int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
 		 uint32_t *conns);
+
+/* Before a repair changes the file at path: copy it, whole, to
+ * "PATH.corrupt-<unix time>" (mode 0600; written to out), fsync the copy
+ * and its directory.  0 or -errno (-EEXIST when that name exists). */
+int tw_copy_aside(const char *path, char *out, size_t outlen);
 /* Fill buf with len random bytes from getrandom(2). */
 int tw_random(void *buf, size_t len);
 

@@ -15,6 +15,14 @@
  * Defaults not stated in common.h: an iod's host is 127.0.0.1, its port
  * 7500 + N, its group (N - 1) / 2 (iods 1+2 form group 0, 3+4 group 1, ...).
  * Every error names FILE:LINE and the cause.
+ *
+ * A file that holds [cluster] secret must be readable by its owner only
+ * (ssh's rule for private keys): with group or other bits set, loading it
+ * fails with -EACCES and a message naming the mode and the chmod that fixes
+ * it, so a readable secret is noticed at the first start, not after it
+ * leaked.  The example file's placeholder secret (anything starting with
+ * "CHANGE-ME", any case) is refused (-EINVAL): a cluster must never run on
+ * a secret that is printed in the source tree.
  */
 #include "common.h"
 
@@ -25,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #define CONF_LINE_MAX 4096
 #define IOD_DEF_PORT_BASE 7500
@@ -712,6 +721,30 @@ static int validate(struct parse *p)
 	return 0;
 }
 
+#define SECRET_PLACEHOLDER "CHANGE-ME"
+
+/* The secret's two rules (top of this file), checked on the open file. */
+static int check_secret(struct parse *p, int fd)
+{
+	struct stat st;
+
+	if (strncasecmp(p->conf->secret, SECRET_PLACEHOLDER,
+			strlen(SECRET_PLACEHOLDER)) == 0)
+		return fail(p, 0, "[cluster] secret is still the example's "
+			    "placeholder '%s': generate one with "
+			    "`openssl rand -hex 32` and put the same value in "
+			    "this file on every host", p->conf->secret);
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((st.st_mode & 077) != 0) {
+		fail(p, 0, "holds [cluster] secret but is readable by group or "
+		     "others (mode %04o); refusing it.  Fix: chmod 600 %s",
+		     (unsigned)(st.st_mode & 07777), p->path);
+		return -EACCES;
+	}
+	return 0;
+}
+
 int tw_conf_load(const char *path, struct tw_conf *conf, char *err,
 		 size_t errlen)
 {
@@ -758,6 +791,8 @@ int tw_conf_load(const char *path, struct tw_conf *conf, char *err,
 		goto out;
 	}
 	rc = validate(p);
+	if (rc == 0 && conf->secret[0] != '\0')
+		rc = check_secret(p, fileno(f));
 out:
 	free(p);
 	fclose(f);

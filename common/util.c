@@ -1,4 +1,5 @@
-/* util.c - clocks, whole-buffer positional I/O, mkdir -p and random bytes.
+/* util.c - clocks, whole-buffer positional I/O, mkdir -p, random bytes and
+ * the copy a repair keeps of the file it changes (tw_copy_aside).
  *
  * Thin wrappers that turn the usual POSIX partial-success cases (short
  * writes, EINTR) into "all or -errno", so callers have one error path.
@@ -8,6 +9,9 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -121,7 +125,9 @@ static int mkdir_one(const char *path)
 {
 	struct stat st;
 
-	if (mkdir(path, 0755) == 0)
+	/* 0700: every directory this makes is a daemon's data directory (or
+	 * a parent of one), readable by nobody else. */
+	if (mkdir(path, 0700) == 0)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;
@@ -209,4 +215,62 @@ int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
 			reserve, *conns);
 	}
 	return 0;
+}
+
+int tw_copy_aside(const char *path, char *out, size_t outlen)
+{
+	char parent[PATH_MAX];
+	int in = -1, dst = -1, dfd = -1, rc = 0;
+	struct stat st;
+	off_t left;
+
+	if (snprintf(out, outlen, "%s.corrupt-%ld", path, (long)time(NULL)) >=
+	    (int)outlen || snprintf(parent, sizeof(parent), "%s", path) >=
+	    (int)sizeof(parent))
+		return -ENAMETOOLONG;
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	/* O_EXCL: an earlier copy made in the same second is never
+	 * overwritten; the operator retries a second later. */
+	dst = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (dst < 0) {
+		rc = -errno;
+		goto out;
+	}
+	for (left = st.st_size; left > 0;) {
+		ssize_t n = copy_file_range(in, NULL, dst, NULL, (size_t)left, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0) {
+			rc = -EIO;      /* the file shrank under us */
+			goto out;
+		}
+		left -= n;
+	}
+	/* The copy must survive a crash of the repair that follows it. */
+	if (fsync(dst) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	dfd = open(dirname(parent), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		rc = -errno;
+out:
+	if (in >= 0)
+		close(in);
+	if (dst >= 0)
+		close(dst);
+	if (dfd >= 0)
+		close(dfd);
+	if (rc < 0 && dst >= 0)
+		unlink(out);
+	return rc;
 }

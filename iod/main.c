@@ -309,6 +309,19 @@ int main(int argc, char **argv)
 			     strcmp(getenv("TWINFS_TEST_REPLAY_EIO"), "1") == 0;
 	/* Replay happens in here, before registration (mgr.c) and serving. */
 	rc = iod_store_open(&so, &d->store);
+	if (rc == -ENOTRECOVERABLE) {
+		/* The journal's line before this one says where and what. */
+		tw_err("iod %ld: REFUSING TO START: the journal %s/journal is "
+		       "damaged in the middle (a transaction committed after "
+		       "the bad one had been synced follows it), so replaying "
+		       "up to the damage would drop synced writes.  It is "
+		       "untouched.  To go on: "
+		       "start once with --quarantine-journal (the journal is "
+		       "kept aside as journal.quarantined-TIME and the iod is "
+		       "rebuilt in full from its twin); docs/OPERATIONS.md "
+		       "\"A damaged record log or journal\"", id, d->me->dir);
+		goto out;
+	}
 	if (rc < 0) {
 		tw_err("iod %ld: cannot use data directory %s: %s%s", id,
 		       d->me->dir, strerror(-rc), rc == -EBADMSG ? "" :

@@ -395,7 +395,7 @@ static int id_create(struct iod_store *s, const char *cluster)
 	d.crc = htole32(tw_crc32c(0, &d, offsetof(struct id_disk, crc)));
 
 	fd = openat(s->dir_fd, ID_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_NOFOLLOW | O_CLOEXEC, 0644);
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	rc = tw_pwrite_all(fd, &d, sizeof(d), 0);
@@ -515,7 +515,7 @@ static int flag_file(struct iod_store *s, const char *name, bool on)
 		return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT
 		       ? -errno : 0;
 	fd = openat(s->dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW |
-		    O_CLOEXEC, 0644);
+		    O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	close(fd);
@@ -654,7 +654,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 		       "resync owes", s->dir);
 		goto fail;
 	}
-	if (mkdirat(s->dir_fd, SUBDIR, 0755) < 0 && errno != EEXIST) {
+	if (mkdirat(s->dir_fd, SUBDIR, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		goto fail;
 	}
@@ -857,14 +857,14 @@ static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 
 	sub_dirs(ino, &ab, &cd);
 	snprintf(rel, sizeof(rel), "%02x", ab);
-	if (mkdirat(s->sub_fd, rel, 0755) == 0) {
+	if (mkdirat(s->sub_fd, rel, 0700) == 0) {
 		*dirsync |= DS_TOP;
 		s->dirty_top = true;   /* S6 */
 	} else if (errno != EEXIST) {
 		return -errno;
 	}
 	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-	if (mkdirat(s->sub_fd, rel, 0755) == 0) {
+	if (mkdirat(s->sub_fd, rel, 0700) == 0) {
 		*dirsync |= DS_AB;
 		bit_set(s->dirty_ab, ab);
 	} else if (errno != EEXIST) {
@@ -983,13 +983,13 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 		if (rc < 0)
 			return rc;
 		fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT | O_EXCL |
-			    O_NOFOLLOW | O_CLOEXEC, 0644);
+			    O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			rc = -errno;
 			if (out_of_fds(rc) && shed_fds(s)) {
 				fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT |
 					    O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-					    0644);
+					    0600);
 				rc = fd < 0 ? -errno : 0;
 			}
 			if (fd < 0)

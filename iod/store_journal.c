@@ -823,6 +823,14 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 			if (rc == 0)
 				rc = store_sync_path(s, ino,
 						     jbd_sync_files_busy(s->j));
+			/* J12: after a failed fsync the kernel may have
+			 * dropped the dirty pages; a later fsync that
+			 * succeeds would prove nothing. */
+			if (rc < 0) {
+				jbd_abort_home(s->j, rc, "an fsync of a "
+					       "synchronous in-place write");
+				store_check_abort(s);
+			}
 		}
 		if (rc == 0 && len > 0)
 			rc = store_inplace(h, e);
@@ -1166,6 +1174,10 @@ int iod_store_fsync(struct iod_store *s, uint64_t ino, uint32_t columns,
 		if (rc == -EOPNOTSUPP) {
 			rc = sync_home_blocking(s, ino, columns);
 			if (rc < 0) {
+				/* J12, as the helper thread's fsync */
+				jbd_abort_home(s->j, rc, "an fsync of in-place "
+					       "data at home");
+				store_check_abort(s);
 				free(r);
 				return rc;
 			}

@@ -141,6 +141,11 @@ int jbd_aborted(const struct jbd *j)
 	return j->aborted;
 }
 
+void jbd_abort_home(struct jbd *j, int rc, const char *what)
+{
+	jbd__abort(j, rc, what);
+}
+
 bool jbd_obj_error(int err)
 {
 	switch (-err) {

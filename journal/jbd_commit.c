@@ -188,8 +188,12 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	c->sec = (int64_t)htole64((uint64_t)ts.tv_sec);
 	c->nsec = htole32((uint32_t)ts.tv_nsec);
+	/* J17: only sequences whose fdatasync has returned count as synced,
+	 * so a later transaction never claims an unsynced earlier one. */
+	assert(j->synced_seq < t->seq);
+	c->synced_to = htole64(j->synced_seq);
 	/* J5: CRC32C seeded with the UUID over every block, then commit
-	 * bytes 0..19. */
+	 * bytes 0..19 and synced_to. */
 	uint32_t crc = j->crc_seed;
 	for (size_t k = 0; k + 1 < n; k++) {
 		const uint8_t *b;
@@ -202,6 +206,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 		crc = tw_crc32c(crc, b, JBD_BLOCK_SIZE);
 	}
 	crc = tw_crc32c(crc, cb, offsetof(struct jbd_commit_disk, crc));
+	crc = tw_crc32c(crc, &c->synced_to, sizeof(c->synced_to));
 	c->crc = htole32(crc);
 	t->nblocks = n;
 	*slots_out = slots;

@@ -23,7 +23,8 @@
 /* ------------------------------------------------------------ on disk */
 
 #define JBD_MAGIC        0x4a425754u   /* "TWBJ" as little-endian bytes */
-#define JBD_VERSION      1
+#define JBD_VERSION      2   /* commit blocks carry synced_to */
+#define JBD_VERSION_1    1   /* still replayed at open, then reset to 2 */
 #define JBD_T_SUPER      1
 #define JBD_T_DESC       2
 #define JBD_T_COMMIT     3
@@ -96,8 +97,11 @@ struct jbd_commit_disk {
 	int64_t sec;             /* realtime of the close, informational */
 	uint32_t nsec;
 	uint32_t reserved;
+	uint64_t synced_to;      /* version 2: synced_seq when it was built */
 };
-_Static_assert(sizeof(struct jbd_commit_disk) == 40, "commit block");
+_Static_assert(sizeof(struct jbd_commit_disk) == 48, "commit block");
+/* Version 1 commit blocks end before synced_to. */
+#define JBD_COMMIT_V1_SIZE 40u
 
 #define JBD_REC_ALIGN(n) (((n) + 7u) & ~7u)
 

@@ -4,7 +4,9 @@
  *   SCAN    from the superblock's tail and sequence, walk transaction by
  *           transaction; a transaction counts only if it is committed by the
  *           validity rule of FORMAT.md (part 2) (J1, J2, J5); the first one that
- *           is not ends the log (a torn tail is discarded, never applied).
+ *           is not ends the log (a torn tail is discarded, never applied),
+ *           unless a later committed one says it had been synced: damage,
+ *           refused (J16, J17).
  *           Collect, per object, the last transaction carrying an in-place
  *           tag (rule R).
  *   REPLAY  apply the committed transactions in log order: data blocks to
@@ -40,6 +42,10 @@ struct rscan {
 	struct tw_hmap aside;         /* obj + 1 -> 1: set aside by the owner
 	                               * (jbd_ops.home_failed): its later
 	                               * items are not replayed */
+	const char *why;              /* scan_txn: the check that failed */
+	uint64_t bad_at;              /* and the log block it failed at */
+	unsigned version;             /* the superblock's: JBD_VERSION(_1) */
+	uint64_t synced_to;           /* scan_txn: of the committed txn */
 };
 
 /* Replaying an item of obj failed with rc: true when the owner set obj
@@ -100,7 +106,9 @@ static int rec_block_ok(const uint8_t *b)
 }
 
 /* Is the transaction at pos with sequence seq committed?  Returns its block
- * count including the commit block, or 0 when not (the end of the log). */
+ * count including the commit block, or 0 when not (the end of the log;
+ * s->why then says which check failed, s->bad_at at which block). */
+#define BAD(reason) do { s->why = (reason); s->bad_at = p; return 0; } while (0)
 static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 			 int *err)
 {
@@ -108,11 +116,13 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 	uint32_t crc = j->crc_seed;
 	uint64_t n = 0;
 	uint8_t *b = s->blk;
+	uint64_t p = pos;
 	*err = 0;
+	s->why = NULL;
 	for (;;) {
 		if (n + 1 > j->max_txn)
-			return 0;           /* J9: no txn is longer */
-		uint64_t p = jbd__log_next(j, pos, n);
+			BAD("longer than a quarter of the log"); /* J9 */
+		p = jbd__log_next(j, pos, n);
 		int rc = read_log_block(j, p, b);
 		if (rc < 0) {
 			*err = rc;
@@ -120,46 +130,53 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 		}
 		uint16_t type;
 		if (!hdr_ok(b, seq, &type))
-			return 0;
+			BAD("bad block header (magic, flags or sequence)");
 		if (type == JBD_T_COMMIT) {
 			struct jbd_commit_disk c;
 			memcpy(&c, b, sizeof(c));
 			if (le32toh(c.nblocks) != n)
-				return 0;
+				BAD("commit block count mismatch");
 			crc = tw_crc32c(crc, b, offsetof(struct jbd_commit_disk, crc));
+			s->synced_to = 0;   /* version 1: nothing said */
+			if (s->version != JBD_VERSION_1) {
+				crc = tw_crc32c(crc, &c.synced_to,
+						sizeof(c.synced_to));
+				s->synced_to = le64toh(c.synced_to);
+			}
 			if (le32toh(c.crc) != crc || n == 0)
-				return 0;
+				BAD("commit checksum mismatch");
+			if (s->synced_to >= seq)
+				BAD("commit synced_to not below its sequence");
 			return n + 1;
 		}
 		if (type == JBD_T_RECORD) {
 			if (!rec_block_ok(b))
-				return 0;
+				BAD("malformed record block");
 			crc = tw_crc32c(crc, b, JBD_BLOCK_SIZE);
 			n++;
 			continue;
 		}
 		if (type != JBD_T_DESC)
-			return 0;
+			BAD("unknown block type");
 		struct jbd_desc_disk d;
 		memcpy(&d, b, sizeof(d));
 		uint32_t ntags = le32toh(d.ntags);
 		if (ntags == 0 || ntags > JBD_TAGS_PER_DESC)
-			return 0;
+			BAD("malformed descriptor");
 		uint64_t ndata = 0;
 		for (uint32_t i = 0; i < ntags; i++) {
 			struct jbd_tag_disk t;
 			memcpy(&t, b + sizeof(d) + i * sizeof(t), sizeof(t));
 			uint32_t fl = le32toh(t.flags), len = le32toh(t.len);
-			if ((fl & ~JBD_TAG_KNOWN) != 0)
-				return 0;
-			if (((fl & JBD_TAG_LAST) != 0) != (i + 1 == ntags))
-				return 0;
+			if ((fl & ~JBD_TAG_KNOWN) != 0 ||
+			    ((fl & JBD_TAG_LAST) != 0) != (i + 1 == ntags))
+				BAD("malformed descriptor tag");
 			if (fl & JBD_TAG_INPLACE) {
 				if (len != 0 || (fl & JBD_TAG_ESCAPED))
-					return 0;
+					BAD("malformed descriptor tag");
 			} else {
 				if (len == 0 || len > JBD_BLOCK_SIZE)
-					return 0;
+					BAD("malformed descriptor tag");
 				ndata++;
 			}
 		}
@@ -167,8 +184,9 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 		n++;
 		for (uint64_t k = 0; k < ndata; k++) {
 			if (n + 1 > j->max_txn)
-				return 0;
-			rc = read_log_block(j, jbd__log_next(j, pos, n), b);
+				BAD("longer than a quarter of the log");
+			p = jbd__log_next(j, pos, n);
+			rc = read_log_block(j, p, b);
 			if (rc < 0) {
 				*err = rc;
 				return 0;
@@ -177,6 +195,101 @@ static uint64_t scan_txn(struct rscan *s, uint64_t pos, uint64_t seq,
 			n++;
 		}
 	}
+}
+
+#undef BAD
+
+/* What the rest of the log holds after the first transaction that is not
+ * committed (J16, J17). */
+struct later {
+	uint64_t n;                   /* committed transactions, seq >= S */
+	uint64_t first_seq, last_seq;
+	uint64_t max_seq;             /* highest seq of any metadata block */
+	bool witness;                 /* one says S had been synced: */
+	uint64_t witness_seq, witness_pos, witness_synced_to;
+};
+
+/* J16, J17: after the first transaction that is not committed (seq at
+ * pos), reads the rest of the log (the `left` blocks from pos on, up to
+ * the committed ones) once, for every committed transaction of sequence
+ * >= seq.  A crash that keeps write order leaves none: transactions are
+ * written in sequence order, and the blocks past the end hold older laps
+ * of the log (lower sequences; J2).  A power loss may leave some that
+ * were written, unsynced, after the bad one; one whose synced_to >= seq
+ * (the witness) was written after the bad one had been synced, so log
+ * blocks that were durable went bad: damage.  Only a block whose header
+ * says descriptor or record with such a sequence can start one (data
+ * blocks never carry the magic, J4); scan_txn then checks it whole.  Also
+ * notes the highest sequence of any metadata block there, so that the
+ * next sequence skips every leftover (J2).  Returns 0 with *l filled in,
+ * or -errno. */
+static int scan_after_bad(struct rscan *s, uint64_t pos, uint64_t left,
+			  uint64_t seq, struct later *l)
+{
+	struct jbd *j = s->j;
+	const uint64_t chunk_blocks = 64;
+	uint8_t *buf = malloc(chunk_blocks * JBD_BLOCK_SIZE);
+	const char *why = s->why;
+	uint64_t bad_at = s->bad_at;
+	int rc = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (buf == NULL)
+		return -ENOMEM;
+	for (uint64_t done = 0; done < left;) {
+		uint64_t first = jbd__log_next(j, pos, done);
+		/* one read never wraps past the end of the file */
+		uint64_t n = TW_MIN(TW_MIN(chunk_blocks, left - done),
+				    j->nblocks - first);
+		uint64_t skip_to = done + n;
+
+		rc = jbd__pread_full(j, JBD_IO_LOG, j->fd, buf,
+				     n * JBD_BLOCK_SIZE, first * JBD_BLOCK_SIZE);
+		if (rc < 0)
+			goto out;
+		for (uint64_t k = 0; k < n; k++) {
+			struct jbd_hdr_disk h;
+			uint64_t hseq, len;
+			uint16_t type;
+			int err;
+
+			memcpy(&h, buf + k * JBD_BLOCK_SIZE, sizeof(h));
+			type = le16toh(h.type);
+			hseq = le64toh(h.seq);
+			if (le32toh(h.magic) != JBD_MAGIC || h.flags != 0 ||
+			    type < JBD_T_DESC || type > JBD_T_RECORD)
+				continue;
+			l->max_seq = TW_MAX(l->max_seq, hseq);
+			if (type == JBD_T_COMMIT || hseq < seq)
+				continue;
+			len = scan_txn(s, first + k, hseq, &err);
+			if (len == 0) {
+				if (err < 0) {
+					rc = err;
+					goto out;
+				}
+				continue;
+			}
+			if (l->n++ == 0)
+				l->first_seq = hseq;
+			l->last_seq = TW_MAX(l->last_seq, hseq);
+			if (!l->witness && s->synced_to >= seq) {
+				l->witness = true;
+				l->witness_seq = hseq;
+				l->witness_pos = first + k;
+				l->witness_synced_to = s->synced_to;
+			}
+			/* Its blocks start nothing else: go on after it. */
+			skip_to = done + k + len;
+			break;
+		}
+		done = skip_to;
+	}
+out:
+	s->why = why;       /* what was wrong at the end, for the log line */
+	s->bad_at = bad_at;
+	free(buf);
+	return rc;
 }
 
 /* Rule R: remember, per object, the last transaction with in-place data. */
@@ -340,7 +453,8 @@ out:
 	return rc;
 }
 
-static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
+static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq,
+		      unsigned *version)
 {
 	uint8_t block[JBD_BLOCK_SIZE];
 	int rc = jbd__pread_full(j, JBD_IO_LOG, j->fd, block, JBD_BLOCK_SIZE, 0);
@@ -354,7 +468,8 @@ static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
 		       j->opts.path);
 		return -EBADMSG;
 	}
-	if (le16toh(sb.version) != JBD_VERSION ||
+	if ((le16toh(sb.version) != JBD_VERSION &&
+	     le16toh(sb.version) != JBD_VERSION_1) ||
 	    le32toh(sb.block_size) != JBD_BLOCK_SIZE) {
 		tw_err("journal %s: unsupported version %u or block size %u",
 		       j->opts.path, le16toh(sb.version), le32toh(sb.block_size));
@@ -373,20 +488,23 @@ static int super_read(struct jbd *j, uint64_t *start, uint64_t *seq)
 	j->nblocks = nb;
 	*start = le64toh(sb.start);
 	*seq = le64toh(sb.h.seq);
+	*version = le16toh(sb.version);
 	return 0;
 }
 
 int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 {
 	uint64_t start, seq;
-	int rc = super_read(j, &start, &seq);
+	unsigned version;
+	int rc = super_read(j, &start, &seq, &version);
 	if (rc < 0)
 		return rc;
 	j->nlog = j->nblocks - 1;
 	j->max_txn = j->nlog / 4;
 	j->crc_seed = tw_crc32c(0, j->uuid, sizeof(j->uuid));
 
-	struct rscan s = { .j = j };
+	struct rscan s = { .j = j, .version = version };
+	struct later later;
 	uint64_t *objs = NULL;
 	size_t n_objs = 0, cap_objs = 0;
 	tw_hmap_init(&s.inplace);
@@ -425,6 +543,50 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 		pos = jbd__log_next(j, pos, n);
 		cur++;
 	}
+	/* J16, J17: a torn tail, the unsynced tail of a power loss, or
+	 * damage with a committed transaction after it that was written
+	 * when the bad one had been synced?  Nothing has been written yet:
+	 * refuse, journal untouched. */
+	{
+		const char *why = s.why ? s.why : "unreadable";
+		uint64_t bad_at = s.why ? s.bad_at : pos;
+
+		rc = scan_after_bad(&s, pos, j->nlog - total, cur, &later);
+		if (rc < 0)
+			goto out;
+		if (later.witness) {
+			tw_err("journal %s: CORRUPT: transaction %" PRIu64
+			       " (from log block %" PRIu64 ") fails at block %"
+			       PRIu64 " (byte offset %" PRIu64 "): %s; yet "
+			       "committed transaction %" PRIu64 " at block %"
+			       PRIu64 " (byte offset %" PRIu64 ") was written "
+			       "after every transaction up to %" PRIu64 " had "
+			       "been synced: a synced transaction went bad, "
+			       "this is damage, not a torn tail; nothing was "
+			       "replayed or written, the file is untouched",
+			       j->opts.path, cur, pos, bad_at,
+			       bad_at * JBD_BLOCK_SIZE, why, later.witness_seq,
+			       later.witness_pos,
+			       later.witness_pos * JBD_BLOCK_SIZE,
+			       later.witness_synced_to);
+			rc = -ENOTRECOVERABLE;
+			goto out;
+		}
+		if (later.n > 0)
+			tw_warn("journal %s: transaction %" PRIu64 " (from log "
+				"block %" PRIu64 ") fails at block %" PRIu64
+				": %s, and %" PRIu64 " committed transaction(s) "
+				"follow it (%" PRIu64 "..%" PRIu64 "), %s: an "
+				"unsynced tail lost in part at power loss; "
+				"replay stops there and drops those %" PRIu64
+				" unsynced transaction(s), nothing that was "
+				"synced", j->opts.path, cur, pos, bad_at, why,
+				later.n, later.first_seq, later.last_seq,
+				version == JBD_VERSION_1 ?
+				"in a version 1 journal, which does not say "
+				"what was synced" :
+				"none written after it was synced", later.n);
+	}
 	info->torn_tail = false;
 	{
 		/* Anything of ours at the end position means a transaction was
@@ -436,6 +598,8 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 			if (le32toh(h.magic) == JBD_MAGIC && le64toh(h.seq) >= cur)
 				info->torn_tail = true;
 		}
+		if (later.n > 0)
+			info->torn_tail = true;
 	}
 	/* pass 2: replay */
 	for (size_t i = 0; i < s.n_txns; i++) {
@@ -468,9 +632,12 @@ int jbd__recover(struct jbd *j, struct jbd_replay_info *info)
 		tw_info("journal %s: nothing committed to replay; discarded a "
 			"torn tail at block %" PRIu64, j->opts.path, pos);
 	}
-	/* pass 3: reset (J15).  Skip the sequence that failed so that its
-	 * leftovers can never match (J2). */
-	uint64_t next = cur + 1;
+	/* pass 3: reset (J15).  Skip the sequence that failed, and every
+	 * later one found in the rest of the log (the unsynced transactions
+	 * a power loss left after it), so that leftovers can never match
+	 * (J2).  The superblock is written as version 2 whatever it was
+	 * (J17): every transaction from here on is. */
+	uint64_t next = TW_MAX(cur, later.max_seq) + 1;
 	uint8_t block[JBD_BLOCK_SIZE];
 	jbd__super_encode(j, block, pos, next);
 	rc = jbd__pwrite_sync(j, JBD_IO_LOG, j->fd, block, JBD_BLOCK_SIZE, 0);

@@ -4,8 +4,11 @@
  * (written to the log file with write(2), so it survives the death of the
  * process) before jnl_rec_append returns, and synced (fdatasync, survives
  * power loss) by jnl_rec_sync.  Replay delivers every closed record in order
- * and stops at the first torn or corrupt one, which is discarded together
- * with everything after it.  A snapshot (the caller's serialised state) is
+ * and stops at the first torn one, which is discarded together with
+ * everything after it, also valid records written before it was synced
+ * (a power loss may keep those and lose it); a bad record followed by one
+ * written after it had been synced is damage and fails the open instead
+ * (jnl_rec_open).  A snapshot (the caller's serialised state) is
  * written to a temporary file, fsynced, renamed and the directory fsynced;
  * then the log is trimmed.  Format: journal/FORMAT.md.
  *
@@ -33,10 +36,25 @@ typedef int (*jnl_replay_cb)(uint64_t seq, const void *buf, size_t len,
 /* Open (or create) the log in directory `dir` (files "snapshot" and
  * "journal"), replaying: snap_cb once with the snapshot's payload (not at
  * all when there is none), then replay_cb for each closed record after it.
- * A torn tail is cut off (logged with its offset).  Returns 0 or -errno;
- * -EBADMSG when the snapshot itself is corrupt. */
+ * A torn tail is cut off (logged with its offset), and so is an unsynced
+ * tail a power loss lost in part (FORMAT.md invariant 12).  A version 1
+ * log is upgraded (invariant 13).  Returns 0 or -errno; -EBADMSG when the
+ * snapshot itself is corrupt; -ENOTRECOVERABLE when a bad record has a
+ * valid record after it that was written after the bad one had been
+ * synced (damage, not a torn tail: invariant 11), the file untouched; the
+ * callbacks have then run for the records before it, and the caller
+ * discards that state. */
 int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out);
+
+/* The operator's decision for -ENOTRECOVERABLE: copy the log aside
+ * ("journal.corrupt-<unix time>"), then cut it at the damage as a torn
+ * tail, dropping the valid records after it. */
+#define JNL_REC_ACCEPT_CORRUPT 1u
+/* jnl_rec_open with flags (0 or JNL_REC_ACCEPT_CORRUPT; others -EINVAL). */
+int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
+		       jnl_replay_cb replay_cb, void *arg,
+		       struct jnl_rec **out);
 
 /* Append one record (len <= JNL_REC_MAX) and close it (written to the log
  * file).  Sets *seq to its sequence number when seq is non-NULL.  Returns 0
@@ -256,9 +274,14 @@ struct jbd_replay_info {
 };
 
 /* Open (creating and zero-filling) the journal, replay it into the home
- * store through ops, reset the log.  info may be NULL.  Returns 0 or
- * -errno; -EBADMSG when the superblock is corrupt, -EINVAL for bad opts,
- * -EBUSY when another open holds the journal (flock). */
+ * store through ops, reset the log (as version 2, whatever version it
+ * was).  Replay stops at a torn tail, and at the unsynced tail a power
+ * loss left in part (FORMAT.md J16, J17).  info may be NULL.  Returns 0
+ * or -errno; -EBADMSG when the superblock is corrupt, -EPROTO for an
+ * unknown version, -EINVAL for bad opts, -EBUSY when another open holds
+ * the journal (flock), -ENOTRECOVERABLE when a bad transaction is
+ * followed by one committed after it had been synced (damage, J16), the
+ * journal untouched. */
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	     struct jbd **out);
 
@@ -452,6 +475,14 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st);
 
 /* Sticky abort: 0, or -EIO after an I/O error on the journal. */
 int jbd_aborted(const struct jbd *j);
+
+/* The owner's own fsync of in-place data (writeback mode's synchronous
+ * write, or its blocking sync where no helper thread runs) failed with
+ * rc (what: for the log line): abort the journal (J12) exactly as a
+ * failed fsync inside the library does, since the kernel may have
+ * dropped the dirty pages and a later fsync that succeeds proves
+ * nothing. */
+void jbd_abort_home(struct jbd *j, int rc, const char *what);
 
 /* Test only (failure drills on real daemons): the next write submitted to
  * the journal file completes with -EIO without reaching the disk, exactly

@@ -3,7 +3,10 @@
  *
  * This file implements the files `journal` (log header + records) and
  * `snapshot` of journal/FORMAT.md: appending and closing records (one
- * pwrite each), syncing, replay with torn-tail cut-off, and the snapshot
+ * pwrite each, each saying how far the log was synced), syncing, replay
+ * with torn-tail cut-off (and its refusal when a record written after the
+ * bad one had been synced follows it: damage, invariants 11, 12), the
+ * upgrade of a version 1 log (invariant 13), the snapshot
  * protocol (snapshot.tmp, fsync, rename, fsync dir; then the same dance for a
  * fresh log).  It does not implement the block journal of the iods.  The
  * byte layout, the validity rule, the numbered invariants cited by the
@@ -39,7 +42,8 @@
 #define LOG_MAGIC     0x4c525754u   /* "TWRL" */
 #define REC_MAGIC     0x52525754u   /* "TWRR" */
 #define SNAP_MAGIC    0x53525754u   /* "TWRS" */
-#define LOG_VERSION   1
+#define LOG_VERSION   2             /* records carry synced_to */
+#define LOG_VERSION_1 1             /* still read, then upgraded at open */
 #define SNAP_VERSION  1
 #define REC_TYPE_DATA 1
 
@@ -66,7 +70,20 @@ struct log_hdr {
 };
 _Static_assert(sizeof(struct log_hdr) == 64, "log header is 64 bytes");
 
+/* Record header of a version 2 log. */
 struct rec_hdr {
+	uint32_t magic;          /* REC_MAGIC */
+	uint16_t type;           /* REC_TYPE_DATA */
+	uint16_t flags;          /* zero */
+	uint64_t seq;
+	uint64_t synced_to;      /* highest seq synced when this was written */
+	uint32_t len;            /* payload bytes, <= JNL_REC_MAX */
+	uint32_t crc;            /* crc32c(seed(log_id), bytes 0..27 || payload) */
+};
+_Static_assert(sizeof(struct rec_hdr) == 32, "record header is 32 bytes");
+
+/* Record header of a version 1 log: no synced_to. */
+struct rec_hdr_v1 {
 	uint32_t magic;          /* REC_MAGIC */
 	uint16_t type;           /* REC_TYPE_DATA */
 	uint16_t flags;          /* zero */
@@ -74,7 +91,7 @@ struct rec_hdr {
 	uint32_t len;            /* payload bytes, <= JNL_REC_MAX */
 	uint32_t crc;            /* crc32c(seed(log_id), bytes 0..19 || payload) */
 };
-_Static_assert(sizeof(struct rec_hdr) == 24, "record header is 24 bytes");
+_Static_assert(sizeof(struct rec_hdr_v1) == 24, "v1 record header is 24 bytes");
 
 struct snap_hdr {
 	uint32_t magic;          /* SNAP_MAGIC */
@@ -88,7 +105,8 @@ struct snap_hdr {
 _Static_assert(sizeof(struct snap_hdr) == 32, "snapshot header is 32 bytes");
 
 #define LOG_HDR_SIZE  ((uint64_t)sizeof(struct log_hdr))
-#define REC_HDR_SIZE  ((uint64_t)sizeof(struct rec_hdr))
+/* The largest record header of any version (reads are sized by it). */
+#define REC_HDR_MAX   ((uint64_t)sizeof(struct rec_hdr))
 #define SNAP_HDR_SIZE ((uint64_t)sizeof(struct snap_hdr))
 
 /* ------------------------------------------------------------ handle */
@@ -104,6 +122,10 @@ struct jnl_rec {
 	uint64_t base_seq;       /* first seq of the current log file */
 	uint64_t next_seq;       /* seq of the next append (invariant 10) */
 	uint64_t end_off;        /* just after the last closed record (invariant 3) */
+	uint64_t synced_seq;     /* every record up to it survived an
+	                          * fdatasync of this log (invariant 12) */
+	unsigned log_version;    /* of the current log: LOG_VERSION(_1) */
+	uint64_t hdr_size;       /* its record header: 32, or 24 for v1 */
 	uint64_t snap_seq;       /* seq of the snapshot named `snapshot` */
 	bool aborted;            /* sticky -EIO (invariant 5) */
 
@@ -261,14 +283,62 @@ static uint32_t snap_hdr_crc(const struct snap_hdr *h)
 	return tw_crc32c(0, h, offsetof(struct snap_hdr, crc));
 }
 
-/* CRC of a record: header bytes before the crc field, then the payload,
- * seeded with the log id so that records of another log never validate. */
-static uint32_t rec_crc(uint32_t seed, const struct rec_hdr *h,
+/* CRC of a record: header bytes before the crc field (its last 4 bytes in
+ * both versions), then the payload, seeded with the log id so that records
+ * of another log never validate. */
+static uint32_t rec_crc(const struct jnl_rec *j, const uint8_t *hdr,
 			const void *payload, size_t len)
 {
-	uint32_t crc = tw_crc32c(seed, h, offsetof(struct rec_hdr, crc));
+	uint32_t crc = tw_crc32c(j->crc_seed, hdr, (size_t)j->hdr_size - 4);
 
 	return tw_crc32c(crc, payload, len);
+}
+
+/* Decodes the record header at p in the current log's version into host
+ * order; a version 1 header gets synced_to 0 (nothing known synced). */
+static void rec_decode(const struct jnl_rec *j, const uint8_t *p,
+		       struct rec_hdr *out)
+{
+	struct rec_hdr_v1 v1;
+
+	if (j->log_version != LOG_VERSION_1) {
+		memcpy(out, p, sizeof(*out));
+		out->magic = le32toh(out->magic);
+		out->type = le16toh(out->type);
+		out->flags = le16toh(out->flags);
+		out->seq = le64toh(out->seq);
+		out->synced_to = le64toh(out->synced_to);
+		out->len = le32toh(out->len);
+		out->crc = le32toh(out->crc);
+		return;
+	}
+	memcpy(&v1, p, sizeof(v1));
+	out->magic = le32toh(v1.magic);
+	out->type = le16toh(v1.type);
+	out->flags = le16toh(v1.flags);
+	out->seq = le64toh(v1.seq);
+	out->synced_to = 0;
+	out->len = le32toh(v1.len);
+	out->crc = le32toh(v1.crc);
+}
+
+/* Encodes a version 2 record header (crc computed over it and payload)
+ * into hdr. */
+static void rec_encode(const struct jnl_rec *j, uint8_t *hdr, uint64_t seq,
+		       uint64_t synced_to, const void *payload, size_t len)
+{
+	struct rec_hdr h;
+
+	assert(j->log_version == LOG_VERSION);  /* only v2 is written */
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(REC_MAGIC);
+	h.type = htole16(REC_TYPE_DATA);
+	h.seq = htole64(seq);
+	h.synced_to = htole64(synced_to);
+	h.len = htole32((uint32_t)len);
+	memcpy(hdr, &h, sizeof(h));
+	h.crc = htole32(rec_crc(j, hdr, payload, len));
+	memcpy(hdr, &h, sizeof(h));
 }
 
 /* pread exactly len bytes; -EIO on a short read (the caller checked size). */
@@ -288,16 +358,80 @@ static int unlink_tmp(int dirfd, const char *name)
 	return 0;
 }
 
+/* A read window over the log file: [win_off, win_off + win_len). */
+struct reader {
+	int fd;
+	uint64_t size;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t win_off;
+	size_t win_len;
+};
+
+static int reader_get(struct reader *r, uint64_t off, size_t len,
+		      const uint8_t **out);
+
+/* Upgrade of a version 1 log: writes its closed records, [LOG_HDR_SIZE,
+ * copy_end) of the current log, to fd from LOG_HDR_SIZE on as version 2
+ * records of the log whose checksum seed is `seed`.  Their synced_to is
+ * base - 1: nothing of the new file is known synced while it is written.
+ * Sets *end to the offset after the last. */
+static int copy_records_v2(struct jnl_rec *j, int fd, uint32_t seed,
+			   uint64_t copy_end, uint64_t *end)
+{
+	struct jnl_rec to = { .crc_seed = seed, .log_version = LOG_VERSION,
+			      .hdr_size = REC_HDR_MAX };
+	struct reader r = { .fd = j->fd, .size = copy_end };
+	uint64_t off = LOG_HDR_SIZE, out_off = LOG_HDR_SIZE;
+	uint8_t hdr[sizeof(struct rec_hdr)];
+	int rc = 0;
+
+	while (off < copy_end) {
+		const uint8_t *p = NULL;
+		struct rec_hdr h;
+		struct iovec iov[2];
+
+		/* scan_log validated these records: the lengths fit. */
+		rc = reader_get(&r, off, (size_t)j->hdr_size, &p);
+		if (rc < 0)
+			goto out;
+		rec_decode(j, p, &h);
+		rc = reader_get(&r, off, (size_t)(j->hdr_size + h.len), &p);
+		if (rc < 0)
+			goto out;
+		rec_encode(&to, hdr, h.seq, j->base_seq - 1, p + j->hdr_size,
+			   h.len);
+		iov[0].iov_base = hdr;
+		iov[0].iov_len = sizeof(hdr);
+		iov[1].iov_base = (void *)(p + j->hdr_size);
+		iov[1].iov_len = h.len;
+		rc = op_write(j, fd, iov, h.len ? 2 : 1, out_off, true);
+		if (rc < 0)
+			goto out;
+		off += j->hdr_size + h.len;
+		out_off += sizeof(hdr) + h.len;
+	}
+	*end = out_off;
+out:
+	free(r.buf);
+	return rc;
+}
+
 /* Write a fresh log with base seq `base` as journal.tmp, fsync, rename it to
- * `journal`, fsync the directory, and make it the current log.  *committed
- * tells the caller whether the rename may have happened: if it may have and
- * an error is returned, the name `journal` may denote a file the handle does
- * not write to, so the caller must abort. */
-static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
+ * `journal`, fsync the directory, and make it the current log.  With
+ * copy_end > 0 the fresh log first gets the records of the current (version
+ * 1) log up to copy_end, so that it replaces it with the same base
+ * (invariant 13).  *committed tells the caller whether the rename may have
+ * happened: if it may have and an error is returned, the name `journal`
+ * may denote a file the handle does not write to, so the caller must
+ * abort. */
+static int create_log(struct jnl_rec *j, uint64_t base, uint64_t copy_end,
+		      bool *committed)
 {
 	struct log_hdr h;
 	struct iovec iov;
 	uint8_t id[16];
+	uint64_t end = LOG_HDR_SIZE;
 	int fd = -1, rc;
 
 	*committed = false;
@@ -313,7 +447,7 @@ static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
 	h.crc = htole32(log_hdr_crc(&h));
 
 	fd = openat(j->dirfd, LOG_TMP_NAME, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0644);
+		    0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
@@ -323,6 +457,12 @@ static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
 	rc = op_write(j, fd, &iov, 1, 0, true);
 	if (rc < 0)
 		goto out;
+	if (copy_end > 0) {
+		rc = copy_records_v2(j, fd, tw_crc32c(0, id, sizeof(id)),
+				     copy_end, &end);
+		if (rc < 0)
+			goto out;
+	}
 	rc = op_fsync(j, fd, false);
 	if (rc < 0)
 		goto out;
@@ -341,7 +481,9 @@ static int create_log(struct jnl_rec *j, uint64_t base, bool *committed)
 	memcpy(j->log_id, id, sizeof(id));
 	j->crc_seed = tw_crc32c(0, id, sizeof(id));
 	j->base_seq = base;
-	j->end_off = LOG_HDR_SIZE;
+	j->end_off = end;
+	j->log_version = LOG_VERSION;
+	j->hdr_size = REC_HDR_MAX;
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -460,7 +602,8 @@ static int read_log_hdr(struct jnl_rec *j, int fd)
 		tw_err("journal %s: log has a bad magic", j->dir);
 		return -EBADMSG;
 	}
-	if (le16toh(h.version) != LOG_VERSION) {
+	if (le16toh(h.version) != LOG_VERSION &&
+	    le16toh(h.version) != LOG_VERSION_1) {
 		tw_err("journal %s: log version %u unsupported", j->dir,
 		       le16toh(h.version));
 		return -EPROTONOSUPPORT;
@@ -473,21 +616,14 @@ static int read_log_hdr(struct jnl_rec *j, int fd)
 	memcpy(j->log_id, h.log_id, sizeof(h.log_id));
 	j->crc_seed = tw_crc32c(0, h.log_id, sizeof(h.log_id));
 	j->base_seq = le64toh(h.base_seq);
+	j->log_version = le16toh(h.version);
+	j->hdr_size = j->log_version == LOG_VERSION_1 ?
+		      sizeof(struct rec_hdr_v1) : sizeof(struct rec_hdr);
 	return 0;
 }
 
-/* A read window over the log file: [win_off, win_off + win_len). */
-struct reader {
-	int fd;
-	uint64_t size;
-	uint8_t *buf;
-	size_t cap;
-	uint64_t win_off;
-	size_t win_len;
-};
-
 /* Makes [off, off + len) readable at *out.  The caller has checked that
- * off + len <= size and len <= REC_HDR_SIZE + JNL_REC_MAX (invariant 9). */
+ * off + len <= size and len <= REC_HDR_MAX + JNL_REC_MAX (invariant 9). */
 static int reader_get(struct reader *r, uint64_t off, size_t len,
 		      const uint8_t **out)
 {
@@ -495,7 +631,7 @@ static int reader_get(struct reader *r, uint64_t off, size_t len,
 	long n;
 
 	assert(off + len <= r->size);              /* invariant 9 */
-	assert(len <= REC_HDR_SIZE + JNL_REC_MAX); /* invariant 9 */
+	assert(len <= REC_HDR_MAX + JNL_REC_MAX);  /* invariant 9 */
 	if (off >= r->win_off && off + len <= r->win_off + r->win_len) {
 		*out = r->buf + (off - r->win_off);
 		return 0;
@@ -521,12 +657,34 @@ static int reader_get(struct reader *r, uint64_t off, size_t len,
 	return 0;
 }
 
+/* Which check of the validity rule a record failed (for the log line). */
+static const char *rec_flaw(const struct rec_hdr *h, uint64_t expect,
+			    uint64_t room)
+{
+	if (h->magic != REC_MAGIC)
+		return "bad magic";
+	if (h->type != REC_TYPE_DATA)
+		return "unknown record type";
+	if (h->flags != 0)
+		return "nonzero flags";
+	if (h->seq != expect)
+		return "sequence out of order";
+	if (h->synced_to >= h->seq)
+		return "synced_to not below its own seq";
+	if (h->len > JNL_REC_MAX)
+		return "length over the limit";
+	if (h->len > room)
+		return "length past the end of the file";
+	return NULL;
+}
+
 /* Scans the records of the current log from its header on, delivering
  * those after snap_seq.  Sets *end to the offset after the last valid
- * record and *last to its seq (base - 1 when none). */
+ * record, *last to its seq (base - 1 when none) and *flaw to what is wrong
+ * with the record at *end (NULL when the log ends cleanly there). */
 static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 		    uint64_t *end, uint64_t *last, uint64_t *replayed,
-		    uint64_t *size_out)
+		    uint64_t *size_out, const char **flaw)
 {
 	struct reader r = { .fd = j->fd };
 	struct stat st;
@@ -534,6 +692,7 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 	int rc = 0;
 
 	*replayed = 0;
+	*flaw = NULL;
 	if (fstat(j->fd, &st) < 0)
 		return -errno;
 	r.size = (uint64_t)st.st_size;
@@ -543,36 +702,38 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 		struct rec_hdr h;
 		uint32_t len;
 
-		if (r.size - off < REC_HDR_SIZE)
+		if (r.size - off < j->hdr_size) {
+			if (r.size > off)
+				*flaw = "header cut short by the end of the file";
 			break;
-		rc = reader_get(&r, off, REC_HDR_SIZE, &p);
+		}
+		rc = reader_get(&r, off, (size_t)j->hdr_size, &p);
 		if (rc < 0)
 			goto out;
-		memcpy(&h, p, sizeof(h));
-		len = le32toh(h.len);
-		/* Validity rule: magic, type, flags, seq, then the length
-		 * against the limit and the file before reading the payload
-		 * (invariant 9), then the checksum. */
-		if (le32toh(h.magic) != REC_MAGIC ||
-		    le16toh(h.type) != REC_TYPE_DATA || h.flags != 0 ||
-		    le64toh(h.seq) != expect || len > JNL_REC_MAX ||
-		    len > r.size - off - REC_HDR_SIZE)
+		rec_decode(j, p, &h);
+		len = h.len;
+		/* Validity rule: magic, type, flags, seq, synced_to, then the
+		 * length against the limit and the file before reading the
+		 * payload (invariant 9), then the checksum. */
+		*flaw = rec_flaw(&h, expect, r.size - off - j->hdr_size);
+		if (*flaw != NULL)
 			break;
-		rc = reader_get(&r, off, REC_HDR_SIZE + len, &p);
+		rc = reader_get(&r, off, (size_t)(j->hdr_size + len), &p);
 		if (rc < 0)
 			goto out;
-		if (rec_crc(j->crc_seed, &h, p + REC_HDR_SIZE, len) !=
-		    le32toh(h.crc))
+		if (rec_crc(j, p, p + j->hdr_size, len) != h.crc) {
+			*flaw = "checksum mismatch";
 			break;
+		}
 		if (expect > j->snap_seq) {
-			rc = replay_cb ? replay_cb(expect, p + REC_HDR_SIZE, len,
+			rc = replay_cb ? replay_cb(expect, p + j->hdr_size, len,
 						   arg) : 0;
 			if (rc < 0)
 				goto out;
 			rc = 0;
 			(*replayed)++;
 		}
-		off += REC_HDR_SIZE + len;
+		off += j->hdr_size + len;
 		expect++;
 	}
 	assert(off <= r.size);                       /* invariant 9 */
@@ -581,6 +742,158 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 out:
 	free(r.buf);
 	return rc;
+}
+
+/* What lies after the first record that is not closed (invariant 11). */
+struct later {
+	uint64_t n;              /* valid records found after it */
+	uint64_t first_seq, last_seq;
+	bool witness;            /* one of them says the bad one was synced: */
+	uint64_t witness_seq, witness_off, witness_synced_to;
+};
+
+/* Invariants 11 and 12: after the first record that is not closed (at
+ * bad_off), looks for every later record that would be closed but for its
+ * position: at any byte offset, magic, type 1, flags 0, seq >= min_seq
+ * (above every record replay delivered), synced_to below its seq, a length
+ * within the limit and the file, and a matching checksum, which is seeded
+ * with this log's id, so leftovers of another log generation never match.
+ * The first one whose synced_to >= min_seq is the witness: it was written
+ * after the bad record had been synced.  Returns 0 with *l filled in, or
+ * -errno. */
+static int scan_after_bad(struct jnl_rec *j, uint64_t bad_off, uint64_t size,
+			  uint64_t min_seq, struct later *l)
+{
+	static const uint8_t magic[4] = { 0x54, 0x57, 0x52, 0x52 }; /* TWRR */
+	struct reader r = { .fd = j->fd, .size = size };
+	uint64_t off = bad_off + 1;
+	int rc = 0;
+
+	memset(l, 0, sizeof(*l));
+	while (size - off >= j->hdr_size) {
+		size_t chunk = (size_t)TW_MIN(size - off, (uint64_t)READ_WINDOW);
+		const uint8_t *p = NULL, *hit;
+		struct rec_hdr h;
+		uint64_t cand;
+
+		rc = reader_get(&r, off, chunk, &p);
+		if (rc < 0)
+			goto out;
+		hit = memmem(p, chunk, magic, sizeof(magic));
+		if (hit == NULL) {
+			/* a magic may straddle the window's end */
+			off += chunk - (sizeof(magic) - 1);
+			continue;
+		}
+		cand = off + (uint64_t)(hit - p);
+		off = cand + 1;
+		if (size - cand < j->hdr_size)
+			break;
+		rc = reader_get(&r, cand, (size_t)j->hdr_size, &p);
+		if (rc < 0)
+			goto out;
+		rec_decode(j, p, &h);
+		if (h.type != REC_TYPE_DATA || h.flags != 0 ||
+		    h.seq < min_seq || h.synced_to >= h.seq ||
+		    h.len > JNL_REC_MAX || h.len > size - cand - j->hdr_size)
+			continue;
+		rc = reader_get(&r, cand, (size_t)(j->hdr_size + h.len), &p);
+		if (rc < 0)
+			goto out;
+		if (rec_crc(j, p, p + j->hdr_size, h.len) != h.crc)
+			continue;
+		if (l->n++ == 0)
+			l->first_seq = h.seq;
+		l->last_seq = TW_MAX(l->last_seq, h.seq);
+		if (!l->witness && h.synced_to >= min_seq) {
+			l->witness = true;
+			l->witness_seq = h.seq;
+			l->witness_off = cand;
+			l->witness_synced_to = h.synced_to;
+		}
+		/* Bytes inside a valid record are its payload, never a
+		 * record of their own. */
+		off = cand + j->hdr_size + h.len;
+	}
+out:
+	free(r.buf);
+	return rc;
+}
+
+/* The record at `end` is not closed (flaw says why).  With nothing valid
+ * after it, or only records written before it was synced (invariant 12:
+ * the loss of an unsynced write at power loss, whatever order the disk
+ * kept), it is a torn tail, cut as invariant 8 says.  When a later record
+ * was written after it had been synced, it is damage (invariant 11), which
+ * fails with -ENOTRECOVERABLE and leaves the file as it is, unless the
+ * caller accepts it: then the log is copied aside and cut all the same. */
+static int cut_log(struct jnl_rec *j, unsigned flags, uint64_t end,
+		   uint64_t size, uint64_t next, const char *flaw)
+{
+	char path[PATH_MAX], copy[PATH_MAX + 32];
+	struct later l;
+	int rc;
+
+	rc = scan_after_bad(j, end, size, next, &l);
+	if (rc < 0) {
+		tw_err("journal %s/%s: reading past the record at byte offset %"
+		       PRIu64 ": %s", j->dir, LOG_NAME, end, strerror(-rc));
+		return rc;
+	}
+	if (l.witness && !(flags & JNL_REC_ACCEPT_CORRUPT)) {
+		tw_err("journal %s/%s: CORRUPT: the record at byte offset %"
+		       PRIu64 " (where seq %" PRIu64 " was due) is damaged "
+		       "(%s), yet the valid record seq %" PRIu64 " at byte "
+		       "offset %" PRIu64 " was written after every record up "
+		       "to seq %" PRIu64 " had been synced: a synced record "
+		       "went bad, this is damage, not a torn tail; nothing "
+		       "was cut, the file is untouched", j->dir, LOG_NAME,
+		       end, next, flaw, l.witness_seq, l.witness_off,
+		       l.witness_synced_to);
+		return -ENOTRECOVERABLE;
+	}
+	snprintf(path, sizeof(path), "%s/%s", j->dir, LOG_NAME);
+	if (l.witness) {
+		rc = tw_copy_aside(path, copy, sizeof(copy));
+		if (rc < 0) {
+			tw_err("journal %s: cannot copy it aside before cutting "
+			       "it: %s; nothing was cut", path, strerror(-rc));
+			return rc;
+		}
+		tw_err("journal %s: CORRUPT record at byte offset %" PRIu64
+		       " (seq %" PRIu64 ", %s) after it was synced (record "
+		       "seq %" PRIu64 " at byte offset %" PRIu64 " says so): "
+		       "accepted by the operator; the whole log was copied to "
+		       "%s and is now cut at the damage: records from seq %"
+		       PRIu64 " on (%" PRIu64 " bytes) are DROPPED", path,
+		       end, next, flaw, l.witness_seq, l.witness_off, copy,
+		       next, size - end);
+	} else if (l.n > 0) {
+		/* Invariant 12: the disk kept later writes and lost (or
+		 * tore) this one, none of them synced. */
+		tw_warn("journal %s: the record at byte offset %" PRIu64
+			" (seq %" PRIu64 ") is bad (%s) and %" PRIu64 " valid "
+			"record(s) follow it (seq %" PRIu64 "..%" PRIu64 "), "
+			"%s: an unsynced tail lost in part at power loss; "
+			"cutting there drops those %" PRIu64 " unsynced "
+			"record(s), nothing that was synced", path, end, next,
+			flaw, l.n, l.first_seq, l.last_seq,
+			j->log_version == LOG_VERSION_1 ?
+			"in a version 1 log, which does not say what was "
+			"synced" : "none written after it was synced",
+			l.n);
+	}
+	/* invariant 8: cut the torn tail so that later appends follow the
+	 * last valid record and a second replay sees the same. */
+	rc = op_ftruncate(j, j->fd, end);
+	if (rc == 0)
+		rc = op_fsync(j, j->fd, true);
+	if (rc < 0) {
+		tw_err("journal %s: cannot cut torn tail at offset %" PRIu64
+		       ": %s", j->dir, end, strerror(-rc));
+		return rc;
+	}
+	return 0;
 }
 
 /* fsync the directory holding `path`, so that a directory we just created
@@ -607,13 +920,20 @@ static int sync_parent(const char *path)
 int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
 {
+	return jnl_rec_open_flags(dir, 0, snap_cb, replay_cb, arg, out);
+}
+
+int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
+		       jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
+{
 	struct jnl_rec *j;
 	void *snap = NULL;
 	uint64_t snap_len = 0, end = 0, last = 0, replayed = 0, size = 0;
 	bool have_snap = false, committed;
+	const char *flaw = NULL;
 	int rc;
 
-	if (dir == NULL || out == NULL)
+	if (dir == NULL || out == NULL || (flags & ~JNL_REC_ACCEPT_CORRUPT))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
@@ -625,7 +945,7 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (mkdir(dir, 0755) == 0) {
+	if (mkdir(dir, 0700) == 0) {
 		rc = sync_parent(dir);
 		if (rc < 0)
 			goto out;
@@ -673,7 +993,7 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 			rc = -EBADMSG;
 			goto out;
 		}
-		rc = create_log(j, 1, &committed);
+		rc = create_log(j, 1, 0, &committed);
 		if (rc < 0)
 			goto out;
 	} else {
@@ -700,20 +1020,14 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 	free(snap);
 	snap = NULL;
 
-	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size);
+	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size, &flaw);
 	if (rc < 0)
 		goto out;
 	if (end < size) {
-		/* invariant 8: cut the torn tail so that later appends follow
-		 * the last valid record and a second replay sees the same. */
-		rc = op_ftruncate(j, j->fd, end);
-		if (rc == 0)
-			rc = op_fsync(j, j->fd, true);
-		if (rc < 0) {
-			tw_err("journal %s: cannot cut torn tail at offset %"
-			       PRIu64 ": %s", dir, end, strerror(-rc));
+		rc = cut_log(j, flags, end, size, last + 1,
+			     flaw ? flaw : "unreadable");
+		if (rc < 0)
 			goto out;
-		}
 		tw_warn("journal %s: torn tail cut at offset %" PRIu64 " (%"
 			PRIu64 " bytes dropped); replayed %" PRIu64 " records "
 			"after snapshot seq %" PRIu64, dir, end, size - end,
@@ -730,11 +1044,29 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 	 * the loss of the log's unsynced tail), start a fresh log at
 	 * snap_seq + 1, so that the next record never leaves a seq gap. */
 	if (j->base_seq <= j->snap_seq && last <= j->snap_seq) {
-		rc = create_log(j, j->snap_seq + 1, &committed);
+		rc = create_log(j, j->snap_seq + 1, 0, &committed);
 		if (rc < 0)
 			goto out;
 		last = j->snap_seq;
 	}
+	/* invariant 13: a version 1 log is rewritten as version 2, with the
+	 * same base and records, before anything is appended to it. */
+	if (j->log_version == LOG_VERSION_1) {
+		rc = create_log(j, j->base_seq, j->end_off, &committed);
+		if (rc < 0)
+			goto out;
+		tw_info("journal %s: log upgraded to version %u (%" PRIu64
+			" records kept)", dir, LOG_VERSION,
+			last + 1 - j->base_seq);
+	}
+	/* invariant 12: what open found is synced from here on, so the
+	 * records appended next may say so. */
+	rc = op_fsync(j, j->fd, true);
+	if (rc < 0) {
+		tw_err("journal %s: fdatasync: %s", dir, strerror(-rc));
+		goto out;
+	}
+	j->synced_seq = TW_MAX(last, j->snap_seq);
 	j->next_seq = TW_MAX(last, j->snap_seq) + 1;
 	assert(j->next_seq >= j->base_seq);   /* invariant 2 */
 	*out = j;
@@ -751,7 +1083,6 @@ out:
 int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 		   uint64_t *seq)
 {
-	struct rec_hdr h;
 	struct iovec iov;
 	size_t total;
 	int rc;
@@ -762,7 +1093,7 @@ int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 		return -EMSGSIZE;
 	if (buf == NULL && len != 0)
 		return -EINVAL;
-	total = REC_HDR_SIZE + len;
+	total = (size_t)j->hdr_size + len;
 	if (j->wbuf_cap < total) {
 		void *nb = realloc(j->wbuf, total);
 
@@ -773,15 +1104,10 @@ int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 	}
 	assert(j->end_off >= LOG_HDR_SIZE);      /* invariant 3 */
 	assert(j->next_seq > j->snap_seq);       /* invariant 10 */
-	memset(&h, 0, sizeof(h));
-	h.magic = htole32(REC_MAGIC);
-	h.type = htole16(REC_TYPE_DATA);
-	h.seq = htole64(j->next_seq);
-	h.len = htole32((uint32_t)len);
-	h.crc = htole32(rec_crc(j->crc_seed, &h, buf, len));
-	memcpy(j->wbuf, &h, sizeof(h));
+	assert(j->synced_seq < j->next_seq);     /* invariant 12 */
+	rec_encode(j, j->wbuf, j->next_seq, j->synced_seq, buf, len);
 	if (len != 0)
-		memcpy((uint8_t *)j->wbuf + sizeof(h), buf, len);
+		memcpy((uint8_t *)j->wbuf + j->hdr_size, buf, len);
 
 	/* invariant 4: one write(2) of header and payload at the end; the
 	 * record is closed when it returns in full. */
@@ -812,6 +1138,8 @@ int jnl_rec_sync(struct jnl_rec *j)
 		log_abort(j, "fdatasync", rc);
 		return rc;
 	}
+	/* invariant 12: only a returned fdatasync moves synced_seq */
+	j->synced_seq = j->next_seq - 1;
 	return 0;
 }
 
@@ -848,7 +1176,7 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 
 	/* Step 1-2: the complete snapshot under a temporary name, synced. */
 	fd = openat(j->dirfd, SNAP_TMP_NAME,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		goto out_tmp;
@@ -878,7 +1206,7 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 		goto out;
 
 	/* Step 5-8: replace the log by a fresh one starting at seq + 1. */
-	rc = create_log(j, seq + 1, &committed);
+	rc = create_log(j, seq + 1, 0, &committed);
 	if (rc < 0 && committed)
 		log_abort(j, "log replacement after snapshot", rc);
 	if (rc == 0)

@@ -1,12 +1,17 @@
 /* main.c - twinfs-mgrd: command line, config, signals, the event loop.
  *
- *   twinfs-mgrd -c CONF [-v]
+ *   twinfs-mgrd -c CONF [-v] [--accept-corrupt-log]
  *
  * Runs in the foreground and logs to stderr.  SIGTERM and SIGINT stop it
  * cleanly (final snapshot, journal closed); kill -9 loses nothing that was
  * acknowledged, because every reply follows its closed journal record.
+ * A record log damaged in the middle (valid records after a bad one) stops
+ * the start; --accept-corrupt-log is the operator's decision to copy it
+ * aside and cut it at the damage (journal/FORMAT.md invariant 11,
+ * docs/OPERATIONS.md).
  */
 #include "mgrd_int.h"
+#include "journal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,9 +26,13 @@ static struct mgr_server *server;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: twinfs-mgrd -c CONF [-v]\n"
+	fprintf(f, "usage: twinfs-mgrd -c CONF [-v] [--accept-corrupt-log]\n"
 		   "  -c CONF  cluster config (twinfs.conf)\n"
-		   "  -v       verbose (debug log)\n");
+		   "  -v       verbose (debug log)\n"
+		   "  --accept-corrupt-log\n"
+		   "           the record log is damaged in the middle: copy it\n"
+		   "           to DIR/journal.corrupt-TIME and cut it at the\n"
+		   "           damage, dropping the records after it\n");
 }
 
 static void on_stopped(void *arg)
@@ -49,14 +58,21 @@ int main(int argc, char **argv)
 	static struct tw_conf conf;
 	const char *path = NULL;
 	char err[512] = "";
+	static const struct option longopts[] = {
+		{ "accept-corrupt-log", no_argument, NULL, 'A' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	bool verbose = false;
+	unsigned jnl_flags = 0;
 	uv_loop_t *loop;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "c:vh")) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;
 		case 'v': verbose = true; break;
+		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -77,7 +93,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	loop = uv_default_loop();
-	rc = mgr_server_start(loop, &conf, &server);
+	rc = mgr_server_start(loop, &conf, jnl_flags, &server);
 	if (rc < 0)
 		return 1;
 	uv_signal_init(loop, &sig_term);

@@ -734,6 +734,10 @@ struct mgr_journal {
 
 int mgr_journal_open(struct mgr_journal *j, const char *dir,
 		     struct mgr_state *st);
+/* mgr_journal_open with jnl_rec_open_flags's flags (journal.h): the
+ * operator's JNL_REC_ACCEPT_CORRUPT (twinfs-mgrd --accept-corrupt-log). */
+int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
+			   struct mgr_state *st, unsigned flags);
 /* Encode, append (closed on return), cache the reply; snapshot if the log
  * grew too large.  An append failure is fatal to mgrd's guarantees: the
  * caller must stop serving. */
@@ -814,9 +818,10 @@ struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);
 /* -------------------------------------------------------------- server */
 
 struct mgr_server;
-/* Open the state (replay), listen; runs on `loop` until mgr_server_stop. */
+/* Open the state (replay), listen; runs on `loop` until mgr_server_stop.
+ * jnl_flags: as mgr_journal_open_flags. */
 int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
-		     struct mgr_server **out);
+		     unsigned jnl_flags, struct mgr_server **out);
 /* Clean shutdown: stop listening, snapshot, close the journal; `done`
  * runs when every handle is closed. */
 void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),

@@ -1184,10 +1184,16 @@ static int replay_cb(uint64_t seq, const void *buf, size_t len, void *arg)
 int mgr_journal_open(struct mgr_journal *j, const char *dir,
 		     struct mgr_state *st)
 {
+	return mgr_journal_open_flags(j, dir, st, 0);
+}
+
+int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
+			   struct mgr_state *st, unsigned flags)
+{
 	memset(j, 0, sizeof(*j));
 	j->st = st;
 	j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
-	return jnl_rec_open(dir, snap_cb, replay_cb, j, &j->log);
+	return jnl_rec_open_flags(dir, flags, snap_cb, replay_cb, j, &j->log);
 }
 
 int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)

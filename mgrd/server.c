@@ -1389,7 +1389,7 @@ static void on_commit_timer(uv_timer_t *t)
 }
 
 int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
-		     struct mgr_server **out)
+		     unsigned jnl_flags, struct mgr_server **out)
 {
 	struct mgr_server *s = calloc(1, sizeof(*s));
 	struct wire_server_ops ops = { .on_request = on_request,
@@ -1419,7 +1419,21 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		       strerror(-rc));
 		goto fail;
 	}
-	rc = mgr_journal_open(&s->jnl, conf->mgr_dir, &s->st);
+	rc = mgr_journal_open_flags(&s->jnl, conf->mgr_dir, &s->st, jnl_flags);
+	if (rc == -ENOTRECOVERABLE) {
+		/* The journal's line before this one says where and what. */
+		tw_err("mgrd: REFUSING TO START: the record log %s/journal is "
+		       "damaged in the middle (a record written after the bad "
+		       "one had been synced follows it), so cutting it would "
+		       "drop synced, acknowledged changes.  "
+		       "It is untouched.  To go on: keep a copy of %s, then "
+		       "start once with --accept-corrupt-log, which copies "
+		       "the log to journal.corrupt-TIME and cuts it at the "
+		       "damage (the records after it are lost); "
+		       "docs/OPERATIONS.md \"A damaged record log or "
+		       "journal\"", conf->mgr_dir, conf->mgr_dir);
+		goto fail;
+	}
 	if (rc < 0) {
 		tw_err("mgrd: cannot open the journal in %s: %s",
 		       conf->mgr_dir, strerror(-rc));

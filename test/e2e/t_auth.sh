@@ -21,6 +21,7 @@ e2e_verify
 # twinfsctl with the wrong secret, and with none.
 sed "s/^secret = .*/secret = wrong/" "$CONF" >"$T/wrong.conf"
 sed "/^secret = /d" "$CONF" >"$T/none.conf"
+chmod 600 "$T/wrong.conf"   # a file with a secret must be 0600
 for v in wrong none; do
 	out=$("$TWINFS_BUILD_DIR/cli/twinfsctl" -c "$T/$v.conf" -t 3000 status 2>&1)
 	rc=$?
@@ -42,5 +43,48 @@ if ((rc != 0 && rc != 124)) && [[ $out == *"without a cluster secret"* ]]; then
 	pass mgrd-refuses-open-listen
 else
 	fail mgrd-refuses-open-listen "exit $rc: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+fi
+
+# A config holding the secret that group or others can read is refused by
+# the daemons and twinfsctl alike, naming the file, its mode and the fix;
+# the placeholder secret of deploy/twinfs.conf.example is refused too.
+assert_eq conf-written-0600 600 "$(stat -c %a "$CONF")"
+sed -e "s/^dir = .*mgrd$/dir = $(echo "$T" | sed 's/[\/&]/\\&/g')\/mgrd3/" "$CONF" >"$T/loose.conf"
+chmod 644 "$T/loose.conf"
+for prog in "mgrd/twinfs-mgrd -c $T/loose.conf" "iod/twinfs-iod -c $T/loose.conf -i 1" \
+	"cli/twinfsctl -c $T/loose.conf status"; do
+	name=${prog%% *}
+	name=${name##*/}
+	out=$(timeout 10 $TWINFS_BUILD_DIR/$prog 2>&1)
+	rc=$?
+	if ((rc != 0 && rc != 124)) && [[ $out == *"$T/loose.conf"*"mode 0644"*"chmod 600"* ]]; then
+		pass "$name-refuses-readable-secret"
+	else
+		fail "$name-refuses-readable-secret" "exit $rc: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+	fi
+done
+[[ ! -e $T/mgrd3 ]] && pass readable-secret-nothing-created ||
+	fail readable-secret-nothing-created "mgrd created $T/mgrd3"
+sed "s/^secret = .*/secret = CHANGE-ME/" "$CONF" >"$T/placeholder.conf"
+chmod 600 "$T/placeholder.conf"
+out=$(timeout 10 "$TWINFS_BUILD_DIR/cli/twinfsctl" -c "$T/placeholder.conf" status 2>&1)
+rc=$?
+if ((rc != 0 && rc != 124)) && [[ $out == *"placeholder"*"openssl rand -hex 32"* ]]; then
+	pass placeholder-secret-refused
+else
+	fail placeholder-secret-refused "exit $rc: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+fi
+
+# Data files 0600 and directories 0700 in the data directories of mgrd and
+# the iods (the cluster has written files above; its directories were made
+# by deploy/local-cluster with mode 700 or by the daemons).
+ctl sync >/dev/null 2>&1 || true
+bad=$(find "$TWINFS_RUN_DIR/mgrd" "$TWINFS_RUN_DIR"/iod[1-4] \
+	\( -type f ! -perm 0600 \) -o \( -type d ! -perm 0700 \) 2>/dev/null | head -n 5)
+nfiles=$(find "$TWINFS_RUN_DIR/mgrd" "$TWINFS_RUN_DIR"/iod[1-4] -type f 2>/dev/null | wc -l)
+if [[ -z $bad ]] && ((nfiles > 0)); then
+	pass "data-dir-modes ($nfiles files)"
+else
+	fail data-dir-modes "not 0600/0700: $(ls -ld $bad 2>&1 | tr '\n' ';')"
 fi
 e2e_end

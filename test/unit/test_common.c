@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -314,6 +316,43 @@ static int load(const char *text, struct tw_conf *c, char *err, size_t len)
 	return rc;
 }
 
+/* A secret in a file readable by others is refused, the message naming
+ * the file, its mode and the fix; so is the example's placeholder. */
+Test(conf, secret_file_rules)
+{
+	static const char text[] = "[cluster]\nsecret = 0123abcd\n"
+				   "[iod 1]\nhost = h1\ndir = /d1\n"
+				   "[iod 2]\nhost = h2\ndir = /d2\n";
+	struct tw_conf c;
+	char err[512];
+	char want[128];
+
+	write_conf(text);
+	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), 0, "%s",
+		     err);
+	for (mode_t m = 0640; m <= 0644; m += 4) {
+		cr_assert_eq(chmod(conf_path, m), 0);
+		cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)),
+			     -EACCES, "mode %o", (unsigned)m);
+		snprintf(want, sizeof(want), "mode %04o", (unsigned)m);
+		cr_assert(strstr(err, want) && strstr(err, conf_path) &&
+			  strstr(err, "chmod 600"), "message: %s", err);
+	}
+	/* no secret: any mode */
+	unlink(conf_path);
+	write_conf("[iod 1]\nhost = h1\ndir = /d1\n"
+		   "[iod 2]\nhost = h2\ndir = /d2\n");
+	cr_assert_eq(chmod(conf_path, 0644), 0);
+	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), 0, "%s",
+		     err);
+	unlink(conf_path);
+	cr_assert_eq(load("[cluster]\nsecret = CHANGE-ME  # openssl rand\n"
+			  "[iod 1]\nhost = h1\ndir = /d1\n"
+			  "[iod 2]\nhost = h2\ndir = /d2\n", &c, err,
+			  sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "openssl rand -hex 32"), "message: %s", err);
+}
+
 #define FOUR_IODS \
 	"[iod 1]\nhost = h1\ndir = /d1\n" \
 	"[iod 2]\nhost = h2\ndir = /d2\n" \
@@ -499,19 +538,37 @@ Test(conf, errors)
 	expect_error("[cluster]\nstripe_count = 33\n" FOUR_IODS, 2, "bad count");
 }
 
-/* deploy/twinfs.conf.example must stay loadable; found next to this source
+/* deploy/twinfs.conf.example must stay loadable once its placeholder
+ * secret is replaced, and be refused before; found next to this source
  * (meson runs tests from the build directory, __FILE__ is relative to it). */
 Test(conf, shipped_example)
 {
-	char path[PATH_MAX], err[256];
+	char path[PATH_MAX], err[512], *text, *at;
 	const char *slash = strrchr(__FILE__, '/');
 	struct tw_conf c;
+	struct stat st;
+	int fd;
 
 	snprintf(path, sizeof(path), "%.*s/../../deploy/twinfs.conf.example",
 		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
 	if (access(path, R_OK) != 0)
 		cr_skip_test("%s not found", path);
-	cr_assert_eq(tw_conf_load(path, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tw_conf_load(path, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "placeholder"), "%s", err);
+	/* the operator's step: a generated secret, in a 0600 copy */
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	text = calloc(1, (size_t)st.st_size + 1);
+	cr_assert_eq(read(fd, text, (size_t)st.st_size), st.st_size);
+	close(fd);
+	at = strstr(text, "secret = CHANGE-ME");
+	cr_assert_not_null(at);
+	memcpy(at + strlen("secret = "), "0123456789", 9);
+	write_conf(text);
+	free(text);
+	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), 0, "%s", err);
+	unlink(conf_path);
 	cr_assert_str_eq(c.mgr_host, "10.0.0.5");
 	cr_assert_eq(c.n_iods, 4);
 	cr_assert_eq(c.n_groups, 2);

@@ -1813,6 +1813,266 @@ Test(jbd, torn_tail_discarded)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Reads the whole journal file. */
+static uint8_t *journal_image(size_t *len)
+{
+	struct stat st;
+	int fd = open(F.path, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	uint8_t *buf = malloc((size_t)st.st_size);
+	cr_assert_not_null(buf);
+	cr_assert_eq(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void journal_flip(uint64_t off)
+{
+	int fd = open(F.path, O_RDWR);
+	uint8_t c;
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &c, 1, (off_t)off), 1);
+	c ^= 0x10;
+	cr_assert_eq(pwrite(fd, &c, 1, (off_t)off), 1);
+	close(fd);
+}
+
+/* n transactions of one data block each (descriptor, data, commit) of
+ * object 1, block 0, filled with 'a', 'b', ..., left in the log by a
+ * process death, the log synced after the first `synced` of them (never
+ * when 0): returns the first one's log block. */
+static uint64_t txns_then_death(int n, int synced)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	struct jbd_stats st;
+	uint8_t b[BS];
+	int cnt = 0, scnt = 0;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	jbd_stats(j, &st);
+	for (int i = 0; i < n; i++) {
+		memset(b, 'a' + i, BS);
+		write1(j, 1, 0, b, BS, &cnt);
+		drain(j);
+		if (i + 1 == synced) {
+			cr_assert_eq(jbd_sync(j, cnt_cb, &scnt), 0);
+			drain(j);
+			cr_assert_eq(scnt, 1);
+		}
+	}
+	cr_assert_eq(cnt, n);
+	struct jbd_stats now;
+	jbd_stats(j, &now);
+	cr_assert_eq(now.synced_seq, st.synced_seq + (uint64_t)synced,
+		     "only the first %d synced", synced);
+	jbd_abandon(j);
+	F.log_loaded = false;
+	return st.head;
+}
+
+/* Three transactions, the first two synced (J17: the third says so). */
+static uint64_t three_txns_then_death(void)
+{
+	return txns_then_death(3, 2);
+}
+
+/* Opens the journal left by txns_then_death: expects `txns` replayed and
+ * object 1 holding the block of the last of them ('a' + txns - 1). */
+static struct jbd *reopen_expect(int txns, const char *what)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd_replay_info info;
+	struct jbd *j;
+	uint8_t r[BS], want[BS];
+	cr_assert_eq(jbd_open(&o, &info, &j), 0, "%s: open", what);
+	cr_assert_eq(info.txns, (uint64_t)txns, "%s: replayed", what);
+	cr_assert(info.torn_tail, "%s: a tail was cut", what);
+	memset(want, 'a' + txns - 1, BS);
+	cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+	cr_assert_eq(memcmp(r, want, BS), 0, "%s: state", what);
+	return j;
+}
+
+/* J17, the power loss of a disk that does not keep write order: the
+ * second of four transactions, written and not synced, is lost (its
+ * blocks zero), torn, or has a bad byte, while the third and fourth,
+ * written after it and not synced either, survived.  Nothing synced is
+ * lost by stopping at the second, so the open replays the first and
+ * starts.  The next sequence skips the leftovers (J2): a new transaction
+ * written over the second and third ends where the old fourth begins,
+ * and that one is never replayed. */
+Test(jbd, unsynced_txn_lost_before_later_ones)
+{
+	for (int how = 0; how < 4; how++) {
+		uint64_t first = txns_then_death(4, 1);
+		uint64_t second = first + 3;
+		if (how == 0) {
+			uint8_t z[BS] = { 0 };
+			int fd = open(F.path, O_WRONLY);
+			cr_assert(fd >= 0);
+			for (uint64_t b = second; b < second + 3; b++)
+				cr_assert_eq(pwrite(fd, z, BS, (off_t)(b * BS)), BS);
+			close(fd);
+		} else if (how == 1) {
+			/* torn: the commit block never landed */
+			uint8_t z[BS] = { 0 };
+			int fd = open(F.path, O_WRONLY);
+			cr_assert(fd >= 0);
+			cr_assert_eq(pwrite(fd, z, BS, (off_t)((second + 2) * BS)), BS);
+			close(fd);
+		} else {
+			/* a bad byte in the descriptor or the data */
+			journal_flip((second + (uint64_t)(how - 2)) * BS + 9);
+		}
+		struct jbd *j = reopen_expect(1, "unsynced txn lost");
+		/* one transaction of 4 data blocks: descriptor, 4 data,
+		 * commit, the 6 blocks of the old second and third */
+		uint8_t big[4 * BS];
+		int cnt = 0;
+		memset(big, 'x', sizeof(big));
+		write1(j, 2, 0, big, sizeof(big), &cnt);
+		drain(j);
+		cr_assert_eq(cnt, 1);
+		struct jbd_stats st;
+		jbd_stats(j, &st);
+		cr_assert_eq(st.head, first + 9, "ends where the old fourth starts");
+		jbd_abandon(j);
+		F.log_loaded = false;
+		struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+		struct jbd_replay_info info;
+		cr_assert_eq(jbd_open(&o, &info, &j), 0);
+		cr_assert_eq(info.txns, 1, "only the new transaction");
+		uint8_t r[BS], want[BS];
+		memset(want, 'a', BS);
+		cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+		cr_assert_eq(memcmp(r, want, BS), 0,
+			     "the old fourth transaction was not replayed");
+		cr_assert_eq(jbd_close(j), 0);
+		cr_assert_eq(unlink(F.path), 0);
+		fault_reset();
+	}
+}
+
+/* J16: a damaged block in the middle transaction, with a committed one
+ * after it, is not a torn tail: the open fails with -ENOTRECOVERABLE and
+ * writes nothing (the file stays as it was, byte for byte). */
+Test(jbd, damage_before_committed_txn_refused)
+{
+	/* a byte of each block of the middle transaction: descriptor, data,
+	 * commit */
+	for (uint64_t k = 0; k < 3; k++) {
+		uint64_t first = three_txns_then_death();
+		journal_flip((first + 3 + k) * BS + (k == 1 ? 100 : 9));
+		size_t len, len2;
+		uint8_t *before = journal_image(&len);
+		struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+		struct jbd *j = NULL;
+		struct jbd_replay_info info;
+		cr_assert_eq(jbd_open(&o, &info, &j), -ENOTRECOVERABLE,
+			     "block %lu of the middle txn", (unsigned long)k);
+		uint8_t *after = journal_image(&len2);
+		cr_assert(len == len2 && memcmp(before, after, len) == 0,
+			  "the journal is untouched");
+		free(before);
+		free(after);
+		/* the way out for an iod (--quarantine-journal) is a new
+		 * journal file: nothing of the old one is read */
+		cr_assert_eq(unlink(F.path), 0);
+		cr_assert_eq(jbd_open(&o, &info, &j), 0);
+		cr_assert_eq(info.txns, 0);
+		cr_assert_eq(jbd_close(j), 0);
+		cr_assert_eq(unlink(F.path), 0);
+	}
+}
+
+/* The same damage in the last transaction is a torn tail: cut, the two
+ * before it replayed. */
+Test(jbd, damage_in_last_txn_is_a_torn_tail)
+{
+	uint64_t first = three_txns_then_death();
+	journal_flip((first + 7) * BS + 100);
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+	struct jbd *j;
+	struct jbd_replay_info info;
+	cr_assert_eq(jbd_open(&o, &info, &j), 0);
+	cr_assert_eq(info.txns, 2);
+	cr_assert(info.torn_tail);
+	uint8_t r[BS], want[BS];
+	memset(want, 'b', BS);
+	cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+	cr_assert_eq(memcmp(r, want, BS), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Rewrites the journal left by txns_then_death(n, ...) as version 1
+ * wrote it: superblock version 1, commit blocks without synced_to (zero,
+ * out of the checksum). */
+static void journal_to_v1(uint64_t first, int n)
+{
+	uint8_t sb[BS], blk[BS];
+	uint32_t crc;
+	int fd = open(F.path, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, sb, BS, 0), BS);
+	sb[20] = 1;
+	sb[21] = 0;
+	crc = htole32(tw_crc32c(0, sb, 124));
+	memcpy(sb + 124, &crc, 4);
+	cr_assert_eq(pwrite(fd, sb, BS, 0), BS);
+	uint32_t seed = tw_crc32c(0, sb + 40, 16);
+	for (int t = 0; t < n; t++) {
+		uint64_t b0 = first + 3 * (uint64_t)t;
+		crc = seed;
+		for (uint64_t k = 0; k < 2; k++) {
+			cr_assert_eq(pread(fd, blk, BS, (off_t)((b0 + k) * BS)), BS);
+			crc = tw_crc32c(crc, blk, BS);
+		}
+		cr_assert_eq(pread(fd, blk, BS, (off_t)((b0 + 2) * BS)), BS);
+		cr_assert_eq(blk[4], 3, "a commit block");
+		memset(blk + 40, 0, 8);
+		crc = htole32(tw_crc32c(crc, blk, 20));
+		memcpy(blk + 20, &crc, 4);
+		cr_assert_eq(pwrite(fd, blk, BS, (off_t)((b0 + 2) * BS)), BS);
+	}
+	close(fd);
+}
+
+/* FORMAT.md (part 2) "Compatibility", J17: a version 1 journal is
+ * replayed with the rule it was written under (its commits do not say
+ * what was synced, so a bad transaction ends the log whatever follows),
+ * and the reset superblock is version 2. */
+Test(jbd, version_1_journal_is_replayed)
+{
+	for (int damaged = 0; damaged < 2; damaged++) {
+		uint64_t first = txns_then_death(3, 2);
+		journal_to_v1(first, 3);
+		if (damaged)
+			journal_flip((first + 4) * BS + 100);
+		struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, true);
+		struct jbd_replay_info info;
+		struct jbd *j;
+		uint8_t r[BS], want[BS];
+		cr_assert_eq(jbd_open(&o, &info, &j), 0, "v1 open");
+		cr_assert_eq(info.txns, damaged ? 1 : 3);
+		memset(want, damaged ? 'a' : 'c', BS);
+		cr_assert_eq(jbd_read(j, 1, 0, r, BS), BS);
+		cr_assert_eq(memcmp(r, want, BS), 0, "v1 state");
+		cr_assert_eq(jbd_close(j), 0);
+		uint8_t *img;
+		size_t len;
+		img = journal_image(&len);
+		cr_assert_eq(img[20], 2, "the superblock is version 2 now");
+		free(img);
+		cr_assert_eq(jbd_open(&o, &info, &j), 0);
+		cr_assert_eq(info.txns, 0);
+		cr_assert_eq(jbd_close(j), 0);
+		cr_assert_eq(unlink(F.path), 0);
+		fault_reset();
+	}
+}
+
 /* ordered mode: in-place data is synced before the commit; a cut followed
  * by in-place data of the same object is not replayed (rule R). */
 Test(jbd, ordered_rule_r)
@@ -2533,4 +2793,20 @@ Test(jbd, enospc_checkpoints_pending_cut)
 	cr_assert_eq(st.checkpointed_seq, st.closed_seq);
 	cr_assert_eq(cnt, 2);
 	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* J12: the owner's failed fsync of in-place data (writeback) aborts the
+ * journal as the library's own would: every later request fails. */
+Test(jbd, owner_fsync_failure_aborts)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_WRITEBACK, true);
+	struct jbd *j;
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_aborted(j), 0);
+	jbd_abort_home(j, -EIO, "a test fsync of in-place data");
+	cr_assert_eq(jbd_aborted(j), -EIO);
+	cr_assert_eq(jbd_begin(j, &h), -EIO);
+	cr_assert_eq(jbd_sync(j, NULL, NULL), -EIO);
+	cr_assert_eq(jbd_close(j), -EIO);
 }

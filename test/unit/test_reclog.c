@@ -33,7 +33,7 @@
 #define FAULT_DROP 2
 
 #define LOG_HDR 64u    /* FORMAT.md: log header bytes */
-#define REC_HDR 24u    /* FORMAT.md: record header bytes */
+#define REC_HDR 32u    /* FORMAT.md: record header bytes (version 2) */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -453,18 +453,29 @@ Test(reclog, record_of_4MiB)
 
 /* ------------------------------------------------------ damaged logs */
 
-/* Writes a log of records 0..n-1 in `dir`; returns its bytes. */
-static uint8_t *make_log(const char *dir, unsigned n, struct hist *want,
-			 size_t *len)
+/* Writes a log of records 0..n-1 in `dir`, with a jnl_rec_sync after the
+ * first `synced` of them (none when 0); returns its bytes. */
+static uint8_t *make_log_synced(const char *dir, unsigned n, unsigned synced,
+				struct hist *want, size_t *len)
 {
 	struct hist got = { 0 };
 	struct jnl_rec *j;
 
 	cr_assert_eq(open_into(dir, &got, &j), 0);
-	append_n(j, want, 0, n);
+	append_n(j, want, 0, synced);
+	if (synced > 0)
+		cr_assert_eq(jnl_rec_sync(j), 0);
+	append_n(j, want, synced, n - synced);
 	jnl_rec_close(j);
 	hist_free(&got);
 	return read_whole(dir, "journal", len);
+}
+
+/* A log of records 0..n-1 none of which was synced. */
+static uint8_t *make_log(const char *dir, unsigned n, struct hist *want,
+			 size_t *len)
+{
+	return make_log_synced(dir, n, 0, want, len);
 }
 
 /* Replays `image` as the log of a fresh directory; expects the first
@@ -583,25 +594,252 @@ Test(reclog, garbage_after_the_end)
 	rm_dir(other);
 }
 
+/* The one file of `dir` whose name starts with prefix (asserts there is
+ * exactly one); NULL when there is none. */
+static char *only_file_like(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *found = NULL;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		cr_assert_null(found, "one %s* file", prefix);
+		found = strdup(e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+/* `image` holds a damaged record with valid ones after it (inv 11): open
+ * refuses with -ENOTRECOVERABLE and leaves the file as it was, and again;
+ * with JNL_REC_ACCEPT_CORRUPT it copies the file aside, whole, and cuts it
+ * at the damage (want_n records, want_size bytes), as a torn tail. */
+static void replay_damaged_image(const uint8_t *image, size_t len,
+				 const struct hist *want, size_t want_n,
+				 uint64_t want_size, const char *what)
+{
+	char *dir = make_dir(), *copy;
+	struct hist got = { 0 };
+	struct jnl_rec *j;
+	uint8_t *now;
+	size_t now_len;
+	uint64_t seq;
+
+	write_whole(dir, "journal", image, len);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(open_into(dir, &got, &j), -ENOTRECOVERABLE,
+			     "%s: refused (inv 11)", what);
+		cr_assert_null(j);
+		now = read_whole(dir, "journal", &now_len);
+		cr_assert(now_len == len && memcmp(now, image, len) == 0,
+			  "%s: the file is untouched", what);
+		free(now);
+		cr_assert_null(only_file_like(dir, "journal.corrupt-"));
+	}
+
+	hist_truncate(&got, 0);
+	cr_assert_eq(jnl_rec_open_flags(dir, JNL_REC_ACCEPT_CORRUPT, snap_cb,
+					replay_cb, &got, &j), 0,
+		     "%s: accepted", what);
+	assert_hist_eq(&got, want, want_n, what);
+	cr_assert_eq(file_size(dir, "journal"), want_size,
+		     "%s: cut at the damage", what);
+	cr_assert_eq(jnl_rec_append(j, "z", 1, &seq), 0);
+	cr_assert_eq(seq, want_n + 1, "%s: inv 10", what);
+	jnl_rec_close(j);
+	copy = only_file_like(dir, "journal.corrupt-");
+	cr_assert_not_null(copy, "%s: a copy was kept", what);
+	now = read_whole(dir, copy, &now_len);
+	cr_assert(now_len == len && memcmp(now, image, len) == 0,
+		  "%s: the copy is the damaged file, whole", what);
+	free(now);
+	free(copy);
+	cr_assert_eq(open_into(dir, &got, &j), 0, "%s: reopen", what);
+	cr_assert_eq(got.n, want_n + 1);
+	jnl_rec_close(j);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
 Test(reclog, corrupt_byte_in_the_middle)
 {
 	char *dir = make_dir();
 	struct hist want = { 0 };
 	size_t len;
 	const unsigned n = 8, m = 4;
-	uint8_t *image = make_log(dir, n, &want, &len);
+	/* Records 0..m synced (seq m + 1 is record m), so every later record
+	 * says synced_to >= m + 1 (inv 12). */
+	uint8_t *image = make_log_synced(dir, n, m + 1, &want, &len);
 	uint64_t from = rec_off(0, m), to = rec_off(0, m + 1);
 
+	/* Every byte of record m (header and payload), two bits each: valid
+	 * records written after it was synced follow, so it is damage,
+	 * never a torn tail. */
 	for (uint64_t off = from; off < to; off++) {
 		for (int bit = 0; bit < 8; bit += 7) {
 			image[off] ^= (uint8_t)(1u << bit);
-			replay_image(image, len, &want, m, from, "flipped bit");
+			replay_damaged_image(image, len, &want, m, from,
+					     "flipped bit");
 			image[off] ^= (uint8_t)(1u << bit);
 		}
 	}
+	/* The same damage in the last record is a torn tail (nothing valid
+	 * follows): cut as before. */
+	image[rec_off(0, n - 1) + REC_HDR + 3] ^= 1;
+	replay_image(image, len, &want, n - 1, rec_off(0, n - 1),
+		     "flipped bit in the last record");
+	/* A hole of zeros in the middle where a synced record was is
+	 * damage too. */
+	memset(image + from, 0, to - from);
+	replay_damaged_image(image, len, &want, m, from, "zeroed record");
 	free(image);
 	hist_free(&want);
 	rm_dir(dir);
+}
+
+/* Inv 12, the power loss of a disk that does not keep write order: record
+ * m was written, not synced, and lost (a hole of zeros), torn, or left
+ * with a bad byte, while records m+1.. written after it, none synced,
+ * survived.  Nothing synced is lost by cutting at m, so open cuts there as
+ * at a torn tail and starts; records 0..m-1 (and m-1 itself synced) stay. */
+Test(reclog, unsynced_record_lost_before_later_ones)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 };
+	size_t len;
+	const unsigned n = 8, m = 4;
+	uint8_t *image = make_log_synced(dir, n, m, &want, &len);
+	uint64_t from = rec_off(0, m), to = rec_off(0, m + 1);
+
+	for (uint64_t off = from; off < to; off += 7) {
+		image[off] ^= 0x10;
+		replay_image(image, len, &want, m, from,
+			     "bad byte in an unsynced record");
+		image[off] ^= 0x10;
+	}
+	/* torn: the second half of the write never landed */
+	uint8_t *torn = malloc(len);
+	cr_assert_not_null(torn);
+	memcpy(torn, image, len);
+	memset(torn + from + (to - from) / 2, 0, (to - from) - (to - from) / 2);
+	replay_image(torn, len, &want, m, from, "torn unsynced record");
+	/* lost whole */
+	memset(torn + from, 0, to - from);
+	replay_image(torn, len, &want, m, from, "lost unsynced record");
+	/* lost, and so is a later one: still only unsynced records */
+	memset(torn + rec_off(0, m + 2), 0, rec_off(0, m + 3) - rec_off(0, m + 2));
+	replay_image(torn, len, &want, m, from, "two lost unsynced records");
+	free(torn);
+	/* Never synced at all (the first record lost). */
+	free(image);
+	hist_free(&want);
+	rm_dir(dir);
+	dir = make_dir();
+	image = make_log(dir, n, &want, &len);
+	memset(image + rec_off(0, 0), 0, rec_off(0, 1) - rec_off(0, 0));
+	replay_image(image, len, &want, 0, rec_off(0, 0),
+		     "first record lost, none synced");
+	free(image);
+	hist_free(&want);
+	rm_dir(dir);
+}
+
+/* A version 1 log (24-byte record headers, no synced_to) as an older mgrd
+ * wrote it: records 0..n-1 of rec_fill, log id all 0x5a, base seq 1. */
+static uint8_t *make_v1_log(unsigned n, size_t *len)
+{
+	uint8_t id[16], buf[5000], *img;
+	uint32_t seed, crc;
+	size_t off = LOG_HDR, cap = LOG_HDR;
+
+	for (unsigned i = 0; i < n; i++)
+		cap += 24 + rec_len(i);
+	img = calloc(1, cap);
+	cr_assert_not_null(img);
+	memset(id, 0x5a, sizeof(id));
+	memcpy(img, "TWRL", 4);
+	img[4] = 1;                         /* version 1 */
+	img[6] = LOG_HDR;                   /* hdr_size */
+	memcpy(img + 8, id, 16);
+	img[24] = 1;                        /* base_seq */
+	crc = htole32(tw_crc32c(0, img, 60));
+	memcpy(img + 60, &crc, 4);
+	seed = tw_crc32c(0, id, 16);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t rlen = (uint32_t)rec_len(i), le;
+		uint64_t seq = htole64(i + 1);
+
+		rec_fill(i, buf, rlen);
+		memcpy(img + off, "TWRR", 4);
+		img[off + 4] = 1;           /* type */
+		memcpy(img + off + 8, &seq, 8);
+		le = htole32(rlen);
+		memcpy(img + off + 16, &le, 4);
+		memcpy(img + off + 24, buf, rlen);
+		crc = tw_crc32c(tw_crc32c(seed, img + off, 20), buf, rlen);
+		le = htole32(crc);
+		memcpy(img + off + 20, &le, 4);
+		off += 24 + rlen;
+	}
+	*len = off;
+	return img;
+}
+
+/* FORMAT.md "Versions and compatibility" (inv 13): a version 1 log is
+ * read with the rule it was written under (a bad record ends it, whatever
+ * follows: it does not say what was synced), then rewritten as version 2
+ * with the same records before the first append. */
+Test(reclog, version_1_log_is_read_and_upgraded)
+{
+	const unsigned n = 6, m = 2;
+	struct hist want = { 0 }, got = { 0 };
+	uint8_t buf[5000], *img, *now;
+	size_t len, now_len;
+	struct jnl_rec *j;
+	uint64_t seq;
+
+	for (unsigned i = 0; i < n; i++) {
+		rec_fill(i, buf, rec_len(i));
+		hist_push(&want, i + 1, buf, rec_len(i));
+	}
+	for (int damaged = 0; damaged < 2; damaged++) {
+		char *dir = make_dir();
+		size_t keep = damaged ? m : n;
+
+		img = make_v1_log(n, &len);
+		if (damaged) {
+			size_t from = LOG_HDR;
+
+			for (unsigned i = 0; i < m; i++)
+				from += 24 + rec_len(i);
+			memset(img + from, 0, 24 + rec_len(m));
+		}
+		write_whole(dir, "journal", img, len);
+		hist_truncate(&got, 0);
+		cr_assert_eq(open_into(dir, &got, &j), 0, "v1 open");
+		assert_hist_eq(&got, &want, keep, "v1 records");
+		cr_assert_eq(jnl_rec_append(j, "z", 1, &seq), 0);
+		cr_assert_eq(seq, keep + 1, "v1: next seq");
+		jnl_rec_close(j);
+		now = read_whole(dir, "journal", &now_len);
+		cr_assert_eq(now[4], 2, "upgraded to version 2");
+		cr_assert_eq(now_len, rec_off(0, (unsigned)keep) + REC_HDR + 1,
+			     "v2 records");
+		free(now);
+		hist_truncate(&got, 0);
+		cr_assert_eq(open_into(dir, &got, &j), 0);
+		cr_assert_eq(got.n, keep + 1);
+		hist_truncate(&got, keep);
+		assert_hist_eq(&got, &want, keep, "after the upgrade");
+		jnl_rec_close(j);
+		free(img);
+		rm_dir(dir);
+	}
+	hist_free(&want);
+	hist_free(&got);
 }
 
 Test(reclog, huge_length_fields_do_not_allocate)
@@ -908,8 +1146,9 @@ Test(reclog, old_log_kept_after_failed_replacement)
 
 /* The workload: A = append the next record, Y = sync, S = snapshot of the
  * state (every record acknowledged so far).  Appends after the last
- * snapshot test the drop cases that no later snapshot repairs. */
-static const char workload[] = "AAAYAAASAAAASSAYAAAAASAAA";
+ * snapshot test the drop cases that no later snapshot repairs: before and
+ * after its last sync. */
+static const char workload[] = "AAAYAAASAAAASSAYAAAAASAAAYAA";
 #define NCALLS (sizeof(workload) - 1)
 #define SNAP_OPS 8   /* FORMAT.md "Write sequence of a snapshot" */
 
@@ -1024,6 +1263,33 @@ static void check_failed(const char *dir, const struct run *r, size_t fc,
 	check_recovery(dir, r, 0, r->acked.n, mode, nth);
 }
 
+/* The operator's decision after -ENOTRECOVERABLE: the records before the
+ * damage, then the log goes on. */
+static void accept_and_check(const char *dir, size_t want_n, unsigned nth)
+{
+	struct hist got = { 0 };
+	struct jnl_rec *j = NULL;
+	uint64_t seq;
+
+	cr_assert_eq(jnl_rec_open_flags(dir, JNL_REC_ACCEPT_CORRUPT, snap_cb,
+					replay_cb, &got, &j), 0,
+		     "drop append N=%u: accepted", nth);
+	cr_assert_eq(got.n, want_n, "drop append N=%u: records before the "
+		     "hole", nth);
+	cr_assert_eq(jnl_rec_append(j, "post", 4, &seq), 0);
+	cr_assert_eq(seq, want_n + 1, "drop append N=%u: inv 10", nth);
+	jnl_rec_close(j);
+	hist_free(&got);
+}
+
+/* Does a sync follow call c, and an append follow that sync? */
+static bool synced_then_appended(size_t c)
+{
+	const char *y = strchr(workload + c + 1, 'Y');
+
+	return y != NULL && strchr(y, 'A') != NULL;
+}
+
 /* drop: FORMAT.md "Fault modes" lists the outcome for each operation. */
 static void check_dropped(const char *dir, const struct run *r, size_t fc,
 			  unsigned step, unsigned nth)
@@ -1035,10 +1301,18 @@ static void check_dropped(const char *dir, const struct run *r, size_t fc,
 	if (snapshot_after(fc) || call == 'Y' ||
 	    (call == 'S' && step % 2 == 0)) {
 		check_recovery(dir, r, 0, r->acked.n, "drop (repaired)", nth);
-	} else if (call == 'A') {
-		/* The hole stops replay: the records before it survive. */
+	} else if (call == 'A' && !synced_then_appended(fc)) {
+		/* Nothing follows the hole, or only records written before
+		 * a sync: a torn tail, as at a power loss (inv 12). */
 		check_recovery(dir, r, 0, r->acks_before[fc], "drop append",
 			       nth);
+	} else if (call == 'A') {
+		/* A sync "covered" the dropped record and later ones say
+		 * so: a synced record is gone, damage (inv 11), refused;
+		 * accepted, the records before the hole survive. */
+		check_recovery(dir, r, -ENOTRECOVERABLE, 0, "drop append",
+			       nth);
+		accept_and_check(dir, r->acks_before[fc], nth);
 	} else if (step == 7) {
 		/* Later records went to journal.tmp, which recovery
 		 * discards: the state is the snapshot's. */
