@@ -870,6 +870,10 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 struct fc_report_barrier;
 
 void fc_init(void *userdata, struct fuse_conn_info *conn);
+/* kio.c: after fuse_session_mount, before the session loop: our own
+ * read/writev on /dev/fuse, so that INIT asks the kernel to allow a shared
+ * mmap of direct_io (O_APPEND) descriptors.  0 or -errno. */
+int fc_kio_install(struct fuse_session *se);
 void fc_destroy(void *userdata);
 void fc_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fc_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);

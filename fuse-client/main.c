@@ -724,6 +724,9 @@ int main(int argc, char *argv[])
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
+	if (fc_kio_install(se) < 0)
+		tw_warn("cannot take over /dev/fuse I/O: a shared mmap of a "
+			"file opened O_APPEND fails with ENODEV");
 	notify_parent(&notify_fd, 0);
 	if (!fopts.foreground) {
 		detach_stdio();

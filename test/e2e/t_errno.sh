@@ -71,7 +71,7 @@ assert_eq nobody-owner "65534:65534" "$(stat -c %u:%g ro/mine)"
 # group), seen at once.  O_APPEND opens are direct_io (one write, one
 # reservation at mgrd), for which the kernel leaves the killing to the
 # file system; O_DIRECT ones are the kernel's, and so a shared writable
-# mmap of them works.
+# mmap of them works, as of O_APPEND ones (kio.c).
 dwrite_as_nobody() { # FILE FLAGS: one 4 KiB aligned write through them
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" - "$1" "$2" <<'EOF'
 import mmap, os, sys
@@ -99,6 +99,19 @@ m.flush()
 m.close()
 os.close(fd)
 assert open('kill-O_DIRECT', 'rb').read(4) == b'mmap'"
+# An O_APPEND descriptor is direct_io: its shared mmap works because INIT
+# asked the kernel to allow it (fuse-client/kio.c); the bytes written
+# through the mapping and an append after it are both there.
+assert_errno "mmap-shared-O_APPEND" no-error "import mmap
+fd = os.open('kill-O_APPEND', os.O_RDWR | os.O_APPEND)
+m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[0:4] = b'mmap'
+m.flush()
+m.close()
+os.write(fd, b'tail')
+os.close(fd)
+d = open('kill-O_APPEND', 'rb').read()
+assert d[:4] == b'mmap' and d[-4:] == b'tail', d[:8]"
 
 # mgrd refuses on its own what the kernel would: requests sent around
 # it, in the Ctx of uid 1000 (twire.py perm, FORMAT.md "Permissions").
