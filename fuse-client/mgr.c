@@ -104,8 +104,9 @@ static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 
 	if (session == 0 || (session == cl->session &&
 			     sec->len == cl->session_secret_len &&
-			     memcmp(sec->data, cl->session_secret,
-				    sec->len) == 0))
+			     (sec->len == 0 ||
+			      memcmp(sec->data, cl->session_secret,
+				     sec->len) == 0)))
 		return;
 	if (cl->session && session != cl->session)
 		tw_warn("mgrd %s did not resume session %" PRIu64
@@ -113,7 +114,8 @@ static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 			wire_peer_name(p), cl->session, session);
 	cl->session = session;
 	cl->session_secret_len = TW_MIN(sec->len, sizeof(cl->session_secret));
-	memcpy(cl->session_secret, sec->data, cl->session_secret_len);
+	if (cl->session_secret_len)   /* data is NULL when absent */
+		memcpy(cl->session_secret, sec->data, cl->session_secret_len);
 	fill_hello(cl, &h, false);
 	if (cl->mgr)
 		wire_peer_set_hello(cl->mgr, &h);

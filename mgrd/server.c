@@ -791,7 +791,8 @@ static uint64_t replaced_key(uint64_t id, const ProtobufCBinaryData *secret)
 	uint8_t b[MGR_SESSION_SECRET_LEN] = { 0 };
 	uint64_t lo, hi, k;
 
-	memcpy(b, secret->data, TW_MIN(secret->len, sizeof(b)));
+	if (secret->len)      /* data is NULL when the field is absent */
+		memcpy(b, secret->data, TW_MIN(secret->len, sizeof(b)));
 	memcpy(&lo, b, 8);
 	memcpy(&hi, b + 8, 8);
 	k = id * 0x9e3779b97f4a7c15ull ^ lo ^ (hi << 29 | hi >> 35);
