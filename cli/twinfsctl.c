@@ -52,6 +52,7 @@ void usage(FILE *f)
 {
 	fprintf(f,
 "usage: twinfsctl [-c CONF] [-t MS] COMMAND [ARGS]\n"
+"       twinfsctl --help | --version\n"
 "\n"
 "  -c CONF     cluster config (default $TWINFS_CONF, else " CTL_DEFAULT_CONF ")\n"
 "  -t MS       per-request timeout in ms (default: the config's request_timeout;\n"
@@ -1322,6 +1323,11 @@ static int cmd_setstripe(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	static const struct option top_opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct ctl ctl;
 	const char *env;
 	int opt;
@@ -1335,7 +1341,7 @@ int main(int argc, char **argv)
 		ctl.incarnation = tw_now_ns() ^ (uint64_t)getpid();
 
 	/* '+': stop at the command, whose own options may reuse letters. */
-	while ((opt = getopt(argc, argv, "+c:t:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "+c:t:hV", top_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			ctl.conf_path = optarg;
@@ -1354,6 +1360,10 @@ int main(int argc, char **argv)
 		}
 		case 'h':
 			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("twinfsctl %s (protocol %u)\n", TW_VERSION,
+			       WIRE_VERSION);
 			return EXIT_OK;
 		default:
 			usage(stderr);

@@ -615,7 +615,7 @@ int main(int argc, char *argv[])
 		return 0;
 	}
 	if (c.version) {
-		printf("twinfs %s\n", "0.1.0");
+		printf("twinfs %s (protocol %u)\n", TW_VERSION, WIRE_VERSION);
 		printf("FUSE library version %s\n", fuse_pkgversion());
 		return 0;
 	}

@@ -43,6 +43,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: twinfs-iod -c CONF -i ID [-v] [--no-mgr] "
 		"[--quarantine-journal]\n"
+		"       twinfs-iod --help | --version\n"
 		"  -c CONF     cluster configuration (twinfs.conf)\n"
 		"  -i ID       serve as [iod ID] of CONF\n"
 		"  -v          debug logging\n"
@@ -206,6 +207,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "no-mgr", no_argument, NULL, 'N' },
 		{ "quarantine-journal", no_argument, NULL, 'Q' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -244,6 +246,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("twinfs-iod %s (protocol %u)\n", TW_VERSION,
+			       WIRE_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -12,6 +12,7 @@
  */
 #include "mgrd_int.h"
 #include "journal.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +28,7 @@ static struct mgr_server *server;
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: twinfs-mgrd -c CONF [-v] [--accept-corrupt-log]\n"
+		"       twinfs-mgrd --help | --version\n"
 		   "  -c CONF  cluster config (twinfs.conf)\n"
 		   "  -v       verbose (debug log)\n"
 		   "  --accept-corrupt-log\n"
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool verbose = false;
@@ -74,6 +77,10 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
 		case 'h': usage(stdout); return 0;
+		case 'V':
+			printf("twinfs-mgrd %s (protocol %u)\n", TW_VERSION,
+			       WIRE_VERSION);
+			return 0;
 		default: usage(stderr); return 2;
 		}
 	}

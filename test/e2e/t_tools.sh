@@ -99,5 +99,16 @@ bad=$(tail -n +"$((lines0 + 1))" "$log" | grep -E '(fsync|lseek) ino [0-9]+: ')
 mb=$(awk -v s="$SCALE" 'BEGIN { v = int(128 * s); if (v < 16) v = 16; print v }')
 tool bonnie bonnie++ -d "$M/bonnie" -s "$mb" -r $((mb / 2)) -n 1:4096:0:2 -u root -f -q
 assert_eq tools-nothing-left "" "$(ls -A "$M"/sng-* "$M/bonnie" | grep -v -e '^$' -e ':$')"
+# Every binary answers --help (usage on stdout, exit 0) and --version
+# (name, the project's version and the protocol's).
+ver=$(sed -n "s/^  version : '\(.*\)',$/\1/p" "$REPO/meson.build")
+for b in fuse-client/twinfs mgrd/twinfs-mgrd iod/twinfs-iod cli/twinfsctl; do
+	n=${b#*/}
+	out=$("$TWINFS_BUILD_DIR/$b" --help 2>/dev/null) && [[ $out == *sage* ]] &&
+		pass "tools-$n-help" || fail "tools-$n-help" "$(head -n 1 <<<"$out")"
+	out=$("$TWINFS_BUILD_DIR/$b" --version 2>&1)
+	[[ $out =~ ^$n\ $ver\ \(protocol\ [0-9]+\) ]] && pass "tools-$n-version" ||
+		fail "tools-$n-version" "'$(head -n 1 <<<"$out")', want '$n $ver (protocol N)'"
+done
 e2e_verify
 e2e_end
