@@ -6,6 +6,12 @@
  * the job records, as beegfs-ctl --resyncstats does (--json for
  * machines).  The map's resync_permille gives the percentage and the
  * iod's state tells when it is done or failed.
+ *
+ * It looks at the map before asking: REBUILD of an iod up and in sync is a
+ * full copy of a healthy twin, so that needs --full (without it: the
+ * outcome of a job that just ended, or a refusal, exit 2); --wait on a
+ * down iod waits, bounded, for it to register (mgrd refuses REBUILD until
+ * then); --wait on a running job joins it without a new REBUILD.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,41 +28,66 @@
 
 /* ------------------------------------------------------------- rebuild */
 
-/* One poll of iod `id` in the map: 1 up, 0 still resyncing (permille set),
- * -1 down or stale, -2 no answer (mgrd restarting: keep waiting). */
-static int rebuild_poll(struct ctl *ctl, uint32_t id, uint32_t *permille,
-			char *state, size_t len)
+/* What the map says of one iod. */
+struct rb_iod {
+	Twinfs__IodState state;
+	bool needs_resync;
+	uint32_t permille;
+	char text[64];             /* "down, needs resync" */
+};
+
+/* GET_MAP and iod `id` in it: 0, -ENOENT not in the map, or the -errno of
+ * the call (mgrd restarting: the caller keeps waiting). */
+static int rebuild_look(struct ctl *ctl, uint32_t id, struct rb_iod *out)
 {
 	struct wire_sync *mgr = NULL;
 	struct wire_msg *reply = NULL;
 	Twinfs__ClusterMap *map;
-	int res = -2;
+	int rc;
 
-	if (ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
-			ctl->timeout_ms, true, &mgr) < 0)
-		return -2;
-	if (ctl_get_map(ctl, mgr, &reply, &map) == 0) {
+	rc = ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
+			 ctl->timeout_ms, true, &mgr);
+	if (rc < 0)
+		return rc;
+	rc = ctl_get_map(ctl, mgr, &reply, &map);
+	if (rc == 0) {
+		rc = -ENOENT;
 		for (size_t i = 0; i < map->n_iods; i++) {
 			const Twinfs__IodInfo *io = map->iods[i];
 
 			if (io->id != id)
 				continue;
-			*permille = io->resync_permille;
-			snprintf(state, len, "%s%s", state_name(io->state),
+			out->state = io->state;
+			out->needs_resync = io->needs_resync;
+			out->permille = io->resync_permille;
+			snprintf(out->text, sizeof(out->text), "%s%s",
+				 state_name(io->state),
 				 io->needs_resync ? ", needs resync" : "");
-			if (io->state == TWINFS__IOD_STATE__IOD_UP &&
-			    !io->needs_resync)
-				res = 1;
-			else if (io->state == TWINFS__IOD_STATE__IOD_RESYNCING)
-				res = 0;
-			else
-				res = -1;
+			rc = 0;
 		}
 	}
 	if (reply)
 		wire_msg_free(reply);
 	wire_sync_close(mgr);
-	return res;
+	return rc;
+}
+
+/* One poll of iod `id` in the map: 1 up, 0 still resyncing (permille set),
+ * -1 down or stale, -2 no answer (mgrd restarting: keep waiting). */
+static int rebuild_poll(struct ctl *ctl, uint32_t id, uint32_t *permille,
+			char *state, size_t len)
+{
+	struct rb_iod io;
+
+	if (rebuild_look(ctl, id, &io) < 0)
+		return -2;
+	*permille = io.permille;
+	snprintf(state, len, "%s", io.text);
+	if (io.state == TWINFS__IOD_STATE__IOD_UP && !io.needs_resync)
+		return 1;
+	if (io.state == TWINFS__IOD_STATE__IOD_RESYNCING)
+		return 0;
+	return -1;
 }
 
 /* RESYNC_STATUS for one iod (0: every iod with a job); *reply owns *st. */
@@ -267,6 +298,124 @@ static void rebuild_frame(struct ctl *ctl, struct rb_progress *pg, uint32_t id,
 		wire_msg_free(jr);
 }
 
+/* How long rebuild --wait waits for a down iod to register, and how long
+ * after its end a job still counts as the one the admin asks about: an
+ * iod started a moment ago takes a few heartbeats to register, and a
+ * short resync may end before twinfsctl looks. */
+static uint64_t rebuild_grace_ms(const struct ctl *ctl)
+{
+	uint64_t rt = ctl->conf.request_timeout_ms ?
+		      ctl->conf.request_timeout_ms : 5000;
+
+	return TW_MAX(rt * 3, 30000u);
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
+/* rebuild --wait of an iod that is down (or suspect): mgrd refuses
+ * REBUILD until it registers, and an iod just started has not yet.  Wait
+ * for it, bounded, saying so on stderr.  0 once it is neither down nor
+ * suspect (*io filled), -ETIMEDOUT (message printed) when it stays so,
+ * -ENOENT when mgrd knows no such iod. */
+static int rebuild_await_register(struct ctl *ctl, uint32_t id,
+				  struct rb_iod *io)
+{
+	uint64_t t0 = tw_now_ms(), limit = rebuild_grace_ms(ctl);
+	bool said = false;
+	int rc;
+
+	snprintf(io->text, sizeof(io->text), "not answering (mgrd)");
+	for (;;) {
+		rc = rebuild_look(ctl, id, io);
+		if (rc == -ENOENT)
+			return rc;
+		if (rc == 0 && io->state != TWINFS__IOD_STATE__IOD_DOWN &&
+		    io->state != TWINFS__IOD_STATE__IOD_SUSPECT)
+			return 0;
+		if (tw_now_ms() - t0 >= limit) {
+			fprintf(stderr, "%s: rebuild iod %u: it is still %s "
+				"after waiting %.0f s for it to register with "
+				"mgrd (is its twinfs-iod running?)\n", progname,
+				id, io->text, (double)(tw_now_ms() - t0) / 1e3);
+			return -ETIMEDOUT;
+		}
+		if (!said && rc == 0) {
+			fprintf(stderr, "%s: waiting for iod %u to register "
+				"(%s) for up to %.0f s ...\n", progname, id,
+				io->text, (double)limit / 1e3);
+			said = true;
+		}
+		usleep(200 * 1000);
+	}
+}
+
+/* The job record of iod id into *jb (state RJ_NOT_STARTED when it has
+ * none); 0 or -errno (message printed). */
+static int rebuild_job_of(struct ctl *ctl, uint32_t id, Twinfs__ResyncJob *jb)
+{
+	struct wire_msg *reply = NULL;
+	Twinfs__ResyncStatusReply *st;
+	int rc = rebuild_jobs(ctl, id, false, &reply, &st);
+
+	twinfs__resync_job__init(jb);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < st->n_jobs; i++)
+		if (st->jobs[i]->target_iod == id) {
+			*jb = *st->jobs[i];
+			jb->base.unknown_fields = NULL;
+			jb->base.n_unknown_fields = 0;
+		}
+	wire_msg_free(reply);
+	return 0;
+}
+
+/* rebuild [--wait] IOD, without --full, of an iod up and in sync: nothing
+ * is marked for it, so REBUILD would copy the whole healthy twin again
+ * (mgr_resync_rebuild), hours of I/O nobody asked for.  When a job of it
+ * ended lately (a resync that finished before twinfsctl looked) its
+ * outcome is the answer; otherwise the admin must say --full.  Returns
+ * the exit status. */
+static int rebuild_in_sync(struct ctl *ctl, uint32_t id)
+{
+	Twinfs__ResyncJob jb;
+	uint64_t now = wall_ms(), grace = rebuild_grace_ms(ctl);
+	char t1[32];
+	bool ended = false;
+
+	if (rebuild_job_of(ctl, id, &jb) < 0)
+		return EXIT_FAIL;
+	switch (jb.state) {
+	case TWINFS__RESYNC_JOB_STATE__RJ_DONE:
+	case TWINFS__RESYNC_JOB_STATE__RJ_FAILED:
+	case TWINFS__RESYNC_JOB_STATE__RJ_INTERRUPTED:
+		ended = true;
+		break;
+	default:
+		break;
+	}
+	if (!ended || !jb.end_unix_ms || jb.end_unix_ms + grace < now) {
+		fprintf(stderr, "%s: rebuild iod %u: refused: iod %u is up and "
+			"in sync; a full copy of a healthy twin needs --full\n",
+			progname, id, id);
+		return EXIT_USAGE;
+	}
+	fmt_time(t1, sizeof(t1), jb.end_unix_ms);
+	printf("rebuild iod %u: up; its last resync job (%s copy from iod %u) "
+	       "ended %s at %s UTC, %.0f s ago: nothing to start\n", id,
+	       jb.full ? "full" : "incremental", jb.source_iod,
+	       job_state(jb.state), t1,
+	       now > jb.end_unix_ms ? (double)(now - jb.end_unix_ms) / 1e3 : 0.0);
+	return jb.state == TWINFS__RESYNC_JOB_STATE__RJ_DONE ? EXIT_OK
+							      : EXIT_FAIL;
+}
+
 int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -285,7 +434,8 @@ int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 	struct wire_sync *mgr = NULL;
 	struct wire_msg *reply = NULL;
 	char addr[TW_HOST_MAX + 16], state[64] = "";
-	bool wait = false, tty = isatty(STDOUT_FILENO);
+	bool wait = false, tty = isatty(STDOUT_FILENO), rate = false;
+	bool join = false;
 	uint32_t pm = 0;
 	uint64_t start = tw_now_ms();
 	unsigned long v;
@@ -310,6 +460,7 @@ int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			q.rate_limit_mbps = (uint32_t)v;
+			rate = true;
 			break;
 		case 'H': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
@@ -335,15 +486,46 @@ int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 		return EXIT_FAIL;
 	if (status)
 		return rebuild_status(ctl, q.iod, json);
-	if (ctl_connect_mgrd(ctl, &mgr) < 0)
-		return EXIT_FAIL;
+	if (!q.accept_stale) {
+		struct rb_iod io;
+		Twinfs__ResyncJob jb;
+
+		/* Look before asking: REBUILD of a down iod is refused, and
+		 * of an up one it is a full copy. */
+		if (wait) {
+			rc = rebuild_await_register(ctl, q.iod, &io);
+			if (rc == -ETIMEDOUT)
+				return EXIT_FAIL;
+		} else {
+			rc = rebuild_look(ctl, q.iod, &io);
+		}
+		if (rc == 0 && io.state == TWINFS__IOD_STATE__IOD_UP &&
+		    !io.needs_resync && !q.full)
+			return rebuild_in_sync(ctl, q.iod);
+		/* Joining a running job sends no REBUILD: it would reset the
+		 * job's rate limit to this command's (none). */
+		if (rc == 0 && wait && !q.full && !rate &&
+		    io.state == TWINFS__IOD_STATE__IOD_RESYNCING &&
+		    rebuild_job_of(ctl, q.iod, &jb) == 0 &&
+		    jb.state == TWINFS__RESYNC_JOB_STATE__RJ_RUNNING) {
+			printf("rebuild iod %u: joining its running resync job "
+			       "(%s copy from iod %u)\n", q.iod,
+			       jb.full ? "full" : "incremental", jb.source_iod);
+			join = true;
+		}
+	}
 	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
 		 ctl->conf.mgr_port);
-	rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_REBUILD, &q.base, NULL,
-			    0, &reply);
-	if (reply)
-		wire_msg_free(reply);
-	wire_sync_close(mgr);
+	rc = 0;
+	if (!join) {
+		if (ctl_connect_mgrd(ctl, &mgr) < 0)
+			return EXIT_FAIL;
+		rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_REBUILD,
+				    &q.base, NULL, 0, &reply);
+		if (reply)
+			wire_msg_free(reply);
+		wire_sync_close(mgr);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "%s: rebuild iod %u: mgrd (%s) refused: %s\n",
 			progname, q.iod, addr,

@@ -65,7 +65,11 @@ void usage(FILE *f)
 "  sync                     make everything acknowledged durable now\n"
 "  rebuild [--full] [--wait] [--rate-limit MB/s] IOD\n"
 "                           (re)start the resync of iod IOD from its twin; --wait\n"
-"                           shows progress and exits 0 once IOD is up, 1 if it fails\n"
+"                           waits for a down IOD to register, shows progress and\n"
+"                           exits 0 once IOD is up, 1 if it fails, and joins a\n"
+"                           running job; an up IOD in sync is copied again only\n"
+"                           with --full (without: its recent job's outcome, or\n"
+"                           refused with exit 2)\n"
 "  rebuild --accept-stale IOD  promote a stale iod whose twin cannot serve, WITHOUT\n"
 "                           resync: writes it missed are lost\n"
 "  rebuild --status [--json] [IOD]  resync jobs: state, start and end, files and\n"
@@ -1012,7 +1016,7 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 	}
 	if (n_diff) {
 		printf("verify: %" PRIu64 " of %" PRIu64 " subfiles differ "
-		       "between twins; `twinfsctl rebuild IOD` copies iod IOD "
+		       "between twins; `twinfsctl rebuild --full IOD` copies iod IOD "
 		       "again from its twin\n", n_diff, n_sub);
 		ret = EXIT_FAIL;
 	} else if (skipped) {

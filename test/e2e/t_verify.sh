@@ -145,7 +145,7 @@ else
 fi
 
 # 5. The repair: B, which is up, is copied again from A.
-if out=$(ctl -t 30000 rebuild --wait "$B" 2>&1); then
+if out=$(ctl -t 30000 rebuild --full --wait "$B" 2>&1); then
 	pass rebuild-live-twin
 else
 	fail rebuild-live-twin "$(echo "$out" | tail -n 3 | tr '\n' ' ')"
