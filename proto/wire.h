@@ -126,8 +126,26 @@ struct wire_server_limits {
 };
 int wire_server_set_limits(struct wire_server *s,
 			   const struct wire_server_limits *lim);
+/* Identities other than the cluster's (proto/FORMAT.md "Authentication"):
+ * a peer may name one in AUTH step 1 (Auth.identity, not empty) and prove
+ * that identity's key instead of the cluster secret.  The server's key_fn
+ * looks it up: it returns 0 with the key (key_len <= WIRE_KEY_MAX bytes)
+ * and a principal (what the connection then is: malloc'd, owned by the
+ * connection, freed with free() when it closes; may be NULL), or -EACCES
+ * with *why set to a reason the refusal carries back to the peer ("unknown
+ * client 'lab3'").  Without a key_fn every named identity is refused. */
+#define WIRE_KEY_MAX      64u
+#define WIRE_IDENTITY_MAX 512u
+typedef int (*wire_key_fn)(struct wire_conn *c, const uint8_t *id,
+			   size_t id_len, uint8_t key[WIRE_KEY_MAX],
+			   size_t *key_len, void **principal,
+			   const char **why, void *arg);
+void wire_server_set_key_fn(struct wire_server *s, wire_key_fn fn, void *arg);
 /* The peer proved the cluster secret on this connection. */
 bool wire_conn_authenticated(const struct wire_conn *c);
+/* What the peer proved an identity's key for (key_fn's principal), or
+ * NULL: it proved the cluster secret, or nothing. */
+void *wire_conn_principal(const struct wire_conn *c);
 /* The port actually bound (useful after listening on port 0). */
 int wire_server_port(const struct wire_server *s);
 /* Stop accepting and close every connection; `cb` runs when all handles are
@@ -200,7 +218,8 @@ struct wire_peer_opts {
 	/* The HELLO sent first on every new connection.  Copied. */
 	const Twinfs__Hello *hello;
 	/* Called when a HELLO reply arrives on a new connection (status 0) or
-	 * when connecting/hello fails (status < 0).  May be NULL. */
+	 * when connecting/hello fails (status < 0; a refused AUTH or HELLO
+	 * says why in wire_peer_refusal()).  May be NULL. */
 	void (*on_connect)(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg);
 	/* A server-initiated message arrived (e.g. MSG_MAP_UPDATE).  The
@@ -216,6 +235,13 @@ struct wire_peer_opts {
 	 * proves it (MSG_AUTH) before HELLO, and checks that the server
 	 * holds it too; a failed proof fails calls with -EACCES.  Copied. */
 	const char *secret;
+	/* Without a secret: prove the key of this identity instead (the
+	 * server's key_fn knows it).  Both copied; key_len <= WIRE_KEY_MAX,
+	 * identity_len <= WIRE_IDENTITY_MAX. */
+	const uint8_t *identity;
+	size_t identity_len;
+	const uint8_t *key;
+	size_t key_len;
 };
 
 /* Create a peer; it connects on the first call (or wire_peer_connect). */
@@ -224,6 +250,11 @@ int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *opts,
 /* Replace the HELLO sent on future connections (e.g. to carry the session
  * id mgrd assigned, so a reconnect resumes the session).  Copied. */
 int wire_peer_set_hello(struct wire_peer *p, const Twinfs__Hello *hello);
+/* Replace the identity and key proved on future connections (e.g. a
+ * renewed ticket).  Copied.  Not with a cluster secret. */
+int wire_peer_set_identity(struct wire_peer *p, const uint8_t *identity,
+			   size_t identity_len, const uint8_t *key,
+			   size_t key_len);
 /* Connect now if not connected (no-op if connected or connecting). */
 void wire_peer_connect(struct wire_peer *p);
 /* Send a request.  body must be non-NULL (use an Empty message).  Data
@@ -242,6 +273,9 @@ int wire_call_z(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body
  * call reconnects. */
 void wire_peer_reset(struct wire_peer *p);
 bool wire_peer_connected(const struct wire_peer *p);
+/* The reason the server gave with its last refusal of AUTH or HELLO
+ * ("" when it gave none); valid until the next connection attempt. */
+const char *wire_peer_refusal(const struct wire_peer *p);
 /* "10.0.0.7:7503" */
 const char *wire_peer_name(const struct wire_peer *p);
 /* Fail every call with -ECANCELED, close, and free when handles are closed. */

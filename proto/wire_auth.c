@@ -1,6 +1,7 @@
 /* wire_auth.c - the proofs of the cluster secret exchanged in MSG_AUTH
- * (proto/FORMAT.md "Authentication"): HMAC-SHA256 over a label and both
- * sides' nonces, compared in constant time.
+ * (proto/FORMAT.md "Authentication"): HMAC-SHA256 keyed with the cluster
+ * secret or an identity's key, over a label and both sides' nonces,
+ * compared in constant time.
  *
  * HMAC-SHA256 comes from OpenSSL's libcrypto: a maintained, reviewed
  * implementation beats one of our own for anything that guards access.
@@ -15,7 +16,7 @@
 #include "common.h"
 #include "wire_int.h"
 
-int wire_auth_proof(const char *secret, const char *label,
+int wire_auth_proof(const uint8_t *key, size_t key_len, const char *label,
 		    const uint8_t first[WIRE_NONCE_LEN],
 		    const uint8_t second[WIRE_NONCE_LEN],
 		    uint8_t out[WIRE_PROOF_LEN])
@@ -29,14 +30,16 @@ int wire_auth_proof(const char *secret, const char *label,
 	memcpy(msg, label, llen);
 	memcpy(msg + llen, first, WIRE_NONCE_LEN);
 	memcpy(msg + llen + WIRE_NONCE_LEN, second, WIRE_NONCE_LEN);
-	if (!HMAC(EVP_sha256(), secret, (int)strlen(secret), msg,
+	if (key_len > WIRE_KEY_MAX)
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), key, (int)key_len, msg,
 		  llen + 2 * WIRE_NONCE_LEN, out, &olen) ||
 	    olen != WIRE_PROOF_LEN)
 		return -EIO;
 	return 0;
 }
 
-bool wire_auth_check(const char *secret, const char *label,
+bool wire_auth_check(const uint8_t *key, size_t key_len, const char *label,
 		     const uint8_t first[WIRE_NONCE_LEN],
 		     const uint8_t second[WIRE_NONCE_LEN],
 		     const uint8_t *proof, size_t proof_len)
@@ -44,7 +47,7 @@ bool wire_auth_check(const char *secret, const char *label,
 	uint8_t want[WIRE_PROOF_LEN];
 
 	if (proof_len != WIRE_PROOF_LEN ||
-	    wire_auth_proof(secret, label, first, second, want) < 0)
+	    wire_auth_proof(key, key_len, label, first, second, want) < 0)
 		return false;
 	return CRYPTO_memcmp(want, proof, WIRE_PROOF_LEN) == 0;
 }

@@ -60,7 +60,9 @@ struct wire_server {
 	bool spare_busy;
 	unsigned n_refusing;          /* refused handles not yet closed */
 	uint64_t n_refused;
-	char *secret;                 /* NULL: AUTH refused */
+	char *secret;                 /* NULL: AUTH with the secret refused */
+	wire_key_fn key_fn;           /* NULL: AUTH naming an identity refused */
+	void *key_arg;
 	bool closing;
 	bool listener_closed;
 	bool timer_closed;
@@ -83,8 +85,12 @@ struct wire_conn {
 	bool on_hello_list;
 	uint64_t accepted_ms;
 	bool authenticated;           /* proved the cluster secret */
-	int auth_step;                /* 1: challenge sent (nonces valid) */
+	void *principal;              /* proved an identity (key_fn's) */
+	int auth_step;                /* 1: challenge sent (nonces, key valid) */
 	uint8_t cnonce[WIRE_NONCE_LEN], snonce[WIRE_NONCE_LEN];
+	uint8_t key[WIRE_KEY_MAX];    /* the key step 2 must prove */
+	size_t key_len;
+	void *pending_principal;      /* key_fn's, until step 2 proves it */
 	struct wire_reader rd;
 	char peer[80];
 	void *data;
@@ -103,6 +109,9 @@ static void conn_free_if_done(struct wire_conn *c)
 	if (c->refs > 0 || !c->handle_closed)
 		return;
 	wire_reader_free(&c->rd);
+	free(c->principal);
+	free(c->pending_principal);
+	explicit_bzero(c->key, sizeof(c->key));
 	free(c);
 }
 
@@ -200,6 +209,17 @@ bool wire_conn_authenticated(const struct wire_conn *c)
 	return c->authenticated;
 }
 
+void *wire_conn_principal(const struct wire_conn *c)
+{
+	return c->principal;
+}
+
+void wire_server_set_key_fn(struct wire_server *s, wire_key_fn fn, void *arg)
+{
+	s->key_fn = fn;
+	s->key_arg = arg;
+}
+
 int wire_server_set_secret(struct wire_server *s, const char *secret)
 {
 	char *copy = NULL;
@@ -211,6 +231,43 @@ int wire_server_set_secret(struct wire_server *s, const char *secret)
 	return 0;
 }
 
+/* AUTH step 1: which key the proofs use (Auth.identity: empty = the
+ * cluster secret, else key_fn's).  Returns 0, or a status with *why. */
+static int auth_key(struct wire_conn *c, const Twinfs__Auth *a,
+		    const char **why)
+{
+	struct wire_server *s = c->srv;
+	size_t n;
+	int rc;
+
+	if (a->identity.len == 0) {
+		if (!s->secret) {
+			*why = "no cluster secret is configured here";
+			return -EOPNOTSUPP;
+		}
+		n = strlen(s->secret);
+		if (n > WIRE_KEY_MAX) {
+			*why = "the cluster secret is too long";
+			return -EIO;
+		}
+		memcpy(c->key, s->secret, n);
+		c->key_len = n;
+		return 0;
+	}
+	if (!s->key_fn || a->identity.len > WIRE_IDENTITY_MAX) {
+		*why = "identities are not accepted here";
+		return -EACCES;
+	}
+	*why = "refused";
+	rc = s->key_fn(c, a->identity.data, a->identity.len, c->key,
+		       &c->key_len, &c->pending_principal, why, s->key_arg);
+	if (rc == 0 && (c->key_len == 0 || c->key_len > WIRE_KEY_MAX)) {
+		*why = "no usable key";
+		rc = -EIO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* MSG_AUTH, answered by the wire layer (proto/FORMAT.md "Authentication").
  * Returns 0 to go on reading, -ECANCELED when the connection was closed. */
 static int on_auth(struct wire_conn *c, struct wire_msg *m)
@@ -218,24 +275,24 @@ static int on_auth(struct wire_conn *c, struct wire_msg *m)
 	const Twinfs__Auth *a = (const Twinfs__Auth *)m->body;
 	Twinfs__AuthReply r = TWINFS__AUTH_REPLY__INIT;
 	uint8_t proof[WIRE_PROOF_LEN];
-	const char *secret = c->srv->secret;
 	const char *why = NULL;
 	int status = 0;
 
-	if (!secret) {
-		why = "no cluster secret is configured here";
-		status = -EOPNOTSUPP;
-	} else if (c->hello_seen || c->authenticated) {
+	if (c->hello_seen || c->authenticated || c->principal) {
 		why = "AUTH after HELLO";
 		status = -EPROTO;
-	} else if (a->step == 1 && a->nonce.len == WIRE_NONCE_LEN) {
+	} else if (a->step == 1 && c->auth_step == 0 &&
+		   a->nonce.len == WIRE_NONCE_LEN) {
 		memcpy(c->cnonce, a->nonce.data, WIRE_NONCE_LEN);
-		if (tw_random(c->snonce, WIRE_NONCE_LEN) < 0 ||
-		    wire_auth_proof(secret, WIRE_LABEL_SERVER, c->cnonce,
-				    c->snonce, proof) < 0) {
+		status = auth_key(c, a, &why);
+		if (status == 0 &&
+		    (tw_random(c->snonce, WIRE_NONCE_LEN) < 0 ||
+		     wire_auth_proof(c->key, c->key_len, WIRE_LABEL_SERVER,
+				     c->cnonce, c->snonce, proof) < 0)) {
 			why = "cannot compute a proof";
 			status = -EIO;
-		} else {
+		}
+		if (status == 0) {
 			c->auth_step = 1;
 			r.nonce.data = c->snonce;
 			r.nonce.len = WIRE_NONCE_LEN;
@@ -243,14 +300,24 @@ static int on_auth(struct wire_conn *c, struct wire_msg *m)
 			r.proof.len = WIRE_PROOF_LEN;
 		}
 	} else if (a->step == 2 && c->auth_step == 1 &&
-		   wire_auth_check(secret, WIRE_LABEL_CLIENT, c->snonce,
-				   c->cnonce, a->proof.data, a->proof.len)) {
-		c->authenticated = true;
+		   wire_auth_check(c->key, c->key_len, WIRE_LABEL_CLIENT,
+				   c->snonce, c->cnonce, a->proof.data,
+				   a->proof.len)) {
+		c->auth_step = 2;
+		if (c->pending_principal) {
+			c->principal = c->pending_principal;
+			c->pending_principal = NULL;
+		} else {
+			c->authenticated = true;
+		}
 	} else {
-		why = "wrong cluster secret or malformed AUTH";
+		why = c->pending_principal ? "wrong key or malformed AUTH"
+			: "wrong cluster secret or malformed AUTH";
 		status = -EACCES;
 	}
-	wire_reply(c, &m->hdr, status, status ? NULL : &r.base, NULL, 0);
+	if (status < 0)
+		r.refusal = (char *)why;
+	wire_reply(c, &m->hdr, status, &r.base, NULL, 0);
 	wire_msg_free(m);
 	if (status == 0)
 		return 0;
@@ -692,7 +759,9 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	assert(status == 0 || !body ||
 	       req->type == TWINFS__MSG_TYPE__MSG_WRITE ||
 	       req->type == TWINFS__MSG_TYPE__MSG_TRUNCATE ||
-	       req->type == TWINFS__MSG_TYPE__MSG_FALLOCATE);
+	       req->type == TWINFS__MSG_TYPE__MSG_FALLOCATE ||
+	       req->type == TWINFS__MSG_TYPE__MSG_AUTH ||
+	       req->type == TWINFS__MSG_TYPE__MSG_HELLO);
 	if (!c->open)
 		return -ENOTCONN;
 	if (req->type == TWINFS__MSG_TYPE__MSG_HELLO && status == 0)

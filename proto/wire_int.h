@@ -87,13 +87,14 @@ void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);
 #define WIRE_LABEL_SERVER "twinfs-server"
 #define WIRE_LABEL_CLIENT "twinfs-client"
 
-/* HMAC-SHA256(secret, label || first || second) into out. */
-int wire_auth_proof(const char *secret, const char *label,
+/* HMAC-SHA256(key, label || first || second) into out; key_len <=
+ * WIRE_KEY_MAX (the cluster secret is its string's bytes). */
+int wire_auth_proof(const uint8_t *key, size_t key_len, const char *label,
 		    const uint8_t first[WIRE_NONCE_LEN],
 		    const uint8_t second[WIRE_NONCE_LEN],
 		    uint8_t out[WIRE_PROOF_LEN]);
 /* Whether proof is that HMAC (constant-time compare). */
-bool wire_auth_check(const char *secret, const char *label,
+bool wire_auth_check(const uint8_t *key, size_t key_len, const char *label,
 		     const uint8_t first[WIRE_NONCE_LEN],
 		     const uint8_t second[WIRE_NONCE_LEN],
 		     const uint8_t *proof, size_t proof_len);

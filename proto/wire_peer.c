@@ -67,8 +67,14 @@ struct wire_peer {
 	void *arg;
 	uint64_t max_inflight;
 	uint32_t reconnect_ms;
-	char *secret;                     /* NULL: no AUTH */
+	/* What AUTH proves: the cluster secret's bytes (identity_len 0) or
+	 * an identity's key; key_len 0 = no AUTH. */
+	uint8_t key[WIRE_KEY_MAX];
+	size_t key_len;
+	uint8_t *identity;
+	size_t identity_len;
 	uint8_t cnonce[WIRE_NONCE_LEN];   /* this connection's AUTH nonce */
+	char refusal[160];                /* the server's last reason */
 
 	enum pstate state;
 	struct pconn *conn;
@@ -348,6 +354,23 @@ static void handle_push(struct wire_peer *p, struct wire_msg *m)
 		send_frame(p, buf, len, NULL);
 }
 
+/* A refusal's reason, printable, for wire_peer_refusal(). */
+static void keep_refusal(struct wire_peer *p, const char *why)
+{
+	size_t i;
+
+	snprintf(p->refusal, sizeof(p->refusal), "%s", why ? why : "");
+	for (i = 0; p->refusal[i]; i++)
+		if ((unsigned char)p->refusal[i] < 0x20 ||
+		    (unsigned char)p->refusal[i] == 0x7f)
+			p->refusal[i] = '?';
+}
+
+const char *wire_peer_refusal(const struct wire_peer *p)
+{
+	return p->refusal;
+}
+
 static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
 {
 	int status = m->hdr.status;
@@ -357,8 +380,10 @@ static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
 		return -EPROTO;
 	}
 	if (status < 0) {
-		tw_log_rl(TW_LOG_WARN, "wire: %s refused HELLO: %s", p->name,
-			  strerror(-status));
+		keep_refusal(p, ((const Twinfs__HelloReply *)m->body)->refusal);
+		tw_log_rl(TW_LOG_WARN, "wire: %s refused HELLO: %s%s%s",
+			  p->name, strerror(-status), *p->refusal ? ": " : "",
+			  p->refusal);
 		wire_msg_free(m);
 		return handshake_failed(p, status);
 	}
@@ -401,6 +426,8 @@ static void send_auth(struct wire_peer *p, uint32_t step, const uint8_t *proof)
 	if (step == 1) {
 		a.nonce.data = p->cnonce;
 		a.nonce.len = WIRE_NONCE_LEN;
+		a.identity.data = p->identity;
+		a.identity.len = p->identity_len;
 	} else {
 		a.proof.data = (uint8_t *)proof;
 		a.proof.len = WIRE_PROOF_LEN;
@@ -439,8 +466,11 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 	int status = m->hdr.status;
 
 	if (status < 0) {
-		tw_log_rl(TW_LOG_WARN, "wire: %s refused our cluster secret: "
-			  "%s", p->name, strerror(-status));
+		keep_refusal(p, r->refusal);
+		tw_log_rl(TW_LOG_WARN, "wire: %s refused our %s: %s%s%s",
+			  p->name, p->identity_len ? "key" : "cluster secret",
+			  strerror(-status), *p->refusal ? ": " : "",
+			  p->refusal);
 		wire_msg_free(m);
 		return handshake_failed(p, status == -EOPNOTSUPP ? -EACCES
 								 : status);
@@ -453,12 +483,13 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 	}
 	/* Step 1: the server must prove the secret before we do. */
 	if (r->nonce.len != WIRE_NONCE_LEN ||
-	    !wire_auth_check(p->secret, WIRE_LABEL_SERVER, p->cnonce,
+	    !wire_auth_check(p->key, p->key_len, WIRE_LABEL_SERVER, p->cnonce,
 			     r->nonce.data, r->proof.data, r->proof.len) ||
-	    wire_auth_proof(p->secret, WIRE_LABEL_CLIENT, r->nonce.data,
-			    p->cnonce, proof) < 0) {
-		tw_log_rl(TW_LOG_WARN, "wire: %s does not hold the cluster "
-			  "secret", p->name);
+	    wire_auth_proof(p->key, p->key_len, WIRE_LABEL_CLIENT,
+			    r->nonce.data, p->cnonce, proof) < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s does not hold the %s",
+			  p->name, p->identity_len ? "key of our identity"
+						   : "cluster secret");
 		wire_msg_free(m);
 		return handshake_failed(p, -EACCES);
 	}
@@ -565,7 +596,8 @@ static void on_connected(uv_connect_t *req, int status)
 	uv_tcp_nodelay(&pc->tcp, 1);
 	uv_tcp_keepalive(&pc->tcp, 1, 10);
 	uv_read_start((uv_stream_t *)&pc->tcp, on_alloc, on_read);
-	if (!p->secret) {
+	p->refusal[0] = '\0';
+	if (!p->key_len) {
 		send_hello(p);
 		return;
 	}
@@ -709,6 +741,31 @@ void wire_peer_connect(struct wire_peer *p)
 
 /* A deep copy by packing and unpacking: the caller's Hello may point to
  * strings that do not outlive this call. */
+int wire_peer_set_identity(struct wire_peer *p, const uint8_t *identity,
+			   size_t identity_len, const uint8_t *key,
+			   size_t key_len)
+{
+	uint8_t *copy = NULL;
+
+	if (key_len > WIRE_KEY_MAX || identity_len > WIRE_IDENTITY_MAX ||
+	    (identity_len == 0) != (key_len == 0))
+		return -EINVAL;
+	if (p->key_len && !p->identity_len)
+		return -EINVAL;      /* holds the cluster secret */
+	if (identity_len) {
+		copy = malloc(identity_len);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, identity, identity_len);
+		memcpy(p->key, key, key_len);
+	}
+	free(p->identity);
+	p->identity = copy;
+	p->identity_len = identity_len;
+	p->key_len = key_len;
+	return 0;
+}
+
 int wire_peer_set_hello(struct wire_peer *p, const Twinfs__Hello *hello)
 {
 	size_t len = protobuf_c_message_get_packed_size(&hello->base);
@@ -750,15 +807,24 @@ int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *o,
 	p->max_inflight = o->max_inflight_bytes ? o->max_inflight_bytes
 						: 64ull << 20;
 	p->reconnect_ms = o->reconnect_ms ? o->reconnect_ms : 100;
-	if (o->secret && *o->secret && !(p->secret = strdup(o->secret))) {
-		free(p);
-		return -ENOMEM;
+	if (o->secret && *o->secret) {
+		if (strlen(o->secret) > WIRE_KEY_MAX) {
+			free(p);
+			return -EINVAL;
+		}
+		p->key_len = strlen(o->secret);
+		memcpy(p->key, o->secret, p->key_len);
+		rc = 0;
+	} else {
+		rc = wire_peer_set_identity(p, o->identity, o->identity_len,
+					    o->key, o->key_len);
 	}
 	p->next_id = HELLO_REQ_ID;
 	tw_hmap_init(&p->calls);
-	rc = wire_peer_set_hello(p, o->hello);
+	if (rc == 0)
+		rc = wire_peer_set_hello(p, o->hello);
 	if (rc < 0) {
-		free(p->secret);
+		free(p->identity);
 		free(p);
 		return rc;
 	}
@@ -858,7 +924,8 @@ static void peer_maybe_free(struct wire_peer *p)
 		return;
 	tw_hmap_free(&p->calls);
 	twinfs__hello__free_unpacked(p->hello, NULL);
-	free(p->secret);
+	free(p->identity);
+	explicit_bzero(p->key, sizeof(p->key));
 	free(p);
 }
 

@@ -826,13 +826,13 @@ Test(auth, proofs_depend_on_every_input)
 	uint8_t a[WIRE_NONCE_LEN] = { 1 }, b[WIRE_NONCE_LEN] = { 2 };
 	uint8_t p1[WIRE_PROOF_LEN], p2[WIRE_PROOF_LEN];
 
-	cr_assert_eq(wire_auth_proof("k", WIRE_LABEL_CLIENT, a, b, p1), 0);
-	cr_assert(wire_auth_check("k", WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check("k2", WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check("k", WIRE_LABEL_SERVER, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check("k", WIRE_LABEL_CLIENT, b, a, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check("k", WIRE_LABEL_CLIENT, a, b, p1, 31));
-	cr_assert_eq(wire_auth_proof("k", WIRE_LABEL_CLIENT, a, b, p2), 0);
+	cr_assert_eq(wire_auth_proof((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1), 0);
+	cr_assert(wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check((const uint8_t *)"k2", 2, WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_SERVER, a, b, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, b, a, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1, 31));
+	cr_assert_eq(wire_auth_proof((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p2), 0);
 	cr_assert_eq(memcmp(p1, p2, sizeof(p1)), 0);
 	cr_assert(wire_host_is_loopback("127.0.0.1"));
 	cr_assert(wire_host_is_loopback("::1"));
