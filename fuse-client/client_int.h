@@ -700,9 +700,11 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 		   struct wire_msg *reply, uint64_t now_ms);
 /* Log how many lookups were answered ahead (at unmount). */
 void fc_sa_log_stats(struct fc_sa *sa);
-/* Any thread: send the READDIR of f from the loop, as uid/gid. */
+/* FUSE thread: send the READDIR of f from the loop, as the caller of req
+ * (mgrd checks read permission: a caller who may only search the
+ * directory gets no listing, and lookups go to mgrd). */
 void fc_sa_start(struct fc_client *cl, const struct fc_sa_fetch *f,
-		 uint32_t uid, uint32_t gid);
+		 fuse_req_t req);
 
 /* ---------------------------------------------------------- dlease.c */
 

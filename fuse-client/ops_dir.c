@@ -245,6 +245,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	fc_op_groups(&r->op);   /* mgrd checks read permission */
 	r->dir = (struct fc_dir *)(uintptr_t)fi->fh;
 	r->ino = ino;
 	r->off = (uint64_t)off;

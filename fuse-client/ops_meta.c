@@ -351,7 +351,6 @@ static void lookup_run(struct fc_op *op)
 static bool lookup_ahead(struct fc_client *cl, fuse_req_t req,
 			 uint64_t parent, const char *name)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	struct fc_sa_fetch f;
 	struct fc_attr a;
@@ -361,7 +360,7 @@ static bool lookup_ahead(struct fc_client *cl, fuse_req_t req,
 
 	r = fc_sa_find(&cl->sa, parent, name, tw_now_ms(), &a, &age_ms, &f);
 	if (f.dir)
-		fc_sa_start(cl, &f, ctx->uid, ctx->gid);
+		fc_sa_start(cl, &f, req);
 	if (r != FC_SA_HIT || fc_inode_entry_new(cl, &a, &e) < 0)
 		return false;
 	fc_inode_named(cl, a.ino, parent, name);
@@ -1295,7 +1294,10 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	m = mop_new(req, xattr_run, ino, name);
+	/* user.* needs read permission at mgrd: with the caller's groups. */
+	m = strncmp(name, "user.", 5) == 0
+	    ? mop_checked(req, xattr_run, ino, name)
+	    : mop_new(req, xattr_run, ino, name);
 	if (!m)
 		return;
 	m->size = size;

@@ -392,8 +392,9 @@ static void fetch_run(struct fc_op *op)
 }
 
 void fc_sa_start(struct fc_client *cl, const struct fc_sa_fetch *f,
-		 uint32_t uid, uint32_t gid)
+		 fuse_req_t req)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct sa_op *s = fc_op_new(cl, NULL, sizeof(*s), fetch_run);
 
 	if (!s) {
@@ -402,7 +403,11 @@ void fc_sa_start(struct fc_client *cl, const struct fc_sa_fetch *f,
 		return;
 	}
 	s->f = *f;
-	s->op.uid = uid;
-	s->op.gid = gid;
+	s->op.uid = ctx->uid;
+	s->op.gid = ctx->gid;
+	/* The caller's groups, read now: the op answers no request. */
+	s->op.req = req;
+	fc_op_groups(&s->op);
+	s->op.req = NULL;
 	fc_loop_submit(cl, &s->op);
 }

@@ -317,10 +317,13 @@ static void h_readdir(struct mgr_server *s, struct wire_conn *c,
 	uint32_t max = q->max_entries && q->max_entries < READDIR_MAX_ENTRIES
 		       ? q->max_entries : READDIR_MAX_ENTRIES;
 	Twinfs__Dirent *ents = NULL, **ptrs = NULL;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	struct attr_buf *abs = NULL;
 	struct mgr_dirent *e;
+	struct mgr_cred cr;
 	size_t bytes = 0;
 	uint32_t n = 0;
+	int rc;
 
 	if (!in) {
 		mgr_srv_reply(c, &m->hdr, -ESTALE, NULL);
@@ -328,6 +331,15 @@ static void h_readdir(struct mgr_server *s, struct wire_conn *c,
 	}
 	if (!in->dir) {
 		mgr_srv_reply(c, &m->hdr, -ENOTDIR, NULL);
+		return;
+	}
+	/* Read permission, which the kernel checks at opendir; mgrd checks
+	 * every READDIR, as an NFS server does, so a listing sent around
+	 * the kernel is refused too. */
+	cred_of(s, q->ctx, &cr, groups);
+	rc = mgr_perm_check(&cr, in, MGR_MAY_READ);
+	if (rc < 0) {
+		mgr_srv_reply(c, &m->hdr, rc, NULL);
 		return;
 	}
 	ents = calloc(max, sizeof(*ents));
@@ -442,16 +454,27 @@ static void h_getxattr(struct mgr_server *s, struct wire_conn *c,
 	Twinfs__XattrReply r = TWINFS__XATTR_REPLY__INIT;
 	uint32_t size = TW_MIN(q->size, MGR_XATTR_SIZE_MAX);
 	uint8_t *buf = size ? malloc(size) : NULL;
-	int rc;
+	uint32_t groups[MGR_CRED_GROUPS_MAX];
+	const struct mgr_inode *in;
+	struct mgr_cred cr;
+	int rc = 0;
 
 	if (size && !buf) {
 		mgr_srv_reply(c, &m->hdr, -ENOMEM, NULL);
 		return;
 	}
-	if (list)
-		rc = mgr_ns_listxattr(&s->st.ns, q->ino, (char *)buf, size);
-	else
-		rc = mgr_ns_getxattr(&s->st.ns, q->ino, q->name, buf, size);
+	cred_of(s, q->ctx, &cr, groups);
+	if (list) {
+		rc = mgr_ns_listxattr(&s->st.ns, q->ino, (char *)buf, size,
+				      mgr_perm_lists_trusted(&cr));
+	} else {
+		in = mgr_ns_get(&s->st.ns, q->ino);
+		if (in && q->name)
+			rc = mgr_perm_getxattr(&cr, in, q->name);
+		if (rc == 0)
+			rc = mgr_ns_getxattr(&s->st.ns, q->ino, q->name, buf,
+					     size);
+	}
 	/* A list longer than a reply may hold is E2BIG, as Linux's. */
 	if (rc > (int)MGR_XATTR_SIZE_MAX && list)
 		rc = -E2BIG;

@@ -263,6 +263,13 @@ int mgr_perm_setattr(const struct mgr_cred *cr, const struct mgr_inode *in,
 		     bool write_handle, uint32_t *valid, uint32_t *mode,
 		     uint32_t uid, uint32_t gid);
 /* SETXATTR or REMOVEXATTR of name. */
+/* Reading the xattr name (GETXATTR): 0, -ENODATA (trusted.* for a
+ * non-root caller, user.* of other than files and directories: Linux
+ * reads them as absent) or -EACCES (user.* without read permission). */
+int mgr_perm_getxattr(const struct mgr_cred *cr, const struct mgr_inode *in,
+		      const char *name);
+/* Whether LISTXATTR shows trusted.* names to the caller (root only). */
+bool mgr_perm_lists_trusted(const struct mgr_cred *cr);
 int mgr_perm_xattr(const struct mgr_cred *cr, const struct mgr_inode *in,
 		   const char *name, bool remove, bool write_handle);
 
@@ -367,7 +374,7 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 int mgr_ns_getxattr(const struct mgr_ns *ns, uint64_t ino, const char *name,
 		    void *buf, uint32_t size);
 int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
-		     uint32_t size);
+		     uint32_t size, bool trusted);
 int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		       const struct mgr_time *now);
 

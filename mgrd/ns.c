@@ -1276,8 +1276,14 @@ int mgr_ns_getxattr(const struct mgr_ns *ns, uint64_t ino, const char *name,
 	return (int)(*pp)->len;
 }
 
+/* trusted.* names are listed only to whom may read them (root). */
+static bool xattr_listed(const struct mgr_xattr *x, bool trusted)
+{
+	return trusted || strncmp(x->name, "trusted.", 8) != 0;
+}
+
 int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
-		     uint32_t size)
+		     uint32_t size, bool trusted)
 {
 	struct mgr_inode *in = mgr_ns_get(ns, ino);
 	uint32_t need = 0;
@@ -1285,13 +1291,17 @@ int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
 	if (!in)
 		return -ESTALE;
 	for (struct mgr_xattr *x = in->xattrs; x; x = x->next)
-		need += (uint32_t)strlen(x->name) + 1;
+		if (xattr_listed(x, trusted))
+			need += (uint32_t)strlen(x->name) + 1;
 	if (size == 0)
 		return (int)need;
 	if (size < need)
 		return -ERANGE;
 	for (struct mgr_xattr *x = in->xattrs; x; x = x->next) {
 		size_t l = strlen(x->name) + 1;
+
+		if (!xattr_listed(x, trusted))
+			continue;
 
 		memcpy(buf, x->name, l);
 		buf += l;

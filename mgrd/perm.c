@@ -273,3 +273,24 @@ int mgr_perm_xattr(const struct mgr_cred *cr, const struct mgr_inode *in,
 	}
 	return mgr_perm_check(cr, in, MGR_MAY_WRITE);
 }
+
+int mgr_perm_getxattr(const struct mgr_cred *cr, const struct mgr_inode *in,
+		      const char *name)
+{
+	/* xattr_permission(MAY_READ): what may not be read reads as absent,
+	 * except user.* on a file the caller may not read. */
+	if (is_root(cr))
+		return 0;
+	if (strncmp(name, "trusted.", 8) == 0)
+		return -ENODATA;
+	if (strncmp(name, "user.", 5) != 0)
+		return 0;           /* security.* and system.*: anyone */
+	if (!S_ISREG(in->mode) && !S_ISDIR(in->mode))
+		return -ENODATA;
+	return mgr_perm_check(cr, in, MGR_MAY_READ);
+}
+
+bool mgr_perm_lists_trusted(const struct mgr_cred *cr)
+{
+	return is_root(cr);
+}

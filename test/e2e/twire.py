@@ -779,7 +779,8 @@ def perm(host, port, cluster, parent, uid):
     """FORMAT.md "Permissions": refusals as UID, the same as root."""
     MSG_LOOKUP, MSG_SETATTR, MSG_MKNOD, MSG_MKDIR = 10, 12, 13, 14
     MSG_UNLINK, MSG_OPEN, MSG_RELEASE, MSG_SETXATTR = 15, 21, 22, 25
-    EPERM, EACCES = 1, 13
+    MSG_READDIR, MSG_GETXATTR, MSG_LISTXATTR = 23, 26, 27
+    EPERM, EACCES, ENODATA = 1, 13, 61
     SA_MODE, SA_UID = 1, 2
     other, group = uid + 1, uid + 2
     fails = 0
@@ -841,6 +842,19 @@ def perm(host, port, cluster, parent, uid):
         return call(MSG_SETXATTR, who, (), f_varint(2, ino) +
                     f_bytes(3, name) + f_bytes(4, b"v"))[0]
 
+    def readdir(who, dirino):
+        return call(MSG_READDIR, who, (), f_varint(2, dirino) +
+                    f_varint(4, 16))[0]
+
+    def getxattr(who, ino, name):
+        return call(MSG_GETXATTR, who, (), f_varint(2, ino) +
+                    f_bytes(3, name) + f_varint(6, 64))[0]
+
+    def listxattr(who, ino):
+        st, rep = call(MSG_LISTXATTR, who, (), f_varint(2, ino) +
+                       f_varint(6, 4096))
+        return st, (rep.get(1, [b""])[0] if st == 0 else b"")
+
     tag = "perm%d" % os.getpid()
     # Set up as root: mode given in full (umask 0).
     st, top = mkdir(0, parent, tag, 0o755)
@@ -884,6 +898,28 @@ def perm(host, port, cluster, parent, uid):
     check("root-setxattr-trusted", setxattr(0, mine, "trusted.x"), 0)
     check("root-unlink-others-in-sticky", unlink(0, tmp, "theirs"), 0)
     check("root-unlink-in-0755-dir", unlink(0, rootdir, "f"), 0)
+    # Reading: a listing needs read permission on the directory, user.*
+    # read permission on the file, and trusted.* is root's alone (it
+    # reads as absent and is not listed).
+    _, secret_dir = mkdir(0, top, "private", 0o700)
+    _, secret_file = create(0, top, "private-f", 0o600)
+    setxattr(0, secret_file, "user.x")
+    setxattr(0, secret_file, "trusted.x")
+    check("readdir-roots-0700-dir-refused", readdir(uid, secret_dir), -EACCES)
+    check("root-readdir-0700-dir", readdir(0, secret_dir), 0)
+    check("readdir-0755-dir", readdir(uid, top), 0)
+    check("getxattr-user-of-0600-file-refused",
+          getxattr(uid, secret_file, "user.x"), -EACCES)
+    check("getxattr-trusted-reads-absent",
+          getxattr(uid, secret_file, "trusted.x"), -ENODATA)
+    check("root-getxattr-trusted", getxattr(0, secret_file, "trusted.x"), 0)
+    st, names = listxattr(uid, secret_file)
+    check("listxattr-hides-trusted",
+          0 if st == 0 and b"trusted.x" not in names and b"user.x" in names
+          else -1, 0)
+    st, names = listxattr(0, secret_file)
+    check("root-listxattr-shows-trusted",
+          0 if st == 0 and b"trusted.x" in names else -1, 0)
     c.close()
     return fails
 

@@ -324,9 +324,9 @@ Test(ns, xattrs)
 	cr_assert_eq(mgr_ns_getxattr(&ns, f, "user.a", buf, 4), 4);
 	cr_assert_eq(memcmp(buf, "val3", 4), 0);
 	cr_assert_eq(mgr_ns_getxattr(&ns, f, "user.b", buf, 4), 0);
-	cr_assert_eq(mgr_ns_listxattr(&ns, f, NULL, 0), 14);
-	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, 13), -ERANGE);
-	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, sizeof(buf)), 14);
+	cr_assert_eq(mgr_ns_listxattr(&ns, f, NULL, 0, true), 14);
+	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, 13, true), -ERANGE);
+	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, sizeof(buf), true), 14);
 	cr_assert_eq(memcmp(buf, "user.a\0user.b\0", 14), 0);
 	cr_assert_eq(mgr_ns_setxattr(&ns, f, "user.big", big, sizeof(big), 0,
 				     &T0), -E2BIG);
@@ -340,7 +340,7 @@ Test(ns, xattrs)
 		     -EINVAL);
 	cr_assert_eq(mgr_ns_removexattr(&ns, f, "user.a", &T0), 0);
 	cr_assert_eq(mgr_ns_removexattr(&ns, f, "user.a", &T0), -ENODATA);
-	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, sizeof(buf)), 16);
+	cr_assert_eq(mgr_ns_listxattr(&ns, f, buf, sizeof(buf), true), 16);
 	cr_assert_eq(mgr_ns_getxattr(&ns, 999, "user.a", buf, 4), -ESTALE);
 }
 

@@ -401,3 +401,27 @@ Test(perm, xattr_namespaces)
 	mgr_inode_free(lnk);
 	mgr_inode_free(tmp);
 }
+
+/* Reading xattrs (xattr_permission with MAY_READ). */
+Test(perm, getxattr)
+{
+	struct mgr_inode *f = inode(S_IFREG | 0640, 1000, 50);
+	struct mgr_inode *lnk = inode(S_IFLNK | 0777, 1000, 1000);
+	struct mgr_cred owner = user(1000, 1000);
+	uint32_t g[] = { 50 };
+	struct mgr_cred reader = { 2000, 2000, 1, g };
+	struct mgr_cred other = user(3000, 3000);
+
+	cr_expect_eq(mgr_perm_getxattr(&owner, f, "user.x"), 0);
+	cr_expect_eq(mgr_perm_getxattr(&reader, f, "user.x"), 0);
+	cr_expect_eq(mgr_perm_getxattr(&other, f, "user.x"), -EACCES);
+	cr_expect_eq(mgr_perm_getxattr(&owner, lnk, "user.x"), -ENODATA);
+	cr_expect_eq(mgr_perm_getxattr(&owner, f, "trusted.x"), -ENODATA);
+	cr_expect_eq(mgr_perm_getxattr(&root, f, "trusted.x"), 0);
+	cr_expect_eq(mgr_perm_getxattr(&other, f, "security.selinux"), 0);
+	cr_expect_eq(mgr_perm_getxattr(&other, f, MGR_ACL_ACCESS), 0);
+	cr_expect(!mgr_perm_lists_trusted(&owner));
+	cr_expect(mgr_perm_lists_trusted(&root));
+	mgr_inode_free(f);
+	mgr_inode_free(lnk);
+}
