@@ -552,11 +552,12 @@ void mgr_resync_fresh(struct mgr_resync *r, uint32_t id)
 }
 
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
-		       uint32_t rate_mbps)
+		       uint32_t rate_mbps, const char *who)
 {
 	struct mgr_map_iod *mi = mgr_map_iod(&r->s->st.map, id);
 	struct mgr_rjob_rec *rec;
 	struct rjob *j;
+	bool again;
 
 	if (!mi)
 		return -ENOENT;
@@ -588,6 +589,10 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 	}
 	if (mi->state != MGR_IOD_RESYNCING)
 		return -EAGAIN;           /* not reachable, or stale and alone */
+	/* Asked again for what already runs (an iod repeats its report
+	 * until the copy clears it): nothing new to say. */
+	again = j->wanted && j->active && rate_mbps == rec->rate_mbps &&
+		(!full || (rec->full && rec->state == MGR_RJ_RUNNING));
 	j->wanted = true;
 	if (full && !(rec->full && rec->state == MGR_RJ_RUNNING)) {
 		/* --full: a new job copying everything from zero. */
@@ -600,8 +605,9 @@ int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
 		/* The admin's run starts a new streak. */
 		j->fails = j->odd_fails = 0;
 	}
-	tw_info("mgrd: admin asks for the resync of iod %u (job %s)", id,
-		job_state_name(rec->state));
+	if (!again)
+		tw_info("mgrd: %s asks for the resync of iod %u (job %s)", who,
+			id, job_state_name(rec->state));
 	mgr_resync_check(r);
 	return 0;
 }

@@ -1174,7 +1174,8 @@ static int lost_data(struct mgr_server *s, const struct mgr_conn *mc,
 		return -EPERM;
 	if (mgr_ns_ino_path(&s->st.ns, q->lost_ino, path, sizeof(path)) < 0)
 		snprintf(path, sizeof(path), "(no path)");
-	rc = mgr_resync_rebuild(s->resync, q->iod_id, true, 0);
+	rc = mgr_resync_rebuild(s->resync, q->iod_id, true, 0,
+				"its report of lost data");
 	if (rc == 0)
 		tw_log_rl(TW_LOG_ERR, "mgrd: iod %u holds %s (ino %llu column "
 			  "%u) as lost (%s): its twin serves it, and iod %u "
@@ -1262,7 +1263,7 @@ static void h_rebuild(struct mgr_server *s, struct mgr_conn *mc,
 		return;
 	}
 	rc = mgr_resync_rebuild(s->resync, q->iod, q->full,
-				q->rate_limit_mbps);
+				q->rate_limit_mbps, "admin");
 	mgr_srv_reply(c, &m->hdr, rc, NULL);
 }
 

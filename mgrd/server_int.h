@@ -205,11 +205,12 @@ void mgr_resync_fresh(struct mgr_resync *r, uint32_t id);
  * iod that has one). */
 void mgr_resync_status(struct mgr_resync *r, struct wire_conn *c,
 		       const struct wire_msg *m);
-/* REBUILD (admin): (re)start the resync of iod id now.  0 (also when it
- * is up: nothing to do), -ENOENT, or -EAGAIN when it is not resyncing
- * (down, or stale without a readable twin). */
+/* REBUILD (admin), or an iod's report of lost data: (re)start the
+ * resync of iod id now; `who` names the asker in the log line.  0 (also
+ * when it is up: nothing to do), -ENOENT, or -EAGAIN when it is not
+ * resyncing (down, or stale without a readable twin). */
 int mgr_resync_rebuild(struct mgr_resync *r, uint32_t id, bool full,
-		       uint32_t rate_mbps);
+		       uint32_t rate_mbps, const char *who);
 
 /* handlers_lock.c: the cluster-wide lock table (proto/FORMAT.md "Locks").
  * mgr_locks_new: grace = there were sessions to come back (a restart);

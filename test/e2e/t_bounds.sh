@@ -6,7 +6,8 @@
 #     closed at once, the rest when hello_timeout passes;
 #   - a peer that sends PINGs and never reads a reply: the daemon stops
 #     reading it, logs why, and answers others meanwhile;
-#   - one client address opens sessions until mgrd refuses one (EAGAIN);
+#   - one client address opens sessions until mgrd refuses one (EAGAIN),
+#     and one session takes locks until mgrd refuses one (ENOLCK);
 # all the while each daemon's VmRSS stays within a bound of its start and
 # its open descriptors within max_connections of its start.  Then fio has
 # verified every block, and the cluster is healthy and its twins identical.
@@ -25,6 +26,7 @@ export TWINFS_MAX_CONNECTIONS=512
 export TWINFS_HELLO_TIMEOUT=2s
 export TWINFS_MAX_QUEUED_REPLY_BYTES=256K
 export TWINFS_MAX_SESSIONS_PER_CLIENT=8
+export TWINFS_MAX_LOCKS_PER_SESSION=64
 e2e_begin bounds
 e2e_tmpdir T
 
@@ -76,5 +78,33 @@ check status-after ctl status
 check ping-mgrd-after "$PY" "$E2E_DIR/twire.py" ping 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER"
 check ping-iod-after "$PY" "$E2E_DIR/twire.py" ping 127.0.0.1 $((TWINFS_PORT + 1)) "$TWINFS_CLUSTER"
 echo after >"$M/after" && assert_eq mount-works-after after "$(cat "$M/after")"
+
+# One session holds at most max_locks_per_session byte-range locks: the
+# next is ENOLCK (POSIX's "too many segment locks"), unlocking still works
+# and frees room.  Disjoint ranges, so no two locks merge.
+out=$("$PY" - "$M/locks" "$TWINFS_MAX_LOCKS_PER_SESSION" <<'PYEOF' 2>&1
+import errno, fcntl, os, sys
+path, limit = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+got = 0
+for i in range(limit + 16):
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * i)
+        got += 1
+    except OSError as e:
+        if e.errno != errno.ENOLCK:
+            sys.exit("lock %d: %s" % (i, e))
+        break
+fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0)          # unlock the first
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)   # fits again
+print("granted", got)
+PYEOF
+)
+if [[ $out == "granted $TWINFS_MAX_LOCKS_PER_SESSION" ]]; then
+	pass locks-per-session-bounded
+else
+	fail locks-per-session-bounded "$out"
+fi
+check locks-refusal-logged grep -q "holds max_locks_per_session (64) locks: lock refused (ENOLCK)" "$TWINFS_RUN_DIR/logs/mgrd.log"
 e2e_verify
 e2e_end
