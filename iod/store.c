@@ -1,7 +1,8 @@
 /* store.c - the home side of the iod's subfile store: where a subfile
- * lives on the local file system, its xattrs, the data directory's identity
- * file, an fd cache, durability of files and directories, and the scan that
- * listing builds on.
+ * lives on the local file system, its xattrs, opening and closing the data
+ * directory, an fd cache and the deferred unlinks.  Its neighbours: the
+ * identity and flag files (store_id.c), durability of files and
+ * directories (store_sync.c), the listing (store_scan.c).
  *
  * It does not change subfiles on its own initiative: every mutation goes
  * through the block journal (store_journal.c), which calls back into the
@@ -11,7 +12,7 @@
  *
  * Layout of the data directory DIR:
  *
- *   DIR/twinfs-id                       identity (format below)
+ *   DIR/twinfs-id                       identity (format: store_id.c)
  *   DIR/subfiles/<ab>/<cd>/<ino>.<col>  one subfile per (ino, column)
  *
  * <ino> is the inode number as 16 lowercase hex digits, <col> the column in
@@ -104,38 +105,6 @@
  * Valid iff magic, version, n and crc match; an invalid one counts as ALL
  * (a resync copies too much rather than too little).
  *
- * Identity file DIR/twinfs-id (128 bytes, little-endian):
- *
- *   off size field
- *     0    4 magic        0x44495754 ("TWID")
- *     4    2 version      1
- *     6    2 reserved     0
- *     8    4 iod_id
- *    12    4 reserved     0
- *    16   16 uuid         random at creation
- *    32   64 cluster      cluster name, NUL-padded (at most 63 bytes)
- *    96   28 reserved     0
- *   124    4 crc32c       over bytes 0..123
- *
- * Written once, to twinfs-id.tmp, fsynced, renamed, the directory fsynced.
- * Valid iff magic, version and crc match; an invalid one is never replaced
- * automatically (it may be another daemon's directory).
- *
- * Replay flag DIR/twinfs-replay-owed (empty; only its presence counts):
- * the twin missed a live write of ours (a pin) since our last resync of it
- * completed, so a resumed resync must send our marks before its cursor
- * again (resync.c).  Created and the directory fsynced when set, so a
- * restart of this iod does not forget it; unlinked without a sync when a
- * resync run completes or one from the start begins (resync.c; one that
- * comes back costs a replay, nothing else).
- *
- * DIR/twinfs-resync-live (empty): we forwarded a live write to our twin
- * while it was resyncing, since our last resync of it completed.  Created
- * (directory fsynced) before that write is applied here.  Found at open,
- * it means we may have died with such a forward unanswered, a write we
- * hold and the twin may not: it sets the replay flag, and is removed.  A
- * clean stop whose journal closed removes it too: every forward was then
- * answered or pinned, and a pin sets the replay flag (on disk) itself.
  */
 #include "store_int.h"
 
@@ -158,12 +127,6 @@
 #define WIL_MAGIC        0x4c495754u
 #define WIL_VERSION      1u
 #define WIL_F_ALL        1u
-#define ID_MAGIC         0x44495754u
-#define ID_VERSION       1u
-#define ID_FILE          "twinfs-id"
-#define ID_TMP           "twinfs-id.tmp"
-#define OWED_FILE        "twinfs-replay-owed"
-#define LIVE_FILE        "twinfs-resync-live"
 
 struct sub_xattr_disk {
 	uint32_t magic;
@@ -180,19 +143,6 @@ struct sub_xattr_disk {
 	uint32_t crc;
 };
 _Static_assert(sizeof(struct sub_xattr_disk) == 176, "subfile xattr layout");
-
-struct id_disk {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t reserved0;
-	uint32_t iod_id;
-	uint32_t reserved1;
-	uint8_t uuid[IOD_UUID_LEN];
-	char cluster[IOD_CLUSTER_MAX];
-	uint8_t reserved2[28];
-	uint32_t crc;
-};
-_Static_assert(sizeof(struct id_disk) == 128, "identity file layout");
 
 struct wil_disk {
 	uint32_t magic;
@@ -289,7 +239,7 @@ static int probe_max_size(struct iod_store *s)
 }
 
 /* Directory part "ab/cd" and file name "<ino>.<col>" (S1: numbers only). */
-static void sub_dirs(uint64_t ino, unsigned *ab, unsigned *cd)
+void store_sub_dirs(uint64_t ino, unsigned *ab, unsigned *cd)
 {
 	uint64_t h = mix64(ino);
 
@@ -302,7 +252,7 @@ int iod_store_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
 	unsigned ab, cd;
 	int n;
 
-	sub_dirs(ino, &ab, &cd);
+	store_sub_dirs(ino, &ab, &cd);
 	n = snprintf(buf, len, SUBDIR "/%02x/%02x/%016" PRIx64 ".%" PRIu32,
 		     ab, cd, ino, column);
 	if (n < 0 || (size_t)n >= len)
@@ -311,7 +261,7 @@ int iod_store_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
 }
 
 /* Path relative to DIR/subfiles (skips the "subfiles/" prefix). */
-static int rel_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
+int store_rel_subpath(uint64_t ino, uint32_t column, char *buf, size_t len)
 {
 	char full[64];
 	int n = iod_store_subpath(ino, column, full, sizeof(full));
@@ -363,7 +313,7 @@ static int xattr_decode(const struct sub_xattr_disk *d, uint64_t ino,
 	return 0;
 }
 
-static int fsync_dirat(int base_fd, const char *rel)
+int store_fsync_dirat(int base_fd, const char *rel)
 {
 	int fd = openat(base_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int rc = 0;
@@ -374,234 +324,6 @@ static int fsync_dirat(int base_fd, const char *rel)
 		rc = -errno;
 	close(fd);
 	return rc;
-}
-
-/* ------------------------------------------------------------- identity */
-
-static int id_create(struct iod_store *s, const char *cluster)
-{
-	struct id_disk d;
-	int fd, rc;
-
-	memset(&d, 0, sizeof(d));
-	rc = tw_random(s->uuid, sizeof(s->uuid));
-	if (rc < 0)
-		return rc;
-	d.magic = htole32(ID_MAGIC);
-	d.version = htole16(ID_VERSION);
-	d.iod_id = htole32(s->iod_id);
-	memcpy(d.uuid, s->uuid, sizeof(d.uuid));
-	strncpy(d.cluster, cluster, sizeof(d.cluster) - 1);
-	d.crc = htole32(tw_crc32c(0, &d, offsetof(struct id_disk, crc)));
-
-	fd = openat(s->dir_fd, ID_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rc = tw_pwrite_all(fd, &d, sizeof(d), 0);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && renameat(s->dir_fd, ID_TMP, s->dir_fd, ID_FILE) < 0)
-		rc = -errno;
-	if (rc == 0 && fsync(s->dir_fd) < 0)
-		rc = -errno;
-	if (rc < 0) {
-		unlinkat(s->dir_fd, ID_TMP, 0);
-		return rc;
-	}
-	s->is_new = true;
-	tw_info("data directory %s is new: iod %" PRIu32 " of cluster '%s'",
-		s->dir, s->iod_id, cluster);
-	return 0;
-}
-
-/* twinfs-iod --quarantine-journal: DIR/journal goes aside, untouched, as
- * DIR/journal.quarantined-<unix time>, and the identity file goes with it
- * (twinfs-id.quarantined-<time>): id_check then makes a new identity, so
- * the iod registers as a new disk (IodRegister.fresh, a new UUID) and mgrd
- * rebuilds it in full from its twin before it serves anything.  What the
- * journal held that its twin does not is in the kept file. */
-static int quarantine_journal(struct iod_store *s)
-{
-	char jname[64], iname[64];
-	long t = (long)time(NULL);
-
-	snprintf(jname, sizeof(jname), "journal.quarantined-%ld", t);
-	snprintf(iname, sizeof(iname), ID_FILE ".quarantined-%ld", t);
-	if (renameat(s->dir_fd, "journal", s->dir_fd, jname) < 0 &&
-	    errno != ENOENT) {
-		tw_err("data directory %s: cannot set the journal aside as "
-		       "%s: %s", s->dir, jname, strerror(errno));
-		return -errno;
-	}
-	if (renameat(s->dir_fd, ID_FILE, s->dir_fd, iname) < 0 &&
-	    errno != ENOENT) {
-		tw_err("data directory %s: cannot set %s aside: %s", s->dir,
-		       ID_FILE, strerror(errno));
-		return -errno;
-	}
-	if (fsync(s->dir_fd) < 0)
-		return -errno;
-	tw_warn("data directory %s: journal QUARANTINED as %s/%s (kept, not "
-		"replayed): this iod starts empty-handed as a new disk and is "
-		"rebuilt in full from its twin; writes only that journal held "
-		"are lost unless the twin has them", s->dir, s->dir, jname);
-	return 0;
-}
-
-static int id_check(struct iod_store *s, const char *cluster)
-{
-	struct id_disk d;
-	char theirs[IOD_CLUSTER_MAX];
-	long n;
-	int fd;
-
-	fd = openat(s->dir_fd, ID_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return id_create(s, cluster);
-		tw_err("data directory %s: cannot open %s: %s", s->dir,
-		       ID_FILE, strerror(errno));
-		return -errno;
-	}
-	n = tw_pread_full(fd, &d, sizeof(d), 0);
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n != sizeof(d) || le32toh(d.magic) != ID_MAGIC ||
-	    le16toh(d.version) != ID_VERSION ||
-	    le32toh(d.crc) != tw_crc32c(0, &d, offsetof(struct id_disk, crc))) {
-		tw_err("data directory %s: %s is not a valid TwinFS identity "
-		       "file (damaged or another version); refusing to start",
-		       s->dir, ID_FILE);
-		return -EBADMSG;
-	}
-	memcpy(theirs, d.cluster, sizeof(theirs));
-	theirs[sizeof(theirs) - 1] = '\0';
-	if (le32toh(d.iod_id) != s->iod_id || strcmp(theirs, cluster) != 0) {
-		tw_err("data directory %s belongs to iod %" PRIu32 " of cluster "
-		       "'%s', not to iod %" PRIu32 " of cluster '%s'; refusing "
-		       "to start (check -i and the [iod N] dir in the config)",
-		       s->dir, le32toh(d.iod_id), theirs, s->iod_id, cluster);
-		return -EINVAL;
-	}
-	memcpy(s->uuid, d.uuid, sizeof(s->uuid));
-	return 0;
-}
-
-bool iod_store_replay_owed(const struct iod_store *s)
-{
-	return s->replay_owed;
-}
-
-bool iod_store_replay_owed_marks(const struct iod_store *s)
-{
-	return s->replay_owed && s->owed_marks;
-}
-
-void iod_store_owe_marks(struct iod_store *s)
-{
-	s->owed_marks = true;   /* in memory: the flag file says the rest */
-	(void)iod_store_set_replay_owed(s, true);
-}
-
-/* Create (and sync) or remove one of the flag files above. */
-static int flag_file(struct iod_store *s, const char *name, bool on)
-{
-	int fd;
-
-	if (!on)
-		return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT
-		       ? -errno : 0;
-	fd = openat(s->dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW |
-		    O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return fsync(s->dir_fd) < 0 ? -errno : 0;
-}
-
-int iod_store_set_replay_owed(struct iod_store *s, bool owed)
-{
-	int rc;
-
-	if (s->replay_owed == owed)
-		return 0;
-	/* Owed in memory at once, whatever the disk says: a failure only
-	 * risks a restart forgetting it. */
-	s->replay_owed = owed;
-	rc = flag_file(s, OWED_FILE, owed);
-	s->owed_on_disk = owed && rc == 0;
-	if (!owed)
-		s->owed_marks = false;
-	return rc;
-}
-
-/* Remove the live note, if there is one. */
-static int live_drop(struct iod_store *s)
-{
-	int rc = s->resync_live ? flag_file(s, LIVE_FILE, false) : 0;
-
-	if (rc == 0)
-		s->resync_live = false;
-	return rc;
-}
-
-int iod_store_replay_paid(struct iod_store *s, bool keep_live)
-{
-	int rc = iod_store_set_replay_owed(s, false);
-
-	/* The live flag goes only after the owed one (a restart between
-	 * them replays once more, never less). */
-	if (rc == 0 && !keep_live)
-		rc = live_drop(s);
-	return rc;
-}
-
-int iod_store_note_resync_live(struct iod_store *s)
-{
-	if (s->resync_live)
-		return 0;
-	s->resync_live = true;
-	return flag_file(s, LIVE_FILE, true);
-}
-
-/* At open: the flags left by the last run of this iod. */
-static int flags_load(struct iod_store *s)
-{
-	if (faccessat(s->dir_fd, LIVE_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
-	    errno != ENOENT) {
-		tw_info("data directory %s: this iod may have stopped with a "
-			"write to its resyncing twin unanswered: its next "
-			"resumed resync replays the marks before its cursor",
-			s->dir);
-		if (iod_store_set_replay_owed(s, true) < 0)
-			return -EIO;
-		s->owed_marks = true;
-		if (flag_file(s, LIVE_FILE, false) < 0)
-			return -EIO;
-		return 0;
-	}
-	/* Anything but "absent" counts as owed: a replay too many costs
-	 * copies, one too few leaves the twins apart. */
-	s->replay_owed = faccessat(s->dir_fd, OWED_FILE, F_OK,
-				   AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
-	s->owed_on_disk = s->replay_owed;
-	s->owed_marks = s->replay_owed;
-	return 0;
-}
-
-/* A clean stop (the journal closed): every forward to the resyncing twin
- * was answered, or failed and was pinned, which set the replay flag.  The
- * pins themselves live in memory, but the marks of the writes they pinned
- * are journaled with those writes, so they are on disk now, and a replay
- * owed at the next start sends every mark before the cursor.  The live
- * flag adds nothing then, unless the replay flag could not be written. */
-void store_flags_clean_stop(struct iod_store *s)
-{
-	if (!s->replay_owed || s->owed_on_disk)
-		(void)live_drop(s);
 }
 
 /* ------------------------------------------------------------ open/close */
@@ -641,14 +363,14 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 		goto fail;
 	}
 	if (opts->quarantine_journal) {
-		rc = quarantine_journal(s);
+		rc = store_quarantine_journal(s);
 		if (rc < 0)
 			goto fail;
 	}
-	rc = id_check(s, opts->cluster);
+	rc = store_id_check(s, opts->cluster);
 	if (rc < 0)
 		goto fail;
-	rc = flags_load(s);
+	rc = store_flags_load(s);
 	if (rc < 0) {
 		tw_err("data directory %s: cannot record a replay the twin's "
 		       "resync owes", s->dir);
@@ -815,7 +537,7 @@ static void cache_absent(struct iod_store *s, uint64_t ino, uint32_t column)
 	cache_insert(s, e);
 }
 
-static struct sub *cache_find(struct iod_store *s, uint64_t ino,
+struct sub *store_cache_find(struct iod_store *s, uint64_t ino,
 			      uint32_t column)
 {
 	struct sub *e = s->buckets[bucket_of(ino, column)];
@@ -826,28 +548,13 @@ static struct sub *cache_find(struct iod_store *s, uint64_t ino,
 	return NULL;
 }
 
-static void bit_set(uint8_t *map, unsigned i)
-{
-	map[i / 8] |= (uint8_t)(1u << (i % 8));
-}
-
-static bool bit_get(const uint8_t *map, unsigned i)
-{
-	return map[i / 8] & (1u << (i % 8));
-}
-
-static void bit_clear(uint8_t *map, unsigned i)
-{
-	map[i / 8] &= (uint8_t)~(1u << (i % 8));
-}
-
 /* S6: a subfile of ino got its entry in ab/cd. */
 static void path_entry_added(struct iod_store *s, uint64_t ino)
 {
 	unsigned ab, cd;
 
-	sub_dirs(ino, &ab, &cd);
-	bit_set(s->dirty_cd[ab], cd);
+	store_sub_dirs(ino, &ab, &cd);
+	store_bit_set(s->dirty_cd[ab], cd);
 }
 
 static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
@@ -855,7 +562,7 @@ static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 	unsigned ab, cd;
 	char rel[8];
 
-	sub_dirs(ino, &ab, &cd);
+	store_sub_dirs(ino, &ab, &cd);
 	snprintf(rel, sizeof(rel), "%02x", ab);
 	if (mkdirat(s->sub_fd, rel, 0700) == 0) {
 		*dirsync |= DS_TOP;
@@ -866,7 +573,7 @@ static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
 	if (mkdirat(s->sub_fd, rel, 0700) == 0) {
 		*dirsync |= DS_AB;
-		bit_set(s->dirty_ab, ab);
+		store_bit_set(s->dirty_ab, ab);
 	} else if (errno != EEXIST) {
 		return -errno;
 	}
@@ -875,7 +582,7 @@ static int mkdir_fanout(struct iod_store *s, uint64_t ino, uint8_t *dirsync)
 
 /* Open (ino, column) without creating it: an fd of a regular file, or
  * -ENOENT. */
-static int open_existing(struct iod_store *s, const char *rel)
+int store_open_existing(struct iod_store *s, const char *rel)
 {
 	struct stat st;
 	int fd;
@@ -913,7 +620,7 @@ static void unlink_failed(struct iod_store *s, const char *rel, int err)
 /* S4: before (ino, column) is opened, created or unlinked by its path
  * rel, its deferred unlink runs now (queued) or has finished (running on
  * the helper thread: wait for it, one unlinkat at most). */
-static void unlinkq_settle(struct iod_store *s, uint64_t ino,
+void store_unlinkq_settle(struct iod_store *s, uint64_t ino,
 			   uint32_t column, const char *rel)
 {
 	uint64_t key = store_obj(ino, column) + 1;
@@ -948,7 +655,7 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	int fd, rc;
 	ssize_t n;
 
-	e = cache_find(s, ino, column);
+	e = store_cache_find(s, ino, column);
 	if (e && e->fd < 0 && layout) {
 		/* Known absent (S5), and created now. */
 		cache_remove(s, e);
@@ -964,15 +671,15 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 		*out = e;
 		return 0;
 	}
-	rc = rel_subpath(ino, column, rel, sizeof(rel));
+	rc = store_rel_subpath(ino, column, rel, sizeof(rel));
 	if (rc < 0)
 		return rc;
 	fd = -ENOENT;
 	if (!known_absent) {
-		unlinkq_settle(s, ino, column, rel);
-		fd = open_existing(s, rel);
+		store_unlinkq_settle(s, ino, column, rel);
+		fd = store_open_existing(s, rel);
 		if (out_of_fds(fd) && shed_fds(s))
-			fd = open_existing(s, rel);
+			fd = store_open_existing(s, rel);
 		if (fd == -ENOENT && !layout) {
 			cache_absent(s, ino, column);
 			return fd;
@@ -1125,7 +832,7 @@ int store_home_stat(struct sub *e, struct iod_sub_stat *st)
 
 static void uncache(struct iod_store *s, uint64_t ino, uint32_t column)
 {
-	struct sub *e = cache_find(s, ino, column);
+	struct sub *e = store_cache_find(s, ino, column);
 
 	if (e) {
 		cache_remove(s, e);
@@ -1141,10 +848,10 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column)
 	int rc;
 
 	uncache(s, ino, column);
-	rc = rel_subpath(ino, column, rel, sizeof(rel));
+	rc = store_rel_subpath(ino, column, rel, sizeof(rel));
 	if (rc < 0)
 		return rc;
-	unlinkq_settle(s, ino, column, rel);
+	store_unlinkq_settle(s, ino, column, rel);
 	if (unlinkat(s->sub_fd, rel, 0) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return 0;
@@ -1195,7 +902,7 @@ static int unlinkq_run(struct iod_store *s)
 		/* a failure is recorded before drain_lock is let go: a drain
 		 * that runs next must see it (the checkpoint's, whose tail
 		 * would move) */
-		if (rel_subpath(store_obj_ino(key - 1),
+		if (store_rel_subpath(store_obj_ino(key - 1),
 				store_obj_column(key - 1), rel,
 				sizeof(rel)) == 0 &&
 		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) {
@@ -1271,475 +978,6 @@ void store_unlinkq_kick(struct iod_store *s)
 		s->drainer_running = false;
 		pthread_mutex_unlock(&s->unlink_lock);
 	}
-}
-
-static int sync_dirs(struct iod_store *s, uint64_t ino, uint8_t dirsync)
-{
-	unsigned ab, cd;
-	char rel[8];
-	int rc = 0, r;
-
-	if (!dirsync)
-		return 0;
-	sub_dirs(ino, &ab, &cd);
-	if (dirsync & DS_CD) {
-		snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-		r = fsync_dirat(s->sub_fd, rel);
-		rc = rc ? rc : r;
-	}
-	if (dirsync & DS_AB) {
-		snprintf(rel, sizeof(rel), "%02x", ab);
-		r = fsync_dirat(s->sub_fd, rel);
-		rc = rc ? rc : r;
-	}
-	if ((dirsync & DS_TOP) && fsync(s->sub_fd) < 0)
-		rc = rc ? rc : -errno;
-	return rc;
-}
-
-bool store_sub_exists(struct iod_store *s, uint64_t ino, uint32_t column)
-{
-	struct sub *e = cache_find(s, ino, column);
-	struct stat st;
-	char rel[48];
-
-	if (e != NULL)
-		return e->fd >= 0;
-	if (rel_subpath(ino, column, rel, sizeof(rel)) < 0)
-		return false;
-	unlinkq_settle(s, ino, column, rel);
-	return fstatat(s->sub_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-/* ops.home_sync of the journal: every object's data and xattrs, the
- * directory entries of its creation (S3) or of its unlink. */
-int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
-{
-	int rc = store_unlinkq_drain(s);   /* S4: before their entries sync */
-
-	for (size_t i = 0; i < n; i++) {
-		uint64_t ino = store_obj_ino(objs[i]);
-		uint32_t column = store_obj_column(objs[i]);
-		struct sub *e = cache_find(s, ino, column);
-		uint8_t ds = DS_CD | DS_AB | DS_TOP;   /* unknown: all */
-		int r = 0;
-
-		if (e != NULL && e->fd < 0) {
-			ds = DS_CD;   /* known absent (S5): its entry */
-		} else if (e == NULL) {
-			char rel[48];
-			int fd;
-
-			if (rel_subpath(ino, column, rel, sizeof(rel)) < 0)
-				continue;
-			fd = openat(s->sub_fd, rel, O_RDONLY | O_NOFOLLOW |
-				    O_NONBLOCK | O_CLOEXEC);
-			if (fd >= 0) {
-				if (fsync(fd) < 0)
-					r = -errno;
-				close(fd);
-			} else if (errno != ENOENT) {
-				r = -errno;
-			} else {
-				ds = DS_CD;   /* unlinked: its entry */
-			}
-		} else {
-			if (fsync(e->fd) < 0)
-				r = -errno;
-			ds = e->dirsync;
-		}
-		if (r == 0)
-			r = sync_dirs(s, ino, ds);
-		if (r == 0 && e != NULL)
-			e->dirsync = 0;
-		if (r < 0 && rc == 0)
-			rc = r;
-	}
-	return rc;
-}
-
-/* S6: the directories on ino's path with an entry not yet durable (every
- * one when `all`), relative to subfiles/ ("." for itself); how many. */
-static size_t path_dirty_dirs(const struct iod_store *s, uint64_t ino,
-			      bool all, char rel[3][8])
-{
-	unsigned ab, cd;
-	size_t n = 0;
-
-	sub_dirs(ino, &ab, &cd);
-	if (all || bit_get(s->dirty_cd[ab], cd))
-		snprintf(rel[n++], sizeof(rel[0]), "%02x/%02x", ab, cd);
-	if (all || bit_get(s->dirty_ab, ab))
-		snprintf(rel[n++], sizeof(rel[0]), "%02x", ab);
-	if (all || s->dirty_top)
-		snprintf(rel[n++], sizeof(rel[0]), ".");
-	return n;
-}
-
-/* S6: the directories on ino's path are durable (or taken to be). */
-static void path_dirs_synced(struct iod_store *s, uint64_t ino)
-{
-	unsigned ab, cd;
-
-	sub_dirs(ino, &ab, &cd);
-	bit_clear(s->dirty_cd[ab], cd);
-	bit_clear(s->dirty_ab, ab);
-	s->dirty_top = false;
-}
-
-/* S6: a new descriptor of subfile (ino, c) to fsync, if it may hold data
- * not yet durable: 1 with *fd, 0 when synced since its last change,
- * SUB_ABSENT when there is no such subfile, or -errno.  *cached: the cache
- * entry's flag is the one to clear once the descriptor is taken. */
-#define SUB_ABSENT 2
-static int sub_sync_fd(struct iod_store *s, uint64_t ino, uint32_t c,
-		       int *fd, bool *cached)
-{
-	struct sub *e = cache_find(s, ino, c);
-	char rel[48];
-
-	*cached = e != NULL;
-	if (e != NULL) {
-		if (e->fd < 0)
-			return SUB_ABSENT;   /* known absent (S5) */
-		if (!e->unsynced)
-			return 0;
-		*fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-		return *fd < 0 ? -errno : 1;
-	}
-	if (rel_subpath(ino, c, rel, sizeof(rel)) < 0)
-		return SUB_ABSENT;
-	unlinkq_settle(s, ino, c, rel);   /* S4 */
-	*fd = open_existing(s, rel);
-	if (*fd == -ENOENT)
-		return SUB_ABSENT;
-	return *fd < 0 ? *fd : 1;
-}
-
-int store_sync_fds(struct iod_store *s, uint64_t ino, uint32_t columns,
-		   int fds[STORE_SYNC_FDS_MAX], size_t *n, uint32_t *cols)
-{
-	char dirs[3][8];
-	size_t k = 0, nd;
-	int rc = 0;
-
-	*cols = 0;
-	for (uint32_t c = 0; c < IOD_MAX_COLUMNS && rc == 0; c++) {
-		bool cached;
-		int fd;
-
-		if (columns != 0 && !((columns >> c) & 1))
-			continue;
-		rc = sub_sync_fd(s, ino, c, &fd, &cached);
-		if (rc == 1) {
-			fds[k++] = fd;
-			if (cached)
-				*cols |= 1u << c;
-		}
-		rc = TW_MIN(rc, 0);
-	}
-	/* An absent column has no data, and its unlink is a journal record,
-	 * which the log sync after these makes durable.  A directory that is
-	 * gone has nothing to sync (as fsync_dirat). */
-	nd = path_dirty_dirs(s, ino, false, dirs);
-	for (size_t i = 0; i < nd && rc == 0; i++) {
-		int fd = openat(s->sub_fd, dirs[i],
-				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (fd >= 0)
-			fds[k++] = fd;
-		else if (errno != ENOENT)
-			rc = -errno;
-	}
-	assert(k <= STORE_SYNC_FDS_MAX);
-	if (rc < 0) {
-		while (k > 0)
-			close(fds[--k]);
-		*cols = 0;
-	}
-	*n = k;
-	return rc;
-}
-
-void store_sync_fds_taken(struct iod_store *s, uint64_t ino, uint32_t cols)
-{
-	for (uint32_t c = 0; c < IOD_MAX_COLUMNS; c++) {
-		struct sub *e = (cols >> c) & 1 ? cache_find(s, ino, c) : NULL;
-
-		if (e != NULL)
-			e->unsynced = false;
-	}
-	path_dirs_synced(s, ino);
-}
-
-/* objs (sorted) are taken: whatever is written from now on sets their
- * bits again. */
-static void objs_taken(struct iod_store *s, const uint64_t *objs, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint64_t ino = store_obj_ino(objs[i]);
-		struct sub *e = cache_find(s, ino, store_obj_column(objs[i]));
-
-		if (e != NULL)
-			e->unsynced = false;
-		path_dirs_synced(s, ino);
-	}
-}
-
-int store_sync_objs_fds(struct iod_store *s, const uint64_t *objs, size_t n,
-			int *fds, size_t max)
-{
-	size_t k = 0;
-	int rc = 0;
-
-	/* A creation's batch is one syncfs: each directory's fsync is one
-	 * more flush of the disk cache (a 4 KiB file in a new directory,
-	 * here: 189 us with its own fsync, 300 with its two directories',
-	 * 224-255 with a syncfs; small_4k through the mount lost a fifth). */
-	for (size_t i = 0; i < n; i++) {
-		char dirs[3][8];
-
-		if (path_dirty_dirs(s, store_obj_ino(objs[i]), false, dirs) > 0) {
-			objs_taken(s, objs, n);
-			return -E2BIG;
-		}
-	}
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		bool cached;
-		int fd;
-
-		rc = sub_sync_fd(s, store_obj_ino(objs[i]),
-				 store_obj_column(objs[i]), &fd, &cached);
-		if (rc == SUB_ABSENT) {
-			/* unlinked since it was written in place: its pages
-			 * are gone with the inode, so only a durable unlink
-			 * keeps the older content from coming back after a
-			 * crash; the syncfs makes it durable */
-			rc = -E2BIG;
-		} else if (rc == 1) {
-			if (k == max) {
-				close(fd);
-				rc = -E2BIG;
-				break;
-			}
-			fds[k++] = fd;
-			rc = 0;
-		}
-	}
-	if (rc < 0) {
-		while (k > 0)
-			close(fds[--k]);
-		if (rc != -E2BIG)
-			return rc;
-	}
-	objs_taken(s, objs, n);
-	return rc < 0 ? rc : (int)k;
-}
-
-int store_sync_path(struct iod_store *s, uint64_t ino, bool all)
-{
-	char dirs[3][8];
-	size_t nd = path_dirty_dirs(s, ino, all, dirs);
-	int rc = 0;
-
-	for (size_t i = 0; i < nd && rc == 0; i++)
-		rc = fsync_dirat(s->sub_fd, dirs[i]);
-	if (rc == 0)
-		path_dirs_synced(s, ino);
-	return rc;
-}
-
-int store_inplace(struct jbd_handle *h, struct sub *e)
-{
-	e->unsynced = true;
-	return jbd_inplace(h, store_obj(e->ino, e->column));
-}
-
-/* --------------------------------------------------------------- listing */
-
-int store_key_cmp(const void *a, const void *b)
-{
-	const struct store_key *x = a, *y = b;
-
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	if (x->column != y->column)
-		return x->column < y->column ? -1 : 1;
-	return 0;
-}
-
-static bool key_after(uint64_t ino, uint32_t column, uint64_t a_ino,
-		      uint32_t a_column)
-{
-	return ino > a_ino || (ino == a_ino && column > a_column);
-}
-
-/* "ab" -> 0..255, or -1 unless exactly two lowercase hex digits. */
-static int parse_hex2(const char *n)
-{
-	int v = 0;
-
-	for (int i = 0; i < 2; i++) {
-		char c = n[i];
-
-		if (c >= '0' && c <= '9')
-			v = v * 16 + (c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v * 16 + (c - 'a' + 10);
-		else
-			return -1;
-	}
-	return n[2] == '\0' ? v : -1;
-}
-
-/* "<16 hex>.<col>" -> 0, or -1 for any other name. */
-static int parse_subname(const char *n, uint64_t *ino, uint32_t *column)
-{
-	uint64_t v = 0;
-	uint32_t c = 0;
-	int i;
-
-	for (i = 0; i < 16; i++) {
-		char ch = n[i];
-
-		if (ch >= '0' && ch <= '9')
-			v = v * 16 + (uint64_t)(ch - '0');
-		else if (ch >= 'a' && ch <= 'f')
-			v = v * 16 + (uint64_t)(ch - 'a' + 10);
-		else
-			return -1;
-	}
-	if (n[i++] != '.')
-		return -1;
-	if (n[i] < '0' || n[i] > '9' || (n[i] == '0' && n[i + 1] != '\0'))
-		return -1;
-	for (; n[i]; i++) {
-		if (n[i] < '0' || n[i] > '9')
-			return -1;
-		c = c * 10 + (uint32_t)(n[i] - '0');
-		if (c >= IOD_MAX_COLUMNS)
-			return -1;
-	}
-	*ino = v;
-	*column = c;
-	return 0;
-}
-
-struct collect {
-	struct store_key *keys;
-	size_t n, cap;   /* cap = 2 * max + 1 */
-	size_t max;
-	bool truncated;  /* some candidate was dropped: not eof */
-};
-
-static void collect_add(struct collect *c, uint64_t ino, uint32_t column)
-{
-	if (c->n == c->cap) {
-		/* Keep the max smallest: sort, drop the rest. */
-		qsort(c->keys, c->n, sizeof(*c->keys), store_key_cmp);
-		c->n = c->max;
-		c->truncated = true;
-	}
-	c->keys[c->n++] = (struct store_key){ ino, column };
-}
-
-static int scan_cd(struct iod_store *s, int ab, int cd, uint64_t after_ino,
-		   uint32_t after_column, struct collect *c)
-{
-	char rel[8];
-	DIR *d;
-	struct dirent *de;
-	int fd;
-
-	snprintf(rel, sizeof(rel), "%02x/%02x", ab, cd);
-	fd = openat(s->sub_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d)) != NULL) {
-		uint64_t ino;
-		uint32_t column;
-		unsigned a, b;
-
-		if (parse_subname(de->d_name, &ino, &column) < 0)
-			continue;
-		sub_dirs(ino, &a, &b);
-		if ((int)a != ab || (int)b != cd)
-			continue;   /* misplaced: not ours to serve */
-		if (!key_after(ino, column, after_ino, after_column))
-			continue;
-		collect_add(c, ino, column);
-	}
-	closedir(d);
-	return 0;
-}
-
-static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
-{
-	DIR *d;
-	struct dirent *de;
-	int fd;
-
-	memset(present, 0, 256 * sizeof(bool));
-	fd = openat(dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d)) != NULL) {
-		int v = parse_hex2(de->d_name);
-
-		if (v >= 0)
-			present[v] = true;
-	}
-	closedir(d);
-	return 0;
-}
-
-int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
-	       size_t max, struct store_key **keys, size_t *n, bool *truncated)
-{
-	struct collect c = { .max = max };
-	bool ab_present[256], cd_present[256];
-	char rel[8];
-	int rc = 0;
-
-	*keys = NULL;
-	*n = 0;
-	*truncated = false;
-	c.cap = 2 * max + 1;
-	c.keys = malloc(c.cap * sizeof(*c.keys));
-	if (!c.keys)
-		return -ENOMEM;
-	rc = scan_dir_names(s->sub_fd, ".", ab_present);
-	for (int ab = 0; rc == 0 && ab < 256; ab++) {
-		if (!ab_present[ab])
-			continue;
-		snprintf(rel, sizeof(rel), "%02x", ab);
-		rc = scan_dir_names(s->sub_fd, rel, cd_present);
-		for (int cd = 0; rc == 0 && cd < 256; cd++)
-			if (cd_present[cd])
-				rc = scan_cd(s, ab, cd, after_ino,
-					     after_column, &c);
-	}
-	if (rc < 0) {
-		free(c.keys);
-		return rc;
-	}
-	qsort(c.keys, c.n, sizeof(*c.keys), store_key_cmp);
-	*truncated = c.truncated || c.n > max;
-	*n = TW_MIN(c.n, max);
-	*keys = c.keys;
-	return 0;
 }
 
 /* --------------------------------------------------- write-intent xattr */

@@ -1,5 +1,7 @@
 /* store_int.h - internals of the iod's subfile store, shared by store.c
- * (the home side: paths, xattrs, identity, fd cache, listing scan) and
+ * (the home side: paths, xattrs, fd cache, deferred unlinks), store_id.c
+ * (the data directory's identity and flag files), store_sync.c
+ * (durability at home), store_scan.c (the listing) and
  * store_journal.c (every operation through the block journal, records,
  * the write-intent log).  Never included outside iod/store*.c.
  *
@@ -166,6 +168,42 @@ void store_lost_drop(struct iod_store *s, uint64_t obj);
 int store_lost_check(const struct iod_store *s, uint64_t ino, uint32_t column);
 
 /* store.c: home side */
+/* Bits of the S6 dirty maps. */
+static inline void store_bit_set(uint8_t *map, unsigned i)
+{
+	map[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+static inline bool store_bit_get(const uint8_t *map, unsigned i)
+{
+	return map[i / 8] & (1u << (i % 8));
+}
+
+static inline void store_bit_clear(uint8_t *map, unsigned i)
+{
+	map[i / 8] &= (uint8_t)~(1u << (i % 8));
+}
+
+/* The fan-out directories ab/cd of ino (the top bytes of a mix of it). */
+void store_sub_dirs(uint64_t ino, unsigned *ab, unsigned *cd);
+/* "ab/cd/<ino>.<col>", relative to DIR/subfiles. */
+int store_rel_subpath(uint64_t ino, uint32_t column, char *buf, size_t len);
+/* fsync the directory rel under base_fd (absent: 0). */
+int store_fsync_dirat(int base_fd, const char *rel);
+/* The cached entry of (ino, column), or NULL. */
+struct sub *store_cache_find(struct iod_store *s, uint64_t ino,
+			     uint32_t column);
+/* Open a subfile by its relative path: fd or -errno. */
+int store_open_existing(struct iod_store *s, const char *rel);
+/* Wait for (or run) a queued unlink of (ino, column) at rel (S4). */
+void store_unlinkq_settle(struct iod_store *s, uint64_t ino, uint32_t column,
+			  const char *rel);
+
+/* store_id.c: the identity file and the flag files */
+int store_id_check(struct iod_store *s, const char *cluster);
+int store_flags_load(struct iod_store *s);
+int store_quarantine_journal(struct iod_store *s);
+
 int store_home_open(struct iod_store *s, const struct iod_store_opts *opts);
 /* A mutation of [off, off + len) of a subfile: -EINVAL as iod_check_range,
  * -EFBIG when its end passes s->max_size (nothing is journaled: the
