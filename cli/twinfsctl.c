@@ -9,8 +9,8 @@
  * itself (proto/FORMAT.md "Special xattr"), so they need no config.
  *
  * rebuild (rebuild.c) starts, follows and reports resyncs.
- * What this file does not do: repair (fsck belongs to a later issue).  Every message names the object, the server and the cause
- * (CONVENTIONS.md "Errors").
+ * What this file does not do: repair (there is no fsck yet).  Every
+ * message names the object, the server and the cause.
  *
  * Exit codes: 0 success; 1 an error (a server could not be reached, a
  * request failed, twins differ); 2 usage; 3 `status` found a degraded group

@@ -1,5 +1,5 @@
 /* conf.c - twinfs.conf: the INI file every daemon, the client and the CLI
- * read (DESIGN.md "Operations").
+ * read (docs/ARCHITECTURE.md "Operations").
  *
  * Grammar, one item per line:
  *   [section]                 cluster | mgrd | iod | iod N   (N = 1..64)

@@ -1100,7 +1100,7 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 static int create_journal(struct jbd *j, uint64_t size)
 {
 	int rc = 0;
-	/* Preallocate with zeros (DESIGN.md): write them, so later appends
+	/* Preallocate with zeros (journal/FORMAT.md "Geometry"): write them, so later appends
 	 * never allocate and the log never reads stale bytes of another
 	 * file. */
 	uint8_t *zero = calloc(1, 1u << 20);

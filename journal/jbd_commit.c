@@ -5,7 +5,7 @@
  * carrying the CRC32C of the whole transaction, and written to the log at
  * the head with one batch of writev requests (J3, J5).  When every write
  * has returned the transaction is CLOSED: its handles' callbacks run (the
- * write may be acknowledged, DESIGN.md "Guarantees").  Only one transaction
+ * write may be acknowledged, docs/ARCHITECTURE.md "Guarantees").  Only one transaction
  * closes at a time, so everything committed meanwhile shares the next close
  * (group commit).  A transaction that does not fit the free log space waits
  * for the checkpoint (J8); it never fails for space.
@@ -483,7 +483,7 @@ void jbd__commit_kick(struct jbd *j)
 	 * stream has the device's bandwidth to itself anyway.  A lone request
 	 * stays buffered, where closing costs a memcpy, not a device round
 	 * trip (64 KiB O_DIRECT writes through the mount: 455 -> 593 us
-	 * with dfd).  Both are "closed" the same way (DESIGN.md "Journal"). */
+	 * with dfd).  Both are "closed" the same way (docs/ARCHITECTURE.md "Journal"). */
 	bool direct = j->direct && t->behind && t->nblocks >= JBD_DIRECT_MIN;
 	int fd = direct ? j->dfd : j->fd;
 	if (direct)

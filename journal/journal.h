@@ -85,8 +85,8 @@ void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode);
 
 /* ===================================================== Block journal (iod)
  *
- * The ext3/JBD-style block journal of the iods (DESIGN.md "Journal", issue
- * 4; byte format, validity rule, invariants J1.. and state diagram in
+ * The ext3/JBD-style block journal of the iods (docs/ARCHITECTURE.md
+ * "Journal"; byte format, validity rule, invariants J1.. and state diagram in
  * journal/FORMAT.md (part 2)).  A preallocated journal file of 4 KiB blocks
  * holds a superblock and a circular log of transactions.  The caller (the
  * iod's subfile store) names home objects by an opaque u64 (e.g.

@@ -1,6 +1,6 @@
 /* raid.h - the whole public interface of libraid.
  *
- * RAID-0: the striping math of DESIGN.md "Data placement".  Byte o of a file
+ * RAID-0: the striping math of docs/ARCHITECTURE.md "Data placement".  Byte o of a file
  * is in unit u = o / S, column k = u mod C, stored by group groups[k] in
  * subfile (ino, k) at offset (u / C) * S + o mod S.  Inverse: offset x of
  * column k is byte ((x / S) * C + k) * S + x mod S.
@@ -108,7 +108,7 @@ static inline int r1_read_twin(uint64_t ino, uint32_t column, uint64_t unit)
 	return (int)((ino + column + unit) % 2);
 }
 
-/* --- RAID-1 twin states (DESIGN.md "Twins") ---
+/* --- RAID-1 twin states (docs/ARCHITECTURE.md "Twins") ---
  *
  * mgrd owns each iod's state in the cluster map; every change bumps the
  * epoch.  The rules below are the whole policy: mgrd applies events with

@@ -1,4 +1,4 @@
-/* raid0.c - RAID-0 striping math (DESIGN.md "Data placement").
+/* raid0.c - RAID-0 striping math (docs/ARCHITECTURE.md "Data placement").
  *
  * A file of layout (S, C, groups[]) is cut into stripe units of S bytes;
  * unit u lives in column k = u mod C, at subfile offset (u / C) * S.  Every
@@ -6,7 +6,7 @@
  * allocation, no state, so it is safe from any thread.  S is a power of two
  * (checked by r0_layout_check), but the code divides rather than shifts
  * because the compiler cannot know that and the formulas then read as in
- * DESIGN.md; none of this is on a path where a division matters.
+ * raid.h; none of this is on a path where a division matters.
  *
  * Callers must pass layouts that passed r0_layout_check (or came from
  * r0_layout_make); the mapping functions assert only what would otherwise

@@ -23,7 +23,7 @@ Subcommands (all print their result on stdout, one line):
                                journal_modes.sh's table (README.md here)
   report RAW.tsv SUMMARY.tsv MODE [CEILING.tsv]
                                medians per target and workload, ratios,
-                               targets of issue 6; prints the table (and,
+                               targets (README.md here); prints the table (and,
                                with CEILING.tsv, the table against hopfs)
   check OUTDIR                 run --quick's self-check for CI: a figure
                                for every workload on every target, no
@@ -191,7 +191,8 @@ def cmd_quiesce(timeout, journals, pids):
 
 def cmd_modes_report(raw, modes):
     """journal_modes.sh's table: each mode's figure per workload, the disk
-    before and after, journal / writeback, and the DESIGN.md ceilings."""
+    before and after, journal / writeback, and the journal ceilings
+    (docs/ARCHITECTURE.md "Journal")."""
     v = {}
     for line in open(raw).read().splitlines()[1:]:
         t, w, val, unit, note = (line.split("\t") + [""])[:5]
@@ -199,7 +200,7 @@ def cmd_modes_report(raw, modes):
             v[(t, w)] = (float(val), unit)
         except ValueError:
             v[(t, w)] = (None, unit)
-    # DESIGN.md "Journal": both twins on one disk.  Sustained writes larger
+    # docs/ARCHITECTURE.md "Journal": both twins on one disk.  Sustained writes larger
     # than the journal: journal 0.25 x disk, ordered/writeback 0.5 x; bursts
     # that fit the journal: 0.5 x.  Other workloads: no stated ceiling.
     def ceil(w):
@@ -236,7 +237,7 @@ def cmd_modes_report(raw, modes):
 
 
 # workload -> (unit, higher_is_better, baseline, factor); factor None = no
-# target.  From issue 6, "The targets".
+# target.  The targets of README.md here, "Ratios, medians, targets".
 WORKLOADS = [
     ("seq_write", "MB/s", True, "local", 0.22),
     ("seq_read", "MB/s", True, "local", 0.6),
@@ -318,12 +319,13 @@ def cmd_report(raw, summary, mode, ceiling=None):
                      fmt(med["twinfs"]), fmt(r_loc), fmt(r_bfs),
                      fmt(run_ratio), target, met))
     cols = ("workload", "unit", "local", "bindfs", "twinfs", "tw/local",
-            "tw/bindfs", "run_ratio", "target (issue 6)", "met")
+            "tw/bindfs", "run_ratio", "target", "met")
     with open(summary, "w") as f:
         f.write("\t".join(cols) + "\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
-    # The physical ceiling of the write targets (DESIGN.md "Journal"): with
+    # The physical ceiling of the write targets (docs/ARCHITECTURE.md
+    # "Journal"): with
     # both twins on one disk every byte is written four times with
     # data=journal (0.25 x disk), twice otherwise (0.5 x).
     disk = vals.get(("disk_write", "local"), {})
@@ -400,7 +402,7 @@ def ceiling_report(vals, out):
     if not rows:
         return
     cols = ("workload", "unit", "bindfs", "hopfs", "twinfs", "hop/bindfs",
-            "tw/hop", "target (issue 6)", "with TwinFS's hops")
+            "tw/hop", "target", "with TwinFS's hops")
     with open(out, "w") as f:
         f.write("\t".join(cols) + "\n")
         for r in rows:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # failover_stall.sh - the longest stall an application sees when an iod dies
-# mid-write (issue 3): a loop of 1 MiB write() calls, each timed, on a fresh
+# mid-write (the failover drills, measured): a loop of 1 MiB write() calls, each timed, on a fresh
 # private local cluster per round; in the middle one iod is killed (kill -9)
 # or hung (SIGSTOP).  Baseline, measured in the same run: the same loop with
 # no failure.  Prints per-round and worst stalls (ms) and the ratio of the
@@ -10,7 +10,8 @@
 # Environment: TWINFS_PORT (default 20540), TWINFS_BUILD_DIR,
 # TWINFS_REQUEST_TIMEOUT (default 2s), TWINFS_MONITOR_INTERVAL (default
 # 500ms; the client gets the same).  Each round starts a new cluster,
-# because part A of issue 3 has no resync: a killed iod stays resyncing.
+# so that each begins with both twins up and in sync (a killed iod stays
+# resyncing until its resync has copied what it missed).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

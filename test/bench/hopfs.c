@@ -1,5 +1,5 @@
 /* hopfs.c - the fastest a client/server design can be on this machine: a
- * benchmark's ceiling for TwinFS, not a file system to use (issue 6).
+ * benchmark's ceiling for TwinFS, not a file system to use (README.md here, "The ceiling").
  *
  *   hopfs serve DIR PORT [TWIN_PORT]
  *       Serve DIR on 127.0.0.1:PORT.  With TWIN_PORT, every WRITE is also

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # journal_modes.sh - the three journal modes of the iods through the mount
-# (issue 4, "Measure and report"; README.md here).
+# (README.md here, "`journal_modes.sh`").
 #
 #   test/bench/journal_modes.sh [--quick] [--out DIR] [--modes "journal ordered writeback"]
 #                               [--burst MIB]
@@ -21,7 +21,7 @@
 # plus the same workloads on a plain directory of the same file system
 # ("disk"), measured before and after the modes, and direct_1g (the 1 GiB
 # write with O_DIRECT: the device, not the guest's page cache), the base of
-# the physical ceiling of DESIGN.md "Journal" (both twins on one disk:
+# the physical ceiling of docs/ARCHITECTURE.md "Journal" (both twins on one disk:
 # sustained data=journal near 0.25 x disk, writeback 0.5 x; bursts that
 # fit the journal 0.5 x).
 # Between workloads: twinfsctl sync, wait until the iods are idle
@@ -176,7 +176,7 @@ workloads() { # TARGET DIR
 	local t=$1 d=$2 bw iops lat bytes c0 v size label
 	if [[ $t == disk* ]]; then
 		# The device without the guest's page cache (the host may still
-		# cache it): the base of the DESIGN.md ceilings.
+		# cache it): the base of the journal ceilings.
 		read -r bw iops lat bytes < <(fio_job "$t" "$d" direct_1g write --filename=seq.dat \
 			--rw=write --bs=1M --size=${SEQ}M --direct=1 --end_fsync=1)
 		rec "$t" direct_1g "$bw" MB/s

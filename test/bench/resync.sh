@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# resync.sh - resync costs (issue 3 "Measure and report"), on a private
+# resync.sh - resync costs (README.md here, "`resync.sh`"), on a private
 # local cluster, data on twin group 0 only:
 #   1. full rebuild: iod 1's data directory is wiped and iod 1 started; time
 #      from start-iod to a healthy status, and the source's own figure from

@@ -72,7 +72,7 @@ mgrd_outage_drill() {
 
 	# An outage longer than mgr_timeout: EIO after mgr_timeout.
 	$cut
-	# Meanwhile a wait for mgrd honours interrupts (DESIGN.md): a caught
+	# Meanwhile a wait for mgrd honours interrupts (docs/ARCHITECTURE.md "Client"): a caught
 	# signal ends a mkdir with EINTR once the client's grace for an
 	# answer on the wire (FC_MGR_INTR_GRACE_MS, 1 s, mgrd not answering
 	# the client's ping) is over.  mgrd may still apply it after the heal:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t_append.sh - O_APPEND from two mounts (two twinfs processes, as two
 # client hosts) never overwrites: each append takes its offset from a
-# reservation at mgrd (DESIGN.md "Client"), so when both mounts append
+# reservation at mgrd (docs/ARCHITECTURE.md "Metadata"), so when both mounts append
 # concurrently, the final size is the sum of every record written and each
 # record is found whole, exactly once, byte for byte.  The second round
 # kills mgrd (-9) in the middle: retransmitted reservations are answered

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_auth.sh - the cluster secret (DESIGN.md "Wire protocol"): with a secret
+# t_auth.sh - the cluster secret (docs/SECURITY.md): with a secret
 # in the config, iods register and twin-forward only after proving it, an
 # admin without it (or with a wrong one) is refused with a clear message, a
 # client mount works as NFS AUTH_SYS does (no secret needed), and a daemon

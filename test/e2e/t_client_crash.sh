@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t_client_crash.sh - a client (its twinfs process) killed with SIGKILL
-# right after writes it never reported.  DESIGN.md "Size and times": "If a
-# writer's session ends without a final report, mgrd takes the size from
-# the iods before anyone else opens the file."
+# right after writes it never reported.  When a writer's session ends
+# without a final report, mgrd takes the size from the iods before anyone
+# else opens the file (docs/ARCHITECTURE.md "Metadata").
 #   1. Once the writer's session expires, the file opens with every byte
 #      the writer had sent, byte for byte, and a write past the end leaves
 #      zeros in between, not the writer's bytes past a stale size.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # t_delete.sh - the subfiles of removed files really go away on every iod
-# (DESIGN.md "Metadata": subfile deletion is asynchronous and retried).
+# (docs/ARCHITECTURE.md "Metadata": subfile deletion is asynchronous and
+# retried).
 # mgrd defers those DELETEs while client requests keep arriving
 # (iodpool.c: demand before background work); this checks that they
 # happen once the requests stop, and that a steady stream of requests

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_both.sh - issue 3 part A, both twins of a group killed: I/O on
+# t_failover_both.sh - failover drill, both twins of a group killed: I/O on
 # a file of that group fails with EIO within request_timeout + 1 s, a file
 # placed only on the other group still works, nothing hangs; when the twins
 # return, the group serves again without a remount (the twin demoted first

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_hang.sh - issue 3 part A, a hung iod (SIGSTOP: no reset, only
+# t_failover_hang.sh - failover drill, a hung iod (SIGSTOP: no reset, only
 # silence) during writes: I/O resumes within request_timeout + 1 s (the
 # longest 1 MiB write is timed), the bytes are right, the map says down and
 # needing resync, and SIGCONT brings it back as `resyncing` (at mgrd's next

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_idle.sh - issue 3 part A, detection without I/O: with
+# t_failover_idle.sh - failover drill, detection without I/O: with
 # monitor_interval 500 ms and nobody writing, a killed iod is `down` in the
 # map within 2 x monitor_interval + request_timeout (mgrd's own pings: two
 # misses), and a hung one (SIGSTOP) within the same bound.

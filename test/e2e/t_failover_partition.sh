@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_partition.sh - issue 3, a partitioned iod: the whole cluster
+# t_failover_partition.sh - failover drill, a partitioned iod: the whole cluster
 # runs in a network namespace this test creates, iod 2 in a second one,
 # joined by a veth pair; mid-write the link is cut (packets vanish: no
 # reset, only silence, as a pulled cable).  I/O resumes within

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_read.sh - issue 3 part A, kill -9 during a read: a 256 MiB
+# t_failover_read.sh - failover drill, kill -9 during a read: a 256 MiB
 # file is read (after a remount, so every byte comes from the iods) while
 # one of its iods is killed; the read completes with the right bytes, since
 # a failed piece goes at once to the other readable twin.  Then the same

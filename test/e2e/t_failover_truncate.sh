@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_truncate.sh - issue 3 part A, truncate during a failover:
+# t_failover_truncate.sh - failover drill, truncate during a failover:
 # mgrd's TRUNCATE to a column's primary fails while the group fails over
 # (primary refused, forward to a dead twin, forward overtaken by a new
 # epoch); mgrd retries at the primary of the next map, so truncate(1) right

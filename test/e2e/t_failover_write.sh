@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_failover_write.sh - issue 3 part A, kill -9 during writes.  First a
+# t_failover_write.sh - failover drill, kill -9 during writes.  First a
 # loop of 1 MiB writes to a file of group 1 while iod 4 is killed: the
 # longest stall must stay under a second (a reset connection is reported
 # and the iod demoted in milliseconds).  Then iod 2 is killed while dd

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_journal_abort.sh - the sticky journal abort reaches mgrd (issue 4): the
+# t_journal_abort.sh - the sticky journal abort reaches mgrd (journal/FORMAT.md J12): the
 # journal of one iod of group 0 fails a write with EIO (TWINFS_TEST_FAULTS=1
 # and SIGUSR1, iod/main.c) while a client writes a file of that group.  The
 # iod refuses writes, reports itself and fails pings, mgrd marks it down and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_journal_crash.sh - every byte an fsync acknowledged survives a kill -9 of
-# both twins of its group at once (issue 4): a writer fsyncs after each
+# both twins of its group at once: a writer fsyncs after each
 # block and logs the blocks that were acknowledged; both iods of group 0 are
 # killed mid-write and restarted; every acknowledged block must read back
 # exactly.  The twins may differ in the block that was in flight (one

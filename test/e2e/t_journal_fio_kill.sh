@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_journal_fio_kill.sh - the issue-4 drill: fio writes random blocks with
+# t_journal_fio_kill.sh - the journal kill drill: fio writes random blocks with
 # crc32c verify headers on the mount while iods are killed with SIGKILL and
 # restarted in a loop (bounded: at most KILLS kills and 90 s); fio sees no
 # error and its verify pass reads every block back intact, again from a

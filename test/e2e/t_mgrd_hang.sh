@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_mgrd_hang.sh - issue 3 drill: mgrd hung with SIGSTOP (its connections
+# t_mgrd_hang.sh - mgrd outage drill: mgrd hung with SIGSTOP (its connections
 # stay open, nothing answers) while a client writes and reads; see
 # mgrd_outage_lib.sh for what is checked: data I/O goes on, metadata waits
 # up to mgr_timeout then fails with EIO, nothing hangs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_mgrd_partition.sh - issue 3 drill: mgrd partitioned.  The cluster runs
+# t_mgrd_partition.sh - mgrd outage drill: mgrd partitioned.  The cluster runs
 # in a network namespace this test creates, mgrd in a second one, joined by
 # a veth pair; the link is cut (packets vanish: no reset, only silence)
 # while a client writes and reads; see mgrd_outage_lib.sh for what is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_monitor_default.sh - issue 3 drill with the default timers
+# t_monitor_default.sh - failure detection drill with the default timers
 # (monitor_interval 30 s, request_timeout 5 s, down_after 2, for mgrd and
 # the client) and no I/O: a killed iod is reported `down` within
 # 2 x 30 s + 5 s.  About 70 s, so run-all skips it unless TWINFS_SLOW=1.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_monitor_interval.sh - issue 3: detection honours monitor_interval.
+# t_monitor_interval.sh - failure detection honours monitor_interval.
 # mgrd pings every 2 s; the client's own pings come every 60 s and there
 # is no I/O.  A killed iod is `down` within 2 x interval + request_timeout
 # (its twin sees the connection reset and reports it at once, so usually

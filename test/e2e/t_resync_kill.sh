@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_kill.sh - issue 3 item 4: twin A (iod 1) is killed, files of its
+# t_resync_kill.sh - incremental resync after a rejoin: twin A (iod 1) is killed, files of its
 # group are written, overwritten, cut and deleted while it is away; A is
 # started again and resyncs automatically from iod 2: the status becomes
 # healthy, verify finds both twins identical and every byte is right.

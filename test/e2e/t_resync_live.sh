@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_live.sh - issue 3 item 4, the ordering of copy and live writes:
+# t_resync_live.sh - resync drill, the ordering of copy and live writes:
 # while a rate-limited resync of iod 1 runs (incremental, then again with
 # --full), a writer keeps overwriting random blocks of a file of that group
 # (and mirrors every write into a local copy): when the resync is done and

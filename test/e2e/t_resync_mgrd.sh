@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_mgrd.sh - issue 3 item 6: mgrd is killed (kill -9) and restarted
+# t_resync_mgrd.sh - a resync survives mgrd: mgrd is killed (kill -9) and restarted
 # while a rate-limited resync runs: the map still says `resyncing`, the new
 # mgrd follows the copy the source is still running (its progress shows in
 # status; its job record, start time and counters come back from mgrd's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_resume.sh - issue 3 item 6, "a rebuild survives the restart of
+# t_resync_resume.sh - resync drill, "a rebuild survives the restart of
 # either iod (it resumes, not restarts from zero)": a rate-limited full
 # rebuild of iod 1 from iod 2 is cut by kill -9 of the source (iod 2)
 # midway, and mgrd is restarted too; iod 2 is started again and the job

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_resume_target.sh - issue 3 item 6, the target's side of "a
+# t_resync_resume_target.sh - resync drill, the target's side of "a
 # rebuild survives the restart of either iod": a rate-limited full rebuild
 # of iod 1 is cut by kill -9 of the target itself midway; while it is away
 # files before and after the copy cursor are overwritten, extended and cut

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_stale.sh - issue 3 items 3-4: kill twin A (iod 1), write, kill
+# t_resync_stale.sh - stale twins: kill twin A (iod 1), write, kill
 # twin B (iod 2), start A: A is stale and never promoted, and I/O on its
 # group fails with EIO (never A's stale bytes) while the other group works;
 # start B: B serves, A resyncs from it, verify is clean, files are right.

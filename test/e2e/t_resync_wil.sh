@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_wil.sh - issue 3 item 4: an incremental resync copies what the
+# t_resync_wil.sh - resync drill: an incremental resync copies what the
 # write-intent logs mark, not everything.  A large file is written with
 # both twins up and its regions are cleared (both synced); iod 1 is killed,
 # three 64 KiB pieces of the file are overwritten and a small file is

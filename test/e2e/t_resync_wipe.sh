@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_resync_wipe.sh - issue 3 item 5: iod 1's data directory is wiped (a
+# t_resync_wipe.sh - full rebuild of a wiped disk: iod 1's data directory is wiped (a
 # replaced disk) and iod 1 started: mgrd accepts the new, empty directory
 # as stale, iod 2 copies everything to it (full rebuild), the status becomes
 # healthy and verify is clean.  Prints the full-rebuild throughput.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_wbcache.sh - a mount with -o writeback_cache: the kernel caches writes
-# and owns size, mtime and ctime of the files it caches (DESIGN.md
+# and owns size, mtime and ctime of the files it caches (docs/ARCHITECTURE.md
 # "Client": an option for one writer per file; two mounts do not see each
 # other's sizes and times at once).  What one mount shows must stay right:
 #   - first, that the option is in effect (the kernel answers lseek);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_writeback.sh - the iods in writeback mode (journal_mode = writeback: data
-# written in place, the journal holds metadata; DESIGN.md "Journal"), where
+# written in place, the journal holds metadata; docs/ARCHITECTURE.md "Journal"), where
 # an fsync makes one file's subfiles durable on both twins with their own
 # fsync on the journal's helper thread (jbd_sync_files), not a syncfs of
 # the whole disk.  A writer fsyncs after each 64 KiB block of a file

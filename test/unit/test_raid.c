@@ -1,5 +1,5 @@
 /* test_raid.c - unit tests of the RAID-0 striping math and the RAID-1 twin
- * policy (raid/raid.h, DESIGN.md "Data placement").
+ * policy (raid/raid.h, docs/ARCHITECTURE.md "Data placement").
  *
  * The mapping is checked against an independent simulation (units dealt to
  * columns one by one, each column with its own cursor), not against the
