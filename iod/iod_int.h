@@ -2,16 +2,23 @@
  * inside iod/).
  *
  * Modules:
- *   store.c   subfiles on the local file system: paths, xattrs, identity,
- *             fd cache, listing scan (the "home" side; no network)
+ *   store.c   subfiles on the local file system: paths, xattrs, open and
+ *             close, fd cache, deferred unlinks (the "home" side; no
+ *             network); its neighbours store_id.c (the data directory's
+ *             identity and flag files), store_sync.c (durability at home)
+ *             and store_scan.c (the listing)
  *   store_journal.c  every mutation through the block journal (DIR/journal),
  *             reads/sizes/listing/checksums through its index, records
  *   store_intent.c   the write-intent log (marked regions, clearing)
+ *   intent_list.c    a sorted copy of its marks (resync, INTENTS)
  *   store_space.c    fallocate, hole punching, SEEK_DATA/SEEK_HOLE
  *   store_lost.c     subfiles whose journaled changes could not go home
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
+ *   stale_fwd.c      forwards the twin refused as stale, until healed
+ *   resync.c  the source side of a twin's resync (copy, live writes)
+ *   resync_cursor.c  where an interrupted resync copy may resume
  *   mgr.c     registration with mgrd and the cluster map
- *   server.c  the listener, HELLO, validation and dispatch
+ *   server.c  the listener, HELLO, who may send what, dispatch
  *   main.c    command line, signals, the loop
  *
  * Everything runs on one thread, the libuv loop thread.  That single thread
@@ -623,8 +630,9 @@ void iod_rs_cursor_set_off(struct iod_rs_cursor *c, uint64_t id,
 /* The message of id was applied; true when `done` moved. */
 bool iod_rs_cursor_ack(struct iod_rs_cursor *c, uint64_t id);
 
-/* WRITE, TRUNCATE, DELETE, FSYNC after validation: apply (and forward when
- * we are the primary), reply exactly once.  Takes ownership of m. */
+/* WRITE, TRUNCATE, FALLOCATE, DELETE, FSYNC after validation: apply (and
+ * forward when we are the primary), reply exactly once.  Takes ownership
+ * of m. */
 void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
 /* CHECKSUM with `both` (twinfsctl verify): our checksums and the twin's,
  * taken at the same point of our write order.  Answers the request. */

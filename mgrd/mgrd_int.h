@@ -25,9 +25,14 @@
  *              timers, start and stop (server_int.h: shared with
  *              handlers.c).
  *   handlers.c one handler per client/admin request type.
+ *   handlers_lock.c  fcntl/OFD/flock locks: the cluster-wide table
+ *              (common/lock.c), waiters, grace after a restart.
  *   dlease.c   name leases: a directory's maker answers absent names
  *              itself; other sessions' name-adding requests wait for the
  *              recall (server_int.h).
+ *   resync.c   mgrd's side of a twin's resync: starts, watches and
+ *              completes the copy, keeps the job record (server_int.h).
+ *   rjob.c     the byte format of that job record (mgrd/FORMAT.md).
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.

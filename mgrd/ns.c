@@ -332,8 +332,9 @@ static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 	if (S_ISREG(in->mode) && in->layout.stripe_count > 0) {
 		struct mgr_pdel *pd = calloc(1, sizeof(*pd));
 
-		/* On ENOMEM the subfiles leak on the iods (fsck finds them);
-		 * the namespace stays consistent. */
+		/* On ENOMEM the subfiles stay on the iods, referenced by
+		 * no inode (nothing collects them yet: they take space,
+		 * nothing else); the namespace stays consistent. */
 		if (pd) {
 			pd->ino = in->ino;
 			pd->layout = in->layout;
