@@ -3,8 +3,10 @@
 # hardened: `systemd-analyze security --offline=true` scores each one's
 # exposure below MAX_EXPOSURE (0 = fully sandboxed, 10 = not at all; the
 # units score 1.8 today: they run as root, on the network, in the host's
-# root).  Skipped, with a note, where systemd-analyze lacks --offline
-# (systemd < 250) or is absent.  No cluster: only the unit files are read.
+# root).  The units are templates (UNIT.in, deploy/meson.build): each is
+# checked as meson makes it for prefix /usr, @bindir@ replaced.  Skipped,
+# with a note, where systemd-analyze lacks --offline (systemd < 250) or is
+# absent.  No cluster: only the unit files are read.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 MAX_EXPOSURE=3.0
 E2E_PASS=0 E2E_FAIL=0
@@ -17,8 +19,15 @@ if ! command -v systemd-analyze >/dev/null ||
 	pass systemd-units-skipped
 	exit 0
 fi
+UNITS=$(mktemp -d "${TMPDIR:-/tmp}/twinfs-units.XXXXXX") || exit 1
+trap 'rm -rf "$UNITS"' EXIT
 for u in twinfs-mgrd.service twinfs-iod@.service; do
-	f=$REPO/deploy/systemd/$u
+	# Under the unit's own name: systemd-analyze takes the type from it.
+	f=$UNITS/$u
+	sed 's|@bindir@|/usr/bin|g' "$REPO/deploy/systemd/$u.in" >"$f"
+	if grep -q '@[A-Za-z_]*@' "$f"; then
+		fail "$u-template" "a variable deploy/meson.build does not set: $(grep -o '@[A-Za-z_]*@' "$f" | head -n 1)"
+	fi
 	out=$(systemd-analyze security --offline=true --no-pager "$f" 2>&1)
 	score=$(echo "$out" | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
 	if [[ -z $score ]]; then
