@@ -636,10 +636,19 @@ static int check_cap(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return 0;
 	}
 refuse:
-	tw_log_rl(rc == -EKEYREJECTED ? TW_LOG_INFO : TW_LOG_WARN,
-		  "%s (session %" PRIu64 "): %s ino %" PRIu64 " refused (%s): "
-		  "it %s", wire_conn_peer(c), session,
-		  wire_type_name(m->hdr.type), u.ino, strerror(-rc), why);
+	/* Two call sites, so that a client's routine refetches (INFO) never
+	 * hide a forgery (WARN) from the rate limit. */
+	if (rc == -EKEYREJECTED)
+		tw_log_rl(TW_LOG_INFO, "%s (session %" PRIu64 "): %s ino %"
+			  PRIu64 " refused (%s): it %s; it may fetch a fresh "
+			  "one", wire_conn_peer(c), session,
+			  wire_type_name(m->hdr.type), u.ino, strerror(-rc),
+			  why);
+	else
+		tw_log_rl(TW_LOG_WARN, "%s (session %" PRIu64 "): %s ino %"
+			  PRIu64 " refused (%s): it %s", wire_conn_peer(c),
+			  session, wire_type_name(m->hdr.type), u.ino,
+			  strerror(-rc), why);
 	return rc;
 }
 
