@@ -27,7 +27,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      5u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG) */
+#define WIRE_VERSION      5u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); next: capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
