@@ -64,9 +64,8 @@ static void sweep(struct fc_client *cl)
 
 		if (!c->fetching && !c->waiters &&
 		    now >= c->got_ms + c->lifetime_ms) {
-			tw_hmap_del(&cl->caps, k);
+			tw_hmap_del(&cl->caps, k);   /* allowed mid-iteration */
 			free(c);
-			it = 0;   /* the table changed under the iterator */
 			continue;
 		}
 		n++;
