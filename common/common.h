@@ -125,6 +125,10 @@ struct tw_conf {
 	 * for one connection before it stops reading that connection's
 	 * requests (until they drain below half). */
 	uint64_t max_queued_reply_bytes;
+	/* [cluster] cap_lifetime, 300s: how long a data-path capability mgrd
+	 * issues stays valid (proto/FORMAT.md "Capabilities"); only with a
+	 * secret. */
+	uint32_t cap_lifetime_ms;
 
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */

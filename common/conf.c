@@ -216,6 +216,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->max_connections = 4096;
 	conf->hello_timeout_ms = 5 * 1000;
 	conf->max_queued_reply_bytes = 32ull << 20;
+	conf->cap_lifetime_ms = 300 * 1000;
 	conf->max_sessions_per_client = 64;
 	conf->max_locks_per_session = 100000;
 }
@@ -356,6 +357,15 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 				    key, val);
 		c->max_queued_reply_bytes = size;
 		return 0;
+	case 16:
+		/* A cap must outlive the round trip that fetched it; past a
+		 * day a leaked one is as good as a permanent key. */
+		if (set_ms(p, key, val, &c->cap_lifetime_ms) < 0)
+			return -EINVAL;
+		if (c->cap_lifetime_ms < 1000 || c->cap_lifetime_ms > 86400000u)
+			return fail(p, p->line, "%s: %s is not between 1s and "
+				    "1 day", key, val);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -365,6 +375,7 @@ static const char *const cluster_keys[] = {
 	"down_after", "request_timeout", "mgr_timeout", "commit_interval",
 	"session_timeout", "auto_resync", "root_squash", "lock_grace",
 	"max_connections", "hello_timeout", "max_queued_reply_bytes",
+	"cap_lifetime",
 };
 
 static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)

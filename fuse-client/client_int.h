@@ -499,6 +499,11 @@ struct fc_client {
 	atomic_int tuned;
 	/* statistics for blksize of directories */
 	atomic_uint blksize;
+	/* Data-path capabilities (cap.c), [loop]: ino -> struct fc_cap;
+	 * caps_on once mgrd gave one (it has a cluster secret). */
+	struct tw_hmap caps;
+	bool caps_on;
+	size_t caps_sweep_at;
 	/* The map's max_subfile_size (0: not known yet): with a file's
 	 * layout, the largest size it may reach (fc_file_limit).  Read on
 	 * FUSE workers too. */
@@ -564,12 +569,44 @@ void fc_op_later_wake(struct fc_client *cl, fc_op_fn run);
 void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
 	     uint32_t timeout_ms, wire_reply_cb cb, void *arg);
+/* Loop thread: cb(status, NULL, arg) later, from the loop. */
+void fc_defer(struct fc_client *cl, wire_reply_cb cb, void *arg, int status);
 /* fc_call with the data sent from z without a copy (wire_call_z);
  * z->release runs exactly once either way, also when the call could not
  * start. */
 void fc_call_z(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 	       const ProtobufCMessage *body, const struct wire_zdata *z,
 	       uint32_t timeout_ms, wire_reply_cb cb, void *arg);
+
+/* -------------------------------------------------------------- cap.c */
+
+/* Loop thread, all of them (proto/FORMAT.md "Capabilities"). */
+struct fc_cap_waiter {
+	struct fc_cap_waiter *next;
+	void (*cb)(void *arg, int status);   /* 0 or mgrd's -errno */
+	void *arg;
+};
+/* A cap from an OPEN or create reply (absent: nothing); op: the opener,
+ * whose uid and gid later fetches name (may be NULL). */
+void fc_cap_take(struct fc_client *cl, uint64_t ino, bool write,
+		 const ProtobufCBinaryData *cap, uint32_t lifetime_ms,
+		 const struct fc_op *op);
+/* Fetch a cap for ino (write rights when write) with MSG_CAP; w (may be
+ * NULL; caller-owned, alive until called) is called back exactly once,
+ * later, also when the fetch failed (the iod then refuses again). */
+void fc_cap_fetch(struct fc_client *cl, uint64_t ino, bool write,
+		  const struct fc_op *op, struct fc_cap_waiter *w);
+/* Point *out at the cached cap for ino if it is usable for write (out
+ * borrows the cache: use it before returning to the loop); renews it in
+ * the background past half its lifetime.  false, *out empty: none. */
+bool fc_cap_attach(struct fc_client *cl, uint64_t ino, bool write,
+		   ProtobufCBinaryData *out);
+/* Caps are in use and none usable for write is cached: fetch first. */
+bool fc_cap_missing(struct fc_client *cl, uint64_t ino, bool write);
+/* An iod refused ino's cap as expired: never attach it again. */
+void fc_cap_drop(struct fc_client *cl, uint64_t ino);
+/* Free the cache (after the loop stopped). */
+void fc_caps_free(struct fc_client *cl);
 
 /* -------------------------------------------------------------- mgr.c */
 

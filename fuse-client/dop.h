@@ -26,6 +26,8 @@ struct dop {
 	struct fc_op op;
 	struct fc_mgr_call mc;
 	struct fc_map_waiter mw;
+	struct fc_cap_waiter cw; /* a cap fetch of refresh or cap_first */
+	int cap_tries;           /* cap fetches before a round (cap_first) */
 	struct fc_file *f;       /* holds a reference while the op runs */
 	uint64_t ino;
 	struct fuse_file_info fi;

@@ -260,6 +260,11 @@ static void call_failed(struct fc_client *cl, int rc, wire_reply_cb cb,
 	uv_async_send(&cl->async);
 }
 
+void fc_defer(struct fc_client *cl, wire_reply_cb cb, void *arg, int status)
+{
+	call_failed(cl, status, cb, arg);
+}
+
 void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 	     const ProtobufCMessage *body, const struct iovec *iov, int niov,
 	     uint32_t timeout_ms, wire_reply_cb cb, void *arg)

@@ -607,6 +607,7 @@ int main(int argc, char *argv[])
 	fc_inodes_init(cl);
 	tw_hmap_init(&cl->reports_inflight);
 	tw_hmap_init(&cl->wb_errs);
+	tw_hmap_init(&cl->caps);
 	atomic_init(&cl->blksize, R0_DEF_STRIPE_SIZE);
 	if (fuse_opt_parse(&args, &c, optspec, opt_proc) < 0)
 		return 1;
@@ -623,6 +624,7 @@ int main(int argc, char *argv[])
 		fc_inodes_free(cl);
 		tw_hmap_free(&cl->reports_inflight);
 		tw_hmap_free(&cl->wb_errs);
+		fc_caps_free(cl);
 		fuse_opt_free_args(&args);
 		free(c.mgr_addr);
 		free(c.cluster);
@@ -770,6 +772,7 @@ out:
 	fc_dl_free(&cl->dl);
 	tw_hmap_free(&cl->reports_inflight);
 	tw_hmap_free(&cl->wb_errs);
+	fc_caps_free(cl);
 	fuse_opt_free_args(&args);
 	free(fopts.mountpoint);
 	free(c.mgr_addr);

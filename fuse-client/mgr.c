@@ -92,9 +92,21 @@ static void fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
 	h->control = control;
 }
 
+/* The HELLO to an iod: our session, which the caps we send it must name
+ * (proto/FORMAT.md "Capabilities"), never its secret, which is mgrd's
+ * business alone. */
+static void fill_iod_hello(struct fc_client *cl, Twinfs__Hello *h)
+{
+	fill_hello(cl, h, false);
+	h->session_secret.data = NULL;
+	h->session_secret.len = 0;
+}
+
 /* mgrd named the session bound to a connection: normally ours; a new one
  * when mgrd lost ours (then exactly-once and open handles of the old one
- * are gone).  Future HELLOs carry it, with its secret. */
+ * are gone).  Future HELLOs carry it, with its secret; the iod
+ * connections are made again to carry it (their caps name it), and the
+ * calls on them retry as after any lost connection. */
 static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 			  const Twinfs__HelloReply *reply)
 {
@@ -122,6 +134,11 @@ static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 	fill_hello(cl, &h, true);
 	if (cl->ctl)
 		wire_peer_set_hello(cl->ctl, &h);
+	fill_iod_hello(cl, &h);
+	for (uint32_t id = 1; id <= TW_MAX_IODS; id++)
+		if (cl->iods[id].peer &&
+		    wire_peer_set_hello(cl->iods[id].peer, &h) == 0)
+			wire_peer_reset(cl->iods[id].peer);
 }
 
 static void on_mgr_connect(struct wire_peer *p, int status,
@@ -588,7 +605,7 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 			Twinfs__Hello h;
 
 			memset(&o, 0, sizeof(o));
-			fill_hello(cl, &h, false);
+			fill_iod_hello(cl, &h);
 			o.host = iod->host;
 			o.port = iod->port;
 			o.hello = &h;

@@ -325,7 +325,26 @@ static void map_refresh_done(void *arg, int status)
 	refresh_step_done(arg, status);
 }
 
-/* Refresh attributes and (when want_map) the map, then run d->op.run. */
+/* A failed cap fetch is no failure of the op: the iod answers it. */
+static void cap_refresh_done(void *arg, int status)
+{
+	(void)status;
+	refresh_step_done(arg, 0);
+}
+
+static void cap_fetch(struct dop *d)
+{
+	d->refresh_pending++;
+	d->cw.cb = cap_refresh_done;
+	d->cw.arg = d;
+	fc_cap_fetch(d->op.cl, d->ino, !d->is_read, &d->op, &d->cw);
+}
+
+/* Refresh attributes and (when want_map) the map, then run d->op.run.
+ * With caps in use a fresh one comes along: after -ESTALE it must carry
+ * the new trunc_gen, after -EKEYREJECTED it replaces the refused one
+ * (both from mgrd in this order, so the cap is at least as new as the
+ * attributes). */
 static void refresh(struct dop *d, bool want_map, fc_op_fn next)
 {
 	d->err = 0;
@@ -337,7 +356,34 @@ static void refresh(struct dop *d, bool want_map, fc_op_fn next)
 		fc_map_refresh(d->op.cl, &d->mw);
 	}
 	need_attr(d, next);
+	if (d->op.cl->caps_on)
+		cap_fetch(d);
 	refresh_step_done(d, 0);
+}
+
+/* Before a round: true when d waits for a cap (page-cache writeback after
+ * the release, an mmap, a renewal that did not come); next runs then.
+ * Twice per op at most: after that the iod's answer decides. */
+static bool cap_first(struct dop *d, fc_op_fn next)
+{
+	if (!fc_cap_missing(d->op.cl, d->ino, !d->is_read) ||
+	    d->cap_tries >= 2 || d->op.cl->stopping)
+		return false;
+	d->cap_tries++;
+	d->err = 0;
+	d->op.run = next;
+	d->refresh_pending = 1;
+	cap_fetch(d);
+	refresh_step_done(d, 0);
+	return true;
+}
+
+/* An iod's refusal of a cap: no other twin or round helps but
+ * -EKEYREJECTED's (fetch a fresh one, round_end). */
+static bool cap_refusal(int status)
+{
+	return status == -EACCES || status == -EKEYREJECTED ||
+	       status == -EKEYEXPIRED;
 }
 
 static void refresh_step_done(struct dop *d, int status)
@@ -516,7 +562,13 @@ static int round_end(struct dop *d, const char *what, fc_op_fn reissue,
 			*transport = false;
 			return -EKEYEXPIRED;
 		}
-		if (pc->status == -ESTALE)
+		if (pc->status == -EKEYREJECTED) {
+			/* Expired, absent, or older than our trunc_gen:
+			 * refresh (with a new cap) as for a stale round. */
+			d->op.cl->caps_on = true;
+			fc_cap_drop(d->op.cl, d->ino);
+			stale = true;
+		} else if (pc->status == -ESTALE)
 			stale = true;
 		else if (takeover_err(pc->status))
 			*transport = true;
@@ -648,6 +700,7 @@ static void space_send(struct dop *d, struct piece *pc, uint32_t timeout_ms)
 	fa.epoch = cl->epoch;
 	fa.session = write_session(d);
 	fa.layout = &lpb;
+	fc_cap_attach(cl, d->ino, true, &fa.cap);
 	fc_call(cl, pc->iod ? pc->iod->peer : NULL,
 		TWINFS__MSG_TYPE__MSG_FALLOCATE, &fa.base, NULL, 0,
 		timeout_ms, write_piece_cb, pc);
@@ -734,6 +787,8 @@ static void write_issue(struct fc_op *op)
 		refresh(d, !cl->have_map, write_issue);
 		return;
 	}
+	if (cap_first(d, write_issue))
+		return;
 	/* Answered by the worker under the trunc_gen it had then: the size
 	 * is ours under the one the write goes out with too (a truncate by
 	 * another mount may have come in between). */
@@ -833,6 +888,7 @@ static void write_issue(struct fc_op *op)
 		w.sync = (d->f->flags & O_DSYNC) != 0;
 		w.session = write_session(d);
 		w.layout = &lpb;
+		fc_cap_attach(cl, d->ino, true, &w.cap);
 		/* Sent from d->buf itself: the frame holds a reference. */
 		assert(d->wbuf);
 		d->wbuf->refs++;
@@ -1232,7 +1288,8 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 		pc->status = status;
 		if (fc_is_transport_err(status))
 			fc_report(cl, pc->iod, status);
-		if (status != -ESTALE && !cl->stopping &&
+		if (status != -ESTALE && !cap_refusal(status) &&
+		    !cl->stopping &&
 		    !fc_op_interrupted(&d->op) && remaining_ms(d) > 0 &&
 		    pc->attempts < 2) {
 			uint32_t k = pc->p.column;
@@ -1282,6 +1339,7 @@ static void read_send(struct dop *d, struct piece *pc)
 	r.offset = pc->p.sub_off;
 	r.length = pc->p.len;
 	r.epoch = cl->epoch;
+	fc_cap_attach(cl, d->ino, false, &r.cap);
 	fc_call(cl, pc->iod ? pc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_READ,
 		&r.base, NULL, 0, attempt_ms(d), read_piece_cb, pc);
 }
@@ -1305,6 +1363,8 @@ static void read_issue(struct fc_op *op)
 		refresh(d, !cl->have_map, read_issue);
 		return;
 	}
+	if (cap_first(d, read_issue))
+		return;
 	if (!d->pieces) {
 		uint64_t cnt;
 		struct r0_piece *tmp;

@@ -131,6 +131,8 @@ static void open_done(struct fc_mgr_call *mc, int status,
 	r = (const void *)reply->body;
 	fh = r->fh;
 	status = fc_attr_from_pb(r->attr, &a);
+	fc_cap_take(cl, d->ino, (d->fi.flags & O_ACCMODE) != O_RDONLY, &r->cap,
+		    r->cap_lifetime_ms, &d->op);
 	wire_msg_free(reply);
 	if (status < 0) {
 		release_orphan(cl, d->ino, fh);
@@ -214,6 +216,8 @@ static void create_done(struct fc_mgr_call *mc, int status,
 		const Twinfs__Entry *en = (const Twinfs__Entry *)reply->body;
 
 		fh = en->fh;
+		fc_cap_take(cl, a.ino, (d->fi.flags & O_ACCMODE) != O_RDONLY,
+			    &en->cap, en->cap_lifetime_ms, &d->op);
 		fc_dl_renewed(&cl->dl, d->ino, en->parent_lease_ms,
 			      d->dl_sent_ms, d->dl_ticket);
 	}

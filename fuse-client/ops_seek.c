@@ -43,6 +43,9 @@ struct seek_op {
 	struct fc_op op;
 	struct fc_mgr_call mc;
 	struct fc_map_waiter mw;
+	struct fc_cap_waiter cw;   /* a cap fetch (seek_start) */
+	int cap_tries;             /* ... at most 2 per seek */
+	bool rekey;                /* an iod said -EKEYREJECTED this round */
 	int stale_tries;
 	bool stale;                /* a column said -ESTALE this round */
 	uint64_t epoch;            /* the map's epoch this round was sent with */
@@ -82,6 +85,18 @@ static void seek_map_done(void *arg, int status)
 
 static void seek_finish(struct seek_op *so)
 {
+	/* Our cap was refused as expired (or absent): seek_start fetches
+	 * a fresh one and the seek starts again. */
+	if (so->rekey && !so->stale) {
+		so->rekey = false;
+		if (so->cap_tries < 2 && !so->op.cl->stopping) {
+			so->err = 0;
+			seek_start(&so->op);
+			return;
+		}
+		if (!so->err)
+			so->err = EIO;
+	}
 	if (so->stale) {
 		so->stale = false;
 		so->err = 0;
@@ -134,12 +149,19 @@ static void seek_col_cb(int status, struct wire_msg *reply, void *arg)
 
 		if (fc_is_transport_err(status))
 			fc_report(cl, failed, status);
+		if (status == -EKEYREJECTED) {
+			cl->caps_on = true;
+			fc_cap_drop(cl, so->ino);
+			so->rekey = true;
+			goto out;
+		}
 		/* Remembered before trying the other twin: when that one is
 		 * the twin that died, its error says nothing of the map, and
 		 * the refusal of our epoch is what says a new one exists. */
 		if (status == -ESTALE)
 			sc->saw_stale = true;
-		sc->iod = sc->attempts < 2 && !cl->stopping
+		sc->iod = sc->attempts < 2 && !cl->stopping &&
+			  status != -EACCES && status != -EKEYEXPIRED
 			  ? fc_map_read_iod(cl, so->ino,
 					    so->attr.layout.groups[sc->column],
 					    sc->column, 0, failed)
@@ -186,6 +208,7 @@ static void seek_send(struct seek_op *so, struct seek_col *sc)
 	q.offset = sc->sub_off;
 	q.whence = (uint32_t)so->whence;
 	q.epoch = cl->epoch;
+	fc_cap_attach(cl, so->ino, false, &q.cap);
 	fc_call(cl, sc->iod ? sc->iod->peer : NULL, TWINFS__MSG_TYPE__MSG_SEEK,
 		&q.base, NULL, 0, TW_MAX(cl->opts.request_timeout_ms, 1u),
 		seek_col_cb, sc);
@@ -235,16 +258,40 @@ static void seek_attr_done(struct fc_mgr_call *mc, int status,
 		seek_finish(so);
 }
 
+static void seek_getattr(struct seek_op *so)
+{
+	struct fc_client *cl = so->op.cl;
+
+	twinfs__getattr__init(&so->getattr);
+	so->getattr.ino = so->ino;
+	fc_mgr_send(cl, &so->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
+		    &so->getattr.base, &so->getattr.ctx, &so->op, 0,
+		    seek_attr_done, so);
+}
+
+/* A failed fetch is left to the iods to answer. */
+static void seek_cap_done(void *arg, int status)
+{
+	(void)status;
+	seek_getattr(arg);
+}
+
+/* With caps in use and none cached for ino, one is fetched first
+ * (proto/FORMAT.md "Capabilities"). */
 static void seek_start(struct fc_op *op)
 {
 	struct seek_op *so = (struct seek_op *)op;
 	struct fc_client *cl = op->cl;
 
-	twinfs__getattr__init(&so->getattr);
-	so->getattr.ino = so->ino;
-	fc_mgr_send(cl, &so->mc, TWINFS__MSG_TYPE__MSG_GETATTR,
-		    &so->getattr.base, &so->getattr.ctx, op, 0, seek_attr_done,
-		    so);
+	if (fc_cap_missing(cl, so->ino, false) && so->cap_tries < 2 &&
+	    !cl->stopping) {
+		so->cap_tries++;
+		so->cw.cb = seek_cap_done;
+		so->cw.arg = so;
+		fc_cap_fetch(cl, so->ino, false, op, &so->cw);
+		return;
+	}
+	seek_getattr(so);
 }
 
 /* Data and holes as of every write that came before (wbehind.c). */

@@ -440,7 +440,13 @@ struct iod_conn {
 	bool hello_ok;
 	int role;                  /* TWINFS__ROLE__* */
 	uint32_t node_id;
+	uint64_t session;          /* ROLE_CLIENT: Hello.session_id (claimed) */
 };
+
+/* The client session a connection is bound to (0: none, or not a
+ * client): the one its caps must name (server.c check_cap).  Today the
+ * session its HELLO claimed; the one place that learns to prove it. */
+uint64_t iod_conn_session(const struct wire_conn *c);
 
 struct iod {
 	uv_loop_t *loop;
@@ -470,6 +476,10 @@ struct iod {
 	uint64_t lost_reported;    /* iod_store_lost_news at the last report
 	                            * of lost subfiles, and its time */
 	uint64_t lost_report_ms;
+	/* Capabilities (server.c): K_cap of the cluster secret; caps are
+	 * demanded of clients only when has_cap_key. */
+	uint8_t cap_key[WIRE_CAP_KEY_LEN];
+	bool has_cap_key;
 	/* Fencing: mgrd's expired sessions, sorted, and their list's gen. */
 	uint64_t fenced[WIRE_FENCE_MAX];
 	uint32_t n_fenced;

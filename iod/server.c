@@ -214,6 +214,7 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	ic->hello_ok = true;
 	ic->role = h->role;
 	ic->node_id = h->node_id;
+	ic->session = h->role == TWINFS__ROLE__ROLE_CLIENT ? h->session_id : 0;
 	r.incarnation = d->incarnation;
 	r.node_id = d->id;
 	r.epoch = d->map.epoch;
@@ -527,6 +528,130 @@ static void on_fence(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 						      m->body, false));
 }
 
+/* ---------------------------------------------------------- capabilities */
+
+uint64_t iod_conn_session(const struct wire_conn *c)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+
+	return ic && ic->role == TWINFS__ROLE__ROLE_CLIENT ? ic->session : 0;
+}
+
+/* What check_cap needs of a data request (NULL cap: not one). */
+struct cap_use {
+	ProtobufCBinaryData *cap;
+	uint64_t ino;
+	bool write;
+	uint64_t trunc_gen;
+};
+
+static void cap_use_of(struct wire_msg *m, struct cap_use *u)
+{
+	memset(u, 0, sizeof(*u));
+	if (!body_is(m, wire_type_desc(m->hdr.type, false)))
+		return;   /* the handler refuses it (-EINVAL) */
+	switch (m->hdr.type) {
+	case TWINFS__MSG_TYPE__MSG_READ: {
+		Twinfs__Read *r = (Twinfs__Read *)m->body;
+
+		*u = (struct cap_use){ &r->cap, r->ino, false, 0 };
+		break;
+	}
+	case TWINFS__MSG_TYPE__MSG_SEEK: {
+		Twinfs__Seek *q = (Twinfs__Seek *)m->body;
+
+		*u = (struct cap_use){ &q->cap, q->ino, false, 0 };
+		break;
+	}
+	case TWINFS__MSG_TYPE__MSG_WRITE: {
+		Twinfs__Write *w = (Twinfs__Write *)m->body;
+
+		*u = (struct cap_use){ &w->cap, w->ino, true, w->trunc_gen };
+		break;
+	}
+	case TWINFS__MSG_TYPE__MSG_FALLOCATE: {
+		Twinfs__Fallocate *f = (Twinfs__Fallocate *)m->body;
+
+		*u = (struct cap_use){ &f->cap, f->ino, true, f->trunc_gen };
+		break;
+	}
+	}
+}
+
+/* proto/FORMAT.md "Capabilities": with a cluster secret, a client's READ,
+ * SEEK, WRITE and FALLOCATE carry a cap mgrd sealed for this inode and the
+ * session the connection is bound to, with write rights to write, not
+ * expired (WIRE_CAP_SKEW_MS allowed), of a session not fenced, and a
+ * write names no trunc_gen past the cap's: the inode's when mgrd issued
+ * it, so no client can wedge a file with a generation mgrd never gave.
+ * 0; -EACCES for a cap that is not this client's for this request;
+ * -EKEYREJECTED for one it should fetch again (absent, expired, older
+ * than the trunc_gen it names); -EKEYEXPIRED for a fenced session.  Our
+ * twin and mgrd need none; the cap is not forwarded. */
+static int check_cap(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+	uint64_t session = iod_conn_session(c), now;
+	const char *why;
+	struct wire_cap cap;
+	struct cap_use u;
+	int rc;
+
+	if (!d->has_cap_key || ic->role != TWINFS__ROLE__ROLE_CLIENT)
+		return 0;
+	cap_use_of(m, &u);
+	if (!u.cap)
+		return 0;
+	if (u.cap->len == 0) {
+		why = "carries no capability";
+		rc = -EKEYREJECTED;
+		goto refuse;
+	}
+	rc = wire_cap_open(d->cap_key, u.cap->data, u.cap->len, &cap);
+	if (rc < 0) {
+		why = rc == -EBADMSG ? "carries a forged capability (bad MAC)"
+				     : "carries a malformed capability";
+		rc = -EACCES;
+	} else if (cap.ino != u.ino) {
+		why = "carries a capability for another inode";
+		rc = -EACCES;
+	} else if (cap.session == 0 || cap.session != session) {
+		why = "carries a capability of another session";
+		rc = -EACCES;
+	} else if (u.write && !(cap.flags & WIRE_CAP_F_WRITE)) {
+		why = "writes with a read-only capability";
+		rc = -EACCES;
+	} else if (iod_fenced(d, cap.session)) {
+		why = "carries a capability of a fenced session";
+		rc = -EKEYEXPIRED;
+	} else if ((now = wire_realtime_ms()) > cap.expiry_ms &&
+		   now - cap.expiry_ms > WIRE_CAP_SKEW_MS) {
+		why = "carries an expired capability";
+		rc = -EKEYREJECTED;
+	} else if (u.write && u.trunc_gen > cap.trunc_gen) {
+		why = "names a trunc_gen newer than its capability's";
+		rc = -EKEYREJECTED;
+	} else {
+		u.cap->len = 0;   /* the twin trusts us, not the client */
+		return 0;
+	}
+refuse:
+	/* Two call sites, so that a client's routine refetches (INFO) never
+	 * hide a forgery (WARN) from the rate limit. */
+	if (rc == -EKEYREJECTED)
+		tw_log_rl(TW_LOG_INFO, "%s (session %" PRIu64 "): %s ino %"
+			  PRIu64 " refused (%s): it %s; it may fetch a fresh "
+			  "one", wire_conn_peer(c), session,
+			  wire_type_name(m->hdr.type), u.ino, strerror(-rc),
+			  why);
+	else
+		tw_log_rl(TW_LOG_WARN, "%s (session %" PRIu64 "): %s ino %"
+			  PRIu64 " refused (%s): it %s", wire_conn_peer(c),
+			  session, wire_type_name(m->hdr.type), u.ino,
+			  strerror(-rc), why);
+	return rc;
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 /* Who may ask what (proto/FORMAT.md "Who may send what to an iod"): a
@@ -621,6 +746,11 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		iod_reply_status(c, m, -EAGAIN);
 		goto out;
 	}
+	rc = check_cap(d, c, m);
+	if (rc < 0) {
+		iod_reply_status(c, m, rc);
+		goto out;
+	}
 	switch (type) {
 	case TWINFS__MSG_TYPE__MSG_READ:
 		on_read(d, c, m);
@@ -690,6 +820,13 @@ int iod_server_start(struct iod *d)
 		       "cluster secret: set [cluster] secret in the config",
 		       d->id, d->me->host, d->me->port);
 		return -EACCES;
+	}
+	d->has_cap_key = false;
+	if (d->conf->secret[0]) {
+		rc = wire_cap_key(d->conf->secret, d->cap_key);
+		if (rc < 0)
+			return rc;
+		d->has_cap_key = true;
 	}
 	rc = wire_listen(d->loop, d->me->host, d->me->port, &server_ops, d,
 			 &d->server);

@@ -129,6 +129,27 @@ static void cred_of(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 							  : ctx->groups[i];
 }
 
+void mgr_srv_cred(const struct mgr_server *s, const Twinfs__Ctx *ctx,
+		  struct mgr_cred *cr, uint32_t *groups)
+{
+	cred_of(s, ctx, cr, groups);
+}
+
+/* A cap for an open of in under op's session, into buf (WIRE_CAP_LEN),
+ * set in *cap and *lifetime_ms; nothing without a secret or a live
+ * session (the client then asks MSG_CAP, or needs none). */
+static void open_cap(const struct mgr_server *s, const struct mgr_op *op,
+		     const struct mgr_inode *in, uint32_t flags, uint8_t *buf,
+		     ProtobufCBinaryData *cap, uint32_t *lifetime_ms)
+{
+	if (!mgr_cap_enabled() || !in || !S_ISREG(in->mode) ||
+	    mgr_cap_issue(s, op->session, in, (flags & O_ACCMODE) != O_RDONLY,
+			  buf, lifetime_ms) < 0)
+		return;
+	cap->data = buf;
+	cap->len = WIRE_CAP_LEN;
+}
+
 static void creds(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 		  struct mgr_op *op)
 {
@@ -218,12 +239,16 @@ static void reply_entry_in(struct mgr_server *s, struct wire_conn *c,
 	Twinfs__Entry e = TWINFS__ENTRY__INIT;
 	struct attr_buf ab, pb;
 	const struct mgr_inode *dir;
+	uint8_t cap[WIRE_CAP_LEN];
 
 	if (rc == 0 && in) {
 		fill_attr(s, &ab, in);
 		e.attr = &ab.a;
 		e.fh = fh;
 	}
+	/* fh: a create that opened the file (MKNOD open=true). */
+	if (rc == 0 && in && fh)
+		open_cap(s, op, in, op->flags, cap, &e.cap, &e.cap_lifetime_ms);
 	if (rc == 0 && parent && (dir = mgr_ns_get(&s->st.ns, parent))) {
 		fill_attr(s, &pb, dir);
 		e.parent_attr = &pb.a;
@@ -754,6 +779,7 @@ static void h_open(struct mgr_server *s, struct wire_conn *c,
 	const struct mgr_inode *in;
 	struct mgr_cred cr;
 	struct attr_buf ab;
+	uint8_t cap[WIRE_CAP_LEN];
 	int rc = 0;
 
 	if (mgr_srv_dup_check(s, c, m, q->ctx, &op) ||
@@ -770,6 +796,8 @@ static void h_open(struct mgr_server *s, struct wire_conn *c,
 		fill_attr(s, &ab, op.out);
 		r.attr = &ab.a;
 		r.fh = op.fh;
+		open_cap(s, &op, op.out, q->flags, cap, &r.cap,
+			 &r.cap_lifetime_ms);
 	}
 	mgr_srv_finish(s, c, &m->hdr, &op, rc, &r.base);
 }
@@ -1169,6 +1197,7 @@ void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 	case TWINFS__MSG_TYPE__MSG_LINK: h_link(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_RENAME: h_rename(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_OPEN: h_open(s, c, m); break;
+	case TWINFS__MSG_TYPE__MSG_CAP: mgr_cap_handle(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_RELEASE: h_release(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_READDIR: h_readdir(s, c, m); break;
 	case TWINFS__MSG_TYPE__MSG_STATFS: h_statfs(s, c, m); break;

@@ -33,6 +33,8 @@
  *   resync.c   mgrd's side of a twin's resync: starts, watches and
  *              completes the copy, keeps the job record (server_int.h).
  *   rjob.c     the byte format of that job record (mgrd/FORMAT.md).
+ *   cap.c      data-path capabilities: issued with OPEN, create and
+ *              MSG_CAP when the cluster has a secret.
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.
@@ -277,6 +279,29 @@ int mgr_perm_getxattr(const struct mgr_cred *cr, const struct mgr_inode *in,
 bool mgr_perm_lists_trusted(const struct mgr_cred *cr);
 int mgr_perm_xattr(const struct mgr_cred *cr, const struct mgr_inode *in,
 		   const char *name, bool remove, bool write_handle);
+
+/* --------------------------------------------------------- capabilities */
+
+/* cap.c (proto/FORMAT.md "Capabilities").  Only with a cluster secret:
+ * without one every function here answers -EOPNOTSUPP. */
+struct mgr_server;
+struct wire_conn;
+struct wire_msg;
+struct tw_conf;
+/* Derive the cap key from conf's secret (none: caps off).  0 or -errno. */
+int mgr_cap_init(const struct tw_conf *conf);
+bool mgr_cap_enabled(void);
+/* Seal a cap for in (a regular file) and session into out (WIRE_CAP_LEN
+ * bytes), write rights when write; *lifetime_ms: how long it is valid.
+ * The caller checked the permission.  0; -EOPNOTSUPP without a secret;
+ * -EKEYEXPIRED when the session is not live; -EINVAL not a regular file;
+ * -EIO. */
+int mgr_cap_issue(const struct mgr_server *s, uint64_t session,
+		  const struct mgr_inode *in, bool write, uint8_t *out,
+		  uint32_t *lifetime_ms);
+/* MSG_CAP from a client: answers m on c (m stays the caller's). */
+void mgr_cap_handle(struct mgr_server *s, struct wire_conn *c,
+		    struct wire_msg *m);
 
 /* What a create decides; zero/false fields are decided by mgr_ns_create
  * and filled in (live), given ones are used as they are (replay). */

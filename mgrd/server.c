@@ -1410,6 +1410,9 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	rc = tw_random(&s->incarnation, sizeof(s->incarnation));
 	if (rc < 0)
 		goto fail;
+	rc = mgr_cap_init(conf);
+	if (rc < 0)
+		goto fail;
 	mgr_srv_now(&now);
 	rc = mgr_state_init(&s->st, conf, &now);
 	if (rc < 0)

@@ -76,6 +76,10 @@ struct mgr_server {
 	void *done_arg;
 };
 
+/* The caller a request's Ctx names after root_squash (handlers.c);
+ * groups must hold MGR_CRED_GROUPS_MAX, cr borrows it. */
+void mgr_srv_cred(const struct mgr_server *s, const Twinfs__Ctx *ctx,
+		  struct mgr_cred *cr, uint32_t *groups);
 /* CLOCK_REALTIME into t. */
 void mgr_srv_now(struct mgr_time *t);
 /* A journal failure: memory is ahead of the log; exit without snapshot. */

@@ -27,7 +27,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      5u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG) */
+#define WIRE_VERSION      5u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); next: capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
@@ -294,6 +294,48 @@ int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);
 void wire_sync_close(struct wire_sync *s);
+
+/* ------------------------------------------------------- capabilities */
+
+/* A data-path capability (proto/FORMAT.md "Capabilities"): mgrd seals one
+ * for a client session and an inode, the iods open it before they serve
+ * that session's READ, SEEK, WRITE or FALLOCATE.  52 bytes, little-endian:
+ * version(1) flags(1) reserved(2) session(8) ino(8) trunc_gen(8)
+ * expiry_ms(8) mac(16). */
+#define WIRE_CAP_LEN       52u
+#define WIRE_CAP_BODY_LEN  36u       /* the bytes the MAC covers */
+#define WIRE_CAP_MAC_LEN   16u       /* HMAC-SHA256, truncated */
+#define WIRE_CAP_KEY_LEN   32u
+#define WIRE_CAP_VERSION   1u
+#define WIRE_CAP_F_WRITE   0x1u      /* WRITE and FALLOCATE too, not only reads */
+#define WIRE_CAP_F_KNOWN   WIRE_CAP_F_WRITE
+/* How far past expiry_ms an iod still takes a cap: the clocks of mgrd and
+ * the iods may disagree by this much (CLOCK_REALTIME). */
+#define WIRE_CAP_SKEW_MS   5000u
+
+struct wire_cap {
+	uint8_t flags;        /* WIRE_CAP_F_* */
+	uint64_t session;     /* the client session it was issued to */
+	uint64_t ino;
+	uint64_t trunc_gen;   /* the inode's when issued: writes may not name a later one */
+	uint64_t expiry_ms;   /* CLOCK_REALTIME, ms since the epoch */
+};
+
+/* K_cap = HMAC-SHA256(secret, "twinfs-cap-key").  -EINVAL without a
+ * secret, -EIO if libcrypto fails. */
+int wire_cap_key(const char *secret, uint8_t key[WIRE_CAP_KEY_LEN]);
+/* Build the blob of cap under key.  0 or -EIO. */
+int wire_cap_seal(const uint8_t key[WIRE_CAP_KEY_LEN],
+		  const struct wire_cap *cap, uint8_t out[WIRE_CAP_LEN]);
+/* Check blob (len bytes; may be NULL when len is 0) and decode it into
+ * *cap: 0; -EPROTO when it is not a cap at all (length, version,
+ * reserved bits); -EBADMSG when its MAC is wrong (forged, altered, or
+ * sealed under another secret); -EIO if libcrypto fails.  Expiry is not
+ * judged here. */
+int wire_cap_open(const uint8_t key[WIRE_CAP_KEY_LEN], const uint8_t *blob,
+		  size_t len, struct wire_cap *cap);
+/* CLOCK_REALTIME in ms: the clock of expiry_ms. */
+uint64_t wire_realtime_ms(void);
 
 /* 127.0.0.0/8, ::1 or "localhost": where a daemon may listen without a
  * cluster secret (DESIGN.md "Wire protocol"). */

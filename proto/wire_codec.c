@@ -144,6 +144,7 @@ static const struct wire_type types[] = {
 	T(SEEK, "SEEK", seek, seek_reply),
 	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
 	T(FENCE, "FENCE", fence, empty),
+	T(CAP, "CAP", cap, cap_reply),
 };
 #undef T
 

@@ -64,6 +64,20 @@ do not share a single line of code with the implementation they check.
         while what UID may do succeeds (a create through a supplementary
         group in Ctx.groups among them), and the same requests as root
         succeed.  Prints PASS/FAIL lines.
+    twire.py caps HOST MGRD_PORT CLUSTER FILE_INO OTHER_INO LIFETIME_S
+        capabilities on a cluster with a secret (proto/FORMAT.md
+        "Capabilities"): as a client session, OPEN FILE_INO (a regular
+        file of at least 64 bytes, both twins of column 0 up) for
+        writing and for reading and fetch a read cap with MSG_CAP; then
+        at the iods of column 0: READ and WRITE with the right caps are
+        served; without a cap, with FILE_INO's cap on OTHER_INO, with a
+        read cap to WRITE, with a forged MAC, on a connection claiming
+        another session, they are refused (-EKEYREJECTED for none,
+        -EACCES for the rest); a WRITE naming a huge trunc_gen is
+        refused and a normal one afterwards succeeds (the file is not
+        wedged); after LIFETIME_S + the 5 s skew the cap is refused
+        -EKEYREJECTED.  The first 64 bytes of FILE_INO end up 0x5a.
+        Prints PASS/FAIL lines.
 """
 import os
 import socket
@@ -924,6 +938,162 @@ def perm(host, port, cluster, parent, uid):
     return fails
 
 
+EACCES, EKEYREJECTED, EINVAL = 13, 129, 22
+
+
+def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
+    MSG_OPEN, MSG_READ, MSG_CAP = 21, 51, 63
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS cap-%s" % name) if ok else ("FAIL cap-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    m = Conn(host, port)
+    st, rep, _ = m.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
+    sid = rep.get(2, [0])[0]
+    if st != 0 or not sid:
+        raise SystemExit("client HELLO refused or no session: %d" % st)
+    seq = 0
+
+    def ctx():
+        nonlocal seq
+        seq += 1
+        return f_bytes(1, f_varint(1, sid) + f_varint(2, seq) +
+                       f_varint(4, 0) + f_varint(5, 0))
+
+    st, rep, _ = m.call(MSG_OPEN, ctx() + f_varint(2, file_ino) +
+                        f_varint(3, os.O_RDWR))
+    wcap = rep.get(3, [b""])[0]
+    check("open-rw-carries-cap", st == 0 and len(wcap) == 52 and wcap[1] == 1,
+          "status %d, cap %r" % (st, wcap))
+    check("open-lifetime", rep.get(4, [0])[0] == lifetime_s * 1000,
+          "cap_lifetime_ms %r" % rep.get(4))
+    attr = decode(rep[2][0])
+    tgen = attr.get(15, [0])[0]
+    lay = attr[17][0]
+    groups = decode(lay)[3][0]
+    if isinstance(groups, bytes):   # packed (proto3): varints back to back
+        end = next(i for i, b in enumerate(groups) if not b & 0x80) + 1
+        groups = decode(varint(1 << 3) + groups[:end])[1][0]
+    group = groups
+    st, rep, _ = m.call(MSG_OPEN, ctx() + f_varint(2, file_ino) +
+                        f_varint(3, os.O_RDONLY))
+    check("open-ro-read-cap", st == 0 and len(rep.get(3, [b""])[0]) == 52 and
+          rep[3][0][1] == 0, "status %d %r" % (st, rep.get(3)))
+    st, rep, _ = m.call(MSG_CAP, ctx() + f_varint(2, file_ino))
+    rcap = rep.get(1, [b""])[0]
+    check("msg-cap-read", st == 0 and len(rcap) == 52 and rcap[1] == 0 and
+          rep.get(2, [0])[0] == lifetime_s * 1000, "status %d %r" % (st, rep))
+    st, rep, _ = m.call(MSG_CAP, ctx() + f_varint(2, other_ino) + f_varint(3, 1))
+    other_cap = rep.get(1, [b""])[0]
+    check("msg-cap-other-write", st == 0 and len(other_cap) == 52,
+          "status %d %r" % (st, rep))
+    # A cap in the name of another session is not issued.
+    st, _, _ = m.call(MSG_CAP, f_bytes(1, f_varint(1, sid + 1) + f_varint(2, 99)) +
+                      f_varint(2, file_ino))
+    check("msg-cap-for-another-session-refused", st == -1, "status %d" % st)
+
+    # The iods of the group holding column 0, from mgrd's map.
+    st, mp, _ = m.call(MSG_GET_MAP)
+    iods = [decode(b) for b in mp.get(2, [])]
+    ports = sorted(i[5][0] for i in iods if i.get(2, [0])[0] == group)
+    if st != 0 or len(ports) != 2:
+        raise SystemExit("map: status %d, group %d ports %r" % (st, group, ports))
+
+    def iod_conns(session):
+        out = []
+        for p in ports:
+            c = Conn(host, p)
+            st, hr, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT) +
+                               f_varint(6, session))
+            if st != 0:
+                raise SystemExit("client HELLO to iod port %d: %d" % (p, st))
+            out.append((c, hr.get(4, [0])[0]))
+        return out
+    mine = iod_conns(sid)
+
+    def read(cap, ino=file_ino, conns=None):
+        """The statuses of both twins, sorted."""
+        out = []
+        for c, epoch in conns or mine:
+            body = (f_varint(1, ino) + f_varint(2, 0) + f_varint(3, 0) +
+                    f_varint(4, 64) + f_varint(5, epoch) +
+                    (f_bytes(6, cap) if cap else b""))
+            out.append(c.call(MSG_READ, body)[0])
+        return sorted(out)
+
+    def write(cap, gen=tgen, ino=file_ino, conns=None):
+        out = []
+        for c, epoch in conns or mine:
+            body = (f_varint(1, ino) + f_varint(2, 0) + f_varint(3, 0) +
+                    f_varint(4, gen) + f_varint(5, epoch) + f_bytes(8, lay) +
+                    f_varint(9, sid) + (f_bytes(10, cap) if cap else b""))
+            req_id = int.from_bytes(os.urandom(4), "little") + 1
+            c.send(frame(MSG_WRITE, body, b"\x5a" * 64, req_id=req_id))
+            while True:
+                h, _, _ = c.recv_frame()
+                if h[3] & F_REPLY and h[5] == req_id:
+                    break
+            out.append(h[4])
+        return sorted(out)
+
+    # Served: the primary takes the write, its twin says it is not the
+    # primary (-EINVAL), after the cap was checked.
+    want_write = [-EINVAL, 0]
+    got = read(rcap)
+    check("read-with-read-cap", got == [0, 0], "statuses %r" % got)
+    got = write(wcap)
+    check("write-with-write-cap", got == want_write, "statuses %r" % got)
+    # (a) no cap
+    got = read(None)
+    check("read-without-cap-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
+    got = write(None)
+    check("write-without-cap-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
+    # (b) our own cap of FILE_INO on OTHER_INO, and the reverse
+    got = read(wcap, ino=other_ino)
+    check("cap-on-another-inode-refused", got == [-EACCES] * 2, "statuses %r" % got)
+    got = write(other_cap, gen=0)
+    check("write-cap-of-another-inode-refused", got == [-EACCES] * 2,
+          "statuses %r" % got)
+    # (c) a read cap to write
+    got = write(rcap)
+    check("read-cap-writes-refused", got == [-EACCES] * 2, "statuses %r" % got)
+    # (e) forged: one bit of the MAC, one bit of the body (the ino's)
+    forged = wcap[:-1] + bytes([wcap[-1] ^ 1])
+    got = write(forged)
+    check("forged-mac-refused", got == [-EACCES] * 2, "statuses %r" % got)
+    forged = wcap[:12] + bytes([wcap[12] ^ 1]) + wcap[13:]
+    got = read(forged, ino=file_ino ^ 1)
+    check("altered-ino-refused", got == [-EACCES] * 2, "statuses %r" % got)
+    # A connection claiming another session cannot use our cap.
+    theirs = iod_conns(sid + 1)
+    got = read(rcap, conns=theirs)
+    check("cap-of-another-session-refused", got == [-EACCES] * 2, "statuses %r" % got)
+    for c, _ in theirs:
+        c.close()
+    # (f) a huge trunc_gen is refused and wedges nothing
+    got = write(wcap, gen=1 << 62)
+    check("huge-trunc-gen-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
+    got = write(wcap)
+    check("write-after-huge-trunc-gen", got == want_write, "statuses %r" % got)
+    # (d) expired, past the skew the iods allow
+    time.sleep(lifetime_s + 5 + 1.5)
+    got = read(rcap)
+    check("expired-cap-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
+    got = write(wcap)
+    check("expired-write-cap-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
+    st, rep, _ = m.call(MSG_CAP, ctx() + f_varint(2, file_ino) + f_varint(3, 1))
+    got = write(rep.get(1, [b""])[0])
+    check("fresh-cap-writes", st == 0 and got == want_write,
+          "status %d, statuses %r" % (st, got))
+    for c, _ in mine:
+        c.close()
+    m.close()
+    return fails
+
+
 def guarded(name, fn):
     """Run one checking command: exit status 1 if it failed, and one FAIL
     line for an exception it raised instead of a hang or a traceback."""
@@ -955,6 +1125,9 @@ def main(argv):
     if cmd == "roles":
         return guarded("roles", lambda: roles(host, port, cluster, int(argv[5]),
                                               int(argv[6]), int(argv[7])))
+    if cmd == "caps":
+        return guarded("caps", lambda: caps(host, port, cluster, int(argv[5]),
+                                            int(argv[6]), int(argv[7])))
     if cmd == "perm":
         return guarded("perm", lambda: perm(host, port, cluster, int(argv[5]),
                                             int(argv[6])))
