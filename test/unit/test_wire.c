@@ -825,14 +825,18 @@ Test(auth, proofs_depend_on_every_input)
 {
 	uint8_t a[WIRE_NONCE_LEN] = { 1 }, b[WIRE_NONCE_LEN] = { 2 };
 	uint8_t p1[WIRE_PROOF_LEN], p2[WIRE_PROOF_LEN];
+	const uint8_t *k = (const uint8_t *)"k", *k2 = (const uint8_t *)"k2";
+	uint8_t m[WIRE_BIND_LEN] = { 2, 2, 2 }, m2[WIRE_BIND_LEN] = { 1, 2, 2 };
 
-	cr_assert_eq(wire_auth_proof((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1), 0);
-	cr_assert(wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check((const uint8_t *)"k2", 2, WIRE_LABEL_CLIENT, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_SERVER, a, b, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, b, a, p1, sizeof(p1)));
-	cr_assert(!wire_auth_check((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p1, 31));
-	cr_assert_eq(wire_auth_proof((const uint8_t *)"k", 1, WIRE_LABEL_CLIENT, a, b, p2), 0);
+	cr_assert_eq(wire_auth_proof(k, 1, WIRE_LABEL_CLIENT, a, b, m, p1), 0);
+	cr_assert(wire_auth_check(k, 1, WIRE_LABEL_CLIENT, a, b, m, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check(k2, 2, WIRE_LABEL_CLIENT, a, b, m, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check(k, 1, WIRE_LABEL_SERVER, a, b, m, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check(k, 1, WIRE_LABEL_CLIENT, b, a, m, p1, sizeof(p1)));
+	cr_assert(!wire_auth_check(k, 1, WIRE_LABEL_CLIENT, a, b, m, p1, 31));
+	/* The channel modes are covered: a rewritten minimum fails. */
+	cr_assert(!wire_auth_check(k, 1, WIRE_LABEL_CLIENT, a, b, m2, p1, sizeof(p1)));
+	cr_assert_eq(wire_auth_proof(k, 1, WIRE_LABEL_CLIENT, a, b, m, p2), 0);
 	cr_assert_eq(memcmp(p1, p2, sizeof(p1)), 0);
 	cr_assert(wire_host_is_loopback("127.0.0.1"));
 	cr_assert(wire_host_is_loopback("::1"));
