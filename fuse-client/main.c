@@ -667,6 +667,7 @@ int main(int argc, char *argv[])
 	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
 		fprintf(stderr, "%s: bad channel '%s' (integrity, encrypt or "
 			"none)\n", prog, c.channel);
+		free(c.channel);
 		return 1;
 	}
 	free(c.channel);
