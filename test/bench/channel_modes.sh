@@ -23,6 +23,8 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$REPO/test/bench/benchtool.py")
+BENCH_WHO=channel_modes
+. "$REPO/test/bench/lib.sh"
 QUICK=0 OUT= MODES="none integrity encrypt"
 while (($#)); do
 	case $1 in
@@ -35,40 +37,21 @@ while (($#)); do
 done
 if ((QUICK)); then SEQ=64 RT=2; else SEQ=512 RT=10; fi
 OUT=${OUT:-/var/tmp/twinfs-chan-$(date -u +%Y%m%dT%H%M%SZ)}
-say() { printf '%s %s\n' "$(date -u +%T)" "$*"; }
-die() { echo "channel_modes: $*" >&2; exit 1; }
-[[ $(id -u) == 0 ]] || die "needs root (FUSE mounts, drop_caches)"
-command -v fio >/dev/null || die "needs fio"
-BUILD=${TWINFS_BUILD_DIR:-$REPO/build}
-[[ $BUILD == /* ]] || BUILD=$PWD/$BUILD
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+bench_start
 ninja -C "$BUILD" >"$OUT/build.log" 2>&1 || die "build failed ($OUT/build.log)"
 
 WORK=$(mktemp -d /var/tmp/twinfs-chan-work.XXXXXX)
-PORT=
-for ((p = 31200; p <= 31295; p += 5)); do
-	busy=0
-	for ((q = p; q < p + 5; q++)); do
-		[[ -z $(ss -Htan "( sport = :$q )" 2>/dev/null) ]] || busy=1
-	done
-	((busy)) || { PORT=$p; break; }
-done
+PORT=$(bench_port_block 31200 31295)
 [[ -n $PORT ]] || die "no free port block in 31200-31299"
 export TWINFS_PORT=$PORT TWINFS_BUILD_DIR=$BUILD TWINFS_NO_BUILD=1 TWINFS_NO_APT=1
 export TWINFS_CLUSTER=chan-$PORT TWINFS_SECRET=bench-$RANDOM-$RANDOM
 CLUSTER_UP=0
-mounted() { awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
 	((CLUSTER_UP)) && "$LC" down >>"$OUT/cluster.log" 2>&1
-	if mounted "${TWINFS_MOUNT:-/nonexistent}"; then
-		echo "channel_modes: $TWINFS_MOUNT is still mounted; left $WORK" >&2
-	else
-		rm -rf --one-file-system "$WORK"
-	fi
+	bench_remove_work channel_modes
 	exit $rc
 }
 trap cleanup EXIT
@@ -78,7 +61,6 @@ trap 'exit 143' TERM
 RAW=$OUT/raw.tsv
 printf 'mode\tworkload\tvalue\tunit\n' >"$RAW"
 rec() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; say "  $(printf '%-10s %-13s %10s %s' "$@")"; }
-cpu_tw() { "${TOOL[@]}" cpu $(cat "$TWINFS_RUN_DIR"/pids/{mgrd,iod1,iod2,iod3,iod4,mount}.pid); }
 settle() {
 	timeout 300 "$LC" ctl sync >/dev/null || say "  warning: twinfsctl sync failed"
 	"${TOOL[@]}" quiesce 30 "$TWINFS_RUN_DIR"/iod{1,2,3,4}/journal -- \
@@ -103,16 +85,16 @@ for m in $MODES; do
 	grep -q "at least $m\|channel = none" "$TWINFS_RUN_DIR"/logs/mgrd.log ||
 		die "mgrd does not run channel $m"
 	mkdir -p "$TWINFS_MOUNT/bench"
-	c0=$(cpu_tw)
+	c0=$(bench_cpu_tw)
 	read -r bw _ < <(fio_job $m seq_write write --filename=seq.dat --rw=write --bs=1M \
 		--size=${SEQ}M --end_fsync=1)
 	rec $m seq_write "$bw" MB/s
 	settle
-	rec $m cpu_write "$(python3 -c "print('%.2f' % (($(cpu_tw) - $c0) * 1024 / $SEQ))")" s/GiB
-	c0=$(cpu_tw)
+	rec $m cpu_write "$(python3 -c "print('%.2f' % (($(bench_cpu_tw) - $c0) * 1024 / $SEQ))")" s/GiB
+	c0=$(bench_cpu_tw)
 	read -r bw _ < <(fio_job $m seq_read read --filename=seq.dat --rw=read --bs=1M --size=${SEQ}M)
 	rec $m seq_read "$bw" MB/s
-	rec $m cpu_read "$(python3 -c "print('%.2f' % (($(cpu_tw) - $c0) * 1024 / $SEQ))")" s/GiB
+	rec $m cpu_read "$(python3 -c "print('%.2f' % (($(bench_cpu_tw) - $c0) * 1024 / $SEQ))")" s/GiB
 	for side in write read; do
 		read -r _ iops _ < <(fio_job $m rand$side $side --filename=seq.dat --rw=rand$side \
 			--bs=4k --size=${SEQ}M --direct=1 --iodepth=1 --time_based=1 --runtime=$RT)
