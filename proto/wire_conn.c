@@ -66,7 +66,7 @@ struct wire_server {
 	char *secret;                 /* NULL: AUTH with the secret refused */
 	wire_key_fn key_fn;           /* NULL: AUTH naming an identity refused */
 	void *key_arg;
-	enum tw_channel channel_min;  /* weakest mode after AUTH (not DEFAULT) */
+	enum tw_channel channel_min;  /* weakest mode after AUTH, not DEFAULT */
 	bool closing;
 	bool listener_closed;
 	bool timer_closed;

@@ -121,7 +121,7 @@ bool wire_auth_check(const uint8_t *key, size_t key_len, const char *label,
 		     const uint8_t bind[WIRE_BIND_LEN],
 		     const uint8_t *proof, size_t proof_len);
 
-/* ------------------------------------------------- sealed frames (wire_seal.c) */
+/* ------------------------------------------ sealed frames (wire_seal.c) */
 
 /* Whether m is a mode a peer may state (none, integrity or encrypt). */
 bool wire_channel_valid(uint32_t m);

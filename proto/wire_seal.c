@@ -113,9 +113,10 @@ static int seal_new(enum tw_channel mode, const uint8_t *key, size_t key_len,
 	s->tx = tx;
 	s->dir = dir;
 	s->ctx = EVP_CIPHER_CTX_new();
-	ok = s->ctx &&
-	     (tx ? EVP_EncryptInit_ex(s->ctx, EVP_aes_256_gcm(), NULL, k, NULL)
-		 : EVP_DecryptInit_ex(s->ctx, EVP_aes_256_gcm(), NULL, k, NULL));
+	ok = s->ctx && (tx ? EVP_EncryptInit_ex(s->ctx, EVP_aes_256_gcm(),
+						NULL, k, NULL)
+			   : EVP_DecryptInit_ex(s->ctx, EVP_aes_256_gcm(),
+						NULL, k, NULL));
 	explicit_bzero(k, sizeof(k));
 	if (!ok) {
 		wire_seal_free(s);

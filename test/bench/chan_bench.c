@@ -368,7 +368,8 @@ static double median(double *v, int n)
 
 int main(int argc, char **argv)
 {
-	static double val[N_MODES][N_WL][MAX_RUNS], cpu[N_MODES][N_WL][MAX_RUNS];
+	static double val[N_MODES][N_WL][MAX_RUNS];
+	static double cpu[N_MODES][N_WL][MAX_RUNS];
 	double secs = 2, med[N_MODES][N_WL], cmed[N_MODES][N_WL];
 	const char *out_path = NULL;
 	int runs = 3, rc = 0;

@@ -908,12 +908,17 @@ static uint8_t *seal_write_frame(struct wire_seal *tx, uint64_t req_id,
 	return out;
 }
 
-/* A reader that opens with rx (taken over: freed with the reader). */
+/* From now on r opens with rx (taken over: freed with the reader). */
+static void seal_reader_install(struct wire_reader *r, struct wire_seal **rx)
+{
+	r->seal = *rx;
+	*rx = NULL;
+}
+
 static void seal_reader(struct wire_reader *r, struct wire_seal **rx)
 {
 	cr_assert_eq(wire_reader_init(r), 0);
-	r->seal = *rx;
-	*rx = NULL;
+	seal_reader_install(r, rx);
 }
 
 static void check_write(const struct wire_msg *m, uint64_t id,
@@ -1421,4 +1426,62 @@ Test(seal, downgrade_fails_the_handshake)
 	cr_assert_eq(r.hellos, 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(r.status[i], -EACCES);
+}
+
+/* The server turns sealing on from inside the callback of AUTH step 2,
+ * while the frames after it may already sit in the reader's buffer: they
+ * must be opened, not taken as clear. */
+struct switch_state {
+	struct collected c;
+	struct wire_reader *r;
+	struct wire_seal **rx;
+};
+
+static int collect_then_seal(struct wire_msg *m, void *arg)
+{
+	struct switch_state *st = arg;
+
+	if (st->c.n == 0)
+		seal_reader_install(st->r, st->rx);
+	return collect(m, &st->c);
+}
+
+Test(seal, switch_applies_to_buffered_frames)
+{
+	const uint8_t data[] = "after the switch";
+
+	for (size_t mi = 0; mi < TW_ARRAY_SIZE(seal_modes); mi++) {
+		struct seal_ends e;
+		struct wire_reader r;
+		struct switch_state st = { .r = &r };
+		uint8_t *clear, *sealed, all[4096];
+		size_t cl, sl;
+		uv_buf_t b;
+		const char *why;
+		int err;
+
+		seal_ends_open(&e, seal_modes[mi]);
+		st.rx = &e.srx;
+		Twinfs__Write w = TWINFS__WRITE__INIT;
+
+		clear = wire_frame_build(TWINFS__MSG_TYPE__MSG_WRITE, 0, 0, 1,
+					 &w.base, NULL, 0, &cl, &err);
+		sealed = seal_write_frame(e.ctx, 2, data, sizeof(data), true,
+					  &sl);
+		memcpy(all, clear, cl);
+		memcpy(all + cl, sealed, sl);
+		cr_assert_eq(wire_reader_init(&r), 0);
+		wire_reader_alloc(&r, &b);
+		memcpy(b.base, all, cl + sl);   /* one read: both frames */
+		cr_assert_eq(wire_reader_feed(&r, cl + sl, collect_then_seal,
+					      &st, &why), 0, "%s", why);
+		cr_assert_eq(st.c.n, 2);
+		check_write(st.c.m[1], 2, data, sizeof(data));
+		for (int i = 0; i < st.c.n; i++)
+			wire_msg_free(st.c.m[i]);
+		wire_reader_free(&r);
+		seal_ends_close(&e);
+		free(clear);
+		free(sealed);
+	}
 }
