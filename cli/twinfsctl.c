@@ -112,6 +112,10 @@ int ctl_load_conf(struct ctl *ctl)
 		return rc;
 	}
 	ctl->conf_loaded = true;
+	/* The daemons warn of a cluster without a secret; a CLI warns only
+	 * of what it chose itself. */
+	if (*ctl->conf.secret && ctl->conf.channel == TW_CHANNEL_NONE)
+		wire_channel_announce(progname, ctl->conf.channel, true);
 	if (ctl->timeout_ms == 0)
 		ctl->timeout_ms = ctl->conf.request_timeout_ms ?
 				  ctl->conf.request_timeout_ms : 5000;
@@ -132,7 +136,8 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 			ctl->incarnation);
 	if (gethostname(hostname, sizeof(hostname) - 1) == 0)
 		hello.hostname = hostname;
-	rc = wire_sync_open(host, port, &hello, ctl->conf.secret, timeout_ms, out);
+	rc = wire_sync_open(host, port, &hello, ctl->conf.secret,
+			    ctl->conf.channel, timeout_ms, out);
 	if (rc < 0 && !quiet)
 		fprintf(stderr, "%s: %s (%s:%d): %s\n", progname, what, host,
 			port, errno_cause(rc));

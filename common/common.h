@@ -98,6 +98,21 @@ struct tw_conf_iod {
 
 enum tw_journal_mode { TW_JNL_JOURNAL = 0, TW_JNL_ORDERED, TW_JNL_WRITEBACK };
 
+/* How frames are protected after AUTH (proto/FORMAT.md "Sealed frames").
+ * Ordered by strength: a connection runs the stronger of both sides'
+ * minimums.  The numbers are the wire's (Auth.channel). */
+enum tw_channel {
+	TW_CHANNEL_DEFAULT = 0,       /* not set: TW_CHANNEL_DEFAULT_MODE */
+	TW_CHANNEL_NONE = 1,          /* frames in the clear, unauthenticated */
+	TW_CHANNEL_INTEGRITY = 2,     /* every frame authenticated (GMAC) */
+	TW_CHANNEL_ENCRYPT = 3,       /* body and data encrypted (AES-GCM) */
+};
+#define TW_CHANNEL_DEFAULT_MODE TW_CHANNEL_INTEGRITY
+/* "none", "integrity", "encrypt" -> TW_CHANNEL_*; -EINVAL otherwise. */
+int tw_channel_parse(const char *s, enum tw_channel *out);
+/* The name of a mode (TW_CHANNEL_DEFAULT: of the default), or "?". */
+const char *tw_channel_name(enum tw_channel c);
+
 struct tw_conf {
 	char cluster_name[64];        /* [cluster] name, default "twinfs" */
 	char secret[128];             /* [cluster] secret; "" = none */
@@ -129,6 +144,9 @@ struct tw_conf {
 	 * issues stays valid (proto/FORMAT.md "Capabilities"); only with a
 	 * secret. */
 	uint32_t cap_lifetime_ms;
+	/* [cluster] channel: the weakest protection of frames after AUTH
+	 * this process accepts (TW_CHANNEL_DEFAULT: the default mode). */
+	enum tw_channel channel;
 
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */

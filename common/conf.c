@@ -221,6 +221,32 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->max_locks_per_session = 100000;
 }
 
+int tw_channel_parse(const char *s, enum tw_channel *out)
+{
+	static const char *const names[] = {
+		[TW_CHANNEL_NONE] = "none",
+		[TW_CHANNEL_INTEGRITY] = "integrity",
+		[TW_CHANNEL_ENCRYPT] = "encrypt",
+	};
+
+	for (size_t i = TW_CHANNEL_NONE; i < TW_ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum tw_channel)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *tw_channel_name(enum tw_channel c)
+{
+	switch (c == TW_CHANNEL_DEFAULT ? TW_CHANNEL_DEFAULT_MODE : c) {
+	case TW_CHANNEL_NONE: return "none";
+	case TW_CHANNEL_INTEGRITY: return "integrity";
+	case TW_CHANNEL_ENCRYPT: return "encrypt";
+	default: return "?";
+	}
+}
+
 const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id)
 {
 	if (id < 1 || id > conf->n_iods)
@@ -366,6 +392,11 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 			return fail(p, p->line, "%s: %s is not between 1s and "
 				    "1 day", key, val);
 		return 0;
+	case 17:
+		if (tw_channel_parse(val, &c->channel) < 0)
+			return fail(p, p->line, "%s: bad mode '%s' (integrity, "
+				    "encrypt or none)", key, val);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -376,6 +407,7 @@ static const char *const cluster_keys[] = {
 	"session_timeout", "auto_resync", "root_squash", "lock_grace",
 	"max_connections", "hello_timeout", "max_queued_reply_bytes",
 	"cap_lifetime",
+	"channel",
 };
 
 static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)

@@ -68,6 +68,9 @@ struct fc_opts {
 	char mgr_host[TW_HOST_MAX];
 	int mgr_port;
 	char *cluster;                  /* -o cluster=, default "twinfs" */
+	/* -o channel=: the weakest protection of frames after AUTH this
+	 * mount accepts, on connections that authenticate with a key. */
+	enum tw_channel channel;
 	/* -o request_timeout=, mgr_timeout=, monitor_interval=; else the
 	 * cluster's (ClusterMap, taken at mount), else 5000, 120000, 30000.
 	 * Set before the FUSE session starts, constant afterwards. */

@@ -88,6 +88,7 @@ const struct fuse_lowlevel_ops fc_ops = {
 struct cmdline {
 	char *mgr_addr;
 	char *cluster;
+	char *channel;
 	unsigned request_timeout;
 	unsigned mgr_timeout;
 	unsigned monitor_interval;
@@ -109,6 +110,7 @@ enum { KEY_HELP, KEY_VERSION, KEY_RELATIME, KEY_NOATIME, KEY_STRICTATIME,
 #define OPT_UNSET UINT_MAX   /* a timer option not given */
 static const struct fuse_opt optspec[] = {
 	OPT("cluster=%s", cluster),
+	OPT("channel=%s", channel),
 	OPT("request_timeout=%u", request_timeout),
 	OPT("mgr_timeout=%u", mgr_timeout),
 	OPT("monitor_interval=%u", monitor_interval),
@@ -189,6 +191,10 @@ static void usage(const char *prog)
 	       "\n"
 	       "TwinFS options:\n"
 	       "    -o cluster=NAME          cluster name (default \"twinfs\")\n"
+	       "    -o channel=MODE          weakest protection of frames "
+	       "after AUTH:\n"
+	       "                             integrity (default), encrypt or "
+	       "none\n"
 	       "    -o request_timeout=MS    data-path deadline (default: the "
 	       "cluster's, else 5000)\n"
 	       "    -o mgr_timeout=MS        how long mgrd requests are retried "
@@ -628,6 +634,7 @@ int main(int argc, char *argv[])
 		fuse_opt_free_args(&args);
 		free(c.mgr_addr);
 		free(c.cluster);
+		free(c.channel);
 		free(cl);
 		return 0;
 	}
@@ -659,6 +666,13 @@ int main(int argc, char *argv[])
 			"positive, monitor_interval >= 100 ms)\n", prog);
 		return 1;
 	}
+	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
+		fprintf(stderr, "%s: bad channel '%s' (integrity, encrypt or "
+			"none)\n", prog, c.channel);
+		free(c.channel);
+		return 1;
+	}
+	free(c.channel);
 	cl->opts.cluster = c.cluster ? c.cluster : strdup("twinfs");
 	cl->opts.request_timeout_ms = c.request_timeout;
 	cl->map_changed = fc_data_map_changed;
@@ -694,6 +708,10 @@ int main(int argc, char *argv[])
 	 * in the foreground (also -d) stderr is the log from the start. */
 	tw_log_init(prog, fopts.foreground ? log_level : TW_LOG_WARN);
 	tw_malloc_tune();
+	/* Only what the mount chose: it proves a key only with an identity
+	 * (proto/FORMAT.md "Channel protection"). */
+	if (cl->opts.channel == TW_CHANNEL_NONE)
+		wire_channel_announce(prog, cl->opts.channel, true);
 
 	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
 	cl->se = se;   /* for kernel cache invalidations */

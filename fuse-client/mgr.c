@@ -220,6 +220,7 @@ int fc_mgr_init(struct fc_client *cl)
 	o.on_push = on_mgr_push;
 	o.arg = cl;
 	o.reconnect_ms = 200;
+	o.channel = cl->opts.channel;
 	fill_hello(cl, &h, false);
 	rc = wire_peer_new(&cl->loop, &o, &cl->mgr);
 	if (rc < 0)
@@ -612,6 +613,7 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 			o.on_connect = iod_connect_cb;
 			o.arg = cl;
 			o.reconnect_ms = 200;
+			o.channel = cl->opts.channel;
 			if (wire_peer_new(&cl->loop, &o, &iod->peer) < 0) {
 				tw_err("iod %u: cannot create peer", iod->id);
 				iod->peer = NULL;

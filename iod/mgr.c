@@ -462,6 +462,7 @@ int iod_mgr_start(struct iod *d)
 	o.port = d->conf->mgr_port;
 	o.hello = &hello;
 	o.secret = d->conf->secret;
+	o.channel = d->conf->channel;
 	o.on_connect = on_mgr_connect;
 	o.on_push = on_mgr_push;
 	o.arg = d;

@@ -832,6 +832,11 @@ int iod_server_start(struct iod *d)
 			 &d->server);
 	if (rc == 0)
 		rc = wire_server_set_secret(d->server, d->conf->secret);
+	if (rc == 0)
+		rc = wire_server_set_channel(d->server, d->conf->channel);
+	if (rc == 0)
+		wire_channel_announce("iod", d->conf->channel,
+				      *d->conf->secret);
 	if (rc == 0) {
 		struct wire_server_limits lim = {
 			.hello_timeout_ms = d->conf->hello_timeout_ms,

@@ -269,6 +269,7 @@ static int peer_open(struct iod *d, const char *host, int port)
 	o.port = port;
 	o.hello = &hello;
 	o.secret = d->conf->secret;
+	o.channel = d->conf->channel;
 	o.on_connect = on_twin_connect;
 	o.arg = d;
 	rc = wire_peer_new(d->loop, &o, &d->twin_peer);

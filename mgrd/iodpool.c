@@ -883,6 +883,7 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 			.on_connect = on_iod_connect,
 			.arg = p,
 			.secret = conf->secret,
+			.channel = conf->channel,
 		};
 
 		rc = wire_peer_new(loop, &o, &p->peers[i]);

@@ -1496,6 +1496,10 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 			 &s->ws);
 	if (rc == 0)
 		rc = wire_server_set_secret(s->ws, conf->secret);
+	if (rc == 0)
+		rc = wire_server_set_channel(s->ws, conf->channel);
+	if (rc == 0)
+		wire_channel_announce("mgrd", conf->channel, *conf->secret);
 	if (rc == 0) {
 		struct wire_server_limits lim = {
 			.hello_timeout_ms = conf->hello_timeout_ms,

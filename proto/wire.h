@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <uv.h>
 
+#include "common.h"          /* enum tw_channel */
 #include "twinfs.pb-c.h"
 
 /* ------------------------------------------------------------ the frame */
@@ -141,6 +142,15 @@ typedef int (*wire_key_fn)(struct wire_conn *c, const uint8_t *id,
 			   size_t *key_len, void **principal,
 			   const char **why, void *arg);
 void wire_server_set_key_fn(struct wire_server *s, wire_key_fn fn, void *arg);
+/* The weakest protection of frames after AUTH this server accepts
+ * (proto/FORMAT.md "Channel protection"): a connection that authenticates
+ * runs the stronger of this and the peer's minimum.  TW_CHANNEL_DEFAULT
+ * (the initial value) is TW_CHANNEL_DEFAULT_MODE.  Connections that do no
+ * AUTH are never sealed.  Returns 0, or -EINVAL for an unknown mode. */
+int wire_server_set_channel(struct wire_server *s, enum tw_channel min);
+/* The mode frames on c are protected with now: TW_CHANNEL_NONE until (and
+ * unless) AUTH chose integrity or encrypt. */
+enum tw_channel wire_conn_channel(const struct wire_conn *c);
 /* The peer proved the cluster secret on this connection. */
 bool wire_conn_authenticated(const struct wire_conn *c);
 /* What the peer proved an identity's key for (key_fn's principal), or
@@ -242,6 +252,11 @@ struct wire_peer_opts {
 	size_t identity_len;
 	const uint8_t *key;
 	size_t key_len;
+	/* With a secret or a key: the weakest protection of frames after
+	 * AUTH this side accepts (proto/FORMAT.md "Channel protection");
+	 * TW_CHANNEL_DEFAULT (0) = TW_CHANNEL_DEFAULT_MODE.  Without either,
+	 * frames are never sealed. */
+	enum tw_channel channel;
 };
 
 /* Create a peer; it connects on the first call (or wire_peer_connect). */
@@ -276,6 +291,9 @@ bool wire_peer_connected(const struct wire_peer *p);
 /* The reason the server gave with its last refusal of AUTH or HELLO
  * ("" when it gave none); valid until the next connection attempt. */
 const char *wire_peer_refusal(const struct wire_peer *p);
+/* The mode frames on the current connection are protected with
+ * (TW_CHANNEL_NONE when not connected or unsealed). */
+enum tw_channel wire_peer_channel(const struct wire_peer *p);
 /* "10.0.0.7:7503" */
 const char *wire_peer_name(const struct wire_peer *p);
 /* Fail every call with -ECANCELED, close, and free when handles are closed. */
@@ -288,8 +306,8 @@ void wire_peer_free(struct wire_peer *p);
  * sets *reply (caller frees) on status >= 0. */
 struct wire_sync;
 int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
-		   const char *secret, uint32_t timeout_ms,
-		   struct wire_sync **out);
+		   const char *secret, enum tw_channel channel,
+		   uint32_t timeout_ms, struct wire_sync **out);
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);
@@ -336,6 +354,12 @@ int wire_cap_open(const uint8_t key[WIRE_CAP_KEY_LEN], const uint8_t *blob,
 		  size_t len, struct wire_cap *cap);
 /* CLOCK_REALTIME in ms: the clock of expiry_ms. */
 uint64_t wire_realtime_ms(void);
+
+/* Say once, at a process's start, what protects its connections: a WARN
+ * when nothing does (keyed false: it holds no secret or key, so it does no
+ * AUTH and nothing is sealed) or when mode is TW_CHANNEL_NONE; else an INFO
+ * line naming the mode.  who: "mgrd", "iod 3", "twinfs", ... */
+void wire_channel_announce(const char *who, enum tw_channel mode, bool keyed);
 
 /* 127.0.0.0/8, ::1 or "localhost": where a daemon may listen without a
  * cluster secret (DESIGN.md "Wire protocol"). */

@@ -4,7 +4,9 @@
  *
  * Every length in a header comes from a peer and is checked against
  * WIRE_MAX_MSG / WIRE_MAX_DATA before anything is allocated.  Nothing here
- * touches a socket except wire_stream_write.
+ * touches a socket except wire_stream_write.  On a sealed connection the
+ * writer seals each frame as it is written and the reader reads the tag
+ * after the data and opens the frame before delivering it (wire_seal.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -278,6 +280,8 @@ struct wire_wreq {
 	uint8_t *buf;
 	size_t len;
 	struct wire_zdata z;              /* z.release NULL: none */
+	uint8_t *zcopy;                   /* z's data encrypted, or NULL */
+	uint8_t tag[WIRE_TAG_LEN];        /* sealed frames: written last */
 	void (*done)(void *arg, int status, size_t len);
 	void *arg;
 };
@@ -289,18 +293,20 @@ static void on_written(uv_write_t *req, int status)
 	if (w->done)
 		w->done(w->arg, status, w->len);
 	free(w->buf);
+	free(w->zcopy);
 	if (w->z.release)
 		w->z.release(w->z.arg);
 	free(w);
 }
 
-int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
-			const struct wire_zdata *z,
-			void (*done)(void *arg, int status, size_t len),
-			void *arg)
+int wire_stream_write_sealed(uv_stream_t *s, struct wire_seal *seal,
+			     uint8_t *buf, size_t len,
+			     const struct wire_zdata *z,
+			     void (*done)(void *arg, int status, size_t len),
+			     void *arg)
 {
 	struct wire_wreq *w = malloc(sizeof(*w));
-	uv_buf_t b[2];
+	uv_buf_t b[3];
 	unsigned nb = 1;
 	int rc;
 
@@ -310,12 +316,26 @@ int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
 	}
 	*w = (struct wire_wreq){ .buf = buf, .len = len, .done = done,
 				 .arg = arg };
+	/* Sealed in write order, which is the order the peer opens in. */
+	if (seal) {
+		rc = wire_seal_frame(seal, buf, len, z, &w->zcopy, w->tag);
+		if (rc < 0) {
+			free(buf);
+			free(w);
+			return rc;
+		}
+	}
 	b[0] = uv_buf_init((char *)buf, (unsigned)len);
 	if (z && z->len) {
 		/* libuv only reads through the pointer. */
-		b[nb++] = uv_buf_init((char *)(uintptr_t)z->base,
+		b[nb++] = uv_buf_init(w->zcopy ? (char *)w->zcopy
+				      : (char *)(uintptr_t)z->base,
 				      (unsigned)z->len);
 		w->len += z->len;
+	}
+	if (seal) {
+		b[nb++] = uv_buf_init((char *)w->tag, WIRE_TAG_LEN);
+		w->len += WIRE_TAG_LEN;
 	}
 	/* With nothing queued, write at once: libuv's uv_write of a request
 	 * that completes at once still feeds it through the loop's pending
@@ -343,12 +363,21 @@ int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
 	rc = uv_write(&w->req, s, b, nb, on_written);
 	if (rc < 0) {
 		free(buf);
+		free(w->zcopy);
 		free(w);
 		return rc;
 	}
 	if (z)
 		w->z = *z;   /* only now: an error leaves z with the caller */
 	return 0;
+}
+
+int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
+			const struct wire_zdata *z,
+			void (*done)(void *arg, int status, size_t len),
+			void *arg)
+{
+	return wire_stream_write_sealed(s, NULL, buf, len, z, done, arg);
 }
 
 int wire_stream_write(uv_stream_t *s, uint8_t *buf, size_t len,
@@ -395,6 +424,7 @@ void wire_reader_free(struct wire_reader *r)
 	free(r->rbuf);
 	free(r->msg);
 	free(r->data);
+	wire_seal_free(r->seal);
 	*r = (struct wire_reader){ .state = WIRE_R_HDR };
 }
 
@@ -412,6 +442,7 @@ void wire_reader_alloc(struct wire_reader *r, uv_buf_t *buf)
 				   r->hdr.data_len - (unsigned)r->got);
 		return;
 	case WIRE_R_HDR:
+	case WIRE_R_TAG:      /* 16 bytes: staged with the next header */
 		break;
 	}
 	*buf = uv_buf_init((char *)r->rbuf + r->rlen,
@@ -441,12 +472,33 @@ static int reader_start_part(struct wire_reader *r)
 			return 0;
 		}
 	}
+	if (r->state == WIRE_R_DATA && r->seal) {
+		r->state = WIRE_R_TAG;
+		return 0;
+	}
 	return 1; /* frame complete */
 }
 
 static size_t part_len(const struct wire_reader *r)
 {
-	return r->state == WIRE_R_MSG ? r->hdr.msg_len : r->hdr.data_len;
+	switch (r->state) {
+	case WIRE_R_MSG: return r->hdr.msg_len;
+	case WIRE_R_DATA: return r->hdr.data_len;
+	case WIRE_R_TAG: return WIRE_TAG_LEN;
+	case WIRE_R_HDR: break;
+	}
+	return WIRE_HDR_SIZE;
+}
+
+static uint8_t *part_buf(struct wire_reader *r)
+{
+	switch (r->state) {
+	case WIRE_R_MSG: return r->msg;
+	case WIRE_R_DATA: return r->data;
+	case WIRE_R_TAG: return r->tag;
+	case WIRE_R_HDR: break;
+	}
+	return NULL;
 }
 
 static int reader_deliver(struct wire_reader *r, wire_frame_cb cb, void *arg,
@@ -460,6 +512,19 @@ static int reader_deliver(struct wire_reader *r, wire_frame_cb cb, void *arg,
 		return -ENOMEM;
 	}
 	m->hdr = r->hdr;
+	/* Nothing of a frame whose tag fails is looked at, let alone
+	 * delivered: its owner closes the connection. */
+	if (r->seal && wire_seal_open(r->seal, r->hdr_raw, r->msg,
+				      r->hdr.msg_len, r->data,
+				      r->hdr.data_len, r->tag) < 0) {
+		free(m);
+		snprintf(r->why, sizeof(r->why), "frame authentication "
+			 "failed (a %s %s changed, replayed or lost on the "
+			 "way)", wire_type_name(r->hdr.type),
+			 r->hdr.flags & WIRE_F_REPLY ? "reply" : "request");
+		*why = r->why;
+		return -EBADMSG;
+	}
 	/* An error reply has an empty body (or, for an iod's WRITE,
 	 * TRUNCATE or FALLOCATE, a WriteReply naming where it failed:
 	 * FORMAT.md §1); an empty one decodes as the reply type's empty
@@ -489,7 +554,7 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 	int rc;
 
 	*why = "";
-	if (r->state != WIRE_R_HDR) {
+	if (r->state == WIRE_R_MSG || r->state == WIRE_R_DATA) {
 		/* Direct read into the body part. */
 		r->got += n;
 		if (r->got < part_len(r))
@@ -508,6 +573,7 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 			if (r->rlen - pos < WIRE_HDR_SIZE)
 				break;
 			rc = wire_hdr_decode(r->rbuf + pos, &r->hdr);
+			memcpy(r->hdr_raw, r->rbuf + pos, WIRE_HDR_SIZE);
 			pos += WIRE_HDR_SIZE;
 			if (rc < 0 && r->hdr.magic == WIRE_MAGIC &&
 			    r->hdr.version != WIRE_VERSION) {
@@ -522,8 +588,13 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 				return rc;
 			}
 			if (rc < 0) {
-				*why = "bad frame header (magic, version, "
-				       "type, flags or length)";
+				/* On a sealed connection the peer proved
+				 * its key: a bad header was changed on
+				 * the way. */
+				*why = r->seal ? "frame authentication failed "
+					"(bad frame header)"
+					: "bad frame header (magic, version, "
+					  "type, flags or length)";
 				return rc;
 			}
 			if (r->hdr.msg_len > r->max_msg ||
@@ -545,7 +616,7 @@ int wire_reader_feed(struct wire_reader *r, size_t n, wire_frame_cb cb,
 		} else {
 			size_t need = part_len(r) - r->got;
 			size_t take = TW_MIN(need, r->rlen - pos);
-			uint8_t *dst = r->state == WIRE_R_MSG ? r->msg : r->data;
+			uint8_t *dst = part_buf(r);
 
 			memcpy(dst + r->got, r->rbuf + pos, take);
 			r->got += take;

@@ -27,6 +27,9 @@
  *     write queue the server stops reading the connection (frames already
  *     read wait in its reader) and reads again when the queue has drained
  *     below half: a peer that never reads cannot grow the daemon.
+ *
+ * After AUTH, frames are sealed both ways in the mode AUTH chose
+ * (wire_seal.c): from the frame after the step-2 reply on.
  */
 #include <assert.h>
 #include <errno.h>
@@ -63,6 +66,7 @@ struct wire_server {
 	char *secret;                 /* NULL: AUTH with the secret refused */
 	wire_key_fn key_fn;           /* NULL: AUTH naming an identity refused */
 	void *key_arg;
+	enum tw_channel channel_min;  /* weakest mode after AUTH, not DEFAULT */
 	bool closing;
 	bool listener_closed;
 	bool timer_closed;
@@ -91,6 +95,10 @@ struct wire_conn {
 	uint8_t key[WIRE_KEY_MAX];    /* the key step 2 must prove */
 	size_t key_len;
 	void *pending_principal;      /* key_fn's, until step 2 proves it */
+	enum tw_channel chan_cmin;    /* AUTH step 1: the peer's minimum */
+	enum tw_channel chan_smin;    /* AUTH step 1: the server's then */
+	enum tw_channel chan;         /* AUTH step 1: the mode chosen */
+	struct wire_seal *tx_seal;    /* seals what we send; NULL: clear */
 	struct wire_reader rd;
 	char peer[80];
 	void *data;
@@ -111,6 +119,7 @@ static void conn_free_if_done(struct wire_conn *c)
 	wire_reader_free(&c->rd);
 	free(c->principal);
 	free(c->pending_principal);
+	wire_seal_free(c->tx_seal);
 	explicit_bzero(c->key, sizeof(c->key));
 	free(c);
 }
@@ -214,6 +223,21 @@ void *wire_conn_principal(const struct wire_conn *c)
 	return c->principal;
 }
 
+int wire_server_set_channel(struct wire_server *s, enum tw_channel min)
+{
+	if (min == TW_CHANNEL_DEFAULT)
+		min = TW_CHANNEL_DEFAULT_MODE;
+	if (!wire_channel_valid(min))
+		return -EINVAL;
+	s->channel_min = min;
+	return 0;
+}
+
+enum tw_channel wire_conn_channel(const struct wire_conn *c)
+{
+	return c->tx_seal ? c->chan : TW_CHANNEL_NONE;
+}
+
 void wire_server_set_key_fn(struct wire_server *s, wire_key_fn fn, void *arg)
 {
 	s->key_fn = fn;
@@ -268,27 +292,50 @@ static int auth_key(struct wire_conn *c, const Twinfs__Auth *a,
 	return rc < 0 ? rc : 0;
 }
 
+/* AUTH step 1: the mode later frames run (the stronger of both minimums)
+ * and the bytes both proofs cover, so that a rewritten minimum or choice
+ * fails the handshake.  Returns 0, or a status with *why. */
+static int auth_channel(struct wire_conn *c, const Twinfs__Auth *a,
+			uint8_t bind[WIRE_BIND_LEN], const char **why)
+{
+	enum tw_channel smin = c->srv->channel_min;
+
+	if (!wire_channel_valid(a->channel)) {
+		*why = "unknown channel mode";
+		return -EPROTO;
+	}
+	c->chan_cmin = (enum tw_channel)a->channel;
+	c->chan_smin = smin;
+	c->chan = wire_channel_choose(c->chan_cmin, smin);
+	wire_channel_bind(bind, c->chan_cmin, smin, c->chan);
+	return 0;
+}
+
 /* MSG_AUTH, answered by the wire layer (proto/FORMAT.md "Authentication").
  * Returns 0 to go on reading, -ECANCELED when the connection was closed. */
 static int on_auth(struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__Auth *a = (const Twinfs__Auth *)m->body;
 	Twinfs__AuthReply r = TWINFS__AUTH_REPLY__INIT;
-	uint8_t proof[WIRE_PROOF_LEN];
+	uint8_t proof[WIRE_PROOF_LEN], bind[WIRE_BIND_LEN] = { 0 };
 	const char *why = NULL;
 	int status = 0;
 
+	if (c->auth_step == 1)   /* what step 2's proof must cover */
+		wire_channel_bind(bind, c->chan_cmin, c->chan_smin, c->chan);
 	if (c->hello_seen || c->authenticated || c->principal) {
 		why = "AUTH after HELLO";
 		status = -EPROTO;
 	} else if (a->step == 1 && c->auth_step == 0 &&
 		   a->nonce.len == WIRE_NONCE_LEN) {
 		memcpy(c->cnonce, a->nonce.data, WIRE_NONCE_LEN);
-		status = auth_key(c, a, &why);
+		status = auth_channel(c, a, bind, &why);
+		if (status == 0)
+			status = auth_key(c, a, &why);
 		if (status == 0 &&
 		    (tw_random(c->snonce, WIRE_NONCE_LEN) < 0 ||
 		     wire_auth_proof(c->key, c->key_len, WIRE_LABEL_SERVER,
-				     c->cnonce, c->snonce, proof) < 0)) {
+				     c->cnonce, c->snonce, bind, proof) < 0)) {
 			why = "cannot compute a proof";
 			status = -EIO;
 		}
@@ -298,10 +345,12 @@ static int on_auth(struct wire_conn *c, struct wire_msg *m)
 			r.nonce.len = WIRE_NONCE_LEN;
 			r.proof.data = proof;
 			r.proof.len = WIRE_PROOF_LEN;
+			r.channel = c->chan;
+			r.channel_min = c->chan_smin;
 		}
 	} else if (a->step == 2 && c->auth_step == 1 &&
 		   wire_auth_check(c->key, c->key_len, WIRE_LABEL_CLIENT,
-				   c->snonce, c->cnonce, a->proof.data,
+				   c->snonce, c->cnonce, bind, a->proof.data,
 				   a->proof.len)) {
 		c->auth_step = 2;
 		if (c->pending_principal) {
@@ -319,6 +368,13 @@ static int on_auth(struct wire_conn *c, struct wire_msg *m)
 		r.refusal = (char *)why;
 	wire_reply(c, &m->hdr, status, &r.base, NULL, 0);
 	wire_msg_free(m);
+	/* The step-2 reply went in the clear; what follows is sealed. */
+	if (status == 0 && c->auth_step == 2 && c->chan != TW_CHANNEL_NONE &&
+	    wire_seal_start(c->chan, c->key, c->key_len, c->cnonce,
+			    c->snonce, true, &c->tx_seal, &c->rd.seal) < 0) {
+		why = "cannot derive the channel keys";
+		status = -EIO;
+	}
 	if (status == 0)
 		return 0;
 	tw_log_rl(TW_LOG_WARN, "wire: closing connection from %s: "
@@ -410,7 +466,8 @@ static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
 {
 	uv_stream_t *st = (uv_stream_t *)&c->tcp;
 	uint64_t max = c->srv ? c->srv->lim.max_queued_reply_bytes : 0;
-	int rc = wire_stream_write_z(st, buf, len, z, conn_write_done, c);
+	int rc = wire_stream_write_sealed(st, c->tx_seal, buf, len, z,
+					  conn_write_done, c);
 
 	if (rc < 0 || !max || c->read_paused || !c->open)
 		return rc;
@@ -671,6 +728,7 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
 	s->loop = loop;
 	s->ops = *ops;
 	s->arg = arg;
+	s->channel_min = TW_CHANNEL_DEFAULT_MODE;
 	uv_tcp_init(loop, &s->listener);
 	s->listener.data = s;
 	rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);

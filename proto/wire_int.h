@@ -13,8 +13,11 @@
 #include "wire.h"
 
 #define WIRE_RBUF_SIZE (64u << 10)
+#define WIRE_TAG_LEN   16u
 
-enum wire_rstate { WIRE_R_HDR, WIRE_R_MSG, WIRE_R_DATA };
+struct wire_seal;   /* one direction of a sealed connection (wire_seal.c) */
+
+enum wire_rstate { WIRE_R_HDR, WIRE_R_MSG, WIRE_R_DATA, WIRE_R_TAG };
 
 struct wire_reader {
 	enum wire_rstate state;
@@ -30,6 +33,13 @@ struct wire_reader {
 	 * small frames before HELLO). */
 	uint32_t max_msg, max_data;
 	char why[96];           /* a reason with numbers in it (*why) */
+	/* Opens every frame read from now on (a WIRE_TAG_LEN tag follows
+	 * its data); NULL: frames are not sealed.  Owned: freed with the
+	 * reader.  Set from inside a frame callback, it applies from the
+	 * next frame on, including those already in rbuf. */
+	struct wire_seal *seal;
+	uint8_t hdr_raw[WIRE_HDR_SIZE]; /* the header as read (sealed data) */
+	uint8_t tag[WIRE_TAG_LEN];
 };
 
 /* Called for each complete frame; takes ownership of m.  Return 0 to go on,
@@ -76,6 +86,13 @@ int wire_stream_write_z(uv_stream_t *s, uint8_t *buf, size_t len,
 			const struct wire_zdata *z,
 			void (*done)(void *arg, int status, size_t len),
 			void *arg);
+/* The same, sealed with seal (NULL: not sealed): every frame a sealed
+ * connection sends goes through here, in the order it is written. */
+int wire_stream_write_sealed(uv_stream_t *s, struct wire_seal *seal,
+			     uint8_t *buf, size_t len,
+			     const struct wire_zdata *z,
+			     void (*done)(void *arg, int status, size_t len),
+			     void *arg);
 
 /* "1.2.3.4:5678" of a connected TCP handle's peer. */
 void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);
@@ -87,16 +104,57 @@ void wire_peer_addr(uv_tcp_t *t, char *out, size_t outlen);
 #define WIRE_LABEL_SERVER "twinfs-server"
 #define WIRE_LABEL_CLIENT "twinfs-client"
 
-/* HMAC-SHA256(key, label || first || second) into out; key_len <=
- * WIRE_KEY_MAX (the cluster secret is its string's bytes). */
+#define WIRE_BIND_LEN 3
+
+/* HMAC-SHA256(key, label || first || second || bind) into out; key_len <=
+ * WIRE_KEY_MAX (the cluster secret is its string's bytes).  bind is what
+ * else the proof vouches for: the channel modes (wire_channel_bind). */
 int wire_auth_proof(const uint8_t *key, size_t key_len, const char *label,
 		    const uint8_t first[WIRE_NONCE_LEN],
 		    const uint8_t second[WIRE_NONCE_LEN],
+		    const uint8_t bind[WIRE_BIND_LEN],
 		    uint8_t out[WIRE_PROOF_LEN]);
 /* Whether proof is that HMAC (constant-time compare). */
 bool wire_auth_check(const uint8_t *key, size_t key_len, const char *label,
 		     const uint8_t first[WIRE_NONCE_LEN],
 		     const uint8_t second[WIRE_NONCE_LEN],
+		     const uint8_t bind[WIRE_BIND_LEN],
 		     const uint8_t *proof, size_t proof_len);
+
+/* ------------------------------------------ sealed frames (wire_seal.c) */
+
+/* Whether m is a mode a peer may state (none, integrity or encrypt). */
+bool wire_channel_valid(uint32_t m);
+/* The mode a connection runs: the stronger of both minimums. */
+enum tw_channel wire_channel_choose(enum tw_channel cmin,
+				   enum tw_channel smin);
+/* The bytes both AUTH proofs cover: the connecting side's minimum, the
+ * server's minimum and the mode chosen, so that a man in the middle who
+ * rewrites any of them makes a proof fail. */
+void wire_channel_bind(uint8_t out[WIRE_BIND_LEN], enum tw_channel cmin,
+		       enum tw_channel smin, enum tw_channel chosen);
+/* After AUTH step 2 succeeded with mode (integrity or encrypt): derive
+ * both directions' keys from key and the nonces; *tx seals what this side
+ * sends, *rx opens what it reads.  server: this side accepted the
+ * connection.  Free both with wire_seal_free.  Returns 0 or -errno. */
+int wire_seal_start(enum tw_channel mode, const uint8_t *key, size_t key_len,
+		    const uint8_t nc[WIRE_NONCE_LEN],
+		    const uint8_t ns[WIRE_NONCE_LEN], bool server,
+		    struct wire_seal **tx, struct wire_seal **rx);
+void wire_seal_free(struct wire_seal *s);
+/* Seal the next frame this side writes: buf (len bytes: header, body,
+ * copied data) and z's data (may be NULL), into tag.  Integrity: nothing
+ * changes.  Encrypt: buf's body and data are encrypted in place, z's data
+ * into *zcopy (malloc'd; the caller frees it after the write; NULL when
+ * there is none).  Returns 0 or -errno. */
+int wire_seal_frame(struct wire_seal *s, uint8_t *buf, size_t len,
+		    const struct wire_zdata *z, uint8_t **zcopy,
+		    uint8_t tag[WIRE_TAG_LEN]);
+/* Open the next frame read: 0 when tag is right (encrypt: msg and data
+ * decrypted in place), -EBADMSG when it is not (the frame was changed,
+ * replayed, reordered or one before it lost). */
+int wire_seal_open(struct wire_seal *s, const uint8_t hdr[WIRE_HDR_SIZE],
+		   uint8_t *msg, size_t msg_len, uint8_t *data,
+		   size_t data_len, const uint8_t tag[WIRE_TAG_LEN]);
 
 #endif

@@ -19,6 +19,9 @@
  * that stalls for seconds must not stop a daemon's or a client's loop.
  * Its first WIRE_PEER_ADDRS addresses are tried in order until one
  * accepts the connection.
+ *
+ * With a key, AUTH comes first and chooses how later frames are protected;
+ * from the HELLO on every frame each way is sealed (wire_seal.c).
  */
 #include <assert.h>
 #include <errno.h>
@@ -53,6 +56,10 @@ struct pconn {
 	uv_connect_t creq;
 	struct wire_peer *p;
 	struct wire_reader rd;
+	struct wire_seal *tx_seal;        /* seals what we send; NULL: clear */
+	enum tw_channel chan;             /* AUTH's choice (step 1 reply) */
+	enum tw_channel chan_smin;        /* the server's minimum it stated */
+	uint8_t snonce[WIRE_NONCE_LEN];   /* the server's AUTH nonce */
 	bool dead;                        /* detached from the peer */
 };
 
@@ -74,6 +81,7 @@ struct wire_peer {
 	uint8_t *identity;
 	size_t identity_len;
 	uint8_t cnonce[WIRE_NONCE_LEN];   /* this connection's AUTH nonce */
+	enum tw_channel channel_min;      /* weakest mode after AUTH we take */
 	char refusal[160];                /* the server's last reason */
 
 	enum pstate state;
@@ -113,6 +121,11 @@ const char *wire_peer_name(const struct wire_peer *p)
 bool wire_peer_connected(const struct wire_peer *p)
 {
 	return p->state == P_READY;
+}
+
+enum tw_channel wire_peer_channel(const struct wire_peer *p)
+{
+	return p->conn && p->conn->tx_seal ? p->conn->chan : TW_CHANNEL_NONE;
 }
 
 /* ------------------------------------------------------------- lists */
@@ -269,6 +282,7 @@ static void on_pconn_closed(uv_handle_t *h)
 	struct wire_peer *p = pc->p;
 
 	wire_reader_free(&pc->rd);
+	wire_seal_free(pc->tx_seal);
 	free(pc);
 	p->handles--;
 	peer_maybe_free(p);
@@ -297,8 +311,9 @@ static void on_written(void *arg, int status, size_t len)
 static int send_frame(struct wire_peer *p, uint8_t *buf, size_t len,
 		      const struct wire_zdata *z)
 {
-	return wire_stream_write_z((uv_stream_t *)&p->conn->tcp, buf, len, z,
-				   on_written, p->conn);
+	return wire_stream_write_sealed((uv_stream_t *)&p->conn->tcp,
+					p->conn->tx_seal, buf, len, z,
+					on_written, p->conn);
 }
 
 static void pump(struct wire_peer *p)
@@ -428,6 +443,7 @@ static void send_auth(struct wire_peer *p, uint32_t step, const uint8_t *proof)
 		a.nonce.len = WIRE_NONCE_LEN;
 		a.identity.data = p->identity;
 		a.identity.len = p->identity_len;
+		a.channel = p->channel_min;
 	} else {
 		a.proof.data = (uint8_t *)proof;
 		a.proof.len = WIRE_PROOF_LEN;
@@ -462,7 +478,8 @@ static int handshake_failed(struct wire_peer *p, int status)
 static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 {
 	const Twinfs__AuthReply *r = (const Twinfs__AuthReply *)m->body;
-	uint8_t proof[WIRE_PROOF_LEN];
+	uint8_t proof[WIRE_PROOF_LEN], bind[WIRE_BIND_LEN];
+	struct pconn *pc = p->conn;
 	int status = m->hdr.status;
 
 	if (status < 0) {
@@ -476,23 +493,51 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 								 : status);
 	}
 	if (r->nonce.len == 0) {
-		/* Step 2 accepted. */
+		/* Step 2 accepted: from the HELLO on, everything is sealed. */
 		wire_msg_free(m);
+		if (pc->chan != TW_CHANNEL_NONE &&
+		    wire_seal_start(pc->chan, p->key, p->key_len, p->cnonce,
+				    pc->snonce, false, &pc->tx_seal,
+				    &pc->rd.seal) < 0) {
+			tw_log_rl(TW_LOG_ERR, "wire: %s: cannot derive the "
+				  "channel keys", p->name);
+			return handshake_failed(p, -EIO);
+		}
 		send_hello(p);
 		return 0;
 	}
-	/* Step 1: the server must prove the secret before we do. */
+	/* Step 1: the server chose the stronger of both minimums (a
+	 * weaker choice is a downgrade), and must prove the key before we
+	 * do, over the modes too: one rewritten on the way fails it. */
+	if (!wire_channel_valid(r->channel) ||
+	    !wire_channel_valid(r->channel_min) ||
+	    r->channel != wire_channel_choose(p->channel_min,
+					      r->channel_min)) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s chose channel mode %u for "
+			  "minimums %s and %u: refusing", p->name,
+			  (unsigned)r->channel,
+			  tw_channel_name(p->channel_min),
+			  (unsigned)r->channel_min);
+		wire_msg_free(m);
+		return handshake_failed(p, -EACCES);
+	}
+	pc->chan = (enum tw_channel)r->channel;
+	pc->chan_smin = (enum tw_channel)r->channel_min;
+	wire_channel_bind(bind, p->channel_min, pc->chan_smin, pc->chan);
 	if (r->nonce.len != WIRE_NONCE_LEN ||
 	    !wire_auth_check(p->key, p->key_len, WIRE_LABEL_SERVER, p->cnonce,
-			     r->nonce.data, r->proof.data, r->proof.len) ||
+			     r->nonce.data, bind, r->proof.data,
+			     r->proof.len) ||
 	    wire_auth_proof(p->key, p->key_len, WIRE_LABEL_CLIENT,
-			    r->nonce.data, p->cnonce, proof) < 0) {
-		tw_log_rl(TW_LOG_WARN, "wire: %s does not hold the %s",
+			    r->nonce.data, p->cnonce, bind, proof) < 0) {
+		tw_log_rl(TW_LOG_WARN, "wire: %s does not hold the %s (or "
+			  "its answer was changed on the way)",
 			  p->name, p->identity_len ? "key of our identity"
 						   : "cluster secret");
 		wire_msg_free(m);
 		return handshake_failed(p, -EACCES);
 	}
+	memcpy(pc->snonce, r->nonce.data, WIRE_NONCE_LEN);
 	wire_msg_free(m);
 	send_auth(p, 2, proof);
 	return 0;
@@ -807,6 +852,12 @@ int wire_peer_new(uv_loop_t *loop, const struct wire_peer_opts *o,
 	p->max_inflight = o->max_inflight_bytes ? o->max_inflight_bytes
 						: 64ull << 20;
 	p->reconnect_ms = o->reconnect_ms ? o->reconnect_ms : 100;
+	p->channel_min = o->channel == TW_CHANNEL_DEFAULT
+			 ? TW_CHANNEL_DEFAULT_MODE : o->channel;
+	if (!wire_channel_valid(p->channel_min)) {
+		free(p);
+		return -EINVAL;
+	}
 	if (o->secret && *o->secret) {
 		if (strlen(o->secret) > WIRE_KEY_MAX) {
 			free(p);

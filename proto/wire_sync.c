@@ -54,11 +54,12 @@ int wire_sync_call(struct wire_sync *s, uint16_t type,
 }
 
 int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
-		   const char *secret, uint32_t timeout_ms,
-		   struct wire_sync **out)
+		   const char *secret, enum tw_channel channel,
+		   uint32_t timeout_ms, struct wire_sync **out)
 {
 	struct wire_peer_opts o = {
 		.host = host, .port = port, .hello = hello, .secret = secret,
+		.channel = channel,
 	};
 	struct wire_sync *s = calloc(1, sizeof(*s));
 	Twinfs__Ping ping = TWINFS__PING__INIT;

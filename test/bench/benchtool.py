@@ -26,7 +26,8 @@ Subcommands (all print their result on stdout, one line):
                                targets (README.md here); prints the table (and,
                                with CEILING.tsv, the table against hopfs)
   check OUTDIR                 run --quick's self-check for CI: a figure
-                               for every workload on every target, no
+                               for every workload on every target (and
+                               every channel mode in channel.tsv), no
                                failed measurement; judges no figure
 """
 import json
@@ -458,6 +459,15 @@ def cmd_check(out):
                 if not number(rows[w].get(c), unit):
                     bad.append("%s: %s on %s is %r"
                                % (name, w, c, rows[w].get(c)))
+    # chan_bench's channel.tsv: a figure for every mode of every workload.
+    chan = table("channel.tsv")
+    for r in chan:
+        if not number(r.get("value"), r.get("unit")):
+            bad.append("channel.tsv: %s %s is %r" % (r.get("mode"),
+                       r.get("workload"), r.get("value")))
+    for m in ("none", "integrity", "encrypt"):
+        if chan and not any(r.get("mode") == m for r in chan):
+            bad.append("channel.tsv: no row for mode %s" % m)
     for r in table("raw.tsv"):
         if r.get("value") == "fail":
             bad.append("raw.tsv: run %s %s %s failed %s"

@@ -213,7 +213,8 @@ static int do_check(const char *host, int port, uint64_t ino, uint64_t size,
 	int rc, bad = 0;
 
 	wire_hello_init(&hello, cluster, TWINFS__ROLE__ROLE_ADMIN, 1);
-	rc = wire_sync_open(host, port, &hello, NULL, 30000, &s);
+	rc = wire_sync_open(host, port, &hello, NULL, TW_CHANNEL_DEFAULT,
+			    30000, &s);
 	if (rc < 0) {
 		fprintf(stderr, "connect: %s\n", strerror(-rc));
 		return 1;

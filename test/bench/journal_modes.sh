@@ -36,6 +36,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$REPO/test/bench
 LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$HERE/benchtool.py")
+BENCH_WHO=journal_modes
+. "$HERE/lib.sh"
 
 QUICK=0
 BURST_OPT=
@@ -66,30 +68,14 @@ if [[ -n $BURST_OPT ]]; then
 fi
 LIM=600 # seconds: bounds every fio job and program
 OUT=${OUT:-/var/tmp/twinfs-jmodes-$(date -u +%Y%m%dT%H%M%SZ)}
-
-say() { printf '%s %s\n' "$(date -u +%T)" "$*"; }
-die() { echo "journal_modes: $*" >&2; exit 1; }
-[[ $(id -u) == 0 ]] || die "needs root (FUSE mounts, drop_caches)"
-command -v fio >/dev/null || die "needs fio"
-
-BUILD=${TWINFS_BUILD_DIR:-$REPO/build}
-[[ $BUILD == /* ]] || BUILD=$PWD/$BUILD
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+bench_start
 if [[ ! -f $BUILD/build.ninja ]]; then
 	meson setup "$BUILD" "$REPO" >"$OUT/build.log" 2>&1 || die "meson setup failed ($OUT/build.log)"
 fi
 ninja -C "$BUILD" >>"$OUT/build.log" 2>&1 || die "build failed ($OUT/build.log)"
 
 WORK=$(mktemp -d /var/tmp/twinfs-jmodes-work.XXXXXX)
-PORT=
-for ((p = 31100; p <= 31195; p += 5)); do
-	busy=0
-	for ((q = p; q < p + 5; q++)); do
-		[[ -z $(ss -Htan "( sport = :$q )" 2>/dev/null) ]] || busy=1
-	done
-	((busy)) || { PORT=$p; break; }
-done
+PORT=$(bench_port_block 31100 31195)
 [[ -n $PORT ]] || die "no free port block in 31100-31199"
 export TWINFS_PORT=$PORT TWINFS_BUILD_DIR=$BUILD TWINFS_NO_BUILD=1 TWINFS_NO_APT=1
 export TWINFS_CLUSTER=jmodes-$PORT
@@ -98,7 +84,6 @@ CLUSTER_UP=0
 BG_PID=
 STREAM_PID=
 
-mounted() { awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 cleanup() {
 	local rc=$?
 	set +e
@@ -106,11 +91,7 @@ cleanup() {
 	[[ -n $BG_PID ]] && { kill -TERM "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; }
 	[[ -n $STREAM_PID ]] && { kill -TERM "$STREAM_PID" 2>/dev/null; wait "$STREAM_PID" 2>/dev/null; }
 	((CLUSTER_UP)) && cluster_down
-	if mounted "${TWINFS_MOUNT:-/nonexistent}"; then
-		echo "journal_modes: $TWINFS_MOUNT is still mounted; left $WORK in place" >&2
-	else
-		rm -rf --one-file-system "$WORK"
-	fi
+	bench_remove_work journal_modes
 	exit $rc
 }
 trap cleanup EXIT
@@ -160,7 +141,7 @@ settle() {
 	[[ -z $note ]] || printf '%s\t%s\t%s\t%s\t%s\n' "$1" settle "$note" s "" >>"$RAW"
 }
 
-cpu_tw() { "${TOOL[@]}" cpu $(cat "$TWINFS_RUN_DIR"/pids/{mgrd,iod1,iod2,iod3,iod4,mount}.pid); }
+cpu_tw() { bench_cpu_tw; }
 
 fio_job() { # TARGET DIR NAME SIDE fio-args...: prints "bw iops lat bytes"
 	local t=$1 d=$2 name=$3 side=$4 js=$OUT/fio/$1-$3.json

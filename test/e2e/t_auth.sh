@@ -3,7 +3,8 @@
 # in the config, iods register and twin-forward only after proving it, an
 # admin without it (or with a wrong one) is refused with a clear message, a
 # client mount works as NFS AUTH_SYS does (no secret needed), and a daemon
-# refuses to listen beyond loopback without a secret.
+# refuses to listen beyond loopback without a secret; every frame after AUTH
+# is sealed, and one changed on the way fails the connection.
 # Capabilities (proto/FORMAT.md "Capabilities"), with a 3 s cap_lifetime:
 # a mount reads and writes across several lifetimes without an error or an
 # expired cap (renewed in the background), and a hostile client is
@@ -99,6 +100,35 @@ for v in wrong none; do
 done
 grep -q "without the cluster secret\|authentication failed" "$TWINFS_RUN_DIR"/logs/mgrd.log &&
 	pass refusal-logged || fail refusal-logged "no log line in mgrd.log"
+
+# Every frame after AUTH is sealed, integrity by default (proto/FORMAT.md
+# "Channel protection"): one bit flipped by a man in the middle, in the
+# HELLO either way, fails the connection; mgrd logs a changed request and
+# twinfsctl says so of a changed reply.
+grep -q "frames after AUTH: at least integrity" "$TWINFS_RUN_DIR"/logs/mgrd.log &&
+	pass channel-default-integrity || fail channel-default-integrity "no line in mgrd.log"
+mport=$(awk '/^\[mgrd\]/ { m = 1 } m && /^port = / { print $3; exit }' "$CONF")
+for dir in c2s s2c; do
+	python3 "$(dirname "$0")/tamper_proxy.py" "$mport" $dir 2 >"$T/pport" 2>"$T/proxy.log" &
+	ppid=$!
+	for ((i = 0; i < 50; i++)); do [[ -s $T/pport ]] && break; sleep 0.1; done
+	sed "/^\[mgrd\]/,/^\[/ s/^port = .*/port = $(cat "$T/pport")/" "$CONF" >"$T/mitm.conf"
+	chmod 600 "$T/mitm.conf"
+	out=$("$TWINFS_BUILD_DIR/cli/twinfsctl" -c "$T/mitm.conf" -t 3000 status 2>&1)
+	rc=$?
+	wait $ppid
+	rm -f "$T/pport"
+	if [[ $dir == c2s ]]; then
+		seen=$(grep -c "frame authentication failed (a HELLO request" "$TWINFS_RUN_DIR"/logs/mgrd.log)
+	else
+		seen=$(grep -c "frame authentication failed" <<<"$out")
+	fi
+	if ((rc != 0 && seen > 0)) && grep -q flipped "$T/proxy.log"; then
+		pass "tampered-frame-$dir-refused"
+	else
+		fail "tampered-frame-$dir-refused" "exit $rc, seen $seen: $(echo "$out" | head -n 2 | tr '\n' ' ')"
+	fi
+done
 
 # A daemon must not listen beyond loopback without a secret.
 sed -e "/^secret = /d" -e "0,/^host = 127.0.0.1/s//host = 0.0.0.0/" \

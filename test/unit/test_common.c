@@ -536,6 +536,24 @@ Test(conf, errors)
 	expect_error("[iod 1]\ndir = /x\n[iod 2]\ndir = /x\n", 3, "directory /x");
 	expect_error("[iod 1]\nport = 7500\n[iod 2]\n", 1, "address of mgrd");
 	expect_error("[cluster]\nstripe_count = 33\n" FOUR_IODS, 2, "bad count");
+	expect_error("[cluster]\nchannel = tls\n" FOUR_IODS, 2,
+		     "integrity, encrypt or none");
+}
+
+Test(conf, channel)
+{
+	struct tw_conf c;
+	char err[256];
+
+	tw_conf_defaults(&c);
+	cr_assert_eq(c.channel, TW_CHANNEL_DEFAULT);
+	cr_assert_str_eq(tw_channel_name(c.channel), "integrity");
+	cr_assert_eq(load("[cluster]\nchannel = encrypt\n" FOUR_IODS, &c, err,
+			  sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.channel, TW_CHANNEL_ENCRYPT);
+	cr_assert_eq(load("[cluster]\nchannel = none\n" FOUR_IODS, &c, err,
+			  sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.channel, TW_CHANNEL_NONE);
 }
 
 /* deploy/twinfs.conf.example must stay loadable once its placeholder
