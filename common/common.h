@@ -94,6 +94,10 @@ struct tw_conf_iod {
 	char host[TW_HOST_MAX];
 	int port;
 	char dir[PATH_MAX];           /* data directory */
+	/* [iod N] metrics = HOST:PORT: where GET /metrics is served
+	 * (docs/OPERATIONS.md "Metrics"); port 0 = off (the default). */
+	char metrics_host[TW_HOST_MAX];
+	int metrics_port;
 };
 
 enum tw_journal_mode { TW_JNL_JOURNAL = 0, TW_JNL_ORDERED, TW_JNL_WRITEBACK };
@@ -158,6 +162,9 @@ struct tw_conf {
 	/* [mgrd] max_locks_per_session, 100000: byte-range and flock locks
 	 * one session holds; past it a lock is refused -ENOLCK. */
 	uint32_t max_locks_per_session;
+	/* [mgrd] metrics = HOST:PORT, as tw_conf_iod.metrics_*; 0 = off. */
+	char mgr_metrics_host[TW_HOST_MAX];
+	int mgr_metrics_port;
 
 	enum tw_journal_mode journal_mode; /* [iod] journal_mode (all iods) */
 	uint64_t journal_size;        /* [iod] journal_size, default 256M */
@@ -176,9 +183,9 @@ void tw_conf_defaults(struct tw_conf *conf);
 /* Parse an INI file:
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
  *   [mgrd]     host, port, dir, max_sessions_per_client,
- *              max_locks_per_session
+ *              max_locks_per_session, metrics
  *   [iod]      journal_mode, journal_size, reserve (for every iod)
- *   [iod N]    host, port, dir, group          (N = 1, 2, ...)
+ *   [iod N]    host, port, dir, group, metrics (N = 1, 2, ...)
  * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
  * holds exactly two iods, stripe_size a power of two in 64K..64M.
  * On error returns -EINVAL (or -errno of open) and writes a message naming
@@ -186,6 +193,10 @@ void tw_conf_defaults(struct tw_conf *conf);
  * and is readable by group or others (chmod 600 fixes it), -EINVAL when
  * that secret is the example's placeholder "CHANGE-ME". */
 int tw_conf_load(const char *path, struct tw_conf *conf, char *err, size_t errlen);
+
+/* A metrics address: "HOST:PORT", "[V6]:PORT", "PORT" (= 127.0.0.1:PORT)
+ * or "off" (port 0).  host must hold TW_HOST_MAX bytes.  0 or -EINVAL. */
+int tw_parse_metrics_addr(const char *s, char *host, int *port);
 
 /* Parse "512K", "1M", "4096" -> bytes; "100ms", "30s", "2m", "5" (=s) -> ms. */
 int tw_parse_size(const char *s, uint64_t *out);
@@ -236,6 +247,14 @@ int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
  * "PATH.corrupt-<unix time>" (mode 0600; written to out), fsync the copy
  * and its directory.  0 or -errno (-EEXIST when that name exists). */
 int tw_copy_aside(const char *path, char *out, size_t outlen);
+/* The address a server binds: host is an IPv4 or IPv6 literal,
+ * "localhost" (127.0.0.1) or a name, resolved here (blocking: call it at
+ * start only).  0 or -EINVAL. */
+struct sockaddr_storage;
+int tw_listen_addr(const char *host, int port, struct sockaddr_storage *ss);
+/* The port of an IPv4 or IPv6 address (host order). */
+int tw_sockaddr_port(const struct sockaddr_storage *ss);
+
 /* Fill buf with len random bytes from getrandom(2). */
 int tw_random(void *buf, size_t len);
 

@@ -301,6 +301,50 @@ static int set_port(struct parse *p, const char *key, const char *val,
 	return 0;
 }
 
+int tw_parse_metrics_addr(const char *s, char *host, int *port)
+{
+	const char *colon, *h = s;
+	size_t hlen;
+	long v;
+
+	if (strcmp(s, "off") == 0) {
+		host[0] = '\0';
+		*port = 0;
+		return 0;
+	}
+	colon = strrchr(s, ':');
+	if (!colon) {
+		if (parse_int_range(s, 1, 65535, &v) < 0)
+			return -EINVAL;
+		snprintf(host, TW_HOST_MAX, "127.0.0.1");
+		*port = (int)v;
+		return 0;
+	}
+	hlen = (size_t)(colon - s);
+	if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']') {
+		h = s + 1;
+		hlen -= 2;
+	} else if (memchr(s, ':', hlen)) {
+		return -EINVAL;       /* an IPv6 literal needs brackets */
+	}
+	if (hlen == 0 || hlen >= TW_HOST_MAX ||
+	    parse_int_range(colon + 1, 1, 65535, &v) < 0)
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (int)v;
+	return 0;
+}
+
+static int set_metrics(struct parse *p, const char *key, const char *val,
+		       char *host, int *port)
+{
+	if (tw_parse_metrics_addr(val, host, port) < 0)
+		return fail(p, p->line, "%s: bad address '%s' (HOST:PORT, "
+			    "[IPV6]:PORT, PORT or off)", key, val);
+	return 0;
+}
+
 static int set_bool(struct parse *p, const char *key, const char *val,
 		    bool *dst)
 {
@@ -434,13 +478,16 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 				    key, val, TW_LOCKS_PER_SESSION_MAX);
 		c->max_locks_per_session = (uint32_t)v;
 		return 0;
+	case 5:
+		return set_metrics(p, key, val, c->mgr_metrics_host,
+				   &c->mgr_metrics_port);
 	}
 	return -EINVAL;
 }
 
 static const char *const mgrd_keys[] = { "host", "port", "dir",
 					 "max_sessions_per_client",
-					 "max_locks_per_session" };
+					 "max_locks_per_session", "metrics" };
 
 /* A size of at least min_mib MiB into *out. */
 static int set_size_min(struct parse *p, const char *key, const char *val,
@@ -511,11 +558,15 @@ static int iod_key(struct parse *p, int idx, const char *key, const char *val)
 		d->group = (int)v;
 		p->iod_group_set[p->iod_id] = true;
 		return 0;
+	case 4:
+		return set_metrics(p, key, val, d->metrics_host,
+				   &d->metrics_port);
 	}
 	return -EINVAL;
 }
 
-static const char *const iod_keys[] = { "host", "port", "dir", "group" };
+static const char *const iod_keys[] = { "host", "port", "dir", "group",
+					"metrics" };
 
 static int handle_key(struct parse *p, const char *key, const char *val)
 {
@@ -716,6 +767,58 @@ static int check_iods(struct parse *p)
 
 /* Two servers on one address, or two iods on one directory of one host,
  * would fight over the same port or the same subfiles. */
+/* Whether host:port is a server port or another metrics address of the
+ * file (the one of `self`, an iod id or 0 for mgrd, excluded). */
+static const char *metrics_clash(const struct tw_conf *c, int self,
+				 const char *host, int port)
+{
+	static char who[64];
+
+	if (strcmp(host, c->mgr_host) == 0 && port == c->mgr_port)
+		return "mgrd";
+	if (self != 0 && c->mgr_metrics_port == port &&
+	    strcmp(host, c->mgr_metrics_host) == 0)
+		return "the metrics of mgrd";
+	for (int i = 0; i < c->n_iods; i++) {
+		const struct tw_conf_iod *d = &c->iods[i];
+
+		if (strcmp(host, d->host) == 0 && port == d->port) {
+			snprintf(who, sizeof(who), "iod %d", d->id);
+			return who;
+		}
+		if (d->id != self && d->metrics_port == port &&
+		    strcmp(host, d->metrics_host) == 0) {
+			snprintf(who, sizeof(who), "the metrics of iod %d", d->id);
+			return who;
+		}
+	}
+	return NULL;
+}
+
+static int check_metrics(struct parse *p)
+{
+	struct tw_conf *c = p->conf;
+	const char *who;
+
+	if (c->mgr_metrics_port &&
+	    (who = metrics_clash(c, 0, c->mgr_metrics_host,
+				 c->mgr_metrics_port)) != NULL)
+		return fail(p, p->sect_line[S_MGRD],
+			    "[mgrd] metrics %s:%d is the address of %s",
+			    c->mgr_metrics_host, c->mgr_metrics_port, who);
+	for (int i = 0; i < c->n_iods; i++) {
+		const struct tw_conf_iod *d = &c->iods[i];
+
+		if (d->metrics_port &&
+		    (who = metrics_clash(c, d->id, d->metrics_host,
+					 d->metrics_port)) != NULL)
+			return fail(p, p->iod_line[d->id],
+				    "[iod %d] metrics %s:%d is the address of %s",
+				    d->id, d->metrics_host, d->metrics_port, who);
+	}
+	return 0;
+}
+
 static int check_addresses(struct parse *p)
 {
 	struct tw_conf *c = p->conf;
@@ -754,6 +857,9 @@ static int validate(struct parse *p)
 	if (rc < 0)
 		return rc;
 	rc = check_addresses(p);
+	if (rc < 0)
+		return rc;
+	rc = check_metrics(p);
 	if (rc < 0)
 		return rc;
 	if (!p->session_timeout_set) {

@@ -10,10 +10,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <libgen.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -273,4 +277,44 @@ out:
 	if (rc < 0 && dst >= 0)
 		unlink(out);
 	return rc;
+}
+
+int tw_listen_addr(const char *host, int port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res = NULL;
+	char p[16];
+
+	memset(ss, 0, sizeof(*ss));
+	if (!strcmp(host, "localhost"))
+		host = "127.0.0.1";
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)port);
+		return 0;
+	}
+	snprintf(p, sizeof(p), "%d", port);
+	if (getaddrinfo(host, p, &hints, &res) != 0 || !res ||
+	    res->ai_addrlen > sizeof(*ss)) {
+		if (res)
+			freeaddrinfo(res);
+		return -EINVAL;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+int tw_sockaddr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
 }

@@ -205,6 +205,13 @@ int iod_store_aborted(const struct iod_store *s);
 /* The journal's counters (journal.h). */
 struct jbd_stats;
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
+/* Time the journal's closes and checkpoints into these histograms
+ * (journal.h jbd_set_latency_hists; NULL, NULL stops). */
+struct tw_hist;
+void iod_store_journal_hists(struct iod_store *s, struct tw_hist *commit,
+			     struct tw_hist *checkpoint);
+/* Subfile descriptors held in the fd cache now. */
+unsigned iod_store_fds_cached(const struct iod_store *s);
 /* Test only (TWINFS_TEST_FAULTS, main.c): the next journal write fails
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
@@ -515,6 +522,9 @@ struct iod {
 
 	/* resync.c: the copy to our resyncing twin, or NULL */
 	struct rs_job *resync;
+
+	/* metrics.c: GET /metrics, or NULL when [iod N] metrics is off */
+	struct iod_metrics *metrics;
 };
 
 /* server.c */
@@ -648,5 +658,18 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
  * taken at the same point of our write order.  Answers the request. */
 void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 		       const struct wire_msg *m);
+
+/* ---------------------------------------------------- resync, metrics */
+
+/* While this iod copies to its twin (resync.c): true, with the target and
+ * the bytes copied of the total to copy. */
+bool iod_resync_progress(const struct iod *d, uint32_t *target,
+			 uint64_t *done, uint64_t *total);
+
+/* metrics.c: serve GET /metrics on [iod N] metrics (nothing when off),
+ * counting the wire server's requests and timing the journal.  Start
+ * after iod_server_start; stop before iod_server_stop.  0 or -errno. */
+int iod_metrics_start(struct iod *d);
+void iod_metrics_stop(struct iod *d);
 
 #endif

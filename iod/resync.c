@@ -1472,6 +1472,19 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	list_target(j);
 }
 
+bool iod_resync_progress(const struct iod *d, uint32_t *target,
+			 uint64_t *done, uint64_t *total)
+{
+	const struct rs_job *j = d->resync;
+
+	if (!j)
+		return false;
+	*target = j->target;
+	*done = j->done_bytes;
+	*total = j->total_bytes;
+	return true;
+}
+
 void iod_resync_stop(struct iod *d)
 {
 	struct rs_job *j = d->resync;

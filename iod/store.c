@@ -466,6 +466,11 @@ const uint8_t *iod_store_uuid(const struct iod_store *s)
 	return s->uuid;
 }
 
+unsigned iod_store_fds_cached(const struct iod_store *s)
+{
+	return s->n_cached;
+}
+
 bool iod_store_is_new(const struct iod_store *s)
 {
 	return s->is_new;

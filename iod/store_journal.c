@@ -719,6 +719,12 @@ void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st)
 	jbd_stats(s->j, st);
 }
 
+void iod_store_journal_hists(struct iod_store *s, struct tw_hist *commit,
+			     struct tw_hist *checkpoint)
+{
+	jbd_set_latency_hists(s->j, commit, checkpoint);
+}
+
 void iod_store_inject_journal_eio(struct iod_store *s)
 {
 	jbd_inject_log_eio(s->j);

@@ -1079,6 +1079,14 @@ int jbd_wait(struct jbd *j)
 	return 0;
 }
 
+void jbd_set_latency_hists(struct jbd *j, struct tw_hist *commit,
+			   struct tw_hist *checkpoint)
+{
+	j->commit_hist = commit;
+	j->cp_hist = checkpoint;
+	j->close_start_ns = j->cp_start_ns = 0;
+}
+
 void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 {
 	*st = j->st;

@@ -382,6 +382,8 @@ static void cp_finish(struct jbd *j)
 	j->tail_seq = cp->new_seq;
 	j->checkpointed_seq = last_seq;
 	j->st.checkpoints++;
+	if (j->cp_hist && j->cp_start_ns)
+		tw_hist_observe_ns(j->cp_hist, tw_now_ns() - j->cp_start_ns);
 	j->full_wait = false;
 	jbd__cp_fini(j);
 	struct jbd_waiter **pp = &j->cp_waiters;
@@ -708,6 +710,7 @@ void jbd__cp_kick(struct jbd *j)
 	j->cp = cp;
 	j->cp_active = true;
 	j->frees_cp_ms = tw_now_ms();
+	j->cp_start_ns = j->cp_hist ? tw_now_ns() : 0;
 	cp_step(j);
 out:
 	jbd__io_pump(j);

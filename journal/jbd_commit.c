@@ -235,6 +235,8 @@ static void close_finish(struct jbd *j, struct jbd_txn *t)
 	j->closing = false;
 	j->closed_seq = t->seq;
 	j->st.commits++;
+	if (j->commit_hist && j->close_start_ns)
+		tw_hist_observe_ns(j->commit_hist, tw_now_ns() - j->close_start_ns);
 	j->st.log_blocks += t->nblocks;
 	j->unsynced_blocks += t->nblocks;
 	free_close_bufs(t);
@@ -476,6 +478,7 @@ void jbd__commit_kick(struct jbd *j)
 	t->state = TXN_CLOSING;
 	j->first_sealed = t->next;   /* SEALED or NULL: list order */
 	j->closing = true;
+	j->close_start_ns = j->commit_hist ? tw_now_ns() : 0;
 	j->head = jbd__log_next(j, j->head, t->nblocks);
 	j->used += t->nblocks;
 	/* A stream (t filled while another closed) skips the page cache: the

@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "journal.h"
+#include "metrics.h"
 
 /* ------------------------------------------------------------ on disk */
 
@@ -336,6 +337,11 @@ struct jbd {
 	 * so that pending_home, which counts every journaled byte as new
 	 * home space, shrinks to what home really takes. */
 	uint64_t home_seq;
+
+	/* jbd_set_latency_hists: the owner's histograms (NULL: untimed) and
+	 * when the current close and checkpoint started (owner thread). */
+	struct tw_hist *commit_hist, *cp_hist;
+	uint64_t close_start_ns, cp_start_ns;
 
 	/* index (data=journal) */
 	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */

@@ -472,6 +472,14 @@ struct jbd_stats {
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);
+/* Time every close (its log writes: start to CLOSED) into commit and
+ * every checkpoint (start to the tail moved) into checkpoint, seconds;
+ * either may be NULL (untimed).  Both complete on the owner's thread, so
+ * plain histograms do (metrics.h); they must outlive j or the next
+ * call. */
+struct tw_hist;
+void jbd_set_latency_hists(struct jbd *j, struct tw_hist *commit,
+			   struct tw_hist *checkpoint);
 
 /* Sticky abort: 0, or -EIO after an I/O error on the journal. */
 int jbd_aborted(const struct jbd *j);

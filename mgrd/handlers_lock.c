@@ -47,6 +47,11 @@ struct mgr_locks {
 	bool grace_logged;
 };
 
+uint64_t mgr_locks_count(const struct mgr_server *s)
+{
+	return s->locks ? s->locks->t.n_locks : 0;
+}
+
 int mgr_locks_new(struct mgr_server *s, bool grace)
 {
 	struct mgr_locks *lk = calloc(1, sizeof(*lk));

@@ -24,6 +24,7 @@
 
 static uv_signal_t sig_term, sig_int;
 static struct mgr_server *server;
+static struct mgr_metrics *metrics;
 
 static void usage(FILE *f)
 {
@@ -50,6 +51,8 @@ static void on_signal(uv_signal_t *h, int signum)
 	tw_info("mgrd: %s received, stopping", strsignal(signum));
 	uv_signal_stop(&sig_term);
 	uv_signal_stop(&sig_int);
+	mgr_metrics_stop(metrics);
+	metrics = NULL;
 	if (server)
 		mgr_server_stop(server, on_stopped, NULL);
 	server = NULL;
@@ -103,6 +106,12 @@ int main(int argc, char **argv)
 	rc = mgr_server_start(loop, &conf, jnl_flags, &server);
 	if (rc < 0)
 		return 1;
+	rc = mgr_metrics_start(loop, server, &metrics);
+	if (rc < 0) {
+		mgr_server_stop(server, NULL, NULL);
+		uv_run(loop, UV_RUN_DEFAULT);
+		return 1;
+	}
 	uv_signal_init(loop, &sig_term);
 	uv_signal_init(loop, &sig_int);
 	uv_signal_start(&sig_term, on_signal, SIGTERM);

@@ -766,6 +766,7 @@ struct mgr_journal {
 	uint64_t snap_len;        /* the last snapshot's payload (0: none
 	                           * written since start) */
 	uint64_t records;         /* replayed + appended */
+	uint64_t snapshots;       /* written since start (metrics) */
 	bool dirty;               /* appended since the last sync */
 };
 
@@ -863,5 +864,13 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
  * runs when every handle is closed. */
 void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 		     void *arg);
+
+/* metrics.c: serve GET /metrics on [mgrd] metrics (*out NULL when off),
+ * counting s's wire requests.  Stop before mgr_server_stop.  0 or
+ * -errno. */
+struct mgr_metrics;
+int mgr_metrics_start(struct uv_loop_s *loop, struct mgr_server *s,
+		      struct mgr_metrics **out);
+void mgr_metrics_stop(struct mgr_metrics *m);
 
 #endif

@@ -1253,6 +1253,7 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 		j->dirty = false;
 		j->snap_len = len;
 		j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
+		j->snapshots++;
 	}
 	return rc;
 }

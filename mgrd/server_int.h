@@ -223,6 +223,8 @@ struct mgr_locks;
 int mgr_locks_new(struct mgr_server *s, bool grace);
 /* Parked requests are dropped unanswered (the clients send them again). */
 void mgr_locks_free(struct mgr_server *s);
+/* Locks held now (metrics.c). */
+uint64_t mgr_locks_count(const struct mgr_server *s);
 /* MSG_LOCK, MSG_GETLK, MSG_UNLOCK_ALL, MSG_LOCK_CANCEL. */
 void mgr_handle_lock(struct mgr_server *s, struct wire_conn *c,
 		     struct wire_msg *m);

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "common.h"          /* enum tw_channel */
+#include "metrics.h"         /* struct tw_hist */
 #include "twinfs.pb-c.h"
 
 /* ------------------------------------------------------------ the frame */
@@ -46,6 +47,11 @@ struct wire_hdr {
 	uint64_t req_id;     /* chosen by the requester, echoed in the reply */
 	uint32_t msg_len;    /* protobuf bytes that follow the header */
 	uint32_t data_len;   /* bulk bytes that follow the protobuf */
+	/* In memory only, never on the wire: tw_now_ns() when a server read
+	 * this request (wire_conn.c), else 0.  It travels with the copies a
+	 * daemon keeps for a late reply, so wire_reply can time the request
+	 * (struct wire_stats). */
+	uint64_t rx_ns;
 };
 
 void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_SIZE]);
@@ -156,6 +162,32 @@ bool wire_conn_authenticated(const struct wire_conn *c);
 /* What the peer proved an identity's key for (key_fn's principal), or
  * NULL: it proved the cluster secret, or nothing. */
 void *wire_conn_principal(const struct wire_conn *c);
+/* What a server counts for the daemon's metrics (docs/OPERATIONS.md
+ * "Metrics"), when the daemon gave it one with wire_server_set_stats:
+ * requests by type (AUTH and HELLO included), the time from reading a
+ * request to queueing its reply, bulk data bytes in requests and in
+ * replies by type, bytes read and written on the sockets, connections.
+ * Updated on the loop thread only. */
+#define WIRE_STATS_TYPES 64   /* message types 0..63 (twinfs.proto) */
+struct wire_stats {
+	uint64_t requests[WIRE_STATS_TYPES];
+	struct tw_hist latency[WIRE_STATS_TYPES];   /* seconds */
+	uint64_t req_data_bytes[WIRE_STATS_TYPES];  /* e.g. WRITE's data */
+	uint64_t reply_data_bytes[WIRE_STATS_TYPES];/* e.g. READ's data */
+	uint64_t rx_bytes, tx_bytes;
+	uint64_t conns_open;      /* accepted and not yet closing */
+	uint64_t conns_accepted, conns_refused;
+};
+/* Count into *st (NULL: stop); st must outlive the server or the next
+ * call.  Zero it before (all zeros is a valid wire_stats). */
+void wire_server_set_stats(struct wire_server *s, struct wire_stats *st);
+/* Write st as the families twinfs_requests_total{type},
+ * twinfs_request_duration_seconds{type}, twinfs_received_bytes_total,
+ * twinfs_sent_bytes_total, twinfs_connections and
+ * twinfs_connections_{accepted,refused}_total, every sample with the
+ * labels base[0, n) first (wire_stats.c). */
+void wire_stats_write(struct tw_mx *x, const struct wire_stats *st,
+		      const struct tw_label *base, size_t n);
 /* The port actually bound (useful after listening on port 0). */
 int wire_server_port(const struct wire_server *s);
 /* Stop accepting and close every connection; `cb` runs when all handles are

@@ -34,7 +34,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -67,6 +66,7 @@ struct wire_server {
 	wire_key_fn key_fn;           /* NULL: AUTH naming an identity refused */
 	void *key_arg;
 	enum tw_channel channel_min;  /* weakest mode after AUTH, not DEFAULT */
+	struct wire_stats *stats;     /* the daemon's metrics, or NULL */
 	bool closing;
 	bool listener_closed;
 	bool timer_closed;
@@ -206,6 +206,8 @@ void wire_conn_close(struct wire_conn *c)
 	if (c->srv) {
 		hello_list_del(c->srv, c);
 		c->srv->n_open--;
+		if (c->srv->stats)
+			c->srv->stats->conns_open = c->srv->n_open;
 	}
 	uv_read_stop((uv_stream_t *)&c->tcp);
 	if (c->srv && c->srv->ops.on_close)
@@ -394,6 +396,15 @@ static int on_frame(struct wire_msg *m, void *arg)
 		wire_msg_free(m);
 		return 0;
 	}
+	m->hdr.rx_ns = 0;
+	if (c->srv && c->srv->stats) {
+		struct wire_stats *st = c->srv->stats;
+		unsigned t = m->hdr.type % WIRE_STATS_TYPES;
+
+		m->hdr.rx_ns = tw_now_ns();
+		st->requests[t]++;
+		st->req_data_bytes[t] += m->data_len;
+	}
 	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_AUTH)
 		return on_auth(c, m);
 	if (!c->hello_seen && m->hdr.type != TWINFS__MSG_TYPE__MSG_HELLO) {
@@ -437,6 +448,8 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		wire_conn_close(c);
 		return;
 	}
+	if (c->srv && c->srv->stats)
+		c->srv->stats->rx_bytes += (uint64_t)n;
 	wire_conn_ref(c);
 	c->feeding = true;
 	rc = wire_reader_feed(&c->rd, (size_t)n, on_frame, c, &why);
@@ -466,8 +479,13 @@ static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
 {
 	uv_stream_t *st = (uv_stream_t *)&c->tcp;
 	uint64_t max = c->srv ? c->srv->lim.max_queued_reply_bytes : 0;
-	int rc = wire_stream_write_sealed(st, c->tx_seal, buf, len, z,
-					  conn_write_done, c);
+	int rc;
+
+	if (c->srv && c->srv->stats)
+		c->srv->stats->tx_bytes += len + (z ? z->len : 0) +
+					   (c->tx_seal ? WIRE_TAG_LEN : 0);
+	rc = wire_stream_write_sealed(st, c->tx_seal, buf, len, z,
+				      conn_write_done, c);
 
 	if (rc < 0 || !max || c->read_paused || !c->open)
 		return rc;
@@ -635,6 +653,8 @@ static void on_connection(uv_stream_t *ls, int status)
 	if (s->lim.max_connections && s->n_open >= s->lim.max_connections) {
 		snprintf(why, sizeof(why), "%u connections open "
 			 "(max_connections)", s->n_open);
+		if (s->stats)
+			s->stats->conns_refused++;
 		refuse(s, why);
 		return;
 	}
@@ -664,6 +684,10 @@ static void on_connection(uv_stream_t *ls, int status)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_open++;
+	if (s->stats) {
+		s->stats->conns_open = s->n_open;
+		s->stats->conns_accepted++;
+	}
 	/* Until HELLO: small frames only, and a deadline. */
 	c->rd.max_msg = WIRE_PRE_HELLO_MSG;
 	c->rd.max_data = 0;
@@ -702,26 +726,11 @@ int wire_listen(uv_loop_t *loop, const char *host, int port,
 	struct wire_server *s;
 	int rc;
 
-	if (!strcmp(host, "localhost"))
-		host = "127.0.0.1";
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
-	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0) {
-		/* A host name: resolved once, at start, where blocking is
-		 * fine (peers resolve off the loop, wire_peer.c). */
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-					  .ai_flags = AI_PASSIVE }, *res = NULL;
-		char p[16];
-
-		snprintf(p, sizeof(p), "%d", port);
-		if (getaddrinfo(host, p, &hints, &res) != 0 || !res ||
-		    res->ai_addrlen > sizeof(ss)) {
-			if (res)
-				freeaddrinfo(res);
-			return -EINVAL;
-		}
-		memcpy(&ss, res->ai_addr, res->ai_addrlen);
-		freeaddrinfo(res);
-	}
+	/* A host name is resolved once, at start, where blocking is fine
+	 * (peers resolve off the loop, wire_peer.c). */
+	rc = tw_listen_addr(host, port, &ss);
+	if (rc < 0)
+		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -755,9 +764,7 @@ int wire_server_port(const struct wire_server *s)
 
 	if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len) < 0)
 		return -EINVAL;
-	if (ss.ss_family == AF_INET)
-		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return tw_sockaddr_port(&ss);
 }
 
 static void server_maybe_done(struct wire_server *s)
@@ -804,6 +811,28 @@ void wire_server_close(struct wire_server *s, void (*cb)(void *arg), void *arg)
 	uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }
 
+void wire_server_set_stats(struct wire_server *s, struct wire_stats *st)
+{
+	s->stats = st;
+	if (st)
+		st->conns_open = s->n_open;
+}
+
+/* A reply to req is queued (data: its bulk bytes): time the request. */
+static void stats_reply(struct wire_conn *c, const struct wire_hdr *req,
+			size_t data)
+{
+	struct wire_stats *st = c->srv ? c->srv->stats : NULL;
+	unsigned t = req->type % WIRE_STATS_TYPES;
+	uint64_t now;
+
+	if (!st || !req->rx_ns)
+		return;
+	now = tw_now_ns();
+	tw_hist_observe_ns(&st->latency[t], now > req->rx_ns ? now - req->rx_ns : 0);
+	st->reply_data_bytes[t] += data;
+}
+
 int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	       const ProtobufCMessage *body, const struct iovec *iov, int niov)
 {
@@ -835,6 +864,13 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 		if (!buf)
 			return err;
 	}
+	if (c->srv && c->srv->stats) {
+		size_t data = 0;
+
+		for (int i = 0; i < niov; i++)
+			data += iov[i].iov_len;
+		stats_reply(c, req, data);
+	}
 	return conn_write(c, buf, len, NULL);
 }
 
@@ -856,6 +892,7 @@ int wire_reply_z(struct wire_conn *c, const struct wire_hdr *req,
 		(void)wire_reply(c, req, err, NULL, NULL, 0);
 		return err;
 	}
+	stats_reply(c, req, z->len);
 	return conn_write(c, buf, len, z);
 }
 

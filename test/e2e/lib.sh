@@ -45,7 +45,8 @@ scale() {
 	awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); if (v < 1) v = 1; printf "%d\n", v }'
 }
 
-# A free block of 5 consecutive loopback ports (mgrd + 4 iods).
+# A free block of 10 consecutive loopback ports: mgrd + 4 iods, then
+# their metrics endpoints (deploy/local-cluster metrics_port).
 pick_ports() {
 	"$PY" - <<'EOF'
 import random, socket
@@ -53,7 +54,7 @@ for _ in range(200):
     base = random.randrange(20000, 30000, 10)
     socks = []
     try:
-        for p in range(base, base + 5):
+        for p in range(base, base + 10):
             s = socket.socket()
             s.bind(("127.0.0.1", p))
             socks.append(s)

@@ -1,0 +1,214 @@
+/* metrics.c - what twinfs-iod exports on GET /metrics ([iod N] metrics;
+ * every name is listed in docs/OPERATIONS.md "Metrics").
+ *
+ * Counters that move on the hot path live where they are counted: the
+ * wire server's (struct wire_stats, wire_conn.c) and the journal's close
+ * and checkpoint timings (jbd_set_latency_hists), both on the loop
+ * thread.  Everything else is read when a scrape comes: journal fill, the
+ * map's states, the resync copy, the fd cache, lost subfiles.  Nothing
+ * here changes the daemon's state.
+ */
+#include "iod_int.h"
+#include "journal.h"
+#include "metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct iod_metrics {
+	struct iod *d;
+	struct tw_http *http;
+	struct wire_stats ws;
+	struct tw_hist commit, checkpoint;
+	double start_s;
+	char id[16];
+};
+
+static const char *const jnl_modes[] = {
+	[TW_JNL_JOURNAL] = "journal",
+	[TW_JNL_ORDERED] = "ordered",
+	[TW_JNL_WRITEBACK] = "writeback",
+};
+
+/* One sample per state of name{iod, state=...}: 1 for `state`, else 0. */
+static void one_hot(struct tw_mx *x, const char *name, const char *id,
+		    int state)
+{
+	static const enum r1_state all[] = { R1_UP, R1_SUSPECT, R1_DOWN,
+					     R1_RESYNCING };
+
+	for (size_t i = 0; i < TW_ARRAY_SIZE(all); i++) {
+		struct tw_label l[] = {
+			{ "iod", id }, { "state", r1_state_name(all[i]) },
+		};
+
+		tw_mx_u64(x, name, l, 2, (int)all[i] == state);
+	}
+}
+
+static int render(struct tw_mx *x, void *arg)
+{
+	struct iod_metrics *m = arg;
+	struct iod *d = m->d;
+	const struct iod_map_iod *me = &d->map.iods[d->id];
+	const struct iod_map_iod *tw = &d->map.iods[d->twin_id];
+	struct tw_label base[] = { { "daemon", "iod" }, { "iod", m->id } };
+	struct tw_label id[] = { { "iod", m->id } };
+	struct jbd_stats js;
+	uint64_t done = 0, total = 0;
+	uint32_t target = 0;
+	char tid[16];
+
+	tw_mx_process(x, "iod", m->start_s);
+	wire_stats_write(x, &m->ws, base, TW_ARRAY_SIZE(base));
+
+	tw_mx_family(x, "twinfs_iod_written_bytes_total", TW_MX_COUNTER,
+		     "Data bytes of WRITE requests (from clients, and from "
+		     "the twin: forwards and resync copies).");
+	tw_mx_u64(x, "twinfs_iod_written_bytes_total", id, 1,
+		  m->ws.req_data_bytes[TWINFS__MSG_TYPE__MSG_WRITE]);
+	tw_mx_family(x, "twinfs_iod_read_bytes_total", TW_MX_COUNTER,
+		     "Data bytes of READ replies.");
+	tw_mx_u64(x, "twinfs_iod_read_bytes_total", id, 1,
+		  m->ws.reply_data_bytes[TWINFS__MSG_TYPE__MSG_READ]);
+	tw_mx_family(x, "twinfs_iod_checksum_requests_total", TW_MX_COUNTER,
+		     "CHECKSUM requests (verify, resync).");
+	tw_mx_u64(x, "twinfs_iod_checksum_requests_total", id, 1,
+		  m->ws.requests[TWINFS__MSG_TYPE__MSG_CHECKSUM]);
+	tw_mx_family(x, "twinfs_iod_forwarded_total", TW_MX_COUNTER,
+		     "Requests forwarded to the twin.");
+	tw_mx_u64(x, "twinfs_iod_forwarded_total", id, 1, d->n_forwarded);
+
+	iod_store_journal_stats(d->store, &js);
+	tw_mx_family(x, "twinfs_iod_journal_size_bytes", TW_MX_GAUGE,
+		     "Size of the block journal (DIR/journal).");
+	tw_mx_u64(x, "twinfs_iod_journal_size_bytes", id, 1,
+		  js.nblocks * JBD_BLOCK_SIZE);
+	tw_mx_family(x, "twinfs_iod_journal_used_bytes", TW_MX_GAUGE,
+		     "Journal bytes between its tail and head (not yet "
+		     "checkpointed).");
+	tw_mx_u64(x, "twinfs_iod_journal_used_bytes", id, 1,
+		  js.used_blocks * JBD_BLOCK_SIZE);
+	tw_mx_family(x, "twinfs_iod_journal_commits_total", TW_MX_COUNTER,
+		     "Journal transactions closed.");
+	tw_mx_u64(x, "twinfs_iod_journal_commits_total", id, 1, js.commits);
+	tw_mx_family(x, "twinfs_iod_journal_checkpoints_total", TW_MX_COUNTER,
+		     "Journal checkpoints completed.");
+	tw_mx_u64(x, "twinfs_iod_journal_checkpoints_total", id, 1,
+		  js.checkpoints);
+	tw_mx_family(x, "twinfs_iod_journal_commit_duration_seconds",
+		     TW_MX_HISTOGRAM, "Closing a journal transaction (its "
+		     "log writes), seconds.");
+	tw_mx_hist(x, "twinfs_iod_journal_commit_duration_seconds", id, 1,
+		   &m->commit);
+	tw_mx_family(x, "twinfs_iod_journal_checkpoint_duration_seconds",
+		     TW_MX_HISTOGRAM, "A journal checkpoint, from start to the "
+		     "tail moved, seconds.");
+	tw_mx_hist(x, "twinfs_iod_journal_checkpoint_duration_seconds", id, 1,
+		   &m->checkpoint);
+	tw_mx_family(x, "twinfs_iod_journal_aborted", TW_MX_GAUGE,
+		     "1 once the journal has aborted (every mutation fails).");
+	tw_mx_u64(x, "twinfs_iod_journal_aborted", id, 1, js.aborted != 0);
+	tw_mx_family(x, "twinfs_iod_journal_mode", TW_MX_GAUGE,
+		     "1 for the journal_mode this iod runs.");
+	for (size_t i = 0; i < TW_ARRAY_SIZE(jnl_modes); i++) {
+		struct tw_label l[] = { { "iod", m->id }, { "mode", jnl_modes[i] } };
+
+		tw_mx_u64(x, "twinfs_iod_journal_mode", l, 2,
+			  (size_t)d->conf->journal_mode == i);
+	}
+
+	tw_mx_family(x, "twinfs_iod_registered", TW_MX_GAUGE,
+		     "1 while registered with mgrd (data requests served).");
+	tw_mx_u64(x, "twinfs_iod_registered", id, 1, d->registered);
+	tw_mx_family(x, "twinfs_iod_state", TW_MX_GAUGE,
+		     "This iod's state in the cluster map it holds "
+		     "(1 for the current state).");
+	one_hot(x, "twinfs_iod_state", m->id, me->present ? me->state : -1);
+	tw_mx_family(x, "twinfs_iod_twin_state", TW_MX_GAUGE,
+		     "The twin's state in the cluster map this iod holds "
+		     "(1 for the current state).");
+	one_hot(x, "twinfs_iod_twin_state", m->id, tw->present ? tw->state : -1);
+	tw_mx_family(x, "twinfs_iod_twin_connected", TW_MX_GAUGE,
+		     "1 while this iod's connection to its twin is up.");
+	tw_mx_u64(x, "twinfs_iod_twin_connected", id, 1,
+		  d->twin_peer && wire_peer_connected(d->twin_peer));
+
+	snprintf(tid, sizeof(tid), "0");
+	if (iod_resync_progress(d, &target, &done, &total))
+		snprintf(tid, sizeof(tid), "%u", target);
+	struct tw_label rl[] = { { "iod", m->id }, { "target", tid } };
+	tw_mx_family(x, "twinfs_iod_resync_active", TW_MX_GAUGE,
+		     "1 while this iod copies to its twin (resync source).");
+	tw_mx_u64(x, "twinfs_iod_resync_active", id, 1, target != 0);
+	tw_mx_family(x, "twinfs_iod_resync_copied_bytes", TW_MX_GAUGE,
+		     "Bytes of the running resync copied so far.");
+	tw_mx_u64(x, "twinfs_iod_resync_copied_bytes", rl, 2, done);
+	tw_mx_family(x, "twinfs_iod_resync_total_bytes", TW_MX_GAUGE,
+		     "Bytes the running resync copies in all.");
+	tw_mx_u64(x, "twinfs_iod_resync_total_bytes", rl, 2, total);
+
+	tw_mx_family(x, "twinfs_iod_fd_cache_entries", TW_MX_GAUGE,
+		     "Subfile descriptors held open in the fd cache.");
+	tw_mx_u64(x, "twinfs_iod_fd_cache_entries", id, 1,
+		  iod_store_fds_cached(d->store));
+	tw_mx_family(x, "twinfs_iod_lost_subfiles", TW_MX_GAUGE,
+		     "Subfiles held as lost (not served until a resync "
+		     "replaces them).");
+	tw_mx_u64(x, "twinfs_iod_lost_subfiles", id, 1,
+		  iod_store_n_lost(d->store));
+	return x->err;
+}
+
+int iod_metrics_start(struct iod *d)
+{
+	struct iod_metrics *m;
+	int64_t sec;
+	uint32_t nsec;
+	int rc;
+
+	if (!d->me->metrics_port)
+		return 0;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->d = d;
+	snprintf(m->id, sizeof(m->id), "%u", d->id);
+	tw_realtime(&sec, &nsec);
+	m->start_s = (double)sec + nsec / 1e9;
+	rc = tw_http_listen(d->loop, d->me->metrics_host, d->me->metrics_port,
+			    render, m, &m->http);
+	if (rc < 0) {
+		tw_err("iod %u: cannot serve metrics on %s:%d: %s", d->id,
+		       d->me->metrics_host, d->me->metrics_port,
+		       strerror(-rc));
+		free(m);
+		return rc;
+	}
+	wire_server_set_stats(d->server, &m->ws);
+	iod_store_journal_hists(d->store, &m->commit, &m->checkpoint);
+	d->metrics = m;
+	tw_info("iod %u: metrics on http://%s:%d/metrics", d->id,
+		d->me->metrics_host, d->me->metrics_port);
+	return 0;
+}
+
+static void free_metrics(void *arg)
+{
+	free(arg);
+}
+
+void iod_metrics_stop(struct iod *d)
+{
+	struct iod_metrics *m = d->metrics;
+
+	if (!m)
+		return;
+	d->metrics = NULL;
+	if (d->server)
+		wire_server_set_stats(d->server, NULL);
+	iod_store_journal_hists(d->store, NULL, NULL);
+	tw_http_close(m->http, free_metrics, m);
+}
