@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# t_metrics.sh - GET /metrics of mgrd and every iod (docs/OPERATIONS.md
+# "Metrics"): the text passes `promtool check metrics`; after a write
+# through the mount the iods' written bytes grew by at least twice what
+# was written (both twins store it) and their WRITE request counters
+# grew; mgrd counts a live session and every iod up; another path is 404,
+# another method 405; a burst of 50 idle connections to a metrics port
+# gets at most the responder's 16 slots (answered 408 after the read
+# deadline), the rest closed, while the daemon keeps serving its wire
+# clients and, afterwards, its metrics.
+. "$(dirname "$0")/lib.sh"
+e2e_begin metrics
+
+e2e_tmpdir T
+MX=$E2E_DIR/metrics.py
+CONF=$TWINFS_RUN_DIR/twinfs.conf
+
+# promtool (Debian package prometheus) is part of the e2e packages: its
+# absence is a failure, never a skip.
+if ! command -v promtool >/dev/null; then
+	fail promtool "promtool not installed (Debian package prometheus)"
+	e2e_end
+fi
+
+# The addresses, as deploy/local-cluster wrote them: mgrd first, then
+# iods 1..4 in file order.
+mapfile -t ADDRS < <(awk '/^metrics *=/ { print $3 }' "$CONF")
+assert_eq metrics-configured 5 "${#ADDRS[@]}"
+NAMES=(mgrd iod1 iod2 iod3 iod4)
+
+scrape() { # TAG: every daemon's metrics into $T/NAME.TAG, checked
+	local i
+	for i in "${!ADDRS[@]}"; do
+		if ! "$PY" "$MX" get "http://${ADDRS[i]}/metrics" >"$T/${NAMES[i]}.$1"; then
+			fail "scrape-${NAMES[i]}-$1" "GET http://${ADDRS[i]}/metrics failed"
+			continue
+		fi
+		check "promtool-${NAMES[i]}-$1" promtool check metrics <"$T/${NAMES[i]}.$1"
+	done
+}
+mx() { "$PY" "$MX" sum "$@"; }
+iods_sum() { # TAG NAME [L=V...]: the sum over the four iods
+	local tag=$1 s=0 i v
+	shift
+	for i in 1 2 3 4; do
+		v=$(mx "$T/iod$i.$tag" "$@")
+		s=$((s + v))
+	done
+	echo "$s"
+}
+
+scrape before
+
+# ------------------------------------------------------------- some I/O
+W=$(scale $((8 << 20)))
+head -c "$W" /dev/urandom >"$T/src"
+check write dd if="$T/src" of="$M/f" bs=1M conv=fsync status=none
+assert_same_file read-back "$T/src" "$M/f"
+
+scrape after
+
+written=$(($(iods_sum after twinfs_iod_written_bytes_total) -
+	$(iods_sum before twinfs_iod_written_bytes_total)))
+if ((written >= 2 * W)); then
+	pass iod-written-bytes
+else
+	fail iod-written-bytes "iods counted $written bytes written, wrote $W (x2 twins)"
+fi
+writes=$(($(iods_sum after twinfs_requests_total type=WRITE) -
+	$(iods_sum before twinfs_requests_total type=WRITE)))
+if ((writes > 0)); then
+	pass iod-write-requests
+else
+	fail iod-write-requests "WRITE requests did not grow ($writes)"
+fi
+rx=$(($(iods_sum after twinfs_received_bytes_total) -
+	$(iods_sum before twinfs_received_bytes_total)))
+if ((rx >= 2 * W)); then
+	pass iod-received-bytes
+else
+	fail iod-received-bytes "iods read $rx bytes off the wire, wrote $W (x2)"
+fi
+assert_eq iod-write-latency-count "$(iods_sum after twinfs_requests_total type=WRITE)" \
+	"$(iods_sum after twinfs_request_duration_seconds_count type=WRITE)"
+commits=$(iods_sum after twinfs_iod_journal_commits_total)
+assert_eq iod-commit-histogram "$commits" \
+	"$(iods_sum after twinfs_iod_journal_commit_duration_seconds_count)"
+
+sessions=$(mx "$T/mgrd.after" twinfs_mgrd_sessions)
+if ((sessions >= 1)); then pass mgrd-sessions; else fail mgrd-sessions "sessions $sessions"; fi
+assert_eq mgrd-iods-up 4 "$(mx "$T/mgrd.after" twinfs_mgrd_iod_state state=up)"
+assert_eq mgrd-iods-not-down 0 "$(mx "$T/mgrd.after" twinfs_mgrd_iod_state state=down)"
+assert_eq iods-self-up 4 "$(iods_sum after twinfs_iod_state state=up)"
+assert_eq iods-twin-up 4 "$(iods_sum after twinfs_iod_twin_state state=up)"
+if (($(mx "$T/mgrd.after" twinfs_requests_total type=MKNOD) >= 1)); then
+	pass mgrd-mknod-counted
+else
+	fail mgrd-mknod-counted "no MKNOD in mgrd's requests"
+fi
+assert_eq build-info 1 "$(mx "$T/iod1.after" twinfs_build_info daemon=iod)"
+
+# ------------------------------------------------------ the responder
+assert_eq http-404 404 "$("$PY" "$MX" status "http://${ADDRS[0]}/other")"
+assert_eq http-405 405 "$("$PY" "$MX" status "http://${ADDRS[1]}/metrics" POST)"
+
+# 50 idle connections to mgrd's and iod 1's metrics at once; meanwhile
+# the wire side answers (twinfsctl status, a write through the mount).
+"$PY" "$MX" burst "${ADDRS[0]%:*}" "${ADDRS[0]##*:}" 50 >"$T/burst.mgrd" &
+b1=$!
+"$PY" "$MX" burst "${ADDRS[1]%:*}" "${ADDRS[1]##*:}" 50 >"$T/burst.iod1" &
+b2=$!
+sleep 0.5
+check burst-ctl-status ctl -t 3000 status
+check burst-write dd if="$T/src" of="$M/g" bs=1M count=1 conv=fsync status=none
+wait "$b1" "$b2"
+for n in mgrd iod1; do
+	read -r answered closed <"$T/burst.$n"
+	if ((answered <= 16 && answered >= 1 && answered + closed == 50)); then
+		pass "burst-$n"
+	else
+		fail "burst-$n" "$answered answered (408), $closed closed, of 50"
+	fi
+done
+scrape end
+assert_eq burst-still-up 4 "$(mx "$T/mgrd.end" twinfs_mgrd_iod_state state=up)"
+
+e2e_end
