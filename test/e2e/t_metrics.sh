@@ -7,7 +7,8 @@
 # another method 405; a burst of 50 idle connections to a metrics port
 # gets at most the responder's 16 slots (answered 408 after the read
 # deadline), the rest closed, while the daemon keeps serving its wire
-# clients and, afterwards, its metrics.
+# clients and, afterwards, its metrics.  Every metric name the Grafana
+# dashboard (deploy/grafana/twinfs.json) queries is exported.
 . "$(dirname "$0")/lib.sh"
 e2e_begin metrics
 
@@ -85,6 +86,13 @@ assert_eq iods-twin-up 4 "$(iods_sum after twinfs_iod_twin_state state=up)"
 at_least mgrd-mknod-counted 1 "$(mx "$T/mgrd.after" twinfs_requests_total type=MKNOD)" \
 	"mgrd's MKNOD requests"
 assert_eq build-info 1 "$(mx "$T/iod1.after" twinfs_build_info daemon=iod)"
+
+# Every name deploy/grafana/twinfs.json queries is exported.
+missing=
+for n in $(grep -o 'twinfs_[a-z_]*' "$REPO/deploy/grafana/twinfs.json" | sed 's/_bucket$//' | sort -u); do
+	grep -qh "^# TYPE $n " "$T"/*.after || missing+=" $n"
+done
+assert_eq dashboard-names "" "$missing"
 
 # ------------------------------------------------------ the responder
 assert_eq http-404 404 "$("$PY" "$MX" status "http://${ADDRS[0]}/other")"
