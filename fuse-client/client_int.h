@@ -980,6 +980,19 @@ void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
  * size limit"): writes past it are shortened or refused EFBIG here,
  * before their data leaves the client.  Any thread. */
 uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l);
+/* dpath.c: hold a write (write) or fallocate of [off, off + *size) to
+ * the file's limit lim before anything is sent: a write that starts at or
+ * past it fails EFBIG and one that crosses it is shortened (*size), as
+ * the kernel does for a local file, except an O_DIRECT one (direct: the
+ * kernel's asynchronous direct I/O turns a short reply into EIO, EFBIG
+ * says why); a fallocate of any mode that ends past it fails EFBIG
+ * (vfs_fallocate's rule).  0 or EFBIG. */
+int fc_dpath_hold(bool write, bool direct, uint64_t off, size_t *size,
+		  uint64_t lim);
+/* dpath.c: what the application sees for an iod's error (a positive
+ * errno): space, quota, size and read-only errors and EINTR as they are,
+ * everything else EIO. */
+int fc_user_err(int status);
 
 /* ops_data.c helpers used by main.c / loop.c */
 /* Loop thread: send final size reports of every dirty file; done(arg) runs
