@@ -781,14 +781,16 @@ static void on_sweep(uv_timer_t *t)
 
 void mgr_srv_expire_identity(struct mgr_server *s, const char *name)
 {
-	struct mgr_conn *mc;
+	struct mgr_conn *mc, *next;
 	uint64_t *ids;
 	size_t n;
 
-	/* Unbound first: the expiry below must not wait for on_close. */
-	for (mc = s->conns; mc; mc = mc->next) {
+	/* Unbound first: the expiry below must not wait for on_close.
+	 * next first: closing a connection frees its mgr_conn. */
+	for (mc = s->conns; mc; mc = next) {
 		const char *id = mgr_ident_name(mc->wc);
 
+		next = mc->next;
 		if (mc->role != TWINFS__ROLE__ROLE_CLIENT || !id ||
 		    strcmp(id, name) != 0)
 			continue;

@@ -9,6 +9,19 @@ do not share a single line of code with the implementation they check.
         send malformed frames; after each, the daemon must close that
         connection and still answer HELLO + PING on a fresh one.  Prints
         "PASS NAME-case" / "FAIL NAME-case: reason" lines.
+    twire.py ident HOST MGRD_PORT CLUSTER KEYFILE SECRET IOD_PORTS
+        client identities and tickets (proto/FORMAT.md "Client
+        identities", "Tickets"): a client HELLO without proof is refused
+        -EACCES at mgrd and at every iod (IOD_PORTS: comma-separated); a
+        wrong key and an unknown name are refused at AUTH; the identity
+        of KEYFILE is served and gets a ticket whose key it unwraps; the
+        ticket admits it at an iod for its own session only; a forged
+        ticket, one sealed with another secret and an expired one are
+        refused.  Prints PASS/FAIL lines.
+    twire.py subtree HOST MGRD_PORT CLUSTER KEYFILE SUBDIR INO
+        as KEYFILE's identity, mount SUBDIR (Hello.subdir): the reply
+        names its root inode; GETATTR of that root is served, GETATTR of
+        INO (outside the subtree) is refused -EACCES.
     twire.py subfiles HOST PORT CLUSTER
         list an iod's subfiles: "ino column size blocks" per line.
     twire.py ping HOST PORT CLUSTER
@@ -65,6 +78,8 @@ do not share a single line of code with the implementation they check.
         group in Ctx.groups among them), and the same requests as root
         succeed.  Prints PASS/FAIL lines.
 """
+import hashlib
+import hmac
 import os
 import socket
 import struct
@@ -888,6 +903,182 @@ def perm(host, port, cluster, parent, uid):
     return fails
 
 
+# --------------------------------------------------------------- identities
+
+MSG_AUTH, MSG_GETATTR_ = 39, 11
+
+
+def read_keyfile(path):
+    name = key = None
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if "=" in line:
+            k, v = (x.strip() for x in line.split("=", 1))
+            if k == "name":
+                name = v
+            elif k == "key":
+                key = bytes.fromhex(v)
+    return name, key
+
+
+def hm(key, *parts):
+    return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
+
+
+def auth_call(c, body):
+    """One AUTH frame (req_id 0): (status, decoded reply)."""
+    c.send(frame(MSG_AUTH, body, req_id=0))
+    h, rbody, _ = c.recv_frame()
+    return h[4], decode(rbody)
+
+
+def authenticate(c, identity, key):
+    """AUTH steps 1 and 2 proving `key` for `identity` (FORMAT.md
+    "Authentication"): (status, refusal text)."""
+    nc = os.urandom(16)
+    st, rep = auth_call(c, f_varint(1, 1) + f_bytes(2, nc) + f_bytes(4, identity))
+    if st != 0:
+        return st, rep.get(3, [b""])[0].decode(errors="replace")
+    ns = rep[1][0]
+    server_ok = hmac.compare_digest(rep[2][0], hm(key, b"twinfs-server", nc, ns))
+    st, rep = auth_call(c, f_varint(1, 2) + f_bytes(3, hm(key, b"twinfs-client", ns, nc)))
+    if st == 0 and not server_ok:
+        return -999, "server proof did not match"
+    return st, rep.get(3, [b""])[0].decode(errors="replace")
+
+
+def ticket_seal(secret, name, session, expiry_ms, ro=False):
+    """A ticket as mgrd seals it (proto/wire_ticket.c): (ticket, Ks)."""
+    ktkt = hm(secret.encode(), b"twinfs-ticket-key")
+    body = (struct.pack("<BBBBQQ", 1, 1 if ro else 0, len(name), 0, session,
+                        expiry_ms) + os.urandom(16) + name.encode())
+    return (body + hm(ktkt, b"twinfs-ticket-mac", body),
+            hm(ktkt, b"twinfs-ticket-session", body))
+
+
+def client_hello(host, port, cluster, identity=None, key=None, session=0,
+                 subdir=None):
+    """Connect, AUTH (when identity), HELLO as a client: (status,
+    HelloReply dict, conn or None, auth refusal)."""
+    c = Conn(host, port)
+    why = ""
+    try:
+        if identity is not None:
+            st, why = authenticate(c, identity, key)
+            if st != 0:
+                c.close()
+                return st, {}, None, why
+        body = hello_body(cluster, ROLE_CLIENT)
+        if session:
+            body += f_varint(6, session)
+        if subdir is not None:
+            body += f_bytes(10, subdir)
+        st, rep, _ = c.call(MSG_HELLO, body)
+    except (OSError, EOFError, ValueError) as e:
+        c.close()
+        return None, {}, None, str(e)
+    if st != 0:
+        c.close()
+        return st, rep, None, rep.get(6, [b""])[0].decode(errors="replace")
+    return st, rep, c, why
+
+
+def ident(host, port, cluster, keyfile, secret, iod_ports):
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    name, key = read_keyfile(keyfile)
+    st, rep, c, why = client_hello(host, port, cluster)
+    check("mgrd-anonymous-client-refused", st == -13 and "identity" in why,
+          "status %s refusal %r" % (st, why))
+    for ip in iod_ports:
+        st, rep, c, why = client_hello(host, ip, cluster)
+        check("iod%d-anonymous-client-refused" % ip, st == -13 and "ticket" in why,
+              "status %s refusal %r" % (st, why))
+    st, _, c, why = client_hello(host, port, cluster, b"client:" + name.encode(),
+                                 bytes(32))
+    check("mgrd-wrong-key-refused", st == -13, "status %s %r" % (st, why))
+    st, _, c, why = client_hello(host, port, cluster, b"client:nobody-" + name.encode(),
+                                 key)
+    check("mgrd-unknown-name-refused", st == -13 and "unknown client" in why,
+          "status %s refusal %r" % (st, why))
+    st, rep, c, why = client_hello(host, port, cluster, b"client:" + name.encode(), key)
+    check("mgrd-identity-served", st == 0 and 8 in rep, "status %s %r" % (st, why))
+    if st != 0 or 8 not in rep:
+        return fails
+    sid = rep[2][0]
+    t = decode(rep[8][0])
+    tkt, wrapped = t[1][0], t[2][0]
+    ks = bytes(a ^ b for a, b in zip(wrapped, hm(key, b"twinfs-ticket-wrap", tkt[:-32])))
+    check("ticket-names-session", struct.unpack_from("<Q", tkt, 4)[0] == sid,
+          "ticket session %d, HELLO session %d" %
+          (struct.unpack_from("<Q", tkt, 4)[0], sid))
+    # A second session of the same identity, for the cross-session case.
+    st2, rep2, c2, _ = client_hello(host, port, cluster, b"client:" + name.encode(), key)
+    sid2 = rep2.get(2, [0])[0] if st2 == 0 else 0
+    for ip in iod_ports:
+        tag = "iod%d-" % ip
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, ks, sid)
+        check(tag + "ticket-admits-its-session", st == 0, "status %s %r" % (st, why))
+        if ci:
+            ci.close()
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, ks, sid2)
+        check(tag + "ticket-for-another-session-refused", st == -13,
+              "status %s %r (sessions %d, %d)" % (st, why, sid, sid2))
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, bytes(32), sid)
+        check(tag + "ticket-without-its-key-refused", st == -13, "status %s %r" % (st, why))
+        bad = bytearray(tkt)
+        bad[12] ^= 0xff       # a later expiry, without the MAC that says so
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + bytes(bad), ks, sid)
+        check(tag + "forged-ticket-refused", st == -13 and "not a ticket" in why,
+              "status %s %r" % (st, why))
+        other, oks = ticket_seal(secret + "x", name, sid, int(time.time() * 1000) + 60000)
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + other, oks, sid)
+        check(tag + "other-secret-ticket-refused", st == -13, "status %s %r" % (st, why))
+        old, oks = ticket_seal(secret, name, sid, int(time.time() * 1000) - 1000)
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + old, oks, sid)
+        check(tag + "expired-ticket-refused", st == -13 and "expired" in why,
+              "status %s %r" % (st, why))
+    for x in (c, c2):
+        if x:
+            x.close()
+    return fails
+
+
+def subtree(host, port, cluster, keyfile, subdir, outside):
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    name, key = read_keyfile(keyfile)
+    st, rep, c, why = client_hello(host, port, cluster, b"client:" + name.encode(),
+                                   key, subdir=subdir)
+    check("subtree-hello", st == 0 and rep.get(7, [0])[0] > 1,
+          "status %s %r %r" % (st, why, rep))
+    if not c:
+        return fails
+    sid, root = rep[2][0], rep[7][0]
+
+    def getattr_(ino, seq):
+        ctx = f_bytes(1, f_varint(1, sid) + f_varint(2, seq))
+        return c.call(MSG_GETATTR_, ctx + f_varint(2, ino))[0]
+    st = getattr_(root, 1)
+    check("subtree-root-served", st == 0, "status %d" % st)
+    st = getattr_(outside, 2)
+    check("subtree-outside-refused", st == -13, "status %d, want -EACCES" % st)
+    st = getattr_(1, 3)
+    check("subtree-namespace-root-refused", st == -13, "status %d, want -EACCES" % st)
+    c.close()
+    return fails
+
+
 def guarded(name, fn):
     """Run one checking command: exit status 1 if it failed, and one FAIL
     line for an exception it raised instead of a hang or a traceback."""
@@ -938,6 +1129,13 @@ def main(argv):
         return guarded("fenced", lambda: fenced(
             host, cluster, int(argv[8]), int(argv[9]), argv[10],
             (port, int(argv[5])), (int(argv[6]), int(argv[7]))))
+    if cmd == "ident":
+        return guarded("ident", lambda: ident(
+            host, port, cluster, argv[5], argv[6],
+            [int(x) for x in argv[7].split(",")]))
+    if cmd == "subtree":
+        return guarded("subtree", lambda: subtree(
+            host, port, cluster, argv[5], argv[6], int(argv[7])))
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:
