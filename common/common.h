@@ -163,7 +163,7 @@ struct tw_conf {
 	int mgr_port;                 /* [mgrd] port, 7500 */
 	char mgr_dir[PATH_MAX];       /* [mgrd] dir */
 	/* [mgrd] max_sessions_per_client, 64: live sessions of one client
-	 * (its HELLO hostname, else its address); past it a new session's
+	 * (its identity, else its address); past it a new session's
 	 * HELLO is refused -EAGAIN. */
 	uint32_t max_sessions_per_client;
 	/* [mgrd] max_locks_per_session, 100000: byte-range and flock locks
