@@ -951,6 +951,12 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			wire_conn_close(c);
 			return;
 		}
+		/* A client's two connections come back with the dead id
+		 * one after the other, the second before the client heard
+		 * of the first's new session: both get the same one. */
+		if (!sess && h->session_id)
+			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
+				tw_hmap_get(&s->replaced, rkey));
 		/* A session is its identity's: another's HELLO (even with
 		 * the secret, which it could only have stolen) may not
 		 * take over its locks and handles. */
@@ -961,12 +967,6 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			hello_refuse(c, m, -EACCES, why);
 			return;
 		}
-		/* A client's two connections come back with the dead id
-		 * one after the other, the second before the client heard
-		 * of the first's new session: both get the same one. */
-		if (!sess && h->session_id)
-			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
-				tw_hmap_get(&s->replaced, rkey));
 		if (!sess) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
 			uint8_t secret[MGR_SESSION_SECRET_LEN];

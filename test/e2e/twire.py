@@ -1017,6 +1017,21 @@ def ident(host, port, cluster, keyfile, secret, iod_ports):
     check("ticket-names-session", struct.unpack_from("<Q", tkt, 4)[0] == sid,
           "ticket session %d, HELLO session %d" %
           (struct.unpack_from("<Q", tkt, 4)[0], sid))
+    # A renewed ticket (MSG_TICKET) for the same session opens an iod too.
+    st, trep, _ = c.call(66, b"")
+    t2 = trep
+    renewed = t2.get(1, [b""])[0]
+    check("ticket-renewal", st == 0 and len(renewed) == len(tkt) and
+          renewed != tkt and struct.unpack_from("<Q", renewed, 4)[0] == sid,
+          "status %s" % st)
+    if st == 0 and renewed:
+        rks = bytes(a ^ b for a, b in zip(t2[2][0], hm(key, b"twinfs-ticket-wrap",
+                                                         renewed[:-32])))
+        st, _, ci, why = client_hello(host, iod_ports[0], cluster,
+                                      b"ticket:" + renewed, rks, sid)
+        check("renewed-ticket-admits", st == 0, "status %s %r" % (st, why))
+        if ci:
+            ci.close()
     # A second session of the same identity, for the cross-session case.
     st2, rep2, c2, _ = client_hello(host, port, cluster, b"client:" + name.encode(), key)
     sid2 = rep2.get(2, [0])[0] if st2 == 0 else 0
