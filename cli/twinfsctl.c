@@ -78,7 +78,13 @@ void usage(FILE *f)
 "  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
 "  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
 "                           set a directory's policy or an empty file's layout\n"
-"                           (COUNT -1 or 0 = every group; GROUP -1 = round robin)\n");
+"                           (COUNT -1 or 0 = every group; GROUP -1 = round robin)\n"
+"  keygen NAME [-o FILE]    write a new client key file (mode 0600; default\n"
+"                           NAME.key) and print the [client NAME] stanza\n"
+"  client list              client identities: export, access, squash, live\n"
+"                           sessions, revoked, key fingerprint, networks\n"
+"  client revoke NAME       refuse NAME's current key from now on; its live\n"
+"                           sessions expire and its writes are fenced at once\n");
 }
 
 const char *errno_cause(int rc)
@@ -1400,6 +1406,10 @@ int main(int argc, char **argv)
 		return cmd_getstripe(argc, argv);
 	if (strcmp(argv[0], "setstripe") == 0)
 		return cmd_setstripe(argc, argv);
+	if (strcmp(argv[0], "keygen") == 0)
+		return cmd_keygen(argc, argv);
+	if (strcmp(argv[0], "client") == 0)
+		return cmd_client(&ctl, argc, argv);
 	if (strcmp(argv[0], "help") == 0 || strcmp(argv[0], "--help") == 0) {
 		usage(stdout);
 		return EXIT_OK;

@@ -100,6 +100,34 @@ struct tw_conf_iod {
 	int metrics_port;
 };
 
+/* A client identity, [client NAME] (docs/OPERATIONS.md "Client
+ * identities"; proto/FORMAT.md "Client identities"). */
+#define TW_MAX_CLIENTS      256
+#define TW_CLIENT_NAME_MAX  64     /* with the NUL: names of 1..63 bytes */
+#define TW_CLIENT_KEY_LEN   32
+#define TW_CLIENT_NETS_MAX  16
+#define TW_EXPORT_MAX       256
+#define TW_ANON_ID          65534u
+
+enum tw_squash { TW_SQUASH_NONE = 0, TW_SQUASH_ROOT, TW_SQUASH_ALL };
+
+struct tw_cidr {
+	uint8_t addr[16];   /* network, big-endian; IPv4 in the first 4 */
+	uint8_t family;     /* 4 or 6 */
+	uint8_t prefix;     /* 0..32 or 0..128 */
+};
+
+struct tw_conf_client {
+	char name[TW_CLIENT_NAME_MAX];   /* [A-Za-z0-9._-], 1..63 bytes */
+	uint8_t key[TW_CLIENT_KEY_LEN];  /* key = hex, or key_file = PATH */
+	char export_path[TW_EXPORT_MAX]; /* export, default "/": normalized */
+	bool read_only;                  /* access = ro */
+	enum tw_squash squash;           /* squash, default [cluster] root_squash */
+	uint32_t anonuid, anongid;       /* default 65534 */
+	int n_networks;                  /* 0 = any source address */
+	struct tw_cidr networks[TW_CLIENT_NETS_MAX];
+};
+
 enum tw_journal_mode { TW_JNL_JOURNAL = 0, TW_JNL_ORDERED, TW_JNL_WRITEBACK };
 
 /* How frames are protected after AUTH (proto/FORMAT.md "Sealed frames").
@@ -129,7 +157,12 @@ struct tw_conf {
 	uint32_t commit_interval_ms;  /* [cluster] commit_interval, 5s */
 	uint32_t session_timeout_ms;  /* [cluster] session_timeout, 3 x monitor */
 	bool auto_resync;             /* [cluster] auto_resync, true */
-	bool root_squash;             /* [cluster] root_squash, false */
+	bool root_squash;             /* [cluster] root_squash, false: anonymous
+				       * clients' squash, and the default
+				       * of every [client NAME] */
+	/* [cluster] ticket_lifetime, 1h: how long an iod accepts a ticket
+	 * mgrd issued (proto/FORMAT.md "Tickets"). */
+	uint32_t ticket_lifetime_ms;
 	/* [cluster] lock_grace, 5s: after an mgrd start, only reclaims of
 	 * locks held before it get locks (proto/FORMAT.md "Locks"). */
 	uint32_t lock_grace_ms;
@@ -156,7 +189,7 @@ struct tw_conf {
 	int mgr_port;                 /* [mgrd] port, 7500 */
 	char mgr_dir[PATH_MAX];       /* [mgrd] dir */
 	/* [mgrd] max_sessions_per_client, 64: live sessions of one client
-	 * (its HELLO hostname, else its address); past it a new session's
+	 * (its identity, else its address); past it a new session's
 	 * HELLO is refused -EAGAIN. */
 	uint32_t max_sessions_per_client;
 	/* [mgrd] max_locks_per_session, 100000: byte-range and flock locks
@@ -175,6 +208,9 @@ struct tw_conf {
 	int n_iods;
 	int n_groups;
 	struct tw_conf_iod iods[TW_MAX_IODS]; /* sorted by id; iods[i].id == i+1 */
+
+	int n_clients;                        /* [client NAME] in file order */
+	struct tw_conf_client clients[TW_MAX_CLIENTS];
 };
 
 /* Fill every field with its default (no iods). */
@@ -186,6 +222,9 @@ void tw_conf_defaults(struct tw_conf *conf);
  *              max_locks_per_session, metrics
  *   [iod]      journal_mode, journal_size, reserve (for every iod)
  *   [iod N]    host, port, dir, group, metrics (N = 1, 2, ...)
+ *   [client NAME] key | key_file, export, access, squash, anonuid,
+ *              anongid, networks
+
  * '#' and ';' start comments.  Validates: iod ids dense from 1, every group
  * holds exactly two iods, stripe_size a power of two in 64K..64M.
  * On error returns -EINVAL (or -errno of open) and writes a message naming
@@ -201,6 +240,24 @@ int tw_parse_metrics_addr(const char *s, char *host, int *port);
 /* Parse "512K", "1M", "4096" -> bytes; "100ms", "30s", "2m", "5" (=s) -> ms. */
 int tw_parse_size(const char *s, uint64_t *out);
 int tw_parse_ms(const char *s, uint32_t *out);
+
+/* Find a [client NAME] by name; NULL if absent. */
+const struct tw_conf_client *tw_conf_client(const struct tw_conf *conf,
+					    const char *name);
+/* Parse "10.0.0.0/8", "::1/128", "127.0.0.2" (a host) into *out. */
+int tw_cidr_parse(const char *s, struct tw_cidr *out);
+/* Whether a numeric address ("127.0.0.1", "::1", "::ffff:10.1.2.3") lies
+ * in the network. */
+bool tw_cidr_match(const struct tw_cidr *net, const char *addr);
+/* A client key file (docs/OPERATIONS.md "Client identities"): lines
+ * "name = NAME" and "key = HEX" (64 hex digits); owner-only mode.  name
+ * may be NULL (only the key wanted) or gets TW_CLIENT_NAME_MAX bytes.
+ * -EACCES (mode), -EINVAL (format) with a message in err. */
+int tw_client_keyfile_load(const char *path, char *name,
+			   uint8_t key[TW_CLIENT_KEY_LEN], char *err,
+			   size_t errlen);
+/* Whether s is a valid identity name. */
+bool tw_client_name_ok(const char *s);
 
 /* Find an iod by id; NULL if absent. */
 const struct tw_conf_iod *tw_conf_iod(const struct tw_conf *conf, int id);

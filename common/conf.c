@@ -3,6 +3,7 @@
  *
  * Grammar, one item per line:
  *   [section]                 cluster | mgrd | iod | iod N   (N = 1..64)
+ *                             | client NAME
  *   key = value               value is trimmed; quotes are not special
  *   # comment, ; comment      at line start, or after whitespace in a value
  * Sizes take K/M/G suffixes (powers of 1024), times ms/s/m (bare = seconds).
@@ -34,11 +35,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
 
 #define CONF_LINE_MAX 4096
 #define IOD_DEF_PORT_BASE 7500
+/* A ticket carries the name (proto/wire.h WIRE_TICKET_NAME_MAX). */
+#define WIRE_NAME_LIMIT 63
 
-enum sect { S_NONE, S_CLUSTER, S_MGRD, S_IOD_ALL, S_IOD };
+enum sect { S_NONE, S_CLUSTER, S_MGRD, S_IOD_ALL, S_IOD, S_CLIENT };
 
 struct parse {
 	const char *path;
@@ -53,6 +57,10 @@ struct parse {
 	int iod_line[TW_MAX_IODS + 1];    /* line of [iod N], 0 = absent */
 	bool iod_group_set[TW_MAX_IODS + 1];
 	bool session_timeout_set;
+	int client_line[TW_MAX_CLIENTS];  /* line of [client NAME] */
+	bool client_squash_set[TW_MAX_CLIENTS];
+	bool client_key_set[TW_MAX_CLIENTS];
+	bool key_inline;                  /* a [client] holds key = */
 };
 
 static int fail(struct parse *p, int line, const char *fmt, ...)
@@ -208,6 +216,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->session_timeout_ms = 3 * conf->monitor_interval_ms;
 	conf->auto_resync = true;
 	conf->root_squash = false;
+	conf->ticket_lifetime_ms = 3600 * 1000;
 	snprintf(conf->mgr_host, sizeof(conf->mgr_host), "127.0.0.1");
 	conf->mgr_port = 7500;
 	conf->journal_mode = TW_JNL_JOURNAL;
@@ -441,6 +450,17 @@ static int cluster_key(struct parse *p, int idx, const char *key,
 			return fail(p, p->line, "%s: bad mode '%s' (integrity, "
 				    "encrypt or none)", key, val);
 		return 0;
+	case 18:
+		if (set_ms(p, key, val, &c->ticket_lifetime_ms) < 0)
+			return -EINVAL;
+		/* The client renews at half the lifetime: below a minute it
+		 * would do little else; above a day a revoked key's reads
+		 * would last too long at iods mgrd cannot reach. */
+		if (c->ticket_lifetime_ms < 60 * 1000 ||
+		    c->ticket_lifetime_ms > 24u * 3600 * 1000)
+			return fail(p, p->line, "%s: %s is not between 1m and "
+				    "24h", key, val);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -452,6 +472,7 @@ static const char *const cluster_keys[] = {
 	"max_connections", "hello_timeout", "max_queued_reply_bytes",
 	"cap_lifetime",
 	"channel",
+	"ticket_lifetime",
 };
 
 static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
@@ -568,10 +589,297 @@ static int iod_key(struct parse *p, int idx, const char *key, const char *val)
 static const char *const iod_keys[] = { "host", "port", "dir", "group",
 					"metrics" };
 
+/* ------------------------------------------------------ client identities */
+
+static char *trim(char *s);
+static void strip_comment(char *s);
+
+bool tw_client_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= TW_CLIENT_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return false;
+	return true;
+}
+
+static int hex_key(const char *s, uint8_t key[TW_CLIENT_KEY_LEN])
+{
+	if (strlen(s) != 2 * TW_CLIENT_KEY_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < TW_CLIENT_KEY_LEN; i++) {
+		unsigned v;
+
+		if (!isxdigit((unsigned char)s[2 * i]) ||
+		    !isxdigit((unsigned char)s[2 * i + 1]) ||
+		    sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		key[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+int tw_cidr_parse(const char *s, struct tw_cidr *out)
+{
+	char buf[64];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	long prefix;
+	int bits;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, buf, out->addr) == 1) {
+		out->family = 4;
+		bits = 32;
+	} else if (inet_pton(AF_INET6, buf, out->addr) == 1) {
+		out->family = 6;
+		bits = 128;
+	} else {
+		return -EINVAL;
+	}
+	prefix = bits;
+	if (slash && parse_int_range(slash + 1, 0, bits, &prefix) < 0)
+		return -EINVAL;
+	out->prefix = (uint8_t)prefix;
+	/* Keep only the network's bits: "10.1.2.3/8" means 10.0.0.0/8. */
+	for (int i = 0; i < bits / 8; i++) {
+		int keep = (int)prefix - 8 * i;
+
+		if (keep <= 0)
+			out->addr[i] = 0;
+		else if (keep < 8)
+			out->addr[i] &= (uint8_t)(0xff00u >> keep);
+	}
+	return 0;
+}
+
+bool tw_cidr_match(const struct tw_cidr *net, const char *addr)
+{
+	uint8_t a[16];
+	int bits = net->prefix;
+
+	if (net->family == 4) {
+		if (inet_pton(AF_INET, addr, a) != 1) {
+			/* An IPv4 client on a dual-stack socket. */
+			if (strncasecmp(addr, "::ffff:", 7) != 0 ||
+			    inet_pton(AF_INET, addr + 7, a) != 1)
+				return false;
+		}
+	} else if (inet_pton(AF_INET6, addr, a) != 1) {
+		return false;
+	}
+	for (int i = 0; bits > 0; i++, bits -= 8) {
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff00u >> bits);
+
+		if ((a[i] & mask) != net->addr[i])
+			return false;
+	}
+	return true;
+}
+
+const struct tw_conf_client *tw_conf_client(const struct tw_conf *conf,
+					    const char *name)
+{
+	for (int i = 0; i < conf->n_clients; i++)
+		if (strcmp(conf->clients[i].name, name) == 0)
+			return &conf->clients[i];
+	return NULL;
+}
+
+int tw_client_keyfile_load(const char *path, char *name,
+			   uint8_t key[TW_CLIENT_KEY_LEN], char *err,
+			   size_t errlen)
+{
+	char line[256], got_name[TW_CLIENT_NAME_MAX] = "";
+	bool got_key = false;
+	struct stat st;
+	int rc = 0, lineno = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s: a key file must be readable by its "
+			 "owner only (mode %04o); refusing it.  Fix: chmod 600 "
+			 "%s", path, (unsigned)(st.st_mode & 07777), path);
+		rc = -EACCES;
+		goto out;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s, *eq, *k, *v;
+
+		lineno++;
+		strip_comment(line);
+		s = trim(line);
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq)
+			goto bad;
+		*eq = '\0';
+		k = trim(s);
+		v = trim(eq + 1);
+		if (strcmp(k, "name") == 0 && tw_client_name_ok(v)) {
+			snprintf(got_name, sizeof(got_name), "%s", v);
+		} else if (strcmp(k, "key") == 0 && hex_key(v, key) == 0) {
+			got_key = true;
+		} else {
+			goto bad;
+		}
+	}
+	if (!got_key || (name && !got_name[0])) {
+		snprintf(err, errlen, "%s: needs the lines 'name = NAME' and "
+			 "'key = <64 hex digits>' (twinfsctl keygen writes "
+			 "one)", path);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (name)
+		memcpy(name, got_name, TW_CLIENT_NAME_MAX);
+	goto out;
+bad:
+	snprintf(err, errlen, "%s:%d: expected 'name = NAME' or 'key = <64 hex "
+		 "digits>'", path, lineno);
+	rc = -EINVAL;
+out:
+	fclose(f);
+	return rc;
+}
+
+static int client_key(struct parse *p, int idx, const char *key,
+		      const char *val)
+{
+	int ci = p->conf->n_clients - 1;
+	struct tw_conf_client *cl = &p->conf->clients[ci];
+	char kerr[512], kname[TW_CLIENT_NAME_MAX];
+	char buf[CONF_LINE_MAX];
+	long v;
+	int rc;
+
+	switch (idx) {
+	case 0:          /* key */
+		if (hex_key(val, cl->key) < 0)
+			return fail(p, p->line, "%s: not %d hex digits "
+				    "(twinfsctl keygen makes one)", key,
+				    2 * TW_CLIENT_KEY_LEN);
+		if (p->client_key_set[ci])
+			return fail(p, p->line, "key and key_file both set");
+		p->client_key_set[ci] = true;
+		p->key_inline = true;
+		return 0;
+	case 1:          /* key_file */
+		if (p->client_key_set[ci])
+			return fail(p, p->line, "key and key_file both set");
+		rc = tw_client_keyfile_load(val, kname, cl->key, kerr,
+					    sizeof(kerr));
+		if (rc == -EINVAL)   /* a bare key file: no name line */
+			rc = tw_client_keyfile_load(val, NULL, cl->key, kerr,
+						    sizeof(kerr));
+		else if (rc == 0 && strcmp(kname, cl->name) != 0)
+			return fail(p, p->line, "%s: %s holds the key of "
+				    "'%s', not '%s'", key, val, kname,
+				    cl->name);
+		if (rc < 0) {
+			fail(p, p->line, "%s", kerr);
+			return rc;
+		}
+		p->client_key_set[ci] = true;
+		return 0;
+	case 2: {        /* export */
+		char *q;
+
+		if (val[0] != '/' || strlen(val) >= TW_EXPORT_MAX ||
+		    strstr(val, "/../") || strstr(val, "/./") ||
+		    (strlen(val) >= 3 && strcmp(val + strlen(val) - 3,
+						"/..") == 0))
+			return fail(p, p->line, "%s: '%s' is not an absolute "
+				    "path without . or .. components", key,
+				    val);
+		/* Normalize: no repeated or trailing slashes. */
+		q = cl->export_path;
+		for (const char *r = val; *r; r++)
+			if (!(*r == '/' && q > cl->export_path && q[-1] == '/'))
+				*q++ = *r;
+		if (q > cl->export_path + 1 && q[-1] == '/')
+			q--;
+		*q = '\0';
+		return 0;
+	}
+	case 3:          /* access */
+		if (strcmp(val, "rw") == 0)
+			cl->read_only = false;
+		else if (strcmp(val, "ro") == 0)
+			cl->read_only = true;
+		else
+			return fail(p, p->line, "%s: '%s' is not rw or ro",
+				    key, val);
+		return 0;
+	case 4:          /* squash */
+		if (strcmp(val, "none") == 0)
+			cl->squash = TW_SQUASH_NONE;
+		else if (strcmp(val, "root") == 0)
+			cl->squash = TW_SQUASH_ROOT;
+		else if (strcmp(val, "all") == 0)
+			cl->squash = TW_SQUASH_ALL;
+		else
+			return fail(p, p->line, "%s: '%s' is not none, root "
+				    "or all", key, val);
+		p->client_squash_set[ci] = true;
+		return 0;
+	case 5:
+	case 6:
+		if (parse_int_range(val, 0, UINT32_MAX - 1, &v) < 0)
+			return fail(p, p->line, "%s: bad id '%s'", key, val);
+		*(idx == 5 ? &cl->anonuid : &cl->anongid) = (uint32_t)v;
+		return 0;
+	case 7: {        /* networks */
+		char *save = NULL, *tok;
+
+		snprintf(buf, sizeof(buf), "%s", val);
+		cl->n_networks = 0;
+		for (tok = strtok_r(buf, ", \t", &save); tok;
+		     tok = strtok_r(NULL, ", \t", &save)) {
+			if (strcmp(tok, "any") == 0 && cl->n_networks == 0 &&
+			    !strtok_r(NULL, ", \t", &save))
+				return 0;
+			if (cl->n_networks == TW_CLIENT_NETS_MAX)
+				return fail(p, p->line, "%s: more than %d "
+					    "networks", key,
+					    TW_CLIENT_NETS_MAX);
+			if (tw_cidr_parse(tok, &cl->networks[cl->n_networks])
+			    < 0)
+				return fail(p, p->line, "%s: '%s' is not an "
+					    "address or ADDRESS/PREFIX", key,
+					    tok);
+			cl->n_networks++;
+		}
+		if (cl->n_networks == 0)
+			return fail(p, p->line, "%s: empty", key);
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+static const char *const client_keys[] = { "key", "key_file", "export",
+					   "access", "squash", "anonuid",
+					   "anongid", "networks" };
+
 static int handle_key(struct parse *p, const char *key, const char *val)
 {
 	static const char *const sect_names[] = {
 		"", "[cluster]", "[mgrd]", "[iod]", "[iod N]",
+		"[client NAME]",
 	};
 	const char *const *keys;
 	size_t n_keys;
@@ -597,6 +905,11 @@ static int handle_key(struct parse *p, const char *key, const char *val)
 		keys = iod_keys;
 		n_keys = TW_ARRAY_SIZE(iod_keys);
 		set = iod_key;
+		break;
+	case S_CLIENT:
+		keys = client_keys;
+		n_keys = TW_ARRAY_SIZE(client_keys);
+		set = client_key;
 		break;
 	default:
 		return fail(p, p->line, "'%s' outside of any section", key);
@@ -636,6 +949,34 @@ static int open_iod_section(struct parse *p, const char *num)
 	return 0;
 }
 
+static int open_client_section(struct parse *p, const char *name)
+{
+	struct tw_conf *c = p->conf;
+	const struct tw_conf_client *prev = tw_conf_client(c, name);
+	struct tw_conf_client *cl;
+
+	if (!tw_client_name_ok(name) ||
+	    strlen(name) > WIRE_NAME_LIMIT)
+		return fail(p, p->line, "bad client name '%s' (1..%d of "
+			    "A-Z a-z 0-9 . _ -)", name, WIRE_NAME_LIMIT);
+	if (prev)
+		return fail(p, p->line, "duplicate section [client %s] (first "
+			    "at line %d)", name,
+			    p->client_line[prev - c->clients]);
+	if (c->n_clients == TW_MAX_CLIENTS)
+		return fail(p, p->line, "more than %d [client] sections",
+			    TW_MAX_CLIENTS);
+	cl = &c->clients[c->n_clients];
+	memset(cl, 0, sizeof(*cl));
+	snprintf(cl->name, sizeof(cl->name), "%s", name);
+	snprintf(cl->export_path, sizeof(cl->export_path), "/");
+	cl->anonuid = TW_ANON_ID;
+	cl->anongid = TW_ANON_ID;
+	p->client_line[c->n_clients++] = p->line;
+	p->sect = S_CLIENT;
+	return 0;
+}
+
 /* `name` is the text between the brackets, trimmed. */
 static int open_section(struct parse *p, char *name)
 {
@@ -649,6 +990,8 @@ static int open_section(struct parse *p, char *name)
 			num++;
 		return open_iod_section(p, num);
 	}
+	if (strncmp(name, "client", 6) == 0 && isspace((unsigned char)name[6]))
+		return open_client_section(p, trim(name + 6));
 	for (int s = S_CLUSTER; s <= S_IOD_ALL; s++) {
 		if (strcmp(name, plain[s]) != 0)
 			continue;
@@ -862,6 +1205,16 @@ static int validate(struct parse *p)
 	rc = check_metrics(p);
 	if (rc < 0)
 		return rc;
+	for (int i = 0; i < c->n_clients; i++) {
+		if (!p->client_key_set[i])
+			return fail(p, p->client_line[i], "[client %s] has no "
+				    "key (key = or key_file =; twinfsctl "
+				    "keygen %s makes one)", c->clients[i].name,
+				    c->clients[i].name);
+		if (!p->client_squash_set[i])
+			c->clients[i].squash = c->root_squash ? TW_SQUASH_ROOT
+							      : TW_SQUASH_NONE;
+	}
 	if (!p->session_timeout_set) {
 		uint64_t st = 3ull * c->monitor_interval_ms;
 
@@ -877,7 +1230,8 @@ static int check_secret(struct parse *p, int fd)
 {
 	struct stat st;
 
-	if (strncasecmp(p->conf->secret, SECRET_PLACEHOLDER,
+	if (p->conf->secret[0] &&
+	    strncasecmp(p->conf->secret, SECRET_PLACEHOLDER,
 			strlen(SECRET_PLACEHOLDER)) == 0)
 		return fail(p, 0, "[cluster] secret is still the example's "
 			    "placeholder '%s': generate one with "
@@ -886,7 +1240,8 @@ static int check_secret(struct parse *p, int fd)
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if ((st.st_mode & 077) != 0) {
-		fail(p, 0, "holds [cluster] secret but is readable by group or "
+		fail(p, 0, "holds [cluster] secret or client keys but is "
+		     "readable by group or "
 		     "others (mode %04o); refusing it.  Fix: chmod 600 %s",
 		     (unsigned)(st.st_mode & 07777), p->path);
 		return -EACCES;
@@ -940,7 +1295,7 @@ int tw_conf_load(const char *path, struct tw_conf *conf, char *err,
 		goto out;
 	}
 	rc = validate(p);
-	if (rc == 0 && conf->secret[0] != '\0')
+	if (rc == 0 && (conf->secret[0] != '\0' || p->key_inline))
 		rc = check_secret(p, fileno(f));
 out:
 	free(p);

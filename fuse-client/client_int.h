@@ -87,6 +87,12 @@ struct fc_opts {
 					 * noatime, strictatime */
 	char *mountpoint;
 	unsigned readahead_kb;          /* -o readahead=, KiB; 0 kernel's */
+	/* -o keyfile=: the identity proved to mgrd ("client:NAME"; ident.c),
+	 * has_ident false without one.  -o subdir=: the subtree mounted. */
+	bool has_ident;
+	char ident[TW_CLIENT_NAME_MAX];
+	uint8_t ident_key[TW_CLIENT_KEY_LEN];
+	char *subdir;
 	int foreground;                 /* -f */
 };
 
@@ -413,6 +419,18 @@ struct fc_client {
 	 * naming a live session without it. */
 	uint8_t session_secret[16];
 	size_t session_secret_len;
+	/* ident.c: mgrd's inode of FUSE's root (1: the whole namespace;
+	 * swapped with 1 at the mgrd boundary), access = ro, and the
+	 * ticket the iods take: its AUTH identity ("ticket:" || ticket), its
+	 * session key, when it expires and when to renew it. */
+	uint64_t root_ino;
+	bool read_only;
+	uint8_t tkt_id[sizeof(WIRE_TICKET_PREFIX) + WIRE_TICKET_MAX];
+	size_t tkt_id_len;
+	uint8_t tkt_key[WIRE_TICKET_KEY_LEN];
+	uint64_t tkt_session;      /* the session it was issued for */
+	uint64_t tkt_renew_ms;     /* CLOCK_REALTIME ms; 0: no ticket */
+	bool tkt_renewing;
 	uint64_t mgr_incarnation;
 	uint64_t next_seq;
 	uint64_t last_answered_seq;
@@ -611,8 +629,28 @@ void fc_cap_drop(struct fc_client *cl, uint64_t ino);
 /* Free the cache (after the loop stopped). */
 void fc_caps_free(struct fc_client *cl);
 
+/* ------------------------------------------------------------ ident.c */
+
+/* A HELLO reply from mgrd: the subtree's root, ro, and a new ticket. */
+void fc_ident_hello(struct fc_client *cl, const Twinfs__HelloReply *r);
+/* Take a ticket (HelloReply.ticket or a TICKET reply): unwrap Ks, and
+ * give it to every iod peer for its next connections. */
+int fc_ident_ticket(struct fc_client *cl, const Twinfs__Ticket *t);
+/* From the ping timer: ask mgrd for a new ticket when it is due. */
+void fc_ident_renew(struct fc_client *cl);
+/* Swap inode 1 and the subtree's root in the ino, parent, newparent and
+ * gone_ino fields of m and its sub-messages (an involution: applying it
+ * twice restores m). */
+void fc_ident_swap(const struct fc_client *cl, ProtobufCMessage *m);
+
 /* -------------------------------------------------------------- mgr.c */
 
+/* The HELLO of a connection to mgrd (control or not) or an iod. */
+void fc_mgr_fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control);
+/* The HELLO to an iod: our session, which the caps and the ticket we send
+ * it must name (proto/FORMAT.md "Capabilities", "Tickets"), never the
+ * session's secret, which is mgrd's business alone. */
+void fc_mgr_fill_iod_hello(struct fc_client *cl, Twinfs__Hello *h);
 /* Create the mgrd peers (data and control); no connection yet. */
 int fc_mgr_init(struct fc_client *cl);
 /* Send a request to mgrd with a fresh seq, retransmitting with the same seq
@@ -980,6 +1018,19 @@ void fc_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
  * size limit"): writes past it are shortened or refused EFBIG here,
  * before their data leaves the client.  Any thread. */
 uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l);
+/* dpath.c: hold a write (write) or fallocate of [off, off + *size) to
+ * the file's limit lim before anything is sent: a write that starts at or
+ * past it fails EFBIG and one that crosses it is shortened (*size), as
+ * the kernel does for a local file, except an O_DIRECT one (direct: the
+ * kernel's asynchronous direct I/O turns a short reply into EIO, EFBIG
+ * says why); a fallocate of any mode that ends past it fails EFBIG
+ * (vfs_fallocate's rule).  0 or EFBIG. */
+int fc_dpath_hold(bool write, bool direct, uint64_t off, size_t *size,
+		  uint64_t lim);
+/* dpath.c: what the application sees for an iod's error (a positive
+ * errno): space, quota, size and read-only errors and EINTR as they are,
+ * everything else EIO. */
+int fc_user_err(int status);
 
 /* ops_data.c helpers used by main.c / loop.c */
 /* Loop thread: send final size reports of every dirty file; done(arg) runs

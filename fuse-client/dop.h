@@ -92,8 +92,6 @@ unsigned fc_open_direct_io(int flags);
 struct dop *fc_dop_new(fuse_req_t req, fc_op_fn run);
 /* Hand d to the loop; !d or !ok: answer ENOMEM and free what d holds. */
 void fc_dop_submit(fuse_req_t req, struct dop *d, bool ok);
-/* What the application sees for an iod's error (a positive errno). */
-int fc_user_err(int status);
 /* Run next(&d->op) once every earlier write of d->ino landed (also those
  * answered early, wbehind.c), with the error of a failed one that d->f
  * has not reported yet in d->wb_err (ops_file.c), if d->f wrote or

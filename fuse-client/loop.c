@@ -271,10 +271,19 @@ void fc_call(struct fc_client *cl, struct wire_peer *peer, uint16_t type,
 {
 	int rc = -ENOTCONN;
 
-	if (cl->stopping)
+	bool to_mgrd = peer && (peer == cl->mgr || peer == cl->ctl);
+
+	if (cl->stopping) {
 		rc = -ECANCELED;
-	else if (peer)
+	} else if (peer) {
+		/* A subtree mount's inodes as mgrd knows them (ident.c);
+		 * wire_call packs the body before it returns. */
+		if (to_mgrd)
+			fc_ident_swap(cl, (ProtobufCMessage *)body);
 		rc = wire_call(peer, type, body, iov, niov, timeout_ms, cb, arg);
+		if (to_mgrd)
+			fc_ident_swap(cl, (ProtobufCMessage *)body);
+	}
 	if (rc < 0)
 		call_failed(cl, rc, cb, arg);
 }

@@ -98,6 +98,8 @@ struct cmdline {
 	unsigned readahead;
 	int nostatahead;
 	int nonamelease;
+	char *keyfile;
+	char *subdir;
 	int atime;
 	int help;
 	int version;
@@ -120,6 +122,8 @@ static const struct fuse_opt optspec[] = {
 	OPT("readahead=%u", readahead),
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
+	OPT("keyfile=%s", keyfile),
+	OPT("subdir=%s", subdir),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
 	FUSE_OPT_KEY("noatime", KEY_NOATIME),
 	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
@@ -221,6 +225,16 @@ static void usage(const char *prog)
 	       "names absent\n"
 	       "                             from directories this mount "
 	       "made\n"
+	       "    -o keyfile=FILE          prove the client identity in FILE "
+	       "(lines 'name = NAME',\n"
+	       "                             'key = HEX'; twinfsctl keygen "
+	       "writes it; mode 0600);\n"
+	       "                             needed when the cluster has a "
+	       "secret\n"
+	       "    -o subdir=PATH           mount this directory of TwinFS "
+	       "(default /); an\n"
+	       "                             identity with an export may "
+	       "mount only in it\n"
 	       "\n", prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -294,7 +308,15 @@ static void connect_fail(struct connect_op *c, int status, const char *what)
 	char msg[256];
 	int err = cl->mgr_last_connect_err ? cl->mgr_last_connect_err : status;
 
-	if (err == -EPROTO)
+	if (err == -EACCES && cl->mgr && *wire_peer_refusal(cl->mgr))
+		/* mgrd's reason names the identity or the export. */
+		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s", cl->opts.mgr_host,
+			 cl->opts.mgr_port, wire_peer_refusal(cl->mgr));
+	else if (err == -EACCES)
+		snprintf(msg, sizeof(msg), "mgrd %s:%d refused the client: %s "
+			 "(a cluster with a secret needs -o keyfile=FILE)",
+			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err));
+	else if (err == -EPROTO)
 		snprintf(msg, sizeof(msg), "mgrd %s:%d refused the client: %s "
 			 "(is the cluster name \"%s\" right?)",
 			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err),
@@ -396,7 +418,8 @@ static void map_done(int status, struct wire_msg *reply, void *arg)
 		/* mgrd may still be starting: retry transport errors until
 		 * request_timeout, then fail with the cause. */
 		if (fc_is_transport_err(status) && tw_now_ms() < c->deadline &&
-		    cl->mgr_last_connect_err != -EPROTO) {
+		    cl->mgr_last_connect_err != -EPROTO &&
+		    cl->mgr_last_connect_err != -EACCES) {
 			c->op.run = connect_step;
 			fc_op_later(&c->op, 250);
 			return;
@@ -635,9 +658,25 @@ int main(int argc, char *argv[])
 		free(c.mgr_addr);
 		free(c.cluster);
 		free(c.channel);
+		free(c.keyfile);
+		free(c.subdir);
 		free(cl);
 		return 0;
 	}
+	if (c.keyfile) {
+		char kerr[512];
+
+		if (tw_client_keyfile_load(c.keyfile, cl->opts.ident,
+					   cl->opts.ident_key, kerr,
+					   sizeof(kerr)) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, kerr);
+			return 1;
+		}
+		cl->opts.has_ident = true;
+		free(c.keyfile);
+		c.keyfile = NULL;
+	}
+	cl->opts.subdir = c.subdir;
 	if (!c.mgr_addr) {
 		fprintf(stderr, "%s: missing MGRHOST[:PORT]\n", prog);
 		fprintf(stderr, "usage: %s MGRHOST[:PORT] MOUNTPOINT "
@@ -795,6 +834,8 @@ out:
 	free(fopts.mountpoint);
 	free(c.mgr_addr);
 	free(cl->opts.cluster);
+	free(cl->opts.subdir);
+	explicit_bzero(cl->opts.ident_key, sizeof(cl->opts.ident_key));
 	free(cl);
 	return ret;
 }

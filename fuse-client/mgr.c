@@ -81,7 +81,7 @@ const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len)
 
 /* ------------------------------------------------------------ sessions */
 
-static void fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
+void fc_mgr_fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
 {
 	wire_hello_init(h, cl->opts.cluster, TWINFS__ROLE__ROLE_CLIENT,
 			cl->incarnation);
@@ -90,14 +90,16 @@ static void fill_hello(struct fc_client *cl, Twinfs__Hello *h, bool control)
 	h->session_secret.len = cl->session_secret_len;
 	h->hostname = cl->hostname;
 	h->control = control;
+	h->subdir = cl->opts.subdir ? cl->opts.subdir : (char *)"";
 }
 
 /* The HELLO to an iod: our session, which the caps we send it must name
  * (proto/FORMAT.md "Capabilities"), never its secret, which is mgrd's
  * business alone. */
-static void fill_iod_hello(struct fc_client *cl, Twinfs__Hello *h)
+void fc_mgr_fill_iod_hello(struct fc_client *cl, Twinfs__Hello *h)
 {
-	fill_hello(cl, h, false);
+	fc_mgr_fill_hello(cl, h, false);
+	h->subdir = (char *)"";
 	h->session_secret.data = NULL;
 	h->session_secret.len = 0;
 }
@@ -128,13 +130,13 @@ static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 	cl->session_secret_len = TW_MIN(sec->len, sizeof(cl->session_secret));
 	if (cl->session_secret_len)   /* data is NULL when absent */
 		memcpy(cl->session_secret, sec->data, cl->session_secret_len);
-	fill_hello(cl, &h, false);
+	fc_mgr_fill_hello(cl, &h, false);
 	if (cl->mgr)
 		wire_peer_set_hello(cl->mgr, &h);
-	fill_hello(cl, &h, true);
+	fc_mgr_fill_hello(cl, &h, true);
 	if (cl->ctl)
 		wire_peer_set_hello(cl->ctl, &h);
-	fill_iod_hello(cl, &h);
+	fc_mgr_fill_iod_hello(cl, &h);
 	for (uint32_t id = 1; id <= TW_MAX_IODS; id++)
 		if (cl->iods[id].peer &&
 		    wire_peer_set_hello(cl->iods[id].peer, &h) == 0)
@@ -164,6 +166,7 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		    reply->incarnation != cl->mgr_incarnation;
 	cl->mgr_incarnation = reply->incarnation;
 	adopt_session(cl, p, reply);
+	fc_ident_hello(cl, reply);
 	/* Locks live in mgrd's memory: take ours again within its grace. */
 	if (restarted)
 		fc_lock_reclaim(cl);
@@ -174,6 +177,7 @@ static void pushed(struct fc_client *cl, struct wire_msg *m)
 	if (m->hdr.type == TWINFS__MSG_TYPE__MSG_DIR_RECALL && m->body &&
 	    m->body->descriptor == &twinfs__getattr__descriptor) {
 		/* Pushed on both connections: the second finds nothing. */
+		fc_ident_swap(cl, m->body);
 		fc_dl_recall(cl, ((const Twinfs__Getattr *)m->body)->ino);
 	} else if (m->hdr.type == TWINFS__MSG_TYPE__MSG_MAP_UPDATE &&
 		   m->body &&
@@ -202,12 +206,14 @@ static void on_ctl_connect(struct wire_peer *p, int status,
 		return;
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	adopt_session(cl, p, reply);
+	fc_ident_hello(cl, reply);
 	if (reply->epoch > cl->epoch && !cl->stopping)
 		fc_map_refresh(cl, NULL);
 }
 
 int fc_mgr_init(struct fc_client *cl)
 {
+	char id[sizeof(WIRE_CLIENT_PREFIX) + TW_CLIENT_NAME_MAX];
 	struct wire_peer_opts o;
 	Twinfs__Hello h;
 	int rc;
@@ -221,11 +227,20 @@ int fc_mgr_init(struct fc_client *cl)
 	o.arg = cl;
 	o.reconnect_ms = 200;
 	o.channel = cl->opts.channel;
-	fill_hello(cl, &h, false);
+	if (cl->opts.has_ident) {
+		/* proto/FORMAT.md "Client identities" */
+		snprintf(id, sizeof(id), "%s%s", WIRE_CLIENT_PREFIX,
+			 cl->opts.ident);
+		o.identity = (const uint8_t *)id;
+		o.identity_len = strlen(id);
+		o.key = cl->opts.ident_key;
+		o.key_len = TW_CLIENT_KEY_LEN;
+	}
+	fc_mgr_fill_hello(cl, &h, false);
 	rc = wire_peer_new(&cl->loop, &o, &cl->mgr);
 	if (rc < 0)
 		return rc;
-	fill_hello(cl, &h, true);
+	fc_mgr_fill_hello(cl, &h, true);
 	o.on_connect = on_ctl_connect;
 	rc = wire_peer_new(&cl->loop, &o, &cl->ctl);
 	if (rc < 0)
@@ -284,6 +299,8 @@ static void mgr_finish(struct fc_mgr_call *mc, int status,
 	if (fc_mgr_type_changes(mc->type))
 		fc_sa_changed(&mc->cl->sa);
 	list_remove(mc);
+	if (reply)
+		fc_ident_swap(mc->cl, reply->body);   /* subtree mounts */
 	mc->cb(mc, status, reply);
 }
 
@@ -606,7 +623,7 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 			Twinfs__Hello h;
 
 			memset(&o, 0, sizeof(o));
-			fill_iod_hello(cl, &h);
+			fc_mgr_fill_iod_hello(cl, &h);
 			o.host = iod->host;
 			o.port = iod->port;
 			o.hello = &h;
@@ -614,6 +631,12 @@ void fc_map_install(struct fc_client *cl, const Twinfs__ClusterMap *map)
 			o.arg = cl;
 			o.reconnect_ms = 200;
 			o.channel = cl->opts.channel;
+			if (cl->tkt_id_len) {   /* ident.c */
+				o.identity = cl->tkt_id;
+				o.identity_len = cl->tkt_id_len;
+				o.key = cl->tkt_key;
+				o.key_len = WIRE_TICKET_KEY_LEN;
+			}
 			if (wire_peer_new(&cl->loop, &o, &iod->peer) < 0) {
 				tw_err("iod %u: cannot create peer", iod->id);
 				iod->peer = NULL;
@@ -886,6 +909,7 @@ static void ping_timer_cb(uv_timer_t *t)
 	if (cl->stopping)
 		return;
 	send_ping(cl, NULL);
+	fc_ident_renew(cl);
 	/* Iods the map already calls down are mgrd's business. */
 	for (id = 1; id <= TW_MAX_IODS; id++)
 		if (cl->iods[id].id && cl->iods[id].peer &&

@@ -404,33 +404,16 @@ static bool load_attr(struct dop *d)
 
 /* ---------------------------------------------------------------- write */
 
-uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l)
-{
-	return r0_max_file_size(l, atomic_load(&cl->max_subfile));
-}
-
-/* Hold a write-like op to its file's limit before anything is sent: a
- * write that starts at or past it fails EFBIG and one that crosses it is
- * shortened, as the kernel does for a local file, except an O_DIRECT one
- * (the kernel's asynchronous direct I/O turns a short reply into EIO:
- * EFBIG says why); a fallocate of any mode that ends past it fails EFBIG
- * (vfs_fallocate's rule).  0, or EFBIG. */
+/* Hold a write-like op to its file's limit before anything is sent
+ * (fc_dpath_hold), saying so when it is refused.  0, or EFBIG. */
 static int hold_to_limit(struct dop *d)
 {
 	uint64_t lim = fc_file_limit(d->op.cl, &d->attr.layout);
 	char path[FC_PATH_LOG];
 
-	if (d->kind == DOP_WRITE) {
-		if (d->size == 0)
-			return 0;
-		if (d->off < lim && (d->size <= lim - d->off ||
-				     !(d->flags & O_DIRECT))) {
-			d->size = (size_t)TW_MIN((uint64_t)d->size, lim - d->off);
-			return 0;
-		}
-	} else if (d->off <= lim && d->size <= lim - d->off) {
+	if (fc_dpath_hold(d->kind == DOP_WRITE, d->flags & O_DIRECT, d->off,
+			  &d->size, lim) == 0)
 		return 0;
-	}
 	tw_log_rl(TW_LOG_INFO, "%s %s: refused (File too large): it ends past "
 		  "%" PRIu64 " bytes, the largest file its layout allows",
 		  d->kind == DOP_WRITE ? "write" : "fallocate",
@@ -495,22 +478,6 @@ static void log_piece_err(struct dop *d, const char *what,
 		tw_log_rl(TW_LOG_WARN, "%s %s: no twin of group "
 			  "%u is up", what, path,
 			  d->attr.layout.groups[pc->p.column]);
-}
-
-/* What the application sees for an iod's error. */
-int fc_user_err(int status)
-{
-	switch (status) {
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-	case -EROFS:
-	case -EINTR:
-	case -EOPNOTSUPP:      /* an older iod without FALLOCATE */
-		return -status;
-	default:
-		return EIO;
-	}
 }
 
 /* The end of a write or fallocate: give up its place in the inode's

@@ -447,12 +447,17 @@ struct iod_conn {
 	bool hello_ok;
 	int role;                  /* TWINFS__ROLE__* */
 	uint32_t node_id;
-	uint64_t session;          /* ROLE_CLIENT: Hello.session_id (claimed) */
+	uint64_t session;          /* ROLE_CLIENT: iod_conn_session() */
 };
 
-/* The client session a connection is bound to (0: none, or not a
- * client): the one its caps must name (server.c check_cap).  Today the
- * session its HELLO claimed; the one place that learns to prove it. */
+/* What a client proved with a ticket (server.c key_fn; wire_conn_principal):
+ * the ticket's contents (proto/FORMAT.md "Tickets"). */
+struct iod_ticket_principal {
+	struct wire_ticket t;
+};
+
+/* The mgrd session a client connection is bound to: its ticket's, or
+ * with no cluster secret the session its HELLO named; 0 for other roles. */
 uint64_t iod_conn_session(const struct wire_conn *c);
 
 struct iod {
@@ -464,6 +469,7 @@ struct iod {
 	uint64_t incarnation;      /* random per process start */
 	struct iod_store *store;
 	struct wire_server *server;
+	uint8_t ktkt[WIRE_TICKET_KEY_LEN];   /* opens tickets: with a secret */
 	bool no_mgr;               /* test mode: no mgrd, map from the config */
 	bool closing;
 

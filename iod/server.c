@@ -152,6 +152,77 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 
 /* ---------------------------------------------------------------- HELLO */
 
+/* wire_key_fn: "ticket:" || ticket -> its session key Ks (proto/FORMAT.md
+ * "Tickets").  The MAC proves mgrd sealed it; proving Ks proves the peer
+ * unwrapped it with the client's key. */
+static int key_fn(struct wire_conn *c, const uint8_t *id, size_t id_len,
+		  uint8_t key[WIRE_KEY_MAX], size_t *key_len,
+		  void **principal, const char **why, void *arg)
+{
+	struct iod *d = arg;
+	size_t plen = strlen(WIRE_TICKET_PREFIX);
+	struct iod_ticket_principal *p;
+	struct wire_ticket t;
+	int rc;
+
+	if (!d->conf->secret[0] || id_len <= plen ||
+	    memcmp(id, WIRE_TICKET_PREFIX, plen) != 0) {
+		*why = "an iod accepts only tickets from mgrd";
+		goto refuse;
+	}
+	rc = wire_ticket_open(d->ktkt, id + plen, id_len - plen,
+			      wire_realtime_ms(), &t, key);
+	if (rc == -EKEYEXPIRED)
+		*why = "ticket expired (is this host's clock right?)";
+	else if (rc < 0)
+		*why = "not a ticket of this cluster's mgrd";
+	else if (iod_fenced(d, t.session))
+		*why = "the ticket's session has expired at mgrd";
+	if (rc < 0 || iod_fenced(d, t.session))
+		goto refuse;
+	p = malloc(sizeof(*p));
+	if (!p) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	p->t = t;
+	*key_len = WIRE_TICKET_KEY_LEN;
+	*principal = p;
+	return 0;
+refuse:
+	tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": refusing AUTH from %s: %s",
+		  d->id, wire_conn_peer(c), *why);
+	return -EACCES;
+}
+
+uint64_t iod_conn_session(const struct wire_conn *c)
+{
+	const struct iod_conn *ic = wire_conn_get_data(c);
+
+	return ic && ic->role == TWINFS__ROLE__ROLE_CLIENT ? ic->session : 0;
+}
+
+/* A client's HELLO with a cluster secret: it must present a ticket
+ * (AUTH), for the session it names.  0 or -EACCES with *why. */
+static int client_hello_ok(struct iod *d, struct wire_conn *c,
+			   const Twinfs__Hello *h, const char **why)
+{
+	const struct iod_ticket_principal *p = wire_conn_principal(c);
+
+	if (!d->conf->secret[0])
+		return 0;
+	if (!p) {
+		*why = "this iod requires a ticket from mgrd (mount with "
+		       "-o keyfile=FILE)";
+		return -EACCES;
+	}
+	if (h->session_id != p->t.session) {
+		*why = "the HELLO names another session than its ticket";
+		return -EACCES;
+	}
+	return 0;
+}
+
 static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 {
 	const Twinfs__Hello *h = (const Twinfs__Hello *)m->body;
@@ -179,10 +250,20 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		wire_conn_close(c);
 		return;
 	}
-	/* DESIGN.md "Wire protocol": mgrd, twins and admins prove the
-	 * cluster secret whenever there is one; clients need not. */
-	if (d->conf->secret[0] && h->role != TWINFS__ROLE__ROLE_CLIENT &&
-	    !wire_conn_authenticated(c)) {
+	/* proto/FORMAT.md "Authentication": mgrd, twins and admins prove
+	 * the cluster secret whenever there is one; clients a ticket. */
+	if (h->role == TWINFS__ROLE__ROLE_CLIENT) {
+		const char *why = NULL;
+
+		if (client_hello_ok(d, c, h, &why) < 0) {
+			tw_log_rl(TW_LOG_WARN, "HELLO from %s refused: %s",
+				  wire_conn_peer(c), why);
+			r.refusal = (char *)why;
+			wire_reply(c, &m->hdr, -EACCES, &r.base, NULL, 0);
+			wire_conn_close(c);
+			return;
+		}
+	} else if (d->conf->secret[0] && !wire_conn_authenticated(c)) {
 		tw_log_rl(TW_LOG_WARN, "HELLO from %s refused: role %d without "
 			  "the cluster secret", wire_conn_peer(c), h->role);
 		iod_reply_status(c, m, -EACCES);
@@ -530,13 +611,6 @@ static void on_fence(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 
 /* ---------------------------------------------------------- capabilities */
 
-uint64_t iod_conn_session(const struct wire_conn *c)
-{
-	const struct iod_conn *ic = wire_conn_get_data(c);
-
-	return ic && ic->role == TWINFS__ROLE__ROLE_CLIENT ? ic->session : 0;
-}
-
 /* What check_cap needs of a data request (NULL cap: not one). */
 struct cap_use {
 	ProtobufCBinaryData *cap;
@@ -714,6 +788,15 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		iod_reply_status(c, m, -EPERM);
 		goto out;
 	}
+	/* A read-only identity's ticket (proto/FORMAT.md "Tickets"). */
+	if ((type == TWINFS__MSG_TYPE__MSG_WRITE ||
+	     type == TWINFS__MSG_TYPE__MSG_FALLOCATE) &&
+	    ic->role == TWINFS__ROLE__ROLE_CLIENT && wire_conn_principal(c) &&
+	    ((const struct iod_ticket_principal *)wire_conn_principal(c))
+		    ->t.read_only) {
+		iod_reply_status(c, m, -EROFS);
+		goto out;
+	}
 	switch (type) {
 	case TWINFS__MSG_TYPE__MSG_PING:
 		on_ping(d, c, m);
@@ -837,6 +920,10 @@ int iod_server_start(struct iod *d)
 	if (rc == 0)
 		wire_channel_announce("iod", d->conf->channel,
 				      *d->conf->secret);
+	if (rc == 0 && d->conf->secret[0]) {
+		rc = wire_ticket_master(d->conf->secret, d->ktkt);
+		wire_server_set_key_fn(d->server, key_fn, d);
+	}
 	if (rc == 0) {
 		struct wire_server_limits lim = {
 			.hello_timeout_ms = d->conf->hello_timeout_ms,

@@ -64,15 +64,21 @@ int mgr_cap_issue(const struct mgr_server *s, uint64_t session,
 		  uint32_t *lifetime_ms)
 {
 	struct wire_cap cap = { 0 };
+	const struct mgr_session *sess;
 
 	if (!cap_key_set)
 		return -EOPNOTSUPP;
 	/* An expired session is gone from the table (and fenced): its
 	 * client gets no cap until it holds a new session. */
-	if (!session || !mgr_session_get(&s->st.sessions, session))
+	sess = session ? mgr_session_get(&s->st.sessions, session) : NULL;
+	if (!sess)
 		return -EKEYEXPIRED;
 	if (!S_ISREG(in->mode))
 		return -EINVAL;
+	/* A read-only identity's session gets read caps only (proto/FORMAT.md
+	 * "Client identities": access = ro). */
+	if (write && !mgr_session_may_write(sess))
+		return -EROFS;
 	cap.flags = write ? WIRE_CAP_F_WRITE : 0;
 	cap.session = session;
 	cap.ino = in->ino;

@@ -113,20 +113,32 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 static void cred_of(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 		    struct mgr_cred *cr, uint32_t *groups)
 {
-	bool squash = s->conf->root_squash;
+	/* The identity's squash (proto/FORMAT.md "Permissions"); anonymous
+	 * clients get [cluster] root_squash. */
+	const struct tw_conf_client *cl = s->req_client;
+	enum tw_squash q = cl ? cl->squash : s->conf->root_squash
+		? TW_SQUASH_ROOT : TW_SQUASH_NONE;
+	uint32_t anonuid = cl ? cl->anonuid : NOBODY;
+	uint32_t anongid = cl ? cl->anongid : NOBODY;
 
 	cr->uid = ctx ? ctx->uid : 0;
 	cr->gid = ctx ? ctx->gid : 0;
 	cr->n_groups = ctx ? (uint32_t)TW_MIN(ctx->n_groups,
 					      (size_t)MGR_CRED_GROUPS_MAX) : 0;
 	cr->groups = groups;
-	if (squash && cr->uid == 0)
-		cr->uid = NOBODY;
-	if (squash && cr->gid == 0)
-		cr->gid = NOBODY;
+	if (q == TW_SQUASH_ALL) {
+		cr->uid = anonuid;
+		cr->gid = anongid;
+		cr->n_groups = 0;
+		return;
+	}
+	if (q == TW_SQUASH_ROOT && cr->uid == 0)
+		cr->uid = anonuid;
+	if (q == TW_SQUASH_ROOT && cr->gid == 0)
+		cr->gid = anongid;
 	for (uint32_t i = 0; i < cr->n_groups; i++)
-		groups[i] = squash && ctx->groups[i] == 0 ? NOBODY
-							  : ctx->groups[i];
+		groups[i] = q == TW_SQUASH_ROOT && ctx->groups[i] == 0
+			? anongid : ctx->groups[i];
 }
 
 void mgr_srv_cred(const struct mgr_server *s, const Twinfs__Ctx *ctx,
@@ -1179,10 +1191,82 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 
 /* ------------------------------------------------------------- dispatch */
 
+/* Requests that change something: refused -EROFS for access = ro. */
+static bool changes(uint16_t t, const ProtobufCMessage *body)
+{
+	switch (t) {
+	case TWINFS__MSG_TYPE__MSG_SETATTR:
+	case TWINFS__MSG_TYPE__MSG_MKNOD:
+	case TWINFS__MSG_TYPE__MSG_MKDIR:
+	case TWINFS__MSG_TYPE__MSG_SYMLINK:
+	case TWINFS__MSG_TYPE__MSG_UNLINK:
+	case TWINFS__MSG_TYPE__MSG_RMDIR:
+	case TWINFS__MSG_TYPE__MSG_LINK:
+	case TWINFS__MSG_TYPE__MSG_RENAME:
+	case TWINFS__MSG_TYPE__MSG_SETXATTR:
+	case TWINFS__MSG_TYPE__MSG_REMOVEXATTR:
+	case TWINFS__MSG_TYPE__MSG_SIZE_REPORT:
+	case TWINFS__MSG_TYPE__MSG_SETSTRIPE:
+	case TWINFS__MSG_TYPE__MSG_APPEND_RESERVE:
+		return true;
+	case TWINFS__MSG_TYPE__MSG_OPEN: {
+		const Twinfs__Open *o = (const Twinfs__Open *)body;
+
+		return body->descriptor == &twinfs__open__descriptor &&
+		       ((o->flags & O_ACCMODE) != O_RDONLY ||
+			(o->flags & O_TRUNC));
+	}
+	default:
+		return false;
+	}
+}
+
+/* Every inode a request names (its uint64 fields ino, parent and
+ * newparent) must lie in the session's subtree (proto/FORMAT.md
+ * "Exports"): 0 or -EACCES. */
+static int subtree_check(const struct mgr_server *s, uint64_t root,
+			 const ProtobufCMessage *body)
+{
+	static const char *const names[] = { "ino", "parent", "newparent" };
+
+	if (root <= MGR_ROOT_INO)   /* 0: an admin's connection */
+		return 0;
+	for (size_t i = 0; i < TW_ARRAY_SIZE(names); i++) {
+		const ProtobufCFieldDescriptor *f =
+			protobuf_c_message_descriptor_get_field_by_name(
+				body->descriptor, names[i]);
+		uint64_t ino;
+
+		if (!f || f->type != PROTOBUF_C_TYPE_UINT64 ||
+		    f->label == PROTOBUF_C_LABEL_REPEATED)
+			continue;
+		memcpy(&ino, (const char *)body + f->offset, sizeof(ino));
+		if (ino && !mgr_ident_in_subtree(s, root, ino))
+			return -EACCES;
+	}
+	return 0;
+}
+
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,
 		       struct wire_msg *m)
 {
 	uint16_t t = m->hdr.type;
+	const struct mgr_conn *mc = wire_conn_get_data(c);
+
+	/* Identity rules (proto/FORMAT.md "Client identities"): before the
+	 * handler, so a refusal changes nothing and is not recorded. */
+	s->req_client = mc ? mc->client : NULL;
+	if (mc && mc->client && mc->client->read_only && changes(t, m->body)) {
+		mgr_srv_reply(c, &m->hdr, -EROFS, NULL);
+		return;
+	}
+	if (mc && subtree_check(s, mc->root_ino, m->body) < 0) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: %s %s: an inode outside the "
+			  "subtree the client mounted: EACCES",
+			  wire_conn_peer(c), wire_type_name(t));
+		mgr_srv_reply(c, &m->hdr, -EACCES, NULL);
+		return;
+	}
 
 	switch (t) {
 	case TWINFS__MSG_TYPE__MSG_LOOKUP: h_lookup(s, c, m); break;

@@ -473,6 +473,11 @@ struct mgr_session {
 	 * session of an older data directory has none and is never resumed. */
 	uint8_t secret[MGR_SESSION_SECRET_LEN];
 	bool has_secret;
+	/* The client identity that created it ("" = anonymous): journaled
+	 * with SESSION_NEW (field `name`) and in the snapshot, so only that
+	 * identity resumes it, across restarts too (proto/FORMAT.md
+	 * "Client identities"). */
+	char ident[TW_CLIENT_NAME_MAX];
 	uint64_t next_fh;
 	struct tw_hmap handles;   /* fh -> struct mgr_handle */
 	struct tw_hmap replies;   /* seq -> struct mgr_reply */
@@ -486,7 +491,16 @@ struct mgr_session {
 	 * 0 until a client binds it after a restart. */
 	uint64_t client_key;
 	uint32_t n_locks;         /* locks held (handlers_lock.c) */
+	/* Set by the HELLO that binds it, from its identity's config
+	 * (server.c session_bind): access = ro; the subtree's root. */
+	bool read_only;
+	uint64_t root_ino;
 };
+
+/* Whether the session may change anything (its identity's access = rw,
+ * or anonymous): what mgrd checks before a mutation, and what issuing a
+ * capability to write must check. */
+bool mgr_session_may_write(const struct mgr_session *s);
 
 /* Fencing (proto/FORMAT.md "Fencing"): the newest MGR_FENCE_MAX expired
  * sessions, oldest first, whose writes the iods refuse.  Derived from the

@@ -22,15 +22,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define REC_VERSION   1u
 #define SNAP_MAGIC    0x534d5754u   /* "TWMS" */
-#define SNAP_VERSION  5u               /* 2 adds the resync job records,
+#define SNAP_VERSION  6u               /* 2 adds the resync job records,
 					* 3 the sizes to probe, 4 the
 					* fenced sessions, 5 the sessions'
-					* resume secrets */
+					* resume secrets, 6 their client
+					* identities */
 #define STR_NULL      0xffffffffu
 #define SNAPSHOT_BYTES_DEFAULT (64ull << 20)
 #define SNAPSHOT_RETRY_BYTES   (16ull << 20)
@@ -648,11 +650,16 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		if (!s)
 			return -EEXIST;
 		op->session = s->id;
-		/* The resume secret travels in the uuid field. */
+		/* The resume secret travels in the uuid field, the client
+		 * identity in name. */
 		if (op->uuid_len == MGR_SESSION_SECRET_LEN) {
 			memcpy(s->secret, op->uuid, MGR_SESSION_SECRET_LEN);
 			s->has_secret = true;
 		}
+		if (op->name && strlen(op->name) >= sizeof(s->ident))
+			return -EINVAL;
+		if (op->name)
+			snprintf(s->ident, sizeof(s->ident), "%s", op->name);
 		return 0;
 	case MGR_OP_SESSION_EXPIRE:
 		return apply_expire(st, op);
@@ -813,6 +820,7 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		put_u64(&b, s->id);
 		put_bytes(&b, s->secret, s->has_secret ?
 			  MGR_SESSION_SECRET_LEN : 0);
+		put_str(&b, s->ident[0] ? s->ident : NULL);
 		put_u64(&b, s->next_fh);
 		fhs = mgr_hmap_sorted_keys(&s->handles, &nf);
 		if (!fhs) {
@@ -1083,6 +1091,12 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 				memcpy(s->secret, sec, sl);
 				s->has_secret = true;
 			}
+		}
+		if (version >= 6) {
+			const char *id = get_str(&b, TW_CLIENT_NAME_MAX - 1);
+
+			if (id)
+				snprintf(s->ident, sizeof(s->ident), "%s", id);
 		}
 		s->next_fh = get_u64(&b);
 		nh = get_u32(&b);

@@ -627,17 +627,22 @@ void mgr_srv_push_map(struct mgr_server *s)
 
 /* ------------------------------------------------------------- sessions */
 
-/* Who a client is, for max_sessions_per_client: its address without the
- * port.  The HELLO hostname is the client's own claim (a peer could name
- * itself anew for every session), so it is not used; once clients
- * authenticate, their authenticated identity takes this place. */
+/* Who a client is, for max_sessions_per_client: its authenticated
+ * identity, else its address without the port.  The HELLO hostname is the
+ * client's own claim (a peer could name itself anew for every session),
+ * so it is not used. */
 static uint64_t client_key(struct wire_conn *c)
 {
+	const char *name = mgr_ident_name(c);
 	const char *peer = wire_conn_peer(c);
 	const char *colon = strrchr(peer, ':');
 	size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
-	uint64_t k = tw_fnv1a64(peer, len);
+	uint64_t k;
 
+	if (name)   /* a tag no address starts with */
+		k = tw_fnv1a64(name, strlen(name)) ^ 0x6964656e74000000ull;
+	else
+		k = tw_fnv1a64(peer, len);
 	return k ? k : 1;
 }
 
@@ -659,6 +664,8 @@ static void session_bind(struct mgr_server *s, struct mgr_conn *mc,
 			 struct mgr_session *sess)
 {
 	sess->client_key = client_key(mc->wc);
+	sess->read_only = mc->client && mc->client->read_only;
+	sess->root_ino = mc->root_ino;
 	mc->session = sess->id;
 	sess->n_conns++;
 	/* The client is back: the restart grace is over. */
@@ -772,6 +779,44 @@ static void on_sweep(uv_timer_t *t)
 	psize_run(s);
 }
 
+void mgr_srv_expire_identity(struct mgr_server *s, const char *name)
+{
+	struct mgr_conn *mc, *next;
+	uint64_t *ids;
+	size_t n;
+
+	/* Unbound first: the expiry below must not wait for on_close.
+	 * next first: closing a connection frees its mgr_conn. */
+	for (mc = s->conns; mc; mc = next) {
+		const char *id = mgr_ident_name(mc->wc);
+
+		next = mc->next;
+		if (mc->role != TWINFS__ROLE__ROLE_CLIENT || !id ||
+		    strcmp(id, name) != 0)
+			continue;
+		if (mc->session)
+			session_unbind(s, mc);
+		wire_conn_close(mc->wc);
+	}
+	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
+	for (size_t i = 0; ids && i < n; i++) {
+		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+							   ids[i]);
+		struct mgr_op op = { .type = MGR_OP_SESSION_EXPIRE };
+
+		if (!sess || strcmp(sess->ident, name) != 0)
+			continue;
+		op.session = sess->id;
+		if (mgr_srv_internal(s, &op) == 0)
+			tw_info("mgrd: session %llu of revoked client '%s' "
+				"expired", (unsigned long long)ids[i], name);
+		fence_wait_add(s, ids[i]);
+	}
+	free(ids);
+	fence_run(s);
+	psize_run(s);
+}
+
 /* ------------------------------------------------------------- requests */
 
 /* Whether a HELLO's secret is that of session s (constant time). */
@@ -799,6 +844,20 @@ static uint64_t replaced_key(uint64_t id, const ProtobufCBinaryData *secret)
 	return k ? k : 1;
 }
 
+/* Refuse a HELLO with a reason the client prints (HelloReply.refusal),
+ * log it with the peer, and close. */
+static void hello_refuse(struct wire_conn *c, const struct wire_msg *m,
+			 int status, const char *why)
+{
+	Twinfs__HelloReply r = TWINFS__HELLO_REPLY__INIT;
+
+	tw_log_rl(TW_LOG_WARN, "mgrd: refusing HELLO from %s: %s",
+		  wire_conn_peer(c), why);
+	r.refusal = (char *)why;
+	wire_reply(c, &m->hdr, status, &r.base, NULL, 0);
+	wire_conn_close(c);
+}
+
 static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		    struct wire_msg *m)
 {
@@ -806,6 +865,11 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	Twinfs__HelloReply r = TWINFS__HELLO_REPLY__INIT;
 	struct mgr_conn *mc = wire_conn_get_data(c);
 	struct mgr_session *sess = NULL;
+	const struct tw_conf_client *cl = NULL;
+	const char *ident = mgr_ident_name(c);
+	uint64_t root_ino = MGR_ROOT_INO;
+	struct mgr_ticket_buf tb;
+	char why[256];
 
 	if (mc) {
 		mgr_srv_reply(c, &m->hdr, -EINVAL, NULL);  /* a second HELLO */
@@ -823,6 +887,28 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	}
 	switch (h->role) {
 	case TWINFS__ROLE__ROLE_CLIENT:
+		/* proto/FORMAT.md "Client identities": with a secret, a
+		 * client proves a [client NAME] key; without one (loopback
+		 * development) anonymous clients are served as before. */
+		if (ident)
+			cl = tw_conf_client(s->conf, ident);
+		if (ident && !cl) {
+			/* Proved, then removed from the config: impossible
+			 * until the config can be reloaded. */
+			hello_refuse(c, m, -EACCES, "unknown client");
+			return;
+		}
+		if (s->conf->secret[0] && !cl) {
+			hello_refuse(c, m, -EACCES, "mgrd requires a client "
+				     "identity: mount with -o keyfile=FILE "
+				     "(twinfsctl keygen makes one)");
+			return;
+		}
+		if (mgr_ident_subdir(s, cl, h->subdir, &root_ino, why,
+				     sizeof(why)) < 0) {
+			hello_refuse(c, m, -EACCES, why);
+			return;
+		}
 		break;
 	case TWINFS__ROLE__ROLE_ADMIN:
 	case TWINFS__ROLE__ROLE_IOD:
@@ -871,6 +957,16 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		if (!sess && h->session_id)
 			sess = mgr_session_get(&s->st.sessions, (uintptr_t)
 				tw_hmap_get(&s->replaced, rkey));
+		/* A session is its identity's: another's HELLO (even with
+		 * the secret, which it could only have stolen) may not
+		 * take over its locks and handles. */
+		if (sess && strcmp(sess->ident, ident ? ident : "") != 0) {
+			snprintf(why, sizeof(why), "session %llu belongs to "
+				 "another client identity",
+				 (unsigned long long)sess->id);
+			hello_refuse(c, m, -EACCES, why);
+			return;
+		}
 		if (!sess) {
 			struct mgr_op op = { .type = MGR_OP_SESSION_NEW };
 			uint8_t secret[MGR_SESSION_SECRET_LEN];
@@ -897,6 +993,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			}
 			op.uuid = secret;
 			op.uuid_len = sizeof(secret);
+			op.name = ident;   /* the session's identity */
 			if (h->session_id)
 				tw_warn("mgrd: %s asks for session %llu, which "
 					"expired or never existed; giving it a "
@@ -920,10 +1017,11 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 				wire_conn_close(c);
 				return;
 			}
-			tw_info("mgrd: new session %llu for %s%s%s",
+			tw_info("mgrd: new session %llu for %s%s%s%s%s%s",
 				(unsigned long long)sess->id,
 				wire_conn_peer(c), h->hostname[0] ? " " : "",
-				h->hostname);
+				h->hostname, ident ? " (client '" : "",
+				ident ? ident : "", ident ? "')" : "");
 		}
 	}
 	mc = calloc(1, sizeof(*mc));
@@ -936,6 +1034,8 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	mc->role = h->role;
 	mc->control = h->control;
 	mc->iod_id = h->role == TWINFS__ROLE__ROLE_IOD ? h->node_id : 0;
+	mc->client = cl;
+	mc->root_ino = root_ino;
 	mc->next = s->conns;
 	if (s->conns)
 		s->conns->prev = mc;
@@ -949,6 +1049,13 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	if (sess && sess->has_secret) {
 		r.session_secret.data = sess->secret;
 		r.session_secret.len = MGR_SESSION_SECRET_LEN;
+	}
+	if (h->role == TWINFS__ROLE__ROLE_CLIENT) {
+		r.root_ino = root_ino;
+		r.read_only = cl && cl->read_only;
+		if (cl && sess &&
+		    mgr_ident_ticket(s, cl, sess->id, &tb) == 0)
+			r.ticket = &tb.msg;
 	}
 	mgr_srv_reply(c, &m->hdr, 0, &r.base);
 }
@@ -1323,6 +1430,14 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		h_rebuild(s, mc, c, m);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_TICKET) {
+		mgr_ident_h_ticket(s, mc, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_CLIENT_ADMIN) {
+		mgr_ident_h_admin(s, mc, c, m);
+		goto out;
+	}
 	if (t == TWINFS__MSG_TYPE__MSG_RESYNC_STATUS) {
 		if (mc->role == TWINFS__ROLE__ROLE_ADMIN)
 			mgr_resync_status(s->resync, c, m);
@@ -1500,6 +1615,8 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		rc = wire_server_set_channel(s->ws, conf->channel);
 	if (rc == 0)
 		wire_channel_announce("mgrd", conf->channel, *conf->secret);
+	if (rc == 0)
+		rc = mgr_ident_init(s);
 	if (rc == 0) {
 		struct wire_server_limits lim = {
 			.hello_timeout_ms = conf->hello_timeout_ms,
@@ -1555,6 +1672,7 @@ fail:
 		mgr_state_free(&s->st);
 	tw_hmap_free(&s->replaced);
 	free(s->fence_waits);
+	mgr_ident_free(s);
 	free(s);
 	return rc;
 }
@@ -1568,6 +1686,7 @@ static void stop_step(void *arg)
 	mgr_state_free(&s->st);
 	tw_hmap_free(&s->replaced);
 	free(s->fence_waits);
+	mgr_ident_free(s);
 	if (s->done)
 		s->done(s->done_arg);
 	free(s);

@@ -21,6 +21,25 @@ struct mgr_conn {
 	uint32_t iod_id;
 	uint64_t pinged_ms;       /* the last PING mgrd pushed (conns_liveness) */
 	uint64_t silent_since_ms; /* closed for silence: its last frame */
+	/* ROLE_CLIENT: its identity's config (NULL: anonymous; points into
+	 * the config, which outlives every connection) and the root of the
+	 * subtree its HELLO mounted (MGR_ROOT_INO: all). */
+	const struct tw_conf_client *client;
+	uint64_t root_ino;
+};
+
+/* ident.c: a revoked client key (mgrd/FORMAT.md section 4). */
+#define MGR_FPR_LEN 32           /* SHA-256 of the key */
+struct mgr_revoked {
+	char name[TW_CLIENT_NAME_MAX];
+	uint8_t fpr[MGR_FPR_LEN];
+};
+
+/* A ticket and its wrapped key, with the message that points at them. */
+struct mgr_ticket_buf {
+	Twinfs__Ticket msg;
+	uint8_t ticket[WIRE_TICKET_MAX];
+	uint8_t wrapped[WIRE_TICKET_KEY_LEN];
 };
 
 struct mgr_waiter {
@@ -69,6 +88,15 @@ struct mgr_server {
 	 * fenced them (fence_gen: the list generation that holds them). */
 	struct fence_wait { uint64_t session, gen; } *fence_waits;
 	size_t n_fence_waits, cap_fence_waits;
+	/* ident.c */
+	uint8_t ktkt[WIRE_TICKET_KEY_LEN];   /* seals tickets */
+	bool has_ktkt;                       /* a cluster secret is set */
+	struct mgr_revoked *revoked;
+	size_t n_revoked;
+	char why[256];                       /* key_fn's last refusal */
+	/* The identity of the connection whose request handlers.c runs
+	 * now (NULL: anonymous or admin), for squash (mgr_handle_client). */
+	const struct tw_conf_client *req_client;
 	bool kick_pdel;
 	bool stopping;
 	int closing;              /* handles still closing at stop */
@@ -80,6 +108,33 @@ struct mgr_server {
  * groups must hold MGR_CRED_GROUPS_MAX, cr borrows it. */
 void mgr_srv_cred(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 		  struct mgr_cred *cr, uint32_t *groups);
+
+/* ident.c: client identities (proto/FORMAT.md "Client identities"). */
+int mgr_ident_init(struct mgr_server *s);
+void mgr_ident_free(struct mgr_server *s);
+/* The identity a connection proved (NULL: none), by name and config. */
+const char *mgr_ident_name(struct wire_conn *c);
+const struct tw_conf_client *mgr_ident_conn(const struct mgr_server *s,
+					    struct wire_conn *c);
+/* A new ticket for session of cl into *tb; -ENOENT without a secret. */
+int mgr_ident_ticket(struct mgr_server *s, const struct tw_conf_client *cl,
+		     uint64_t session, struct mgr_ticket_buf *tb);
+/* Resolve a HELLO's subdir for cl (NULL: anonymous, anything goes):
+ * 0 with *ino, or -errno with a message in why. */
+int mgr_ident_subdir(struct mgr_server *s, const struct tw_conf_client *cl,
+		     const char *subdir, uint64_t *ino, char *why,
+		     size_t why_len);
+/* Whether ino is root or below it, by parent links. */
+bool mgr_ident_in_subtree(const struct mgr_server *s, uint64_t root,
+			  uint64_t ino);
+void mgr_ident_h_ticket(struct mgr_server *s, struct mgr_conn *mc,
+			struct wire_conn *c, struct wire_msg *m);
+void mgr_ident_h_admin(struct mgr_server *s, struct mgr_conn *mc,
+		       struct wire_conn *c, struct wire_msg *m);
+/* Expire every session of identity `name` now and close its
+ * connections (revocation). */
+void mgr_srv_expire_identity(struct mgr_server *s, const char *name);
+
 /* CLOCK_REALTIME into t. */
 void mgr_srv_now(struct mgr_time *t);
 /* A journal failure: memory is ahead of the log; exit without snapshot. */

@@ -211,3 +211,8 @@ uint64_t *mgr_hmap_sorted_keys(const struct tw_hmap *m, size_t *n)
 	*n = i;
 	return keys;
 }
+
+bool mgr_session_may_write(const struct mgr_session *s)
+{
+	return !s->read_only;
+}

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      5u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); next: capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek) */
+#define WIRE_VERSION      6u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
@@ -396,6 +396,48 @@ void wire_channel_announce(const char *who, enum tw_channel mode, bool keyed);
 /* 127.0.0.0/8, ::1 or "localhost": where a daemon may listen without a
  * cluster secret (DESIGN.md "Wire protocol"). */
 bool wire_host_is_loopback(const char *host);
+
+/* ---------------------------------------------------------------- tickets */
+
+/* What mgrd gives an authenticated client to show the iods (proto/FORMAT.md
+ * "Tickets"; the byte layout is at the top of wire_ticket.c).  Functions
+ * return 0 or -errno. */
+#define WIRE_TICKET_KEY_LEN   32u
+#define WIRE_TICKET_MAC_LEN   32u
+#define WIRE_TICKET_NONCE_LEN 16u
+#define WIRE_TICKET_NAME_MAX  63u
+#define WIRE_TICKET_MAX       (36u + WIRE_TICKET_NAME_MAX + WIRE_TICKET_MAC_LEN)
+/* The AUTH identity that presents a ticket: this prefix, then its bytes. */
+#define WIRE_TICKET_PREFIX    "ticket:"
+/* The AUTH identity of a client at mgrd: this prefix, then its name. */
+#define WIRE_CLIENT_PREFIX    "client:"
+
+struct wire_ticket {
+	char name[WIRE_TICKET_NAME_MAX + 1];  /* the identity */
+	uint64_t session;                     /* mgrd session it is bound to */
+	uint64_t expiry_ms;                   /* CLOCK_REALTIME ms */
+	bool read_only;
+	uint8_t nonce[WIRE_TICKET_NONCE_LEN];
+};
+/* K_tkt, the key that seals tickets, from the cluster secret. */
+int wire_ticket_master(const char *secret, uint8_t ktkt[WIRE_TICKET_KEY_LEN]);
+/* Seal *t into out (WIRE_TICKET_MAX bytes), *out_len its length, and give
+ * its session key Ks.  t->nonce is the caller's (random). */
+int wire_ticket_seal(const uint8_t ktkt[WIRE_TICKET_KEY_LEN],
+		     const struct wire_ticket *t, uint8_t *out,
+		     size_t *out_len, uint8_t ks[WIRE_TICKET_KEY_LEN]);
+/* Check a ticket and give its contents and Ks: -EPROTO malformed,
+ * -EBADMSG wrong MAC (forged, or sealed with another secret),
+ * -EKEYEXPIRED valid but now_ms >= expiry_ms. */
+int wire_ticket_open(const uint8_t ktkt[WIRE_TICKET_KEY_LEN],
+		     const uint8_t *buf, size_t len, uint64_t now_ms,
+		     struct wire_ticket *t, uint8_t ks[WIRE_TICKET_KEY_LEN]);
+/* out = in XOR HMAC-SHA256(client_key, "twinfs-ticket-wrap" || body of
+ * ticket): wraps Ks at mgrd and unwraps it at the client. */
+int wire_ticket_wrap(const uint8_t *client_key, size_t key_len,
+		     const uint8_t *ticket, size_t ticket_len,
+		     const uint8_t in[WIRE_TICKET_KEY_LEN],
+		     uint8_t out[WIRE_TICKET_KEY_LEN]);
 
 /* Fill a Hello with this cluster name, version and role. */
 void wire_hello_init(Twinfs__Hello *h, const char *cluster,

@@ -147,6 +147,8 @@ static const struct wire_type types[] = {
 	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
 	T(FENCE, "FENCE", fence, empty),
 	T(CAP, "CAP", cap, cap_reply),
+	T(TICKET, "TICKET", empty, ticket),
+	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
 };
 #undef T
 

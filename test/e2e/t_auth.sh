@@ -1,17 +1,55 @@
 #!/usr/bin/env bash
-# t_auth.sh - the cluster secret (docs/SECURITY.md): with a secret
-# in the config, iods register and twin-forward only after proving it, an
-# admin without it (or with a wrong one) is refused with a clear message, a
-# client mount works as NFS AUTH_SYS does (no secret needed), and a daemon
-# refuses to listen beyond loopback without a secret; every frame after AUTH
-# is sealed, and one changed on the way fails the connection.
-# Capabilities (proto/FORMAT.md "Capabilities"), with a 3 s cap_lifetime:
-# a mount reads and writes across several lifetimes without an error or an
-# expired cap (renewed in the background), and a hostile client is
-# refused every cap it has no right to (twire.py caps).
+# t_auth.sh - the cluster secret and client identities (proto/FORMAT.md
+# "Authentication", "Client identities", "Tickets", "Exports"): with a
+# secret in the config, iods register and twin-forward only after proving
+# it, an admin without it (or with a wrong one) is refused with a clear
+# message, a client mounts only with an identity's key (local-cluster's
+# own) and reaches the iods with mgrd's ticket, and a daemon refuses to
+# listen beyond loopback without a secret.  Every frame after AUTH is
+# sealed, and one changed on the way fails the connection.  Capabilities
+# (proto/FORMAT.md "Capabilities"), with a 3 s cap_lifetime: a mount reads
+# and writes across several lifetimes without an error or an expired cap
+# (renewed in the background), and a hostile client is refused every cap
+# it has no right to (twire.py caps).  More identities, mounted on the
+# same cluster: read-only, root squash, a subtree export, a network not
+# allowed, and one revoked while mounted and re-admitted with a new key.
 . "$(dirname "$0")/lib.sh"
 export TWINFS_SECRET=e2e-$$-$RANDOM
 export TWINFS_CAP_LIFETIME=3
+# A revoked session's writes stop within a lease: keep the lease short.
+export TWINFS_SESSION_TIMEOUT=${TWINFS_SESSION_TIMEOUT:-3s}
+CTL=$TWINFS_BUILD_DIR/cli/twinfsctl
+e2e_before_up() {
+	local n
+	mkdir -p "$TWINFS_RUN_DIR" || return 1
+	for n in ro1 sq1 sub1 net1 rev1; do
+		"$CTL" keygen "$n" -o "$TWINFS_RUN_DIR/$n.key" >/dev/null || return 1
+	done
+	export TWINFS_EXTRA_CONF=$TWINFS_RUN_DIR/extra.conf
+	cat >"$TWINFS_EXTRA_CONF" <<EOF
+[client ro1]
+key_file = $TWINFS_RUN_DIR/ro1.key
+access = ro
+networks = 127.0.0.0/8, ::1
+
+[client sq1]
+key_file = $TWINFS_RUN_DIR/sq1.key
+squash = root
+anonuid = 4321
+anongid = 4322
+
+[client sub1]
+key_file = $TWINFS_RUN_DIR/sub1.key
+export = /scratch
+
+[client net1]
+key_file = $TWINFS_RUN_DIR/net1.key
+networks = 10.0.0.0/8
+
+[client rev1]
+key_file = $TWINFS_RUN_DIR/rev1.key
+EOF
+}
 e2e_begin auth
 e2e_tmpdir T
 CONF=$TWINFS_RUN_DIR/twinfs.conf
@@ -73,7 +111,8 @@ grep -q "capability from mgrd" "$TWINFS_RUN_DIR"/logs/mount*.log 2>/dev/null &&
 head -c 1048576 /dev/urandom >"$T/capfile"
 cp "$T/capfile" "$M/capfile" && echo other >"$M/capother"
 run_checks "$PY" "$E2E_DIR/twire.py" caps 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER" \
-	"$(stat -c %i "$M/capfile")" "$(stat -c %i "$M/capother")" 3
+	"$(stat -c %i "$M/capfile")" "$(stat -c %i "$M/capother")" 3 \
+	"$TWINFS_RUN_DIR/client.key"
 { head -c 64 /dev/zero | tr '\0' '\132'; tail -c +65 "$T/capfile"; } >"$T/capfile.want"
 e2e_remount
 assert_same_file cap-writes-landed-exactly "$T/capfile.want" "$M/capfile"
@@ -169,6 +208,148 @@ if ((rc != 0 && rc != 124)) && [[ $out == *"placeholder"*"openssl rand -hex 32"*
 	pass placeholder-secret-refused
 else
 	fail placeholder-secret-refused "exit $rc: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------- client identities
+
+R=$TWINFS_RUN_DIR
+PORT=$TWINFS_PORT
+IODS=$((PORT + 1)),$((PORT + 2)),$((PORT + 3)),$((PORT + 4))
+CL=$TWINFS_CLUSTER
+# A hostile peer: no proof, a wrong key, forged, foreign and expired
+# tickets, a ticket for another session, at mgrd and every iod.
+run_checks "$PY" "$E2E_DIR/twire.py" ident 127.0.0.1 "$PORT" "$CL" \
+	"$R/client.key" "$TWINFS_SECRET" "$IODS"
+
+# mount_as NAME DIR [OPTS]: mount DIR with identity NAME; what the attempt
+# printed (the client's refusal) goes to $R/mount-NAME.out.
+mount_as() {
+	TWINFS_MOUNT_OPTS="keyfile=$R/$1.key${3:+,$3}" lc mount "$2" >"$R/mount-$1.out" 2>&1
+}
+
+# access = ro: reads work, every change is EROFS.
+echo hello-ro >"$M/ro-file"
+mkdir -p "$R/m-ro"
+if mount_as ro1 "$R/m-ro"; then
+	assert_eq ro-reads hello-ro "$(cat "$R/m-ro/ro-file" 2>&1)"
+	assert_errno ro-write-erofs EROFS "open('$R/m-ro/ro-file', 'w').write('x')"
+	assert_errno ro-create-erofs EROFS "open('$R/m-ro/new', 'x')"
+	assert_errno ro-mkdir-erofs EROFS "os.mkdir('$R/m-ro/d')"
+	assert_eq ro-file-unchanged hello-ro "$(cat "$M/ro-file")"
+	lc umount "$R/m-ro" >/dev/null 2>&1
+else
+	fail ro-mount "$(tail -n 2 "$R/mount-ro1.out")"
+fi
+
+# squash = root: root's new files belong to anonuid/anongid.
+mkdir -p "$R/m-sq" "$M/sq"
+chmod 1777 "$M/sq"
+if mount_as sq1 "$R/m-sq"; then
+	head -c 100000 /dev/urandom >"$T/sq"
+	cp "$T/sq" "$R/m-sq/sq/squashed" 2>"$T/sq.err"
+	assert_eq squash-root-owner 4321:4322 "$(stat -c %u:%g "$M/sq/squashed" 2>&1)"
+	assert_same_file squash-data "$T/sq" "$M/sq/squashed"
+	assert_errno squash-root-not-root EACCES "open('$R/m-sq/ro-file', 'w')"
+	lc umount "$R/m-sq" >/dev/null 2>&1
+else
+	fail squash-mount "$(tail -n 2 "$R/mount-sq1.out")"
+fi
+
+# export = /scratch: mounting / is refused at once, naming the export;
+# the subtree mounts, and its root is the mount's.
+mkdir -p "$M/scratch/in" "$M/outside"
+head -c 300000 /dev/urandom >"$T/sub"
+cp "$T/sub" "$M/scratch/in/data"
+mkdir -p "$R/m-sub"
+t0=$SECONDS
+if mount_as sub1 "$R/m-sub"; then
+	fail subtree-root-refused "mounting / succeeded"
+	lc umount "$R/m-sub" >/dev/null 2>&1
+elif grep -q "may mount /scratch only" "$R/mount-sub1.out" && ((SECONDS - t0 < 10)); then
+	pass subtree-root-refused
+else
+	fail subtree-root-refused "$(tail -n 2 "$R/mount-sub1.out")"
+fi
+if mount_as sub1 "$R/m-sub" subdir=/scratch; then
+	assert_same_file subtree-data "$T/sub" "$R/m-sub/in/data"
+	echo made-in-subtree >"$R/m-sub/in/new"
+	assert_eq subtree-write-visible made-in-subtree "$(cat "$M/scratch/in/new")"
+	assert_eq subtree-root-listing in "$(ls "$R/m-sub")"
+	assert_eq subtree-dotdot in "$(ls "$R/m-sub/in/..")"
+	lc umount "$R/m-sub" >/dev/null 2>&1
+else
+	fail subtree-mount "$(tail -n 2 "$R/mount-sub1.out")"
+fi
+run_checks "$PY" "$E2E_DIR/twire.py" subtree 127.0.0.1 "$PORT" "$CL" \
+	"$R/sub1.key" /scratch "$(stat -c %i "$M/outside")"
+
+# networks: net1 may connect from 10.0.0.0/8 only.
+mkdir -p "$R/m-net"
+if mount_as net1 "$R/m-net"; then
+	fail network-refused "mounted from 127.0.0.1"
+	lc umount "$R/m-net" >/dev/null 2>&1
+elif grep -q "may not connect from 127.0.0.1" "$R/mount-net1.out"; then
+	pass network-refused
+else
+	fail network-refused "$(tail -n 2 "$R/mount-net1.out")"
+fi
+# (rate-limited: the hostile peer's refusals came just before)
+grep -q "refusing AUTH from 127.0.0.1:[0-9]*: \(unknown client\|client 'net1' may not\)" "$R/logs/mgrd.log" &&
+	pass refusal-logged-with-peer || fail refusal-logged-with-peer "no line in mgrd.log"
+
+# Revocation: a live mount's writes fail within a lease, a new mount is
+# refused with a clear message, and a new key re-admits the name.
+mkdir -p "$R/m-rev"
+if mount_as rev1 "$R/m-rev"; then
+	head -c 200000 /dev/urandom >"$T/rev"
+	cp "$T/rev" "$R/m-rev/before-revoke"
+	sync "$R/m-rev/before-revoke"
+	assert_same_file revoke-data-before "$T/rev" "$M/before-revoke"
+	out=$(ctl client list 2>&1)
+	[[ $(echo "$out" | awk '$1 == "rev1" { print $5 ":" $6 }') == 1:no ]] &&
+		pass client-list || fail client-list "$(echo "$out" | tr '\n' ';')"
+	exec 7>>"$R/m-rev/before-revoke"   # a live descriptor through the revoke
+	check client-revoke ctl client revoke rev1
+	t0=$SECONDS
+	ok=0
+	while ((SECONDS - t0 < 10)); do
+		if ! dd if=/dev/zero of="$R/m-rev/after-revoke" bs=64k count=4 \
+			conv=fsync 2>/dev/null; then
+			ok=1
+			break
+		fi
+		sleep 0.5
+	done
+	((ok)) && pass "revoked-writes-fail ($((SECONDS - t0)) s)" ||
+		fail revoked-writes-fail "writes still succeed 10 s after revoke"
+	exec 7>&-
+	assert_same_file revoke-old-data-intact "$T/rev" "$M/before-revoke"
+	out=$(ctl client list 2>&1)
+	[[ $(echo "$out" | awk '$1 == "rev1" { print $6 }') == yes ]] &&
+		pass client-list-revoked || fail client-list-revoked "$(echo "$out" | tr '\n' ';')"
+	lc umount "$R/m-rev" >/dev/null 2>&1
+	if mount_as rev1 "$R/m-rev"; then
+		fail revoked-mount-refused "mounted"
+		lc umount "$R/m-rev" >/dev/null 2>&1
+	elif grep -q "client 'rev1' is revoked" "$R/mount-rev1.out"; then
+		pass revoked-mount-refused
+	else
+		fail revoked-mount-refused "$(tail -n 2 "$R/mount-rev1.out")"
+	fi
+	# The revocation survives an mgrd restart; a new key re-admits.
+	rm -f "$R/rev1.new"
+	"$CTL" keygen rev1 -o "$R/rev1.new" >/dev/null && mv "$R/rev1.new" "$R/rev1.key"
+	lc kill-mgrd >/dev/null 2>&1
+	lc start-mgrd >/dev/null 2>&1
+	if mount_as rev1 "$R/m-rev"; then
+		cp "$T/rev" "$R/m-rev/readmitted"
+		assert_same_file new-key-readmits "$T/rev" "$M/readmitted"
+		lc umount "$R/m-rev" >/dev/null 2>&1
+	else
+		fail new-key-readmits "$(tail -n 2 "$R/mount-rev1.out")"
+	fi
+else
+	fail revoke-mount "$(tail -n 2 "$R/mount-rev1.out")"
 fi
 
 # Data files 0600 and directories 0700 in the data directories of mgrd and

@@ -9,6 +9,19 @@ do not share a single line of code with the implementation they check.
         send malformed frames; after each, the daemon must close that
         connection and still answer HELLO + PING on a fresh one.  Prints
         "PASS NAME-case" / "FAIL NAME-case: reason" lines.
+    twire.py ident HOST MGRD_PORT CLUSTER KEYFILE SECRET IOD_PORTS
+        client identities and tickets (proto/FORMAT.md "Client
+        identities", "Tickets"): a client HELLO without proof is refused
+        -EACCES at mgrd and at every iod (IOD_PORTS: comma-separated); a
+        wrong key and an unknown name are refused at AUTH; the identity
+        of KEYFILE is served and gets a ticket whose key it unwraps; the
+        ticket admits it at an iod for its own session only; a forged
+        ticket, one sealed with another secret and an expired one are
+        refused.  Prints PASS/FAIL lines.
+    twire.py subtree HOST MGRD_PORT CLUSTER KEYFILE SUBDIR INO
+        as KEYFILE's identity, mount SUBDIR (Hello.subdir): the reply
+        names its root inode; GETATTR of that root is served, GETATTR of
+        INO (outside the subtree) is refused -EACCES.
     twire.py subfiles HOST PORT CLUSTER
         list an iod's subfiles: "ino column size blocks" per line.
     twire.py ping HOST PORT CLUSTER
@@ -64,7 +77,7 @@ do not share a single line of code with the implementation they check.
         while what UID may do succeeds (a create through a supplementary
         group in Ctx.groups among them), and the same requests as root
         succeed.  Prints PASS/FAIL lines.
-    twire.py caps HOST MGRD_PORT CLUSTER FILE_INO OTHER_INO LIFETIME_S
+    twire.py caps HOST MGRD_PORT CLUSTER FILE_INO OTHER_INO LIFETIME_S KEYFILE
         capabilities on a cluster with a secret (proto/FORMAT.md
         "Capabilities"): as a client session, OPEN FILE_INO (a regular
         file of at least 64 bytes, both twins of column 0 up) for
@@ -79,6 +92,8 @@ do not share a single line of code with the implementation they check.
         -EKEYREJECTED.  The first 64 bytes of FILE_INO end up 0x5a.
         Prints PASS/FAIL lines.
 """
+import hashlib
+import hmac
 import os
 import socket
 import struct
@@ -86,7 +101,7 @@ import sys
 import time
 
 MAGIC = 0x53465754
-VERSION = 5
+VERSION = 6
 F_REPLY = 1
 HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_len data_len
 assert HDR.size == 32
@@ -182,7 +197,27 @@ class Conn:
         self.s.settimeout(timeout)
         self.local = "%s:%d" % self.s.getsockname()[:2]
 
+    sealing = None   # (mode, tx AESGCM, rx AESGCM) after AUTH chose one
+
+    def seal(self, mode, key_tx, key_rx):
+        """Seal every later frame (proto/FORMAT.md "Sealed frames"): we are
+        the connecting side, so we send with direction 1."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        self.sealing = (mode, AESGCM(key_tx), AESGCM(key_rx))
+        self.n_tx = self.n_rx = 0
+
+    def _nonce(self, direction, n):
+        return struct.pack("<IQ", direction, n)
+
     def send(self, b):
+        if self.sealing:
+            mode, tx, _ = self.sealing
+            nonce = self._nonce(1, self.n_tx)
+            self.n_tx += 1
+            if mode == 2:        # integrity: GMAC over the whole frame
+                b = b + tx.encrypt(nonce, b"", b)
+            else:                # encrypt: header authenticated, rest hidden
+                b = b[:HDR.size] + tx.encrypt(nonce, b[HDR.size:], b[:HDR.size])
         self.s.sendall(b)
 
     def recv_exact(self, n):
@@ -201,6 +236,17 @@ class Conn:
             raise ValueError("bad reply header %r" % (h,))
         body = self.recv_exact(mlen)
         data = self.recv_exact(dlen)
+        if self.sealing:
+            mode, _, rx = self.sealing
+            tag = self.recv_exact(16)
+            nonce = self._nonce(2, self.n_rx)
+            self.n_rx += 1
+            raw = HDR.pack(*h)
+            if mode == 2:
+                rx.decrypt(nonce, tag, raw + body + data)   # raises if bad
+            else:
+                plain = rx.decrypt(nonce, body + data + tag, raw)
+                body, data = plain[:mlen], plain[mlen:]
         return h, body, data
 
     def call(self, mtype, body=b"", req_id=None):
@@ -941,7 +987,29 @@ def perm(host, port, cluster, parent, uid):
 EACCES, EKEYREJECTED, EINVAL = 13, 129, 22
 
 
-def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
+def unwrap_ticket(key, ticket_msg):
+    """A HelloReply.ticket or TICKET reply (encoded Ticket): (ticket, Ks)."""
+    t = decode(ticket_msg) if isinstance(ticket_msg, bytes) else ticket_msg
+    tkt, wrapped = t[1][0], t[2][0]
+    return tkt, bytes(a ^ b for a, b in
+                      zip(wrapped, hm(key, b"twinfs-ticket-wrap", tkt[:-32])))
+
+
+def client_session(host, port, cluster, keyfile):
+    """A client session at mgrd as KEYFILE's identity: (conn, session,
+    ticket, Ks)."""
+    name, key = read_keyfile(keyfile)
+    st, rep, m, why = client_hello(host, port, cluster,
+                                   b"client:" + name.encode(), key)
+    sid = rep.get(2, [0])[0] if st == 0 else 0
+    if st != 0 or not sid or 8 not in rep:
+        raise SystemExit("client HELLO refused, or no session or ticket: "
+                         "%s %r" % (st, why))
+    tkt, ks = unwrap_ticket(key, rep[8][0])
+    return m, sid, tkt, ks
+
+
+def caps(host, port, cluster, file_ino, other_ino, lifetime_s, keyfile):
     MSG_OPEN, MSG_READ, MSG_CAP = 21, 51, 63
     fails = 0
 
@@ -950,11 +1018,7 @@ def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
         print(("PASS cap-%s" % name) if ok else ("FAIL cap-%s: %s" % (name, why)))
         fails += 0 if ok else 1
 
-    m = Conn(host, port)
-    st, rep, _ = m.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT))
-    sid = rep.get(2, [0])[0]
-    if st != 0 or not sid:
-        raise SystemExit("client HELLO refused or no session: %d" % st)
+    m, sid, tkt, ks = client_session(host, port, cluster, keyfile)
     seq = 0
 
     def ctx():
@@ -1002,17 +1066,17 @@ def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
     if st != 0 or len(ports) != 2:
         raise SystemExit("map: status %d, group %d ports %r" % (st, group, ports))
 
-    def iod_conns(session):
+    def iod_conns(session, ticket, ticket_key):
         out = []
         for p in ports:
-            c = Conn(host, p)
-            st, hr, _ = c.call(MSG_HELLO, hello_body(cluster, ROLE_CLIENT) +
-                               f_varint(6, session))
+            st, hr, c, why = client_hello(host, p, cluster, b"ticket:" + ticket,
+                                          ticket_key, session)
             if st != 0:
-                raise SystemExit("client HELLO to iod port %d: %d" % (p, st))
+                raise SystemExit("client HELLO to iod port %d: %s %r" %
+                                 (p, st, why))
             out.append((c, hr.get(4, [0])[0]))
         return out
-    mine = iod_conns(sid)
+    mine = iod_conns(sid, tkt, ks)
 
     def read(cap, ino=file_ino, conns=None):
         """The statuses of both twins, sorted."""
@@ -1067,12 +1131,14 @@ def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
     forged = wcap[:12] + bytes([wcap[12] ^ 1]) + wcap[13:]
     got = read(forged, ino=file_ino ^ 1)
     check("altered-ino-refused", got == [-EACCES] * 2, "statuses %r" % got)
-    # A connection claiming another session cannot use our cap.
-    theirs = iod_conns(sid + 1)
+    # A connection of another session (its own ticket) cannot use our cap.
+    m2, sid2, tkt2, ks2 = client_session(host, port, cluster, keyfile)
+    theirs = iod_conns(sid2, tkt2, ks2)
     got = read(rcap, conns=theirs)
     check("cap-of-another-session-refused", got == [-EACCES] * 2, "statuses %r" % got)
     for c, _ in theirs:
         c.close()
+    m2.close()
     # (f) a huge trunc_gen is refused and wedges nothing
     got = write(wcap, gen=1 << 62)
     check("huge-trunc-gen-refused", got == [-EKEYREJECTED] * 2, "statuses %r" % got)
@@ -1091,6 +1157,209 @@ def caps(host, port, cluster, file_ino, other_ino, lifetime_s):
     for c, _ in mine:
         c.close()
     m.close()
+
+
+# --------------------------------------------------------------- identities
+
+MSG_AUTH, MSG_GETATTR_ = 39, 11
+
+
+def read_keyfile(path):
+    name = key = None
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if "=" in line:
+            k, v = (x.strip() for x in line.split("=", 1))
+            if k == "name":
+                name = v
+            elif k == "key":
+                key = bytes.fromhex(v)
+    return name, key
+
+
+def hm(key, *parts):
+    return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
+
+
+def auth_call(c, body):
+    """One AUTH frame (req_id 0): (status, decoded reply)."""
+    c.send(frame(MSG_AUTH, body, req_id=0))
+    h, rbody, _ = c.recv_frame()
+    return h[4], decode(rbody)
+
+
+CHAN_NONE, CHAN_INTEGRITY, CHAN_ENCRYPT = 1, 2, 3
+
+
+def authenticate(c, identity, key, cmin=CHAN_NONE):
+    """AUTH steps 1 and 2 proving `key` for `identity` (FORMAT.md
+    "Authentication", "Channel protection"), stating channel minimum
+    cmin; then every frame of c is sealed as the server chose (FORMAT.md
+    "Sealed frames").  (status, refusal text)."""
+    nc = os.urandom(16)
+    st, rep = auth_call(c, f_varint(1, 1) + f_bytes(2, nc) +
+                        f_bytes(4, identity) + f_varint(5, cmin))
+    if st != 0:
+        return st, rep.get(3, [b""])[0].decode(errors="replace")
+    ns = rep[1][0]
+    chosen, smin = rep.get(4, [0])[0], rep.get(5, [0])[0]
+    bind = bytes([cmin, smin, chosen])
+    server_ok = hmac.compare_digest(
+        rep[2][0], hm(key, b"twinfs-server", nc, ns, bind))
+    st, rep = auth_call(c, f_varint(1, 2) +
+                        f_bytes(3, hm(key, b"twinfs-client", ns, nc, bind)))
+    if st == 0 and not server_ok:
+        return -999, "server proof did not match"
+    if st == 0 and chosen != CHAN_NONE:
+        c.seal(chosen, hm(key, b"twinfs-channel-c2s", bytes([chosen]), nc, ns),
+               hm(key, b"twinfs-channel-s2c", bytes([chosen]), nc, ns))
+    return st, rep.get(3, [b""])[0].decode(errors="replace")
+
+
+def ticket_seal(secret, name, session, expiry_ms, ro=False):
+    """A ticket as mgrd seals it (proto/wire_ticket.c): (ticket, Ks)."""
+    ktkt = hm(secret.encode(), b"twinfs-ticket-key")
+    body = (struct.pack("<BBBBQQ", 1, 1 if ro else 0, len(name), 0, session,
+                        expiry_ms) + os.urandom(16) + name.encode())
+    return (body + hm(ktkt, b"twinfs-ticket-mac", body),
+            hm(ktkt, b"twinfs-ticket-session", body))
+
+
+def client_hello(host, port, cluster, identity=None, key=None, session=0,
+                 subdir=None):
+    """Connect, AUTH (when identity), HELLO as a client: (status,
+    HelloReply dict, conn or None, auth refusal)."""
+    c = Conn(host, port)
+    why = ""
+    try:
+        if identity is not None:
+            st, why = authenticate(c, identity, key)
+            if st != 0:
+                c.close()
+                return st, {}, None, why
+        body = hello_body(cluster, ROLE_CLIENT)
+        if session:
+            body += f_varint(6, session)
+        if subdir is not None:
+            body += f_bytes(10, subdir)
+        st, rep, _ = c.call(MSG_HELLO, body)
+    except (OSError, EOFError, ValueError) as e:
+        c.close()
+        return None, {}, None, str(e)
+    if st != 0:
+        c.close()
+        return st, rep, None, rep.get(6, [b""])[0].decode(errors="replace")
+    return st, rep, c, why
+
+
+def ident(host, port, cluster, keyfile, secret, iod_ports):
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    name, key = read_keyfile(keyfile)
+    st, rep, c, why = client_hello(host, port, cluster)
+    check("mgrd-anonymous-client-refused", st == -13 and "identity" in why,
+          "status %s refusal %r" % (st, why))
+    for ip in iod_ports:
+        st, rep, c, why = client_hello(host, ip, cluster)
+        check("iod%d-anonymous-client-refused" % ip, st == -13 and "ticket" in why,
+              "status %s refusal %r" % (st, why))
+    st, _, c, why = client_hello(host, port, cluster, b"client:" + name.encode(),
+                                 bytes(32))
+    check("mgrd-wrong-key-refused", st == -13, "status %s %r" % (st, why))
+    st, _, c, why = client_hello(host, port, cluster, b"client:nobody-" + name.encode(),
+                                 key)
+    check("mgrd-unknown-name-refused", st == -13 and "unknown client" in why,
+          "status %s refusal %r" % (st, why))
+    st, rep, c, why = client_hello(host, port, cluster, b"client:" + name.encode(), key)
+    check("mgrd-identity-served", st == 0 and 8 in rep, "status %s %r" % (st, why))
+    if st != 0 or 8 not in rep:
+        return fails
+    sid = rep[2][0]
+    t = decode(rep[8][0])
+    tkt, wrapped = t[1][0], t[2][0]
+    ks = bytes(a ^ b for a, b in zip(wrapped, hm(key, b"twinfs-ticket-wrap", tkt[:-32])))
+    check("ticket-names-session", struct.unpack_from("<Q", tkt, 4)[0] == sid,
+          "ticket session %d, HELLO session %d" %
+          (struct.unpack_from("<Q", tkt, 4)[0], sid))
+    # A renewed ticket (MSG_TICKET) for the same session opens an iod too.
+    st, trep, _ = c.call(66, b"")
+    t2 = trep
+    renewed = t2.get(1, [b""])[0]
+    check("ticket-renewal", st == 0 and len(renewed) == len(tkt) and
+          renewed != tkt and struct.unpack_from("<Q", renewed, 4)[0] == sid,
+          "status %s" % st)
+    if st == 0 and renewed:
+        rks = bytes(a ^ b for a, b in zip(t2[2][0], hm(key, b"twinfs-ticket-wrap",
+                                                         renewed[:-32])))
+        st, _, ci, why = client_hello(host, iod_ports[0], cluster,
+                                      b"ticket:" + renewed, rks, sid)
+        check("renewed-ticket-admits", st == 0, "status %s %r" % (st, why))
+        if ci:
+            ci.close()
+    # A second session of the same identity, for the cross-session case.
+    st2, rep2, c2, _ = client_hello(host, port, cluster, b"client:" + name.encode(), key)
+    sid2 = rep2.get(2, [0])[0] if st2 == 0 else 0
+    for ip in iod_ports:
+        tag = "iod%d-" % ip
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, ks, sid)
+        check(tag + "ticket-admits-its-session", st == 0, "status %s %r" % (st, why))
+        if ci:
+            ci.close()
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, ks, sid2)
+        check(tag + "ticket-for-another-session-refused", st == -13,
+              "status %s %r (sessions %d, %d)" % (st, why, sid, sid2))
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + tkt, bytes(32), sid)
+        check(tag + "ticket-without-its-key-refused", st == -13, "status %s %r" % (st, why))
+        bad = bytearray(tkt)
+        bad[12] ^= 0xff       # a later expiry, without the MAC that says so
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + bytes(bad), ks, sid)
+        check(tag + "forged-ticket-refused", st == -13 and "not a ticket" in why,
+              "status %s %r" % (st, why))
+        other, oks = ticket_seal(secret + "x", name, sid, int(time.time() * 1000) + 60000)
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + other, oks, sid)
+        check(tag + "other-secret-ticket-refused", st == -13, "status %s %r" % (st, why))
+        old, oks = ticket_seal(secret, name, sid, int(time.time() * 1000) - 1000)
+        st, _, ci, why = client_hello(host, ip, cluster, b"ticket:" + old, oks, sid)
+        check(tag + "expired-ticket-refused", st == -13 and "expired" in why,
+              "status %s %r" % (st, why))
+    for x in (c, c2):
+        if x:
+            x.close()
+    return fails
+
+
+def subtree(host, port, cluster, keyfile, subdir, outside):
+    fails = 0
+
+    def check(name, ok, why=""):
+        nonlocal fails
+        print(("PASS wire-%s" % name) if ok else ("FAIL wire-%s: %s" % (name, why)))
+        fails += 0 if ok else 1
+
+    name, key = read_keyfile(keyfile)
+    st, rep, c, why = client_hello(host, port, cluster, b"client:" + name.encode(),
+                                   key, subdir=subdir)
+    check("subtree-hello", st == 0 and rep.get(7, [0])[0] > 1,
+          "status %s %r %r" % (st, why, rep))
+    if not c:
+        return fails
+    sid, root = rep[2][0], rep[7][0]
+
+    def getattr_(ino, seq):
+        ctx = f_bytes(1, f_varint(1, sid) + f_varint(2, seq))
+        return c.call(MSG_GETATTR_, ctx + f_varint(2, ino))[0]
+    st = getattr_(root, 1)
+    check("subtree-root-served", st == 0, "status %d" % st)
+    st = getattr_(outside, 2)
+    check("subtree-outside-refused", st == -13, "status %d, want -EACCES" % st)
+    st = getattr_(1, 3)
+    check("subtree-namespace-root-refused", st == -13, "status %d, want -EACCES" % st)
+    c.close()
     return fails
 
 
@@ -1127,7 +1396,8 @@ def main(argv):
                                               int(argv[6]), int(argv[7])))
     if cmd == "caps":
         return guarded("caps", lambda: caps(host, port, cluster, int(argv[5]),
-                                            int(argv[6]), int(argv[7])))
+                                            int(argv[6]), int(argv[7]),
+                                            argv[8]))
     if cmd == "perm":
         return guarded("perm", lambda: perm(host, port, cluster, int(argv[5]),
                                             int(argv[6])))
@@ -1147,6 +1417,13 @@ def main(argv):
         return guarded("fenced", lambda: fenced(
             host, cluster, int(argv[8]), int(argv[9]), argv[10],
             (port, int(argv[5])), (int(argv[6]), int(argv[7]))))
+    if cmd == "ident":
+        return guarded("ident", lambda: ident(
+            host, port, cluster, argv[5], argv[6],
+            [int(x) for x in argv[7].split(",")]))
+    if cmd == "subtree":
+        return guarded("subtree", lambda: subtree(
+            host, port, cluster, argv[5], argv[6], int(argv[7])))
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:

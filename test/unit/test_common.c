@@ -681,3 +681,78 @@ Test(util, fnv1a64_vectors)
 	cr_assert_eq(tw_fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
 	cr_assert_eq(tw_fnv1a64("foobar", 6), 0x85944171f73967e8ull);
 }
+
+/* [client NAME]: keys, defaults (squash from root_squash), normalized
+ * export, networks; and the errors that name the line. */
+Test(conf, client_sections)
+{
+	static const char key[] =
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	char text[2048], err[512];
+	const struct tw_conf_client *cl;
+	struct tw_conf c;
+
+	snprintf(text, sizeof(text),
+		 "[cluster]\nroot_squash = true\n"
+		 "[iod 1]\nhost = h1\ndir = /d1\n"
+		 "[iod 2]\nhost = h2\ndir = /d2\n"
+		 "[client lab3]\nkey = %s\nexport = //scratch//x/\n"
+		 "access = ro\nnetworks = 10.1.2.3/8, ::1\n"
+		 "[client all]\nkey = %s\nsquash = all\nanonuid = 7\n", key, key);
+	cr_assert_eq(load(text, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.n_clients, 2);
+	cl = tw_conf_client(&c, "lab3");
+	cr_assert_not_null(cl);
+	cr_assert_eq(cl->key[1], 0x11);
+	cr_assert_str_eq(cl->export_path, "/scratch/x");
+	cr_assert(cl->read_only);
+	cr_assert_eq(cl->squash, TW_SQUASH_ROOT);   /* from root_squash */
+	cr_assert_eq(cl->anonuid, 65534);
+	cr_assert_eq(cl->n_networks, 2);
+	cr_assert(tw_cidr_match(&cl->networks[0], "10.200.0.1"));
+	cr_assert(tw_cidr_match(&cl->networks[0], "::ffff:10.0.0.9"));
+	cr_assert(!tw_cidr_match(&cl->networks[0], "11.0.0.1"));
+	cr_assert(tw_cidr_match(&cl->networks[1], "::1"));
+	cr_assert(!tw_cidr_match(&cl->networks[1], "127.0.0.1"));
+	cl = tw_conf_client(&c, "all");
+	cr_assert_eq(cl->squash, TW_SQUASH_ALL);
+	cr_assert_eq(cl->anonuid, 7);
+	cr_assert_str_eq(cl->export_path, "/");
+	cr_assert_null(tw_conf_client(&c, "nobody"));
+
+	/* A key missing, malformed, a bad name, a bad network. */
+	snprintf(text, sizeof(text), "[iod 1]\n[iod 2]\n[client x]\n"
+		 "access = ro\n");
+	cr_assert_eq(load(text, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "has no key"), "%s", err);
+	snprintf(text, sizeof(text), "[iod 1]\n[iod 2]\n[client x]\n"
+		 "key = 12\n");
+	cr_assert_eq(load(text, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":4:"), "%s", err);
+	snprintf(text, sizeof(text), "[iod 1]\n[iod 2]\n[client a/b]\n");
+	cr_assert_eq(load(text, &c, err, sizeof(err)), -EINVAL);
+	snprintf(text, sizeof(text), "[iod 1]\n[iod 2]\n[client x]\nkey = %s\n"
+		 "networks = 10.0.0.0/33\n", key);
+	cr_assert_eq(load(text, &c, err, sizeof(err)), -EINVAL);
+	snprintf(text, sizeof(text), "[iod 1]\n[iod 2]\n[client x]\nkey = %s\n"
+		 "export = /a/../b\n", key);
+	cr_assert_eq(load(text, &c, err, sizeof(err)), -EINVAL);
+}
+
+/* A file with client keys follows the secret's 0600 rule. */
+Test(conf, client_keys_file_mode)
+{
+	static const char text[] =
+		"[iod 1]\n[iod 2]\n[client x]\nkey = "
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+	struct tw_conf c;
+	char err[512];
+
+	write_conf(text);
+	chmod(conf_path, 0644);
+	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), -EACCES);
+	chmod(conf_path, 0600);
+	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), 0, "%s",
+		     err);
+	unlink(conf_path);
+}

@@ -1485,3 +1485,91 @@ Test(seal, switch_applies_to_buffered_frames)
 		free(sealed);
 	}
 }
+
+/* ------------------------------------------------------------ tickets */
+
+static void ticket_fixture(struct wire_ticket *t, uint8_t ktkt[32])
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "lab3");
+	t->session = 42;
+	t->expiry_ms = 1000000;
+	t->read_only = true;
+	memset(t->nonce, 0x5a, sizeof(t->nonce));
+	cr_assert_eq(wire_ticket_master("s3cret", ktkt), 0);
+}
+
+Test(wire_ticket, seal_open_round_trip)
+{
+	uint8_t ktkt[32], buf[WIRE_TICKET_MAX], ks[32], ks2[32];
+	struct wire_ticket t, o;
+	size_t len;
+
+	ticket_fixture(&t, ktkt);
+	cr_assert_eq(wire_ticket_seal(ktkt, &t, buf, &len, ks), 0);
+	cr_assert_eq(len, 36 + 4 + 32);
+	cr_assert_eq(buf[0], 1);
+	cr_assert_eq(buf[1], 1);
+	cr_assert_eq(buf[2], 4);
+	cr_assert_eq(memcmp(buf + 36, "lab3", 4), 0);
+	cr_assert_eq(wire_ticket_open(ktkt, buf, len, 999999, &o, ks2), 0);
+	cr_assert_str_eq(o.name, "lab3");
+	cr_assert_eq(o.session, 42);
+	cr_assert_eq(o.expiry_ms, 1000000);
+	cr_assert(o.read_only);
+	cr_assert_eq(memcmp(ks, ks2, 32), 0);
+}
+
+Test(wire_ticket, refuses_forged_expired_and_malformed)
+{
+	uint8_t ktkt[32], other[32], buf[WIRE_TICKET_MAX], ks[32];
+	struct wire_ticket t, o;
+	size_t len;
+
+	ticket_fixture(&t, ktkt);
+	cr_assert_eq(wire_ticket_seal(ktkt, &t, buf, &len, ks), 0);
+	cr_assert_eq(wire_ticket_open(ktkt, buf, len, 1000000, &o, ks),
+		     -EKEYEXPIRED);
+	/* Another cluster secret: the MAC does not match. */
+	cr_assert_eq(wire_ticket_master("other", other), 0);
+	cr_assert_eq(wire_ticket_open(other, buf, len, 1, &o, ks), -EBADMSG);
+	/* Every single bit flipped in the body or the MAC is refused. */
+	for (size_t i = 0; i < len; i++) {
+		for (int b = 0; b < 8; b++) {
+			int rc;
+
+			buf[i] ^= (uint8_t)(1u << b);
+			rc = wire_ticket_open(ktkt, buf, len, 1, &o, ks);
+			cr_assert(rc == -EBADMSG || rc == -EPROTO,
+				  "byte %zu bit %d: %d", i, b, rc);
+			buf[i] ^= (uint8_t)(1u << b);
+		}
+	}
+	/* Truncated and extended. */
+	for (size_t l = 0; l < len; l++)
+		cr_assert_lt(wire_ticket_open(ktkt, buf, l, 1, &o, ks), 0);
+	cr_assert_eq(wire_ticket_open(ktkt, buf, len + 1, 1, &o, ks), -EPROTO);
+	cr_assert_eq(wire_ticket_open(ktkt, buf, len, 1, &o, ks), 0);
+}
+
+Test(wire_ticket, wrap_is_keyed_by_the_client_key)
+{
+	uint8_t ktkt[32], buf[WIRE_TICKET_MAX], ks[32], w[32], u[32];
+	uint8_t key[32], wrong[32];
+	struct wire_ticket t;
+	size_t len;
+
+	ticket_fixture(&t, ktkt);
+	memset(key, 7, sizeof(key));
+	memset(wrong, 8, sizeof(wrong));
+	cr_assert_eq(wire_ticket_seal(ktkt, &t, buf, &len, ks), 0);
+	cr_assert_eq(wire_ticket_wrap(key, 32, buf, len, ks, w), 0);
+	cr_assert_neq(memcmp(w, ks, 32), 0);
+	cr_assert_eq(wire_ticket_wrap(key, 32, buf, len, w, u), 0);
+	cr_assert_eq(memcmp(u, ks, 32), 0);
+	cr_assert_eq(wire_ticket_wrap(wrong, 32, buf, len, w, u), 0);
+	cr_assert_neq(memcmp(u, ks, 32), 0);
+	/* Names are 1..63 bytes. */
+	t.name[0] = '\0';
+	cr_assert_eq(wire_ticket_seal(ktkt, &t, buf, &len, ks), -EINVAL);
+}
