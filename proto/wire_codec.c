@@ -61,6 +61,7 @@ int wire_hdr_decode(const uint8_t in[WIRE_HDR_SIZE], struct wire_hdr *h)
 	h->req_id = get64(in + 16);
 	h->msg_len = get32(in + 24);
 	h->data_len = get32(in + 28);
+	h->rx_ns = 0;             /* not on the wire: the server stamps it */
 
 	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION)
 		return -EPROTO;
