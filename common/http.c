@@ -3,11 +3,13 @@
  *
  * One request per connection: read the request head (request line and
  * headers, at most TW_HTTP_REQ_MAX bytes, within TW_HTTP_TIMEOUT_MS of the
- * accept), answer with "Connection: close", shut the write side down and
- * close.  A request body is never read.  At most TW_HTTP_CONNS_MAX
- * connections are open; one more is accepted and closed at once, so a
- * burst of scrapers or port scanners costs the daemon nothing but
- * accepts.  Nothing here allocates a size a peer chose: the read buffer
+ * accept), answer with "Connection: close", shut the write side down,
+ * drop whatever the peer still sends until its EOF (TW_HTTP_LINGER_MS at
+ * most: closing with unread bytes would reset the connection and could
+ * destroy the answer) and close.  A request body is never parsed.  At
+ * most TW_HTTP_CONNS_MAX connections are open; one more is accepted and
+ * closed at once, so a burst of scrapers or port scanners costs the
+ * daemon nothing but accepts.  Nothing here allocates a size a peer chose: the read buffer
  * is fixed, the answer is the exposition the daemon renders.
  *
  * Not here: keep-alive, chunked encoding, TLS, authentication.  The
@@ -23,6 +25,9 @@
 #include <strings.h>
 #include <uv.h>
 
+/* How long a connection is read and dropped after its answer. */
+#define TW_HTTP_LINGER_MS 1000u
+
 struct http_conn {
 	uv_tcp_t tcp;                 /* first: the handle's data is the conn */
 	struct tw_http *h;
@@ -33,6 +38,7 @@ struct http_conn {
 	char *out;                    /* the response, until the write ends */
 	size_t rlen;
 	bool answered;
+	bool draining;                /* answered and shut down: reading to EOF */
 	int closing;                  /* handles still to close (tcp, timer) */
 	char rbuf[TW_HTTP_REQ_MAX];
 };
@@ -154,10 +160,32 @@ static void conn_close(struct http_conn *c)
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 }
 
+static void on_drain_deadline(uv_timer_t *t)
+{
+	conn_close(t->data);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *buf);
+
+/* Closing a socket with unread bytes in it sends a reset, which may
+ * destroy the answer before the peer read it (a head over the limit, a
+ * pipelined request): read and drop until the peer's EOF, for at most
+ * TW_HTTP_LINGER_MS. */
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-	(void)status;
-	conn_close(req->data);
+	struct http_conn *c = req->data;
+
+	if (status < 0 || c->closing) {
+		conn_close(c);
+		return;
+	}
+	c->draining = true;
+	c->rlen = 0;
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0 ||
+	    uv_timer_start(&c->timer, on_drain_deadline, TW_HTTP_LINGER_MS,
+			   0) < 0)
+		conn_close(c);
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -267,12 +295,18 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	int status;
 
 	(void)buf;
-	if (n == 0 || c->answered || c->closing)
+	if (n == 0 || c->closing)
 		return;
 	if (n < 0) {
 		conn_close(c);
 		return;
 	}
+	if (c->draining) {
+		c->rlen = 0;
+		return;
+	}
+	if (c->answered)
+		return;
 	c->rlen += (size_t)n;
 	if (tw_http_parse(c->rbuf, c->rlen, &status, &head) == 0)
 		respond(c, status, head);

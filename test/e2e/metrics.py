@@ -5,6 +5,8 @@
   metrics.py status URL [METHOD]     print the HTTP status code
   metrics.py sum FILE NAME [L=V...]  print the sum of NAME's samples whose
                                      labels include every L=V (0 if none)
+  metrics.py big HOST PORT           send a request head over 8 KiB; print
+                                     the status code of the answer
   metrics.py burst HOST PORT N       open N connections at once, send
                                      nothing; print how many got an answer
                                      (408 after the read deadline) and how
@@ -47,6 +49,25 @@ def total(path, name, want):
     print(int(s) if s == int(s) else s)
 
 
+def big(host, port):
+    s = socket.create_connection((host, port), timeout=10)
+    try:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 9000)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    data = b""
+    try:
+        while not data.endswith(b"\n") and len(data) < 64:
+            more = s.recv(64)
+            if not more:
+                break
+            data += more
+    except ConnectionResetError:
+        pass
+    s.close()
+    print(data.split(b" ")[1].decode() if data.startswith(b"HTTP/") else "none")
+
+
 def burst(host, port, n):
     socks = []
     for _ in range(n):
@@ -77,6 +98,8 @@ def main():
     elif cmd == "sum":
         want = dict(a.split("=", 1) for a in sys.argv[4:])
         total(sys.argv[2], sys.argv[3], want)
+    elif cmd == "big":
+        big(sys.argv[2], int(sys.argv[3]))
     elif cmd == "burst":
         burst(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:

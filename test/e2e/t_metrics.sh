@@ -4,10 +4,10 @@
 # through the mount the iods' written bytes grew by at least twice what
 # was written (both twins store it) and their WRITE request counters
 # grew; mgrd counts a live session and every iod up; another path is 404,
-# another method 405; a burst of 50 idle connections to a metrics port
-# gets at most the responder's 16 slots (answered 408 after the read
-# deadline), the rest closed, while the daemon keeps serving its wire
-# clients and, afterwards, its metrics.  Every metric name the Grafana
+# another method 405, a request head over 8 KiB 431; a burst of 50 idle
+# connections to a metrics port gets at most the responder's 16 slots
+# (answered 408 after the read deadline), the rest closed, while the
+# daemon keeps serving its wire clients and, afterwards, its metrics.  Every metric name the Grafana
 # dashboard (deploy/grafana/twinfs.json) queries is exported.
 . "$(dirname "$0")/lib.sh"
 e2e_begin metrics
@@ -97,6 +97,7 @@ assert_eq dashboard-names "" "$missing"
 # ------------------------------------------------------ the responder
 assert_eq http-404 404 "$("$PY" "$MX" status "http://${ADDRS[0]}/other")"
 assert_eq http-405 405 "$("$PY" "$MX" status "http://${ADDRS[1]}/metrics" POST)"
+assert_eq http-431 431 "$("$PY" "$MX" big "${ADDRS[2]%:*}" "${ADDRS[2]##*:}")"
 
 # 50 idle connections to mgrd's and iod 1's metrics at once; meanwhile
 # the wire side answers (twinfsctl status, a write through the mount).
