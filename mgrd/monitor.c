@@ -1,8 +1,9 @@
-/* monitor.c - mgrd's failure detection (DESIGN.md "Twins"): it pings every
- * iod of a formed group every monitor_interval and probes at once an iod a
- * client or an iod reported, and turns what it sees into events of raid's
- * twin policy (r1_apply through mgr_srv_map_event, which journals the map
- * change and pushes it).  It decides nothing about states itself.
+/* monitor.c - mgrd's failure detection (docs/ARCHITECTURE.md "Twins"): it
+ * pings every iod of a formed group every monitor_interval and probes at
+ * once an iod a client or an iod reported, and turns what it sees into
+ * events of raid's twin policy (r1_apply through mgr_srv_map_event, which
+ * journals the map change and pushes it).  It decides nothing about states
+ * itself.
  *
  *   answered ping/probe, same incarnation  -> R1_EV_PING_OK (suspect -> up,
  *                                             down -> rejoin: resyncing, or
