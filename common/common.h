@@ -141,6 +141,21 @@ int tw_channel_parse(const char *s, enum tw_channel *out);
 /* The name of a mode (TW_CHANNEL_DEFAULT: of the default), or "?". */
 const char *tw_channel_name(enum tw_channel c);
 
+/* Defaults of the [cluster] timings, the one place they are written:
+ * tw_conf_defaults sets them, and code handed a tw_conf that may be
+ * zeroed (a unit test's, a library's caller's) falls back to them with
+ * tw_ms_or. */
+#define TW_REQUEST_TIMEOUT_MS   5000u
+#define TW_MGR_TIMEOUT_MS       120000u
+#define TW_COMMIT_INTERVAL_MS   5000u
+#define TW_LOCK_GRACE_MS        5000u
+#define TW_MONITOR_INTERVAL_MS  30000u
+
+static inline uint32_t tw_ms_or(uint32_t ms, uint32_t dflt)
+{
+	return ms ? ms : dflt;
+}
+
 struct tw_conf {
 	char cluster_name[64];        /* [cluster] name, default "twinfs" */
 	char secret[128];             /* [cluster] secret; "" = none */

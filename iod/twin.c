@@ -1081,8 +1081,8 @@ static void on_intent_timer(uv_timer_t *t)
 
 int iod_twin_intent_start(struct iod *d)
 {
-	uint32_t iv = d->conf->commit_interval_ms ? d->conf->commit_interval_ms
-						  : 5000;
+	uint32_t iv = tw_ms_or(d->conf->commit_interval_ms,
+			       TW_COMMIT_INTERVAL_MS);
 
 	uv_timer_init(d->loop, &d->intent_timer);
 	d->intent_timer.data = d;

@@ -50,7 +50,7 @@ struct mgr_locks {
 int mgr_locks_new(struct mgr_server *s, bool grace)
 {
 	struct mgr_locks *lk = calloc(1, sizeof(*lk));
-	uint32_t ms = s->conf->lock_grace_ms ? s->conf->lock_grace_ms : 5000;
+	uint32_t ms = tw_ms_or(s->conf->lock_grace_ms, TW_LOCK_GRACE_MS);
 
 	if (!lk)
 		return -ENOMEM;

@@ -269,8 +269,8 @@ void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id)
 int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out)
 {
 	struct mgr_monitor *m = calloc(1, sizeof(*m));
-	uint32_t rt = s->conf->request_timeout_ms ? s->conf->request_timeout_ms
-						  : 5000;
+	uint32_t rt = tw_ms_or(s->conf->request_timeout_ms,
+			       TW_REQUEST_TIMEOUT_MS);
 
 	if (!m)
 		return -ENOMEM;

@@ -1640,10 +1640,8 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_init(loop, &s->commit_timer);
 	s->commit_timer.data = s;
 	uv_timer_start(&s->commit_timer, on_commit_timer,
-		       conf->commit_interval_ms ? conf->commit_interval_ms
-						: 5000,
-		       conf->commit_interval_ms ? conf->commit_interval_ms
-						: 5000);
+		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS),
+		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS));
 	uv_timer_init(loop, &s->sweep_timer);
 	s->sweep_timer.data = s;
 	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
