@@ -304,8 +304,8 @@ static void rebuild_frame(struct ctl *ctl, struct rb_progress *pg, uint32_t id,
  * short resync may end before twinfsctl looks. */
 static uint64_t rebuild_grace_ms(const struct ctl *ctl)
 {
-	uint64_t rt = ctl->conf.request_timeout_ms ?
-		      ctl->conf.request_timeout_ms : 5000;
+	uint64_t rt = tw_ms_or(ctl->conf.request_timeout_ms,
+			       TW_REQUEST_TIMEOUT_MS);
 
 	return TW_MAX(rt * 3, 30000u);
 }

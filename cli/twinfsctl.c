@@ -123,8 +123,8 @@ int ctl_load_conf(struct ctl *ctl)
 	if (*ctl->conf.secret && ctl->conf.channel == TW_CHANNEL_NONE)
 		wire_channel_announce(progname, ctl->conf.channel, true);
 	if (ctl->timeout_ms == 0)
-		ctl->timeout_ms = ctl->conf.request_timeout_ms ?
-				  ctl->conf.request_timeout_ms : 5000;
+		ctl->timeout_ms = tw_ms_or(ctl->conf.request_timeout_ms,
+					   TW_REQUEST_TIMEOUT_MS);
 	return 0;
 }
 

@@ -145,6 +145,57 @@ int tw_channel_parse(const char *s, enum tw_channel *out);
 /* The name of a mode (TW_CHANNEL_DEFAULT: of the default), or "?". */
 const char *tw_channel_name(enum tw_channel c);
 
+/* Little-endian integers in byte buffers of any alignment: the one codec
+ * of the byte formats that are not protobuf (wire header, capabilities,
+ * tickets, mgrd's records, ACLs). */
+static inline void tw_put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void tw_put_le32(uint8_t *p, uint32_t v)
+{
+	tw_put_le16(p, (uint16_t)v);
+	tw_put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void tw_put_le64(uint8_t *p, uint64_t v)
+{
+	tw_put_le32(p, (uint32_t)v);
+	tw_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint16_t tw_get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t tw_get_le32(const uint8_t *p)
+{
+	return (uint32_t)tw_get_le16(p) | (uint32_t)tw_get_le16(p + 2) << 16;
+}
+
+static inline uint64_t tw_get_le64(const uint8_t *p)
+{
+	return (uint64_t)tw_get_le32(p) | (uint64_t)tw_get_le32(p + 4) << 32;
+}
+
+/* Defaults of the [cluster] timings, the one place they are written:
+ * tw_conf_defaults sets them, and code handed a tw_conf that may be
+ * zeroed (a unit test's, a library's caller's) falls back to them with
+ * tw_ms_or. */
+#define TW_REQUEST_TIMEOUT_MS   5000u
+#define TW_MGR_TIMEOUT_MS       120000u
+#define TW_COMMIT_INTERVAL_MS   5000u
+#define TW_LOCK_GRACE_MS        5000u
+#define TW_MONITOR_INTERVAL_MS  30000u
+
+static inline uint32_t tw_ms_or(uint32_t ms, uint32_t dflt)
+{
+	return ms ? ms : dflt;
+}
+
 struct tw_conf {
 	char cluster_name[64];        /* [cluster] name, default "twinfs" */
 	char secret[128];             /* [cluster] secret; "" = none */

@@ -207,12 +207,12 @@ void tw_conf_defaults(struct tw_conf *conf)
 	snprintf(conf->cluster_name, sizeof(conf->cluster_name), "twinfs");
 	conf->stripe_size = 512u << 10;
 	conf->stripe_count = 0;
-	conf->monitor_interval_ms = 30 * 1000;
+	conf->monitor_interval_ms = TW_MONITOR_INTERVAL_MS;
 	conf->down_after = 2;
-	conf->request_timeout_ms = 5 * 1000;
-	conf->mgr_timeout_ms = 120 * 1000;
-	conf->commit_interval_ms = 5 * 1000;
-	conf->lock_grace_ms = 5 * 1000;
+	conf->request_timeout_ms = TW_REQUEST_TIMEOUT_MS;
+	conf->mgr_timeout_ms = TW_MGR_TIMEOUT_MS;
+	conf->commit_interval_ms = TW_COMMIT_INTERVAL_MS;
+	conf->lock_grace_ms = TW_LOCK_GRACE_MS;
 	conf->session_timeout_ms = 3 * conf->monitor_interval_ms;
 	conf->auto_resync = true;
 	conf->root_squash = false;

@@ -1,7 +1,7 @@
 /* client_int.h - internals of the twinfs FUSE client; included only by the
  * files of fuse-client/.
  *
- * Threads and who owns what (DESIGN.md "Client (fuse-client)"):
+ * Threads and who owns what (docs/ARCHITECTURE.md "Client"):
  *   - FUSE worker threads (fuse_session_loop_mt) run the fc_<op> handlers.
  *     They never touch the network: each handler copies what it needs into
  *     an op (struct fc_op and a per-kind extension) and hands it to the I/O

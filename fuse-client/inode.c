@@ -3,11 +3,11 @@
  * and the cached absence of a few xattrs.
  *
  * nodeid == mgrd inode number (root = 1), generation from Attr.  Lookup
- * counts are exact (DESIGN.md "Client"): +1 for every entry the kernel
- * accepts (lookup, create, mknod, mkdir, symlink, link, each READDIRPLUS
- * entry except . and ..), -n on forget; the inode is freed at zero.  The
- * root is never forgotten by the kernel; it is created with one lookup at
- * mount.
+ * counts are exact (docs/ARCHITECTURE.md "Client"): +1 for every entry
+ * the kernel accepts (lookup, create, mknod, mkdir, symlink, link, each
+ * READDIRPLUS entry except . and ..), -n on forget; the inode is freed at
+ * zero.  The root is never forgotten by the kernel; it is created with
+ * one lookup at mount.
  *
  * Size: a writer's data reaches the iods before its size reaches mgrd (the
  * next SIZE_REPORT).  Until then the size we show is the larger of mgrd's

@@ -693,11 +693,11 @@ int main(int argc, char *argv[])
 	cl->opts.mgr_timeout_set = c.mgr_timeout != OPT_UNSET;
 	cl->opts.monitor_interval_set = c.monitor_interval != OPT_UNSET;
 	if (!cl->opts.request_timeout_set)
-		c.request_timeout = 5000;
+		c.request_timeout = TW_REQUEST_TIMEOUT_MS;
 	if (!cl->opts.mgr_timeout_set)
-		c.mgr_timeout = 120000;
+		c.mgr_timeout = TW_MGR_TIMEOUT_MS;
 	if (!cl->opts.monitor_interval_set)
-		c.monitor_interval = 30000;
+		c.monitor_interval = TW_MONITOR_INTERVAL_MS;
 	if (c.request_timeout == 0 || c.mgr_timeout == 0 ||
 	    c.monitor_interval < 100 || c.attr_timeout < 0 ||
 	    c.entry_timeout < 0) {

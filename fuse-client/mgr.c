@@ -15,7 +15,7 @@
  * from the map.  Routing follows raid's twin policy on the map's states
  * (r1_write_primary, r1_read_pick, r1_read_fallback).
  *
- * Interrupts (DESIGN.md "mgrd down: ... waits honour FUSE interrupts"): a
+ * Interrupts (docs/ARCHITECTURE.md "Client": leases and interrupts): a
  * request that waits to be sent again (mgrd unreachable) ends with EINTR
  * as soon as its caller is interrupted.  One on the wire waits for its
  * answer as long as mgrd is alive: the interrupt sends mgrd a ping on the

@@ -2,12 +2,12 @@
  * their failover; the data op (dop.h) they share with ops_file.c (open,
  * create, flush, release).
  *
- * Failover budget (DESIGN.md "Twins", issue 3): one deadline per read,
- * write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.  Each attempt
- * on an iod waits at most request_timeout / 2 (attempt_ms); the iod's
- * forward to its twin and mgrd's probe use the same half, so a hung server
- * is noticed (rt/2), reported, probed and demoted by mgrd (rt/2) within one
- * request_timeout, and the op still has request_timeout left to finish on
+ * Failover budget (docs/ARCHITECTURE.md "Client": failover budget): one
+ * deadline per read, write or fsync, FC_OP_DEADLINE(rt) = 2 x request_timeout.
+ * Each attempt on an iod waits at most request_timeout / 2 (attempt_ms); the
+ * iod's forward to its twin and mgrd's probe use the same half, so a hung
+ * server is noticed (rt/2), reported, probed and demoted by mgrd (rt/2) within
+ * one request_timeout, and the op still has request_timeout left to finish on
  * the survivor.  A killed server (connection refused/reset) is noticed,
  * probed and demoted in milliseconds.
  *
@@ -870,11 +870,11 @@ static void write_issue(struct fc_op *op)
 		write_finish(d);
 }
 
-/* O_APPEND: the offset comes from a reservation at mgrd (DESIGN.md
- * "Client"), so appends from two mounts never overlap.  One reservation
- * per WRITE request; such files are opened direct_io (fc_open_direct_io), so
- * one write(2) of up to max_write bytes is one request, atomic across
- * mounts. */
+/* O_APPEND: the offset comes from a reservation at mgrd
+ * (docs/ARCHITECTURE.md "Metadata"), so appends from two mounts never
+ * overlap.  One reservation per WRITE request; such files are opened
+ * direct_io (fc_open_direct_io), so one write(2) of up to max_write bytes
+ * is one request, atomic across mounts. */
 static void append_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
 {
@@ -1504,7 +1504,8 @@ static void fsync_mgr_done(struct fc_mgr_call *mc, int status,
 
 /* mgrd closes a size report's record before replying but syncs its
  * journal only every commit_interval; FSYNCDIR (any inode) syncs it now,
- * so the size is durable when fsync returns (DESIGN.md "Guarantees").
+ * so the size is durable when fsync returns (guarantee 2,
+ * docs/ARCHITECTURE.md "Guarantees").
  * Both waits for mgrd end with EINTR when the fsync is interrupted and
  * mgrd is silent (fc_mgr_send). */
 static void fsync_mgr_sync(struct dop *d)

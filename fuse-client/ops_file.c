@@ -164,10 +164,11 @@ static void open_done(struct fc_mgr_call *mc, int status,
 	/* Without keep_cache the kernel drops the cached pages, but it keeps
 	 * its cached attributes (i_size!) until attr_timeout: invalidate them
 	 * so the next stat, or a read past the old size, asks us again.
-	 * Close-to-open demands it (another mount may have truncated).  This
-	 * one invalidation is sent from the loop, unlike DESIGN.md's rule for
-	 * the others: it is attributes only (offset -1: no page locks) for a
-	 * file being opened, and the kernel holds no lock across OPEN. */
+	 * Close-to-open demands it (another mount may have truncated).  Like
+	 * every invalidation of ours, it is sent from the loop
+	 * (docs/ARCHITECTURE.md "Client"), which is safe here: it is
+	 * attributes only (offset -1: no page locks) for a file being
+	 * opened, and the kernel holds no lock across OPEN. */
 	if (!d->fi.keep_cache && cl->se)
 		fuse_lowlevel_notify_inval_inode(cl->se, d->ino, -1, 0);
 	if (fc_op_reply_open(&d->op, &d->fi) < 0) {

@@ -204,7 +204,7 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 	    (conn->capable & FUSE_CAP_DONT_MASK))
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* The kernel's writeback cache owns size and mtime and ignores other
-	 * clients (DESIGN.md): only on request. */
+	 * clients (docs/ARCHITECTURE.md "Client"): only on request. */
 	if (cl->opts.writeback_cache &&
 	    (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
@@ -232,10 +232,11 @@ void fc_destroy(void *userdata)
  * acl_sig shows that they changed (set on another mount, or a chmod changed
  * the mask), drop them, with the cached attributes, before the reply that
  * brought the news, so the permission check it precedes sees the new ACL.
- * Sent from the loop, unlike DESIGN.md's rule for invalidations: offset -1
- * takes no page lock, and the inode is one the kernel is asking about
- * (GETATTR holds a reference; LOOKUP of a known inode finds it cached), so
- * the kernel-side lookup waits for no request of ours. */
+ * Sent from the loop, as all of the client's invalidations are
+ * (docs/ARCHITECTURE.md "Client"): offset -1 takes no page lock, and the
+ * inode is one the kernel is asking about (GETATTR holds a reference;
+ * LOOKUP of a known inode finds it cached), so the kernel-side lookup
+ * waits for no request of ours. */
 static void forget_stale_acl(struct fc_client *cl, uint64_t ino)
 {
 	if (fc_inode_take_acl_stale(cl, ino) && cl->se)
@@ -441,9 +442,9 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 }
 
 /* GETATTR waits request_timeout for mgrd, then answers from the cached
- * attributes when there are some: the kernel asks again whenever they
- * expire (1 s), also during data I/O to an open file, which must go on
- * while mgrd is away (DESIGN.md "Metadata": mgrd down).  Without cached
+ * attributes when there are some: the kernel asks again whenever they expire
+ * (1 s), also during data I/O to an open file, which must go on while mgrd is
+ * away (docs/ARCHITECTURE.md "Metadata": mgrd down).  Without cached
  * attributes it goes on waiting, up to mgr_timeout in all. */
 static void getattr_run(struct fc_op *op);
 
@@ -1287,7 +1288,8 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	/* The kernel asks for security.capability before every write, and
 	 * for the ACLs of every inode it checks: absence is answered from
-	 * the cache (DESIGN.md; acl_sig, FORMAT.md "POSIX ACLs"). */
+	 * the cache (docs/ARCHITECTURE.md "Client"; acl_sig, FORMAT.md
+	 * "POSIX ACLs"). */
 	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name)) ||
 	    (strncmp(name, "system.posix_acl_", 17) == 0 &&
 	     fc_inode_acl_none(cl, ino))) {

@@ -5,9 +5,10 @@
  * max_readahead we ask for): a single reader then has at most 128 KiB in
  * flight, one fourth of a stripe unit, and waits on every round trip to
  * an iod.  The seed thesis found about four stripe units per server enough
- * to hide that latency; issue 6 asks for at least one stripe per twin
- * group.  After INIT the bdi's read_ahead_kb (sysfs) may be raised; that is
- * what `-o readahead=KIB` does (default FC_READAHEAD_KB; 0 leaves the
+ * to hide that latency: the default window, FC_READAHEAD_KB = 4 MiB, is
+ * four 512 KiB units per twin group of a two-group cluster.  After INIT
+ * the bdi's read_ahead_kb (sysfs) may be raised; that is what
+ * `-o readahead=KIB` does (default FC_READAHEAD_KB; 0 leaves the
  * kernel's).  It needs root; without it the mount works with the default
  * and says so once.
  *

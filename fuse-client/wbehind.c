@@ -1,5 +1,5 @@
 /* wbehind.c - write-behind and the ordering of data operations on one
- * inode (DESIGN.md "Client": write-behind).
+ * inode (docs/ARCHITECTURE.md "Client": write-behind).
  *
  * A buffered write(2) is answered as soon as its data is copied and
  * queued for the loop thread (or, past the worker's checks, once its

@@ -144,7 +144,7 @@ struct iod_store_opts {
 	uint32_t iod_id;
 	const char *cluster;   /* cluster name, < IOD_CLUSTER_MAX bytes */
 	unsigned max_fds;      /* fd cache size; 0 = IOD_FD_CACHE_DEFAULT */
-	/* The block journal DIR/journal (DESIGN.md "Journal"): */
+	/* The block journal DIR/journal (docs/ARCHITECTURE.md "Journal"): */
 	uint64_t journal_size;         /* 0 = JBD_DEFAULT_SIZE */
 	int journal_mode;              /* enum tw_journal_mode */
 	uint32_t commit_interval_ms;   /* 0 = 5 s */
@@ -349,22 +349,23 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			uint32_t max_regions, uint64_t max_data,
 			uint64_t *size, uint32_t **crcs);
 
-/* ---- write-intent log (DESIGN.md "Twins"; store_journal.c) ----
+/* ---- write-intent log (store_journal.c) ----
  *
  * A 1 MiB region of a subfile is marked in the same transaction as a write
- * that touches it, and cleared once both twins have synced it.  Clearing
- * is two steps: iod_store_intent_epoch() returns a token and starts a new
- * generation; once a sync of this iod AND of its twin, both started after
- * the call, have completed, iod_store_intent_clear(token) journals the
- * clearing of every region not touched since (a region written meanwhile
- * stays marked). */
+ * that touches it, and cleared once both twins have synced it
+ * (docs/ARCHITECTURE.md "Twins").  Clearing is two steps:
+ * iod_store_intent_epoch() returns a token and starts a new generation; once a
+ * sync of this iod AND of its twin, both started after the call, have
+ * completed, iod_store_intent_clear(token) journals the clearing of every
+ * region not touched since (a region written meanwhile stays marked). */
 uint64_t iod_store_intent_epoch(struct iod_store *s);
 int iod_store_intent_clear(struct iod_store *s, uint64_t token);
 /* The twin missed a write of [off, off + len) (len UINT64_MAX: anything of
  * the subfile, e.g. a truncate): its regions are never cleared by a cycle,
- * only by the twin's resync (next issue).  In memory only: after a restart
- * of this iod, mgrd's journaled needs_resync of the twin keeps the cycle
- * from running (twin.c) while the marks themselves are persisted. */
+ * only by the twin's resync (a completed copy releases the pins,
+ * resync.c).  In memory only: after a restart of this iod, mgrd's
+ * journaled needs_resync of the twin keeps the cycle from running
+ * (twin.c) while the marks themselves are persisted. */
 int iod_store_intent_pin(struct iod_store *s, uint64_t ino, uint32_t column,
 			 uint64_t off, uint64_t len);
 /* Whether the twin missed a write of ours (a pin) since our last resync

@@ -1,5 +1,5 @@
-/* resync.c - the source side of a twin's resync (DESIGN.md "Twins",
- * rejoin; issue 3 items 4-6).
+/* resync.c - the source side of a twin's resync (docs/ARCHITECTURE.md
+ * "Twins": resync and rebuild).
  *
  * mgrd sends RESYNC(target) to the readable twin of a group whose other
  * twin is `resyncing`.  While the target resyncs, this iod is the primary
@@ -24,10 +24,11 @@
  *   3. A forwarded FSYNC(ino 0) at the target, then the reply to mgrd,
  *      which applies R1_EV_RESYNC_DONE.
  *
- * Ordering argument (the per-region lock of DESIGN.md, in the primary's
- * order).  Everything runs on this iod's single loop thread, and twin.c's
- * T1 makes the target apply forwarded messages in the order we queue them
- * on the one twin connection.  Each step above reads our store and queues
+ * Ordering argument: why copy and live writes cannot interleave wrongly
+ * (docs/ARCHITECTURE.md "Twins") without a per-region lock: the primary's
+ * order does that job.  Everything runs on this iod's single loop thread, and
+ * twin.c's T1 makes the target apply forwarded messages in the order we queue
+ * them on the one twin connection.  Each step above reads our store and queues
  * its messages in ONE synchronous call, so relative to any live mutation M
  * of the same subfile the step is either entirely before M (then M is
  * queued after it and the target applies M after the copy, exactly as we

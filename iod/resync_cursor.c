@@ -1,5 +1,5 @@
-/* resync_cursor.c - where a resync copy may resume (issue 3 item 6: "a
- * rebuild survives the restart of either iod or mgrd").
+/* resync_cursor.c - where a resync copy may resume, so that it survives
+ * the restart of either iod or mgrd (docs/ARCHITECTURE.md "Twins").
  *
  * The copy (resync.c) queues forwarded messages to the target in copy
  * order; each carries the copy position it completes: (ino, column, off)

@@ -592,7 +592,7 @@ static bool from_mgrd(struct wire_conn *c, const struct wire_msg *m,
 	return true;
 }
 
-/* Only mgrd changes the map (DESIGN.md "Twins"). */
+/* Only mgrd changes the map (docs/ARCHITECTURE.md "Twins"). */
 static void on_map_update(struct iod *d, struct wire_conn *c,
 			  struct wire_msg *m)
 {
@@ -824,7 +824,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		iod_reply_status(c, m, -EOPNOTSUPP);
 		goto out;
 	}
-	/* "Serve nothing until registered" (DESIGN.md "Twins"). */
+	/* Serve nothing until registered (docs/ARCHITECTURE.md "Twins"). */
 	if (!d->registered) {
 		iod_reply_status(c, m, -EAGAIN);
 		goto out;

@@ -1,6 +1,6 @@
-/* store_intent.c - the iod's write-intent log (DESIGN.md "Twins": md's
- * bitmap, 1 MiB regions, kept on both twins), on top of the journal glue of
- * store_journal.c.
+/* store_intent.c - the iod's write-intent log (docs/ARCHITECTURE.md
+ * "Twins": md's bitmap, 1 MiB regions, kept on both twins), on top of the
+ * journal glue of store_journal.c.
  *
  * A region is marked by a mark record in the same journal handle as the
  * write that touches it (store_journal.c), unless the live set already

@@ -1,6 +1,7 @@
 /* store_journal.c - every mutation of the iod's subfile store goes through
- * the block journal (journal.h "Block journal (iod)", DESIGN.md "Journal",
- * issue 4); reads, sizes, listing and checksums see what the journal holds.
+ * the block journal (journal.h "Block journal (iod)", docs/ARCHITECTURE.md
+ * "Journal"); reads, sizes, listing and checksums see what the journal
+ * holds.
  *
  * It implements the store's public operations (iod_int.h) on top of the
  * home side (store.c): the journal's callbacks (home_fd, home_sync, apply,
@@ -49,7 +50,7 @@
  *        sync of both twins started after that call covers it.
  *   SJ4  The callback of a request runs only from the journal's completion
  *        (transaction closed, or synced when asked), so a reply built in it
- *        is covered by DESIGN.md guarantee 1.
+ *        is covered by guarantee 1 (docs/ARCHITECTURE.md "Guarantees").
  *
  * Record payloads (opaque to the journal, little-endian, version 1; every
  * one is an idempotent "set" so replay may apply it more than once, J15):

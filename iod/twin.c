@@ -29,7 +29,7 @@
  *       local transaction is closed (synced for Write.sync and FSYNC: the
  *       store's callback) AND the twin answered (it replies from its own
  *       close), so a write reply means a closed transaction on every twin
- *       it went to (DESIGN.md guarantee 1).
+ *       it went to (guarantee 1, docs/ARCHITECTURE.md "Guarantees").
  *   T2  Only the primary orders.  A non-forwarded WRITE or TRUNCATE for a
  *       subfile whose primary in our map (r1_write_primary, the same
  *       policy clients and mgrd route with) is the other twin is refused
@@ -846,9 +846,9 @@ reply:
 
 /* twinfsctl verify compares "region checksums that both twins compute
  * through their journals at the same point in the primary's order"
- * (DESIGN.md "Twins").  Two independent CHECKSUM calls cannot: a write
- * between them is in one and not the other, and verify reported twins
- * that agree as different while a file was written.
+ * (docs/ARCHITECTURE.md "Twins").  Two independent CHECKSUM calls cannot:
+ * a write between them is in one and not the other, and verify reported
+ * twins that agree as different while a file was written.
  *
  * So the primary takes its checksums and queues the same request on
  * twin_peer in one synchronous call, as T1 does for a mutation.  Every
@@ -1081,8 +1081,8 @@ static void on_intent_timer(uv_timer_t *t)
 
 int iod_twin_intent_start(struct iod *d)
 {
-	uint32_t iv = d->conf->commit_interval_ms ? d->conf->commit_interval_ms
-						  : 5000;
+	uint32_t iv = tw_ms_or(d->conf->commit_interval_ms,
+			       TW_COMMIT_INTERVAL_MS);
 
 	uv_timer_init(d->loop, &d->intent_timer);
 	d->intent_timer.data = d;

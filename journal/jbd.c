@@ -1257,7 +1257,7 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	j->dfd = -1;
 	j->efd = -1;
 	if (j->opts.commit_interval_ms == 0)
-		j->opts.commit_interval_ms = 5000;
+		j->opts.commit_interval_ms = TW_COMMIT_INTERVAL_MS;
 	tw_hmap_init(&j->objs);
 	j->fd = open(opts->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (j->fd < 0) {

@@ -246,7 +246,7 @@ struct jbd_opts {
 	uint64_t size;               /* bytes; 0 = JBD_DEFAULT_SIZE; an
 	                              * existing journal keeps its size */
 	enum jbd_mode mode;
-	uint32_t commit_interval_ms; /* 0 = 5000 */
+	uint32_t commit_interval_ms; /* 0 = TW_COMMIT_INTERVAL_MS */
 	uint64_t reserve;            /* bytes kept free at home (admission) */
 	unsigned max_inflight;       /* io_uring requests in flight; 0 = 64 */
 	bool buffered;               /* never use O_DIRECT (else batched

@@ -42,25 +42,14 @@ enum {
 	TAG_OTHER = 0x20,
 };
 
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 static uint16_t tag_at(const uint8_t *acl, uint32_t i)
 {
-	return rd16(acl + ACL_HDR + i * ACL_ENTRY);
+	return tw_get_le16(acl + ACL_HDR + i * ACL_ENTRY);
 }
 
 static uint32_t perm_at(const uint8_t *acl, uint32_t i)
 {
-	return rd16(acl + ACL_HDR + i * ACL_ENTRY + 2);
+	return tw_get_le16(acl + ACL_HDR + i * ACL_ENTRY + 2);
 }
 
 static void set_perm(uint8_t *acl, uint32_t i, uint32_t perm)
@@ -79,7 +68,7 @@ int mgr_acl_check(const void *value, uint32_t len)
 	uint16_t prev_tag = 0;
 
 	if (!acl || len < ACL_HDR + ACL_ENTRY ||
-	    (len - ACL_HDR) % ACL_ENTRY != 0 || rd32(acl) != ACL_VERSION)
+	    (len - ACL_HDR) % ACL_ENTRY != 0 || tw_get_le32(acl) != ACL_VERSION)
 		return -EINVAL;
 	n = (len - ACL_HDR) / ACL_ENTRY;
 	for (i = 0; i < n; i++) {
@@ -89,7 +78,7 @@ int mgr_acl_check(const void *value, uint32_t len)
 			return -EINVAL;
 		if (tag < prev_tag)
 			return -EINVAL;
-		id = rd32(acl + ACL_HDR + i * ACL_ENTRY + 4);
+		id = tw_get_le32(acl + ACL_HDR + i * ACL_ENTRY + 4);
 		switch (tag) {
 		case TAG_USER_OBJ: users_obj++; break;
 		case TAG_GROUP_OBJ: groups_obj++; break;
@@ -215,7 +204,7 @@ int mgr_acl_permission(const void *value, uint32_t len,
 			mask = perm_at(acl, i);
 	for (i = 0; i < n; i++) {
 		uint32_t perm = perm_at(acl, i);
-		uint32_t id = rd32(acl + ACL_HDR + i * ACL_ENTRY + 4);
+		uint32_t id = tw_get_le32(acl + ACL_HDR + i * ACL_ENTRY + 4);
 
 		switch (tag_at(acl, i)) {
 		case TAG_USER_OBJ:

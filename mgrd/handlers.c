@@ -905,8 +905,9 @@ static void h_size_report(struct mgr_server *s, struct wire_conn *c,
 	rc = report_op(q, &op);
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
-	/* fsync's report: DESIGN.md wants the size synced at mgrd before
-	 * the fsync reply, not only closed. */
+	/* fsync's report: guarantee 2 (docs/ARCHITECTURE.md "Guarantees")
+	 * wants the size synced at mgrd before the fsync reply, not only
+	 * closed. */
 	if (rc == 0 && q->sync) {
 		int src = mgr_journal_sync(&s->jnl);
 		if (src < 0)
@@ -941,9 +942,9 @@ static int setattr_reports(struct mgr_server *s, const Twinfs__Setattr *q,
 	return 0;
 }
 
-/* O_APPEND across mounts (DESIGN.md "Client"): reserve q->length bytes at
- * the end of the file.  The new size is journaled as a size report of the
- * current trunc_gen (replay re-applies it exactly), so the next
+/* O_APPEND across mounts (docs/ARCHITECTURE.md "Metadata"): reserve q->length
+ * bytes at the end of the file.  The new size is journaled as a size report of
+ * the current trunc_gen (replay re-applies it exactly), so the next
  * reservation, from any mount, starts after this one; a retransmission is
  * answered from the reply cache with the same offset. */
 static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,

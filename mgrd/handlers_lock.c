@@ -55,7 +55,7 @@ uint64_t mgr_locks_count(const struct mgr_server *s)
 int mgr_locks_new(struct mgr_server *s, bool grace)
 {
 	struct mgr_locks *lk = calloc(1, sizeof(*lk));
-	uint32_t ms = s->conf->lock_grace_ms ? s->conf->lock_grace_ms : 5000;
+	uint32_t ms = tw_ms_or(s->conf->lock_grace_ms, TW_LOCK_GRACE_MS);
 
 	if (!lk)
 		return -ENOMEM;

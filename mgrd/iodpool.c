@@ -871,8 +871,8 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 	p->on_pdel_done = on_pdel_done;
 	p->on_iod_failed = on_iod_failed;
 	p->arg = arg;
-	p->timeout_ms = conf->request_timeout_ms ? conf->request_timeout_ms
-						 : 5000;
+	p->timeout_ms = tw_ms_or(conf->request_timeout_ms,
+				 TW_REQUEST_TIMEOUT_MS);
 	wire_hello_init(&hello, conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
 			incarnation);
 	for (int i = 0; i < conf->n_iods; i++) {

@@ -164,7 +164,8 @@ struct mgr_pdel {
 
 /* A regular file a vanished writer had open for writing (its session
  * expired without a final size report): its size is taken from the iods
- * before anyone opens it again (DESIGN.md "Size and times", server.c). */
+ * before anyone opens it again (docs/ARCHITECTURE.md "Metadata": sessions
+ * and exactly-once; server.c). */
 struct mgr_psize {
 	uint64_t ino;
 	/* volatile */

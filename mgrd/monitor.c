@@ -1,8 +1,9 @@
-/* monitor.c - mgrd's failure detection (DESIGN.md "Twins"): it pings every
- * iod of a formed group every monitor_interval and probes at once an iod a
- * client or an iod reported, and turns what it sees into events of raid's
- * twin policy (r1_apply through mgr_srv_map_event, which journals the map
- * change and pushes it).  It decides nothing about states itself.
+/* monitor.c - mgrd's failure detection (docs/ARCHITECTURE.md "Twins"): it
+ * pings every iod of a formed group every monitor_interval and probes at
+ * once an iod a client or an iod reported, and turns what it sees into
+ * events of raid's twin policy (r1_apply through mgr_srv_map_event, which
+ * journals the map change and pushes it).  It decides nothing about states
+ * itself.
  *
  *   answered ping/probe, same incarnation  -> R1_EV_PING_OK (suspect -> up,
  *                                             down -> rejoin: resyncing, or
@@ -268,8 +269,8 @@ void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id)
 int mgr_monitor_start(struct mgr_server *s, struct mgr_monitor **out)
 {
 	struct mgr_monitor *m = calloc(1, sizeof(*m));
-	uint32_t rt = s->conf->request_timeout_ms ? s->conf->request_timeout_ms
-						  : 5000;
+	uint32_t rt = tw_ms_or(s->conf->request_timeout_ms,
+			       TW_REQUEST_TIMEOUT_MS);
 
 	if (!m)
 		return -ENOMEM;

@@ -72,8 +72,9 @@ static void put_u8(struct wbuf *b, uint8_t v) { put(b, &v, 1); }
 
 static void put_u16(struct wbuf *b, uint16_t v)
 {
-	uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	uint8_t x[2];
 
+	tw_put_le16(x, v);
 	put(b, x, 2);
 }
 
@@ -81,8 +82,7 @@ static void put_u32(struct wbuf *b, uint32_t v)
 {
 	uint8_t x[4];
 
-	for (int i = 0; i < 4; i++)
-		x[i] = (uint8_t)(v >> (8 * i));
+	tw_put_le32(x, v);
 	put(b, x, 4);
 }
 
@@ -90,8 +90,7 @@ static void put_u64(struct wbuf *b, uint64_t v)
 {
 	uint8_t x[8];
 
-	for (int i = 0; i < 8; i++)
-		x[i] = (uint8_t)(v >> (8 * i));
+	tw_put_le64(x, v);
 	put(b, x, 8);
 }
 
@@ -158,29 +157,21 @@ static uint16_t get_u16(struct rbuf *b)
 {
 	const uint8_t *p = get(b, 2);
 
-	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+	return p ? tw_get_le16(p) : 0;
 }
 
 static uint32_t get_u32(struct rbuf *b)
 {
 	const uint8_t *p = get(b, 4);
-	uint32_t v = 0;
 
-	if (p)
-		for (int i = 3; i >= 0; i--)
-			v = v << 8 | p[i];
-	return v;
+	return p ? tw_get_le32(p) : 0;
 }
 
 static uint64_t get_u64(struct rbuf *b)
 {
 	const uint8_t *p = get(b, 8);
-	uint64_t v = 0;
 
-	if (p)
-		for (int i = 7; i >= 0; i--)
-			v = v << 8 | p[i];
-	return v;
+	return p ? tw_get_le64(p) : 0;
 }
 
 static const void *get_bytes(struct rbuf *b, uint32_t *n, uint32_t max)

@@ -1,5 +1,5 @@
-/* resync.c - mgrd's side of resync (DESIGN.md "Twins", rejoin; issue 3
- * items 4-6): it starts, watches and completes the copy that brings a
+/* resync.c - mgrd's side of resync (docs/ARCHITECTURE.md "Twins": resync
+ * and rebuild): it starts, watches and completes the copy that brings a
  * `resyncing` iod back to `up`, and keeps the job record that
  * `twinfsctl rebuild --status` shows.  The copy itself is done by the
  * source iod (iod/resync.c); mgrd only coordinates:

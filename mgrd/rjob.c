@@ -47,34 +47,6 @@
 #define RJF_CURSOR     0x02u
 #define RJF_REPLAY     0x04u
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf)
 {
 	assert(r->uuid_len <= MGR_UUID_MAX && r->state < MGR_RJ_MAX_);
@@ -84,22 +56,22 @@ size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf)
 			   (r->has_cursor ? RJF_CURSOR : 0) |
 			   (r->replay ? RJF_REPLAY : 0));
 	buf[3] = (uint8_t)r->uuid_len;
-	put32(buf + 4, r->source);
-	put64(buf + 8, r->start_ms);
-	put64(buf + 16, r->end_ms);
-	put64(buf + 24, r->files_total);
-	put64(buf + 32, r->files_done);
-	put64(buf + 40, r->bytes_total);
-	put64(buf + 48, r->bytes_done);
-	put64(buf + 56, r->bytes_copied);
-	put32(buf + 64, r->runs);
-	put32(buf + 68, r->errors);
-	put32(buf + 72, (uint32_t)r->last_error);
-	put32(buf + 76, r->cursor_column);
-	put64(buf + 80, r->cursor_ino);
-	put64(buf + 88, r->cursor_offset);
-	put64(buf + 96, r->target_incarnation);
-	put32(buf + 104, r->rate_mbps);
+	tw_put_le32(buf + 4, r->source);
+	tw_put_le64(buf + 8, r->start_ms);
+	tw_put_le64(buf + 16, r->end_ms);
+	tw_put_le64(buf + 24, r->files_total);
+	tw_put_le64(buf + 32, r->files_done);
+	tw_put_le64(buf + 40, r->bytes_total);
+	tw_put_le64(buf + 48, r->bytes_done);
+	tw_put_le64(buf + 56, r->bytes_copied);
+	tw_put_le32(buf + 64, r->runs);
+	tw_put_le32(buf + 68, r->errors);
+	tw_put_le32(buf + 72, (uint32_t)r->last_error);
+	tw_put_le32(buf + 76, r->cursor_column);
+	tw_put_le64(buf + 80, r->cursor_ino);
+	tw_put_le64(buf + 88, r->cursor_offset);
+	tw_put_le64(buf + 96, r->target_incarnation);
+	tw_put_le32(buf + 104, r->rate_mbps);
 	memcpy(buf + RJOB_FIXED, r->uuid, r->uuid_len);
 	return RJOB_FIXED + r->uuid_len;
 }
@@ -118,22 +90,22 @@ int mgr_rjob_unpack(const void *buf, size_t len, struct mgr_rjob_rec *r)
 	r->has_cursor = p[2] & RJF_CURSOR;
 	r->replay = p[2] & RJF_REPLAY;
 	r->uuid_len = p[3];
-	r->source = get32(p + 4);
-	r->start_ms = get64(p + 8);
-	r->end_ms = get64(p + 16);
-	r->files_total = get64(p + 24);
-	r->files_done = get64(p + 32);
-	r->bytes_total = get64(p + 40);
-	r->bytes_done = get64(p + 48);
-	r->bytes_copied = get64(p + 56);
-	r->runs = get32(p + 64);
-	r->errors = get32(p + 68);
-	r->last_error = (int32_t)get32(p + 72);
-	r->cursor_column = get32(p + 76);
-	r->cursor_ino = get64(p + 80);
-	r->cursor_offset = get64(p + 88);
-	r->target_incarnation = get64(p + 96);
-	r->rate_mbps = get32(p + 104);
+	r->source = tw_get_le32(p + 4);
+	r->start_ms = tw_get_le64(p + 8);
+	r->end_ms = tw_get_le64(p + 16);
+	r->files_total = tw_get_le64(p + 24);
+	r->files_done = tw_get_le64(p + 32);
+	r->bytes_total = tw_get_le64(p + 40);
+	r->bytes_done = tw_get_le64(p + 48);
+	r->bytes_copied = tw_get_le64(p + 56);
+	r->runs = tw_get_le32(p + 64);
+	r->errors = tw_get_le32(p + 68);
+	r->last_error = (int32_t)tw_get_le32(p + 72);
+	r->cursor_column = tw_get_le32(p + 76);
+	r->cursor_ino = tw_get_le64(p + 80);
+	r->cursor_offset = tw_get_le64(p + 88);
+	r->target_incarnation = tw_get_le64(p + 96);
+	r->rate_mbps = tw_get_le32(p + 104);
 	memcpy(r->uuid, p + RJOB_FIXED, r->uuid_len);
 	return 0;
 }

@@ -5,7 +5,7 @@
  * expiry, start and clean stop.  Failure detection is monitor.c's.
  *
  * Request path of a mutating operation (the guarantee "an mgrd reply means
- * its journal record is closed", DESIGN.md):
+ * its journal record is closed", docs/ARCHITECTURE.md "Guarantees"):
  *   dup_check (a cached reply for (session, seq) is re-sent as it is)
  *   -> build a struct mgr_op, read the clock into op.now
  *   -> mgr_op_apply (state changes, decisions filled in)
@@ -300,8 +300,9 @@ int mgr_srv_space(struct mgr_server *s, uint64_t parent, const char *name)
 }
 
 /* Before a create may use inode number next_ino, the limit above it must
- * be durable (DESIGN.md "Metadata": a reserved range whose upper bound is
- * journaled and synced before its first number is used). */
+ * be durable: inode numbers come from a range whose bound is journaled
+ * (docs/ARCHITECTURE.md "Metadata") and synced before its first number is
+ * used. */
 void mgr_srv_ino_reserve(struct mgr_server *s)
 {
 	struct mgr_op op = { .type = MGR_OP_INO_RESERVE };
@@ -349,8 +350,8 @@ static void on_iod_failed(uint32_t iod_id, void *arg)
 
 /* A session expired with files open for writing (apply_expire put them in
  * ns.psize): the writes it sent to the iods may be past the size it last
- * reported.  DESIGN.md "Size and times": mgrd takes the size from the
- * iods before anyone opens the file.  Each column's subfile size at its
+ * reported.  docs/ARCHITECTURE.md "Metadata": mgrd takes the size from
+ * the iods before anyone opens the file.  Each column's subfile size at its
  * primary gives the smallest file size that holds them
  * (r0_file_size_from_subfiles), journaled as SIZE_FOUND.  Until then an
  * OPEN of the file (MKNOD's of an existing name too), a truncate, an
@@ -912,9 +913,9 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		break;
 	case TWINFS__ROLE__ROLE_ADMIN:
 	case TWINFS__ROLE__ROLE_IOD:
-		/* DESIGN.md "Wire protocol": iods and admins prove the
-		 * cluster secret (MSG_AUTH) whenever there is one; clients
-		 * state uid/gid as NFS AUTH_SYS does. */
+		/* proto/FORMAT.md "Authentication": iods and admins prove
+		 * the cluster secret (MSG_AUTH) whenever there is one;
+		 * clients prove an identity instead (above). */
 		if (s->conf->secret[0] && !wire_conn_authenticated(c)) {
 			tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: role %s "
 				  "without the cluster secret",
@@ -1639,10 +1640,8 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_init(loop, &s->commit_timer);
 	s->commit_timer.data = s;
 	uv_timer_start(&s->commit_timer, on_commit_timer,
-		       conf->commit_interval_ms ? conf->commit_interval_ms
-						: 5000,
-		       conf->commit_interval_ms ? conf->commit_interval_ms
-						: 5000);
+		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS),
+		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS));
 	uv_timer_init(loop, &s->sweep_timer);
 	s->sweep_timer.data = s;
 	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);

@@ -220,9 +220,9 @@ void mgr_dl_return(struct mgr_server *s, struct wire_conn *c,
 /* Drop expired leases nobody waits for (every SWEEP_MS). */
 void mgr_dl_sweep(struct mgr_server *s);
 
-/* monitor.c: failure detection (DESIGN.md "Twins").  Pings every iod of a
- * formed group every monitor_interval over the iodpool peers; a ping not
- * answered within min(monitor_interval, request_timeout), or a refused or
+/* monitor.c: failure detection (docs/ARCHITECTURE.md "Twins").  Pings every
+ * iod of a formed group every monitor_interval over the iodpool peers; a ping
+ * not answered within min(monitor_interval, request_timeout), or a refused or
  * reset connection, is a miss (R1_EV_PING_MISSED with the count of misses
  * in a row; down_after of them make it down); an answer from the same
  * incarnation is R1_EV_PING_OK (suspect -> up, down -> rejoin).  A report
@@ -243,8 +243,8 @@ void mgr_monitor_twin_back(struct mgr_monitor *m, uint32_t iod_id);
 /* A new incarnation registered: forget its missed pings. */
 void mgr_monitor_reset(struct mgr_monitor *m, uint32_t iod_id);
 
-/* resync.c: starts, watches and completes resyncs (DESIGN.md "Twins",
- * rejoin): RESYNC to the readable twin of every `resyncing` iod (when
+/* resync.c: starts, watches and completes resyncs (docs/ARCHITECTURE.md
+ * "Twins"): RESYNC to the readable twin of every `resyncing` iod (when
  * auto_resync is on or the admin asked), R1_EV_RESYNC_DONE on success,
  * retries on failure.  mgr_resync_check runs after every map change and
  * every 200 ms. */

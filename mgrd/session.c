@@ -1,6 +1,6 @@
 /* session.c - client sessions: the per-session reply cache that makes
- * mutating requests exactly-once (DESIGN.md "Exactly once", Lustre's
- * last_rcvd) and the open handles (fh -> ino) of each session.
+ * mutating requests exactly-once (docs/ARCHITECTURE.md "Metadata";
+ * Lustre's last_rcvd) and the open handles (fh -> ino) of each session.
  *
  * Pure bookkeeping: creation, expiry and handle changes are driven by
  * journaled records (record.c), so that replay rebuilds the same sessions,

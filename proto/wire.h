@@ -394,7 +394,7 @@ uint64_t wire_realtime_ms(void);
 void wire_channel_announce(const char *who, enum tw_channel mode, bool keyed);
 
 /* 127.0.0.0/8, ::1 or "localhost": where a daemon may listen without a
- * cluster secret (DESIGN.md "Wire protocol"). */
+ * cluster secret (proto/FORMAT.md "Authentication"). */
 bool wire_host_is_loopback(const char *host);
 
 /* ---------------------------------------------------------------- tickets */

@@ -25,21 +25,6 @@
 _Static_assert(WIRE_CAP_BODY_LEN + WIRE_CAP_MAC_LEN == WIRE_CAP_LEN,
 	       "cap layout");
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 int wire_cap_key(const char *secret, uint8_t key[WIRE_CAP_KEY_LEN])
 {
 	unsigned int olen = 0;
@@ -73,10 +58,10 @@ int wire_cap_seal(const uint8_t key[WIRE_CAP_KEY_LEN],
 	memset(out, 0, WIRE_CAP_LEN);
 	out[0] = WIRE_CAP_VERSION;
 	out[1] = cap->flags & WIRE_CAP_F_KNOWN;
-	put_le64(out + 4, cap->session);
-	put_le64(out + 12, cap->ino);
-	put_le64(out + 20, cap->trunc_gen);
-	put_le64(out + 28, cap->expiry_ms);
+	tw_put_le64(out + 4, cap->session);
+	tw_put_le64(out + 12, cap->ino);
+	tw_put_le64(out + 20, cap->trunc_gen);
+	tw_put_le64(out + 28, cap->expiry_ms);
 	return cap_mac(key, out, out + WIRE_CAP_BODY_LEN);
 }
 
@@ -96,10 +81,10 @@ int wire_cap_open(const uint8_t key[WIRE_CAP_KEY_LEN], const uint8_t *blob,
 	if (CRYPTO_memcmp(mac, blob + WIRE_CAP_BODY_LEN, WIRE_CAP_MAC_LEN))
 		return -EBADMSG;
 	cap->flags = blob[1];
-	cap->session = get_le64(blob + 4);
-	cap->ino = get_le64(blob + 12);
-	cap->trunc_gen = get_le64(blob + 20);
-	cap->expiry_ms = get_le64(blob + 28);
+	cap->session = tw_get_le64(blob + 4);
+	cap->ino = tw_get_le64(blob + 12);
+	cap->trunc_gen = tw_get_le64(blob + 20);
+	cap->expiry_ms = tw_get_le64(blob + 28);
 	return 0;
 }
 

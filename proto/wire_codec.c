@@ -18,49 +18,28 @@
 
 /* ------------------------------------------------------------ header */
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_SIZE])
 {
-	put32(out + 0, h->magic);
-	put16(out + 4, h->version);
-	put16(out + 6, h->type);
-	put32(out + 8, h->flags);
-	put32(out + 12, (uint32_t)h->status);
-	put64(out + 16, h->req_id);
-	put32(out + 24, h->msg_len);
-	put32(out + 28, h->data_len);
+	tw_put_le32(out + 0, h->magic);
+	tw_put_le16(out + 4, h->version);
+	tw_put_le16(out + 6, h->type);
+	tw_put_le32(out + 8, h->flags);
+	tw_put_le32(out + 12, (uint32_t)h->status);
+	tw_put_le64(out + 16, h->req_id);
+	tw_put_le32(out + 24, h->msg_len);
+	tw_put_le32(out + 28, h->data_len);
 }
 
 int wire_hdr_decode(const uint8_t in[WIRE_HDR_SIZE], struct wire_hdr *h)
 {
-	h->magic = get32(in + 0);
-	h->version = get16(in + 4);
-	h->type = get16(in + 6);
-	h->flags = get32(in + 8);
-	h->status = (int32_t)get32(in + 12);
-	h->req_id = get64(in + 16);
-	h->msg_len = get32(in + 24);
-	h->data_len = get32(in + 28);
+	h->magic = tw_get_le32(in + 0);
+	h->version = tw_get_le16(in + 4);
+	h->type = tw_get_le16(in + 6);
+	h->flags = tw_get_le32(in + 8);
+	h->status = (int32_t)tw_get_le32(in + 12);
+	h->req_id = tw_get_le64(in + 16);
+	h->msg_len = tw_get_le32(in + 24);
+	h->data_len = tw_get_le32(in + 28);
 	h->rx_ns = 0;             /* not on the wire: the server stamps it */
 
 	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION)

@@ -71,21 +71,6 @@ int wire_ticket_master(const char *secret, uint8_t ktkt[WIRE_TICKET_KEY_LEN])
 		     0, ktkt);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 int wire_ticket_seal(const uint8_t ktkt[WIRE_TICKET_KEY_LEN],
 		     const struct wire_ticket *t, uint8_t *out,
 		     size_t *out_len, uint8_t ks[WIRE_TICKET_KEY_LEN])
@@ -99,8 +84,8 @@ int wire_ticket_seal(const uint8_t ktkt[WIRE_TICKET_KEY_LEN],
 	out[1] = t->read_only ? 1 : 0;
 	out[2] = (uint8_t)n;
 	out[3] = 0;
-	put64(out + 4, t->session);
-	put64(out + 12, t->expiry_ms);
+	tw_put_le64(out + 4, t->session);
+	tw_put_le64(out + 12, t->expiry_ms);
 	memcpy(out + 20, t->nonce, WIRE_TICKET_NONCE_LEN);
 	memcpy(out + TKT_HDR, t->name, n);
 	rc = hmac2(ktkt, WIRE_TICKET_KEY_LEN, LABEL_MAC, out, body, out + body);
@@ -135,8 +120,8 @@ int wire_ticket_open(const uint8_t ktkt[WIRE_TICKET_KEY_LEN],
 		return -EBADMSG;
 	memset(t, 0, sizeof(*t));
 	t->read_only = buf[1] & 1;
-	t->session = get64(buf + 4);
-	t->expiry_ms = get64(buf + 12);
+	t->session = tw_get_le64(buf + 4);
+	t->expiry_ms = tw_get_le64(buf + 12);
 	memcpy(t->nonce, buf + 20, WIRE_TICKET_NONCE_LEN);
 	memcpy(t->name, buf + TKT_HDR, n);
 	t->name[n] = '\0';

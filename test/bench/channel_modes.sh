@@ -12,10 +12,11 @@
 #   seq_read    the same file after twinfsctl sync and drop_caches   MB/s
 #   randwrite_4k, randread_4k   bs=4k direct=1 iodepth=1, 10 s (2 s)  IOPS
 #   cpu_write, cpu_read  user+sys seconds of every TwinFS process per GiB
-# What is sealed: every connection that proves the secret: an iod's copy
-# of each write to its twin, iod <-> mgrd, twinfsctl.  A mount proves no
-# key yet, so its own connections run unsealed in every mode: a read does
-# not cross a sealed hop, a write crosses one (primary -> twin).
+# What is sealed: every connection, since every one authenticates: the
+# mount's to mgrd (its identity's key, local-cluster's own) and to each
+# iod (its ticket), an iod's copy of each write to its twin, iod <-> mgrd,
+# twinfsctl.  So a read crosses one sealed hop, a write two (client ->
+# primary -> twin).
 # One run per mode; on a shared machine take the figures as +-30 %.  Writes
 # raw.tsv and table.txt to --out (default /var/tmp/twinfs-chan-<UTC date>).
 set -euo pipefail

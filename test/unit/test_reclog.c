@@ -294,18 +294,6 @@ static uint64_t rec_off(unsigned first, unsigned k)
 	return off;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* --------------------------------------------------------- basic tests */
 
 Test(reclog, roundtrip)
@@ -875,11 +863,11 @@ Test(reclog, huge_length_fields_do_not_allocate)
 	for (size_t k = 0; k < TW_ARRAY_SIZE(lens); k++) {
 		memcpy(buf, image, len);
 		memset(buf + len, 0x5a, big - len);
-		put_le32(buf + len, 0x52525754u);       /* "TWRR" */
+		tw_put_le32(buf + len, 0x52525754u);       /* "TWRR" */
 		buf[len + 4] = 1;                       /* type */
 		buf[len + 5] = buf[len + 6] = buf[len + 7] = 0;
-		put_le64(buf + len + 8, n + 1);         /* the right seq */
-		put_le32(buf + len + 16, lens[k]);
+		tw_put_le64(buf + len + 8, n + 1);         /* the right seq */
+		tw_put_le32(buf + len + 16, lens[k]);
 		/* The file really holds JNL_REC_MAX + 1 bytes after the
 		 * header, so only the limit check can stop the last case. */
 		replay_image(buf, big, &want, n, len, "huge length");
