@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t_bounds.sh - the daemons' resource limits (proto/FORMAT.md "Limits")
 # under hostile peers, while a mount runs fio with verify:
-#   - 1,000 idle connections and 50 slow senders (half a frame header,
+#   - 1,000 idle connections and 100 slow senders (half a frame header,
 #     then nothing) to mgrd, and as many to iod 1: past max_connections
 #     closed at once, the rest when hello_timeout passes;
 #   - a peer that sends PINGs and never reads a reply: the daemon stops
@@ -53,7 +53,7 @@ pid_of() { cat "$TWINFS_RUN_DIR/pids/$1.pid"; }
 drill() { # NAME PORT [MAX_SESSIONS]
 	run_checks timeout 120 "$PY" "$E2E_DIR/bounds_drill.py" 127.0.0.1 "$2" \
 		"$TWINFS_CLUSTER" "$1" "$(pid_of "$1")" "$TWINFS_MAX_CONNECTIONS" 2 \
-		1000 50 "$RSS_BOUND_KB" "$TWINFS_RUN_DIR/logs/$1.log" ${3:+"$3"}
+		1000 100 "$RSS_BOUND_KB" "$TWINFS_RUN_DIR/logs/$1.log" ${3:+"$3"}
 }
 drill mgrd "$TWINFS_PORT" "$TWINFS_MAX_SESSIONS_PER_CLIENT"
 drill iod1 $((TWINFS_PORT + 1))
