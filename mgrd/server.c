@@ -1182,9 +1182,10 @@ static void h_iod_register(struct mgr_server *s, struct mgr_conn *mc,
 	if (rc == -EEXIST) {
 		tw_err("mgrd: iod %u at %s registers with a data directory "
 		       "whose UUID differs from the one recorded for iod %u: "
-		       "refused (wrong directory, or a replaced disk that "
-		       "needs `twinfsctl rebuild`)", q->iod_id,
-		       wire_conn_peer(c), q->iod_id);
+		       "refused (a wrong directory, or an old copy of one; "
+		       "to give it a new disk, move its twinfs-id aside: "
+		       "it then registers as new and is rebuilt from its "
+		       "twin)", q->iod_id, wire_conn_peer(c), q->iod_id);
 	} else if (rc == -ENOENT) {
 		tw_warn("mgrd: %s registers as iod %u, which is not in the "
 			"config: refused", wire_conn_peer(c), q->iod_id);
