@@ -499,6 +499,11 @@ struct iod {
 	uint32_t n_fenced;
 	uint64_t fence_gen;
 
+	/* mem.c: connections held while too much write data waits */
+	struct wire_conn **held;   /* each referenced */
+	size_t n_held, cap_held;
+	uint64_t n_holds;          /* connections held, ever (metrics) */
+
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
 	uv_prepare_t jnl_prepare;   /* iod_store_ready before each sleep */
@@ -516,6 +521,7 @@ struct iod {
 	uint64_t fwd_seq;          /* mutations ordered here (stale_fwd.c) */
 	uint64_t n_pins;           /* mutations the twin did not apply */
 	uint64_t fwd_unanswered;   /* forwards to the twin awaiting a reply */
+	uint64_t fwd_bytes;        /* ... and their data bytes (mem.c) */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
@@ -578,6 +584,21 @@ bool iod_fenced(const struct iod *d, uint64_t session);
  * Logs it and reports us to mgrd, so that our twin completes writes alone
  * (needs_resync on us) until we are restarted, replayed and resynced. */
 void iod_journal_aborted(void *arg);
+
+/* mem.c: the memory bound (docs/OPERATIONS.md "Memory").  Block copies
+ * waiting for journal space (jbd_stats unlogged_bytes) and data of
+ * forwards awaiting the twin (fwd_bytes) are each limited to
+ * iod_mem_limit(journal size), a quarter of it: past it (iod_mem_over)
+ * iod_mem_after_request holds the connection a write came on; iod_mem_poll
+ * (before every loop sleep) reads every held one again once both are at
+ * most half of it (iod_mem_may_release). */
+bool iod_mem_over(uint64_t unlogged, uint64_t fwd, uint64_t limit);
+bool iod_mem_may_release(uint64_t unlogged, uint64_t fwd, uint64_t limit);
+uint64_t iod_mem_limit(uint64_t journal_bytes);
+void iod_mem_after_request(struct iod *d, struct wire_conn *c);
+void iod_mem_poll(struct iod *d);
+void iod_mem_release_all(struct iod *d);
+void iod_mem_fini(struct iod *d);
 
 /* twin.c */
 int iod_twin_start(struct iod *d);

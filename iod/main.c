@@ -120,6 +120,7 @@ static void on_jnl_prepare(uv_prepare_t *p)
 
 	if (iod_store_ready(d->store))
 		iod_store_process(d->store);
+	iod_mem_poll(d);
 }
 
 static void on_jnl_tick(uv_timer_t *t)
@@ -180,6 +181,7 @@ static void shutdown_daemon(struct iod *d)
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
 	iod_metrics_stop(d);
+	iod_mem_fini(d);
 	iod_server_stop(d);
 	iod_resync_stop(d);
 	iod_twin_stop(d);
