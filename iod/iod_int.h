@@ -205,6 +205,8 @@ int iod_store_aborted(const struct iod_store *s);
 /* The journal's counters (journal.h). */
 struct jbd_stats;
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
+/* Checkpoint what the journal holds now (jbd_want_home; data=journal). */
+void iod_store_journal_home(struct iod_store *s);
 /* Time the journal's closes and checkpoints into these histograms
  * (journal.h jbd_set_latency_hists; NULL, NULL stops). */
 struct tw_hist;
@@ -503,6 +505,10 @@ struct iod {
 	struct wire_conn **held;   /* each referenced */
 	size_t n_held, cap_held;
 	uint64_t n_holds;          /* connections held, ever (metrics) */
+	uint64_t mem_peak;         /* most copies + forwards since a trim */
+	uint64_t n_trims;          /* malloc_trim calls, ever */
+	uint64_t mem_commits;      /* jbd_stats commits at mem_commit_ms */
+	uint64_t mem_commit_ms;    /* when a commit was last seen */
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
@@ -599,6 +605,14 @@ void iod_mem_after_request(struct iod *d, struct wire_conn *c);
 void iod_mem_poll(struct iod *d);
 void iod_mem_release_all(struct iod *d);
 void iod_mem_fini(struct iod *d);
+/* Every journal tick (200 ms): after 2 x commit_interval without a
+ * commit, checkpoint what the journal holds (its copies are freed); give
+ * freed copies back to the system (malloc_trim) once the copies and
+ * forwards held are at most a quarter of their peak since the last trim
+ * and at least 32 MiB below it (iod_mem_trim_due): after a burst, not
+ * at every checkpoint of a stream. */
+bool iod_mem_trim_due(uint64_t peak, uint64_t now);
+void iod_mem_tick(struct iod *d);
 
 /* twin.c */
 int iod_twin_start(struct iod *d);

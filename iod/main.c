@@ -128,6 +128,7 @@ static void on_jnl_tick(uv_timer_t *t)
 	struct iod *d = t->data;
 
 	iod_store_tick(d->store);
+	iod_mem_tick(d);
 }
 
 static int jnl_handles_start(struct iod *d)

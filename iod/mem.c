@@ -16,10 +16,19 @@
  * they wait for a full journal.  docs/OPERATIONS.md "Memory" gives the
  * ceiling this makes of the whole process.
  *
+ * Freed copies stay in the heap: glibc returns only its top past
+ * M_TRIM_THRESHOLD (tw_malloc_tune), and checkpointed copies are freed in
+ * the middle of it.  iod_mem_tick checkpoints an idle journal (after
+ * 2 x commit_interval without a commit, else its copies wait for the next
+ * writes) and gives the freed copies back (malloc_trim) once those held
+ * have fallen well below their peak, so an idle iod's resident memory
+ * comes down after a burst instead of staying at the peak.
+ *
  * Not here: the reply queues (max_queued_reply_bytes per connection) and
  * the frame each connection's reader holds.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdlib.h>
 
 #include "iod_int.h"
@@ -108,4 +117,42 @@ void iod_mem_fini(struct iod *d)
 	free(d->held);
 	d->held = NULL;
 	d->cap_held = 0;
+}
+
+/* Copies freed since the peak before a trim is worth its walk of the
+ * heap (it costs about a millisecond per 100 MiB of free chunks). */
+#define MEM_TRIM_MIN (32ull << 20)
+
+bool iod_mem_trim_due(uint64_t peak, uint64_t now)
+{
+	return peak > now && peak - now >= MEM_TRIM_MIN && now <= peak / 4;
+}
+
+void iod_mem_tick(struct iod *d)
+{
+	struct jbd_stats js;
+
+	if (d->store == NULL)
+		return;
+	iod_store_journal_stats(d->store, &js);
+	/* An idle journal keeps up to its size in copies until the next
+	 * writes fill it to half: put them home instead. */
+	uint64_t ms = tw_now_ms();
+	if (js.commits != d->mem_commits) {
+		d->mem_commits = js.commits;
+		d->mem_commit_ms = ms;
+	} else if (js.copy_bytes > 0 && ms - d->mem_commit_ms >=
+		   2ull * tw_ms_or(d->conf->commit_interval_ms,
+				   TW_COMMIT_INTERVAL_MS)) {
+		iod_store_journal_home(d->store);
+		d->mem_commit_ms = ms;    /* once per idle period */
+	}
+	uint64_t now = js.copy_bytes + d->fwd_bytes;
+	if (now > d->mem_peak)
+		d->mem_peak = now;
+	if (!iod_mem_trim_due(d->mem_peak, now))
+		return;
+	malloc_trim(0);
+	d->mem_peak = now;
+	d->n_trims++;
 }

@@ -1153,3 +1153,17 @@ Test(iod_journal, memory_bound_rule)
 	cr_assert(!iod_mem_over(lim * 3 / 4, lim * 3 / 4, lim));
 	cr_assert(!iod_mem_may_release(lim * 3 / 4, 0, lim));
 }
+
+/* ... and its trim: only once the copies fell well below their peak. */
+Test(iod_journal, memory_trim_rule)
+{
+	const uint64_t M = 1ull << 20;
+
+	cr_assert(!iod_mem_trim_due(0, 0));
+	cr_assert(!iod_mem_trim_due(20 * M, 0), "a small peak: not worth it");
+	cr_assert(iod_mem_trim_due(256 * M, 64 * M));
+	cr_assert(iod_mem_trim_due(64 * M, 0));
+	cr_assert(!iod_mem_trim_due(256 * M, 128 * M), "a stream's "
+		  "checkpoint: still half");
+	cr_assert(!iod_mem_trim_due(64 * M, 64 * M));
+}
