@@ -118,9 +118,11 @@ static void on_jnl_prepare(uv_prepare_t *p)
 {
 	struct iod *d = p->data;
 
+	/* First: the requests a release delivers commit, and their closes
+	 * wait for the iod_store_process below (owner_drains). */
+	iod_mem_poll(d);
 	if (iod_store_ready(d->store))
 		iod_store_process(d->store);
-	iod_mem_poll(d);
 }
 
 static void on_jnl_tick(uv_timer_t *t)

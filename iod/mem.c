@@ -91,13 +91,20 @@ void iod_mem_after_request(struct iod *d, struct wire_conn *c)
 
 void iod_mem_release_all(struct iod *d)
 {
+	/* A release delivers the frames that waited in the connection's
+	 * reader at once, and those requests may hold connections anew:
+	 * into a new list, never into the one being walked. */
+	struct wire_conn **list = d->held;
 	size_t n = d->n_held;
 
+	d->held = NULL;
 	d->n_held = 0;
+	d->cap_held = 0;
 	for (size_t i = 0; i < n; i++) {
-		wire_conn_release(d->held[i]);
-		wire_conn_unref(d->held[i]);
+		wire_conn_release(list[i]);
+		wire_conn_unref(list[i]);
 	}
+	free(list);
 }
 
 void iod_mem_poll(struct iod *d)
@@ -107,16 +114,16 @@ void iod_mem_poll(struct iod *d)
 	if (d->n_held == 0)
 		return;
 	mem_state(d, &unlogged, &limit);
-	if (iod_mem_may_release(unlogged, d->fwd_bytes, limit))
+	/* An aborted journal keeps its unwritten transactions, and fails
+	 * every request anyway: let the senders hear it. */
+	if (iod_mem_may_release(unlogged, d->fwd_bytes, limit) ||
+	    iod_store_aborted(d->store))
 		iod_mem_release_all(d);
 }
 
 void iod_mem_fini(struct iod *d)
 {
 	iod_mem_release_all(d);
-	free(d->held);
-	d->held = NULL;
-	d->cap_held = 0;
 }
 
 /* Copies freed since the peak before a trim is worth its walk of the
