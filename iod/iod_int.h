@@ -205,6 +205,8 @@ int iod_store_aborted(const struct iod_store *s);
 /* The journal's counters (journal.h). */
 struct jbd_stats;
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
+/* Checkpoint what the journal holds now (jbd_want_home; data=journal). */
+void iod_store_journal_home(struct iod_store *s);
 /* Time the journal's closes and checkpoints into these histograms
  * (journal.h jbd_set_latency_hists; NULL, NULL stops). */
 struct tw_hist;
@@ -499,6 +501,15 @@ struct iod {
 	uint32_t n_fenced;
 	uint64_t fence_gen;
 
+	/* mem.c: connections held while too much write data waits */
+	struct wire_conn **held;   /* each referenced */
+	size_t n_held, cap_held;
+	uint64_t n_holds;          /* connections held, ever (metrics) */
+	uint64_t mem_peak;         /* most copies + forwards since a trim */
+	uint64_t n_trims;          /* malloc_trim calls, ever */
+	uint64_t mem_commits;      /* jbd_stats commits at mem_commit_ms */
+	uint64_t mem_commit_ms;    /* when a commit was last seen */
+
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
 	uv_prepare_t jnl_prepare;   /* iod_store_ready before each sleep */
@@ -516,6 +527,7 @@ struct iod {
 	uint64_t fwd_seq;          /* mutations ordered here (stale_fwd.c) */
 	uint64_t n_pins;           /* mutations the twin did not apply */
 	uint64_t fwd_unanswered;   /* forwards to the twin awaiting a reply */
+	uint64_t fwd_bytes;        /* ... and their data bytes (mem.c) */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
@@ -578,6 +590,29 @@ bool iod_fenced(const struct iod *d, uint64_t session);
  * Logs it and reports us to mgrd, so that our twin completes writes alone
  * (needs_resync on us) until we are restarted, replayed and resynced. */
 void iod_journal_aborted(void *arg);
+
+/* mem.c: the memory bound (docs/OPERATIONS.md "Memory").  Block copies
+ * waiting for journal space (jbd_stats unlogged_bytes) and data of
+ * forwards awaiting the twin (fwd_bytes) are each limited to
+ * iod_mem_limit(journal size), a quarter of it: past it (iod_mem_over)
+ * iod_mem_after_request holds the connection a write came on; iod_mem_poll
+ * (before every loop sleep) reads every held one again once both are at
+ * most half of it (iod_mem_may_release). */
+bool iod_mem_over(uint64_t unlogged, uint64_t fwd, uint64_t limit);
+bool iod_mem_may_release(uint64_t unlogged, uint64_t fwd, uint64_t limit);
+uint64_t iod_mem_limit(uint64_t journal_bytes);
+void iod_mem_after_request(struct iod *d, struct wire_conn *c);
+void iod_mem_poll(struct iod *d);
+void iod_mem_release_all(struct iod *d);
+void iod_mem_fini(struct iod *d);
+/* Every journal tick (200 ms): after 2 x commit_interval without a
+ * commit, checkpoint what the journal holds (its copies are freed); give
+ * freed copies back to the system (malloc_trim) once the copies and
+ * forwards held are at most a quarter of their peak since the last trim
+ * and at least 32 MiB below it (iod_mem_trim_due): after a burst, not
+ * at every checkpoint of a stream. */
+bool iod_mem_trim_due(uint64_t peak, uint64_t now);
+void iod_mem_tick(struct iod *d);
 
 /* twin.c */
 int iod_twin_start(struct iod *d);

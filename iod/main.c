@@ -118,6 +118,9 @@ static void on_jnl_prepare(uv_prepare_t *p)
 {
 	struct iod *d = p->data;
 
+	/* First: the requests a release delivers commit, and their closes
+	 * wait for the iod_store_process below (owner_drains). */
+	iod_mem_poll(d);
 	if (iod_store_ready(d->store))
 		iod_store_process(d->store);
 }
@@ -127,6 +130,7 @@ static void on_jnl_tick(uv_timer_t *t)
 	struct iod *d = t->data;
 
 	iod_store_tick(d->store);
+	iod_mem_tick(d);
 }
 
 static int jnl_handles_start(struct iod *d)
@@ -180,6 +184,7 @@ static void shutdown_daemon(struct iod *d)
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
 	iod_metrics_stop(d);
+	iod_mem_fini(d);
 	iod_server_stop(d);
 	iod_resync_stop(d);
 	iod_twin_stop(d);

@@ -91,6 +91,25 @@ static int render(struct tw_mx *x, void *arg)
 		     "checkpointed).");
 	tw_mx_u64(x, "twinfs_iod_journal_used_bytes", id, 1,
 		  js.used_blocks * JBD_BLOCK_SIZE);
+	tw_mx_family(x, "twinfs_iod_journal_memory_bytes", TW_MX_GAUGE,
+		     "Copies of journaled blocks held in memory until "
+		     "checkpointed (data=journal; docs/OPERATIONS.md "
+		     "\"Memory\").");
+	tw_mx_u64(x, "twinfs_iod_journal_memory_bytes", id, 1, js.copy_bytes);
+	tw_mx_family(x, "twinfs_iod_journal_unlogged_bytes", TW_MX_GAUGE,
+		     "Of those, copies waiting for log space (at most a "
+		     "quarter of the journal, then senders are held).");
+	tw_mx_u64(x, "twinfs_iod_journal_unlogged_bytes", id, 1,
+		  js.unlogged_bytes);
+	tw_mx_family(x, "twinfs_iod_forward_bytes", TW_MX_GAUGE,
+		     "Data bytes forwarded to the twin and not yet answered.");
+	tw_mx_u64(x, "twinfs_iod_forward_bytes", id, 1, d->fwd_bytes);
+	tw_mx_family(x, "twinfs_iod_held_connections", TW_MX_GAUGE,
+		     "Connections not read while too much write data waits.");
+	tw_mx_u64(x, "twinfs_iod_held_connections", id, 1, d->n_held);
+	tw_mx_family(x, "twinfs_iod_holds_total", TW_MX_COUNTER,
+		     "Connections held for memory, ever.");
+	tw_mx_u64(x, "twinfs_iod_holds_total", id, 1, d->n_holds);
 	tw_mx_family(x, "twinfs_iod_journal_commits_total", TW_MX_COUNTER,
 		     "Journal transactions closed.");
 	tw_mx_u64(x, "twinfs_iod_journal_commits_total", id, 1, js.commits);

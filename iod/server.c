@@ -874,6 +874,8 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 			break;
 		}
 		iod_twin_request(d, c, m);   /* takes m */
+		if (type == TWINFS__MSG_TYPE__MSG_WRITE)
+			iod_mem_after_request(d, c);
 		return;
 	}
 out:

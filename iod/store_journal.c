@@ -715,6 +715,11 @@ int iod_store_aborted(const struct iod_store *s)
 	return jbd_aborted(s->j);
 }
 
+void iod_store_journal_home(struct iod_store *s)
+{
+	jbd_want_home(s->j);
+}
+
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st)
 {
 	jbd_stats(s->j, st);

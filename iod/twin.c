@@ -100,6 +100,7 @@ struct op {
 	uint64_t size;             /* TRUNCATE: the new size */
 	uint32_t cols;             /* DELETE: the columns, bit c = column c */
 	uint64_t seq;              /* ours: its place in d->fwd_seq order */
+	uint64_t fwd_len;          /* data bytes forwarded (d->fwd_bytes) */
 };
 
 /* The twin does not hold what we applied: keep the regions marked until
@@ -411,6 +412,8 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	assert(d->fwd_unanswered > 0);
 	d->fwd_unanswered--;
+	assert(d->fwd_bytes >= f->fwd_len);
+	d->fwd_bytes -= f->fwd_len;
 	/* -ESTALE: the twin holds a newer map (or trunc_gen); the sender
 	 * sends the write again ("Stale forwards" above). */
 	if (status < 0)
@@ -816,6 +819,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	z = (struct wire_zdata){ .base = m->data, .len = m->data_len,
 				 .release = free, .arg = m->data };
 	o->pending++;
+	o->fwd_len = z.len;
+	d->fwd_bytes += z.len;   /* before: a reply may come at once */
 	rc = d->twin_peer
 		? wire_call_z(d->twin_peer, type, m->body, &z,
 			      TW_MAX(d->conf->request_timeout_ms / 2, 1u),
@@ -824,6 +829,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	if (rc == 0)
 		m->data = NULL;   /* the forward's now */
 	if (rc < 0) {
+		d->fwd_bytes -= o->fwd_len;
 		tw_log_rl(TW_LOG_ERR, "%s ino %" PRIu64 ": cannot forward to "
 			  "twin iod %" PRIu32 ": %s", type_name(type), ino,
 			  d->twin_id, strerror(-rc));

@@ -710,7 +710,9 @@ static struct jbd_txn *txn_new(struct jbd *j)
 
 void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
 {
-	(void)j;
+	j->copy_blocks -= t->data_blocks;
+	if (t->state == TXN_RUNNING || t->state == TXN_SEALED)
+		j->unlogged_blocks -= t->data_blocks;
 	items_free(t->items, t->n_items);
 	if (t->esc) {
 		for (size_t i = 0; i < t->nblocks; i++)
@@ -948,6 +950,9 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 		int r = 0;
 		if (j->opts.mode == JBD_MODE_JOURNAL) {
 			if (t->items[idx].kind == ITEM_DATA) {
+				t->data_blocks++;
+				j->copy_blocks++;
+				j->unlogged_blocks++;
 				r = index_data(j, t, idx);
 				t->data_bytes += t->items[idx].len;
 				j->pending_home += t->items[idx].len;
@@ -1099,6 +1104,8 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 	st->tail = j->tail;
 	st->head = j->head;
 	st->pending_home = j->pending_home;
+	st->copy_bytes = j->copy_blocks * JBD_BLOCK_SIZE;
+	st->unlogged_bytes = j->unlogged_blocks * JBD_BLOCK_SIZE;
 	st->aborted = j->aborted;
 	st->direct_home = j->direct_home;
 }

@@ -476,6 +476,7 @@ void jbd__commit_kick(struct jbd *j)
 	}
 	t->start = j->head;
 	t->state = TXN_CLOSING;
+	j->unlogged_blocks -= t->data_blocks;
 	j->first_sealed = t->next;   /* SEALED or NULL: list order */
 	j->closing = true;
 	j->close_start_ns = j->commit_hist ? tw_now_ns() : 0;

@@ -154,6 +154,8 @@ struct jbd_txn {
 	size_t n_items, cap_items;
 	struct jbd_layout lay;
 	uint64_t data_bytes;     /* admission accounting */
+	uint64_t data_blocks;    /* DATA items: block copies held in memory
+	                          * (jbd_stats copy_bytes, unlogged_bytes) */
 	uint64_t start;          /* first log block (from CLOSING on) */
 	uint64_t nblocks;        /* log blocks including the commit */
 	bool behind;             /* got a request while another closed:
@@ -346,6 +348,10 @@ struct jbd {
 	/* index (data=journal) */
 	struct tw_hmap objs;     /* obj + 1 -> struct jbd_obj * */
 	uint64_t pending_home;   /* data bytes not yet checkpointed */
+	/* Block copies (DATA items) held by live transactions, and of them
+	 * those of transactions not yet written to the log (RUNNING and
+	 * SEALED): the journal's memory (jbd_stats). */
+	uint64_t copy_blocks, unlogged_blocks;
 
 	/* I/O layer */
 	struct jbd_io *q_head, *q_tail;  /* not yet submitted */

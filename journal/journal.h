@@ -469,6 +469,17 @@ struct jbd_stats {
 	uint64_t pending_home;       /* data=journal: bytes in the log not
 	                              * yet home (admission counts them as
 	                              * used) */
+	uint64_t copy_bytes;         /* data=journal: the 4 KiB block copies
+	                              * held in memory, from jbd_commit until
+	                              * their transaction is checkpointed
+	                              * (at most the log, plus unlogged_bytes;
+	                              * docs/OPERATIONS.md "Memory") */
+	uint64_t unlogged_bytes;     /* of copy_bytes, those of transactions
+	                              * not yet written to the log (waiting
+	                              * for log space when it is full): the
+	                              * owner bounds them (iod: a quarter of
+	                              * the journal) by reading no more
+	                              * requests */
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);

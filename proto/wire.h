@@ -233,6 +233,14 @@ void wire_conn_set_data(struct wire_conn *c, void *data);
 void *wire_conn_get_data(const struct wire_conn *c);
 /* Close the connection (after pending writes flush). */
 void wire_conn_close(struct wire_conn *c);
+/* Backpressure from the daemon: stop reading c's requests (the request
+ * being handled completes; frames already read wait in its reader) until
+ * wire_conn_release, which delivers them and reads the socket again.
+ * Independent of the max_queued_reply_bytes pause: reading resumes only
+ * when neither holds.  Hold and release are no-ops when repeated. */
+void wire_conn_hold(struct wire_conn *c);
+void wire_conn_release(struct wire_conn *c);
+bool wire_conn_held(const struct wire_conn *c);
 /* tw_now_ms() when the last frame (request or reply) arrived, or when the
  * connection was accepted: how long the peer has been silent. */
 uint64_t wire_conn_last_rx_ms(const struct wire_conn *c);

@@ -84,6 +84,7 @@ struct wire_conn {
 	bool hello_seen;              /* the first frame was HELLO */
 	bool hello_done;              /* a HELLO was answered 0 */
 	bool read_paused;             /* too many reply bytes queued */
+	bool held;                    /* the daemon's wire_conn_hold */
 	bool feeding;                 /* inside wire_reader_feed */
 	struct wire_conn *hnext, *hprev; /* server's hello list */
 	bool on_hello_list;
@@ -107,6 +108,7 @@ struct wire_conn {
 };
 
 static void server_maybe_done(struct wire_server *s);
+static void conn_read_again(struct wire_conn *c);
 static void conn_hello_done(struct wire_conn *c);
 static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
 		      const struct wire_zdata *z);
@@ -421,7 +423,7 @@ static int on_frame(struct wire_msg *m, void *arg)
 		return -ECANCELED;
 	/* The replies it queued passed the limit: the frames already read
 	 * wait in the reader until the peer drains (conn_resume). */
-	return c->read_paused ? WIRE_R_PAUSE : 0;
+	return c->read_paused || c->held ? WIRE_R_PAUSE : 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -506,14 +508,24 @@ static int conn_write(struct wire_conn *c, uint8_t *buf, size_t len,
 static void conn_maybe_resume(struct wire_conn *c)
 {
 	uv_stream_t *st = (uv_stream_t *)&c->tcp;
-	const char *why;
-	int rc;
 
 	if (!c->read_paused || !c->open || c->feeding || !c->srv ||
 	    uv_stream_get_write_queue_size(st) >
 	    c->srv->lim.max_queued_reply_bytes / 2)
 		return;
 	c->read_paused = false;
+	if (!c->held)
+		conn_read_again(c);
+}
+
+/* Deliver the frames that waited in the reader, then read the socket again
+ * unless a frame paused the connection anew. */
+static void conn_read_again(struct wire_conn *c)
+{
+	uv_stream_t *st = (uv_stream_t *)&c->tcp;
+	const char *why;
+	int rc;
+
 	wire_conn_ref(c);
 	c->feeding = true;
 	rc = wire_reader_feed(&c->rd, 0, on_frame, c, &why);
@@ -523,9 +535,37 @@ static void conn_maybe_resume(struct wire_conn *c)
 			  c->peer, why);
 		wire_conn_close(c);
 	}
-	if (c->open && !c->read_paused)
+	if (c->open && !c->read_paused && !c->held)
 		uv_read_start(st, on_alloc, on_read);
 	wire_conn_unref(c);
+}
+
+void wire_conn_hold(struct wire_conn *c)
+{
+	if (c->held || !c->open)
+		return;
+	c->held = true;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+bool wire_conn_held(const struct wire_conn *c)
+{
+	return c->held;
+}
+
+void wire_conn_release(struct wire_conn *c)
+{
+	if (!c->held)
+		return;
+	c->held = false;
+	if (!c->open || c->read_paused)
+		return;
+	if (c->feeding) {
+		/* Inside its own request: the feed goes on by itself. */
+		uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+		return;
+	}
+	conn_read_again(c);
 }
 
 /* ------------------------------------------------------------- HELLO */

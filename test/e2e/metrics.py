@@ -5,6 +5,9 @@
   metrics.py status URL [METHOD]     print the HTTP status code
   metrics.py sum FILE NAME [L=V...]  print the sum of NAME's samples whose
                                      labels include every L=V (0 if none)
+  metrics.py peak URL NAME STOP      poll URL every 0.1 s until the file
+                                     STOP exists; print the largest value
+                                     NAME's samples summed to
   metrics.py big HOST PORT           send a request head over 8 KiB; print
                                      the status code of the answer
   metrics.py burst HOST PORT N       open N connections at once, send
@@ -13,6 +16,7 @@
                                      many were closed unanswered
 """
 import http.client
+import os
 import re
 import socket
 import sys
@@ -47,6 +51,27 @@ def total(path, name, want):
         if all(labels.get(k) == v for k, v in want.items()):
             s += float(m.group(4))
     print(int(s) if s == int(s) else s)
+
+
+def peak(url, name, stop):
+    top = 0.0
+    while True:
+        done = os.path.exists(stop)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                body = r.read().decode()
+        except OSError:
+            body = ""
+        s = 0.0
+        for line in body.splitlines():
+            m = SAMPLE.match(line.strip())
+            if m and m.group(1) == name:
+                s += float(m.group(4))
+        top = max(top, s)
+        if done:
+            break
+        time.sleep(0.1)
+    print(int(top))
 
 
 def big(host, port):
@@ -98,6 +123,8 @@ def main():
     elif cmd == "sum":
         want = dict(a.split("=", 1) for a in sys.argv[4:])
         total(sys.argv[2], sys.argv[3], want)
+    elif cmd == "peak":
+        peak(*sys.argv[2:5])
     elif cmd == "big":
         big(sys.argv[2], int(sys.argv[3]))
     elif cmd == "burst":

@@ -1132,3 +1132,38 @@ Test(iod_journal, sticky_abort_refuses_writes)
 		free(out);
 	}
 }
+
+/* mem.c's rule: a quarter of the journal for block copies waiting for log
+ * space and as much for data awaiting the twin; past either the sender is
+ * held, and held senders are read again once both are at half. */
+Test(iod_journal, memory_bound_rule)
+{
+	uint64_t lim = iod_mem_limit(256ull << 20);
+
+	cr_assert_eq(lim, 64ull << 20);
+	cr_assert_eq(iod_mem_limit(16ull << 20), 4ull << 20);
+	cr_assert(!iod_mem_over(0, 0, lim));
+	cr_assert(!iod_mem_over(lim, lim, lim), "at the limit: not over");
+	cr_assert(iod_mem_over(lim + 1, 0, lim));
+	cr_assert(iod_mem_over(0, lim + 1, lim));
+	cr_assert(iod_mem_may_release(lim / 2, lim / 2, lim));
+	cr_assert(!iod_mem_may_release(lim / 2 + 1, 0, lim));
+	cr_assert(!iod_mem_may_release(0, lim / 2 + 1, lim));
+	/* between half and the limit: neither hold nor release (hysteresis) */
+	cr_assert(!iod_mem_over(lim * 3 / 4, lim * 3 / 4, lim));
+	cr_assert(!iod_mem_may_release(lim * 3 / 4, 0, lim));
+}
+
+/* ... and its trim: only once the copies fell well below their peak. */
+Test(iod_journal, memory_trim_rule)
+{
+	const uint64_t M = 1ull << 20;
+
+	cr_assert(!iod_mem_trim_due(0, 0));
+	cr_assert(!iod_mem_trim_due(20 * M, 0), "a small peak: not worth it");
+	cr_assert(iod_mem_trim_due(256 * M, 64 * M));
+	cr_assert(iod_mem_trim_due(64 * M, 0));
+	cr_assert(!iod_mem_trim_due(256 * M, 128 * M), "a stream's "
+		  "checkpoint: still half");
+	cr_assert(!iod_mem_trim_due(64 * M, 64 * M));
+}

@@ -2688,6 +2688,51 @@ Test(jbd, cut_checkpointed_within_commit_interval)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* The memory the journal holds (docs/OPERATIONS.md "Memory"): a copy of
+ * every journaled block from its commit until its checkpoint; of them,
+ * the copies of transactions not yet in the log (waiting for space) are
+ * unlogged_bytes.  The copies in the log never exceed the log; the rest
+ * wait, counted, for the owner to bound. */
+Test(jbd, memory_accounting)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[3 * BS];
+	memset(buf, 0x6d, sizeof(buf));
+	int cnt = 0;
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.copy_bytes, 0);
+	cr_assert_eq(st.unlogged_bytes, 0);
+	/* 60 requests of 3 blocks, no waiting: ~3x the log */
+	for (int i = 0; i < 60; i++)
+		write1(j, 1 + (uint64_t)(i % 3), (uint64_t)i * BS, buf,
+		       sizeof(buf), &cnt);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.copy_bytes, 180 * BS, "one copy per journaled block");
+	cr_assert_gt(st.unlogged_bytes, 0, "the rest waits for log space");
+	cr_assert_leq(st.copy_bytes - st.unlogged_bytes, st.nblocks * BS,
+		      "the copies in the log fit the log");
+	drain(j);
+	cr_assert_eq(cnt, 60);
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.copy_bytes, 0, "the checkpoint frees every copy");
+	cr_assert_eq(st.unlogged_bytes, 0);
+	/* A rewrite of a block in the running transaction updates its copy. */
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, BS), 0);
+	cr_assert_eq(jbd_write(h, 1, 0, buf, BS), 0);
+	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) > 0);
+	jbd_stats(j, &st);
+	cr_assert_leq(st.copy_bytes, 2 * BS);
+	drain(j);
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.copy_bytes, 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* Admission that finds home full while rewrites wait in the log puts them
  * home at once: pending_home counts each journaled block as new home
  * space, so rewrites of one block held back far more than home takes, and
