@@ -218,6 +218,27 @@ unsigned iod_store_fds_cached(const struct iod_store *s);
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
 
+/* Block checksums (store_csum.c, docs/ARCHITECTURE.md "Integrity"):
+ * iod_store_read fails with -EBADMSG when a home block it read does not
+ * match its checksum (bad_off: the first such block of the last read).
+ * The counters are what metrics.c exports; heal.c keeps the last three. */
+struct iod_csum_stats {
+	uint64_t checked;          /* home blocks checked on reads */
+	uint64_t mismatches;       /* ... found not matching */
+	uint64_t bad_off;          /* the last read's first bad block */
+	uint64_t read_mismatches;  /* reads that found one */
+	uint64_t healed;           /* blocks rewritten from the twin */
+	uint64_t unhealed;         /* reads failed: both copies bad */
+	uint64_t wire_mismatches;  /* WRITE data refused (Write.data_crc) */
+	bool enabled;              /* checked here (data=journal) */
+};
+/* Refreshed from the store at each call. */
+struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s);
+/* Re-check block blk of subfile (ino, column) at home: -EBADMSG when it
+ * fails; 0 when it matches, is unchecked or is journal-resident. */
+int iod_store_csum_verify(struct iod_store *s, uint64_t ino, uint32_t column,
+			  uint64_t blk);
+
 /* Subfiles held as lost (store_lost.c): their journaled changes could not
  * be brought home (a checkpoint or replay failed for a reason of the
  * subfile's own), so they are not served here until a delete (a full
@@ -554,7 +575,17 @@ void iod_hello(const struct iod *d, Twinfs__Hello *hello);
 /* A reply built only from a status (no body). */
 void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
 
+/* heal.c: a READ (m, whose iod_store_read said -EBADMSG) served from
+ * the twin and our bad blocks rewritten; from_twin: the twin asked, so it
+ * gets -EBADMSG (never healed back).  Replies to m; the caller frees m. */
+void iod_heal_read(struct iod *d, struct wire_conn *c,
+		   const struct wire_msg *m, bool from_twin);
+
 /* mgr.c */
+/* Tell mgrd a block of (ino, column) at off failed its checksum here
+ * (healed: from the twin), for its log line with the file's path. */
+void iod_mgr_report_bad_block(struct iod *d, uint64_t ino, uint32_t column,
+			      uint64_t off, bool healed);
 /* Fill the map from the config (epoch 0, everyone up): --no-mgr, and the
  * twin's address until mgrd answers. */
 void iod_map_from_conf(struct iod *d);

@@ -357,6 +357,13 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	}
 	n = iod_store_read(d->store, r->ino, r->column, r->offset, r->length,
 			   &buf, &st);
+	if (n == -EBADMSG) {
+		/* docs/ARCHITECTURE.md "Integrity": from the twin */
+		const struct iod_conn *ic = wire_conn_get_data(c);
+
+		iod_heal_read(d, c, m, ic->role == TWINFS__ROLE__ROLE_IOD);
+		return;
+	}
 	if (n < 0) {
 		tw_log_rl(TW_LOG_ERR, "read ino %" PRIu64 " column %" PRIu32
 			  " at %" PRIu64 ": %s", r->ino, r->column, r->offset,
@@ -365,6 +372,8 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	rr.sub_size = st.size;
+	rr.data_crc = tw_crc32c(0, buf ? buf : (const uint8_t *)"", (size_t)n);
+	rr.has_crc = true;
 	/* The data leaves from buf itself, freed once written. */
 	z = (struct wire_zdata){ .base = buf, .len = (size_t)n,
 				 .release = free, .arg = buf };
