@@ -735,6 +735,27 @@ refuse:
 	return rc;
 }
 
+/* docs/ARCHITECTURE.md "Integrity": a WRITE's data must match the CRC its
+ * sender took (Write.data_crc) before anything is journaled: -EBADMSG,
+ * and the client sends it once more. */
+static int check_data_crc(struct iod *d, struct wire_conn *c,
+			  const struct wire_msg *m)
+{
+	const Twinfs__Write *w = (const Twinfs__Write *)m->body;
+
+	if (m->hdr.type != TWINFS__MSG_TYPE__MSG_WRITE || !w->has_crc ||
+	    tw_crc32c(0, m->data_len ? m->data : (const uint8_t *)"",
+		      m->data_len) == w->data_crc)
+		return 0;
+	iod_store_csum_stats(d->store)->wire_mismatches++;
+	tw_log_rl(TW_LOG_WARN, "%s: WRITE of ino %" PRIu64 " column %" PRIu32
+		  " at %" PRIu64 " (%zu bytes) refused: its data does not "
+		  "match the CRC its sender took (damaged on the way)",
+		  wire_conn_peer(c), w->ino, w->column, w->offset,
+		  (size_t)m->data_len);
+	return -EBADMSG;
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 /* Who may ask what (proto/FORMAT.md "Who may send what to an iod"): a
@@ -879,6 +900,11 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		if (rc < 0) {
 			tw_log_rl(TW_LOG_WARN, "%s: invalid %s refused",
 				  wire_conn_peer(c), wire_type_name(type));
+			iod_reply_status(c, m, rc);
+			break;
+		}
+		rc = check_data_crc(d, c, m);
+		if (rc < 0) {
 			iod_reply_status(c, m, rc);
 			break;
 		}

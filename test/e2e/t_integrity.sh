@@ -7,11 +7,13 @@
 #     path, /metrics counts it, and the bad copy is rewritten on disk;
 #   - the same block damaged on both twins: EIO for a read of that block
 #     only, other ranges read fine;
-#   - a WRITE frame damaged on the wire (the test build's fault hook,
-#     TWINFS_TEST_CORRUPT_WRITE): refused by the iod, sent again by the
-#     client, the file is right.
+#   - a WRITE frame damaged on the wire (the client's fault knob
+#     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
+#     iod (Write.data_crc), sent again by the client, the file is right.
 . "$(dirname "$0")/lib.sh"
 export TWINFS_COMMIT_INTERVAL=1s   # idle journals go home within ~2 s
+# the first WRITE frame the client sends leaves with a damaged byte
+export TWINFS_TEST_FAULTS=1 TWINFS_TEST_CORRUPT_WRITE=1
 e2e_begin integrity
 e2e_tmpdir T
 
@@ -58,6 +60,17 @@ same_range() {
 	cmp -s <(dd if="$1" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null) \
 		<(dd if="$2" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null)
 }
+
+# --- the damaged WRITE frame: refused by its iod, sent again by the client
+drop_caches
+assert_same_file wire-write-resent "$T/one" "$M/g0/one"
+if grep -q 'refused: its data does not match the CRC' "$RUN"/logs/iod[12].log; then
+	pass wire-write-refused
+else
+	fail wire-write-refused "no iod of group 0 logged the damaged WRITE"
+fi
+w=$(($(metric 1 twinfs_iod_csum_wire_mismatches_total) + $(metric 2 twinfs_iod_csum_wire_mismatches_total)))
+((w == 1)) && pass metrics-wire-mismatch || fail metrics-wire-mismatch "wire_mismatches_total $w"
 
 # --- one twin bad: a block in each stripe unit of iod 1's copy, so that
 # whichever twin serves a unit, iod 1 serves one of them
