@@ -772,6 +772,20 @@ static void fault_corrupt(struct wire_zdata *z)
 				  .release = free, .arg = copy };
 }
 
+/* Measurement only (TWINFS_BENCH_NO_CSUM=1, test/bench/csum_cost.sh): WRITE
+ * data goes without its CRC. */
+static bool bench_no_csum(void)
+{
+	static int off = -1;      /* I/O thread only */
+
+	if (off < 0) {
+		const char *v = getenv("TWINFS_BENCH_NO_CSUM");
+
+		off = v && strcmp(v, "1") == 0;
+	}
+	return off;
+}
+
 static void write_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -899,12 +913,12 @@ static void write_issue(struct fc_op *op)
 		z = (struct wire_zdata){
 			.base = d->buf + (pc->p.file_off - d->off),
 			.len = pc->p.len, .release = wbuf_put, .arg = d->wbuf };
-		if (!pc->has_crc) {
+		if (!pc->has_crc && !bench_no_csum()) {
 			pc->crc = tw_crc32c(0, z.base, z.len);
 			pc->has_crc = true;
 		}
 		w.data_crc = pc->crc;
-		w.has_crc = true;
+		w.has_crc = pc->has_crc;
 		fault_corrupt(&z);
 		fc_call_z(cl, pc->iod ? pc->iod->peer : NULL,
 			  TWINFS__MSG_TYPE__MSG_WRITE, &w.base, &z,

@@ -158,6 +158,10 @@ struct iod_store_opts {
 	 * disk: mgrd rebuilds the iod in full from its twin (twinfs-iod
 	 * --quarantine-journal). */
 	bool quarantine_journal;
+	/* Measurement only (TWINFS_BENCH_NO_CSUM=1, test/bench/csum_cost.sh):
+	 * no block checksums and no READ reply CRCs, as before them; the
+	 * next normal start computes every checksum again (store_csum.c C3). */
+	bool bench_no_csum;
 	/* Tests only (TWINFS_TEST_REPLAY_EIO=1 with TWINFS_TEST_FAULTS=1):
 	 * replay fails with EIO (journal.h jbd_opts.test_replay_eio). */
 	bool test_replay_eio;
@@ -231,6 +235,7 @@ struct iod_csum_stats {
 	uint64_t unhealed;         /* reads failed: both copies bad */
 	uint64_t wire_mismatches;  /* WRITE data refused (Write.data_crc) */
 	bool enabled;              /* checked here (data=journal) */
+	bool bench_off;            /* iod_store_opts.bench_no_csum */
 };
 /* Refreshed from the store at each call. */
 struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s);

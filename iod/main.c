@@ -317,6 +317,9 @@ int main(int argc, char **argv)
 	so.on_abort = iod_journal_aborted;
 	so.abort_arg = d;
 	so.quarantine_journal = quarantine;
+	/* Measurement only (test/bench/csum_cost.sh): no block checksums. */
+	so.bench_no_csum = getenv("TWINFS_BENCH_NO_CSUM") &&
+			   strcmp(getenv("TWINFS_BENCH_NO_CSUM"), "1") == 0;
 	so.test_replay_eio = fault_knob && getenv("TWINFS_TEST_REPLAY_EIO") &&
 			     strcmp(getenv("TWINFS_TEST_REPLAY_EIO"), "1") == 0;
 	/* Replay happens in here, before registration (mgr.c) and serving. */

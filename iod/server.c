@@ -372,8 +372,11 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	rr.sub_size = st.size;
-	rr.data_crc = tw_crc32c(0, buf ? buf : (const uint8_t *)"", (size_t)n);
-	rr.has_crc = true;
+	if (!iod_store_csum_stats(d->store)->bench_off) {
+		rr.data_crc = tw_crc32c(0, buf ? buf : (const uint8_t *)"",
+					(size_t)n);
+		rr.has_crc = true;
+	}
 	/* The data leaves from buf itself, freed once written. */
 	z = (struct wire_zdata){ .base = buf, .len = (size_t)n,
 				 .release = free, .arg = buf };

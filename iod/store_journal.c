@@ -617,7 +617,9 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		s->mode = JBD_MODE_JOURNAL;
 		break;
 	}
-	rc = store_csum_open(s, s->mode == JBD_MODE_JOURNAL);
+	s->csum_stats.bench_off = opts->bench_no_csum;
+	rc = store_csum_open(s, s->mode == JBD_MODE_JOURNAL &&
+			     !opts->bench_no_csum);
 	if (rc < 0) {
 		tw_err("data directory %s: csums/: %s", s->dir, strerror(-rc));
 		goto fail;
