@@ -237,6 +237,13 @@ struct iod_csum_stats {
 	bool enabled;              /* checked here (data=journal) */
 	bool bench_off;            /* iod_store_opts.bench_no_csum */
 };
+/* The regions (absolute indexes) of the last iod_store_checksum call that
+ * hold a block failing its checksum at home, at most IOD_CSUM_BAD_MAX:
+ * their CRCs cover the bytes as they are on disk (twinfsctl verify names
+ * the twin whose copy is bad). */
+#define IOD_CSUM_BAD_MAX 64u
+size_t iod_store_checksum_bad(const struct iod_store *s,
+			      const uint32_t **regions);
 /* Refreshed from the store at each call. */
 struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s);
 /* Re-check block blk of subfile (ino, column) at home: -EBADMSG when it

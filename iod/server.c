@@ -562,6 +562,8 @@ static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	r.size = size;
 	r.n_crcs = (size_t)n;
 	r.crcs = crcs;
+	r.n_bad_regions = iod_store_checksum_bad(d->store,
+			(const uint32_t **)&r.bad_regions);
 	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 	free(crcs);
 }

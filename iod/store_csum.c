@@ -273,6 +273,10 @@ int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 		s->csum_blocks_checked++;
 		if (store_csum_block(p, valid) == e[i])
 			continue;
+		if (s->csum_soft) {
+			s->csum_soft_bad++;
+			continue;
+		}
 		if (bad++ == 0) {
 			s->csum_bad_obj = obj;
 			s->csum_bad_off = bs;
@@ -478,6 +482,13 @@ struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s)
 	s->csum_stats.bad_off = s->csum_bad_off;
 	s->csum_stats.enabled = s->csum_check;
 	return &s->csum_stats;
+}
+
+size_t iod_store_checksum_bad(const struct iod_store *s,
+			      const uint32_t **regions)
+{
+	*regions = s->csum_bad_regions;
+	return s->n_csum_bad_regions;
 }
 
 int iod_store_csum_verify(struct iod_store *s, uint64_t ino, uint32_t column,

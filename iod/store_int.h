@@ -141,6 +141,12 @@ struct iod_store {
 	uint64_t csum_mismatches;  /* blocks found not matching */
 	uint64_t csum_bad_obj, csum_bad_off;   /* the last read's first */
 	struct iod_csum_stats csum_stats;
+	/* iod_store_checksum: mismatches only counted (csum_soft_bad), and
+	 * the regions holding one (iod_store_checksum_bad) */
+	bool csum_soft;
+	uint64_t csum_soft_bad;
+	uint32_t csum_bad_regions[IOD_CSUM_BAD_MAX];
+	size_t n_csum_bad_regions;
 };
 
 /* A subfile held as lost (store_lost.c). */

@@ -1381,6 +1381,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 
 	*crcs = NULL;
 	*size = 0;
+	s->n_csum_bad_regions = 0;
 	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
@@ -1447,6 +1448,10 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 		data_read += end - off;
 		if (max_data && data_read >= max_data && r + 1 < n_regions)
 			n_regions = r + 1;
+		/* docs/ARCHITECTURE.md "Integrity": a bad block is
+		 * summed as it is on disk, and its region named */
+		s->csum_soft = true;
+		s->csum_soft_bad = 0;
 		while (off < end) {
 			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
 						     end - off);
@@ -1454,6 +1459,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 					    buf, want);
 
 			if (got < 0) {
+				s->csum_soft = false;
 				rc = got;
 				goto fail;
 			}
@@ -1462,6 +1468,11 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			crc = tw_crc32c(crc, buf, (size_t)got);
 			off += (uint64_t)got;
 		}
+		s->csum_soft = false;
+		if (s->csum_soft_bad &&
+		    s->n_csum_bad_regions < IOD_CSUM_BAD_MAX)
+			s->csum_bad_regions[s->n_csum_bad_regions++] =
+				(uint32_t)(first_region + r);
 		out[r] = crc;
 		off = end;
 	}

@@ -7,6 +7,8 @@
 #     path, /metrics counts it, and the bad copy is rewritten on disk;
 #   - the same block damaged on both twins: EIO for a read of that block
 #     only, other ranges read fine;
+#   - twinfsctl verify names the good twin of a block bad on one, and a
+#     block bad on both;
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
@@ -21,8 +23,9 @@ SZ=$((1 << 20))
 RUN=$TWINFS_RUN_DIR
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0" ||
 	fail layout "setfattr failed"
-for f in one both; do head -c $SZ /dev/urandom >"$T/$f"; done
-cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" || fail write "cp failed"
+for f in one both ver; do head -c $SZ /dev/urandom >"$T/$f"; done
+cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" ||
+	fail write "cp failed"
 ctl sync >/dev/null || fail sync "twinfsctl sync failed"
 
 # metric IOD NAME: the value of NAME on iod IOD's /metrics
@@ -104,10 +107,25 @@ for off in 98304 598016; do same_range "$T/one" "$p1" $off 4096 && healed=$((hea
 dd if="$T/one" of="$M/g0/one" bs=4096 skip=24 seek=24 count=1 conv=notrunc 2>/dev/null
 dd if="$T/one" of="$M/g0/one" bs=4096 skip=146 seek=146 count=1 conv=notrunc 2>/dev/null
 
-# --- both twins bad: EIO for that block only
+# --- verify names the good twin (ver: bad on iod 2) and a block bad on both
 pb1=$(subpath 1 both) pb2=$(subpath 2 both)
 flip "$pb1" 200000
 flip "$pb2" 200000
+flip "$(subpath 2 ver)" 300000
+out=$(ctl -t 30000 verify 2>&1)
+echo "$out" | grep -E '^(GOOD|BAD-BOTH|DIFFER)' | sed 's/^/# /'
+echo "$out" | grep -q "^GOOD .*g0/ver .*iod 1's copy is good, iod 2's fails its block checksums" &&
+	pass verify-names-good-twin || fail verify-names-good-twin "no GOOD line for g0/ver"
+echo "$out" | grep -q "^BAD-BOTH .*g0/both .*region 0 fails its block checksums on both twins" &&
+	pass verify-bad-on-both || fail verify-bad-on-both "no BAD-BOTH line for g0/both"
+[[ $(echo "$out" | grep -c '^DIFFER') == 2 ]] && pass verify-two-differ ||
+	fail verify-two-differ "$(echo "$out" | grep -c '^DIFFER') DIFFER lines"
+# ver's bad block is read (from whichever twin) and rewritten through the mount
+drop_caches
+assert_same_file ver-reads "$T/ver" "$M/g0/ver"
+dd if="$T/ver" of="$M/g0/ver" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/dev/null
+
+# --- both twins bad: EIO for that block only
 drop_caches
 out=$("$PY" - "$M/g0/both" "$T/both" <<'PYEOF'
 import os, sys
@@ -133,5 +151,7 @@ echo "$out" | sed 's/^/# /'
 dd if="$T/both" of="$M/g0/both" bs=4096 skip=48 seek=48 count=1 conv=notrunc 2>/dev/null
 drop_caches
 assert_same_file both-rewritten "$T/both" "$M/g0/both"
+# every copy good again: verify is clean
+e2e_verify
 
 e2e_end
