@@ -344,7 +344,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||
 	    strlen(opts->dir) >= PATH_MAX)
 		return -EINVAL;
-	s->dir_fd = s->sub_fd = s->csum_fd = -1;
+	s->dir_fd = s->sub_fd = s->csum_fd = s->csum_cfd = -1;
 	s->iod_id = opts->iod_id;
 	s->max_cached = opts->max_fds ? opts->max_fds : IOD_FD_CACHE_DEFAULT;
 	s->lru.prev = s->lru.next = &s->lru;
@@ -874,6 +874,7 @@ int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column)
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	uncache(s, ino, column);
+	store_csum_uncache(s, ino, column);   /* unlinked on another thread */
 	pthread_mutex_lock(&s->unlink_lock);
 	if (tw_hmap_get(&s->unlink_q, key) != NULL) {
 		rc = 0;

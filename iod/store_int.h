@@ -135,6 +135,8 @@ struct iod_store {
 
 	/* store_csum.c */
 	int csum_fd;               /* DIR/csums */
+	int csum_cfd;              /* the last checksum file used, or -1 */
+	uint64_t csum_cobj;        /* ... of this object */
 	bool csum_on;              /* entries are written (data=journal) */
 	bool csum_check;           /* ... and checked (C3) */
 	uint64_t csum_blocks_checked;
@@ -208,6 +210,7 @@ int store_csum_cut(struct iod_store *s, uint64_t ino, uint32_t column,
 int store_csum_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 		     uint64_t off, uint64_t len);
 int store_csum_forget(struct iod_store *s, uint64_t ino, uint32_t column);
+void store_csum_uncache(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_csum_sync(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_csum_verify_block(struct iod_store *s, uint64_t ino, uint32_t column,
 			    uint64_t blk);
