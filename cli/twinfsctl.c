@@ -74,6 +74,11 @@ void usage(FILE *f)
 "                           resync: writes it missed are lost\n"
 "  rebuild --status [--json] [IOD]  resync jobs: state, start and end, files and\n"
 "                           bytes to copy and copied, rate, errors\n"
+"  scrub [--wait] [--status] [--json] [--rate MB/s] [IOD]\n"
+"                           check every block of every iod (or of IOD) against\n"
+"                           its checksum in the background, healing bad ones\n"
+"                           from the twin; --status only shows how it goes;\n"
+"                           exits 1 if a block is bad on both twins\n"
 "  df [-h]                  capacity per iod and for the file system\n"
 "  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
 "  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
@@ -1448,6 +1453,8 @@ int main(int argc, char **argv)
 		return cmd_getstripe(argc, argv);
 	if (strcmp(argv[0], "setstripe") == 0)
 		return cmd_setstripe(argc, argv);
+	if (strcmp(argv[0], "scrub") == 0)
+		return cmd_scrub(&ctl, argc, argv);
 	if (strcmp(argv[0], "keygen") == 0)
 		return cmd_keygen(argc, argv);
 	if (strcmp(argv[0], "client") == 0)

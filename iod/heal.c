@@ -38,7 +38,8 @@ struct heal {
 
 static void heal_free(struct heal *h)
 {
-	wire_conn_unref(h->c);
+	if (h->c)
+		wire_conn_unref(h->c);
 	free(h);
 }
 
@@ -115,7 +116,7 @@ static void both_bad(struct heal *h, int why)
 		  h->d->id, h->ino, h->column, h->bad_off, h->d->twin_id,
 		  strerror(-why), h->off, h->len);
 	iod_mgr_report_bad_block(h->d, h->ino, h->column, h->bad_off, false);
-	if (wire_conn_is_open(h->c))
+	if (h->c && wire_conn_is_open(h->c))
 		wire_reply(h->c, &h->hdr, -EIO, NULL, NULL, 0);
 }
 
@@ -151,7 +152,7 @@ static void twin_read_done(int status, struct wire_msg *reply, void *arg)
 	out.has_crc = true;
 	v.iov_base = n ? reply->data + lo : NULL;
 	v.iov_len = (size_t)n;
-	if (wire_conn_is_open(h->c))
+	if (h->c && wire_conn_is_open(h->c))
 		wire_reply(h->c, &h->hdr, 0, &out.base, &v, n ? 1 : 0);
 	repair(h, reply->data, reply->data_len, rr->sub_size);
 out:
@@ -160,46 +161,40 @@ out:
 	heal_free(h);
 }
 
-void iod_heal_read(struct iod *d, struct wire_conn *c, const struct wire_msg *m,
-		   bool from_twin)
+/* Read [off, off + len) of (ino, column) from the twin; c (may be NULL:
+ * the scrub) gets the client's reply to hdr. */
+static void heal_start(struct iod *d, struct wire_conn *c,
+		       const struct wire_hdr *hdr, uint64_t ino,
+		       uint32_t column, uint64_t off, uint64_t len)
 {
-	const Twinfs__Read *r = (const Twinfs__Read *)m->body;
 	Twinfs__Read q = TWINFS__READ__INIT;
 	struct iod_csum_stats *cs = iod_store_csum_stats(d->store);
 	struct heal *h;
 	uint64_t end;
 
-	cs->read_mismatches++;
-	tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": subfile ino %" PRIu64
-		  " column %" PRIu32 ": block at %" PRIu64 " fails its "
-		  "checksum%s", d->id, r->ino, r->column, cs->bad_off,
-		  from_twin ? " (a read for the twin: not healed from it)"
-			    : "; reading it from the twin");
-	if (from_twin) {
-		/* the twin heals from us: never back again (both bad) */
-		iod_reply_status(c, m, -EBADMSG);
-		return;
-	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		iod_reply_status(c, m, -EIO);
+		if (c)
+			wire_reply(c, hdr, -EIO, NULL, NULL, 0);
 		return;
 	}
 	h->d = d;
 	h->c = c;
-	wire_conn_ref(c);
-	h->hdr = m->hdr;
-	h->ino = r->ino;
-	h->column = r->column;
-	h->off = r->offset;
-	h->len = r->length;
+	if (c) {
+		wire_conn_ref(c);
+		h->hdr = *hdr;
+	}
+	h->ino = ino;
+	h->column = column;
+	h->off = off;
+	h->len = len;
 	h->bad_off = cs->bad_off;
-	h->aoff = r->offset / HEAL_BS * HEAL_BS;
-	end = (r->offset + r->length + HEAL_BS - 1) / HEAL_BS * HEAL_BS;
+	h->aoff = off / HEAL_BS * HEAL_BS;
+	end = (off + len + HEAL_BS - 1) / HEAL_BS * HEAL_BS;
 	h->alen = end - h->aoff;
 	if (h->alen > WIRE_MAX_DATA) {
-		h->aoff = r->offset;
-		h->alen = r->length;
+		h->aoff = off;
+		h->alen = len;
 	}
 	if (!d->twin_peer || !iod_twin_peer_readable(d)) {
 		both_bad(h, -ENOTCONN);
@@ -217,4 +212,36 @@ void iod_heal_read(struct iod *d, struct wire_conn *c, const struct wire_msg *m,
 		both_bad(h, -ENOTCONN);
 		heal_free(h);
 	}
+}
+
+void iod_heal_read(struct iod *d, struct wire_conn *c, const struct wire_msg *m,
+		   bool from_twin)
+{
+	const Twinfs__Read *r = (const Twinfs__Read *)m->body;
+	struct iod_csum_stats *cs = iod_store_csum_stats(d->store);
+
+	cs->read_mismatches++;
+	tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": subfile ino %" PRIu64
+		  " column %" PRIu32 ": block at %" PRIu64 " fails its "
+		  "checksum%s", d->id, r->ino, r->column, cs->bad_off,
+		  from_twin ? " (a read for the twin: not healed from it)"
+			    : "; reading it from the twin");
+	if (from_twin) {
+		/* the twin heals from us: never back again (both bad) */
+		iod_reply_status(c, m, -EBADMSG);
+		return;
+	}
+	heal_start(d, c, &m->hdr, r->ino, r->column, r->offset, r->length);
+}
+
+void iod_heal_range(struct iod *d, uint64_t ino, uint32_t column,
+		    uint64_t off, uint64_t len)
+{
+	struct iod_csum_stats *cs = iod_store_csum_stats(d->store);
+
+	tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": scrub: subfile ino %" PRIu64
+		  " column %" PRIu32 ": block at %" PRIu64 " fails its "
+		  "checksum; reading it from the twin", d->id, ino, column,
+		  cs->bad_off);
+	heal_start(d, NULL, NULL, ino, column, off, len);
 }

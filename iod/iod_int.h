@@ -577,6 +577,8 @@ struct iod {
 
 	/* metrics.c: GET /metrics, or NULL when [iod N] metrics is off */
 	struct iod_metrics *metrics;
+	/* scrub.c, or NULL once stopped */
+	struct iod_scrub *scrub;
 };
 
 /* server.c */
@@ -592,6 +594,19 @@ void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
  * gets -EBADMSG (never healed back).  Replies to m; the caller frees m. */
 void iod_heal_read(struct iod *d, struct wire_conn *c,
 		   const struct wire_msg *m, bool from_twin);
+/* The same for the scrub: [off, off + len) of (ino, column) read from the
+ * twin, our bad blocks in it rewritten; no reply. */
+void iod_heal_range(struct iod *d, uint64_t ino, uint32_t column,
+		    uint64_t off, uint64_t len);
+
+/* scrub.c: the background scrub (its header).  init: at start, resuming
+ * one left running (DIR/twinfs-scrub); stop: at shutdown; request: a
+ * SCRUB (start, or only the status), answered. */
+struct iod_scrub;
+int iod_scrub_init(struct iod *d);
+void iod_scrub_stop(struct iod *d);
+void iod_scrub_request(struct iod *d, struct wire_conn *c,
+		       const struct wire_msg *m);
 
 /* mgr.c */
 /* Tell mgrd a block of (ino, column) at off failed its checksum here

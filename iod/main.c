@@ -184,6 +184,7 @@ static void shutdown_daemon(struct iod *d)
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
 	iod_metrics_stop(d);
+	iod_scrub_stop(d);
 	iod_mem_fini(d);
 	iod_server_stop(d);
 	iod_resync_stop(d);
@@ -367,7 +368,8 @@ int main(int argc, char **argv)
 
 	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
 	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||
-	    iod_server_start(d) < 0 || iod_metrics_start(d) < 0) {
+	    iod_server_start(d) < 0 || iod_metrics_start(d) < 0 ||
+	    iod_scrub_init(d) < 0) {
 		shutdown_daemon(d);
 		uv_run(d->loop, UV_RUN_DEFAULT);
 		goto out;

@@ -777,6 +777,9 @@ static bool role_may(int role, uint16_t type)
 	case TWINFS__MSG_TYPE__MSG_FENCE:
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
 		return role == TWINFS__ROLE__ROLE_MGRD;
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
+		return role == TWINFS__ROLE__ROLE_ADMIN ||
+		       role == TWINFS__ROLE__ROLE_MGRD;
 	case TWINFS__MSG_TYPE__MSG_READ:
 	case TWINFS__MSG_TYPE__MSG_SEEK:
 		return true;
@@ -854,6 +857,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
 	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
 	case TWINFS__MSG_TYPE__MSG_SEEK:
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
 		break;
 	default:
 		iod_reply_status(c, m, -EOPNOTSUPP);
@@ -890,6 +894,12 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		break;
 	case TWINFS__MSG_TYPE__MSG_SEEK:
 		on_seek(d, c, m);
+		break;
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
+		if (body_is(m, &twinfs__scrub__descriptor) && m->data_len == 0)
+			iod_scrub_request(d, c, m);
+		else
+			iod_reply_status(c, m, -EINVAL);
 		break;
 	default:
 		rc = validate_mutation(d, m);

@@ -9,6 +9,7 @@
 #     only, other ranges read fine;
 #   - twinfsctl verify names the good twin of a block bad on one, and a
 #     block bad on both;
+#   - twinfsctl scrub --wait heals blocks no one read, on both twins;
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
@@ -23,8 +24,9 @@ SZ=$((1 << 20))
 RUN=$TWINFS_RUN_DIR
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0" ||
 	fail layout "setfattr failed"
-for f in one both ver; do head -c $SZ /dev/urandom >"$T/$f"; done
-cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" ||
+for f in one both ver scr; do head -c $SZ /dev/urandom >"$T/$f"; done
+cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" &&
+	cp "$T/scr" "$M/g0/scr" ||
 	fail write "cp failed"
 ctl sync >/dev/null || fail sync "twinfsctl sync failed"
 
@@ -151,6 +153,27 @@ echo "$out" | sed 's/^/# /'
 dd if="$T/both" of="$M/g0/both" bs=4096 skip=48 seek=48 count=1 conv=notrunc 2>/dev/null
 drop_caches
 assert_same_file both-rewritten "$T/both" "$M/g0/both"
+
+# --- the scrub finds and heals blocks no one reads: one bad on each twin
+ps1=$(subpath 1 scr) ps2=$(subpath 2 scr)
+flip "$ps1" 41000
+flip "$ps2" 820000
+h0=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+out=$(ctl scrub --wait --rate 64 2>&1) && pass scrub-wait ||
+	fail scrub-wait "exit $?: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+echo "$out" | tail -n 4 | sed 's/^/# /'
+for ((i = 0; i < 100; i++)); do
+	[[ $(metric 1 twinfs_iod_journal_used_bytes) == 0 && $(metric 2 twinfs_iod_journal_used_bytes) == 0 ]] && break
+	sleep 0.1
+done
+same_range "$T/scr" "$ps1" 40960 4096 && same_range "$T/scr" "$ps2" 819200 4096 &&
+	pass scrub-repaired-both || fail scrub-repaired-both "a bad block of scr is still on disk"
+h1=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+((h1 - h0 == 2)) && pass scrub-healed-two || fail scrub-healed-two "healed $((h1 - h0))"
+out=$(ctl scrub --status --json 1)
+[[ $out == *'"iod": 1, "running": false'*'"runs": 1}'* ]] && pass scrub-status-json ||
+	fail scrub-status-json "$out"
+
 # every copy good again: verify is clean
 e2e_verify
 
