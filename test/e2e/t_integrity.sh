@@ -9,7 +9,8 @@
 #     only, other ranges read fine;
 #   - twinfsctl verify names the good twin of a block bad on one, and a
 #     block bad on both;
-#   - twinfsctl scrub --wait heals blocks no one read, on both twins;
+#   - twinfsctl scrub --wait heals blocks no one read, on both twins, and
+#     a scrub cut by kill -9 of its iod resumes at its next start;
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
@@ -173,6 +174,19 @@ h1=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_heal
 out=$(ctl scrub --status --json 1)
 [[ $out == *'"iod": 1, "running": false'*'"runs": 1}'* ]] && pass scrub-status-json ||
 	fail scrub-status-json "$out"
+# a scrub cut by kill -9 of its iod resumes at the next start
+n1=$(wc -l <"$RUN/logs/iod1.log")
+ctl scrub --rate 1 1 >/dev/null || fail scrub-slow-start "twinfsctl scrub 1 failed"
+sleep 1.5
+lc kill-iod 1 >/dev/null
+lc start-iod 1 >/dev/null || fail scrub-restart "start-iod 1 failed"
+wait_log "$RUN/logs/iod1.log" "$n1" 'resuming the scrub at subfile' 10000 &&
+	pass scrub-resumes || fail scrub-resumes "no resume line in iod1.log"
+e2e_wait_healthy 60 || fail scrub-healthy "group 0 not healthy after the restart"
+out=$(ctl scrub --wait 1 2>&1) && pass scrub-resumed-ends ||
+	fail scrub-resumed-ends "exit $?: $(echo "$out" | tail -n 1)"
+[[ -e $RUN/iod1/twinfs-scrub ]] && fail scrub-cursor-gone "DIR/twinfs-scrub left" ||
+	pass scrub-cursor-gone
 
 # every copy good again: verify is clean
 e2e_verify
