@@ -1301,6 +1301,29 @@ static int lost_data(struct mgr_server *s, const struct mgr_conn *mc,
 	return rc < 0 ? -EAGAIN : 0;
 }
 
+/* Report.bad_block: a block of a file failed its checksum on iod `id`
+ * (docs/ARCHITECTURE.md "Integrity"); the iod healed it from its twin or
+ * answered EIO.  Only logged here, with the file's path. */
+static int bad_block(struct mgr_server *s, const struct mgr_conn *mc,
+		     const Twinfs__Report *q)
+{
+	char path[256];
+
+	if (mc->role != TWINFS__ROLE__ROLE_IOD || mc->iod_id != q->iod_id ||
+	    q->reporter_iod != q->iod_id)
+		return -EPERM;
+	if (mgr_ns_ino_path(&s->st.ns, q->lost_ino, path, sizeof(path)) < 0)
+		snprintf(path, sizeof(path), "(no path)");
+	tw_log_rl(q->bad_healed ? TW_LOG_WARN : TW_LOG_ERR, "mgrd: iod %u: "
+		  "%s (ino %llu column %u) subfile offset %llu failed its "
+		  "checksum: %s", q->iod_id, path,
+		  (unsigned long long)q->lost_ino, q->lost_column,
+		  (unsigned long long)q->bad_offset, q->bad_healed ?
+		  "served from its twin and rewritten" :
+		  "the twin's copy is bad too, reads of it get EIO");
+	return 0;
+}
+
 static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 		     struct wire_conn *c, struct wire_msg *m)
 {
@@ -1312,6 +1335,10 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 	}
 	if (q->lost_data) {
 		mgr_srv_reply(c, &m->hdr, lost_data(s, mc, q), NULL);
+		return;
+	}
+	if (q->bad_block) {
+		mgr_srv_reply(c, &m->hdr, bad_block(s, mc, q), NULL);
 		return;
 	}
 	if (q->missed_writes) {

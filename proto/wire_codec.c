@@ -129,6 +129,7 @@ static const struct wire_type types[] = {
 	T(CAP, "CAP", cap, cap_reply),
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
+	T(SCRUB, "SCRUB", scrub, scrub_reply),
 };
 #undef T
 
