@@ -88,6 +88,7 @@ struct mgr_repl {
 	uint64_t gen;             /* of the link; stale callbacks see another */
 	uint64_t next_try_ms, last_send_ms, last_ack_ms;
 	pid_t child;
+	uint64_t fork_ms;         /* when the child started */
 	uint64_t snap_index;
 	int snap_fd;
 	char snap_path[PATH_MAX + sizeof(REPL_SNAP_FILE) + 1];
@@ -490,6 +491,7 @@ static void start_fork(struct mgr_repl *r)
 	if (pid == 0)
 		snap_child(r, r->snap_path);
 	r->child = pid;
+	r->fork_ms = tw_now_ms();
 	r->link = L_FORKING;
 	tw_info("mgrd: standby mgrd %d joins: snapshot at index %llu being "
 		"written by process %d (fork took %llu ms)", r->other,
@@ -503,8 +505,13 @@ static void poll_fork(struct mgr_repl *r)
 	int wst;
 	pid_t pid = waitpid(r->child, &wst, WNOHANG);
 
-	if (pid == 0)
+	if (pid == 0) {
+		/* A child that hangs must not stop every later join. */
+		if (tw_now_ms() - r->fork_ms > REPL_SNAP_TIMEOUT_MS)
+			link_fail(r, "the snapshot process did not finish",
+				  -ETIMEDOUT);
 		return;
+	}
 	r->child = 0;
 	if (pid < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
 		link_fail(r, "writing the snapshot", -EIO);
