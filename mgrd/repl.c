@@ -455,12 +455,12 @@ static void repl_send_next_chunk(struct mgr_repl *r)
 }
 
 /* The child of the fork: the state as it was at the fork, to a file. */
-static void __attribute__((noreturn)) snap_child(struct mgr_repl *r,
+static void __attribute__((noreturn)) snap_child(const struct mgr_state *st,
 						 const char *path)
 {
 	uint8_t *buf;
 	size_t len, off = 0;
-	int fd, rc = mgr_state_encode(&r->s->st, &buf, &len);
+	int fd, rc = mgr_state_encode(st, &buf, &len);
 
 	if (rc < 0)
 		_exit(1);
@@ -477,19 +477,40 @@ static void __attribute__((noreturn)) snap_child(struct mgr_repl *r,
 	_exit(close(fd) == 0 ? 0 : 1);
 }
 
+pid_t mgr_snap_fork(const struct mgr_state *st, const char *path)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		snap_child(st, path);
+	return pid;
+}
+
+int mgr_snap_wait(pid_t pid)
+{
+	int wst;
+	pid_t got = waitpid(pid, &wst, WNOHANG);
+
+	if (got == 0)
+		return 1;
+	if (got < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
+		return -EIO;
+	return 0;
+}
+
 static void start_fork(struct mgr_repl *r)
 {
 	uint64_t t0 = tw_now_ms();
 	pid_t pid;
 
 	r->snap_index = r->index;
-	pid = fork();
+	pid = mgr_snap_fork(&r->s->st, r->snap_path);
 	if (pid < 0) {
-		link_fail(r, "fork", -errno);
+		link_fail(r, "fork", pid);
 		return;
 	}
-	if (pid == 0)
-		snap_child(r, r->snap_path);
 	r->child = pid;
 	r->fork_ms = tw_now_ms();
 	r->link = L_FORKING;
@@ -502,10 +523,9 @@ static void start_fork(struct mgr_repl *r)
 static void poll_fork(struct mgr_repl *r)
 {
 	struct stat st;
-	int wst;
-	pid_t pid = waitpid(r->child, &wst, WNOHANG);
+	int rc = mgr_snap_wait(r->child);
 
-	if (pid == 0) {
+	if (rc > 0) {
 		/* A child that hangs must not stop every later join. */
 		if (tw_now_ms() - r->fork_ms > REPL_SNAP_TIMEOUT_MS)
 			link_fail(r, "the snapshot process did not finish",
@@ -513,8 +533,8 @@ static void poll_fork(struct mgr_repl *r)
 		return;
 	}
 	r->child = 0;
-	if (pid < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
-		link_fail(r, "writing the snapshot", -EIO);
+	if (rc < 0) {
+		link_fail(r, "writing the snapshot", rc);
 		return;
 	}
 	r->snap_fd = open(r->snap_path, O_RDONLY | O_CLOEXEC);
