@@ -104,6 +104,7 @@ struct mgr_repl {
 	bool s_installed;         /* s_term's snapshot is in */
 	bool s_in_sync;
 	uint64_t last_contact_ms;
+	bool s_lost;              /* told the election the active is silent */
 	uint8_t *rx;              /* a snapshot being received */
 	uint64_t rx_len, rx_total, rx_term, rx_index;
 };
@@ -591,8 +592,16 @@ static void on_tick(uv_timer_t *t)
 	struct mgr_repl *r = t->data;
 	uint64_t now = tw_now_ms();
 
-	if (!r->active)
+	if (!r->active) {
+		/* The active sends at least every REPL_HEARTBEAT_MS: three
+		 * missed and the election hears that it is silent. */
+		if (r->last_contact_ms && !r->s_lost &&
+		    now - r->last_contact_ms > 3 * REPL_HEARTBEAT_MS) {
+			r->s_lost = true;
+			mgr_elect_peer_state(false, r->s_in_sync);
+		}
 		return;
+	}
 	switch (r->link) {
 	case L_DOWN:
 		if (now >= r->next_try_ms)
@@ -763,6 +772,7 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 		return;
 	}
 	r->last_contact_ms = tw_now_ms();
+	r->s_lost = false;
 	switch (m->hdr.type) {
 	case TWINFS__MSG_TYPE__MSG_REPL_JOIN: {
 		const Twinfs__ReplJoin *j = (const Twinfs__ReplJoin *)m->body;
@@ -876,6 +886,9 @@ void mgr_repl_stop(struct mgr_server *s)
 	s->repl = NULL;
 	s->jnl.on_record = NULL;
 	r->active = false;
+	/* The calls wire_peer_free fails are of no link any more. */
+	r->gen++;
+	r->link = L_DOWN;
 	held_drop(r);
 	backlog_free(r);
 	snap_cleanup(r);

@@ -65,6 +65,8 @@ for role in 1 2; do
 done
 s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" 3)
 [[ $s == "status 0 mgrd_id 2 "* ]] && pass standby-admits-admin || fail standby-admits-admin "$s"
+assert_eq standby-refuses-admin-requests "PING answered status -66" \
+	"$(tw ping 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER")"
 
 # The load: metadata of every kind, and file contents (sizes in mgrd).
 N=$(scale 4000)
