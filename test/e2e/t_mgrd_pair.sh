@@ -58,6 +58,13 @@ s=$(status2)
 [[ $s == "id 2 role standby "*"peer active" ]] && pass standby-status || fail standby-status "$s"
 s=$(status1)
 [[ $s == "id 1 role active term 1 "* ]] && pass active-status || fail active-status "$s"
+metrics() { "$PY" -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+	"http://$1:$((TWINFS_PORT + 5))/metrics" | grep '^twinfs_mgrd_pair_' | sort | tr '\n' ' '; }
+assert_eq metrics-active "twinfs_mgrd_pair_active 1 twinfs_mgrd_pair_in_sync 1 twinfs_mgrd_pair_lag_records 0 " \
+	"$(metrics 127.0.0.1)"
+assert_eq metrics-standby "twinfs_mgrd_pair_active 0 twinfs_mgrd_pair_in_sync 1 twinfs_mgrd_pair_lag_records 0 " \
+	"$(metrics 127.0.0.2)"
 for role in 1 2; do
 	s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" $role)
 	want="status -66 mgrd_id 2 active_addr 127.0.0.1:$TWINFS_PORT refusal mgrd 2 is standby; the active is mgrd 1 at 127.0.0.1:$TWINFS_PORT"
