@@ -129,6 +129,11 @@ static const struct wire_type types[] = {
 	T(CAP, "CAP", cap, cap_reply),
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
+	T(MGRD_STATUS, "MGRD_STATUS", empty, mgrd_status),
+	T(REPL_JOIN, "REPL_JOIN", repl_join, repl_pos),
+	T(REPL_SNAPSHOT, "REPL_SNAPSHOT", repl_snapshot, repl_pos),
+	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),
+	T(MGRD_BACKUP, "MGRD_BACKUP", mgrd_backup, mgrd_backup_reply),
 	T(SCRUB, "SCRUB", scrub, scrub_reply),
 };
 #undef T
@@ -154,6 +159,7 @@ const char *wire_role_name(int role)
 	case TWINFS__ROLE__ROLE_IOD: return "iod";
 	case TWINFS__ROLE__ROLE_ADMIN: return "admin";
 	case TWINFS__ROLE__ROLE_MGRD: return "mgrd";
+	case TWINFS__ROLE__ROLE_MGRD_PEER: return "mgrd-peer";
 	default: return "?";
 	}
 }

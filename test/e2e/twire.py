@@ -26,6 +26,12 @@ do not share a single line of code with the implementation they check.
         list an iod's subfiles: "ino column size blocks" per line.
     twire.py ping HOST PORT CLUSTER
         HELLO + PING; exit 0 if answered.
+    twire.py mgrd-status HOST PORT CLUSTER
+        MSG_MGRD_STATUS (admin): prints "id N role R term T applied A
+        lag L peer P" (proto/FORMAT.md "mgrd pair").
+    twire.py mgrd-hello HOST PORT CLUSTER ROLE
+        a HELLO of ROLE (1 client, 2 iod, 3 admin): prints "status S
+        mgrd_id I active_addr A refusal R" of its answer.
     twire.py locks HOST PORT CLUSTER
         the lock messages (41-44) as proto/FORMAT.md "Locks" describes
         them, from two client sessions: malformed requests, grant, denial
@@ -1363,6 +1369,41 @@ def subtree(host, port, cluster, keyfile, subdir, outside):
     return fails
 
 
+MSG_MGRD_STATUS = 70
+
+
+def mgrd_status(host, port, cluster):
+    c = Conn(host, port)
+    try:
+        st, _, _ = c.call(MSG_HELLO, hello_body(cluster))
+        if st != 0:
+            return "HELLO answered status %d" % st
+        st, r, _ = c.call(MSG_MGRD_STATUS)
+        if st != 0:
+            return "MGRD_STATUS answered status %d" % st
+        g = lambda no, d=0: r.get(no, [d])[0]
+        print("id %d role %s term %d applied %d lag %d peer %s" % (
+            g(1), g(2, b"").decode(), g(3), g(4), g(5), g(7, b"").decode()))
+        return None
+    finally:
+        c.close()
+
+
+def mgrd_hello(host, port, cluster, role):
+    c = Conn(host, port)
+    try:
+        body = hello_body(cluster, role)
+        if role == ROLE_IOD:
+            body += f_varint(5, 1)
+        st, r, _ = c.call(MSG_HELLO, body)
+        g = lambda no, d=0: r.get(no, [d])[0]
+        print("status %d mgrd_id %d active_addr %s refusal %s" % (
+            st, g(10), g(12, b"").decode() or "-",
+            g(6, b"").decode() or "-"))
+    finally:
+        c.close()
+
+
 def guarded(name, fn):
     """Run one checking command: exit status 1 if it failed, and one FAIL
     line for an exception it raised instead of a hang or a traceback."""
@@ -1424,6 +1465,15 @@ def main(argv):
     if cmd == "subtree":
         return guarded("subtree", lambda: subtree(
             host, port, cluster, argv[5], argv[6], int(argv[7])))
+    if cmd == "mgrd-status":
+        err = mgrd_status(host, port, cluster)
+        if err:
+            print(err)
+            return 1
+        return 0
+    if cmd == "mgrd-hello":
+        mgrd_hello(host, port, cluster, int(argv[5]))
+        return 0
     if cmd == "ping":
         err = hello_ping(host, port, cluster)
         if err:
