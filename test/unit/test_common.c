@@ -602,7 +602,7 @@ Test(conf, mgrd_pair_errors)
 	expect_error("[mgrd 0]\n" FOUR_IODS, 1, "bad mgrd number");
 	expect_error("[mgrd 1]\n[mgrd 2]\nhost = b\n[mgrd 1]\n" FOUR_IODS, 4,
 		     "duplicate section [mgrd 1]");
-	expect_error("[mgrd]\nlease_time = 1\n", 2, "unknown key");
+	expect_error("[mgrd]\nlease_tim = 1\n", 2, "unknown key");
 	expect_error("[mgrd 1]\nmax_locks_per_session = 5\n", 2,
 		     "unknown key 'max_locks_per_session' in [mgrd N]");
 	/* [mgrd]'s address next to a pair, named at its line */
@@ -835,4 +835,21 @@ Test(conf, client_keys_file_mode)
 	cr_assert_eq(tw_conf_load(conf_path, &c, err, sizeof(err)), 0, "%s",
 		     err);
 	unlink(conf_path);
+}
+
+/* [mgrd] lease_time (docs/ARCHITECTURE.md "Election"). */
+Test(conf, mgrd_lease_time)
+{
+	struct tw_conf c;
+	char err[256];
+
+	cr_assert_eq(load("[mgrd]\n" FOUR_IODS, &c, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(c.mgrd_lease_ms, 3000);
+	cr_assert_eq(load("[mgrd]\nlease_time = 1500ms\n" FOUR_IODS, &c, err,
+			  sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.mgrd_lease_ms, 1500);
+	expect_error("[mgrd]\nlease_time = 100ms\n", 2, "out of range");
+	expect_error("[mgrd]\nlease_time = 2m\n", 2, "out of range");
+	expect_error("[mgrd]\nlease_time = soon\n", 2, "bad time");
 }
