@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "lease.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -451,6 +452,10 @@ struct iod_conn {
 	int role;                  /* TWINFS__ROLE__* */
 	uint32_t node_id;
 	uint64_t session;          /* ROLE_CLIENT: iod_conn_session() */
+	/* ROLE_MGRD (vote.c): its term, and the list of mgrd connections */
+	uint64_t mgrd_term;
+	struct wire_conn *conn;    /* set while on the list */
+	struct iod_conn *mnext, *mprev;
 };
 
 /* What a client proved with a ticket (server.c key_fn; wire_conn_principal):
@@ -544,6 +549,10 @@ struct iod {
 
 	/* metrics.c: GET /metrics, or NULL when [iod N] metrics is off */
 	struct iod_metrics *metrics;
+
+	/* vote.c: our promise in the mgrd election, mgrd connections */
+	struct lease_vote vote;
+	struct iod_conn *mgrd_conns;
 };
 
 /* server.c */
@@ -553,6 +562,17 @@ void iod_server_stop(struct iod *d);
 void iod_hello(const struct iod *d, Twinfs__Hello *hello);
 /* A reply built only from a status (no body). */
 void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
+
+/* vote.c: the election's voter (docs/ARCHITECTURE.md "Election") */
+/* Load the promise from the data directory; start the quiet period. */
+int iod_vote_open(struct iod *d);
+/* A ROLE_MGRD HELLO of `term`: 0 (the connection is tracked) or -ESTALE. */
+int iod_vote_hello(struct iod *d, struct wire_conn *c, struct iod_conn *ic,
+		   uint64_t term);
+/* The connection of ic closes: forget it. */
+void iod_vote_conn_gone(struct iod *d, struct iod_conn *ic);
+/* MSG_LEASE from mgrd: decide, persist, answer (does not free m). */
+void iod_vote_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
 
 /* mgr.c */
 /* Fill the map from the config (epoch 0, everyone up): --no-mgr, and the

@@ -867,6 +867,8 @@ bool mgr_pool_fenced(const struct mgr_iodpool *p, uint64_t gen);
 /* The peer of iod `id` (monitor pings share it), or NULL. */
 struct wire_peer;
 struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);
+/* elect.c: our HELLO to the iods carries this term from now on. */
+void mgr_pool_set_term(struct mgr_iodpool *p, uint64_t term);
 
 /* -------------------------------------------------------------- server */
 

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      6u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts */
+#define WIRE_VERSION      7u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts; 7: the mgrd pair (ROLE_MGRD_PEER, MgrdStatus, replication, MSG_LEASE, Hello.mgrd_term) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
@@ -168,7 +168,7 @@ void *wire_conn_principal(const struct wire_conn *c);
  * request to queueing its reply, bulk data bytes in requests and in
  * replies by type, bytes read and written on the sockets, connections.
  * Updated on the loop thread only. */
-#define WIRE_STATS_TYPES 64   /* message types 0..63 (twinfs.proto) */
+#define WIRE_STATS_TYPES 96   /* message types 0..95 (twinfs.proto) */
 struct wire_stats {
 	uint64_t requests[WIRE_STATS_TYPES];
 	struct tw_hist latency[WIRE_STATS_TYPES];   /* seconds */
