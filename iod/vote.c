@@ -137,7 +137,10 @@ void iod_vote_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	vote_params(d, &p);
 	a = (struct lease_ask){ q->term, q->candidate, q->accept_stale,
 				q->standby_stale };
-	rc = lease_vote_decide(&d->vote, &p, &a, tw_now_ms(), &wait);
+	if (q->release)
+		rc = lease_vote_release(&d->vote, &a, tw_now_ms());
+	else
+		rc = lease_vote_decide(&d->vote, &p, &a, tw_now_ms(), &wait);
 	if (rc == 0 && lease_vote_persist_differs(&old, &d->vote)) {
 		struct tw_vote_disk v = { d->vote.term, d->vote.holder,
 					  d->vote.stale };

@@ -1,6 +1,6 @@
 /* main.c - twinfs-mgrd: command line, config, signals, the event loop.
  *
- *   twinfs-mgrd -c CONF [--id N] [-v] [--accept-corrupt-log]
+ *   twinfs-mgrd -c CONF [--id N] [-v] [--accept-corrupt-log] [--accept-stale]
  *
  * --id N says which mgrd of a pair ([mgrd 1], [mgrd 2]) this process is;
  * default 1, the only one without a pair.
@@ -31,7 +31,7 @@ static struct mgr_metrics *metrics;
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: twinfs-mgrd -c CONF [--id N] [-v] "
-		"[--accept-corrupt-log]\n"
+		"[--accept-corrupt-log] [--accept-stale]\n"
 		"       twinfs-mgrd --help | --version\n"
 		   "  -c CONF  cluster config (twinfs.conf)\n"
 		   "  --id N   which mgrd of a pair ([mgrd N]) this is; "
@@ -40,7 +40,11 @@ static void usage(FILE *f)
 		   "  --accept-corrupt-log\n"
 		   "           the record log is damaged in the middle: copy it\n"
 		   "           to DIR/journal.corrupt-TIME and cut it at the\n"
-		   "           damage, dropping the records after it\n");
+		   "           damage, dropping the records after it\n"
+		   "  --accept-stale\n"
+		   "           of a pair: become active even though the other\n"
+		   "           mgrd marked this one stale (it lacks replies the\n"
+		   "           other gave; they are lost)\n");
 }
 
 static void on_stopped(void *arg)
@@ -70,6 +74,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	static const struct option longopts[] = {
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
+		{ "accept-stale", no_argument, NULL, 'S' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -86,6 +91,7 @@ int main(int argc, char **argv)
 		case 'c': path = optarg; break;
 		case 'v': verbose = true; break;
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
+		case 'S': mgr_elect_accept_stale(); break;
 		case 'i':
 			id = (int)strtol(optarg, &end, 10);
 			if (*end || end == optarg || id < 1 ||

@@ -870,6 +870,16 @@ struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);
 /* elect.c: our HELLO to the iods carries this term from now on. */
 void mgr_pool_set_term(struct mgr_iodpool *p, uint64_t term);
 
+/* ---------------------------------------------- election (elect.c, elect.h) */
+
+/* twinfs-mgrd --accept-stale, before mgr_elect_start: stand and win even
+ * when marked stale (docs/ARCHITECTURE.md "Election" E6). */
+void mgr_elect_accept_stale(void);
+/* MSG_LEASE from the other mgrd: this mgrd as a voter; answers it. */
+struct wire_conn;
+struct wire_msg;
+void mgr_elect_vote(struct wire_conn *c, const struct wire_msg *m);
+
 /* -------------------------------------------------------------- server */
 
 struct mgr_server;

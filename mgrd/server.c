@@ -30,6 +30,7 @@
  * stall of mgrd (SIGSTOP, a late sweep) it counts from the stall's end.
  */
 #include "server_int.h"
+#include "elect.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -886,6 +887,15 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		wire_conn_close(c);
 		return;
 	}
+	/* A pair: only the active serves clients and iods
+	 * (docs/ARCHITECTURE.md "Election"). */
+	if ((h->role == TWINFS__ROLE__ROLE_CLIENT ||
+	     h->role == TWINFS__ROLE__ROLE_IOD) && !mgr_elect_is_active()) {
+		snprintf(why, sizeof(why), "mgrd %d is not the active mgrd of "
+			 "the pair", s->conf->mgrd_self);
+		hello_refuse(c, m, -EREMOTE, why);
+		return;
+	}
 	switch (h->role) {
 	case TWINFS__ROLE__ROLE_CLIENT:
 		/* proto/FORMAT.md "Client identities": with a secret, a
@@ -913,6 +923,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		break;
 	case TWINFS__ROLE__ROLE_ADMIN:
 	case TWINFS__ROLE__ROLE_IOD:
+	case TWINFS__ROLE__ROLE_MGRD_PEER:
 		/* proto/FORMAT.md "Authentication": iods and admins prove
 		 * the cluster secret (MSG_AUTH) whenever there is one;
 		 * clients prove an identity instead (above). */
@@ -1404,6 +1415,18 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_LEASE) {
+		if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER)
+			mgr_elect_vote(c, m);
+		else
+			mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		goto out;
+	}
+	/* Nothing is served without the lease (E2): the clock decides. */
+	if (mc->role != TWINFS__ROLE__ROLE_MGRD_PEER && !mgr_elect_is_active()) {
+		mgr_srv_reply(c, &m->hdr, -EREMOTE, NULL);
+		goto out;
+	}
 	if (t == TWINFS__MSG_TYPE__MSG_PING) {
 		h_ping(s, c, m);
 		goto out;
@@ -1494,6 +1517,28 @@ static void on_close(struct wire_conn *c, void *arg)
 	if (mc->next)
 		mc->next->prev = mc->prev;
 	free(mc);
+}
+
+/* ------------------------------------------------------------ the pair */
+
+void mgr_server_became_active(struct mgr_server *s, uint64_t term)
+{
+	if (s->conf->n_mgrds == 2)
+		tw_info("mgrd %d: serving as the active mgrd in term %" PRIu64,
+			s->conf->mgrd_self, term);
+}
+
+/* docs/ARCHITECTURE.md "Election": a former active closes every
+ * connection but the other mgrd's at once and answers new ones -EREMOTE. */
+void mgr_server_lost_lease(struct mgr_server *s)
+{
+	struct mgr_conn *mc, *next;
+
+	for (mc = s->conns; mc; mc = next) {
+		next = mc->next;
+		if (mc->role != TWINFS__ROLE__ROLE_MGRD_PEER)
+			wire_conn_close(mc->wc);
+	}
 }
 
 /* ----------------------------------------------------------- lifecycle */
@@ -1601,6 +1646,9 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	rc = mgr_resync_start(s, &s->resync);
 	if (rc < 0)
 		goto fail;
+	rc = mgr_elect_start(s);   /* after replay (elect.h) */
+	if (rc < 0)
+		goto fail;
 	if (!conf->secret[0] && !wire_host_is_loopback(conf->mgr_host)) {
 		tw_err("mgrd: refusing to listen on %s:%d without a cluster "
 		       "secret: set [cluster] secret in the config (every "
@@ -1659,6 +1707,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	*out = s;
 	return 0;
 fail:
+	mgr_elect_stop();
 	if (s->resync)
 		mgr_resync_stop(s->resync);
 	if (s->mon)
@@ -1707,6 +1756,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	s->stopping = true;
 	s->done = done;
 	s->done_arg = arg;
+	mgr_elect_stop();
 	/* The snapshot first: from here on nothing is journaled. */
 	rc = mgr_journal_snapshot(&s->jnl);
 	if (rc < 0)

@@ -86,6 +86,16 @@ int lease_vote_decide(struct lease_vote *v, const struct lease_params *p,
 	return 0;
 }
 
+int lease_vote_release(struct lease_vote *v, const struct lease_ask *a,
+		       uint64_t now)
+{
+	if (a->term != v->term || a->candidate != v->holder)
+		return -ESTALE;
+	if (v->until_ms > now)
+		v->until_ms = now;
+	return 0;
+}
+
 bool lease_vote_persist_differs(const struct lease_vote *a,
 				const struct lease_vote *b)
 {

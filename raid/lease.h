@@ -80,6 +80,12 @@ int lease_vote_decide(struct lease_vote *v, const struct lease_params *p,
 		      const struct lease_ask *a, uint64_t now,
 		      uint64_t *wait_ms);
 
+/* The holder's step-down (switchover): it serves nothing any more, so
+ * its lease may end here now, and the standby need not wait lease_ms.
+ * 0, or -ESTALE when (term, candidate) is not the promise. */
+int lease_vote_release(struct lease_vote *v, const struct lease_ask *a,
+		       uint64_t now);
+
 /* True when a and b differ in what is persisted. */
 bool lease_vote_persist_differs(const struct lease_vote *a,
 				const struct lease_vote *b);

@@ -105,6 +105,23 @@ Test(lease, stale_candidate_refused)
 	cr_assert_eq(ask(&v, 6, 2, false, false, 9000, NULL), -EUCLEAN);
 }
 
+Test(lease, release_on_step_down)
+{
+	struct lease_vote v = { 0 };
+	struct lease_ask mine = { 3, 1, false, false }, other = { 3, 2, false, false };
+
+	cr_assert_eq(ask(&v, 3, 1, false, false, 100, NULL), 0);
+	cr_assert_eq(lease_vote_release(&v, &other, 200), -ESTALE);
+	other.term = 2;
+	cr_assert_eq(lease_vote_release(&v, &other, 200), -ESTALE);
+	cr_assert_eq(ask(&v, 4, 2, false, false, 200, NULL), -EBUSY);
+	cr_assert_eq(lease_vote_release(&v, &mine, 200), 0);
+	cr_assert_eq(ask(&v, 4, 2, false, false, 200, NULL), 0);
+	/* A late release of an old term changes nothing. */
+	cr_assert_eq(lease_vote_release(&v, &mine, 300), -ESTALE);
+	cr_assert_eq(v.until_ms, 3200);
+}
+
 Test(lease, restart_quiet_period)
 {
 	struct lease_vote v = { .term = 7, .holder = 1 };
