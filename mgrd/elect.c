@@ -92,6 +92,8 @@ static struct {
 	uv_timer_t tick, expiry;
 	bool timers;
 	bool lost_pending;
+	bool told_no_stand;        /* logged why we do not stand */
+	bool term_taken;           /* a voter promised our term elsewhere */
 } el;
 
 static void lose(const char *why);
@@ -149,15 +151,31 @@ void mgr_elect_vote(struct wire_conn *c, const struct wire_msg *m)
 	}
 	a = (struct lease_ask){ q->term, q->candidate, q->accept_stale,
 				q->standby_stale };
-	if (q->release)
+	if (q->release) {
 		rc = lease_vote_release(&el.vote, &a, tw_now_ms());
-	else
+	} else {
+		uint64_t old = el.vote.term;
+
 		rc = vote_decide(&a, &wait);
+		if (rc == 0 && el.vote.term != old)
+			tw_info("mgrd %" PRIu32 ": voted for mgrd %" PRIu32
+				" in term %" PRIu64 "%s", el.me, q->candidate,
+				q->term, q->accept_stale ?
+				" (it accepted to be stale)" : "");
+	}
 	r.term = el.vote.term;
 	r.holder = el.vote.holder;
 	r.stale = el.vote.stale;
 	r.wait_ms = wait > UINT32_MAX ? UINT32_MAX : (uint32_t)wait;
-	mgr_srv_reply(c, &m->hdr, rc, &r.base);
+	tw_debug("mgrd %" PRIu32 ": vote for mgrd %" PRIu32 " term %" PRIu64
+		 ": %d", el.me, q->candidate, q->term, rc);
+	wire_reply(c, &m->hdr, rc, &r.base, NULL, 0);   /* refusals too */
+	/* The active renews at us every lease_time/3: our sign of its life
+	 * (E5), replication or not. */
+	if (rc == 0 && !q->release) {
+		el.peer_seen_ms = tw_now_ms();
+		el.told_no_stand = false;
+	}
 	/* A newer term promised to the other mgrd: ours is over (E3). */
 	if (rc == 0 && el.vote.holder != el.me && el.role != EL_FOLLOWER &&
 	    el.vote.term > el.t.term)
@@ -228,6 +246,10 @@ static void on_lease_reply(int status, struct wire_msg *reply, void *arg)
 	if (reply && reply->body &&
 	    reply->body->descriptor == &twinfs__lease_reply__descriptor)
 		r = (const Twinfs__LeaseReply *)reply->body;
+	tw_debug("mgrd %" PRIu32 ": LEASE term %" PRIu64 " at voter %" PRIu32
+		 ": %d (promise term %" PRIu64 " to %" PRIu32 ")", el.me,
+		 lc->term, lc->voter + 1, status, r ? r->term : 0,
+		 r ? r->holder : 0);
 	if (el.s && lc->gen == el.gen) {
 		if (r && r->term > el.highest)
 			el.highest = r->term;
@@ -243,6 +265,9 @@ static void on_lease_reply(int status, struct wire_msg *reply, void *arg)
 
 			if (at < el.next_ask_ms)
 				el.next_ask_ms = at;
+		} else if (status == -ESTALE && r && r->term >= lc->term &&
+			   el.role == EL_CANDIDATE) {
+			el.term_taken = true;   /* stand again above it */
 		} else if (status == -EUCLEAN && el.role == EL_CANDIDATE) {
 			tw_log_rl(TW_LOG_WARN, "mgrd %" PRIu32 ": voter %"
 				  PRIu32 " refuses: this mgrd is marked stale "
@@ -358,8 +383,9 @@ static void on_tick(uv_timer_t *t)
 		}
 		return;
 	case EL_CANDIDATE:
-		if (el.highest > el.t.term) {
-			stand();   /* a voter showed a newer term */
+		if (el.highest > el.t.term || el.term_taken) {
+			el.term_taken = false;
+			stand();   /* a voter showed a newer or taken term */
 			el.next_ask_ms = now;
 		}
 		if (now >= el.next_ask_ms) {
@@ -373,8 +399,20 @@ static void on_tick(uv_timer_t *t)
 		if (el.peer_alive && el.peer_reported)
 			el.peer_seen_ms = now;
 		if (!lease_may_stand(&el.p, now - el.peer_seen_ms, in_sync(),
-				     el.accept_stale))
+				     el.accept_stale)) {
+			if (!el.told_no_stand &&
+			    lease_may_stand(&el.p, now - el.peer_seen_ms, true,
+					    false)) {
+				el.told_no_stand = true;
+				tw_warn("mgrd %" PRIu32 ": the active mgrd is "
+					"silent, but this one is not known to "
+					"be in sync (it may be marked stale): "
+					"not standing; twinfs-mgrd "
+					"--accept-stale takes over, losing "
+					"what this mgrd lacks", el.me);
+			}
 			return;
+		}
 		stand();
 		el.next_ask_ms = now + lease_renew_ms(&el.p);
 		round_send();
