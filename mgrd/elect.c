@@ -89,6 +89,9 @@ static struct {
 	bool want_stale;           /* ask the voters to mark the standby */
 	struct stale_wait *stale_waits;
 	struct wire_peer *peer;    /* to the other mgrd */
+	/* Our own ROLE_MGRD connections to the iods, whose HELLO carries
+	 * the term we stand for: a standby has no iodpool. */
+	struct wire_peer *iods[TW_MAX_IODS];
 	uv_timer_t tick, expiry;
 	bool timers;
 	bool lost_pending;
@@ -97,6 +100,7 @@ static struct {
 } el;
 
 static void lose(const char *why);
+static void free_peers(void);
 
 void mgr_elect_accept_stale(void)
 {
@@ -319,7 +323,7 @@ static void round_send(void)
 		el.next_ask_ms = tw_now_ms() + wait + 1;
 	}
 	for (uint32_t id = 1; id <= el.n_iods; id++)
-		ask(mgr_pool_peer(el.s->pool, id), id - 1, false);
+		ask(el.iods[id - 1], id - 1, false);
 	ask(el.peer, el.n_iods + (3 - el.me) - 1, false);
 	counted();
 }
@@ -335,6 +339,25 @@ static bool in_sync(void)
 	return el.vote.holder ? el.vote.holder == el.me : el.me == 1;
 }
 
+/* Our HELLO to the iods carries the term we stand for or hold
+ * (proto/FORMAT.md "Election": older ones are refused); the iodpool's
+ * too, when this mgrd has one. */
+static void set_term(uint64_t term)
+{
+	Twinfs__Hello hello;
+
+	wire_hello_init(&hello, el.conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
+			el.s->incarnation);
+	hello.mgrd_term = term;
+	for (uint32_t i = 0; i < el.n_iods; i++)
+		if (el.iods[i] && wire_peer_set_hello(el.iods[i], &hello) < 0)
+			tw_warn("mgrd %" PRIu32 ": HELLO of term %" PRIu64
+				" to iod %" PRIu32 " not set", el.me, term,
+				i + 1);
+	if (el.s->pool)
+		mgr_pool_set_term(el.s->pool, term);
+}
+
 static void stand(void)
 {
 	uint64_t term = lease_next_term(el.highest > el.vote.term ?
@@ -345,7 +368,7 @@ static void stand(void)
 	el.role = EL_CANDIDATE;
 	el.want_stale = !el.peer_in_sync;
 	el.highest = term;
-	mgr_pool_set_term(el.s->pool, term);
+	set_term(term);
 	tw_info("mgrd %" PRIu32 ": standing for term %" PRIu64 "%s", el.me,
 		term, el.accept_stale ? " (accepting to be stale)" : "");
 }
@@ -463,7 +486,29 @@ int mgr_elect_start(struct mgr_server *s)
 	el.n_voters = el.n_iods + 2;
 	el.role = EL_FOLLOWER;
 	el.peer_seen_ms = tw_now_ms();
-	mgr_pool_set_term(s->pool, v.term);
+	wire_hello_init(&hello, conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
+			s->incarnation);
+	hello.mgrd_term = v.term;
+	for (uint32_t i = 0; i < el.n_iods; i++) {
+		struct wire_peer_opts po = {
+			.host = conf->iods[i].host,
+			.port = conf->iods[i].port,
+			.hello = &hello,
+			.secret = conf->secret,
+			.channel = conf->channel,
+		};
+
+		rc = wire_peer_new(s->loop, &po, &el.iods[i]);
+		if (rc < 0) {
+			tw_err("mgrd %" PRIu32 ": iod %" PRIu32 " (%s:%d): %s",
+			       el.me, i + 1, conf->iods[i].host,
+			       conf->iods[i].port, strerror(-rc));
+			free_peers();
+			return rc;
+		}
+	}
+	if (s->pool)
+		mgr_pool_set_term(s->pool, v.term);
 
 	wire_hello_init(&hello, conf->cluster_name,
 			TWINFS__ROLE__ROLE_MGRD_PEER, s->incarnation);
@@ -483,6 +528,7 @@ int mgr_elect_start(struct mgr_server *s)
 		if (rc < 0) {
 			tw_err("mgrd %" PRIu32 ": the other mgrd at %s:%d: %s",
 			       el.me, o->host, o->port, strerror(-rc));
+			free_peers();
 			return rc;
 		}
 	}
@@ -500,6 +546,19 @@ int mgr_elect_start(struct mgr_server *s)
 	return 0;
 }
 
+static void free_peers(void)
+{
+	for (uint32_t i = 0; i < TW_MAX_IODS; i++)
+		if (el.iods[i]) {
+			wire_peer_free(el.iods[i]);
+			el.iods[i] = NULL;
+		}
+	if (el.peer) {
+		wire_peer_free(el.peer);
+		el.peer = NULL;
+	}
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
 	(void)h;
@@ -511,10 +570,7 @@ void mgr_elect_stop(void)
 		return;
 	stale_waits_run(-ESHUTDOWN);
 	el.gen++;
-	if (el.peer) {
-		wire_peer_free(el.peer);
-		el.peer = NULL;
-	}
+	free_peers();
 	if (el.timers) {
 		uv_timer_stop(&el.tick);
 		uv_timer_stop(&el.expiry);
@@ -618,7 +674,7 @@ int mgr_elect_step_down(void)
 		lease_vote_release(&el.vote, &a, tw_now_ms());
 	}
 	for (uint32_t id = 1; id <= el.n_iods; id++)
-		ask(mgr_pool_peer(el.s->pool, id), id - 1, true);
+		ask(el.iods[id - 1], id - 1, true);
 	ask(el.peer, el.n_iods + (3 - el.me) - 1, true);
 	el.quiet_until_ms = tw_now_ms() + 2 * el.p.lease_ms;
 	return 0;

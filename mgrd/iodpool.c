@@ -43,6 +43,7 @@
  * returns (wire_call's rule), so callers may set up state after calling.
  */
 #include "mgrd_int.h"
+#include "elect.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -878,6 +879,7 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 				 TW_REQUEST_TIMEOUT_MS);
 	wire_hello_init(&hello, conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
 			incarnation);
+	hello.mgrd_term = mgr_elect_term();   /* iods refuse older terms */
 	for (int i = 0; i < conf->n_iods; i++) {
 		struct wire_peer_opts o = {
 			.host = conf->iods[i].host,
