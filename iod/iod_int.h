@@ -18,6 +18,7 @@
  *   resync.c  the source side of a twin's resync (copy, live writes)
  *   resync_cursor.c  where an interrupted resync copy may resume
  *   mgr.c     registration with mgrd and the cluster map
+ *   vote.c    a voter of the mgrd pair's election; term fencing of mgrd
  *   server.c  the listener, HELLO, who may send what, dispatch
  *   main.c    command line, signals, the loop
  *

@@ -35,6 +35,8 @@
  *   rjob.c     the byte format of that job record (mgrd/FORMAT.md).
  *   cap.c      data-path capabilities: issued with OPEN, create and
  *              MSG_CAP when the cluster has a secret.
+ *   elect.c    the pair's election (elect.h; docs/ARCHITECTURE.md
+ *              "Election"): lease, renewal, candidacy, our own vote.
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.
