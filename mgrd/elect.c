@@ -366,7 +366,8 @@ static void stand(void)
 	el.gen++;
 	lease_tally_init(&el.t, term, el.n_voters);
 	el.role = EL_CANDIDATE;
-	el.want_stale = !el.peer_in_sync;
+	/* Until replication says the other has caught up with us (E6). */
+	el.want_stale = true;
 	el.highest = term;
 	set_term(term);
 	tw_info("mgrd %" PRIu32 ": standing for term %" PRIu64 "%s", el.me,
@@ -380,6 +381,9 @@ static void lose(const char *why)
 	el.role = EL_FOLLOWER;
 	el.gen++;
 	el.peer_seen_ms = tw_now_ms();   /* one renewal period before standing */
+	/* What replication said was about our standby, not about us. */
+	el.peer_reported = false;
+	el.peer_in_sync = false;
 	uv_timer_stop(&el.expiry);
 	stale_waits_run(-ENOTCONN);
 	if (was_active) {
@@ -419,8 +423,6 @@ static void on_tick(uv_timer_t *t)
 	case EL_FOLLOWER:
 		if (now < el.quiet_until_ms)
 			return;
-		if (el.peer_alive && el.peer_reported)
-			el.peer_seen_ms = now;
 		if (!lease_may_stand(&el.p, now - el.peer_seen_ms, in_sync(),
 				     el.accept_stale)) {
 			if (!el.told_no_stand &&
