@@ -18,6 +18,7 @@
  *   resync.c  the source side of a twin's resync (copy, live writes)
  *   resync_cursor.c  where an interrupted resync copy may resume
  *   mgr.c     registration with mgrd and the cluster map
+ *   vote.c    a voter of the mgrd pair's election; term fencing of mgrd
  *   server.c  the listener, HELLO, who may send what, dispatch
  *   main.c    command line, signals, the loop
  *
@@ -35,6 +36,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "lease.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -484,6 +486,10 @@ struct iod_conn {
 	int role;                  /* TWINFS__ROLE__* */
 	uint32_t node_id;
 	uint64_t session;          /* ROLE_CLIENT: iod_conn_session() */
+	/* ROLE_MGRD (vote.c): its term, and the list of mgrd connections */
+	uint64_t mgrd_term;
+	struct wire_conn *conn;    /* set while on the list */
+	struct iod_conn *mnext, *mprev;
 };
 
 /* What a client proved with a ticket (server.c key_fn; wire_conn_principal):
@@ -579,6 +585,10 @@ struct iod {
 	struct iod_metrics *metrics;
 	/* scrub.c, or NULL once stopped */
 	struct iod_scrub *scrub;
+
+	/* vote.c: our promise in the mgrd election, mgrd connections */
+	struct lease_vote vote;
+	struct iod_conn *mgrd_conns;
 };
 
 /* server.c */
@@ -607,6 +617,16 @@ int iod_scrub_init(struct iod *d);
 void iod_scrub_stop(struct iod *d);
 void iod_scrub_request(struct iod *d, struct wire_conn *c,
 		       const struct wire_msg *m);
+/* vote.c: the election's voter (docs/ARCHITECTURE.md "Election") */
+/* Load the promise from the data directory; start the quiet period. */
+int iod_vote_open(struct iod *d);
+/* A ROLE_MGRD HELLO of `term`: 0 (the connection is tracked) or -ESTALE. */
+int iod_vote_hello(struct iod *d, struct wire_conn *c, struct iod_conn *ic,
+		   uint64_t term);
+/* The connection of ic closes: forget it. */
+void iod_vote_conn_gone(struct iod *d, struct iod_conn *ic);
+/* MSG_LEASE from mgrd: decide, persist, answer (does not free m). */
+void iod_vote_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
 
 /* mgr.c */
 /* Tell mgrd a block of (ino, column) at off failed its checksum here

@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 
 	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
 	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||
-	    iod_server_start(d) < 0 || iod_metrics_start(d) < 0 ||
+	    iod_vote_open(d) < 0 || iod_server_start(d) < 0 || iod_metrics_start(d) < 0 ||
 	    iod_scrub_init(d) < 0) {
 		shutdown_daemon(d);
 		uv_run(d->loop, UV_RUN_DEFAULT);

@@ -292,6 +292,15 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		}
 		wire_conn_set_data(c, ic);
 	}
+	/* docs/ARCHITECTURE.md "Election" E3: no mgrd of an older term. */
+	if (h->role == TWINFS__ROLE__ROLE_MGRD &&
+	    iod_vote_hello(d, c, ic, h->mgrd_term) < 0) {
+		r.refusal = "this mgrd's term is older than the term the "
+			    "iods promised: it lost its lease";
+		wire_reply(c, &m->hdr, -ESTALE, &r.base, NULL, 0);
+		wire_conn_close(c);
+		return;
+	}
 	ic->hello_ok = true;
 	ic->role = h->role;
 	ic->node_id = h->node_id;
@@ -776,6 +785,7 @@ static bool role_may(int role, uint16_t type)
 	case TWINFS__MSG_TYPE__MSG_MAP_UPDATE:
 	case TWINFS__MSG_TYPE__MSG_FENCE:
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
+	case TWINFS__MSG_TYPE__MSG_LEASE:
 		return role == TWINFS__ROLE__ROLE_MGRD;
 	case TWINFS__MSG_TYPE__MSG_SCRUB:
 		return role == TWINFS__ROLE__ROLE_ADMIN ||
@@ -844,6 +854,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		goto out;
 	case TWINFS__MSG_TYPE__MSG_FENCE:
 		on_fence(d, c, m);
+		goto out;
+	case TWINFS__MSG_TYPE__MSG_LEASE:   /* no registration needed */
+		iod_vote_request(d, c, m);
 		goto out;
 	case TWINFS__MSG_TYPE__MSG_WRITE:
 	case TWINFS__MSG_TYPE__MSG_READ:
@@ -936,7 +949,8 @@ static void on_close(struct wire_conn *c, void *arg)
 {
 	struct iod_conn *ic = wire_conn_get_data(c);
 
-	(void)arg;
+	if (ic)
+		iod_vote_conn_gone(arg, ic);
 	wire_conn_set_data(c, NULL);
 	free(ic);
 }

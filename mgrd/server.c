@@ -986,8 +986,9 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		wire_conn_close(c);
 		return;
 	}
-	if (!s->active && (h->role == TWINFS__ROLE__ROLE_CLIENT ||
-			   h->role == TWINFS__ROLE__ROLE_IOD)) {
+	if ((!s->active || !mgr_elect_is_active()) &&
+	    (h->role == TWINFS__ROLE__ROLE_CLIENT ||
+	     h->role == TWINFS__ROLE__ROLE_IOD)) {
 		hello_not_active(s, c, m);
 		return;
 	}
@@ -1495,6 +1496,13 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_LEASE) {
+		if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER)
+			mgr_elect_vote(c, m);
+		else
+			mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		goto out;
+	}
 	if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER) {
 		mgr_repl_request(s, c, m);
 		goto out;
@@ -1507,8 +1515,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		wire_reply(c, &m->hdr, 0, &st.base, NULL, 0);
 		goto out;
 	}
-	if (!s->active) {
-		/* proto/FORMAT.md "mgrd pair": only the active serves */
+	if (!s->active || !mgr_elect_is_active()) {
+		/* proto/FORMAT.md "mgrd pair": only the active serves; the
+		 * lease's clock decides, not a timer (Election E2) */
 		wire_reply(c, &m->hdr, -EREMOTE, NULL, NULL, 0);
 		goto out;
 	}
@@ -1829,6 +1838,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	*out = s;
 	return 0;
 fail:
+	mgr_elect_stop();
 	mgr_repl_stop(s);
 	if (s->timers_init) {
 		/* never started: closed before the loop runs them */

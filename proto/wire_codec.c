@@ -126,6 +126,7 @@ static const struct wire_type types[] = {
 	T(SEEK, "SEEK", seek, seek_reply),
 	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
 	T(FENCE, "FENCE", fence, empty),
+	T(LEASE, "LEASE", lease, lease_reply),
 	T(CAP, "CAP", cap, cap_reply),
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
