@@ -617,6 +617,13 @@ int iod_scrub_init(struct iod *d);
 void iod_scrub_stop(struct iod *d);
 void iod_scrub_request(struct iod *d, struct wire_conn *c,
 		       const struct wire_msg *m);
+/* What /metrics shows of it: running or not, the current (or last) run's
+ * subfiles and bytes read and reads that found a bad block, runs done. */
+struct iod_scrub_stats {
+	bool running;
+	uint64_t subfiles, bytes, bad, runs;
+};
+void iod_scrub_stats(const struct iod *d, struct iod_scrub_stats *out);
 /* vote.c: the election's voter (docs/ARCHITECTURE.md "Election") */
 /* Load the promise from the data directory; start the quiet period. */
 int iod_vote_open(struct iod *d);

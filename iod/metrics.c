@@ -207,6 +207,27 @@ static int render(struct tw_mx *x, void *arg)
 		tw_mx_u64(x, cf[i].name, id, 1,
 			  *(const uint64_t *)((const char *)cs + cf[i].off));
 	}
+
+	/* The scrub's progress (twinfsctl scrub --status shows the same). */
+	struct iod_scrub_stats ss;
+
+	iod_scrub_stats(d, &ss);
+	tw_mx_family(x, "twinfs_iod_scrub_running", TW_MX_GAUGE,
+		     "1 while a scrub reads this iod's data.");
+	tw_mx_u64(x, "twinfs_iod_scrub_running", id, 1, ss.running);
+	tw_mx_family(x, "twinfs_iod_scrub_subfiles", TW_MX_GAUGE,
+		     "Subfiles the running (or last) scrub has read.");
+	tw_mx_u64(x, "twinfs_iod_scrub_subfiles", id, 1, ss.subfiles);
+	tw_mx_family(x, "twinfs_iod_scrub_bytes", TW_MX_GAUGE,
+		     "Bytes the running (or last) scrub has read.");
+	tw_mx_u64(x, "twinfs_iod_scrub_bytes", id, 1, ss.bytes);
+	tw_mx_family(x, "twinfs_iod_scrub_bad_reads", TW_MX_GAUGE,
+		     "Reads of the running (or last) scrub that found a bad "
+		     "block.");
+	tw_mx_u64(x, "twinfs_iod_scrub_bad_reads", id, 1, ss.bad);
+	tw_mx_family(x, "twinfs_iod_scrub_runs_total", TW_MX_COUNTER,
+		     "Scrubs finished since this iod started.");
+	tw_mx_u64(x, "twinfs_iod_scrub_runs_total", id, 1, ss.runs);
 	return x->err;
 }
 

@@ -236,3 +236,17 @@ void iod_scrub_request(struct iod *d, struct wire_conn *c,
 	r.cur_column = sc->column;
 	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 }
+
+void iod_scrub_stats(const struct iod *d, struct iod_scrub_stats *out)
+{
+	const struct iod_scrub *sc = d->scrub;
+
+	memset(out, 0, sizeof(*out));
+	if (!sc)
+		return;
+	out->running = sc->running;
+	out->subfiles = sc->subfiles;
+	out->bytes = sc->bytes;
+	out->bad = sc->bad;
+	out->runs = sc->runs;
+}
