@@ -129,6 +129,8 @@ static const struct wire_type types[] = {
 	T(CAP, "CAP", cap, cap_reply),
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
+	T(MGRD_STATUS, "MGRD_STATUS", empty, mgrd_status),
+	T(MGRD_SWITCHOVER, "MGRD_SWITCHOVER", empty, empty),
 };
 #undef T
 
