@@ -79,6 +79,12 @@ int tw_mgrlist_add(struct tw_mgrlist *l, const char *host, int port)
 	return 0;
 }
 
+int tw_mgrlist_conf(struct tw_mgrlist *l, const struct tw_conf *c)
+{
+	tw_mgrlist_init(l);
+	return tw_mgrlist_add(l, c->mgr_host, c->mgr_port);
+}
+
 int tw_mgrlist_parse(struct tw_mgrlist *l, const char *s, int default_port)
 {
 	char one[TW_HOST_MAX + 16];

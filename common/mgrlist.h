@@ -57,6 +57,10 @@ int tw_mgrlist_parse(struct tw_mgrlist *l, const char *s, int default_port);
 void tw_mgrlist_init(struct tw_mgrlist *l);
 int tw_mgrlist_add(struct tw_mgrlist *l, const char *host, int port);
 
+/* The config's mgrds, in id order ([mgrd], or [mgrd 1] and [mgrd 2]).
+ * 0 or -EINVAL. */
+int tw_mgrlist_conf(struct tw_mgrlist *l, const struct tw_conf *c);
+
 static inline const struct tw_mgr_addr *
 tw_mgrlist_cur(const struct tw_mgrlist *l)
 {

@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "mgrlist.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -482,6 +483,8 @@ struct iod {
 	bool ever_registered;
 	bool reg_inflight, map_inflight;
 	struct wire_peer *mgr_peer;
+	struct tw_mgrlist mgrs;    /* the config's mgrds; cur: the one tried */
+	uint64_t mgr_hold_ms;      /* no new attempt before (mgrlist.h) */
 	uv_timer_t mgr_timer;
 	bool mgr_timer_init;
 	uint64_t report_epoch;     /* last MSG_REPORT about the twin */

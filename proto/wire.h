@@ -339,7 +339,7 @@ const char *wire_peer_refusal(const struct wire_peer *p);
 /* The mode frames on the current connection are protected with
  * (TW_CHANNEL_NONE when not connected or unsealed). */
 enum tw_channel wire_peer_channel(const struct wire_peer *p);
-/* "10.0.0.7:7503" */
+/* "10.0.0.7:7503": the address of the current or last connection */
 const char *wire_peer_name(const struct wire_peer *p);
 /* Fail every call with -ECANCELED, close, and free when handles are closed. */
 void wire_peer_free(struct wire_peer *p);

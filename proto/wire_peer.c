@@ -739,6 +739,7 @@ static void connect_now(struct wire_peer *p)
 	if (p->freeing || p->state != P_IDLE || p->resolving)
 		return;
 	p->last_attempt = tw_now_ms();
+	snprintf(p->name, sizeof(p->name), "%s:%d", p->host, p->port);
 	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)p->addrs) == 0 ||
 	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)p->addrs) == 0) {
 		p->n_addrs = 1;
@@ -970,9 +971,9 @@ int wire_peer_set_addr(struct wire_peer *p, const char *host, int port)
 {
 	if (!host || strlen(host) >= TW_HOST_MAX || port <= 0 || port > 65535)
 		return -EINVAL;
+	/* The name stays the current connection's until the next one. */
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	p->port = port;
-	snprintf(p->name, sizeof(p->name), "%s:%d", host, port);
 	return 0;
 }
 
