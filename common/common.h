@@ -100,6 +100,17 @@ struct tw_conf_iod {
 	int metrics_port;
 };
 
+/* One mgrd of a pair, [mgrd 1] / [mgrd 2] (docs/ARCHITECTURE.md
+ * "Metadata"); with a single mgrd, mgrd[0] mirrors [mgrd]'s address. */
+#define TW_MAX_MGRDS 2
+struct tw_conf_mgrd {
+	char host[TW_HOST_MAX];       /* default 127.0.0.1 */
+	int port;                     /* default 7500 */
+	char dir[PATH_MAX];           /* state directory */
+	char metrics_host[TW_HOST_MAX];
+	int metrics_port;             /* 0 = off */
+};
+
 /* A client identity, [client NAME] (docs/OPERATIONS.md "Client
  * identities"; proto/FORMAT.md "Client identities"). */
 #define TW_MAX_CLIENTS      256
@@ -236,6 +247,12 @@ struct tw_conf {
 	 * this process accepts (TW_CHANNEL_DEFAULT: the default mode). */
 	enum tw_channel channel;
 
+	/* 1, or 2 with [mgrd 1] and [mgrd 2]: an mgrd pair.  mgrd[i] is
+	 * mgrd i+1; mgr_host, mgr_port, mgr_dir and mgr_metrics_* equal
+	 * mgrd[mgrd_self - 1]'s (mgrd[0]'s unless tw_conf_select_mgrd). */
+	int n_mgrds;
+	int mgrd_self;                /* 1..n_mgrds: twinfs-mgrd --id */
+	struct tw_conf_mgrd mgrd[TW_MAX_MGRDS];
 	char mgr_host[TW_HOST_MAX];   /* [mgrd] host, 127.0.0.1 */
 	int mgr_port;                 /* [mgrd] port, 7500 */
 	char mgr_dir[PATH_MAX];       /* [mgrd] dir */
@@ -271,6 +288,8 @@ void tw_conf_defaults(struct tw_conf *conf);
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
  *   [mgrd]     host, port, dir, max_sessions_per_client,
  *              max_locks_per_session, metrics
+ *   [mgrd N]   host, port, dir, metrics of mgrd N of a pair (N = 1, 2;
+ *              both or neither; then [mgrd] holds none of these four)
  *   [iod]      journal_mode, journal_size, reserve (for every iod)
  *   [iod N]    host, port, dir, group, metrics (N = 1, 2, ...)
  *   [client NAME] key | key_file, export, access, squash, anonuid,
@@ -283,6 +302,10 @@ void tw_conf_defaults(struct tw_conf *conf);
  * and is readable by group or others (chmod 600 fixes it), -EINVAL when
  * that secret is the example's placeholder "CHANGE-ME". */
 int tw_conf_load(const char *path, struct tw_conf *conf, char *err, size_t errlen);
+
+/* Make mgrd `id` (1..n_mgrds) this process's: mgr_host, mgr_port,
+ * mgr_dir and mgr_metrics_* take its values.  -EINVAL for another id. */
+int tw_conf_select_mgrd(struct tw_conf *conf, int id);
 
 /* A metrics address: "HOST:PORT", "[V6]:PORT", "PORT" (= 127.0.0.1:PORT)
  * or "off" (port 0).  host must hold TW_HOST_MAX bytes.  0 or -EINVAL. */

@@ -3,7 +3,7 @@
  *
  * Grammar, one item per line:
  *   [section]                 cluster | mgrd | iod | iod N   (N = 1..64)
- *                             | client NAME
+ *                             | mgrd N (N = 1, 2) | client NAME
  *   key = value               value is trimmed; quotes are not special
  *   # comment, ; comment      at line start, or after whitespace in a value
  * Sizes take K/M/G suffixes (powers of 1024), times ms/s/m (bare = seconds).
@@ -15,6 +15,9 @@
  * ascending id), and no two servers share an address or an iod directory.
  * Defaults not stated in common.h: an iod's host is 127.0.0.1, its port
  * 7500 + N, its group (N - 1) / 2 (iods 1+2 form group 0, 3+4 group 1, ...).
+ * An mgrd pair is [mgrd 1] + [mgrd 2] (both, each with its own host, port,
+ * dir, metrics); [mgrd] then holds only the shared settings, so a file
+ * cannot say two things about where the one mgrd is.
  * Every error names FILE:LINE and the cause.
  *
  * A file that holds [cluster] secret must be readable by its owner only
@@ -42,7 +45,8 @@
 /* A ticket carries the name (proto/wire.h WIRE_TICKET_NAME_MAX). */
 #define WIRE_NAME_LIMIT 63
 
-enum sect { S_NONE, S_CLUSTER, S_MGRD, S_IOD_ALL, S_IOD, S_CLIENT };
+enum sect { S_NONE, S_CLUSTER, S_MGRD, S_IOD_ALL, S_IOD, S_CLIENT,
+	    S_MGRD_N };
 
 struct parse {
 	const char *path;
@@ -52,6 +56,9 @@ struct parse {
 	int line;
 	enum sect sect;
 	int iod_id;                       /* current [iod N], when S_IOD */
+	int mgrd_id;                      /* current [mgrd N], when S_MGRD_N */
+	int mgrd_line[TW_MAX_MGRDS + 1];  /* line of [mgrd N], 0 = absent */
+	int mgrd_addr_line;               /* first host/port/dir/metrics in [mgrd] */
 	uint64_t seen_keys;               /* bit per key of this section */
 	int sect_line[S_IOD];             /* first line of each plain section */
 	int iod_line[TW_MAX_IODS + 1];    /* line of [iod N], 0 = absent */
@@ -219,6 +226,13 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->ticket_lifetime_ms = 3600 * 1000;
 	snprintf(conf->mgr_host, sizeof(conf->mgr_host), "127.0.0.1");
 	conf->mgr_port = 7500;
+	conf->n_mgrds = 1;
+	conf->mgrd_self = 1;
+	for (int i = 0; i < TW_MAX_MGRDS; i++) {
+		snprintf(conf->mgrd[i].host, sizeof(conf->mgrd[i].host),
+			 "127.0.0.1");
+		conf->mgrd[i].port = 7500;
+	}
 	conf->journal_mode = TW_JNL_JOURNAL;
 	conf->journal_size = 256ull << 20;
 	conf->iod_reserve = 64ull << 20;
@@ -480,6 +494,9 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 	struct tw_conf *c = p->conf;
 	long v;
 
+	/* where the one mgrd is: refused next to [mgrd N] (check_mgrds) */
+	if ((idx <= 2 || idx == 5) && !p->mgrd_addr_line)
+		p->mgrd_addr_line = p->line;
 	switch (idx) {
 	case 0:
 		return set_str(p, key, val, c->mgr_host, sizeof(c->mgr_host));
@@ -509,6 +526,27 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 static const char *const mgrd_keys[] = { "host", "port", "dir",
 					 "max_sessions_per_client",
 					 "max_locks_per_session", "metrics" };
+
+static int mgrd_n_key(struct parse *p, int idx, const char *key,
+		      const char *val)
+{
+	struct tw_conf_mgrd *m = &p->conf->mgrd[p->mgrd_id - 1];
+
+	switch (idx) {
+	case 0:
+		return set_str(p, key, val, m->host, sizeof(m->host));
+	case 1:
+		return set_port(p, key, val, &m->port);
+	case 2:
+		return set_str(p, key, val, m->dir, sizeof(m->dir));
+	case 3:
+		return set_metrics(p, key, val, m->metrics_host,
+				   &m->metrics_port);
+	}
+	return -EINVAL;
+}
+
+static const char *const mgrd_n_keys[] = { "host", "port", "dir", "metrics" };
 
 /* A size of at least min_mib MiB into *out. */
 static int set_size_min(struct parse *p, const char *key, const char *val,
@@ -879,7 +917,7 @@ static int handle_key(struct parse *p, const char *key, const char *val)
 {
 	static const char *const sect_names[] = {
 		"", "[cluster]", "[mgrd]", "[iod]", "[iod N]",
-		"[client NAME]",
+		"[client NAME]", "[mgrd N]",
 	};
 	const char *const *keys;
 	size_t n_keys;
@@ -910,6 +948,11 @@ static int handle_key(struct parse *p, const char *key, const char *val)
 		keys = client_keys;
 		n_keys = TW_ARRAY_SIZE(client_keys);
 		set = client_key;
+		break;
+	case S_MGRD_N:
+		keys = mgrd_n_keys;
+		n_keys = TW_ARRAY_SIZE(mgrd_n_keys);
+		set = mgrd_n_key;
 		break;
 	default:
 		return fail(p, p->line, "'%s' outside of any section", key);
@@ -946,6 +989,22 @@ static int open_iod_section(struct parse *p, const char *num)
 	d->group = (int)(id - 1) / 2;
 	d->port = IOD_DEF_PORT_BASE + (int)id;
 	snprintf(d->host, sizeof(d->host), "127.0.0.1");
+	return 0;
+}
+
+static int open_mgrd_section(struct parse *p, const char *num)
+{
+	long id;
+
+	if (parse_int_range(num, 1, TW_MAX_MGRDS, &id) < 0)
+		return fail(p, p->line, "bad mgrd number '%s' (1 or 2: an mgrd "
+			    "pair)", num);
+	if (p->mgrd_line[id])
+		return fail(p, p->line, "duplicate section [mgrd %ld] (first "
+			    "at line %d)", id, p->mgrd_line[id]);
+	p->mgrd_line[id] = p->line;
+	p->sect = S_MGRD_N;
+	p->mgrd_id = (int)id;
 	return 0;
 }
 
@@ -990,6 +1049,8 @@ static int open_section(struct parse *p, char *name)
 			num++;
 		return open_iod_section(p, num);
 	}
+	if (strncmp(name, "mgrd", 4) == 0 && isspace((unsigned char)name[4]))
+		return open_mgrd_section(p, trim(name + 4));
 	if (strncmp(name, "client", 6) == 0 && isspace((unsigned char)name[6]))
 		return open_client_section(p, trim(name + 6));
 	for (int s = S_CLUSTER; s <= S_IOD_ALL; s++) {
@@ -1108,20 +1169,97 @@ static int check_iods(struct parse *p)
 	return 0;
 }
 
+/* [mgrd N] both or neither, and never next to [mgrd]'s address keys;
+ * then mgrd[] and the mgr_* fields agree (mgrd[0] is the one mgrd). */
+static int check_mgrds(struct parse *p)
+{
+	struct tw_conf *c = p->conf;
+	int n = !!p->mgrd_line[1] + !!p->mgrd_line[2];
+
+	if (n == 0) {
+		struct tw_conf_mgrd *m = &c->mgrd[0];
+
+		c->n_mgrds = 1;
+		snprintf(m->host, sizeof(m->host), "%s", c->mgr_host);
+		m->port = c->mgr_port;
+		snprintf(m->dir, sizeof(m->dir), "%s", c->mgr_dir);
+		snprintf(m->metrics_host, sizeof(m->metrics_host), "%s",
+			 c->mgr_metrics_host);
+		m->metrics_port = c->mgr_metrics_port;
+		return 0;
+	}
+	if (n == 1) {
+		int have = p->mgrd_line[1] ? 1 : 2;
+
+		return fail(p, p->mgrd_line[have], "[mgrd %d] without [mgrd %d]: "
+			    "an mgrd pair needs both (one mgrd: put host, port, "
+			    "dir in [mgrd])", have, 3 - have);
+	}
+	if (p->mgrd_addr_line)
+		return fail(p, p->mgrd_addr_line, "[mgrd] holds host, port, dir "
+			    "or metrics but [mgrd 1] and [mgrd 2] are set: give "
+			    "each mgrd's in its own section");
+	c->n_mgrds = 2;
+	if (strcmp(c->mgrd[0].host, c->mgrd[1].host) == 0) {
+		if (c->mgrd[0].port == c->mgrd[1].port)
+			return fail(p, p->mgrd_line[2], "mgrd 2 uses %s:%d, "
+				    "the address of mgrd 1", c->mgrd[1].host,
+				    c->mgrd[1].port);
+		if (c->mgrd[0].dir[0] &&
+		    strcmp(c->mgrd[0].dir, c->mgrd[1].dir) == 0)
+			return fail(p, p->mgrd_line[2], "mgrd 2 uses directory "
+				    "%s on %s, as mgrd 1 does", c->mgrd[1].dir,
+				    c->mgrd[1].host);
+	}
+	return tw_conf_select_mgrd(c, 1);
+}
+
+int tw_conf_select_mgrd(struct tw_conf *c, int id)
+{
+	const struct tw_conf_mgrd *m;
+
+	if (id < 1 || id > c->n_mgrds)
+		return -EINVAL;
+	m = &c->mgrd[id - 1];
+	c->mgrd_self = id;
+	snprintf(c->mgr_host, sizeof(c->mgr_host), "%s", m->host);
+	c->mgr_port = m->port;
+	snprintf(c->mgr_dir, sizeof(c->mgr_dir), "%s", m->dir);
+	snprintf(c->mgr_metrics_host, sizeof(c->mgr_metrics_host), "%s",
+		 m->metrics_host);
+	c->mgr_metrics_port = m->metrics_port;
+	return 0;
+}
+
+/* "mgrd" for the one mgrd, "mgrd N" in a pair. */
+static const char *mgrd_name(const struct tw_conf *c, int id)
+{
+	if (c->n_mgrds == 1)
+		return "mgrd";
+	return id == 1 ? "mgrd 1" : "mgrd 2";
+}
+
 /* Two servers on one address, or two iods on one directory of one host,
  * would fight over the same port or the same subfiles. */
 /* Whether host:port is a server port or another metrics address of the
- * file (the one of `self`, an iod id or 0 for mgrd, excluded). */
+ * file (the one of `self`, an iod id or -N for mgrd N, excluded). */
 static const char *metrics_clash(const struct tw_conf *c, int self,
 				 const char *host, int port)
 {
 	static char who[64];
 
-	if (strcmp(host, c->mgr_host) == 0 && port == c->mgr_port)
-		return "mgrd";
-	if (self != 0 && c->mgr_metrics_port == port &&
-	    strcmp(host, c->mgr_metrics_host) == 0)
-		return "the metrics of mgrd";
+	for (int i = 0; i < c->n_mgrds; i++) {
+		const struct tw_conf_mgrd *m = &c->mgrd[i];
+
+		if (strcmp(host, m->host) == 0 && port == m->port)
+			return mgrd_name(c, i + 1);
+		if (self != -(i + 1) && m->metrics_port == port &&
+		    strcmp(host, m->metrics_host) == 0) {
+			snprintf(who, sizeof(who), "the metrics of %s",
+				 mgrd_name(c, i + 1));
+			return who;
+		}
+	}
 	for (int i = 0; i < c->n_iods; i++) {
 		const struct tw_conf_iod *d = &c->iods[i];
 
@@ -1143,12 +1281,18 @@ static int check_metrics(struct parse *p)
 	struct tw_conf *c = p->conf;
 	const char *who;
 
-	if (c->mgr_metrics_port &&
-	    (who = metrics_clash(c, 0, c->mgr_metrics_host,
-				 c->mgr_metrics_port)) != NULL)
-		return fail(p, p->sect_line[S_MGRD],
-			    "[mgrd] metrics %s:%d is the address of %s",
-			    c->mgr_metrics_host, c->mgr_metrics_port, who);
+	for (int i = 0; i < c->n_mgrds; i++) {
+		const struct tw_conf_mgrd *m = &c->mgrd[i];
+
+		if (m->metrics_port &&
+		    (who = metrics_clash(c, -(i + 1), m->metrics_host,
+					 m->metrics_port)) != NULL)
+			return fail(p, c->n_mgrds == 1 ? p->sect_line[S_MGRD]
+						       : p->mgrd_line[i + 1],
+				    "[%s] metrics %s:%d is the address of %s",
+				    mgrd_name(c, i + 1), m->metrics_host,
+				    m->metrics_port, who);
+	}
 	for (int i = 0; i < c->n_iods; i++) {
 		const struct tw_conf_iod *d = &c->iods[i];
 
@@ -1169,10 +1313,13 @@ static int check_addresses(struct parse *p)
 	for (int i = 0; i < c->n_iods; i++) {
 		const struct tw_conf_iod *a = &c->iods[i];
 
-		if (strcmp(a->host, c->mgr_host) == 0 && a->port == c->mgr_port)
-			return fail(p, p->iod_line[a->id],
-				    "iod %d uses %s:%d, the address of mgrd",
-				    a->id, a->host, a->port);
+		for (int m = 0; m < c->n_mgrds; m++)
+			if (strcmp(a->host, c->mgrd[m].host) == 0 &&
+			    a->port == c->mgrd[m].port)
+				return fail(p, p->iod_line[a->id],
+					    "iod %d uses %s:%d, the address "
+					    "of %s", a->id, a->host, a->port,
+					    mgrd_name(c, m + 1));
 		for (int j = 0; j < i; j++) {
 			const struct tw_conf_iod *b = &c->iods[j];
 
@@ -1197,6 +1344,9 @@ static int validate(struct parse *p)
 	int rc;
 
 	rc = check_iods(p);
+	if (rc < 0)
+		return rc;
+	rc = check_mgrds(p);
 	if (rc < 0)
 		return rc;
 	rc = check_addresses(p);

@@ -1,7 +1,9 @@
 /* main.c - twinfs-mgrd: command line, config, signals, the event loop.
  *
- *   twinfs-mgrd -c CONF [-v] [--accept-corrupt-log]
+ *   twinfs-mgrd -c CONF [--id N] [-v] [--accept-corrupt-log]
  *
+ * --id N says which mgrd of a pair ([mgrd 1], [mgrd 2]) this process is;
+ * default 1, the only one without a pair.
  * Runs in the foreground and logs to stderr.  SIGTERM and SIGINT stop it
  * cleanly (final snapshot, journal closed); kill -9 loses nothing that was
  * acknowledged, because every reply follows its closed journal record.
@@ -28,9 +30,12 @@ static struct mgr_metrics *metrics;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: twinfs-mgrd -c CONF [-v] [--accept-corrupt-log]\n"
+	fprintf(f, "usage: twinfs-mgrd -c CONF [--id N] [-v] "
+		"[--accept-corrupt-log]\n"
 		"       twinfs-mgrd --help | --version\n"
 		   "  -c CONF  cluster config (twinfs.conf)\n"
+		   "  --id N   which mgrd of a pair ([mgrd N]) this is; "
+		"default 1\n"
 		   "  -v       verbose (debug log)\n"
 		   "  --accept-corrupt-log\n"
 		   "           the record log is damaged in the middle: copy it\n"
@@ -65,6 +70,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	static const struct option longopts[] = {
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
+		{ "id", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -72,13 +78,23 @@ int main(int argc, char **argv)
 	bool verbose = false;
 	unsigned jnl_flags = 0;
 	uv_loop_t *loop;
-	int opt, rc;
+	int opt, rc, id = 1;
+	char *end;
 
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;
 		case 'v': verbose = true; break;
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
+		case 'i':
+			id = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || id < 1 ||
+			    id > TW_MAX_MGRDS) {
+				fprintf(stderr, "twinfs-mgrd: --id %s: 1 or 2\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("twinfs-mgrd %s (protocol %u)\n", TW_VERSION,
@@ -97,8 +113,15 @@ int main(int argc, char **argv)
 		tw_err("mgrd: %s", err[0] ? err : strerror(-rc));
 		return 1;
 	}
+	if (tw_conf_select_mgrd(&conf, id) < 0) {
+		tw_err("mgrd: %s: --id %d, but the file has no [mgrd %d] "
+		       "(%d mgrd%s)", path, id, id, conf.n_mgrds,
+		       conf.n_mgrds == 1 ? "" : "s");
+		return 1;
+	}
 	if (!conf.mgr_dir[0]) {
-		tw_err("mgrd: %s: [mgrd] dir is not set", path);
+		tw_err("mgrd: %s: [mgrd%s] dir is not set", path,
+		       conf.n_mgrds == 1 ? "" : id == 1 ? " 1" : " 2");
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

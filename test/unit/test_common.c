@@ -540,6 +540,86 @@ Test(conf, errors)
 		     "integrity, encrypt or none");
 }
 
+/* [mgrd 1] + [mgrd 2]: a pair; the mgr_* fields are mgrd 1's until
+ * tw_conf_select_mgrd (twinfs-mgrd --id) picks the other. */
+Test(conf, mgrd_pair)
+{
+	struct tw_conf c;
+	char err[256];
+
+	cr_assert_eq(load("[mgrd]\nmax_locks_per_session = 9\n"
+			  "[mgrd 2]\nhost = 10.0.0.6\nport = 7600\n"
+			  "dir = /m2\nmetrics = 10.0.0.6:8600\n"
+			  "[mgrd 1]\nhost = 10.0.0.5\ndir = /m1\n" FOUR_IODS,
+			  &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.n_mgrds, 2);
+	cr_assert_eq(c.mgrd_self, 1);
+	cr_assert_eq(c.max_locks_per_session, 9);
+	cr_assert_str_eq(c.mgrd[0].host, "10.0.0.5");
+	cr_assert_eq(c.mgrd[0].port, 7500, "default port");
+	cr_assert_str_eq(c.mgrd[0].dir, "/m1");
+	cr_assert_eq(c.mgrd[0].metrics_port, 0);
+	cr_assert_str_eq(c.mgrd[1].host, "10.0.0.6");
+	cr_assert_eq(c.mgrd[1].port, 7600);
+	cr_assert_str_eq(c.mgrd[1].dir, "/m2");
+	cr_assert_str_eq(c.mgrd[1].metrics_host, "10.0.0.6");
+	cr_assert_eq(c.mgrd[1].metrics_port, 8600);
+	cr_assert_str_eq(c.mgr_host, "10.0.0.5");
+	cr_assert_eq(c.mgr_port, 7500);
+	cr_assert_str_eq(c.mgr_dir, "/m1");
+	cr_assert_eq(tw_conf_select_mgrd(&c, 2), 0);
+	cr_assert_eq(c.mgrd_self, 2);
+	cr_assert_str_eq(c.mgr_host, "10.0.0.6");
+	cr_assert_eq(c.mgr_port, 7600);
+	cr_assert_str_eq(c.mgr_dir, "/m2");
+	cr_assert_eq(c.mgr_metrics_port, 8600);
+	cr_assert_eq(tw_conf_select_mgrd(&c, 3), -EINVAL);
+	cr_assert_eq(tw_conf_select_mgrd(&c, 0), -EINVAL);
+
+	/* one mgrd: as before, and mgrd[0] mirrors [mgrd] */
+	cr_assert_eq(load("[mgrd]\nhost = 10.0.0.9\nport = 7700\ndir = /m\n"
+			  FOUR_IODS, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.n_mgrds, 1);
+	cr_assert_eq(c.mgrd_self, 1);
+	cr_assert_str_eq(c.mgrd[0].host, "10.0.0.9");
+	cr_assert_eq(c.mgrd[0].port, 7700);
+	cr_assert_str_eq(c.mgrd[0].dir, "/m");
+	cr_assert_eq(tw_conf_select_mgrd(&c, 1), 0);
+	cr_assert_eq(tw_conf_select_mgrd(&c, 2), -EINVAL);
+	cr_assert_eq(load(FOUR_IODS, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.n_mgrds, 1);
+	cr_assert_str_eq(c.mgrd[0].host, "127.0.0.1");
+	cr_assert_eq(c.mgrd[0].port, 7500);
+}
+
+Test(conf, mgrd_pair_errors)
+{
+	expect_error("[mgrd 1]\nhost = a\n" FOUR_IODS, 1,
+		     "[mgrd 1] without [mgrd 2]");
+	expect_error("[mgrd 2]\nhost = a\n" FOUR_IODS, 1,
+		     "[mgrd 2] without [mgrd 1]");
+	expect_error("[mgrd 3]\n" FOUR_IODS, 1, "bad mgrd number");
+	expect_error("[mgrd 0]\n" FOUR_IODS, 1, "bad mgrd number");
+	expect_error("[mgrd 1]\n[mgrd 2]\nhost = b\n[mgrd 1]\n" FOUR_IODS, 4,
+		     "duplicate section [mgrd 1]");
+	expect_error("[mgrd]\nlease_time = 1\n", 2, "unknown key");
+	expect_error("[mgrd 1]\nmax_locks_per_session = 5\n", 2,
+		     "unknown key 'max_locks_per_session' in [mgrd N]");
+	/* [mgrd]'s address next to a pair, named at its line */
+	expect_error("[mgrd]\nmax_locks_per_session = 5\ndir = /x\n"
+		     "[mgrd 1]\nhost = a\n[mgrd 2]\nhost = b\n" FOUR_IODS, 3,
+		     "[mgrd] holds host, port, dir or metrics");
+	expect_error("[mgrd 1]\nhost = a\n[mgrd 2]\nhost = a\n" FOUR_IODS, 3,
+		     "mgrd 2 uses a:7500, the address of mgrd 1");
+	expect_error("[mgrd 1]\ndir = /m\n[mgrd 2]\nport = 7600\ndir = /m\n"
+		     FOUR_IODS, 3, "directory /m");
+	expect_error("[mgrd 1]\n[mgrd 2]\nport = 7501\n[iod 1]\n[iod 2]\n",
+		     4, "iod 1 uses 127.0.0.1:7501, the address of mgrd 2");
+	expect_error("[mgrd 1]\nmetrics = 127.0.0.1:7600\n[mgrd 2]\n"
+		     "port = 7600\n" FOUR_IODS, 1,
+		     "[mgrd 1] metrics 127.0.0.1:7600 is the address of mgrd 2");
+}
+
 Test(conf, channel)
 {
 	struct tw_conf c;
