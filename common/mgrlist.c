@@ -81,8 +81,14 @@ int tw_mgrlist_add(struct tw_mgrlist *l, const char *host, int port)
 
 int tw_mgrlist_conf(struct tw_mgrlist *l, const struct tw_conf *c)
 {
+	int rc = 0;
+
 	tw_mgrlist_init(l);
-	return tw_mgrlist_add(l, c->mgr_host, c->mgr_port);
+	if (c->n_mgrds < 2)   /* [mgrd], or a file before the pair */
+		return tw_mgrlist_add(l, c->mgr_host, c->mgr_port);
+	for (int i = 0; i < c->n_mgrds && i < TW_MAX_MGRDS && rc == 0; i++)
+		rc = tw_mgrlist_add(l, c->mgrd[i].host, c->mgrd[i].port);
+	return rc < 0 ? -EINVAL : 0;
 }
 
 int tw_mgrlist_parse(struct tw_mgrlist *l, const char *s, int default_port)

@@ -4,7 +4,10 @@
 # port nothing listens on first ("127.0.0.1:DEAD,127.0.0.1:REAL") mounts,
 # works, logs the switch once, and keeps working (same session, files
 # intact) across a kill -9 and restart of mgrd while it alternates between
-# the two addresses.
+# the two addresses.  Then a config that makes the cluster a pair whose
+# mgrd 1 is that dead port and mgrd 2 the real mgrd: twinfsctl finds the
+# real one and status says the pair runs with mgrd 1 down (exit 3), and an
+# iod started with that config registers with mgrd 2.
 . "$(dirname "$0")/lib.sh"
 e2e_begin mgrd-follow
 e2e_tmpdir T
@@ -62,4 +65,46 @@ echo "# $s1; switch lines: $(grep -c 'using mgrd' "$LOG")"
 assert_eq no-switch-back-logged 1 "$(grep -c 'using mgrd' "$LOG")"
 
 lc umount "$M2"
+
+# --------------------------------------- the real mgrd second in a config
+PAIR=$TWINFS_RUN_DIR/pair.conf
+(umask 077 && awk -v dead=$((TWINFS_PORT + 10)) -v real="$TWINFS_PORT" -v dir="$TWINFS_RUN_DIR" '
+	/^\[/ { sect = $0 }
+	sect == "[mgrd]" && /^(host|port|dir|metrics) *=/ { next }
+	{ print }
+	END {
+		print "\n[mgrd 1]\nhost = 127.0.0.1\nport = " dead "\ndir = " dir "/mgrd-none"
+		print "\n[mgrd 2]\nhost = 127.0.0.1\nport = " real "\ndir = " dir "/mgrd"
+	}' "$(lc conf)" >"$PAIR")
+TWCTL=$TWINFS_BUILD_DIR/cli/twinfsctl
+out=$("$TWCTL" -c "$PAIR" -t 2000 status --json 2>&1)
+rc=$?
+assert_eq ctl-pair-status-exit 3 "$rc"
+assert_eq ctl-pair-mgrds "down active" "$(echo "$out" | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
+assert_eq ctl-pair-uses-second "\"$REAL\"" "$(echo "$out" | "$PY" -c '
+import json, sys
+print(json.dumps(json.load(sys.stdin)["mgrd"]))' 2>&1)"
+check ctl-pair-sync "$TWCTL" -c "$PAIR" sync
+out=$("$TWCTL" -c "$PAIR" status 2>&1)
+echo "$out" | grep -q "mgrd pair degraded: 1 of 2 mgrds down" && pass ctl-pair-human ||
+	fail ctl-pair-human "$(echo "$out" | head -n 5 | tr '\n' ' ')"
+
+# iod 4 again, from the pair's config: it finds mgrd 2 and registers.
+lc kill-iod 4 >/dev/null
+out=$(wait_state 4 '^(down|suspect)' 30000) || fail iod4-down "$out"
+IODLOG=$TWINFS_RUN_DIR/logs/iod4-pair.log
+setsid "$TWINFS_BUILD_DIR/iod/twinfs-iod" -c "$PAIR" -i 4 </dev/null >"$IODLOG" 2>&1 &
+# local-cluster's pid file: 'down' stops it like its own iod 4.
+echo $! >"$TWINFS_RUN_DIR/pids/iod4.pid"
+if out=$(wait_state 4 '^up' 60000); then
+	pass iod-follows-to-second
+else
+	fail iod-follows-to-second "iod 4: $out"
+fi
+assert_eq iod-switch-logged 1 \
+	"$(grep -c "iod 4: using mgrd 2 at $REAL (mgrd 1 at $DEAD: .*refused" "$IODLOG")"
+e2e_wait_healthy 60 && pass healthy-again || fail healthy-again "status not healthy"
+assert_same_file file-after-iod-rejoin "$T/a" "$M/a"
 e2e_end

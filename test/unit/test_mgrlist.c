@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mgrlist.h"
@@ -227,4 +229,32 @@ Test(mgrlist, ping_pong_is_never_hot)
 					    120000);
 	cr_assert_geq(waited, 100u + 200 + 400 + 800 + 1600 +
 		      14ull * TW_MGRLIST_BACKOFF_MAX_MS);
+}
+
+Test(mgrlist, from_conf)
+{
+	struct tw_conf *c = calloc(1, sizeof(*c));
+	struct tw_mgrlist l;
+
+	cr_assert_not_null(c);
+	tw_conf_defaults(c);
+	snprintf(c->mgr_host, sizeof(c->mgr_host), "m0");
+	c->mgr_port = 7600;
+	cr_assert_eq(tw_mgrlist_conf(&l, c), 0);
+	cr_assert_eq(l.n, 1);
+	cr_assert_str_eq(l.addr[0].host, "m0");
+	cr_assert_eq(l.addr[0].port, 7600);
+	/* a pair: both, in id order, whichever this process selected */
+	c->n_mgrds = 2;
+	snprintf(c->mgrd[0].host, sizeof(c->mgrd[0].host), "m1");
+	c->mgrd[0].port = 7500;
+	snprintf(c->mgrd[1].host, sizeof(c->mgrd[1].host), "m2");
+	c->mgrd[1].port = 7510;
+	cr_assert_eq(tw_mgrlist_conf(&l, c), 0);
+	cr_assert_eq(l.n, 2);
+	cr_assert_str_eq(l.addr[0].host, "m1");
+	cr_assert_str_eq(l.addr[1].host, "m2");
+	cr_assert_eq(l.addr[1].port, 7510);
+	cr_assert_eq(l.cur, 0);
+	free(c);
 }
