@@ -275,9 +275,15 @@ static void print_mgrds(FILE *f, const struct ctl_mgrd *m, int n)
 		if (m[i].known) {
 			snprintf(term, sizeof(term), "%" PRIu64, m[i].term);
 			snprintf(lag, sizeof(lag), "%" PRIu64, m[i].lag);
-			snprintf(last, sizeof(last), "%.1f s ago (peer %s)",
-				 m[i].last_contact_ms / 1000.0,
-				 *m[i].peer_role ? m[i].peer_role : "?");
+			if (m[i].last_contact_ms)
+				snprintf(last, sizeof(last), "%.1f s ago (peer "
+					 "%s)", m[i].last_contact_ms / 1000.0,
+					 *m[i].peer_role ? m[i].peer_role
+							 : "?");
+			else
+				snprintf(last, sizeof(last), "never (peer %s)",
+					 *m[i].peer_role ? m[i].peer_role
+							 : "?");
 		} else if (m[i].rc < 0) {
 			snprintf(last, sizeof(last), "unreachable: %s",
 				 errno_cause(m[i].rc));

@@ -197,11 +197,12 @@ static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
 		 cause, a->host, a->port, delay);
 	wire_peer_set_addr(cl->mgr, a->host, a->port);
 	wire_peer_set_addr(cl->ctl, a->host, a->port);
-	/* A connection still up to the one left (unanswered) goes: its
-	 * calls are sent again to the new address. */
-	if (wire_peer_connected(cl->mgr) && cl->mgr != p)
+	/* A connection still up to the one left (it left a request or a
+	 * ping unanswered) goes: its calls are sent again to the new
+	 * address.  A peer whose connecting failed is not connected. */
+	if (wire_peer_connected(cl->mgr))
 		wire_peer_reset(cl->mgr);
-	if (wire_peer_connected(cl->ctl) && cl->ctl != p)
+	if (wire_peer_connected(cl->ctl))
 		wire_peer_reset(cl->ctl);
 }
 

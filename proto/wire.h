@@ -168,7 +168,7 @@ void *wire_conn_principal(const struct wire_conn *c);
  * request to queueing its reply, bulk data bytes in requests and in
  * replies by type, bytes read and written on the sockets, connections.
  * Updated on the loop thread only. */
-#define WIRE_STATS_TYPES 64   /* message types 0..63 (twinfs.proto) */
+#define WIRE_STATS_TYPES 96   /* message types 0..95 (twinfs.proto) */
 struct wire_stats {
 	uint64_t requests[WIRE_STATS_TYPES];
 	struct tw_hist latency[WIRE_STATS_TYPES];   /* seconds */

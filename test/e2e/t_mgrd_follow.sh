@@ -4,7 +4,7 @@
 # port nothing listens on first ("127.0.0.1:DEAD,127.0.0.1:REAL") mounts,
 # works, logs the switch once, and keeps working (same session, files
 # intact) across a kill -9 and restart of mgrd while it alternates between
-# the two addresses.  Then a config that makes the cluster a pair whose
+# the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).  Then a config that makes the cluster a pair whose
 # mgrd 1 is that dead port and mgrd 2 the real mgrd: twinfsctl finds the
 # real one and status says the pair runs with mgrd 1 down (exit 3), and an
 # iod started with that config registers with mgrd 2.
@@ -63,6 +63,25 @@ echo "# $s1; switch lines: $(grep -c 'using mgrd' "$LOG")"
 # Back on the address it used before the restart: no further switch line
 # (mgrlist logs one per change of mgrd, not per attempt).
 assert_eq no-switch-back-logged 1 "$(grep -c 'using mgrd' "$LOG")"
+
+# ------------------------------------------- a hung mgrd: no answer at all
+# Stopped, mgrd still accepts connections but answers nothing: the
+# client's attempt times out (max(2 x request_timeout, 10 s)), it tries the
+# other address, comes back, and its write lands once mgrd runs again.
+(cd / && head -c 65536 /dev/urandom >"$T/c")
+lc stop-mgrd >/dev/null
+cp "$T/c" "$M2/c" 2>"$T/cp2.err" &
+cppid=$!
+sleep 15
+lc cont-mgrd >/dev/null
+if wait $cppid; then
+	pass write-across-hung-mgrd
+else
+	fail write-across-hung-mgrd "cp: $(head -n 2 "$T/cp2.err" | tr '\n' ' ')"
+fi
+assert_same_file content-across-hung-mgrd "$T/c" "$M/c"
+grep -q "mgrd $REAL: timed out" "$LOG" && pass hung-mgrd-timed-out ||
+	fail hung-mgrd-timed-out "no timeout of mgrd $REAL in the log"
 
 lc umount "$M2"
 
