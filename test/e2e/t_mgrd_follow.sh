@@ -4,7 +4,10 @@
 # port nothing listens on first ("127.0.0.1:DEAD,127.0.0.1:REAL") mounts,
 # works, logs the switch once, and keeps working (same session, files
 # intact) across a kill -9 and restart of mgrd while it alternates between
-# the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).  Then a config that makes the cluster a pair whose
+# the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).
+# A mount listing an mgrd that is not the active (twire.py plays one: it
+# refuses HELLO with -EREMOTE and the active's address) ends up on the
+# active it names.  Then a config that makes the cluster a pair whose
 # mgrd 1 is that dead port and mgrd 2 the real mgrd: twinfsctl finds the
 # real one and status says the pair runs with mgrd 1 down (exit 3), and an
 # iod started with that config registers with mgrd 2.
@@ -16,10 +19,10 @@ REAL=127.0.0.1:$TWINFS_PORT
 # mgrd 2's port of the cluster's block: nothing listens there with one mgrd.
 DEAD=127.0.0.1:$((TWINFS_PORT + 10))
 M2=$TWINFS_RUN_DIR/mnt2
-mount_log() {
+mount_log() { # PATH
 	local p
 	for p in "$TWINFS_RUN_DIR"/pids/mount-*.path; do
-		[[ -e $p && $(<"$p") == "$M2" ]] && echo "$TWINFS_RUN_DIR/logs/$(basename "$p" .path).log"
+		[[ -e $p && $(<"$p") == "$1" ]] && echo "$TWINFS_RUN_DIR/logs/$(basename "$p" .path).log"
 	done
 }
 
@@ -30,7 +33,7 @@ else
 	fail mount-dead-first "$(tail -n 3 "$T/mount.out" | tr '\n' ' ')"
 fi
 assert_eq mount-source "$DEAD,$REAL" "$(findmnt -no SOURCE "$M2" 2>&1)"
-LOG=$(mount_log)
+LOG=$(mount_log "$M2")
 assert_eq switch-logged-once 1 \
 	"$(grep -c "using mgrd 2 at $REAL (mgrd 1 at $DEAD: .*refused" "$LOG")"
 
@@ -84,6 +87,31 @@ grep -q "mgrd $REAL: timed out" "$LOG" && pass hung-mgrd-timed-out ||
 	fail hung-mgrd-timed-out "no timeout of mgrd $REAL in the log"
 
 lc umount "$M2"
+
+# ------------------------------------------------ a standby names the active
+# An mgrd that is not the active refuses HELLO with -EREMOTE and the
+# active's address (played by twire.py): a mount listing only it and the
+# dead port goes to the address it names.
+FAKEPORT=$((TWINFS_PORT + 11))
+FAKE=127.0.0.1:$FAKEPORT
+"$PY" "$(dirname "$0")/twire.py" standby 127.0.0.1 "$FAKEPORT" "$TWINFS_CLUSTER" \
+	"$REAL" 120 >"$T/standby.out" 2>&1 &
+sbpid=$!
+for ((i = 0; i < 100; i++)); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$FAKEPORT") 2>/dev/null && break
+	sleep 0.1
+done
+M3=$TWINFS_RUN_DIR/mnt3
+if TWINFS_MOUNT_SOURCE=$FAKE,$DEAD lc mount "$M3" >"$T/mount3.out" 2>&1; then
+	pass mount-standby-first
+else
+	fail mount-standby-first "$(tail -n 3 "$T/mount3.out" | tr '\n' ' ')"
+fi
+assert_eq follows-named-active 1 "$(grep -c "using mgrd at $REAL (mgrd 1 at $FAKE: mgrd 2 is standby; the active is mgrd 1 at $REAL)" "$(mount_log "$M3")")"
+assert_eq read-via-named-active "hello" "$(cat "$M3/d/h" 2>&1)"
+lc umount "$M3"
+kill "$sbpid" 2>/dev/null
+wait "$sbpid" 2>/dev/null
 
 # --------------------------------------- the real mgrd second in a config
 PAIR=$TWINFS_RUN_DIR/pair.conf
