@@ -4,6 +4,10 @@
  *
  * --id N says which mgrd of a pair ([mgrd 1], [mgrd 2]) this process is;
  * default 1, the only one without a pair.
+ * --dump-state FILE loads the state from the (stopped) mgrd's dir and
+ * writes its snapshot payload (mgrd/FORMAT.md section 2, canonical: equal
+ * states give equal bytes) to FILE, then exits: the two mgrds of a pair
+ * compare byte for byte.
  * Runs in the foreground and logs to stderr.  SIGTERM and SIGINT stop it
  * cleanly (final snapshot, journal closed); kill -9 loses nothing that was
  * acknowledged, because every reply follows its closed journal record.
@@ -36,6 +40,9 @@ static void usage(FILE *f)
 		   "  -c CONF  cluster config (twinfs.conf)\n"
 		   "  --id N   which mgrd of a pair ([mgrd N]) this is; "
 		"default 1\n"
+		   "  --dump-state FILE\n"
+		   "           write the state in DIR as a snapshot to FILE "
+		"and exit\n"
 		   "  -v       verbose (debug log)\n"
 		   "  --accept-corrupt-log\n"
 		   "           the record log is damaged in the middle: copy it\n"
@@ -63,6 +70,42 @@ static void on_signal(uv_signal_t *h, int signum)
 	server = NULL;
 }
 
+/* --dump-state: replay DIR into a state and write its snapshot. */
+static int dump_state(const struct tw_conf *conf, unsigned jnl_flags,
+		      const char *path)
+{
+	struct mgr_state st;
+	struct mgr_journal j;
+	struct mgr_time now = { 0, 0 };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc = mgr_state_init(&st, conf, &now);
+
+	if (rc == 0) {
+		rc = mgr_journal_open_flags(&j, conf->mgr_dir, &st, jnl_flags);
+		if (rc == 0) {
+			mgr_journal_close(&j);
+			rc = mgr_state_encode(&st, &buf, &len);
+		}
+	}
+	mgr_state_free(&st);
+	if (rc < 0) {
+		tw_err("mgrd: %s: %s", conf->mgr_dir, strerror(-rc));
+		return 1;
+	}
+	f = fopen(path, "we");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		tw_err("mgrd: %s: %s", path, strerror(errno));
+		free(buf);
+		return 1;
+	}
+	free(buf);
+	tw_info("mgrd: state of %s written to %s (%zu bytes)", conf->mgr_dir,
+		path, len);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct tw_conf conf;
@@ -71,6 +114,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
 		{ "id", required_argument, NULL, 'i' },
+		{ "dump-state", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -80,12 +124,14 @@ int main(int argc, char **argv)
 	uv_loop_t *loop;
 	int opt, rc, id = 1;
 	char *end;
+	const char *dump = NULL;
 
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': path = optarg; break;
 		case 'v': verbose = true; break;
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
+		case 'D': dump = optarg; break;
 		case 'i':
 			id = (int)strtol(optarg, &end, 10);
 			if (*end || end == optarg || id < 1 ||
@@ -124,6 +170,8 @@ int main(int argc, char **argv)
 		       conf.n_mgrds == 1 ? "" : id == 1 ? " 1" : " 2");
 		return 1;
 	}
+	if (dump)
+		return dump_state(&conf, jnl_flags, dump);
 	signal(SIGPIPE, SIG_IGN);
 	loop = uv_default_loop();
 	rc = mgr_server_start(loop, &conf, jnl_flags, &server);

@@ -35,6 +35,10 @@
  *   rjob.c     the byte format of that job record (mgrd/FORMAT.md).
  *   cap.c      data-path capabilities: issued with OPEN, create and
  *              MSG_CAP when the cluster has a secret.
+ *   repl.c     an mgrd pair's replication: the active ships every closed
+ *              record to the standby and holds replies until it acked
+ *              (server_int.h; docs/ARCHITECTURE.md "mgrd pair").
+ *   elect.h    who of a pair is active; elect_static.c is a stand-in.
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.
@@ -783,6 +787,10 @@ struct mgr_journal {
 	uint64_t records;         /* replayed + appended */
 	uint64_t snapshots;       /* written since start (metrics) */
 	bool dirty;               /* appended since the last sync */
+	/* Called with the bytes of every record closed by commit or
+	 * append (an mgrd pair's active ships them: repl.c); NULL = none. */
+	void (*on_record)(void *arg, const void *buf, size_t len);
+	void *on_record_arg;
 };
 
 int mgr_journal_open(struct mgr_journal *j, const char *dir,
@@ -795,6 +803,14 @@ int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
  * grew too large.  An append failure is fatal to mgrd's guarantees: the
  * caller must stop serving. */
 int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op);
+/* The same for a record already encoded (buf) and decoded into op, with
+ * op applied: the standby's path for the active's records (repl.c). */
+int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
+		       const struct mgr_op *op);
+/* Make snap (a snapshot payload, mgr_state_encode's format) the log's
+ * snapshot and trim the log: a standby installing the active's state. */
+int mgr_journal_install(struct mgr_journal *j, const void *snap,
+			size_t len);
 int mgr_journal_sync(struct mgr_journal *j);
 int mgr_journal_snapshot(struct mgr_journal *j);
 /* Bytes in the log since the last snapshot. */

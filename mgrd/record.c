@@ -1209,12 +1209,23 @@ int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
 
 	if (rc < 0)
 		return rc;
-	rc = jnl_rec_append(j->log, buf, len, NULL);
+	rc = mgr_journal_append(j, buf, len, op);
 	free(buf);
+	return rc;
+}
+
+int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
+		       const struct mgr_op *op)
+{
+	int rc = jnl_rec_append(j->log, buf, len, NULL);
+
 	if (rc < 0)
 		return rc;
 	j->dirty = true;
 	j->records++;
+	/* Closed: the standby gets the same bytes (repl.c). */
+	if (j->on_record)
+		j->on_record(j->on_record_arg, buf, len);
 	rc = mgr_op_cache(j->st, op);
 	if (rc < 0)
 		return rc;
@@ -1230,6 +1241,20 @@ int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
 		}
 	}
 	return 0;
+}
+
+int mgr_journal_install(struct mgr_journal *j, const void *snap,
+			size_t len)
+{
+	int rc = jnl_rec_snapshot(j->log, snap, len);
+
+	if (rc == 0) {
+		j->dirty = false;
+		j->snap_len = len;
+		j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
+		j->snapshots++;
+	}
+	return rc;
 }
 
 int mgr_journal_sync(struct mgr_journal *j)
@@ -1252,14 +1277,8 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 
 	if (rc < 0)
 		return rc;
-	rc = jnl_rec_snapshot(j->log, buf, len);
+	rc = mgr_journal_install(j, buf, len);
 	free(buf);
-	if (rc == 0) {
-		j->dirty = false;
-		j->snap_len = len;
-		j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
-		j->snapshots++;
-	}
 	return rc;
 }
 

@@ -29,6 +29,7 @@
  * (conns_liveness).  Silence counts only while mgrd itself ran: after a
  * stall of mgrd (SIGSTOP, a late sweep) it counts from the stall's end.
  */
+#include "elect.h"
 #include "server_int.h"
 
 #include <errno.h>
@@ -67,8 +68,15 @@ void mgr_srv_fatal(struct mgr_server *s, const char *what, int rc)
 void mgr_srv_reply(struct wire_conn *c, const struct wire_hdr *h, int status,
 		  const ProtobufCMessage *body)
 {
+	const struct mgr_conn *mc = wire_conn_get_data(c);
+
 	if (status > 0)
 		status = 0;
+	/* A pair's active answers once the standby has what it answers
+	 * about (repl.c). */
+	if (mc && mc->srv && mc->srv->repl &&
+	    mgr_repl_hold(mc->srv, c, h, status, status < 0 ? NULL : body))
+		return;
 	wire_reply(c, h, status, status < 0 ? NULL : body, NULL, 0);
 }
 
@@ -859,6 +867,45 @@ static void hello_refuse(struct wire_conn *c, const struct wire_msg *m,
 	wire_conn_close(c);
 }
 
+/* "host:port" of the active as this mgrd knows it, "" unknown. */
+static char *active_addr(const struct mgr_server *s, char *buf, size_t size)
+{
+	int id = mgr_repl_active_id(s);
+
+	buf[0] = '\0';
+	if (id >= 1 && id <= s->conf->n_mgrds)
+		snprintf(buf, size, "%s:%d", s->conf->mgrd[id - 1].host,
+			 s->conf->mgrd[id - 1].port);
+	return buf;
+}
+
+/* A client or iod asked an mgrd of a pair that is not the active
+ * (proto/FORMAT.md "mgrd pair"): -EREMOTE, and where the active is. */
+static void hello_not_active(struct mgr_server *s, struct wire_conn *c,
+			     const struct wire_msg *m)
+{
+	Twinfs__HelloReply r = TWINFS__HELLO_REPLY__INIT;
+	char addr[TW_HOST_MAX + 16], why[256];
+	int id = mgr_repl_active_id(s);
+
+	active_addr(s, addr, sizeof(addr));
+	if (addr[0])
+		snprintf(why, sizeof(why), "mgrd %d is %s; the active is "
+			 "mgrd %d at %s", s->conf->mgrd_self,
+			 s->repl ? "standby" : "not active", id, addr);
+	else
+		snprintf(why, sizeof(why), "mgrd %d is not active; the active "
+			 "is not known here", s->conf->mgrd_self);
+	tw_log_rl(TW_LOG_INFO, "mgrd: refusing HELLO from %s: %s",
+		  wire_conn_peer(c), why);
+	r.refusal = why;
+	r.mgrd_id = (uint32_t)s->conf->mgrd_self;
+	r.mgrd_term = mgr_elect_term();
+	r.active_addr = addr;
+	wire_reply(c, &m->hdr, -EREMOTE, &r.base, NULL, 0);
+	wire_conn_close(c);
+}
+
 static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		    struct wire_msg *m)
 {
@@ -870,7 +917,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	const char *ident = mgr_ident_name(c);
 	uint64_t root_ino = MGR_ROOT_INO;
 	struct mgr_ticket_buf tb;
-	char why[256];
+	char why[256], addr[TW_HOST_MAX + 16];
 
 	if (mc) {
 		mgr_srv_reply(c, &m->hdr, -EINVAL, NULL);  /* a second HELLO */
@@ -913,14 +960,20 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		break;
 	case TWINFS__ROLE__ROLE_ADMIN:
 	case TWINFS__ROLE__ROLE_IOD:
-		/* proto/FORMAT.md "Authentication": iods and admins prove
-		 * the cluster secret (MSG_AUTH) whenever there is one;
-		 * clients prove an identity instead (above). */
+	case TWINFS__ROLE__ROLE_MGRD_PEER:
+		/* proto/FORMAT.md "Authentication": iods, admins and the
+		 * other mgrd prove the cluster secret (MSG_AUTH) whenever
+		 * there is one; clients prove an identity instead (above). */
+		if (h->role == TWINFS__ROLE__ROLE_MGRD_PEER &&
+		    (!s->repl || (int)h->node_id != 3 - s->conf->mgrd_self)) {
+			hello_refuse(c, m, -EPROTO, "not the other mgrd of "
+				     "this pair");
+			return;
+		}
 		if (s->conf->secret[0] && !wire_conn_authenticated(c)) {
 			tw_log_rl(TW_LOG_WARN, "mgrd: refusing %s: role %s "
 				  "without the cluster secret",
-				  wire_conn_peer(c), h->role ==
-				  TWINFS__ROLE__ROLE_IOD ? "iod" : "admin");
+				  wire_conn_peer(c), wire_role_name(h->role));
 			mgr_srv_reply(c, &m->hdr, -EACCES, NULL);
 			wire_conn_close(c);
 			return;
@@ -931,6 +984,11 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 			  wire_conn_peer(c), h->role);
 		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
 		wire_conn_close(c);
+		return;
+	}
+	if (!s->active && (h->role == TWINFS__ROLE__ROLE_CLIENT ||
+			   h->role == TWINFS__ROLE__ROLE_IOD)) {
+		hello_not_active(s, c, m);
 		return;
 	}
 	/* Only a client's connections hold its session: one that names a
@@ -1032,6 +1090,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		return;
 	}
 	mc->wc = c;
+	mc->srv = s;
 	mc->role = h->role;
 	mc->control = h->control;
 	mc->iod_id = h->role == TWINFS__ROLE__ROLE_IOD ? h->node_id : 0;
@@ -1047,6 +1106,11 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 	r.incarnation = s->incarnation;
 	r.session_id = mc->session;
 	r.epoch = s->st.map.epoch;
+	if (s->repl) {
+		r.mgrd_id = (uint32_t)s->conf->mgrd_self;
+		r.mgrd_term = mgr_elect_term();
+		r.active_addr = active_addr(s, addr, sizeof(addr));
+	}
 	if (sess && sess->has_secret) {
 		r.session_secret.data = sess->secret;
 		r.session_secret.len = MGR_SESSION_SECRET_LEN;
@@ -1404,6 +1468,23 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
 		goto out;
 	}
+	if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER) {
+		mgr_repl_request(s, c, m);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_MGRD_STATUS) {
+		Twinfs__MgrdStatus st = TWINFS__MGRD_STATUS__INIT;
+
+		mgr_repl_status(s, &st);
+		/* the answer shows the peer's view only: not held */
+		wire_reply(c, &m->hdr, 0, &st.base, NULL, 0);
+		goto out;
+	}
+	if (!s->active) {
+		/* proto/FORMAT.md "mgrd pair": only the active serves */
+		wire_reply(c, &m->hdr, -EREMOTE, NULL, NULL, 0);
+		goto out;
+	}
 	if (t == TWINFS__MSG_TYPE__MSG_PING) {
 		h_ping(s, c, m);
 		goto out;
@@ -1498,6 +1579,88 @@ static void on_close(struct wire_conn *c, void *arg)
 
 /* ----------------------------------------------------------- lifecycle */
 
+void mgr_srv_state_loaded(struct mgr_server *s)
+{
+	s->st.ns.on_pdel = on_pdel_queued;
+	s->st.ns.on_pdel_arg = s;
+}
+
+/* Serve: what a single mgrd does at start, and an mgrd of a pair when it
+ * becomes active.  The standby runs none of it: it changes its state
+ * only by the active's records. */
+static int activate(struct mgr_server *s)
+{
+	uint64_t *ids;
+	size_t n;
+	int rc;
+
+	/* Numbers up to the journaled limit may have been handed out by
+	 * records that a power loss took away (here or, after a takeover,
+	 * at the old active): never use them again.  Not on a standby,
+	 * whose state must stay the active's. */
+	if (s->st.ns.next_ino < s->st.ns.ino_limit)
+		s->st.ns.next_ino = s->st.ns.ino_limit;
+	/* Grace after a restart (or a takeover): clients have two
+	 * timeouts to come back before their handles (and the orphans
+	 * they keep) go. */
+	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
+	for (size_t i = 0; ids && i < n; i++) {
+		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
+							   ids[i]);
+
+		sess->idle_since_ms = tw_now_ms();
+		sess->grace_ms = 2ull * s->session_timeout_ms;
+	}
+	free(ids);
+	/* Locks are not journaled: the clients of these sessions re-claim
+	 * theirs within lock_grace (handlers_lock.c). */
+	rc = mgr_locks_new(s, s->st.sessions.by_id.count > 0);
+	if (rc < 0)
+		return rc;
+	rc = mgr_pool_new(s->loop, s->conf, &s->st.map, &s->st.ns,
+			  s->incarnation, on_pdel_done, on_iod_failed, s,
+			  &s->pool);
+	if (rc < 0)
+		return rc;
+	rc = mgr_monitor_start(s, &s->mon);
+	if (rc < 0)
+		return rc;
+	rc = mgr_resync_start(s, &s->resync);
+	if (rc < 0)
+		return rc;
+	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
+	s->last_sweep_ms = tw_now_ms();
+	/* L3 (dlease.c): the restart grace runs from here. */
+	rc = mgr_dl_start(s);
+	if (rc < 0)
+		tw_warn("mgrd: no name leases: %s", strerror(-rc));
+	s->active = true;
+	return 0;
+}
+
+void mgr_server_became_active(struct mgr_server *s, uint64_t term)
+{
+	int rc;
+
+	tw_info("mgrd: mgrd %d is active in term %llu", s->conf->mgrd_self,
+		(unsigned long long)term);
+	mgr_repl_activate(s, term);
+	rc = activate(s);
+	if (rc < 0)
+		mgr_srv_fatal(s, "activation", rc);
+}
+
+/* Lost the lease: another mgrd may be active now, and this one's state
+ * may hold records the new one never had.  Stop at once (no snapshot:
+ * the log holds every closed record); restarted, it joins as standby
+ * and takes the active's whole state (repl.c). */
+void mgr_server_lost_lease(struct mgr_server *s)
+{
+	tw_err("mgrd: mgrd %d lost its lease; exiting so that it rejoins as "
+	       "the standby", s->conf->mgrd_self);
+	_exit(3);
+}
+
 static void on_commit_timer(uv_timer_t *t)
 {
 	struct mgr_server *s = t->data;
@@ -1514,8 +1677,6 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	struct wire_server_ops ops = { .on_request = on_request,
 				       .on_close = on_close };
 	struct mgr_time now;
-	uint64_t *ids;
-	size_t n;
 	int rc;
 
 	if (!s)
@@ -1562,43 +1723,24 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		goto fail;
 	}
 	s->jnl_open = true;
-	/* Numbers up to the journaled limit may have been handed out by
-	 * records that a power loss took away: never use them again. */
-	if (s->st.ns.next_ino < s->st.ns.ino_limit)
-		s->st.ns.next_ino = s->st.ns.ino_limit;
-	s->st.ns.on_pdel = on_pdel_queued;
-	s->st.ns.on_pdel_arg = s;
+	mgr_srv_state_loaded(s);
 	tw_info("mgrd: state loaded from %s: %zu inodes, %u orphans, %zu "
 		"sessions, %zu pending deletes, next ino %llu, map epoch %llu",
 		conf->mgr_dir, s->st.ns.inodes.count, s->st.ns.n_orphans,
 		s->st.sessions.by_id.count, s->st.ns.pdel.count,
 		(unsigned long long)s->st.ns.next_ino,
 		(unsigned long long)s->st.map.epoch);
-	/* Grace after a restart: clients have two timeouts to come back
-	 * before their handles (and the orphans they keep) go. */
-	ids = mgr_hmap_sorted_keys(&s->st.sessions.by_id, &n);
-	for (size_t i = 0; ids && i < n; i++) {
-		struct mgr_session *sess = mgr_session_get(&s->st.sessions,
-							   ids[i]);
-
-		sess->idle_since_ms = tw_now_ms();
-		sess->grace_ms = 2ull * s->session_timeout_ms;
-	}
-	free(ids);
-	/* Locks are not journaled: the clients of these sessions re-claim
-	 * theirs within lock_grace (handlers_lock.c). */
-	rc = mgr_locks_new(s, s->st.sessions.by_id.count > 0);
-	if (rc < 0)
-		goto fail;
-
-	rc = mgr_pool_new(loop, conf, &s->st.map, &s->st.ns, s->incarnation,
-			  on_pdel_done, on_iod_failed, s, &s->pool);
-	if (rc < 0)
-		goto fail;
-	rc = mgr_monitor_start(s, &s->mon);
-	if (rc < 0)
-		goto fail;
-	rc = mgr_resync_start(s, &s->resync);
+	uv_timer_init(loop, &s->commit_timer);
+	s->commit_timer.data = s;
+	uv_timer_init(loop, &s->sweep_timer);
+	s->sweep_timer.data = s;
+	uv_timer_init(loop, &s->dl_timer);
+	s->dl_timer.data = s;
+	s->timers_init = true;
+	if (conf->n_mgrds == 1)
+		rc = activate(s);
+	else
+		rc = mgr_repl_start(s);
 	if (rc < 0)
 		goto fail;
 	if (!conf->secret[0] && !wire_host_is_loopback(conf->mgr_host)) {
@@ -1638,27 +1780,32 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		       conf->mgr_port, strerror(-rc));
 		goto fail;
 	}
-	uv_timer_init(loop, &s->commit_timer);
-	s->commit_timer.data = s;
 	uv_timer_start(&s->commit_timer, on_commit_timer,
 		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS),
 		       tw_ms_or(conf->commit_interval_ms, TW_COMMIT_INTERVAL_MS));
-	uv_timer_init(loop, &s->sweep_timer);
-	s->sweep_timer.data = s;
-	uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_MS, SWEEP_MS);
-	s->last_sweep_ms = tw_now_ms();
-	/* L3 (dlease.c): the restart grace runs from here. */
-	uv_timer_init(loop, &s->dl_timer);
-	s->dl_timer.data = s;
-	rc = mgr_dl_start(s);
-	if (rc < 0)
-		tw_warn("mgrd: no name leases: %s", strerror(-rc));
 	tw_info("mgrd: cluster \"%s\" listening on %s:%d, %d iods in %d "
-		"groups", conf->cluster_name, conf->mgr_host, conf->mgr_port,
-		conf->n_iods, conf->n_groups);
+		"groups%s", conf->cluster_name, conf->mgr_host, conf->mgr_port,
+		conf->n_iods, conf->n_groups, conf->n_mgrds == 1 ? "" :
+		conf->mgrd_self == 1 ? "; mgrd 1 of a pair" :
+				       "; mgrd 2 of a pair");
+	if (s->repl) {
+		rc = mgr_elect_start(s);
+		if (rc < 0) {
+			tw_err("mgrd: election: %s", strerror(-rc));
+			goto fail;
+		}
+	}
 	*out = s;
 	return 0;
 fail:
+	mgr_repl_stop(s);
+	if (s->timers_init) {
+		/* never started: closed before the loop runs them */
+		uv_close((uv_handle_t *)&s->commit_timer, NULL);
+		uv_close((uv_handle_t *)&s->sweep_timer, NULL);
+		uv_close((uv_handle_t *)&s->dl_timer, NULL);
+		uv_run(loop, UV_RUN_NOWAIT);
+	}
 	if (s->resync)
 		mgr_resync_stop(s->resync);
 	if (s->mon)
@@ -1715,6 +1862,9 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	else
 		tw_info("mgrd: snapshot written; shutting down");
 	mgr_journal_sync(&s->jnl);
+	if (s->repl)
+		mgr_elect_stop();
+	mgr_repl_stop(s);
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
 	mgr_dl_stop(s);
@@ -1729,6 +1879,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	 * stopping (it is freed only when its timer has closed). */
 	mgr_monitor_stop(s->mon);
 	mgr_resync_stop(s->resync);
-	mgr_pool_free(s->pool);
+	if (s->pool)
+		mgr_pool_free(s->pool);
 	wire_server_close(s->ws, stop_step, s);
 }

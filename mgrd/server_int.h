@@ -26,6 +26,7 @@ struct mgr_conn {
 	 * subtree its HELLO mounted (MGR_ROOT_INO: all). */
 	const struct tw_conf_client *client;
 	uint64_t root_ino;
+	struct mgr_server *srv;
 };
 
 /* ident.c: a revoked client key (mgrd/FORMAT.md section 4). */
@@ -98,6 +99,12 @@ struct mgr_server {
 	 * now (NULL: anonymous or admin), for squash (mgr_handle_client). */
 	const struct tw_conf_client *req_client;
 	bool kick_pdel;
+	/* An mgrd pair (repl.c; NULL with one mgrd).  active: serving
+	 * clients and iods (always with one mgrd; in a pair from
+	 * mgr_server_became_active on). */
+	struct mgr_repl *repl;
+	bool active;
+	bool timers_init;
 	bool stopping;
 	int closing;              /* handles still closing at stop */
 	void (*done)(void *arg);
@@ -287,6 +294,27 @@ void mgr_handle_lock(struct mgr_server *s, struct wire_conn *c,
 void mgr_locks_session_gone(struct mgr_server *s, uint64_t session);
 /* A connection closed: forget the requests parked on it. */
 void mgr_locks_conn_closed(struct mgr_server *s, struct wire_conn *c);
+
+/* repl.c: replication of an mgrd pair (docs/ARCHITECTURE.md "Metadata").
+ * mgr_repl_start: dial/answer the other mgrd; mgr_repl_activate: this
+ * mgrd became active in `term` (ship records, hold replies).
+ * mgr_repl_hold: true when it took the reply, to send once the standby
+ * acked everything closed before it (or is marked stale).
+ * mgr_repl_request: REPL_* on a ROLE_MGRD_PEER connection (standby). */
+struct mgr_repl;
+int mgr_repl_start(struct mgr_server *s);
+void mgr_repl_stop(struct mgr_server *s);
+void mgr_repl_activate(struct mgr_server *s, uint64_t term);
+bool mgr_repl_hold(struct mgr_server *s, struct wire_conn *c,
+		   const struct wire_hdr *hdr, int status,
+		   const ProtobufCMessage *body);
+void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
+		      struct wire_msg *m);
+void mgr_repl_status(const struct mgr_server *s, Twinfs__MgrdStatus *st);
+/* The active's mgrd id as this mgrd knows it (0: unknown). */
+int mgr_repl_active_id(const struct mgr_server *s);
+/* server.c: s->st was loaded or replaced (a standby's install). */
+void mgr_srv_state_loaded(struct mgr_server *s);
 
 /* handlers.c: answer one request of a client or admin connection. */
 void mgr_handle_client(struct mgr_server *s, struct wire_conn *c,

@@ -131,6 +131,9 @@ static const struct wire_type types[] = {
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
 	T(MGRD_STATUS, "MGRD_STATUS", empty, mgrd_status),
 	T(MGRD_SWITCHOVER, "MGRD_SWITCHOVER", empty, empty),
+	T(REPL_JOIN, "REPL_JOIN", repl_join, repl_pos),
+	T(REPL_SNAPSHOT, "REPL_SNAPSHOT", repl_snapshot, repl_pos),
+	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),
 };
 #undef T
 
@@ -155,6 +158,7 @@ const char *wire_role_name(int role)
 	case TWINFS__ROLE__ROLE_IOD: return "iod";
 	case TWINFS__ROLE__ROLE_ADMIN: return "admin";
 	case TWINFS__ROLE__ROLE_MGRD: return "mgrd";
+	case TWINFS__ROLE__ROLE_MGRD_PEER: return "mgrd-peer";
 	default: return "?";
 	}
 }

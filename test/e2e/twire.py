@@ -31,6 +31,12 @@ do not share a single line of code with the implementation they check.
         for SECONDS: listen on HOST:PORT and refuse every HELLO with
         -EREMOTE, the refusal "mgrd 2 is standby; the active is mgrd 1 at
         ACTIVE" and active_addr ACTIVE, then close.  Prints "hellos N".
+    twire.py mgrd-status HOST PORT CLUSTER
+        MSG_MGRD_STATUS (admin): prints "id N role R term T applied A
+        lag L peer P" (proto/FORMAT.md "mgrd pair").
+    twire.py mgrd-hello HOST PORT CLUSTER ROLE
+        a HELLO of ROLE (1 client, 2 iod, 3 admin): prints "status S
+        mgrd_id I active_addr A refusal R" of its answer.
     twire.py locks HOST PORT CLUSTER
         the lock messages (41-44) as proto/FORMAT.md "Locks" describes
         them, from two client sessions: malformed requests, grant, denial
@@ -1369,6 +1375,41 @@ def subtree(host, port, cluster, keyfile, subdir, outside):
     return fails
 
 
+MSG_MGRD_STATUS = 70
+
+
+def mgrd_status(host, port, cluster):
+    c = Conn(host, port)
+    try:
+        st, _, _ = c.call(MSG_HELLO, hello_body(cluster))
+        if st != 0:
+            return "HELLO answered status %d" % st
+        st, r, _ = c.call(MSG_MGRD_STATUS)
+        if st != 0:
+            return "MGRD_STATUS answered status %d" % st
+        g = lambda no, d=0: r.get(no, [d])[0]
+        print("id %d role %s term %d applied %d lag %d peer %s" % (
+            g(1), g(2, b"").decode(), g(3), g(4), g(5), g(7, b"").decode()))
+        return None
+    finally:
+        c.close()
+
+
+def mgrd_hello(host, port, cluster, role):
+    c = Conn(host, port)
+    try:
+        body = hello_body(cluster, role)
+        if role == ROLE_IOD:
+            body += f_varint(5, 1)
+        st, r, _ = c.call(MSG_HELLO, body)
+        g = lambda no, d=0: r.get(no, [d])[0]
+        print("status %d mgrd_id %d active_addr %s refusal %s" % (
+            st, g(10), g(12, b"").decode() or "-",
+            g(6, b"").decode() or "-"))
+    finally:
+        c.close()
+
+
 def guarded(name, fn):
     """Run one checking command: exit status 1 if it failed, and one FAIL
     line for an exception it raised instead of a hang or a traceback."""
@@ -1474,6 +1515,15 @@ def main(argv):
             host, port, cluster, argv[5], argv[6], int(argv[7])))
     if cmd == "standby":
         standby(host, port, argv[5], float(argv[6]))
+        return 0
+    if cmd == "mgrd-status":
+        err = mgrd_status(host, port, cluster)
+        if err:
+            print(err)
+            return 1
+        return 0
+    if cmd == "mgrd-hello":
+        mgrd_hello(host, port, cluster, int(argv[5]))
         return 0
     if cmd == "ping":
         err = hello_ping(host, port, cluster)

@@ -365,3 +365,106 @@ Test(persist_meta, replay_rebuilds_modes_acls_whiteout_atime, .init = conf_setup
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* ------------------------------------------------------------ standby */
+
+/* What an mgrd pair's standby does with the active's bytes (mgrd/repl.c,
+ * docs/ARCHITECTURE.md "mgrd pair"): install a snapshot, then decode,
+ * apply and append every record the active's on_record hook shipped.
+ * Its state, live and replayed from its own directory, is the active's
+ * byte for byte. */
+struct shipped {
+	uint8_t *buf[16];
+	size_t len[16];
+	int n;
+};
+
+static void ship(void *arg, const void *buf, size_t len)
+{
+	struct shipped *sh = arg;
+
+	cr_assert_lt(sh->n, 16);
+	sh->buf[sh->n] = malloc(len);
+	memcpy(sh->buf[sh->n], buf, len);
+	sh->len[sh->n++] = len;
+}
+
+static void same_state(const struct mgr_state *x, const struct mgr_state *y)
+{
+	uint8_t *ex, *ey;
+	size_t lx, ly;
+
+	cr_assert_eq(mgr_state_encode(x, &ex, &lx), 0);
+	cr_assert_eq(mgr_state_encode(y, &ey, &ly), 0);
+	cr_assert_eq(lx, ly);
+	cr_assert_eq(memcmp(ex, ey, lx), 0, "standby state differs");
+	free(ex);
+	free(ey);
+}
+
+Test(persist_meta, standby_install_and_append, .init = conf_setup)
+{
+	char da[] = "/tmp/test_mgr_meta.XXXXXX", db[] = "/tmp/test_mgr_meta.XXXXXX";
+	char cmd[96];
+	struct mgr_state a, b, c;
+	struct mgr_journal ja, jb, jc;
+	struct shipped sh = { .n = 0 };
+	struct mgr_op mkd = { .type = MGR_OP_CREATE, .parent = 1, .name = "d",
+			      .mode = S_IFDIR | 0755 };
+	struct mgr_op mkf = { .type = MGR_OP_CREATE, .name = "f",
+			      .mode = S_IFREG | 0644 };
+	struct mgr_op ren = { .type = MGR_OP_RENAME, .parent = 1, .name = "d",
+			      .newparent = 1, .newname = "e" };
+	struct mgr_op xa = { .type = MGR_OP_SETXATTR, .name = "user.k",
+			     .value = "v", .value_len = 1 };
+	struct mgr_op sess = { .type = MGR_OP_SESSION_NEW };
+	uint8_t *snap;
+	size_t snap_len;
+
+	cr_assert_not_null(mkdtemp(da));
+	cr_assert_not_null(mkdtemp(db));
+	cr_assert_eq(mgr_state_init(&a, &conf, &T0), 0);
+	cr_assert_eq(mgr_journal_open(&ja, da, &a), 0);
+	live(&a, &ja, &mkd);
+	/* the join: the active's state as a snapshot, installed */
+	cr_assert_eq(mgr_state_encode(&a, &snap, &snap_len), 0);
+	cr_assert_eq(mgr_state_init(&b, &conf, &T1), 0);
+	cr_assert_eq(mgr_journal_open(&jb, db, &b), 0);
+	mgr_state_free(&b);
+	cr_assert_eq(mgr_state_init(&b, &conf, &T1), 0);
+	cr_assert_eq(mgr_state_decode(&b, snap, snap_len), 0);
+	cr_assert_eq(mgr_journal_install(&jb, snap, snap_len), 0);
+	free(snap);
+	/* then the stream */
+	ja.on_record = ship;
+	ja.on_record_arg = &sh;
+	mkf.parent = mkd.new_ino;
+	live(&a, &ja, &mkf);
+	live(&a, &ja, &ren);
+	xa.ino = mkf.new_ino;
+	live(&a, &ja, &xa);
+	live(&a, &ja, &sess);
+	cr_assert_eq(sh.n, 4, "every closed record is shipped");
+	for (int i = 0; i < sh.n; i++) {
+		struct mgr_op op;
+
+		cr_assert_eq(mgr_op_decode(sh.buf[i], sh.len[i], &op), 0);
+		cr_assert_eq(mgr_op_apply(&b, &op), 0);
+		cr_assert_eq(mgr_journal_append(&jb, sh.buf[i], sh.len[i],
+						&op), 0);
+		free(sh.buf[i]);
+	}
+	same_state(&a, &b);
+	/* the standby's directory alone gives the same state */
+	mgr_journal_close(&jb);
+	cr_assert_eq(mgr_state_init(&c, &conf, &T0), 0);
+	cr_assert_eq(mgr_journal_open(&jc, db, &c), 0);
+	same_state(&a, &c);
+	mgr_journal_close(&jc);
+	mgr_journal_close(&ja);
+	mgr_state_free(&a);
+	mgr_state_free(&b);
+	mgr_state_free(&c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", da, db);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -1,0 +1,915 @@
+/* repl.c - replication of an mgrd pair (docs/ARCHITECTURE.md "Metadata",
+ * proto/FORMAT.md "mgrd pair").
+ *
+ * The active dials the standby (a wire_peer, role ROLE_MGRD_PEER) and
+ * drives everything with requests the standby answers with its position
+ * (ReplPos):
+ *   REPL_JOIN       -> fork(): the child writes mgr_state_encode of the
+ *                      state as it was at the fork to DIR/repl-out.snap
+ *                      while the active goes on serving; records closed
+ *                      from then on wait in the backlog;
+ *   REPL_SNAPSHOT   -> that file in chunks; the standby installs it as
+ *                      its snapshot (log trimmed) and its state;
+ *   REPL_RECORD     -> the backlog, then every record as it closes: the
+ *                      same bytes, with (term, index); the standby
+ *                      applies it, appends it to its record log (closed
+ *                      by write(2)) and acks its index.  Without data: a
+ *                      heartbeat carrying the active's index.
+ * A join always sends the whole state: a standby whose log holds records
+ * the active never had (an old active's unacknowledged tail) loses them.
+ *
+ * Synchronous commit: while the pair runs, every reply of the active
+ * (mgr_srv_reply) waits until the standby acked the newest record closed
+ * when the reply was made; replies leave in the order they were made.  So
+ * "an mgrd reply means its record is closed" holds on both mgrds.  When
+ * the standby is not in sync (down, joining, not answering within
+ * REPL_TIMEOUT_MS) the replies wait until the election module has had a
+ * quorum mark the standby stale (mgr_elect_mark_standby_stale); then they
+ * go unreplicated until the standby has acked everything again
+ * (mgr_elect_standby_fresh).
+ */
+#include "elect.h"
+#include "journal.h"
+#include "server_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REPL_TICK_MS        100u
+#define REPL_HEARTBEAT_MS   300u
+#define REPL_RETRY_MS       1000u
+#define REPL_TIMEOUT_MS     3000u   /* a record or heartbeat unanswered */
+#define REPL_SNAP_TIMEOUT_MS 30000u /* a snapshot chunk unanswered */
+#define REPL_CHUNK          (4u << 20)
+/* Records waiting behind a snapshot transfer: past this the join starts
+ * over (a standby that slow would never catch up). */
+#define REPL_BACKLOG_MAX    (256ull << 20)
+#define REPL_SNAP_MAX       (64ull << 30)
+#define REPL_SNAP_FILE      "repl-out.snap"
+
+enum link_state { L_DOWN, L_JOINING, L_FORKING, L_SNAPSHOT, L_STREAMING };
+
+struct backlog_rec {
+	struct backlog_rec *next;
+	uint64_t index;
+	size_t len;
+	uint8_t data[];
+};
+
+struct held {
+	struct held *next;
+	struct wire_conn *wc;     /* referenced */
+	struct wire_hdr hdr;
+	uint64_t index;           /* released once the standby acked it */
+	struct mgr_reply r;       /* the reply, as the reply cache keeps it */
+};
+
+struct call_ctx {
+	struct mgr_repl *r;
+	uint64_t gen;
+};
+
+struct mgr_repl {
+	struct mgr_server *s;
+	uv_timer_t timer;
+	int self, other;          /* mgrd ids */
+	/* active side */
+	bool active;
+	uint64_t term, index, acked;
+	struct wire_peer *peer;
+	enum link_state link;
+	uint64_t gen;             /* of the link; stale callbacks see another */
+	uint64_t next_try_ms, last_send_ms, last_ack_ms;
+	pid_t child;
+	uint64_t fork_ms;         /* when the child started */
+	uint64_t snap_index;
+	int snap_fd;
+	char snap_path[PATH_MAX + sizeof(REPL_SNAP_FILE) + 1];
+	uint64_t snap_off, snap_total;
+	struct backlog_rec *bl_head, *bl_tail;
+	uint64_t bl_bytes;
+	bool in_sync, stale_ok, marking;
+	bool releasing;           /* held_release sends: no holding */
+	struct held *h_head, *h_tail;
+	/* standby side */
+	int active_id;            /* who joined us last (0 = nobody yet) */
+	uint64_t s_term, s_index; /* position: applied and closed */
+	bool s_installed;         /* s_term's snapshot is in */
+	bool s_in_sync;
+	uint64_t last_contact_ms;
+	uint8_t *rx;              /* a snapshot being received */
+	uint64_t rx_len, rx_total, rx_term, rx_index;
+};
+
+static void repl_send_next_chunk(struct mgr_repl *r);
+static void repl_mark_stale(struct mgr_repl *r);
+
+/* ------------------------------------------------------- held replies */
+
+static void held_release(struct mgr_repl *r)
+{
+	struct held *h;
+
+	if (r->releasing)
+		return;
+	r->releasing = true;
+	while ((h = r->h_head) && (r->stale_ok || h->index <= r->acked)) {
+		r->h_head = h->next;
+		if (!r->h_head)
+			r->h_tail = NULL;
+		if (wire_conn_is_open(h->wc))
+			mgr_srv_resend(h->wc, &h->hdr, &h->r);
+		wire_conn_unref(h->wc);
+		free(h);
+	}
+	r->releasing = false;
+}
+
+static void held_drop(struct mgr_repl *r)
+{
+	struct held *h;
+
+	while ((h = r->h_head)) {
+		r->h_head = h->next;
+		wire_conn_unref(h->wc);
+		free(h);
+	}
+	r->h_tail = NULL;
+}
+
+bool mgr_repl_hold(struct mgr_server *s, struct wire_conn *c,
+		   const struct wire_hdr *hdr, int status,
+		   const ProtobufCMessage *body)
+{
+	struct mgr_repl *r = s->repl;
+	struct held *h;
+	size_t len = 0;
+
+	if (!r || !r->active || r->releasing)
+		return false;
+	if (!r->h_head && (r->stale_ok || r->acked >= r->index))
+		return false;
+	if (status == 0 && body)
+		len = protobuf_c_message_get_packed_size(body);
+	h = calloc(1, sizeof(*h) + len);
+	if (!h)
+		mgr_srv_fatal(s, "reply", -ENOMEM);
+	h->wc = c;
+	wire_conn_ref(c);
+	h->hdr = *hdr;
+	h->index = r->index;
+	h->r.status = status;
+	h->r.type = hdr->type;
+	h->r.len = (uint32_t)len;
+	if (len)
+		protobuf_c_message_pack(body, h->r.data);
+	if (r->h_tail)
+		r->h_tail->next = h;
+	else
+		r->h_head = h;
+	r->h_tail = h;
+	return true;
+}
+
+/* ------------------------------------------------------- the link */
+
+static void backlog_free(struct mgr_repl *r)
+{
+	struct backlog_rec *b;
+
+	while ((b = r->bl_head)) {
+		r->bl_head = b->next;
+		free(b);
+	}
+	r->bl_tail = NULL;
+	r->bl_bytes = 0;
+}
+
+static void snap_cleanup(struct mgr_repl *r)
+{
+	if (r->child > 0) {
+		kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, 0);
+		r->child = 0;
+	}
+	if (r->snap_fd >= 0)
+		close(r->snap_fd);
+	r->snap_fd = -1;
+	unlink(r->snap_path);
+}
+
+static void set_in_sync(struct mgr_repl *r, bool in_sync)
+{
+	if (in_sync == r->in_sync)
+		return;
+	r->in_sync = in_sync;
+	mgr_elect_peer_state(in_sync || r->link != L_DOWN, in_sync);
+	if (in_sync) {
+		tw_info("mgrd: standby mgrd %d is in sync at index %llu",
+			r->other, (unsigned long long)r->acked);
+		r->stale_ok = false;
+		mgr_elect_standby_fresh();
+	} else {
+		repl_mark_stale(r);
+	}
+}
+
+static void link_fail(struct mgr_repl *r, const char *what, int status)
+{
+	/* A standby that is not there is logged once, not at every try. */
+	if (r->link >= L_FORKING)
+		tw_warn("mgrd: replication to mgrd %d: %s: %s; the standby "
+			"is stale until it joins again", r->other, what,
+			strerror(status < 0 ? -status : EIO));
+	r->gen++;
+	r->link = L_DOWN;
+	wire_peer_reset(r->peer);
+	backlog_free(r);
+	snap_cleanup(r);
+	r->next_try_ms = tw_now_ms() + REPL_RETRY_MS;
+	mgr_elect_peer_state(false, false);
+	set_in_sync(r, false);
+	repl_mark_stale(r);
+}
+
+static void on_stale_done(int status, void *arg)
+{
+	struct mgr_repl *r = arg;
+
+	r->marking = false;
+	if (!r->active || r->in_sync)
+		return;
+	if (status < 0) {
+		tw_log_rl(TW_LOG_WARN, "mgrd: marking the standby stale "
+			  "failed: %s; replies wait", strerror(-status));
+		return;   /* the tick tries again */
+	}
+	r->stale_ok = true;
+	held_release(r);
+}
+
+static void repl_mark_stale(struct mgr_repl *r)
+{
+	if (!r->active || r->in_sync || r->stale_ok || r->marking)
+		return;
+	r->marking = true;
+	if (mgr_elect_mark_standby_stale(on_stale_done, r) < 0)
+		r->marking = false;
+}
+
+static struct call_ctx *ctx_new(struct mgr_repl *r)
+{
+	struct call_ctx *x = malloc(sizeof(*x));
+
+	if (!x)
+		mgr_srv_fatal(r->s, "replication", -ENOMEM);
+	x->r = r;
+	x->gen = r->gen;
+	return x;
+}
+
+/* The ReplPos of a reply, NULL (and the link failed) when it is bad. */
+static const Twinfs__ReplPos *reply_pos(struct mgr_repl *r, int status,
+					struct wire_msg *m, const char *what)
+{
+	const Twinfs__ReplPos *p = m ? (const Twinfs__ReplPos *)m->body : NULL;
+
+	if (status < 0 || !p) {
+		link_fail(r, what, status);
+		return NULL;
+	}
+	r->last_ack_ms = tw_now_ms();
+	return p;
+}
+
+static void on_record_reply(int status, struct wire_msg *m, void *arg)
+{
+	struct call_ctx *x = arg;
+	struct mgr_repl *r = x->r;
+	const Twinfs__ReplPos *p;
+
+	if (x->gen == r->gen && r->link == L_STREAMING &&
+	    (p = reply_pos(r, status, m, "record")) != NULL) {
+		if (p->term == r->term && p->index > r->acked)
+			r->acked = p->index;
+		if (r->acked >= r->index)
+			set_in_sync(r, true);
+		held_release(r);
+	}
+	free(x);
+	if (m)
+		wire_msg_free(m);
+}
+
+static void send_record(struct mgr_repl *r, uint64_t index, const void *buf,
+			size_t len)
+{
+	Twinfs__ReplRecord rr = TWINFS__REPL_RECORD__INIT;
+	struct iovec iov = { (void *)buf, len };
+	struct call_ctx *x = ctx_new(r);
+	int rc;
+
+	rr.term = r->term;
+	rr.index = index;
+	rr.last = r->index;
+	rc = wire_call(r->peer, TWINFS__MSG_TYPE__MSG_REPL_RECORD, &rr.base,
+		       len ? &iov : NULL, len ? 1 : 0, REPL_TIMEOUT_MS,
+		       on_record_reply, x);
+	if (rc < 0) {
+		free(x);
+		link_fail(r, "send", rc);
+		return;
+	}
+	r->last_send_ms = tw_now_ms();
+}
+
+void mgr_repl_record(void *arg, const void *buf, size_t len)
+{
+	struct mgr_repl *r = arg;
+	struct backlog_rec *b;
+
+	if (!r->active)
+		return;
+	r->index++;
+	switch (r->link) {
+	case L_STREAMING:
+		send_record(r, r->index, buf, len);
+		break;
+	case L_FORKING:
+	case L_SNAPSHOT:
+		if (r->bl_bytes + len > REPL_BACKLOG_MAX) {
+			link_fail(r, "backlog behind the snapshot too large",
+				  -ENOBUFS);
+			break;
+		}
+		b = malloc(sizeof(*b) + len);
+		if (!b)
+			mgr_srv_fatal(r->s, "replication", -ENOMEM);
+		b->next = NULL;
+		b->index = r->index;
+		b->len = len;
+		memcpy(b->data, buf, len);
+		if (r->bl_tail)
+			r->bl_tail->next = b;
+		else
+			r->bl_head = b;
+		r->bl_tail = b;
+		r->bl_bytes += len;
+		break;
+	default:
+		break;   /* the next join's snapshot holds it */
+	}
+}
+
+static void on_snap_reply(int status, struct wire_msg *m, void *arg)
+{
+	struct call_ctx *x = arg;
+	struct mgr_repl *r = x->r;
+	struct backlog_rec *b;
+	const Twinfs__ReplPos *p;
+
+	if (x->gen != r->gen || r->link != L_SNAPSHOT ||
+	    !(p = reply_pos(r, status, m, "snapshot")))
+		goto out;
+	if (r->snap_off < r->snap_total) {
+		repl_send_next_chunk(r);
+		goto out;
+	}
+	if (p->term != r->term || p->index != r->snap_index) {
+		link_fail(r, "snapshot not installed", -EPROTO);
+		goto out;
+	}
+	tw_info("mgrd: standby mgrd %d installed the snapshot at index "
+		"%llu (%llu bytes); sending %llu bytes of records closed "
+		"since", r->other, (unsigned long long)r->snap_index,
+		(unsigned long long)r->snap_total,
+		(unsigned long long)r->bl_bytes);
+	snap_cleanup(r);
+	r->acked = r->snap_index;
+	r->link = L_STREAMING;
+	while ((b = r->bl_head) && r->link == L_STREAMING) {
+		r->bl_head = b->next;
+		send_record(r, b->index, b->data, b->len);
+		free(b);
+	}
+	if (r->link == L_STREAMING) {
+		r->bl_tail = NULL;
+		r->bl_bytes = 0;
+		if (r->acked >= r->index)
+			set_in_sync(r, true);
+		else   /* an ack of the last backlog record will */
+			mgr_elect_peer_state(true, false);
+	}
+out:
+	free(x);
+	if (m)
+		wire_msg_free(m);
+}
+
+static void repl_send_next_chunk(struct mgr_repl *r)
+{
+	Twinfs__ReplSnapshot rs = TWINFS__REPL_SNAPSHOT__INIT;
+	size_t n = (size_t)TW_MIN((uint64_t)REPL_CHUNK,
+				  r->snap_total - r->snap_off);
+	uint8_t *buf = malloc(n ? n : 1);
+	struct iovec iov;
+	struct call_ctx *x;
+	ssize_t got;
+	int rc;
+
+	if (!buf)
+		mgr_srv_fatal(r->s, "replication", -ENOMEM);
+	got = n ? pread(r->snap_fd, buf, n, (off_t)r->snap_off) : 0;
+	if (got != (ssize_t)n) {
+		free(buf);
+		link_fail(r, "reading the snapshot file", got < 0 ? -errno
+							      : -EIO);
+		return;
+	}
+	rs.term = r->term;
+	rs.index = r->snap_index;
+	rs.offset = r->snap_off;
+	rs.total = r->snap_total;
+	rs.last = r->index;
+	iov.iov_base = buf;
+	iov.iov_len = n;
+	x = ctx_new(r);
+	rc = wire_call(r->peer, TWINFS__MSG_TYPE__MSG_REPL_SNAPSHOT, &rs.base,
+		       n ? &iov : NULL, n ? 1 : 0, REPL_SNAP_TIMEOUT_MS,
+		       on_snap_reply, x);
+	free(buf);
+	if (rc < 0) {
+		free(x);
+		link_fail(r, "send", rc);
+		return;
+	}
+	r->snap_off += n;
+	r->last_send_ms = tw_now_ms();
+}
+
+/* The child of the fork: the state as it was at the fork, to a file. */
+static void __attribute__((noreturn)) snap_child(struct mgr_repl *r,
+						 const char *path)
+{
+	uint8_t *buf;
+	size_t len, off = 0;
+	int fd, rc = mgr_state_encode(&r->s->st, &buf, &len);
+
+	if (rc < 0)
+		_exit(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		_exit(1);
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+
+		if (w <= 0)
+			_exit(1);
+		off += (size_t)w;
+	}
+	_exit(close(fd) == 0 ? 0 : 1);
+}
+
+static void start_fork(struct mgr_repl *r)
+{
+	uint64_t t0 = tw_now_ms();
+	pid_t pid;
+
+	r->snap_index = r->index;
+	pid = fork();
+	if (pid < 0) {
+		link_fail(r, "fork", -errno);
+		return;
+	}
+	if (pid == 0)
+		snap_child(r, r->snap_path);
+	r->child = pid;
+	r->fork_ms = tw_now_ms();
+	r->link = L_FORKING;
+	tw_info("mgrd: standby mgrd %d joins: snapshot at index %llu being "
+		"written by process %d (fork took %llu ms)", r->other,
+		(unsigned long long)r->snap_index, (int)pid,
+		(unsigned long long)(tw_now_ms() - t0));
+}
+
+static void poll_fork(struct mgr_repl *r)
+{
+	struct stat st;
+	int wst;
+	pid_t pid = waitpid(r->child, &wst, WNOHANG);
+
+	if (pid == 0) {
+		/* A child that hangs must not stop every later join. */
+		if (tw_now_ms() - r->fork_ms > REPL_SNAP_TIMEOUT_MS)
+			link_fail(r, "the snapshot process did not finish",
+				  -ETIMEDOUT);
+		return;
+	}
+	r->child = 0;
+	if (pid < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+		link_fail(r, "writing the snapshot", -EIO);
+		return;
+	}
+	r->snap_fd = open(r->snap_path, O_RDONLY | O_CLOEXEC);
+	if (r->snap_fd < 0 || fstat(r->snap_fd, &st) < 0) {
+		link_fail(r, "opening the snapshot", -errno);
+		return;
+	}
+	r->snap_total = (uint64_t)st.st_size;
+	r->snap_off = 0;
+	r->link = L_SNAPSHOT;
+	repl_send_next_chunk(r);
+}
+
+static void on_join_reply(int status, struct wire_msg *m, void *arg)
+{
+	struct call_ctx *x = arg;
+	struct mgr_repl *r = x->r;
+	const Twinfs__ReplPos *p;
+
+	if (x->gen == r->gen && r->link == L_JOINING &&
+	    (p = reply_pos(r, status, m, "join")) != NULL) {
+		tw_info("mgrd: standby mgrd %d answers at term %llu index "
+			"%llu; sending the whole state", r->other,
+			(unsigned long long)p->term,
+			(unsigned long long)p->index);
+		start_fork(r);
+	}
+	free(x);
+	if (m)
+		wire_msg_free(m);
+}
+
+static void start_join(struct mgr_repl *r)
+{
+	Twinfs__ReplJoin j = TWINFS__REPL_JOIN__INIT;
+	struct call_ctx *x = ctx_new(r);
+	int rc;
+
+	j.from_id = (uint32_t)r->self;
+	j.term = r->term;
+	j.index = r->index;
+	r->link = L_JOINING;
+	rc = wire_call(r->peer, TWINFS__MSG_TYPE__MSG_REPL_JOIN, &j.base, NULL,
+		       0, REPL_TIMEOUT_MS, on_join_reply, x);
+	if (rc < 0) {
+		free(x);
+		r->link = L_DOWN;
+		r->next_try_ms = tw_now_ms() + REPL_RETRY_MS;
+	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct mgr_repl *r = t->data;
+	uint64_t now = tw_now_ms();
+
+	if (!r->active)
+		return;
+	switch (r->link) {
+	case L_DOWN:
+		if (now >= r->next_try_ms)
+			start_join(r);
+		break;
+	case L_FORKING:
+		poll_fork(r);
+		break;
+	case L_STREAMING:
+		if (now - r->last_send_ms >= REPL_HEARTBEAT_MS)
+			send_record(r, r->index, NULL, 0);
+		break;
+	default:
+		break;
+	}
+	repl_mark_stale(r);   /* one that failed is tried again */
+}
+
+/* -------------------------------------------------------- standby side */
+
+static void pos_reply(struct mgr_repl *r, struct wire_conn *c,
+		      const struct wire_msg *m, int status)
+{
+	Twinfs__ReplPos p = TWINFS__REPL_POS__INIT;
+
+	p.term = r->s_term;
+	p.index = r->s_index;
+	wire_reply(c, &m->hdr, status, status < 0 ? NULL : &p.base, NULL, 0);
+}
+
+static void rx_free(struct mgr_repl *r)
+{
+	free(r->rx);
+	r->rx = NULL;
+	r->rx_len = r->rx_total = 0;
+}
+
+/* The whole snapshot is in: it becomes this mgrd's state and its log's
+ * snapshot (the log trimmed: records of another history go with it). */
+static int install(struct mgr_repl *r)
+{
+	struct mgr_server *s = r->s;
+	struct mgr_state fresh;
+	struct mgr_time now;
+	int rc;
+
+	mgr_srv_now(&now);
+	rc = mgr_state_init(&fresh, s->conf, &now);
+	if (rc == 0)
+		rc = mgr_state_decode(&fresh, r->rx, r->rx_total);
+	if (rc < 0) {
+		mgr_state_free(&fresh);
+		tw_err("mgrd: the active's snapshot does not decode: %s",
+		       strerror(-rc));
+		return rc;
+	}
+	rc = mgr_journal_install(&s->jnl, r->rx, r->rx_total);
+	if (rc < 0) {
+		mgr_state_free(&fresh);
+		mgr_srv_fatal(s, "snapshot", rc);
+	}
+	mgr_state_free(&s->st);
+	s->st = fresh;
+	mgr_srv_state_loaded(s);
+	r->s_term = r->rx_term;
+	r->s_index = r->rx_index;
+	r->s_installed = true;
+	tw_info("mgrd: installed the active's snapshot at term %llu index "
+		"%llu: %zu inodes, %zu sessions", (unsigned long long)r->s_term,
+		(unsigned long long)r->s_index, s->st.ns.inodes.count,
+		s->st.sessions.by_id.count);
+	return 0;
+}
+
+/* In sync: every record the active had closed when it sent the last
+ * message is applied here. */
+static void note_sync(struct mgr_repl *r, uint64_t last)
+{
+	bool in_sync = r->s_index >= last;
+
+	if (in_sync && !r->s_in_sync)
+		tw_info("mgrd: in sync with mgrd %d at index %llu",
+			r->active_id, (unsigned long long)r->s_index);
+	r->s_in_sync = in_sync;
+}
+
+static int h_snapshot(struct mgr_repl *r, const struct wire_msg *m)
+{
+	const Twinfs__ReplSnapshot *q = (const Twinfs__ReplSnapshot *)m->body;
+	int rc;
+
+	if (q->offset == 0) {
+		rx_free(r);
+		if (q->total == 0 || q->total > REPL_SNAP_MAX)
+			return -EINVAL;
+		r->rx = malloc(q->total);
+		if (!r->rx)
+			return -ENOMEM;
+		r->rx_total = q->total;
+		r->rx_term = q->term;
+		r->rx_index = q->index;
+		r->s_installed = false;
+		r->s_in_sync = false;
+	}
+	if (!r->rx || q->offset != r->rx_len || q->total != r->rx_total ||
+	    q->term != r->rx_term || q->index != r->rx_index ||
+	    m->data_len > r->rx_total - r->rx_len)
+		return -EPROTO;
+	if (m->data_len)
+		memcpy(r->rx + r->rx_len, m->data, m->data_len);
+	r->rx_len += m->data_len;
+	if (r->rx_len < r->rx_total)
+		return 0;
+	rc = install(r);
+	if (rc == 0)
+		note_sync(r, q->last);
+	return rc;
+}
+
+static int h_record(struct mgr_repl *r, const struct wire_msg *m)
+{
+	const Twinfs__ReplRecord *q = (const Twinfs__ReplRecord *)m->body;
+	struct mgr_server *s = r->s;
+	struct mgr_op op;
+	int rc;
+
+	if (!r->s_installed || q->term != r->s_term)
+		return -ESTALE;
+	if (!m->data_len) {   /* heartbeat */
+		note_sync(r, q->last);
+		return q->index < r->s_index ? -ESTALE : 0;
+	}
+	if (q->index != r->s_index + 1)
+		return -ESTALE;
+	rc = mgr_op_decode(m->data, m->data_len, &op);
+	if (rc < 0)
+		return rc;
+	if (op.status >= 0) {
+		rc = mgr_op_apply(&s->st, &op);
+		if (rc < 0) {
+			/* Not the active's state: start over from a
+			 * snapshot (the record is not in our log). */
+			tw_err("mgrd: record %llu of mgrd %d (op %u) does not "
+			       "apply: %s; asking for the whole state",
+			       (unsigned long long)q->index, r->active_id,
+			       op.type, strerror(-rc));
+			r->s_installed = false;
+			return -EUCLEAN;
+		}
+	}
+	rc = mgr_journal_append(&s->jnl, m->data, m->data_len, &op);
+	if (rc < 0)
+		mgr_srv_fatal(s, "append", rc);
+	r->s_index = q->index;
+	note_sync(r, q->last);
+	return 0;
+}
+
+void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
+		      struct wire_msg *m)
+{
+	struct mgr_repl *r = s->repl;
+	int rc;
+
+	if (!r || mgr_elect_is_active()) {
+		/* Two actives must never feed each other. */
+		wire_reply(c, &m->hdr, -EBUSY, NULL, NULL, 0);
+		return;
+	}
+	r->last_contact_ms = tw_now_ms();
+	switch (m->hdr.type) {
+	case TWINFS__MSG_TYPE__MSG_REPL_JOIN: {
+		const Twinfs__ReplJoin *j = (const Twinfs__ReplJoin *)m->body;
+
+		if (j->from_id < 1 || j->from_id > 2 ||
+		    (int)j->from_id == r->self) {
+			rc = -EINVAL;
+			break;
+		}
+		r->active_id = (int)j->from_id;
+		r->s_in_sync = false;
+		rx_free(r);
+		tw_info("mgrd: mgrd %d (term %llu, index %llu) joins us as "
+			"its standby; we are at term %llu index %llu",
+			r->active_id, (unsigned long long)j->term,
+			(unsigned long long)j->index,
+			(unsigned long long)r->s_term,
+			(unsigned long long)r->s_index);
+		rc = 0;
+		break;
+	}
+	case TWINFS__MSG_TYPE__MSG_REPL_SNAPSHOT:
+		rc = h_snapshot(r, m);
+		if (rc < 0)
+			rx_free(r);
+		break;
+	case TWINFS__MSG_TYPE__MSG_REPL_RECORD:
+		rc = h_record(r, m);
+		break;
+	default:
+		rc = -EOPNOTSUPP;
+	}
+	mgr_elect_peer_state(true, r->s_in_sync);
+	pos_reply(r, c, m, rc);
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+void mgr_repl_activate(struct mgr_server *s, uint64_t term)
+{
+	struct mgr_repl *r = s->repl;
+
+	r->active = true;
+	r->term = term;
+	r->index = 0;
+	r->acked = 0;
+	r->in_sync = false;
+	r->stale_ok = false;
+	r->link = L_DOWN;
+	r->next_try_ms = 0;
+	s->jnl.on_record = mgr_repl_record;
+	s->jnl.on_record_arg = r;
+	repl_mark_stale(r);
+	wire_peer_connect(r->peer);
+}
+
+int mgr_repl_start(struct mgr_server *s)
+{
+	const struct tw_conf *conf = s->conf;
+	struct mgr_repl *r = calloc(1, sizeof(*r));
+	Twinfs__Hello hello;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->s = s;
+	r->self = conf->mgrd_self;
+	r->other = 3 - conf->mgrd_self;
+	r->snap_fd = -1;
+	snprintf(r->snap_path, sizeof(r->snap_path), "%s/" REPL_SNAP_FILE,
+		 conf->mgr_dir);
+	wire_hello_init(&hello, conf->cluster_name,
+			TWINFS__ROLE__ROLE_MGRD_PEER, s->incarnation);
+	hello.node_id = (uint32_t)r->self;
+	{
+		struct wire_peer_opts o = {
+			.host = conf->mgrd[r->other - 1].host,
+			.port = conf->mgrd[r->other - 1].port,
+			.hello = &hello,
+			.arg = r,
+			.reconnect_ms = REPL_RETRY_MS,
+			.secret = conf->secret,
+			.channel = conf->channel,
+		};
+
+		rc = wire_peer_new(s->loop, &o, &r->peer);
+	}
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	uv_timer_init(s->loop, &r->timer);
+	r->timer.data = r;
+	uv_timer_start(&r->timer, on_tick, REPL_TICK_MS, REPL_TICK_MS);
+	s->repl = r;
+	snap_cleanup(r);   /* a file a crash left */
+	return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void mgr_repl_stop(struct mgr_server *s)
+{
+	struct mgr_repl *r = s->repl;
+
+	if (!r)
+		return;
+	s->repl = NULL;
+	s->jnl.on_record = NULL;
+	r->active = false;
+	held_drop(r);
+	backlog_free(r);
+	snap_cleanup(r);
+	rx_free(r);
+	wire_peer_free(r->peer);
+	uv_timer_stop(&r->timer);
+	uv_close((uv_handle_t *)&r->timer, on_timer_closed);
+}
+
+/* ------------------------------------------------------------- status */
+
+static const char *link_role(const struct mgr_repl *r)
+{
+	if (r->in_sync)
+		return "standby";
+	return r->link == L_DOWN ? "down" : "syncing";
+}
+
+void mgr_repl_status(const struct mgr_server *s, Twinfs__MgrdStatus *st)
+{
+	const struct mgr_repl *r = s->repl;
+	uint64_t now = tw_now_ms();
+
+	st->id = (uint32_t)s->conf->mgrd_self;
+	if (!r) {
+		st->role = "active";
+		st->peer_role = "";
+		return;
+	}
+	if (r->active) {
+		st->role = "active";
+		st->term = r->term;
+		st->applied_index = r->index;
+		st->lag_records = r->index - r->acked;
+		st->last_contact_ms = r->last_ack_ms ? now - r->last_ack_ms
+						     : 0;
+		st->peer_role = (char *)link_role(r);
+		return;
+	}
+	st->role = r->s_installed && r->s_in_sync ? "standby" : "syncing";
+	st->term = r->s_term;
+	st->applied_index = r->s_index;
+	st->last_contact_ms = r->last_contact_ms ? now - r->last_contact_ms
+						 : 0;
+	st->peer_role = r->last_contact_ms &&
+			now - r->last_contact_ms < REPL_TIMEOUT_MS ? "active"
+								   : "down";
+}
+
+int mgr_repl_active_id(const struct mgr_server *s)
+{
+	const struct mgr_repl *r = s->repl;
+
+	if (!r)
+		return 0;
+	return r->active ? r->self : r->active_id;
+}

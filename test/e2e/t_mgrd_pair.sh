@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# t_mgrd_pair.sh - an mgrd pair (docs/ARCHITECTURE.md "Metadata"): mgrd 1
+# active, mgrd 2 its synchronous standby (the election's stand-in makes
+# mgrd 1 active).  One cluster for every check:
+#   - the standby refuses clients and iods with -EREMOTE and the active's
+#     address, serves MGRD_STATUS, and joins by snapshot;
+#   - metadata load on the mount (creates, mkdirs, renames, xattrs,
+#     symlinks, hard links, writes, unlinks); kill -9 of the standby in the
+#     middle of it and a restart while it runs; its directory wiped and a
+#     rejoin while it runs;
+#   - with both stopped, the standby's directory replays to the very state
+#     of the active's: twinfs-mgrd --dump-state, byte for byte.
+. "$(dirname "$0")/lib.sh"
+e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2; }
+e2e_begin mgrd-pair
+e2e_tmpdir T
+
+CONF=$(lc conf)
+MGRD=$TWINFS_BUILD_DIR/mgrd/twinfs-mgrd
+LOG2=$TWINFS_RUN_DIR/logs/mgrd2.log
+M2PID=
+tw() { "$PY" "$E2E_DIR/twire.py" "$@"; }
+start_m2() {
+	setsid "$MGRD" -c "$CONF" --id 2 </dev/null >>"$LOG2" 2>&1 &
+	M2PID=$!
+}
+stop_m2() { # SIGTERM, wait (bounded)
+	[[ -n $M2PID ]] || return 0
+	kill -TERM "$M2PID" 2>/dev/null
+	for ((i = 0; i < 200; i++)); do kill -0 "$M2PID" 2>/dev/null || break; sleep 0.05; done
+	wait "$M2PID" 2>/dev/null
+	M2PID=
+}
+e2e_m2_cleanup() { # keeps $? for e2e_cleanup
+	local rc=$?
+	[[ -n $M2PID ]] && kill -KILL "$M2PID" 2>/dev/null
+	return $rc
+}
+trap 'e2e_m2_cleanup; e2e_cleanup' EXIT
+status1() { tw mgrd-status 127.0.0.1 "$TWINFS_PORT" "$TWINFS_CLUSTER"; }
+status2() { tw mgrd-status 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER"; }
+# wait_sync MS: until the active reports its standby in sync with no lag
+wait_sync() {
+	local t0 s
+	t0=$(now_ms)
+	until s=$(status1) && [[ $s == *"lag 0 peer standby"* ]]; do
+		(($(now_ms) - t0 > $1)) && { echo "$s"; return 1; }
+		sleep 0.1
+	done
+}
+
+start_m2
+if wait_sync 30000; then pass standby-joins; else fail standby-joins "$(status1) / $(status2)"; fi
+s=$(status2)
+[[ $s == "id 2 role standby "*"peer active" ]] && pass standby-status || fail standby-status "$s"
+s=$(status1)
+[[ $s == "id 1 role active term 1 "* ]] && pass active-status || fail active-status "$s"
+for role in 1 2; do
+	s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" $role)
+	want="status -66 mgrd_id 2 active_addr 127.0.0.1:$TWINFS_PORT refusal mgrd 2 is standby; the active is mgrd 1 at 127.0.0.1:$TWINFS_PORT"
+	assert_eq "standby-refuses-role-$role" "$want" "$s"
+done
+s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" 3)
+[[ $s == "status 0 mgrd_id 2 "* ]] && pass standby-admits-admin || fail standby-admits-admin "$s"
+
+# The load: metadata of every kind, and file contents (sizes in mgrd).
+N=$(scale 4000)
+((N < 400)) && N=400
+load() { # DIR COUNT
+	local d=$1 n=$2 i
+	mkdir -p "$d"
+	for ((i = 0; i < n; i++)); do
+		case $((i % 8)) in
+		0) mkdir "$d/d$i" && echo "x$i" >"$d/d$i/f" ;;
+		1) echo "content $i" >"$d/f$i" && mv "$d/f$i" "$d/r$i" ;;
+		2) : >"$d/x$i" && setfattr -n user.k -v "v$i" "$d/x$i" ;;
+		3) ln -s "target$i" "$d/s$i" ;;
+		4) echo "$i" >"$d/h$i" && ln "$d/h$i" "$d/hl$i" && rm "$d/h$i" ;;
+		5) head -c $((i * 37 % 70000)) /dev/urandom >"$d/w$i" ;;
+		6) : >"$d/t$i" && chmod 640 "$d/t$i" && truncate -s $((i * 11)) "$d/t$i" ;;
+		7) mkdir "$d/e$i" && rmdir "$d/e$i" ;;
+		esac || return 1
+	done
+}
+cd "$M"
+load "$M/a" "$N" && pass load-with-standby || fail load-with-standby "load failed"
+
+# kill -9 of the standby in the middle of the load, restarted while it runs
+load "$M/b" "$N" &
+lp=$!
+sleep 1
+kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
+sleep 1
+start_m2
+wait $lp && pass load-across-standby-kill || fail load-across-standby-kill "load failed"
+wait_sync 30000 && pass standby-rejoins-after-kill || fail standby-rejoins-after-kill "$(status1)"
+
+# its directory wiped while the load runs: it rejoins from nothing
+load "$M/c" "$N" &
+lp=$!
+sleep 1
+stop_m2
+rm -rf "$TWINFS_RUN_DIR/mgrd2"
+start_m2
+wait $lp && pass load-across-standby-wipe || fail load-across-standby-wipe "load failed"
+wait_sync 30000 && pass standby-rejoins-wiped || fail standby-rejoins-wiped "$(status1)"
+grep -q "installed the active's snapshot" "$LOG2" && pass standby-took-snapshot ||
+	fail standby-took-snapshot "no install in $LOG2"
+
+# the namespace as clients see it, kept to compare after a takeover drill
+(cd "$M" && find . -printf '%p %y %m %s %n %l\n' | sort) >"$T/tree"
+cd /
+lc umount >/dev/null
+wait_sync 30000 || fail final-sync "$(status1)"
+stop_m2
+# SIGTERM: the active's final snapshot (a kill -9 would leave the log)
+m1=$(cat "$TWINFS_RUN_DIR/pids/mgrd.pid")
+kill -TERM "$m1"
+for ((i = 0; i < 200; i++)); do kill -0 "$m1" 2>/dev/null || break; sleep 0.05; done
+rm -f "$TWINFS_RUN_DIR/pids/mgrd.pid"
+"$MGRD" -c "$CONF" --id 1 --dump-state "$T/s1" 2>>"$T/dump.log" &&
+	"$MGRD" -c "$CONF" --id 2 --dump-state "$T/s2" 2>>"$T/dump.log" ||
+	fail dump-state "$(cat "$T/dump.log")"
+if [[ -s $T/s1 ]] && cmp -s "$T/s1" "$T/s2"; then
+	pass standby-state-byte-equal
+	echo "# both states: $(stat -c %s "$T/s1") bytes"
+else
+	fail standby-state-byte-equal "$(cmp "$T/s1" "$T/s2" 2>&1)"
+fi
+lc start-mgrd >/dev/null
+lc mount >/dev/null
+(cd "$M" && find . -printf '%p %y %m %s %n %l\n' | sort) >"$T/tree2"
+check tree-after-restart cmp "$T/tree" "$T/tree2"
+e2e_verify
+e2e_end
