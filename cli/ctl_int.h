@@ -52,6 +52,11 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 /* mgrd.c: an admin connection to the active mgrd (of a pair: asked in
  * turn, proto/FORMAT.md "mgrd pair"); prints why none on failure unless
  * quiet. */
+/* ctl_connect without the PING that proves the connection: the first
+ * call does (MSG_MGRD_STATUS, which an mgrd in any role answers). */
+int ctl_connect2(struct ctl *ctl, const char *what, const char *host,
+		 int port, uint32_t timeout_ms, bool quiet, bool ping,
+		 struct wire_sync **out);
 int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out);
 int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out);
 /* "host:port" of the mgrd last connected (else the first configured). */

@@ -102,8 +102,8 @@ int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 
 		tries++;
 		tw_mgr_addr_str(a, ctl->mgr_addr, sizeof(ctl->mgr_addr));
-		rc = ctl_connect(ctl, "mgrd", a->host, a->port,
-				 ctl->timeout_ms, true, &s);
+		rc = ctl_connect2(ctl, "mgrd", a->host, a->port,
+				  ctl->timeout_ms, true, false, &s);
 		if (rc == 0) {
 			rc = mgrd_status(s, &st);
 			if (rc == 0 && strcmp(st.role, "active") == 0) {
@@ -171,8 +171,8 @@ int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n)
 					sizeof(m->addr));
 		else
 			snprintf(m->addr, sizeof(m->addr), "%s:%d", host, port);
-		rc = ctl_connect(ctl, "mgrd", host, port, ctl->timeout_ms,
-				 true, &s);
+		rc = ctl_connect2(ctl, "mgrd", host, port, ctl->timeout_ms,
+				  true, false, &s);
 		if (rc == 0) {
 			rc = mgrd_status(s, m);
 			wire_sync_close(s);

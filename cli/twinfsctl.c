@@ -137,6 +137,14 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 		       int port, uint32_t timeout_ms, bool quiet,
 		       struct wire_sync **out)
 {
+	return ctl_connect2(ctl, what, host, port, timeout_ms, quiet, true,
+			    out);
+}
+
+int ctl_connect2(struct ctl *ctl, const char *what, const char *host,
+		 int port, uint32_t timeout_ms, bool quiet, bool ping,
+		 struct wire_sync **out)
+{
 	Twinfs__Hello hello;
 	char hostname[256] = "";
 	int rc;
@@ -145,8 +153,8 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 			ctl->incarnation);
 	if (gethostname(hostname, sizeof(hostname) - 1) == 0)
 		hello.hostname = hostname;
-	rc = wire_sync_open(host, port, &hello, ctl->conf.secret,
-			    ctl->conf.channel, timeout_ms, out);
+	rc = wire_sync_open2(host, port, &hello, ctl->conf.secret,
+			     ctl->conf.channel, timeout_ms, ping, out);
 	if (rc < 0 && !quiet)
 		fprintf(stderr, "%s: %s (%s:%d): %s\n", progname, what, host,
 			port, errno_cause(rc));

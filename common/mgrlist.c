@@ -133,15 +133,22 @@ const char *tw_mgrlist_name(const struct tw_mgrlist *l, int i, char *buf,
 			    size_t len)
 {
 	char a[TW_HOST_MAX + 16];
+	int id = l->ids[i] ? l->ids[i] : i < l->n && l->n > 1 ? i + 1 : 0;
 
 	tw_mgr_addr_str(&l->addr[i], a, sizeof(a));
-	if (i >= l->n)
+	if (id)
+		snprintf(buf, len, "mgrd %d at %s", id, a);
+	else if (i >= l->n)
 		snprintf(buf, len, "mgrd at %s", a);
-	else if (l->n == 1)
-		snprintf(buf, len, "%s", a);
 	else
-		snprintf(buf, len, "mgrd %d at %s", i + 1, a);
+		snprintf(buf, len, "%s", a);
 	return buf;
+}
+
+void tw_mgrlist_learn_id(struct tw_mgrlist *l, uint32_t id)
+{
+	if (id >= 1 && id <= TW_MGRLIST_MAX)
+		l->ids[l->cur] = (int)id;
 }
 
 /* The index the hint names: listed, or the extra slot (filled); -1 when
@@ -158,6 +165,7 @@ static int hint_index(struct tw_mgrlist *l, const char *hint)
 	if (l->cur == l->n && addr_eq(&l->addr[l->n], &a))
 		return -1;
 	l->addr[l->n] = a;
+	l->ids[l->n] = 0;
 	return l->n;
 }
 

@@ -40,6 +40,7 @@ struct tw_mgrlist {
 	 * named that the list does not hold (then cur == n). */
 	struct tw_mgr_addr addr[TW_MGRLIST_MAX + 1];
 	int n;
+	int ids[TW_MGRLIST_MAX + 1];   /* mgrd id each said it is; 0 unknown */
 	int cur;              /* the address to try now */
 	int used;             /* the last that answered; -1: none yet */
 	unsigned fails;       /* failed attempts since the last answer */
@@ -67,8 +68,12 @@ tw_mgrlist_cur(const struct tw_mgrlist *l)
 	return &l->addr[l->cur];
 }
 
-/* "mgrd 2 at 10.0.0.6:7500" ("mgrd at H:P" for a named active the list
- * does not hold; "H:P" alone in a one-address list); [V6]:PORT. */
+/* cur said it is mgrd `id` of its pair (HelloReply.mgrd_id; 0: unpaired,
+ * ignored): names use it, not the position in the list. */
+void tw_mgrlist_learn_id(struct tw_mgrlist *l, uint32_t id);
+/* "mgrd 2 at 10.0.0.6:7500": the id it said, else its position ("mgrd at
+ * H:P" for a named active the list does not hold; "H:P" alone in a
+ * one-address list); [V6]:PORT. */
 const char *tw_mgrlist_name(const struct tw_mgrlist *l, int i, char *buf,
 			    size_t len);
 /* "H:P" or "[V6]:P": the form HelloReply.active_addr takes. */

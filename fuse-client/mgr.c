@@ -182,8 +182,10 @@ static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
 	if (cl->stopping || !at_current(cl, p) ||
 	    (status != -EREMOTE && cl->mgrs.n < 2))
 		return;
-	if (status == -EREMOTE && reply)
+	if (status == -EREMOTE && reply) {
 		hint = reply->active_addr;
+		tw_mgrlist_learn_id(&cl->mgrs, reply->mgrd_id);
+	}
 	if (status == -EREMOTE && *wire_peer_refusal(p))
 		snprintf(cause, sizeof(cause), "%s", wire_peer_refusal(p));
 	else
@@ -208,11 +210,15 @@ static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
 
 /* The current mgrd answered a HELLO: say so once when it is another one
  * than before. */
-static void mgr_addr_ok(struct fc_client *cl, struct wire_peer *p)
+static void mgr_addr_ok(struct fc_client *cl, struct wire_peer *p,
+			const Twinfs__HelloReply *reply)
 {
 	char msg[512];
 
-	if (at_current(cl, p) && tw_mgrlist_ok(&cl->mgrs, msg, sizeof(msg)))
+	if (!at_current(cl, p))
+		return;
+	tw_mgrlist_learn_id(&cl->mgrs, reply->mgrd_id);
+	if (tw_mgrlist_ok(&cl->mgrs, msg, sizeof(msg)))
 		tw_info("%s", msg);
 }
 
@@ -228,7 +234,7 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		return;
 	}
 	cl->mgr_last_connect_err = 0;
-	mgr_addr_ok(cl, p);
+	mgr_addr_ok(cl, p, reply);
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	if (cl->mgr_down_logged) {
 		tw_info("mgrd %s reachable again", wire_peer_name(p));
@@ -281,7 +287,7 @@ static void on_ctl_connect(struct wire_peer *p, int status,
 		mgr_addr_failed(cl, p, status, reply);
 		return;
 	}
-	mgr_addr_ok(cl, p);
+	mgr_addr_ok(cl, p, reply);
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	adopt_session(cl, p, reply);
 	fc_ident_hello(cl, reply);

@@ -220,6 +220,8 @@ static void mgr_addr_failed(struct iod *d, int status,
 	if (d->closing || !at_current(d) ||
 	    (status != -EREMOTE && d->mgrs.n < 2))
 		return;
+	if (status == -EREMOTE && reply)
+		tw_mgrlist_learn_id(&d->mgrs, reply->mgrd_id);
 	delay = tw_mgrlist_failed(&d->mgrs, status == -EREMOTE ?
 				  TW_MGR_REMOTE : TW_MGR_UNREACHABLE,
 				  status == -EREMOTE && *why ? why
@@ -447,6 +449,8 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		mgr_addr_failed(d, status, reply);
 		return;   /* the retry timer tries again */
 	}
+	if (at_current(d) && reply)
+		tw_mgrlist_learn_id(&d->mgrs, reply->mgrd_id);
 	if (at_current(d) && tw_mgrlist_ok(&d->mgrs, msg, sizeof(msg)))
 		tw_info("iod %" PRIu32 ": %s", d->id, msg);
 	/* After an mgrd restart: tell it we are alive (same incarnation). */

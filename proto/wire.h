@@ -353,6 +353,11 @@ struct wire_sync;
 int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
 		   const char *secret, enum tw_channel channel,
 		   uint32_t timeout_ms, struct wire_sync **out);
+/* The same without the PING: the first call proves the connection (an
+ * mgrd that is not the active answers an admin's PING -EREMOTE). */
+int wire_sync_open2(const char *host, int port, const Twinfs__Hello *hello,
+		    const char *secret, enum tw_channel channel,
+		    uint32_t timeout_ms, bool ping_first, struct wire_sync **out);
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);

@@ -7,7 +7,9 @@
 # the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).
 # A mount listing an mgrd that is not the active (twire.py plays one: it
 # refuses HELLO with -EREMOTE and the active's address) ends up on the
-# active it names.  Then a config that makes the cluster a pair whose
+# active it names.  Last the cluster becomes a real pair (mgrd 2 joins as
+# mgrd 1's standby): a mount listing the standby first ends up on the
+# active, and status shows both roles (exit 3 once the standby is gone).  Then a config that makes the cluster a pair whose
 # mgrd 1 is that dead port and mgrd 2 the real mgrd: twinfsctl finds the
 # real one and status says the pair runs with mgrd 1 down (exit 3), and an
 # iod started with that config registers with mgrd 2.
@@ -24,6 +26,20 @@ mount_log() { # PATH
 	for p in "$TWINFS_RUN_DIR"/pids/mount-*.path; do
 		[[ -e $p && $(<"$p") == "$1" ]] && echo "$TWINFS_RUN_DIR/logs/$(basename "$p" .path).log"
 	done
+}
+
+# pair_conf SRC DST PORT1 DIR1 PORT2 DIR2: SRC's config as a pair, [mgrd 1]
+# and [mgrd 2] on 127.0.0.1 with these ports and run-dir directories.
+pair_conf() {
+	(umask 077 && awk -v p1="$3" -v d1="$TWINFS_RUN_DIR/$4" -v p2="$5" \
+		-v d2="$TWINFS_RUN_DIR/$6" '
+	/^\[/ { sect = $0 }
+	sect == "[mgrd]" && /^(host|port|dir|metrics) *=/ { next }
+	{ print }
+	END {
+		print "\n[mgrd 1]\nhost = 127.0.0.1\nport = " p1 "\ndir = " d1
+		print "\n[mgrd 2]\nhost = 127.0.0.1\nport = " p2 "\ndir = " d2
+	}' "$1" >"$2")
 }
 
 # ------------------------------------------------------ dead address first
@@ -107,7 +123,7 @@ if TWINFS_MOUNT_SOURCE=$FAKE,$DEAD lc mount "$M3" >"$T/mount3.out" 2>&1; then
 else
 	fail mount-standby-first "$(tail -n 3 "$T/mount3.out" | tr '\n' ' ')"
 fi
-assert_eq follows-named-active 1 "$(grep -c "using mgrd at $REAL (mgrd 1 at $FAKE: mgrd 2 is standby; the active is mgrd 1 at $REAL)" "$(mount_log "$M3")")"
+assert_eq follows-named-active 1 "$(grep -c "using mgrd at $REAL (mgrd 2 at $FAKE: mgrd 2 is standby; the active is mgrd 1 at $REAL)" "$(mount_log "$M3")")"
 assert_eq read-via-named-active "hello" "$(cat "$M3/d/h" 2>&1)"
 lc umount "$M3"
 kill "$sbpid" 2>/dev/null
@@ -115,14 +131,7 @@ wait "$sbpid" 2>/dev/null
 
 # --------------------------------------- the real mgrd second in a config
 PAIR=$TWINFS_RUN_DIR/pair.conf
-(umask 077 && awk -v dead=$((TWINFS_PORT + 10)) -v real="$TWINFS_PORT" -v dir="$TWINFS_RUN_DIR" '
-	/^\[/ { sect = $0 }
-	sect == "[mgrd]" && /^(host|port|dir|metrics) *=/ { next }
-	{ print }
-	END {
-		print "\n[mgrd 1]\nhost = 127.0.0.1\nport = " dead "\ndir = " dir "/mgrd-none"
-		print "\n[mgrd 2]\nhost = 127.0.0.1\nport = " real "\ndir = " dir "/mgrd"
-	}' "$(lc conf)" >"$PAIR")
+pair_conf "$(lc conf)" "$PAIR" $((TWINFS_PORT + 10)) mgrd-none "$TWINFS_PORT" mgrd
 TWCTL=$TWINFS_BUILD_DIR/cli/twinfsctl
 out=$("$TWCTL" -c "$PAIR" -t 2000 status --json 2>&1)
 rc=$?
@@ -154,4 +163,38 @@ assert_eq iod-switch-logged 1 \
 	"$(grep -c "iod 4: using mgrd 2 at $REAL (mgrd 1 at $DEAD: .*refused" "$IODLOG")"
 e2e_wait_healthy 60 && pass healthy-again || fail healthy-again "status not healthy"
 assert_same_file file-after-iod-rejoin "$T/a" "$M/a"
+
+# ------------------------------------------- a real pair: standby listed first
+# The cluster becomes a pair in place: mgrd 1 keeps its port and dir, mgrd 2
+# joins as its standby on the port that was dead (h-repl's stand-in for the
+# election makes mgrd 1 the active).  A mount listing the standby first
+# ends up on the active; status shows both, and exit 3 once the standby
+# is gone.
+STANDBY=$DEAD
+CONF=$(lc conf)
+lc kill-mgrd >/dev/null
+pair_conf "$CONF" "$CONF.pair" "$TWINFS_PORT" mgrd $((TWINFS_PORT + 10)) mgrd2 &&
+	mv "$CONF.pair" "$CONF"
+lc start-mgrd 1 >/dev/null || fail pair-start "start-mgrd 1 failed"
+lc start-mgrd 2 >/dev/null || fail pair-start "start-mgrd 2 failed"
+if e2e_wait_healthy 60; then pass pair-in-sync; else fail pair-in-sync "$(ctl -t 2000 status 2>&1 | head -n 4 | tr '\n' ' ')"; fi
+assert_eq pair-roles "active standby" "$(ctl status --json 2>&1 | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
+M4=$TWINFS_RUN_DIR/mnt4
+if TWINFS_MOUNT_SOURCE=$STANDBY,$REAL lc mount "$M4" >"$T/mount4.out" 2>&1; then
+	pass mount-real-standby-first
+else
+	fail mount-real-standby-first "$(tail -n 3 "$T/mount4.out" | tr '\n' ' ')"
+fi
+assert_eq on-the-active 1 "$(grep -c "using mgrd 1 at $REAL (mgrd 2 at $STANDBY: mgrd 2 is standby" "$(mount_log "$M4")")"
+check write-via-standby-first-mount cp "$T/c" "$M4/c2"
+assert_same_file read-back-via-main "$T/c" "$M/c2"
+lc umount "$M4"
+lc kill-mgrd 2 >/dev/null
+out=$(ctl -t 2000 status --json 2>&1)
+assert_eq pair-one-down-exit 3 "$?"
+assert_eq pair-one-down-roles "active down" "$(echo "$out" | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
 e2e_end

@@ -258,3 +258,27 @@ Test(mgrlist, from_conf)
 	cr_assert_eq(l.cur, 0);
 	free(c);
 }
+
+Test(mgrlist, names_use_the_id_each_said)
+{
+	struct tw_mgrlist l;
+	char msg[256];
+
+	/* the standby listed first: positions and ids differ */
+	cr_assert_eq(tw_mgrlist_parse(&l, "h2:2,h1:1", 7500), 0);
+	tw_mgrlist_learn_id(&l, 2);
+	tw_mgrlist_failed(&l, TW_MGR_REMOTE, "standby", "h1:1", 0);
+	cr_assert_eq(l.cur, 1);
+	tw_mgrlist_learn_id(&l, 1);
+	cr_assert(tw_mgrlist_ok(&l, msg, sizeof(msg)));
+	cr_assert_str_eq(msg, "using mgrd 1 at h1:1 (mgrd 2 at h2:2: standby)");
+	/* unpaired (0) and out of range: ignored */
+	tw_mgrlist_learn_id(&l, 0);
+	tw_mgrlist_learn_id(&l, 3);
+	cr_assert_eq(l.ids[1], 1);
+	/* one address that said its id is named by it */
+	cr_assert_eq(tw_mgrlist_parse(&l, "h1", 7500), 0);
+	tw_mgrlist_learn_id(&l, 1);
+	cr_assert_str_eq(tw_mgrlist_name(&l, 0, msg, sizeof(msg)),
+			 "mgrd 1 at h1:7500");
+}
