@@ -3,7 +3,7 @@
 # "mgrd pair"), on one cluster of one mgrd: a mount whose source lists a
 # port nothing listens on first ("127.0.0.1:DEAD,127.0.0.1:REAL") mounts,
 # works, logs the switch once, and keeps working (same session, files
-# intact) across a kill -9 and restart of mgrd while it alternates between
+# intact; also through mount.fuse3) across a kill -9 and restart of mgrd while it alternates between
 # the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).
 # A mount listing an mgrd that is not the active (twire.py plays one: it
 # refuses HELLO with -EREMOTE and the active's address) ends up on the
@@ -58,6 +58,18 @@ check write-via-pair-mount cp "$T/a" "$M2/a"
 assert_same_file read-via-main-mount "$T/a" "$M/a"
 mkdir "$M/d" && echo hello >"$M/d/h"
 assert_eq read-main-write-via-pair "hello" "$(cat "$M2/d/h" 2>&1)"
+# The same source through mount.fuse3, as an fstab line mounts it (mount(8)
+# would look for twinfs in its own PATH, not the build's).
+M5=$TWINFS_RUN_DIR/mnt5
+mkdir -p "$M5"
+if PATH=$TWINFS_BUILD_DIR/fuse-client:$PATH mount.fuse3 "$DEAD,$REAL" "$M5" \
+	-t twinfs -o "cluster=$TWINFS_CLUSTER" >"$T/mf.out" 2>&1; then
+	pass mount-fuse3-pair-source
+	assert_eq mount-fuse3-reads "hello" "$(cat "$M5/d/h" 2>&1)"
+	fusermount3 -u "$M5" || fusermount3 -u -z "$M5"
+else
+	fail mount-fuse3-pair-source "$(tail -n 2 "$T/mf.out" | tr '\n' ' ')"
+fi
 
 # -------------------------------------------- mgrd restart: both addresses
 # While mgrd is away the client goes back and forth between the two
