@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # t_mgrd_follow.sh - everyone follows the active mgrd (proto/FORMAT.md
-# "mgrd pair"), on one cluster of one mgrd: a mount whose source lists a
-# port nothing listens on first ("127.0.0.1:DEAD,127.0.0.1:REAL") mounts,
-# works, logs the switch once, and keeps working (same session, files
-# intact; also through mount.fuse3) across a kill -9 and restart of mgrd while it alternates between
-# the two addresses, and across a SIGSTOP of mgrd (unanswered, not refused).
-# A mount listing an mgrd that is not the active (twire.py plays one: it
-# refuses HELLO with -EREMOTE and the active's address) ends up on the
-# active it names.  Last the cluster becomes a real pair (mgrd 2 joins as
-# mgrd 1's standby): a mount listing the standby first ends up on the
-# active, and status shows both roles (exit 3 once the standby is gone).  Then a config that makes the cluster a pair whose
-# mgrd 1 is that dead port and mgrd 2 the real mgrd: twinfsctl finds the
-# real one and status says the pair runs with mgrd 1 down (exit 3), and an
-# iod started with that config registers with mgrd 2.
+# "mgrd pair").  One cluster, one mgrd at first:
+#   - a mount whose source lists a port nothing listens on first
+#     ("127.0.0.1:DEAD,127.0.0.1:REAL"; also through mount.fuse3) mounts,
+#     works, logs the switch once, and keeps working (same session, files
+#     intact) across a kill -9 and restart of mgrd while it alternates
+#     between the two addresses, and across a SIGSTOP of mgrd (unanswered,
+#     not refused);
+#   - a mount listing an mgrd that is not the active (twire.py plays one:
+#     HELLO refused -EREMOTE with the active's address) ends up on the
+#     active it names;
+#   - a config whose mgrd 1 is the dead port and mgrd 2 the real mgrd:
+#     twinfsctl finds the real one, status says the pair runs with mgrd 1
+#     down (exit 3), and an iod started with it registers with mgrd 2;
+#   - last the cluster becomes a real pair (mgrd 2 joins as mgrd 1's
+#     standby): status shows both roles (exit 3 once the standby is gone),
+#     and a mount listing the standby first ends up on the active.
 . "$(dirname "$0")/lib.sh"
 e2e_begin mgrd-follow
 e2e_tmpdir T
