@@ -88,4 +88,7 @@ int cmd_rebuild(struct ctl *ctl, int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 int cmd_client(struct ctl *ctl, int argc, char **argv);
 
+/* backup.c: twinfsctl backup-meta FILE. */
+int cmd_backup_meta(struct ctl *ctl, int argc, char **argv);
+
 #endif

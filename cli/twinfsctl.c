@@ -64,6 +64,8 @@ void usage(FILE *f)
 "                           mgrd of a pair is down or syncing\n"
 "  verify                   compare every subfile on both twins of its group\n"
 "  sync                     make everything acknowledged durable now\n"
+"  backup-meta FILE         copy mgrd's state (the namespace) to FILE while it\n"
+"                           serves (restore: docs/OPERATIONS.md)\n"
 "  rebuild [--full] [--wait] [--rate-limit MB/s] IOD\n"
 "                           (re)start the resync of iod IOD from its twin; --wait\n"
 "                           waits for a down IOD to register, shows progress and\n"
@@ -1484,6 +1486,8 @@ int main(int argc, char **argv)
 		return cmd_client(&ctl, argc, argv);
 	if (strcmp(argv[0], "mgrd") == 0)
 		return cmd_mgrd(&ctl, argc, argv);
+	if (strcmp(argv[0], "backup-meta") == 0)
+		return cmd_backup_meta(&ctl, argc, argv);
 	if (strcmp(argv[0], "help") == 0 || strcmp(argv[0], "--help") == 0) {
 		usage(stdout);
 		return EXIT_OK;

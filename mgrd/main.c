@@ -8,6 +8,9 @@
  * writes its snapshot payload (mgrd/FORMAT.md section 2, canonical: equal
  * states give equal bytes) to FILE, then exits: the two mgrds of a pair
  * compare byte for byte.
+ * --restore-state FILE makes the empty or absent dir hold the state of
+ * FILE (a snapshot: --dump-state's, or twinfsctl backup-meta's), then
+ * exits (docs/OPERATIONS.md "Backup and restore").
  * Runs in the foreground and logs to stderr.  SIGTERM and SIGINT stop it
  * cleanly (final snapshot, journal closed); kill -9 loses nothing that was
  * acknowledged, because every reply follows its closed journal record.
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 static uv_signal_t sig_term, sig_int;
@@ -43,6 +47,9 @@ static void usage(FILE *f)
 		   "  --dump-state FILE\n"
 		   "           write the state in DIR as a snapshot to FILE "
 		"and exit\n"
+		   "  --restore-state FILE\n"
+		   "           make the empty DIR hold the snapshot FILE and "
+		"exit\n"
 		   "  -v       verbose (debug log)\n"
 		   "  --accept-corrupt-log\n"
 		   "           the record log is damaged in the middle: copy it\n"
@@ -106,6 +113,66 @@ static int dump_state(const struct tw_conf *conf, unsigned jnl_flags,
 	return 0;
 }
 
+/* --restore-state: FILE must decode; DIR must hold no state yet. */
+static int restore_state(const struct tw_conf *conf, const char *path)
+{
+	struct mgr_state st;
+	struct mgr_journal j;
+	struct mgr_time now = { 0, 0 };
+	char probe[PATH_MAX + 16];
+	uint8_t *buf = NULL;
+	long len = -1;
+	FILE *f = fopen(path, "re");
+	int rc = -EINVAL;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len)) &&
+	    fread(buf, 1, (size_t)len, f) == (size_t)len)
+		rc = 0;
+	if (f)
+		fclose(f);
+	if (rc < 0) {
+		tw_err("mgrd: %s: cannot read it", path);
+		free(buf);
+		return 1;
+	}
+	snprintf(probe, sizeof(probe), "%s/journal", conf->mgr_dir);
+	if (access(probe, F_OK) == 0) {
+		tw_err("mgrd: %s already holds a state: restore into an empty "
+		       "directory (move this one aside first)", conf->mgr_dir);
+		free(buf);
+		return 1;
+	}
+	rc = mgr_state_init(&st, conf, &now);
+	if (rc == 0) {
+		rc = mgr_state_decode(&st, buf, (size_t)len);
+		if (rc < 0)
+			tw_err("mgrd: %s is not an mgrd snapshot this release "
+			       "reads", path);
+	}
+	mgr_state_free(&st);
+	if (rc == 0)
+		rc = tw_mkdir_p(conf->mgr_dir);
+	if (rc == 0) {
+		rc = mgr_state_init(&st, conf, &now);
+		if (rc == 0)
+			rc = mgr_journal_open(&j, conf->mgr_dir, &st);
+		if (rc == 0) {
+			rc = mgr_journal_install(&j, buf, (size_t)len);
+			mgr_journal_close(&j);
+		}
+		mgr_state_free(&st);
+	}
+	free(buf);
+	if (rc < 0) {
+		tw_err("mgrd: restoring %s into %s: %s", path, conf->mgr_dir,
+		       strerror(-rc));
+		return 1;
+	}
+	tw_info("mgrd: %s now holds the state of %s", conf->mgr_dir, path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct tw_conf conf;
@@ -115,6 +182,7 @@ int main(int argc, char **argv)
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "dump-state", required_argument, NULL, 'D' },
+		{ "restore-state", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -124,7 +192,7 @@ int main(int argc, char **argv)
 	uv_loop_t *loop;
 	int opt, rc, id = 1;
 	char *end;
-	const char *dump = NULL;
+	const char *dump = NULL, *restore = NULL;
 
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -132,6 +200,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
 		case 'D': dump = optarg; break;
+		case 'R': restore = optarg; break;
 		case 'i':
 			id = (int)strtol(optarg, &end, 10);
 			if (*end || end == optarg || id < 1 ||
@@ -172,6 +241,8 @@ int main(int argc, char **argv)
 	}
 	if (dump)
 		return dump_state(&conf, jnl_flags, dump);
+	if (restore)
+		return restore_state(&conf, restore);
 	signal(SIGPIPE, SIG_IGN);
 	loop = uv_default_loop();
 	rc = mgr_server_start(loop, &conf, jnl_flags, &server);

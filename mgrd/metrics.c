@@ -144,6 +144,22 @@ static int render(struct tw_mx *x, void *arg)
 		     "State snapshots written since start.");
 	tw_mx_u64(x, "twinfs_mgrd_snapshots_total", NULL, 0, s->jnl.snapshots);
 	iod_families(x, &s->st);
+	if (s->repl) {
+		Twinfs__MgrdStatus ps = TWINFS__MGRD_STATUS__INIT;
+		bool active;
+
+		mgr_repl_status(s, &ps);
+		active = strcmp(ps.role, "active") == 0;
+		gauge(x, "twinfs_mgrd_pair_active",
+		      "1 when this mgrd of a pair is the active.", active);
+		gauge(x, "twinfs_mgrd_pair_in_sync",
+		      "1 when the standby has every record the active closed.",
+		      active ? strcmp(ps.peer_role, "standby") == 0
+			     : strcmp(ps.role, "standby") == 0);
+		gauge(x, "twinfs_mgrd_pair_lag_records",
+		      "Active: records closed that the standby has not acked.",
+		      ps.lag_records);
+	}
 	return x->err;
 }
 

@@ -104,6 +104,7 @@ struct mgr_repl {
 	bool s_installed;         /* s_term's snapshot is in */
 	bool s_in_sync;
 	uint64_t last_contact_ms;
+	bool s_lost;              /* told the election the active is silent */
 	uint8_t *rx;              /* a snapshot being received */
 	uint64_t rx_len, rx_total, rx_term, rx_index;
 };
@@ -455,12 +456,12 @@ static void repl_send_next_chunk(struct mgr_repl *r)
 }
 
 /* The child of the fork: the state as it was at the fork, to a file. */
-static void __attribute__((noreturn)) snap_child(struct mgr_repl *r,
+static void __attribute__((noreturn)) snap_child(const struct mgr_state *st,
 						 const char *path)
 {
 	uint8_t *buf;
 	size_t len, off = 0;
-	int fd, rc = mgr_state_encode(&r->s->st, &buf, &len);
+	int fd, rc = mgr_state_encode(st, &buf, &len);
 
 	if (rc < 0)
 		_exit(1);
@@ -477,19 +478,40 @@ static void __attribute__((noreturn)) snap_child(struct mgr_repl *r,
 	_exit(close(fd) == 0 ? 0 : 1);
 }
 
+pid_t mgr_snap_fork(const struct mgr_state *st, const char *path)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		snap_child(st, path);
+	return pid;
+}
+
+int mgr_snap_wait(pid_t pid)
+{
+	int wst;
+	pid_t got = waitpid(pid, &wst, WNOHANG);
+
+	if (got == 0)
+		return 1;
+	if (got < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
+		return -EIO;
+	return 0;
+}
+
 static void start_fork(struct mgr_repl *r)
 {
 	uint64_t t0 = tw_now_ms();
 	pid_t pid;
 
 	r->snap_index = r->index;
-	pid = fork();
+	pid = mgr_snap_fork(&r->s->st, r->snap_path);
 	if (pid < 0) {
-		link_fail(r, "fork", -errno);
+		link_fail(r, "fork", pid);
 		return;
 	}
-	if (pid == 0)
-		snap_child(r, r->snap_path);
 	r->child = pid;
 	r->fork_ms = tw_now_ms();
 	r->link = L_FORKING;
@@ -502,10 +524,9 @@ static void start_fork(struct mgr_repl *r)
 static void poll_fork(struct mgr_repl *r)
 {
 	struct stat st;
-	int wst;
-	pid_t pid = waitpid(r->child, &wst, WNOHANG);
+	int rc = mgr_snap_wait(r->child);
 
-	if (pid == 0) {
+	if (rc > 0) {
 		/* A child that hangs must not stop every later join. */
 		if (tw_now_ms() - r->fork_ms > REPL_SNAP_TIMEOUT_MS)
 			link_fail(r, "the snapshot process did not finish",
@@ -513,8 +534,8 @@ static void poll_fork(struct mgr_repl *r)
 		return;
 	}
 	r->child = 0;
-	if (pid < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
-		link_fail(r, "writing the snapshot", -EIO);
+	if (rc < 0) {
+		link_fail(r, "writing the snapshot", rc);
 		return;
 	}
 	r->snap_fd = open(r->snap_path, O_RDONLY | O_CLOEXEC);
@@ -571,8 +592,16 @@ static void on_tick(uv_timer_t *t)
 	struct mgr_repl *r = t->data;
 	uint64_t now = tw_now_ms();
 
-	if (!r->active)
+	if (!r->active) {
+		/* The active sends at least every REPL_HEARTBEAT_MS: three
+		 * missed and the election hears that it is silent. */
+		if (r->last_contact_ms && !r->s_lost &&
+		    now - r->last_contact_ms > 3 * REPL_HEARTBEAT_MS) {
+			r->s_lost = true;
+			mgr_elect_peer_state(false, r->s_in_sync);
+		}
 		return;
+	}
 	switch (r->link) {
 	case L_DOWN:
 		if (now >= r->next_try_ms)
@@ -743,6 +772,7 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 		return;
 	}
 	r->last_contact_ms = tw_now_ms();
+	r->s_lost = false;
 	switch (m->hdr.type) {
 	case TWINFS__MSG_TYPE__MSG_REPL_JOIN: {
 		const Twinfs__ReplJoin *j = (const Twinfs__ReplJoin *)m->body;
@@ -856,6 +886,9 @@ void mgr_repl_stop(struct mgr_server *s)
 	s->repl = NULL;
 	s->jnl.on_record = NULL;
 	r->active = false;
+	/* The calls wire_peer_free fails are of no link any more. */
+	r->gen++;
+	r->link = L_DOWN;
 	held_drop(r);
 	backlog_free(r);
 	snap_cleanup(r);

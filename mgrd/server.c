@@ -1489,6 +1489,10 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		h_ping(s, c, m);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_MGRD_BACKUP) {
+		mgr_backup_request(s, c, m);
+		goto out;
+	}
 	if (t == TWINFS__MSG_TYPE__MSG_GET_MAP) {
 		h_get_map(s, c, m);
 		goto out;
@@ -1865,6 +1869,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	if (s->repl)
 		mgr_elect_stop();
 	mgr_repl_stop(s);
+	mgr_backup_stop(s);
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
 	mgr_dl_stop(s);

@@ -103,6 +103,7 @@ struct mgr_server {
 	 * clients and iods (always with one mgrd; in a pair from
 	 * mgr_server_became_active on). */
 	struct mgr_repl *repl;
+	struct mgr_backup *backup;    /* backup.c, NULL when none runs */
 	bool active;
 	bool timers_init;
 	bool stopping;
@@ -313,6 +314,15 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 void mgr_repl_status(const struct mgr_server *s, Twinfs__MgrdStatus *st);
 /* The active's mgrd id as this mgrd knows it (0: unknown). */
 int mgr_repl_active_id(const struct mgr_server *s);
+/* A child process writes mgr_state_encode(st) (the state at the fork) to
+ * path: its pid, or -errno.  mgr_snap_wait: 1 running, 0 written,
+ * -EIO failed (the child is reaped). */
+pid_t mgr_snap_fork(const struct mgr_state *st, const char *path);
+int mgr_snap_wait(pid_t pid);
+/* backup.c: MSG_MGRD_BACKUP (twinfsctl backup-meta). */
+void mgr_backup_request(struct mgr_server *s, struct wire_conn *c,
+			struct wire_msg *m);
+void mgr_backup_stop(struct mgr_server *s);
 /* server.c: s->st was loaded or replaced (a standby's install). */
 void mgr_srv_state_loaded(struct mgr_server *s);
 

@@ -134,6 +134,7 @@ static const struct wire_type types[] = {
 	T(REPL_JOIN, "REPL_JOIN", repl_join, repl_pos),
 	T(REPL_SNAPSHOT, "REPL_SNAPSHOT", repl_snapshot, repl_pos),
 	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),
+	T(MGRD_BACKUP, "MGRD_BACKUP", mgrd_backup, mgrd_backup_reply),
 };
 #undef T
 

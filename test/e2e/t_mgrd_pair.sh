@@ -8,8 +8,11 @@
 #     symlinks, hard links, writes, unlinks); kill -9 of the standby in the
 #     middle of it and a restart while it runs; its directory wiped and a
 #     rejoin while it runs;
+#   - twinfsctl backup-meta while the load runs, and at rest;
 #   - with both stopped, the standby's directory replays to the very state
-#     of the active's: twinfs-mgrd --dump-state, byte for byte.
+#     of the active's: twinfs-mgrd --dump-state, byte for byte; so does
+#     the backup at rest, and a directory restored from it
+#     (twinfs-mgrd --restore-state).
 . "$(dirname "$0")/lib.sh"
 e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2; }
 e2e_begin mgrd-pair
@@ -55,6 +58,13 @@ s=$(status2)
 [[ $s == "id 2 role standby "*"peer active" ]] && pass standby-status || fail standby-status "$s"
 s=$(status1)
 [[ $s == "id 1 role active term 1 "* ]] && pass active-status || fail active-status "$s"
+metrics() { "$PY" -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+	"http://$1:$((TWINFS_PORT + 5))/metrics" | grep '^twinfs_mgrd_pair_' | sort | tr '\n' ' '; }
+assert_eq metrics-active "twinfs_mgrd_pair_active 1 twinfs_mgrd_pair_in_sync 1 twinfs_mgrd_pair_lag_records 0 " \
+	"$(metrics 127.0.0.1)"
+assert_eq metrics-standby "twinfs_mgrd_pair_active 0 twinfs_mgrd_pair_in_sync 1 twinfs_mgrd_pair_lag_records 0 " \
+	"$(metrics 127.0.0.2)"
 for role in 1 2; do
 	s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" $role)
 	want="status -66 mgrd_id 2 active_addr 127.0.0.1:$TWINFS_PORT refusal mgrd 2 is standby; the active is mgrd 1 at 127.0.0.1:$TWINFS_PORT"
@@ -62,6 +72,8 @@ for role in 1 2; do
 done
 s=$(tw mgrd-hello 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER" 3)
 [[ $s == "status 0 mgrd_id 2 "* ]] && pass standby-admits-admin || fail standby-admits-admin "$s"
+assert_eq standby-refuses-admin-requests "PING answered status -66" \
+	"$(tw ping 127.0.0.2 "$TWINFS_PORT" "$TWINFS_CLUSTER")"
 
 # The load: metadata of every kind, and file contents (sizes in mgrd).
 N=$(scale 4000)
@@ -89,6 +101,12 @@ load "$M/a" "$N" && pass load-with-standby || fail load-with-standby "load faile
 load "$M/b" "$N" &
 lp=$!
 sleep 1
+if out=$(lc ctl backup-meta "$T/b-live" 2>&1); then
+	pass backup-meta-under-load
+	echo "# $out"
+else
+	fail backup-meta-under-load "$out"
+fi
 kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
 sleep 1
 start_m2
@@ -112,6 +130,7 @@ grep -q "installed the active's snapshot" "$LOG2" && pass standby-took-snapshot 
 cd /
 lc umount >/dev/null
 wait_sync 30000 || fail final-sync "$(status1)"
+check backup-meta-at-rest lc ctl backup-meta "$T/b-rest"
 stop_m2
 # SIGTERM: the active's final snapshot (a kill -9 would leave the log)
 m1=$(cat "$TWINFS_RUN_DIR/pids/mgrd.pid")
@@ -127,6 +146,19 @@ if [[ -s $T/s1 ]] && cmp -s "$T/s1" "$T/s2"; then
 else
 	fail standby-state-byte-equal "$(cmp "$T/s1" "$T/s2" 2>&1)"
 fi
+cmp -s "$T/s1" "$T/b-rest" && pass backup-is-the-state ||
+	fail backup-is-the-state "$(cmp "$T/s1" "$T/b-rest" 2>&1)"
+mv "$TWINFS_RUN_DIR/mgrd2" "$TWINFS_RUN_DIR/mgrd2.old"
+if "$MGRD" -c "$CONF" --id 2 --restore-state "$T/b-rest" 2>>"$T/dump.log" &&
+	"$MGRD" -c "$CONF" --id 2 --dump-state "$T/s3" 2>>"$T/dump.log" &&
+	cmp -s "$T/s1" "$T/s3"; then
+	pass restored-dir-is-the-state
+else
+	fail restored-dir-is-the-state "$(tail -n 3 "$T/dump.log")"
+fi
+"$MGRD" -c "$CONF" --id 2 --restore-state "$T/b-rest" 2>"$T/restore2.log" &&
+	fail restore-refuses-a-state "restored over a state" ||
+	check restore-refuses-a-state grep -q "already holds a state" "$T/restore2.log"
 lc start-mgrd >/dev/null
 lc mount >/dev/null
 (cd "$M" && find . -printf '%p %y %m %s %n %l\n' | sort) >"$T/tree2"
