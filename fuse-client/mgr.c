@@ -209,24 +209,26 @@ static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
 }
 
 /* The current mgrd answered a HELLO: say so once when it is another one
- * than before. */
-static void mgr_addr_ok(struct fc_client *cl, struct wire_peer *p,
+ * than before (then true). */
+static bool mgr_addr_ok(struct fc_client *cl, struct wire_peer *p,
 			const Twinfs__HelloReply *reply)
 {
 	char msg[512];
 
 	if (!at_current(cl, p))
-		return;
+		return false;
 	tw_mgrlist_learn_id(&cl->mgrs, reply->mgrd_id);
-	if (tw_mgrlist_ok(&cl->mgrs, msg, sizeof(msg)))
-		tw_info("%s", msg);
+	if (!tw_mgrlist_ok(&cl->mgrs, msg, sizeof(msg)))
+		return false;
+	tw_info("%s", msg);
+	return true;
 }
 
 static void on_mgr_connect(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg)
 {
 	struct fc_client *cl = arg;
-	bool restarted;
+	bool restarted, switched;
 
 	if (status < 0) {
 		cl->mgr_last_connect_err = status;
@@ -234,15 +236,16 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 		return;
 	}
 	cl->mgr_last_connect_err = 0;
-	mgr_addr_ok(cl, p, reply);
+	switched = mgr_addr_ok(cl, p, reply);
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	if (cl->mgr_down_logged) {
 		tw_info("mgrd %s reachable again", wire_peer_name(p));
 		cl->mgr_down_logged = false;
 	}
 	if (cl->mgr_incarnation && reply->incarnation != cl->mgr_incarnation)
-		tw_info("mgrd %s restarted; resuming session %" PRIu64,
-			wire_peer_name(p), cl->session);
+		tw_info("mgrd %s %s; resuming session %" PRIu64,
+			wire_peer_name(p), switched ? "is the other of the pair"
+						    : "restarted", cl->session);
 	restarted = cl->mgr_incarnation &&
 		    reply->incarnation != cl->mgr_incarnation;
 	cl->mgr_incarnation = reply->incarnation;
