@@ -84,6 +84,10 @@ const char *state_name(Twinfs__IodState s);
  * --accept-stale). */
 int cmd_rebuild(struct ctl *ctl, int argc, char **argv);
 
+/* scrub.c: twinfsctl scrub [--wait] [--status] [--json] [--rate MB/s]
+ * [IOD] (docs/ARCHITECTURE.md "Integrity"). */
+int cmd_scrub(struct ctl *ctl, int argc, char **argv);
+
 /* client.c: twinfsctl keygen NAME [-o FILE]; client list | revoke NAME. */
 int cmd_keygen(int argc, char **argv);
 int cmd_client(struct ctl *ctl, int argc, char **argv);

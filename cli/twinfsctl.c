@@ -77,6 +77,11 @@ void usage(FILE *f)
 "                           resync: writes it missed are lost\n"
 "  rebuild --status [--json] [IOD]  resync jobs: state, start and end, files and\n"
 "                           bytes to copy and copied, rate, errors\n"
+"  scrub [--wait] [--status] [--json] [--rate MB/s] [IOD]\n"
+"                           check every block of every iod (or of IOD) against\n"
+"                           its checksum in the background, healing bad ones\n"
+"                           from the twin; --status only shows how it goes;\n"
+"                           exits 1 if a block is bad on both twins\n"
 "  df [-h]                  capacity per iod and for the file system\n"
 "  getstripe [-c|-S|-i|--raw] PATH...   show a file's or directory's layout\n"
 "  setstripe -S SIZE -c COUNT [-i GROUP] DIR|EMPTYFILE\n"
@@ -767,6 +772,9 @@ struct vdiff {
 	char why[256];
 	bool differ;
 	uint64_t size;     /* bytes compared (the primary's size) */
+	/* by twin index: regions holding a block that fails its checksum
+	 * at home (ChecksumReply.bad_regions), and the first of them */
+	uint64_t n_bad[2], first_bad[2];
 };
 
 /* Note one call's figures, twin by twin index, in d. */
@@ -802,6 +810,20 @@ static void diff_regions(struct vdiff *d, uint64_t first,
 		(*shown)++;
 		d->differ = true;
 	}
+}
+
+/* docs/ARCHITECTURE.md "Integrity": twin t's copy has blocks failing their
+ * checksums in these regions. */
+static void note_bad(struct vdiff *d, int t, const uint32_t *r, size_t n)
+{
+	if (n && d->n_bad[t] == 0)
+		d->first_bad[t] = r[0];
+	d->n_bad[t] += n;
+	if (n && !d->why[0])
+		snprintf(d->why, sizeof(d->why), "region %" PRIu32 " fails its "
+			 "block checksums", r[0]);
+	if (n)
+		d->differ = true;
 }
 
 /* Compare (ino, col) on both twins: fills d.  The checksums are asked of
@@ -857,6 +879,8 @@ static int compare_subfile(struct vgroup *g, uint64_t ino, uint32_t col,
 		size[!p] = cr->twin_size;
 		crcs[!p] = cr->twin_crcs;
 		n[!p] = cr->n_twin_crcs;
+		note_bad(d, p, cr->bad_regions, cr->n_bad_regions);
+		note_bad(d, !p, cr->twin_bad_regions, cr->n_twin_bad_regions);
 		if (first == 0) {
 			d->size = cr->size;
 			end = TW_MAX(cr->size, cr->twin_size);
@@ -1015,6 +1039,29 @@ static int verify_group(struct vgroup *g, const char *mgr_addr,
 			printf("DIFFER %s (ino %" PRIu64 " column %u): iod %u vs "
 			       "iod %u: %s\n", path, e->ino, e->column,
 			       a->info->id, b->info->id, d.why);
+			for (int t = 0; t < 2; t++) {
+				if (!d.n_bad[t])
+					continue;
+				if (d.n_bad[!t])
+					printf("BAD-BOTH %s (ino %" PRIu64
+					       " column %u): region %" PRIu64
+					       " fails its block checksums on "
+					       "both twins: reads of its bad "
+					       "blocks get EIO\n", path, e->ino,
+					       e->column, d.first_bad[t]);
+				else
+					printf("GOOD %s (ino %" PRIu64 " column "
+					       "%u): iod %u's copy is good, iod "
+					       "%u's fails its block checksums "
+					       "(%" PRIu64 " regions from region %"
+					       PRIu64 "); reading the file "
+					       "rewrites it from iod %u\n", path,
+					       e->ino, e->column,
+					       g->twin[!t]->info->id,
+					       g->twin[t]->info->id, d.n_bad[t],
+					       d.first_bad[t], g->twin[!t]->info->id);
+				break;
+			}
 			fflush(stdout);
 			(*n_diff)++;
 		}
@@ -1480,6 +1527,8 @@ int main(int argc, char **argv)
 		return cmd_getstripe(argc, argv);
 	if (strcmp(argv[0], "setstripe") == 0)
 		return cmd_setstripe(argc, argv);
+	if (strcmp(argv[0], "scrub") == 0)
+		return cmd_scrub(&ctl, argc, argv);
 	if (strcmp(argv[0], "keygen") == 0)
 		return cmd_keygen(argc, argv);
 	if (strcmp(argv[0], "client") == 0)

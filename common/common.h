@@ -200,6 +200,11 @@ static inline uint64_t tw_get_le64(const uint8_t *p)
 #define TW_MGR_TIMEOUT_MS       120000u
 #define TW_COMMIT_INTERVAL_MS   5000u
 #define TW_LOCK_GRACE_MS        5000u
+/* [mgrd] lease_time of the pair's election (docs/ARCHITECTURE.md
+ * "Election"; raid/lease.h): what a voter grants. */
+#define TW_MGRD_LEASE_MS        3000u
+#define TW_MGRD_LEASE_MIN_MS    500u
+#define TW_MGRD_LEASE_MAX_MS    60000u
 #define TW_MONITOR_INTERVAL_MS  30000u
 
 static inline uint32_t tw_ms_or(uint32_t ms, uint32_t dflt)
@@ -263,6 +268,9 @@ struct tw_conf {
 	/* [mgrd] max_locks_per_session, 100000: byte-range and flock locks
 	 * one session holds; past it a lock is refused -ENOLCK. */
 	uint32_t max_locks_per_session;
+	/* [mgrd] lease_time, 3s: the lease a voter of the mgrd pair's
+	 * election grants (every iod and both mgrds read it). */
+	uint32_t mgrd_lease_ms;
 	/* [mgrd] metrics = HOST:PORT, as tw_conf_iod.metrics_*; 0 = off. */
 	char mgr_metrics_host[TW_HOST_MAX];
 	int mgr_metrics_port;
@@ -287,7 +295,7 @@ void tw_conf_defaults(struct tw_conf *conf);
 /* Parse an INI file:
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
  *   [mgrd]     host, port, dir, max_sessions_per_client,
- *              max_locks_per_session, metrics
+ *              max_locks_per_session, metrics, lease_time
  *   [mgrd N]   host, port, dir, metrics of mgrd N of a pair (N = 1, 2;
  *              both or neither; then [mgrd] holds none of these four)
  *   [iod]      journal_mode, journal_size, reserve (for every iod)

@@ -220,6 +220,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->mgr_timeout_ms = TW_MGR_TIMEOUT_MS;
 	conf->commit_interval_ms = TW_COMMIT_INTERVAL_MS;
 	conf->lock_grace_ms = TW_LOCK_GRACE_MS;
+	conf->mgrd_lease_ms = TW_MGRD_LEASE_MS;
 	conf->session_timeout_ms = 3 * conf->monitor_interval_ms;
 	conf->auto_resync = true;
 	conf->root_squash = false;
@@ -519,13 +520,26 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 	case 5:
 		return set_metrics(p, key, val, c->mgr_metrics_host,
 				   &c->mgr_metrics_port);
+	case 6:
+		/* docs/ARCHITECTURE.md "Election": the holder's span must
+		 * stay well above the drift and margin it loses. */
+		if (set_ms(p, key, val, &c->mgrd_lease_ms) < 0)
+			return -EINVAL;
+		if (c->mgrd_lease_ms < TW_MGRD_LEASE_MIN_MS ||
+		    c->mgrd_lease_ms > TW_MGRD_LEASE_MAX_MS)
+			return fail(p, p->line, "%s: %s is out of range "
+				    "(%ums..%us)", key, val,
+				    TW_MGRD_LEASE_MIN_MS,
+				    TW_MGRD_LEASE_MAX_MS / 1000);
+		return 0;
 	}
 	return -EINVAL;
 }
 
 static const char *const mgrd_keys[] = { "host", "port", "dir",
 					 "max_sessions_per_client",
-					 "max_locks_per_session", "metrics" };
+					 "max_locks_per_session", "metrics",
+					 "lease_time" };
 
 static int mgrd_n_key(struct parse *p, int idx, const char *key,
 		      const char *val)

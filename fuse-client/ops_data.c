@@ -544,6 +544,15 @@ static int round_end(struct dop *d, const char *what, fc_op_fn reissue,
 	}
 	if (!bad)
 		return 0;
+	/* docs/ARCHITECTURE.md "Integrity": data damaged on its way to the
+	 * iod (Write.data_crc) is sent once more. */
+	if (bad->status == -EBADMSG && d->kind == DOP_WRITE &&
+	    d->crc_tries < 1 && !cl->stopping) {
+		d->crc_tries++;
+		log_piece_err(d, what, bad);
+		reissue(&d->op);
+		return 1;
+	}
 	if (stale && d->stale_tries < FC_STALE_TRIES && !cl->stopping) {
 		d->stale_tries++;
 		refresh(d, true, reissue);
@@ -735,6 +744,48 @@ static void maybe_behind(struct dop *d)
 	fc_op_reply_early_write(&d->op, d->size);
 }
 
+/* Tests only (TWINFS_TEST_FAULTS=1 and TWINFS_TEST_CORRUPT_WRITE=N): the
+ * data of the next N WRITE frames leaves with one byte flipped (in a copy:
+ * the data itself stays right for the resend), so the iod must refuse it
+ * (t_integrity.sh). */
+static void fault_corrupt(struct wire_zdata *z)
+{
+	static int left = -1;     /* I/O thread only */
+	uint8_t *copy;
+
+	if (left < 0) {
+		const char *f = getenv("TWINFS_TEST_FAULTS");
+		const char *n = getenv("TWINFS_TEST_CORRUPT_WRITE");
+
+		left = f && strcmp(f, "1") == 0 && n ? atoi(n) : 0;
+		if (left > 0)
+			tw_warn("TWINFS_TEST_FAULTS=1: the data of the next %d "
+				"WRITE frames is damaged on its way", left);
+	}
+	if (left <= 0 || z->len == 0 || !(copy = malloc(z->len)))
+		return;
+	left--;
+	memcpy(copy, z->base, z->len);
+	copy[z->len / 2] ^= 0x5a;
+	z->release(z->arg);
+	*z = (struct wire_zdata){ .base = copy, .len = z->len,
+				  .release = free, .arg = copy };
+}
+
+/* Measurement only (TWINFS_BENCH_NO_CSUM=1, test/bench/csum_cost.sh): WRITE
+ * data goes without its CRC. */
+static bool bench_no_csum(void)
+{
+	static int off = -1;      /* I/O thread only */
+
+	if (off < 0) {
+		const char *v = getenv("TWINFS_BENCH_NO_CSUM");
+
+		off = v && strcmp(v, "1") == 0;
+	}
+	return off;
+}
+
 static void write_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
@@ -862,6 +913,13 @@ static void write_issue(struct fc_op *op)
 		z = (struct wire_zdata){
 			.base = d->buf + (pc->p.file_off - d->off),
 			.len = pc->p.len, .release = wbuf_put, .arg = d->wbuf };
+		if (!pc->has_crc && !bench_no_csum()) {
+			pc->crc = tw_crc32c(0, z.base, z.len);
+			pc->has_crc = true;
+		}
+		w.data_crc = pc->crc;
+		w.has_crc = pc->has_crc;
+		fault_corrupt(&z);
 		fc_call_z(cl, pc->iod ? pc->iod->peer : NULL,
 			  TWINFS__MSG_TYPE__MSG_WRITE, &w.base, &z,
 			  (uint32_t)left, write_piece_cb, pc);
@@ -1235,6 +1293,12 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 	wire_msg_free(pc->reply);
 	pc->reply = NULL;
 	pc->got = 0;
+	if (status == 0 && reply->body &&
+	    reply->body->descriptor == &twinfs__read_reply__descriptor &&
+	    ((const Twinfs__ReadReply *)reply->body)->has_crc &&
+	    ((const Twinfs__ReadReply *)reply->body)->data_crc !=
+	    tw_crc32c(0, reply->data, reply->data_len))
+		status = -EBADMSG;   /* damaged on the way: the twin serves */
 	if (status == 0) {
 		pc->got = TW_MIN(reply->data_len, pc->p.len);
 		pc->reply = reply;

@@ -18,6 +18,7 @@
  *   resync.c  the source side of a twin's resync (copy, live writes)
  *   resync_cursor.c  where an interrupted resync copy may resume
  *   mgr.c     registration with mgrd and the cluster map
+ *   vote.c    a voter of the mgrd pair's election; term fencing of mgrd
  *   server.c  the listener, HELLO, who may send what, dispatch
  *   main.c    command line, signals, the loop
  *
@@ -35,6 +36,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "lease.h"
 #include "mgrlist.h"
 #include "raid.h"
 #include "wire.h"
@@ -159,6 +161,10 @@ struct iod_store_opts {
 	 * disk: mgrd rebuilds the iod in full from its twin (twinfs-iod
 	 * --quarantine-journal). */
 	bool quarantine_journal;
+	/* Measurement only (TWINFS_BENCH_NO_CSUM=1, test/bench/csum_cost.sh):
+	 * no block checksums and no READ reply CRCs, as before them; the
+	 * next normal start computes every checksum again (store_csum.c C3). */
+	bool bench_no_csum;
 	/* Tests only (TWINFS_TEST_REPLAY_EIO=1 with TWINFS_TEST_FAULTS=1):
 	 * replay fails with EIO (journal.h jbd_opts.test_replay_eio). */
 	bool test_replay_eio;
@@ -218,6 +224,35 @@ unsigned iod_store_fds_cached(const struct iod_store *s);
 /* Test only (TWINFS_TEST_FAULTS, main.c): the next journal write fails
  * with EIO, which aborts the journal (journal.h jbd_inject_log_eio). */
 void iod_store_inject_journal_eio(struct iod_store *s);
+
+/* Block checksums (store_csum.c, docs/ARCHITECTURE.md "Integrity"):
+ * iod_store_read fails with -EBADMSG when a home block it read does not
+ * match its checksum (bad_off: the first such block of the last read).
+ * The counters are what metrics.c exports; heal.c keeps the last three. */
+struct iod_csum_stats {
+	uint64_t checked;          /* home blocks checked on reads */
+	uint64_t mismatches;       /* ... found not matching */
+	uint64_t bad_off;          /* the last read's first bad block */
+	uint64_t read_mismatches;  /* reads that found one */
+	uint64_t healed;           /* blocks rewritten from the twin */
+	uint64_t unhealed;         /* reads failed: both copies bad */
+	uint64_t wire_mismatches;  /* WRITE data refused (Write.data_crc) */
+	bool enabled;              /* checked here (data=journal) */
+	bool bench_off;            /* iod_store_opts.bench_no_csum */
+};
+/* The regions (absolute indexes) of the last iod_store_checksum call that
+ * hold a block failing its checksum at home, at most IOD_CSUM_BAD_MAX:
+ * their CRCs cover the bytes as they are on disk (twinfsctl verify names
+ * the twin whose copy is bad). */
+#define IOD_CSUM_BAD_MAX 64u
+size_t iod_store_checksum_bad(const struct iod_store *s,
+			      const uint32_t **regions);
+/* Refreshed from the store at each call. */
+struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s);
+/* Re-check block blk of subfile (ino, column) at home: -EBADMSG when it
+ * fails; 0 when it matches, is unchecked or is journal-resident. */
+int iod_store_csum_verify(struct iod_store *s, uint64_t ino, uint32_t column,
+			  uint64_t blk);
 
 /* Subfiles held as lost (store_lost.c): their journaled changes could not
  * be brought home (a checkpoint or replay failed for a reason of the
@@ -452,6 +487,10 @@ struct iod_conn {
 	int role;                  /* TWINFS__ROLE__* */
 	uint32_t node_id;
 	uint64_t session;          /* ROLE_CLIENT: iod_conn_session() */
+	/* ROLE_MGRD (vote.c): its term, and the list of mgrd connections */
+	uint64_t mgrd_term;
+	struct wire_conn *conn;    /* set while on the list */
+	struct iod_conn *mnext, *mprev;
 };
 
 /* What a client proved with a ticket (server.c key_fn; wire_conn_principal):
@@ -547,6 +586,12 @@ struct iod {
 
 	/* metrics.c: GET /metrics, or NULL when [iod N] metrics is off */
 	struct iod_metrics *metrics;
+	/* scrub.c, or NULL once stopped */
+	struct iod_scrub *scrub;
+
+	/* vote.c: our promise in the mgrd election, mgrd connections */
+	struct lease_vote vote;
+	struct iod_conn *mgrd_conns;
 };
 
 /* server.c */
@@ -557,7 +602,40 @@ void iod_hello(const struct iod *d, Twinfs__Hello *hello);
 /* A reply built only from a status (no body). */
 void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
 
+/* heal.c: a READ (m, whose iod_store_read said -EBADMSG) served from
+ * the twin and our bad blocks rewritten; from_twin: the twin asked, so it
+ * gets -EBADMSG (never healed back).  Replies to m; the caller frees m. */
+void iod_heal_read(struct iod *d, struct wire_conn *c,
+		   const struct wire_msg *m, bool from_twin);
+/* The same for the scrub: [off, off + len) of (ino, column) read from the
+ * twin, our bad blocks in it rewritten; no reply. */
+void iod_heal_range(struct iod *d, uint64_t ino, uint32_t column,
+		    uint64_t off, uint64_t len);
+
+/* scrub.c: the background scrub (its header).  init: at start, resuming
+ * one left running (DIR/twinfs-scrub); stop: at shutdown; request: a
+ * SCRUB (start, or only the status), answered. */
+struct iod_scrub;
+int iod_scrub_init(struct iod *d);
+void iod_scrub_stop(struct iod *d);
+void iod_scrub_request(struct iod *d, struct wire_conn *c,
+		       const struct wire_msg *m);
+/* vote.c: the election's voter (docs/ARCHITECTURE.md "Election") */
+/* Load the promise from the data directory; start the quiet period. */
+int iod_vote_open(struct iod *d);
+/* A ROLE_MGRD HELLO of `term`: 0 (the connection is tracked) or -ESTALE. */
+int iod_vote_hello(struct iod *d, struct wire_conn *c, struct iod_conn *ic,
+		   uint64_t term);
+/* The connection of ic closes: forget it. */
+void iod_vote_conn_gone(struct iod *d, struct iod_conn *ic);
+/* MSG_LEASE from mgrd: decide, persist, answer (does not free m). */
+void iod_vote_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
+
 /* mgr.c */
+/* Tell mgrd a block of (ino, column) at off failed its checksum here
+ * (healed: from the twin), for its log line with the file's path. */
+void iod_mgr_report_bad_block(struct iod *d, uint64_t ino, uint32_t column,
+			      uint64_t off, bool healed);
 /* Fill the map from the config (epoch 0, everyone up): --no-mgr, and the
  * twin's address until mgrd answers. */
 void iod_map_from_conf(struct iod *d);

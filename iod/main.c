@@ -184,6 +184,7 @@ static void shutdown_daemon(struct iod *d)
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
 	iod_metrics_stop(d);
+	iod_scrub_stop(d);
 	iod_mem_fini(d);
 	iod_server_stop(d);
 	iod_resync_stop(d);
@@ -317,6 +318,9 @@ int main(int argc, char **argv)
 	so.on_abort = iod_journal_aborted;
 	so.abort_arg = d;
 	so.quarantine_journal = quarantine;
+	/* Measurement only (test/bench/csum_cost.sh): no block checksums. */
+	so.bench_no_csum = getenv("TWINFS_BENCH_NO_CSUM") &&
+			   strcmp(getenv("TWINFS_BENCH_NO_CSUM"), "1") == 0;
 	so.test_replay_eio = fault_knob && getenv("TWINFS_TEST_REPLAY_EIO") &&
 			     strcmp(getenv("TWINFS_TEST_REPLAY_EIO"), "1") == 0;
 	/* Replay happens in here, before registration (mgr.c) and serving. */
@@ -364,7 +368,8 @@ int main(int argc, char **argv)
 
 	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
 	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||
-	    iod_server_start(d) < 0 || iod_metrics_start(d) < 0) {
+	    iod_vote_open(d) < 0 || iod_server_start(d) < 0 || iod_metrics_start(d) < 0 ||
+	    iod_scrub_init(d) < 0) {
 		shutdown_daemon(d);
 		uv_run(d->loop, UV_RUN_DEFAULT);
 		goto out;

@@ -13,6 +13,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,34 @@ static int render(struct tw_mx *x, void *arg)
 		     "replaces them).");
 	tw_mx_u64(x, "twinfs_iod_lost_subfiles", id, 1,
 		  iod_store_n_lost(d->store));
+
+	/* docs/ARCHITECTURE.md "Integrity" */
+	const struct iod_csum_stats *cs = iod_store_csum_stats(d->store);
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} cf[] = {
+		{ "twinfs_iod_csum_blocks_checked_total",
+		  "Home blocks checked against their checksums on reads.",
+		  offsetof(struct iod_csum_stats, checked) },
+		{ "twinfs_iod_csum_mismatches_total",
+		  "Home blocks that failed their checksum on a read.",
+		  offsetof(struct iod_csum_stats, mismatches) },
+		{ "twinfs_iod_csum_healed_total",
+		  "Bad blocks rewritten from the twin's verified copy.",
+		  offsetof(struct iod_csum_stats, healed) },
+		{ "twinfs_iod_csum_unhealed_total",
+		  "Reads answered EIO: the block was bad on both twins.",
+		  offsetof(struct iod_csum_stats, unhealed) },
+		{ "twinfs_iod_csum_wire_mismatches_total",
+		  "WRITE data refused: it did not match Write.data_crc.",
+		  offsetof(struct iod_csum_stats, wire_mismatches) },
+	};
+	for (size_t i = 0; i < TW_ARRAY_SIZE(cf); i++) {
+		tw_mx_family(x, cf[i].name, TW_MX_COUNTER, cf[i].help);
+		tw_mx_u64(x, cf[i].name, id, 1,
+			  *(const uint64_t *)((const char *)cs + cf[i].off));
+	}
 	return x->err;
 }
 

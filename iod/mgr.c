@@ -360,6 +360,31 @@ static void send_report(struct iod *d, uint32_t iod_id, int status, int kind)
 		free(r);
 }
 
+void iod_mgr_report_bad_block(struct iod *d, uint64_t ino, uint32_t column,
+			      uint64_t off, bool healed)
+{
+	Twinfs__Report *r;
+
+	if (d->no_mgr || !d->mgr_peer || d->closing)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	twinfs__report__init(r);
+	r->iod_id = d->id;
+	r->reporter_iod = d->id;
+	r->error = -EBADMSG;
+	r->epoch = d->map.epoch;
+	r->bad_block = true;
+	r->lost_ino = ino;
+	r->lost_column = column;
+	r->bad_offset = off;
+	r->bad_healed = healed;
+	if (wire_call(d->mgr_peer, TWINFS__MSG_TYPE__MSG_REPORT, &r->base, NULL,
+		      0, d->conf->request_timeout_ms, on_report_reply, r) < 0)
+		free(r);
+}
+
 void iod_mgr_report(struct iod *d, uint32_t iod_id, int status)
 {
 	uint64_t now = tw_now_ms();

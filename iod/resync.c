@@ -1030,6 +1030,24 @@ static bool next_subfile(struct rs_job *j)
 	}
 }
 
+/* docs/ARCHITECTURE.md "Integrity": the only readable copy of a chunk has
+ * a block failing its checksum.  Nothing of that chunk is sent (the target
+ * would take the bad bytes as good); the copy stops and is retried, and
+ * the operator has to rewrite or remove the file. */
+static void bad_source(struct rs_job *j, uint64_t off)
+{
+	const struct iod_csum_stats *cs = iod_store_csum_stats(j->d->store);
+
+	tw_log_rl(TW_LOG_ERR, "resync of iod %" PRIu32 ": subfile ino %" PRIu64
+		  " column %" PRIu32 " block at %" PRIu64 " (in the chunk at %"
+		  PRIu64 ") fails its checksum here, on the only readable "
+		  "copy: the copy cannot go on past it until that range of "
+		  "the file is rewritten or the file removed", j->target,
+		  j->cur_ino, j->cur_col, cs->bad_off, off);
+	iod_mgr_report_bad_block(j->d, j->cur_ino, j->cur_col, cs->bad_off,
+				 false);
+}
+
 /* Step 2b/2c: one chunk of the current subfile, read and sent in this
  * call. */
 static void copy_chunk(struct rs_job *j)
@@ -1043,6 +1061,8 @@ static void copy_chunk(struct rs_job *j)
 
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
 			   RS_CHUNK, &buf, &st);
+	if (n == -EBADMSG)
+		bad_source(j, j->cur_off);
 	if (n < 0) {
 		fail(j, (int)n, "reading a subfile");
 		return;
@@ -1163,6 +1183,8 @@ static void copy_region(struct rs_job *j)
 	off = j->reg_next * RS_CHUNK;
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
 			   &buf, &st);
+	if (n == -EBADMSG)
+		bad_source(j, off);
 	if (n < 0) {
 		fail(j, (int)n, "reading a marked region");
 		return;

@@ -292,6 +292,15 @@ static void on_hello(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		}
 		wire_conn_set_data(c, ic);
 	}
+	/* docs/ARCHITECTURE.md "Election" E3: no mgrd of an older term. */
+	if (h->role == TWINFS__ROLE__ROLE_MGRD &&
+	    iod_vote_hello(d, c, ic, h->mgrd_term) < 0) {
+		r.refusal = "this mgrd's term is older than the term the "
+			    "iods promised: it lost its lease";
+		wire_reply(c, &m->hdr, -ESTALE, &r.base, NULL, 0);
+		wire_conn_close(c);
+		return;
+	}
 	ic->hello_ok = true;
 	ic->role = h->role;
 	ic->node_id = h->node_id;
@@ -357,6 +366,13 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	}
 	n = iod_store_read(d->store, r->ino, r->column, r->offset, r->length,
 			   &buf, &st);
+	if (n == -EBADMSG) {
+		/* docs/ARCHITECTURE.md "Integrity": from the twin */
+		const struct iod_conn *ic = wire_conn_get_data(c);
+
+		iod_heal_read(d, c, m, ic->role == TWINFS__ROLE__ROLE_IOD);
+		return;
+	}
 	if (n < 0) {
 		tw_log_rl(TW_LOG_ERR, "read ino %" PRIu64 " column %" PRIu32
 			  " at %" PRIu64 ": %s", r->ino, r->column, r->offset,
@@ -365,6 +381,11 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	rr.sub_size = st.size;
+	if (!iod_store_csum_stats(d->store)->bench_off) {
+		rr.data_crc = tw_crc32c(0, buf ? buf : (const uint8_t *)"",
+					(size_t)n);
+		rr.has_crc = true;
+	}
 	/* The data leaves from buf itself, freed once written. */
 	z = (struct wire_zdata){ .base = buf, .len = (size_t)n,
 				 .release = free, .arg = buf };
@@ -550,6 +571,8 @@ static void on_checksum(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	r.size = size;
 	r.n_crcs = (size_t)n;
 	r.crcs = crcs;
+	r.n_bad_regions = iod_store_checksum_bad(d->store,
+			(const uint32_t **)&r.bad_regions);
 	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 	free(crcs);
 }
@@ -726,6 +749,27 @@ refuse:
 	return rc;
 }
 
+/* docs/ARCHITECTURE.md "Integrity": a WRITE's data must match the CRC its
+ * sender took (Write.data_crc) before anything is journaled: -EBADMSG,
+ * and the client sends it once more. */
+static int check_data_crc(struct iod *d, struct wire_conn *c,
+			  const struct wire_msg *m)
+{
+	const Twinfs__Write *w = (const Twinfs__Write *)m->body;
+
+	if (m->hdr.type != TWINFS__MSG_TYPE__MSG_WRITE || !w->has_crc ||
+	    tw_crc32c(0, m->data_len ? m->data : (const uint8_t *)"",
+		      m->data_len) == w->data_crc)
+		return 0;
+	iod_store_csum_stats(d->store)->wire_mismatches++;
+	tw_log_rl(TW_LOG_WARN, "%s: WRITE of ino %" PRIu64 " column %" PRIu32
+		  " at %" PRIu64 " (%zu bytes) refused: its data does not "
+		  "match the CRC its sender took (damaged on the way)",
+		  wire_conn_peer(c), w->ino, w->column, w->offset,
+		  (size_t)m->data_len);
+	return -EBADMSG;
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 /* Who may ask what (proto/FORMAT.md "Who may send what to an iod"): a
@@ -741,7 +785,11 @@ static bool role_may(int role, uint16_t type)
 	case TWINFS__MSG_TYPE__MSG_MAP_UPDATE:
 	case TWINFS__MSG_TYPE__MSG_FENCE:
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
+	case TWINFS__MSG_TYPE__MSG_LEASE:
 		return role == TWINFS__ROLE__ROLE_MGRD;
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
+		return role == TWINFS__ROLE__ROLE_ADMIN ||
+		       role == TWINFS__ROLE__ROLE_MGRD;
 	case TWINFS__MSG_TYPE__MSG_READ:
 	case TWINFS__MSG_TYPE__MSG_SEEK:
 		return true;
@@ -807,6 +855,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_FENCE:
 		on_fence(d, c, m);
 		goto out;
+	case TWINFS__MSG_TYPE__MSG_LEASE:   /* no registration needed */
+		iod_vote_request(d, c, m);
+		goto out;
 	case TWINFS__MSG_TYPE__MSG_WRITE:
 	case TWINFS__MSG_TYPE__MSG_READ:
 	case TWINFS__MSG_TYPE__MSG_TRUNCATE:
@@ -819,6 +870,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_RESYNC:
 	case TWINFS__MSG_TYPE__MSG_FALLOCATE:
 	case TWINFS__MSG_TYPE__MSG_SEEK:
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
 		break;
 	default:
 		iod_reply_status(c, m, -EOPNOTSUPP);
@@ -856,6 +908,12 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 	case TWINFS__MSG_TYPE__MSG_SEEK:
 		on_seek(d, c, m);
 		break;
+	case TWINFS__MSG_TYPE__MSG_SCRUB:
+		if (body_is(m, &twinfs__scrub__descriptor) && m->data_len == 0)
+			iod_scrub_request(d, c, m);
+		else
+			iod_reply_status(c, m, -EINVAL);
+		break;
 	default:
 		rc = validate_mutation(d, m);
 		if (rc == -EFBIG) {
@@ -873,6 +931,11 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 			iod_reply_status(c, m, rc);
 			break;
 		}
+		rc = check_data_crc(d, c, m);
+		if (rc < 0) {
+			iod_reply_status(c, m, rc);
+			break;
+		}
 		iod_twin_request(d, c, m);   /* takes m */
 		if (type == TWINFS__MSG_TYPE__MSG_WRITE)
 			iod_mem_after_request(d, c);
@@ -886,7 +949,8 @@ static void on_close(struct wire_conn *c, void *arg)
 {
 	struct iod_conn *ic = wire_conn_get_data(c);
 
-	(void)arg;
+	if (ic)
+		iod_vote_conn_gone(arg, ic);
 	wire_conn_set_data(c, NULL);
 	free(ic);
 }

@@ -344,7 +344,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||
 	    strlen(opts->dir) >= PATH_MAX)
 		return -EINVAL;
-	s->dir_fd = s->sub_fd = -1;
+	s->dir_fd = s->sub_fd = s->csum_fd = s->csum_cfd = -1;
 	s->iod_id = opts->iod_id;
 	s->max_cached = opts->max_fds ? opts->max_fds : IOD_FD_CACHE_DEFAULT;
 	s->lru.prev = s->lru.next = &s->lru;
@@ -456,6 +456,7 @@ void store_home_close(struct iod_store *s)
 	pthread_mutex_destroy(&s->drain_lock);
 	if (s->sub_fd >= 0)
 		close(s->sub_fd);
+	store_csum_close(s);
 	if (s->dir_fd >= 0)
 		close(s->dir_fd);
 	s->sub_fd = s->dir_fd = -1;
@@ -692,6 +693,9 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 	}
 	if (fd == -ENOENT && layout) {
 		rc = mkdir_fanout(s, ino, &dirsync);
+		/* checksums of an earlier life of the subfile (C2) */
+		if (rc == 0)
+			rc = store_csum_forget(s, ino, column);
 		if (rc < 0)
 			return rc;
 		fd = openat(s->sub_fd, rel, O_RDWR | O_CREAT | O_EXCL |
@@ -857,9 +861,9 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column)
 	if (rc < 0)
 		return rc;
 	store_unlinkq_settle(s, ino, column, rel);
-	if (unlinkat(s->sub_fd, rel, 0) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return 0;
+	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return store_csum_forget(s, ino, column);
 }
 
 int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column)
@@ -870,6 +874,7 @@ int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column)
 	if (store_check_ids(ino, column) < 0)
 		return -EINVAL;
 	uncache(s, ino, column);
+	store_csum_uncache(s, ino, column);   /* unlinked on another thread */
 	pthread_mutex_lock(&s->unlink_lock);
 	if (tw_hmap_get(&s->unlink_q, key) != NULL) {
 		rc = 0;
@@ -910,7 +915,9 @@ static int unlinkq_run(struct iod_store *s)
 		if (store_rel_subpath(store_obj_ino(key - 1),
 				store_obj_column(key - 1), rel,
 				sizeof(rel)) == 0 &&
-		    unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) {
+		    ((unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT) ||
+		     (s->csum_fd >= 0 && unlinkat(s->csum_fd, rel, 0) < 0 &&
+		      errno != ENOENT))) {
 			int err = -errno;
 
 			if (rc == 0)

@@ -132,6 +132,23 @@ struct iod_store {
 	/* store_lost.c */
 	struct tw_hmap lost;       /* obj + 1 -> struct store_lost * */
 	uint64_t lost_news;        /* subfiles ever added to it */
+
+	/* store_csum.c */
+	int csum_fd;               /* DIR/csums */
+	int csum_cfd;              /* the last checksum file used, or -1 */
+	uint64_t csum_cobj;        /* ... of this object */
+	bool csum_on;              /* entries are written (data=journal) */
+	bool csum_check;           /* ... and checked (C3) */
+	uint64_t csum_blocks_checked;
+	uint64_t csum_mismatches;  /* blocks found not matching */
+	uint64_t csum_bad_obj, csum_bad_off;   /* the last read's first */
+	struct iod_csum_stats csum_stats;
+	/* iod_store_checksum: mismatches only counted (csum_soft_bad), and
+	 * the regions holding one (iod_store_checksum_bad) */
+	bool csum_soft;
+	uint64_t csum_soft_bad;
+	uint32_t csum_bad_regions[IOD_CSUM_BAD_MAX];
+	size_t n_csum_bad_regions;
 };
 
 /* A subfile held as lost (store_lost.c). */
@@ -166,6 +183,37 @@ void store_lost_free(struct iod_store *s);
 int store_lost_add(struct iod_store *s, uint64_t obj, int err, uint64_t seq);
 void store_lost_drop(struct iod_store *s, uint64_t obj);
 int store_lost_check(const struct iod_store *s, uint64_t ino, uint32_t column);
+
+/* store_csum.c: block checksums at home (its header has C1-C3).
+ * block: the stored CRC32C of len bytes of a block zero-padded to 4 KiB
+ * (never 0: 0 marks an unchecked entry); range: the blocks first..last a
+ * byte range touches (pure).  open: DIR/csums, before replay; upgrade:
+ * after replay, computes every entry when DIR/twinfs-csum-v1 is absent
+ * (or drops it outside data=journal), then checking starts.  home: the
+ * journal's ops.home_blocks; check: its ops.home_check (-EBADMSG, with
+ * csum_bad_* set, when a home block that is not journal-resident does not
+ * match); cut, punch, forget: a truncate, a punch, an unlink or a
+ * creation at home; sync: fsync the subfile's checksum file;
+ * verify_block: re-check one block of home (0: good or unchecked). */
+uint32_t store_csum_block(const void *buf, size_t len);
+void store_csum_range(uint64_t off, uint64_t len, uint64_t *first,
+		      uint64_t *last);
+int store_csum_open(struct iod_store *s, bool journal_mode);
+int store_csum_upgrade(struct iod_store *s);
+void store_csum_close(struct iod_store *s);
+int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
+		    const struct iovec *iov, int n);
+int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
+		     uint64_t off, const void *buf, size_t len);
+int store_csum_cut(struct iod_store *s, uint64_t ino, uint32_t column,
+		   uint64_t size);
+int store_csum_punch(struct iod_store *s, uint64_t ino, uint32_t column,
+		     uint64_t off, uint64_t len);
+int store_csum_forget(struct iod_store *s, uint64_t ino, uint32_t column);
+void store_csum_uncache(struct iod_store *s, uint64_t ino, uint32_t column);
+int store_csum_sync(struct iod_store *s, uint64_t ino, uint32_t column);
+int store_csum_verify_block(struct iod_store *s, uint64_t ino, uint32_t column,
+			    uint64_t blk);
 
 /* store.c: home side */
 /* Bits of the S6 dirty maps. */

@@ -364,6 +364,19 @@ static int op_home_bg(void *arg)
 	return store_unlinkq_drain(arg);
 }
 
+/* Block checksums (store_csum.c C1). */
+static int op_home_blocks(void *arg, uint64_t obj, uint64_t blk,
+			  const struct iovec *iov, int n)
+{
+	return store_csum_home(arg, obj, blk, iov, n);
+}
+
+static int op_home_check(void *arg, uint64_t obj, int fd, uint64_t hsize,
+			 uint64_t off, const void *buf, size_t len)
+{
+	return store_csum_check(arg, obj, fd, hsize, off, buf, len);
+}
+
 static int op_home_fs_fd(void *arg)
 {
 	struct iod_store *s = arg;
@@ -489,7 +502,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 			return rc;
 		if (ftruncate(e->fd, (off_t)le64toh(t.size)) < 0)
 			return -errno;
-		return 0;
+		return store_csum_cut(s, ino, column, le64toh(t.size));
 	}
 	case REC_PUNCH: {
 		struct rec_punch p;
@@ -504,7 +517,10 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 			return rc;
 		/* Earlier blocks are home already (J10), later ones follow:
 		 * punching again at replay is idempotent. */
-		return store_home_punch(e, le64toh(p.off), le64toh(p.len));
+		rc = store_home_punch(e, le64toh(p.off), le64toh(p.len));
+		return rc < 0 ? rc : store_csum_punch(s, ino, column,
+						      le64toh(p.off),
+						      le64toh(p.len));
 	}
 	case REC_DELETE:
 		if (len != sizeof(h))
@@ -601,6 +617,13 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		s->mode = JBD_MODE_JOURNAL;
 		break;
 	}
+	s->csum_stats.bench_off = opts->bench_no_csum;
+	rc = store_csum_open(s, s->mode == JBD_MODE_JOURNAL &&
+			     !opts->bench_no_csum);
+	if (rc < 0) {
+		tw_err("data directory %s: csums/: %s", s->dir, strerror(-rc));
+		goto fail;
+	}
 	s->reserve = opts->reserve ? opts->reserve : IOD_RESERVE_DEFAULT;
 	snprintf(s->jpath, sizeof(s->jpath), "%s/journal", s->dir);
 	jo.path = s->jpath;
@@ -617,6 +640,10 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 	jo.ops.apply = op_apply;
 	jo.ops.free_space = op_free_space;
 	jo.ops.home_failed = op_home_failed;
+	if (s->mode == JBD_MODE_JOURNAL) {
+		jo.ops.home_blocks = op_home_blocks;
+		jo.ops.home_check = op_home_check;
+	}
 	jo.ops.arg = s;
 	jo.io = opts->test_io;
 	jo.test_replay_eio = opts->test_replay_eio;
@@ -628,6 +655,9 @@ int iod_store_open(const struct iod_store_opts *opts, struct iod_store **out)
 		tw_err("data directory %s: journal: %s", s->dir, strerror(-rc));
 		goto fail;
 	}
+	rc = store_csum_upgrade(s);
+	if (rc < 0)
+		goto fail;
 	rc = store_intents_rebuild(s);
 	if (rc < 0) {
 		tw_err("data directory %s: rebuilding the write-intent log: %s",
@@ -1351,6 +1381,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 
 	*crcs = NULL;
 	*size = 0;
+	s->n_csum_bad_regions = 0;
 	if (store_check_ids(ino, column) < 0 || region_size < IOD_CSUM_REGION_MIN ||
 	    region_size > IOD_CSUM_REGION_MAX)
 		return -EINVAL;
@@ -1417,6 +1448,10 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 		data_read += end - off;
 		if (max_data && data_read >= max_data && r + 1 < n_regions)
 			n_regions = r + 1;
+		/* docs/ARCHITECTURE.md "Integrity": a bad block is
+		 * summed as it is on disk, and its region named */
+		s->csum_soft = true;
+		s->csum_soft_bad = 0;
 		while (off < end) {
 			size_t want = (size_t)TW_MIN((uint64_t)CSUM_CHUNK,
 						     end - off);
@@ -1424,6 +1459,7 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 					    buf, want);
 
 			if (got < 0) {
+				s->csum_soft = false;
 				rc = got;
 				goto fail;
 			}
@@ -1432,6 +1468,11 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			crc = tw_crc32c(crc, buf, (size_t)got);
 			off += (uint64_t)got;
 		}
+		s->csum_soft = false;
+		if (s->csum_soft_bad &&
+		    s->n_csum_bad_regions < IOD_CSUM_BAD_MAX)
+			s->csum_bad_regions[s->n_csum_bad_regions++] =
+				(uint32_t)(first_region + r);
 		out[r] = crc;
 		off = end;
 	}

@@ -94,6 +94,8 @@ int store_sync_objs(struct iod_store *s, const uint64_t *objs, size_t n)
 		}
 		if (r == 0)
 			r = sync_dirs(s, ino, ds);
+		if (r == 0)
+			r = store_csum_sync(s, ino, column);
 		if (r == 0 && e != NULL)
 			e->dirsync = 0;
 		if (r < 0 && rc == 0)

@@ -880,6 +880,8 @@ struct cks_op {
 	uint64_t size;
 	uint32_t *crcs;
 	size_t n_crcs;
+	uint32_t bad[IOD_CSUM_BAD_MAX];   /* regions failing block checksums */
+	size_t n_bad;
 };
 
 static void on_cks_twin(int status, struct wire_msg *reply, void *arg)
@@ -903,9 +905,13 @@ static void on_cks_twin(int status, struct wire_msg *reply, void *arg)
 		r.size = k->size;
 		r.n_crcs = k->n_crcs;
 		r.crcs = k->crcs;
+		r.n_bad_regions = k->n_bad;
+		r.bad_regions = k->bad;
 		r.twin_size = t->size;
 		r.n_twin_crcs = t->n_crcs;
 		r.twin_crcs = t->crcs;
+		r.n_twin_bad_regions = t->n_bad_regions;
+		r.twin_bad_regions = t->bad_regions;
 		wire_reply(k->c, &k->hdr, 0, &r.base, NULL, 0);
 	}
 	if (reply)
@@ -969,6 +975,12 @@ void iod_twin_checksum(struct iod *d, struct wire_conn *c,
 		goto fail;
 	}
 	k->n_crcs = (size_t)n;
+	{
+		const uint32_t *bad;
+
+		k->n_bad = iod_store_checksum_bad(d->store, &bad);
+		memcpy(k->bad, bad, k->n_bad * sizeof(*bad));
+	}
 	k->d = d;
 	k->c = c;
 	k->hdr = m->hdr;

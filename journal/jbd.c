@@ -363,6 +363,9 @@ long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 		return rc;
 	if (fd >= 0) {
 		rc = jbd__pread_full(j, JBD_IO_HOME, fd, buf, len, off);
+		if (rc >= 0 && j->ops.home_check)
+			rc = j->ops.home_check(j->ops.arg, obj, fd, hsize, off,
+					       buf, len);
 		if (rc < 0)
 			return rc;
 	} else {

@@ -563,6 +563,19 @@ static void cp_step(struct jbd *j)
 			}
 			io->iovcnt = (int)run;
 			io->obj = it->obj;
+			if (j->ops.home_blocks) {
+				rc = j->ops.home_blocks(j->ops.arg, it->obj,
+							it->blk, io->iov,
+							(int)run);
+				if (rc < 0) {
+					jbd__io_free(io);
+					if (cp_set_aside(j, cp, it->obj, rc))
+						continue;
+					jbd__abort(j, rc, "writing home "
+						   "checksums");
+					return;
+				}
+			}
 			if (dfd >= 0) {
 				io->alt_fd = fd;
 				io->fd = dfd;

@@ -428,6 +428,15 @@ static int replay_txn(struct rscan *s, const struct txn_ext *t,
 			int fd;
 			rc = j->opts.test_replay_eio ? -EIO :
 			     jbd__home_dup(j, obj, true, &fd);
+			if (rc == 0 && j->ops.home_blocks) {
+				struct iovec v = { data, le32toh(tags[i].len) };
+
+				rc = j->ops.home_blocks(j->ops.arg, obj,
+							le64toh(tags[i].blk),
+							&v, 1);
+				if (rc < 0)
+					close(fd);
+			}
 			if (rc == 0) {
 				rc = jbd__pwrite_sync(j, JBD_IO_HOME, fd, data,
 						      le32toh(tags[i].len),

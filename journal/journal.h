@@ -122,6 +122,7 @@ void jnl_rec_inject_fault(struct jnl_rec *j, unsigned nth, int mode);
  */
 
 #include <stdbool.h>
+#include <sys/uio.h>
 
 #define JBD_BLOCK_SIZE     4096u
 #define JBD_DEFAULT_SIZE   (256ull << 20)
@@ -216,6 +217,21 @@ struct jbd_ops {
 	 * error.  Such an error, were it to abort, would come back at every
 	 * replay and keep the whole store from starting for one object. */
 	int (*home_failed)(void *arg, uint64_t obj, uint64_t seq, int err);
+	/* Optional, data=journal: n consecutive blocks of obj from block blk
+	 * (iov[i] holds block blk + i's valid bytes, the last maybe short)
+	 * are being written home by a checkpoint or a replay.  Called before
+	 * the write is issued; the tail moves only after home_sync (or the
+	 * syncfs) that follows, so whatever the caller writes here with the
+	 * data (the iod's block checksums) is redone by replay after any
+	 * crash in between.  An error is handled as a failed home write. */
+	int (*home_blocks)(void *arg, uint64_t obj, uint64_t blk,
+			   const struct iovec *iov, int n);
+	/* Optional: jbd_read read len bytes of obj at off from home (fd,
+	 * home size hsize) into buf, before patching in journal-resident
+	 * blocks: a negative errno (the iod's -EBADMSG for a block whose
+	 * checksum does not match) fails the read. */
+	int (*home_check)(void *arg, uint64_t obj, int fd, uint64_t hsize,
+			  uint64_t off, const void *buf, size_t len);
 	void *arg;
 };
 

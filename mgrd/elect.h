@@ -3,10 +3,6 @@
  * mgrd.  The election module decides; server.c and repl.c (replication)
  * call it and implement the two callbacks at the end.  With one mgrd
  * (n_mgrds 1) none of it runs: that mgrd is always active.
- *
- * mgrd/elect_static.c is a stand-in with the same interface (mgrd 1 is
- * active, mgrd 2 standby, nothing fails over) for the replication work;
- * the election module replaces it.
  */
 #ifndef TWINFS_MGRD_ELECT_H
 #define TWINFS_MGRD_ELECT_H

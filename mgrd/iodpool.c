@@ -43,9 +43,11 @@
  * returns (wire_call's rule), so callers may set up state after calling.
  */
 #include "mgrd_int.h"
+#include "elect.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +80,7 @@ struct mgr_iodpool {
 	 * the scan of a long list that waits out a down group. */
 	uint64_t due_ms;
 	uv_timer_t idle_timer;               /* next look at the deletes */
+	uint64_t incarnation;                /* for our HELLO (set_term) */
 	/* statfs cache */
 	struct mgr_statfs sf;
 	uint64_t sf_ms;
@@ -871,10 +874,12 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 	p->on_pdel_done = on_pdel_done;
 	p->on_iod_failed = on_iod_failed;
 	p->arg = arg;
+	p->incarnation = incarnation;
 	p->timeout_ms = tw_ms_or(conf->request_timeout_ms,
 				 TW_REQUEST_TIMEOUT_MS);
 	wire_hello_init(&hello, conf->cluster_name, TWINFS__ROLE__ROLE_MGRD,
 			incarnation);
+	hello.mgrd_term = mgr_elect_term();   /* iods refuse older terms */
 	for (int i = 0; i < conf->n_iods; i++) {
 		struct wire_peer_opts o = {
 			.host = conf->iods[i].host,
@@ -907,6 +912,21 @@ int mgr_pool_new(struct uv_loop_s *loop, const struct tw_conf *conf,
 	uv_timer_start(&p->timer, on_tick, PDEL_TICK_MS, PDEL_TICK_MS);
 	*out = p;
 	return 0;
+}
+
+/* The election's term in our HELLO to the iods (proto/FORMAT.md
+ * "Election": they refuse an older one), for the next connections. */
+void mgr_pool_set_term(struct mgr_iodpool *p, uint64_t term)
+{
+	Twinfs__Hello hello;
+
+	wire_hello_init(&hello, p->conf->cluster_name,
+			TWINFS__ROLE__ROLE_MGRD, p->incarnation);
+	hello.mgrd_term = term;
+	for (uint32_t i = 0; i < p->n_peers; i++)
+		if (wire_peer_set_hello(p->peers[i], &hello) < 0)
+			tw_warn("mgrd: iod %" PRIu32 ": HELLO of term %" PRIu64
+				" not set", i + 1, term);
 }
 
 static void on_timer_closed(uv_handle_t *h)

@@ -1,6 +1,6 @@
 /* main.c - twinfs-mgrd: command line, config, signals, the event loop.
  *
- *   twinfs-mgrd -c CONF [--id N] [-v] [--accept-corrupt-log]
+ *   twinfs-mgrd -c CONF [--id N] [-v] [--accept-corrupt-log] [--accept-stale]
  *
  * --id N says which mgrd of a pair ([mgrd 1], [mgrd 2]) this process is;
  * default 1, the only one without a pair.
@@ -39,7 +39,7 @@ static struct mgr_metrics *metrics;
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: twinfs-mgrd -c CONF [--id N] [-v] "
-		"[--accept-corrupt-log]\n"
+		"[--accept-corrupt-log] [--accept-stale]\n"
 		"       twinfs-mgrd --help | --version\n"
 		   "  -c CONF  cluster config (twinfs.conf)\n"
 		   "  --id N   which mgrd of a pair ([mgrd N]) this is; "
@@ -54,7 +54,11 @@ static void usage(FILE *f)
 		   "  --accept-corrupt-log\n"
 		   "           the record log is damaged in the middle: copy it\n"
 		   "           to DIR/journal.corrupt-TIME and cut it at the\n"
-		   "           damage, dropping the records after it\n");
+		   "           damage, dropping the records after it\n"
+		   "  --accept-stale\n"
+		   "           of a pair: become active even though the other\n"
+		   "           mgrd marked this one stale (it lacks replies the\n"
+		   "           other gave; they are lost)\n");
 }
 
 static void on_stopped(void *arg)
@@ -180,6 +184,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	static const struct option longopts[] = {
 		{ "accept-corrupt-log", no_argument, NULL, 'A' },
+		{ "accept-stale", no_argument, NULL, 'S' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "dump-state", required_argument, NULL, 'D' },
 		{ "restore-state", required_argument, NULL, 'R' },
@@ -201,6 +206,7 @@ int main(int argc, char **argv)
 		case 'A': jnl_flags |= JNL_REC_ACCEPT_CORRUPT; break;
 		case 'D': dump = optarg; break;
 		case 'R': restore = optarg; break;
+		case 'S': mgr_elect_accept_stale(); break;
 		case 'i':
 			id = (int)strtol(optarg, &end, 10);
 			if (*end || end == optarg || id < 1 ||

@@ -38,7 +38,8 @@
  *   repl.c     an mgrd pair's replication: the active ships every closed
  *              record to the standby and holds replies until it acked
  *              (server_int.h; docs/ARCHITECTURE.md "mgrd pair").
- *   elect.h    who of a pair is active; elect_static.c is a stand-in.
+ *   elect.c    the pair's election (elect.h; docs/ARCHITECTURE.md
+ *              "Election"): lease, renewal, candidacy, our own vote.
  *   main.c     command line, config, signals.
  *
  * Threading: everything runs on the one libuv loop thread.
@@ -883,6 +884,18 @@ bool mgr_pool_fenced(const struct mgr_iodpool *p, uint64_t gen);
 /* The peer of iod `id` (monitor pings share it), or NULL. */
 struct wire_peer;
 struct wire_peer *mgr_pool_peer(struct mgr_iodpool *p, uint32_t id);
+/* elect.c: our HELLO to the iods carries this term from now on. */
+void mgr_pool_set_term(struct mgr_iodpool *p, uint64_t term);
+
+/* ---------------------------------------------- election (elect.c, elect.h) */
+
+/* twinfs-mgrd --accept-stale, before mgr_elect_start: stand and win even
+ * when marked stale (docs/ARCHITECTURE.md "Election" E6). */
+void mgr_elect_accept_stale(void);
+/* MSG_LEASE from the other mgrd: this mgrd as a voter; answers it. */
+struct wire_conn;
+struct wire_msg;
+void mgr_elect_vote(struct wire_conn *c, const struct wire_msg *m);
 
 /* -------------------------------------------------------------- server */
 

@@ -986,8 +986,9 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		wire_conn_close(c);
 		return;
 	}
-	if (!s->active && (h->role == TWINFS__ROLE__ROLE_CLIENT ||
-			   h->role == TWINFS__ROLE__ROLE_IOD)) {
+	if ((!s->active || !mgr_elect_is_active()) &&
+	    (h->role == TWINFS__ROLE__ROLE_CLIENT ||
+	     h->role == TWINFS__ROLE__ROLE_IOD)) {
 		hello_not_active(s, c, m);
 		return;
 	}
@@ -1365,6 +1366,29 @@ static int lost_data(struct mgr_server *s, const struct mgr_conn *mc,
 	return rc < 0 ? -EAGAIN : 0;
 }
 
+/* Report.bad_block: a block of a file failed its checksum on iod `id`
+ * (docs/ARCHITECTURE.md "Integrity"); the iod healed it from its twin or
+ * answered EIO.  Only logged here, with the file's path. */
+static int bad_block(struct mgr_server *s, const struct mgr_conn *mc,
+		     const Twinfs__Report *q)
+{
+	char path[256];
+
+	if (mc->role != TWINFS__ROLE__ROLE_IOD || mc->iod_id != q->iod_id ||
+	    q->reporter_iod != q->iod_id)
+		return -EPERM;
+	if (mgr_ns_ino_path(&s->st.ns, q->lost_ino, path, sizeof(path)) < 0)
+		snprintf(path, sizeof(path), "(no path)");
+	tw_log_rl(q->bad_healed ? TW_LOG_WARN : TW_LOG_ERR, "mgrd: iod %u: "
+		  "%s (ino %llu column %u) subfile offset %llu failed its "
+		  "checksum: %s", q->iod_id, path,
+		  (unsigned long long)q->lost_ino, q->lost_column,
+		  (unsigned long long)q->bad_offset, q->bad_healed ?
+		  "served from its twin and rewritten" :
+		  "the twin's copy is bad too, reads of it get EIO");
+	return 0;
+}
+
 static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 		     struct wire_conn *c, struct wire_msg *m)
 {
@@ -1376,6 +1400,10 @@ static void h_report(struct mgr_server *s, struct mgr_conn *mc,
 	}
 	if (q->lost_data) {
 		mgr_srv_reply(c, &m->hdr, lost_data(s, mc, q), NULL);
+		return;
+	}
+	if (q->bad_block) {
+		mgr_srv_reply(c, &m->hdr, bad_block(s, mc, q), NULL);
 		return;
 	}
 	if (q->missed_writes) {
@@ -1468,6 +1496,13 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		mgr_srv_reply(c, &m->hdr, -EPROTO, NULL);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_LEASE) {
+		if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER)
+			mgr_elect_vote(c, m);
+		else
+			mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		goto out;
+	}
 	if (mc->role == TWINFS__ROLE__ROLE_MGRD_PEER) {
 		mgr_repl_request(s, c, m);
 		goto out;
@@ -1480,8 +1515,9 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		wire_reply(c, &m->hdr, 0, &st.base, NULL, 0);
 		goto out;
 	}
-	if (!s->active) {
-		/* proto/FORMAT.md "mgrd pair": only the active serves */
+	if (!s->active || !mgr_elect_is_active()) {
+		/* proto/FORMAT.md "mgrd pair": only the active serves; the
+		 * lease's clock decides, not a timer (Election E2) */
 		wire_reply(c, &m->hdr, -EREMOTE, NULL, NULL, 0);
 		goto out;
 	}
@@ -1802,6 +1838,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 	*out = s;
 	return 0;
 fail:
+	mgr_elect_stop();
 	mgr_repl_stop(s);
 	if (s->timers_init) {
 		/* never started: closed before the loop runs them */

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      7u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts; 7: mgrd pair (ROLE_MGRD_PEER, Hello.mgrd_term, HelloReply.mgrd_id/mgrd_term/active_addr, MSG_MGRD_STATUS, MSG_MGRD_SWITCHOVER, MSG_REPL_*) */
+#define WIRE_VERSION      7u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts; 7: data integrity (Write and ReadReply data_crc, Report.bad_block, MSG_SCRUB); mgrd pair (ROLE_MGRD_PEER, Hello.mgrd_term, HelloReply.mgrd_id/mgrd_term/active_addr, MSG_MGRD_STATUS, MSG_MGRD_SWITCHOVER, MSG_REPL_*, MSG_MGRD_BACKUP), the election (MSG_LEASE) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */

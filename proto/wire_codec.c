@@ -126,6 +126,7 @@ static const struct wire_type types[] = {
 	T(SEEK, "SEEK", seek, seek_reply),
 	T(DIR_RECALL, "DIR_RECALL", getattr, empty),
 	T(FENCE, "FENCE", fence, empty),
+	T(LEASE, "LEASE", lease, lease_reply),
 	T(CAP, "CAP", cap, cap_reply),
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
@@ -135,6 +136,7 @@ static const struct wire_type types[] = {
 	T(REPL_SNAPSHOT, "REPL_SNAPSHOT", repl_snapshot, repl_pos),
 	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),
 	T(MGRD_BACKUP, "MGRD_BACKUP", mgrd_backup, mgrd_backup_reply),
+	T(SCRUB, "SCRUB", scrub, scrub_reply),
 };
 #undef T
 

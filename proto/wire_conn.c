@@ -888,7 +888,8 @@ int wire_reply(struct wire_conn *c, const struct wire_hdr *req, int32_t status,
 	       req->type == TWINFS__MSG_TYPE__MSG_TRUNCATE ||
 	       req->type == TWINFS__MSG_TYPE__MSG_FALLOCATE ||
 	       req->type == TWINFS__MSG_TYPE__MSG_AUTH ||
-	       req->type == TWINFS__MSG_TYPE__MSG_HELLO);
+	       req->type == TWINFS__MSG_TYPE__MSG_HELLO ||
+	       req->type == TWINFS__MSG_TYPE__MSG_LEASE);
 	if (!c->open)
 		return -ENOTCONN;
 	if (req->type == TWINFS__MSG_TYPE__MSG_HELLO && status == 0)

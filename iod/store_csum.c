@@ -1,0 +1,529 @@
+/* store_csum.c - block checksums of the subfiles at home
+ * (docs/ARCHITECTURE.md "Integrity").
+ *
+ * Every 4 KiB block of a subfile (JBD_BLOCK_SIZE, the journal's block: a
+ * checkpoint always holds a block's whole new content in memory, so its
+ * checksum costs no read) has a 4-byte CRC32C in the subfile's checksum
+ * file DIR/csums/ab/cd/<ino>.<col> (the subfile's own relative path):
+ * entry b at byte 4 * b, little-endian.  The CRC covers the block's bytes
+ * with zeros past the end of the subfile; a CRC of 0 is stored as
+ * 0xffffffff, so entry 0 means "unchecked" (a hole, a punched or cut
+ * block, a block written in place, a missing file).
+ *
+ * Invariants (cited as C<n>):
+ *   C1  data=journal: a block's entry is written when the checkpoint (or
+ *       replay) writes the block home (journal.h ops.home_blocks), before
+ *       the tail moves past it; a crash in between leaves the transaction
+ *       in the log and replay writes both again.  So once the tail has
+ *       moved, data and entry agree, and until then the block is
+ *       journal-resident and read from its verified memory copy.
+ *   C2  Entries are only ever set from the content written with them, or
+ *       zeroed (cut, punch, creation, in-place write): an entry never
+ *       claims a content the block does not have after any crash.
+ *   C3  Checked only while DIR/twinfs-csum-v1 exists: it is created once
+ *       every subfile's entries were computed (store_csum_upgrade), and
+ *       removed at the start of an ordered or writeback run, whose
+ *       in-place writes keep no entries (a torn in-place write would leave
+ *       them disagreeing with data no one can call wrong).
+ */
+#include "store_int.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CSUM_DIR   "csums"
+#define CSUM_FLAG  "twinfs-csum-v1"
+#define CSUM_BS    JBD_BLOCK_SIZE
+
+/* ------------------------------------------------------------ pure part */
+
+uint32_t store_csum_block(const void *buf, size_t len)
+{
+	static const uint8_t zeros[CSUM_BS];
+	uint32_t crc;
+
+	if (len > CSUM_BS)
+		len = CSUM_BS;
+	crc = tw_crc32c(0, buf, len);
+	crc = tw_crc32c(crc, zeros, CSUM_BS - len);
+	return crc ? crc : UINT32_MAX;
+}
+
+void store_csum_range(uint64_t off, uint64_t len, uint64_t *first,
+		      uint64_t *last)
+{
+	*first = off / CSUM_BS;
+	*last = len ? (off + len - 1) / CSUM_BS : *first;
+}
+
+/* ----------------------------------------------------------- the files */
+
+enum { CSUM_READ, CSUM_WRITE, CSUM_CREATE };
+
+/* The last checksum file used stays open (csum_cfd, of csum_cobj): reads
+ * and checkpoints of one subfile in a row cost no open.  csum_put instead
+ * of close; store_csum_uncache before its unlink. */
+static void csum_put(struct iod_store *s, int fd)
+{
+	if (fd != s->csum_cfd)
+		close(fd);
+}
+
+void store_csum_uncache(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	if (s->csum_cfd >= 0 && s->csum_cobj == store_obj(ino, column)) {
+		close(s->csum_cfd);
+		s->csum_cfd = -1;
+	}
+}
+
+static int csum_open(struct iod_store *s, uint64_t ino, uint32_t column,
+		     int how)
+{
+	bool create = how == CSUM_CREATE;
+	char rel[48];
+	unsigned ab, cd;
+	int fd;
+
+	(void)how;
+	if (s->csum_cfd >= 0 && s->csum_cobj == store_obj(ino, column))
+		return s->csum_cfd;
+	if (store_rel_subpath(ino, column, rel, sizeof(rel)) < 0)
+		return -EINVAL;
+	fd = openat(s->csum_fd, rel, O_RDWR | (create ? O_CREAT : 0) |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 || errno != ENOENT || !create)
+		goto out;
+	store_sub_dirs(ino, &ab, &cd);
+	char d[8];
+	snprintf(d, sizeof(d), "%02x", ab);
+	if (mkdirat(s->csum_fd, d, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(d, sizeof(d), "%02x/%02x", ab, cd);
+	if (mkdirat(s->csum_fd, d, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(s->csum_fd, rel, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+out:
+	if (fd < 0)
+		return -errno;
+	if (s->csum_cfd >= 0)
+		close(s->csum_cfd);
+	s->csum_cfd = fd;
+	s->csum_cobj = store_obj(ino, column);
+	return fd;
+}
+
+/* Entries first..first+n-1 into e[] (0 past the file's end). */
+static int csum_load(int fd, uint64_t first, size_t n, uint32_t *e)
+{
+	size_t got = 0;
+
+	while (got < n * 4) {
+		ssize_t r = pread(fd, (uint8_t *)e + got, n * 4 - got,
+				  (off_t)(first * 4 + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	memset((uint8_t *)e + got, 0, n * 4 - got);
+	for (size_t i = 0; i < n; i++)
+		e[i] = le32toh(e[i]);
+	return 0;
+}
+
+int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
+		    const struct iovec *iov, int n)
+{
+	uint32_t e[256];
+	int fd, rc = 0;
+
+	if (!s->csum_on || n <= 0)
+		return 0;
+	fd = csum_open(s, store_obj_ino(obj), store_obj_column(obj),
+		       CSUM_CREATE);
+	if (fd < 0)
+		return fd;
+	for (int done = 0; rc == 0 && done < n;) {
+		int k = TW_MIN(n - done, (int)TW_ARRAY_SIZE(e));
+
+		for (int i = 0; i < k; i++)
+			e[i] = htole32(store_csum_block(iov[done + i].iov_base,
+							iov[done + i].iov_len));
+		rc = tw_pwrite_all(fd, e, (size_t)k * 4, (blk + (uint64_t)done) * 4);
+		done += k;
+	}
+	csum_put(s, fd);
+	return rc;
+}
+
+/* Zero entries first..last (C2), and with cut the file's end after last. */
+static int csum_zero(struct iod_store *s, uint64_t ino, uint32_t column,
+		     uint64_t first, uint64_t last, bool cut)
+{
+	uint32_t z[256] = { 0 };
+	struct stat st;
+	int fd = csum_open(s, ino, column, CSUM_WRITE);
+	int rc = 0;
+
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (cut && ftruncate(fd, (off_t)((last + 1) * 4)) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	last = TW_MIN(last, (uint64_t)st.st_size / 4);
+	for (uint64_t b = first; rc == 0 && b <= last && b * 4 < (uint64_t)st.st_size;) {
+		uint64_t k = TW_MIN(last - b + 1, (uint64_t)TW_ARRAY_SIZE(z));
+
+		rc = tw_pwrite_all(fd, z, (size_t)k * 4, b * 4);
+		b += k;
+	}
+out:
+	csum_put(s, fd);
+	return rc;
+}
+
+int store_csum_cut(struct iod_store *s, uint64_t ino, uint32_t column,
+		   uint64_t size)
+{
+	if (size == 0)
+		return store_csum_forget(s, ino, column);
+	/* the block holding the new end changes (zeros past it): unchecked */
+	return csum_zero(s, ino, column, (size - 1) / CSUM_BS,
+			 (size - 1) / CSUM_BS, true);
+}
+
+int store_csum_punch(struct iod_store *s, uint64_t ino, uint32_t column,
+		     uint64_t off, uint64_t len)
+{
+	uint64_t first, last;
+
+	if (len == 0)
+		return 0;
+	store_csum_range(off, len, &first, &last);
+	return csum_zero(s, ino, column, first, last, false);
+}
+
+int store_csum_forget(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	char rel[48];
+
+	store_csum_uncache(s, ino, column);
+	if (s->csum_fd < 0 || store_rel_subpath(ino, column, rel, sizeof(rel)) < 0)
+		return 0;
+	if (unlinkat(s->csum_fd, rel, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int store_csum_sync(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	int fd = s->csum_on ? csum_open(s, ino, column, CSUM_READ) : -ENOENT;
+	int rc = 0;
+
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	csum_put(s, fd);
+	return rc;
+}
+
+/* ----------------------------------------------------------- checking */
+
+int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
+		     uint64_t off, const void *buf, size_t len)
+{
+	uint64_t first, last, end;
+	uint32_t *e = NULL;
+	uint8_t *tmp = NULL;
+	size_t n;
+	int cfd, rc = 0, bad = 0;
+
+	if (!s->csum_check || len == 0 || off >= hsize)
+		return 0;
+	end = TW_MIN(off + len, hsize);
+	store_csum_range(off, end - off, &first, &last);
+	cfd = csum_open(s, store_obj_ino(obj), store_obj_column(obj), CSUM_READ);
+	if (cfd == -ENOENT)
+		return 0;
+	if (cfd < 0)
+		return cfd;
+	n = (size_t)(last - first + 1);
+	e = malloc(n * 4);
+	if (!e) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = csum_load(cfd, first, n, e);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		uint64_t b = first + i, bs = b * CSUM_BS;
+		size_t valid = (size_t)TW_MIN((uint64_t)CSUM_BS, hsize - bs);
+		const uint8_t *p;
+
+		if (e[i] == 0 || jbd_resident_has(s->j, obj, b))
+			continue;
+		if (bs >= off && bs + valid <= off + len) {
+			p = (const uint8_t *)buf + (bs - off);
+		} else {
+			if (!tmp && !(tmp = malloc(CSUM_BS))) {
+				rc = -ENOMEM;
+				break;
+			}
+			long r = tw_pread_full(fd, tmp, valid, bs);
+
+			if (r < 0) {
+				rc = (int)r;
+				break;
+			}
+			memset(tmp + r, 0, CSUM_BS - (size_t)r);
+			p = tmp;
+		}
+		s->csum_blocks_checked++;
+		if (store_csum_block(p, valid) == e[i])
+			continue;
+		if (s->csum_soft) {
+			s->csum_soft_bad++;
+			continue;
+		}
+		if (bad++ == 0) {
+			s->csum_bad_obj = obj;
+			s->csum_bad_off = bs;
+		}
+		s->csum_mismatches++;
+	}
+	if (rc == 0 && bad)
+		rc = -EBADMSG;
+out:
+	free(tmp);
+	free(e);
+	csum_put(s, cfd);
+	return rc;
+}
+
+int store_csum_verify_block(struct iod_store *s, uint64_t ino, uint32_t column,
+			    uint64_t blk)
+{
+	uint64_t obj = store_obj(ino, column);
+	uint8_t *b;
+	struct sub *e;
+	struct stat st;
+	int rc;
+
+	if (!s->csum_check || jbd_resident_has(s->j, obj, blk))
+		return 0;
+	rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if (fstat(e->fd, &st) < 0)
+		return -errno;
+	if (blk * CSUM_BS >= (uint64_t)st.st_size)
+		return 0;
+	b = malloc(CSUM_BS);
+	if (!b)
+		return -ENOMEM;
+	long r = tw_pread_full(e->fd, b, CSUM_BS, blk * CSUM_BS);
+
+	rc = r < 0 ? (int)r : 0;
+	if (rc == 0) {
+		memset(b + r, 0, CSUM_BS - (size_t)r);
+		uint64_t saved_obj = s->csum_bad_obj, saved_off = s->csum_bad_off;
+		uint64_t saved_n = s->csum_mismatches, saved_c = s->csum_blocks_checked;
+
+		rc = store_csum_check(s, obj, e->fd, (uint64_t)st.st_size,
+				      blk * CSUM_BS, b, CSUM_BS);
+		/* a re-check is not a new finding */
+		s->csum_bad_obj = saved_obj;
+		s->csum_bad_off = saved_off;
+		s->csum_mismatches = saved_n;
+		s->csum_blocks_checked = saved_c;
+	}
+	free(b);
+	return rc;
+}
+
+/* --------------------------------------------------------- open, upgrade */
+
+int store_csum_open(struct iod_store *s, bool journal_mode)
+{
+	if (mkdirat(s->dir_fd, CSUM_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	s->csum_fd = openat(s->dir_fd, CSUM_DIR, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+	if (s->csum_fd < 0)
+		return -errno;
+	/* Replay (in data=journal) writes entries for what it brings home
+	 * (C1), before checking starts (store_csum_upgrade). */
+	s->csum_on = journal_mode;
+	s->csum_check = false;
+	s->csum_cfd = -1;
+	return 0;
+}
+
+void store_csum_close(struct iod_store *s)
+{
+	if (s->csum_cfd >= 0)
+		close(s->csum_cfd);
+	s->csum_cfd = -1;
+	if (s->csum_fd >= 0)
+		close(s->csum_fd);
+	s->csum_fd = -1;
+}
+
+/* Compute every entry of one subfile from what home holds. */
+static int csum_compute(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint8_t *buf, size_t cap)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct sub *e;
+	struct stat st;
+	int rc;
+
+	rc = store_csum_forget(s, ino, column);
+	if (rc == 0)
+		rc = store_get_sub(s, ino, column, NULL, 0, &e);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if (fstat(e->fd, &st) < 0)
+		return -errno;
+	for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += cap) {
+		size_t len = (size_t)TW_MIN((uint64_t)cap, (uint64_t)st.st_size - off);
+		struct iovec v[256];
+		int n = 0;
+
+		long r = tw_pread_full(e->fd, buf, len, off);
+
+		rc = r < 0 ? (int)r : 0;
+		if (r >= 0 && (size_t)r < len)
+			memset(buf + r, 0, len - (size_t)r);
+		for (size_t p = 0; rc == 0 && p < len; p += CSUM_BS) {
+			v[n].iov_base = buf + p;
+			v[n].iov_len = TW_MIN((size_t)CSUM_BS, len - p);
+			n++;
+		}
+		if (rc == 0)
+			rc = store_csum_home(s, obj, off / CSUM_BS, v, n);
+	}
+	return rc;
+}
+
+static int flag_create(struct iod_store *s)
+{
+	int fd = openat(s->dir_fd, CSUM_FLAG, O_WRONLY | O_CREAT | O_TRUNC |
+			O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc == 0 && fsync(s->dir_fd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+int store_csum_upgrade(struct iod_store *s)
+{
+	bool have = faccessat(s->dir_fd, CSUM_FLAG, F_OK,
+			      AT_SYMLINK_NOFOLLOW) == 0;
+	uint64_t after_ino = 0, n_subs = 0;
+	uint32_t after_col = 0;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (!s->csum_on) {
+		/* C3: in-place writes keep no entries from here on */
+		if (have && (unlinkat(s->dir_fd, CSUM_FLAG, 0) < 0 ||
+			     fsync(s->dir_fd) < 0))
+			return -errno;
+		return 0;
+	}
+	if (have) {
+		s->csum_check = true;
+		return 0;
+	}
+	tw_info("data directory %s: computing block checksums of every "
+		"subfile (a data directory without %s: older than checksums, "
+		"or last run in ordered/writeback mode)", s->dir, CSUM_FLAG);
+	buf = malloc(1u << 20);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		struct store_key *keys;
+		size_t n;
+		bool more;
+
+		rc = store_scan(s, after_ino, after_col, 4096, &keys, &n, &more);
+		if (rc < 0)
+			break;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			rc = csum_compute(s, keys[i].ino, keys[i].column, buf,
+					  1u << 20);
+			n_subs++;
+		}
+		if (n) {
+			after_ino = keys[n - 1].ino;
+			after_col = keys[n - 1].column;
+		}
+		free(keys);
+		if (rc < 0 || !more)
+			break;
+	}
+	free(buf);
+	if (rc == 0 && syncfs(s->dir_fd) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = flag_create(s);
+	if (rc < 0) {
+		tw_err("data directory %s: computing block checksums: %s",
+		       s->dir, strerror(-rc));
+		return rc;
+	}
+	tw_info("data directory %s: block checksums of %" PRIu64 " subfiles "
+		"computed", s->dir, n_subs);
+	s->csum_check = true;
+	return 0;
+}
+
+/* ------------------------------------------------------- the interface */
+
+struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s)
+{
+	s->csum_stats.checked = s->csum_blocks_checked;
+	s->csum_stats.mismatches = s->csum_mismatches;
+	s->csum_stats.bad_off = s->csum_bad_off;
+	s->csum_stats.enabled = s->csum_check;
+	return &s->csum_stats;
+}
+
+size_t iod_store_checksum_bad(const struct iod_store *s,
+			      const uint32_t **regions)
+{
+	*regions = s->csum_bad_regions;
+	return s->n_csum_bad_regions;
+}
+
+int iod_store_csum_verify(struct iod_store *s, uint64_t ino, uint32_t column,
+			  uint64_t blk)
+{
+	return store_csum_verify_block(s, ino, column, blk);
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# t_integrity.sh - block checksums end to end (docs/ARCHITECTURE.md
+# "Integrity"), on one cluster:
+#   - 16 bytes overwritten in one twin's home subfile (its data in place
+#     after a checkpoint): the file reads back byte for byte 4 times after
+#     dropping caches, the iod logs the subfile and offset, mgrd logs the
+#     path, /metrics counts it, and the bad copy is rewritten on disk;
+#   - the same block damaged on both twins: EIO for a read of that block
+#     only, other ranges read fine;
+#   - twinfsctl verify names the good twin of a block bad on one, and a
+#     block bad on both;
+#   - twinfsctl scrub --wait heals blocks no one read, on both twins, and
+#     a scrub cut by kill -9 of its iod resumes at its next start;
+#   - a WRITE frame damaged on the wire (the client's fault knob
+#     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
+#     iod (Write.data_crc), sent again by the client, the file is right.
+. "$(dirname "$0")/lib.sh"
+export TWINFS_COMMIT_INTERVAL=1s   # idle journals go home within ~2 s
+# the first WRITE frame the client sends leaves with a damaged byte
+export TWINFS_TEST_FAULTS=1 TWINFS_TEST_CORRUPT_WRITE=1
+e2e_begin integrity
+e2e_tmpdir T
+
+SZ=$((1 << 20))
+RUN=$TWINFS_RUN_DIR
+mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0" ||
+	fail layout "setfattr failed"
+for f in one both ver scr; do head -c $SZ /dev/urandom >"$T/$f"; done
+cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" &&
+	cp "$T/scr" "$M/g0/scr" ||
+	fail write "cp failed"
+ctl sync >/dev/null || fail sync "twinfsctl sync failed"
+
+# metric IOD NAME: the value of NAME on iod IOD's /metrics
+metric() {
+	"$PY" "$(dirname "$0")/metrics.py" get \
+		"http://127.0.0.1:$((TWINFS_PORT + 5 + $1))/metrics" >"$T/m$1" 2>/dev/null &&
+		"$PY" "$(dirname "$0")/metrics.py" sum "$T/m$1" "$2"
+}
+# wait until both iods of group 0 have checkpointed everything home
+home=0
+for ((i = 0; i < 300; i++)); do
+	u1=$(metric 1 twinfs_iod_journal_used_bytes) u2=$(metric 2 twinfs_iod_journal_used_bytes)
+	if [[ $u1 == 0 && $u2 == 0 ]]; then home=1; break; fi
+	sleep 0.1
+done
+((home)) && pass data-home || fail data-home "journals not empty: $u1 $u2"
+
+# subpath IOD FILE: the home subfile of column 0 of FILE on iod IOD
+subpath() {
+	local ino
+	ino=$(stat -c %i "$M/g0/$2")
+	find "$RUN/iod$1/subfiles" -name "$(printf '%016x' "$ino").0" | head -n 1
+}
+# flip PATH OFF: invert 16 bytes at OFF in place
+flip() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); off = int(sys.argv[2])
+b = os.pread(fd, 16, off)
+os.pwrite(fd, bytes(x ^ 0xff for x in b), off); os.fsync(fd); os.close(fd)
+PYEOF
+}
+# same_range A B OFF LEN: A and B agree on [OFF, OFF + LEN)
+same_range() {
+	cmp -s <(dd if="$1" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null) \
+		<(dd if="$2" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null)
+}
+
+# --- the damaged WRITE frame: refused by its iod, sent again by the client
+drop_caches
+assert_same_file wire-write-resent "$T/one" "$M/g0/one"
+if grep -q 'refused: its data does not match the CRC' "$RUN"/logs/iod[12].log; then
+	pass wire-write-refused
+else
+	fail wire-write-refused "no iod of group 0 logged the damaged WRITE"
+fi
+w=$(($(metric 1 twinfs_iod_csum_wire_mismatches_total) + $(metric 2 twinfs_iod_csum_wire_mismatches_total)))
+((w == 1)) && pass metrics-wire-mismatch || fail metrics-wire-mismatch "wire_mismatches_total $w"
+
+# --- one twin bad: a block in each stripe unit of iod 1's copy, so that
+# whichever twin serves a unit, iod 1 serves one of them
+p1=$(subpath 1 one)
+[[ -n $p1 ]] && pass found-subfile || fail found-subfile "no subfile of one on iod 1"
+flip "$p1" 100000
+flip "$p1" 600000
+n1=$(wc -l <"$RUN/logs/iod1.log") nm=$(wc -l <"$RUN/logs/mgrd.log")
+for r in 1 2 3 4; do
+	drop_caches
+	assert_same_file "read-one-$r" "$T/one" "$M/g0/one"
+done
+if wait_log "$RUN/logs/iod1.log" "$n1" 'ino [0-9]* column 0: block at \(98304\|598016\) fails its checksum' 5000; then
+	pass iod-logs-mismatch
+else
+	fail iod-logs-mismatch "no log line in iod1.log"
+fi
+wait_log "$RUN/logs/mgrd.log" "$nm" 'g0/one .*failed its checksum: served from its twin' 5000 &&
+	pass mgrd-logs-path || fail mgrd-logs-path "no log line with the path in mgrd.log"
+h=$(metric 1 twinfs_iod_csum_healed_total)
+((h >= 1)) && pass metrics-healed || fail metrics-healed "healed_total $h"
+# the healed block went home through the journal: on disk again
+for ((i = 0; i < 100; i++)); do
+	[[ $(metric 1 twinfs_iod_journal_used_bytes) == 0 ]] && break
+	sleep 0.1
+done
+healed=0
+for off in 98304 598016; do same_range "$T/one" "$p1" $off 4096 && healed=$((healed + 1)); done
+((healed >= 1)) && pass repaired-on-disk || fail repaired-on-disk "no bad block rewritten on iod 1"
+# the other one, if iod 2 served its unit, is healed by an overwrite
+dd if="$T/one" of="$M/g0/one" bs=4096 skip=24 seek=24 count=1 conv=notrunc 2>/dev/null
+dd if="$T/one" of="$M/g0/one" bs=4096 skip=146 seek=146 count=1 conv=notrunc 2>/dev/null
+
+# --- verify names the good twin (ver: bad on iod 2) and a block bad on both
+pb1=$(subpath 1 both) pb2=$(subpath 2 both)
+flip "$pb1" 200000
+flip "$pb2" 200000
+flip "$(subpath 2 ver)" 300000
+out=$(ctl -t 30000 verify 2>&1)
+echo "$out" | grep -E '^(GOOD|BAD-BOTH|DIFFER)' | sed 's/^/# /'
+echo "$out" | grep -q "^GOOD .*g0/ver .*iod 1's copy is good, iod 2's fails its block checksums" &&
+	pass verify-names-good-twin || fail verify-names-good-twin "no GOOD line for g0/ver"
+echo "$out" | grep -q "^BAD-BOTH .*g0/both .*region 0 fails its block checksums on both twins" &&
+	pass verify-bad-on-both || fail verify-bad-on-both "no BAD-BOTH line for g0/both"
+[[ $(echo "$out" | grep -c '^DIFFER') == 2 ]] && pass verify-two-differ ||
+	fail verify-two-differ "$(echo "$out" | grep -c '^DIFFER') DIFFER lines"
+# ver's bad block is read (from whichever twin) and rewritten through the mount
+drop_caches
+assert_same_file ver-reads "$T/ver" "$M/g0/ver"
+dd if="$T/ver" of="$M/g0/ver" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/dev/null
+
+# --- both twins bad: EIO for that block only
+drop_caches
+out=$("$PY" - "$M/g0/both" "$T/both" <<'PYEOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+ref = open(sys.argv[2], "rb").read()
+try:
+    os.pread(fd, 4096, 196608)   # the block holding offset 200000
+    print("bad-block-read")
+except OSError as e:
+    print("bad-block", e.errno)
+for off in (0, 65536, 524288, 786432, 1044480):
+    b = os.pread(fd, 4096, off)
+    print("ok" if b == ref[off:off + 4096] else "wrong", off)
+PYEOF
+)
+echo "$out" | sed 's/^/# /'
+[[ $(echo "$out" | head -n 1) == "bad-block 5" ]] && pass both-bad-eio ||
+	fail both-bad-eio "$(echo "$out" | head -n 1)"
+[[ $(echo "$out" | grep -c '^ok') == 5 ]] && pass both-bad-other-ranges ||
+	fail both-bad-other-ranges "$(echo "$out" | grep -v '^ok' | tr '\n' ' ')"
+# an overwrite of the range through the mount heals it on both
+dd if="$T/both" of="$M/g0/both" bs=4096 skip=48 seek=48 count=1 conv=notrunc 2>/dev/null
+drop_caches
+assert_same_file both-rewritten "$T/both" "$M/g0/both"
+
+# --- the scrub finds and heals blocks no one reads: one bad on each twin
+ps1=$(subpath 1 scr) ps2=$(subpath 2 scr)
+flip "$ps1" 41000
+flip "$ps2" 820000
+h0=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+out=$(ctl scrub --wait --rate 64 2>&1) && pass scrub-wait ||
+	fail scrub-wait "exit $?: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+echo "$out" | tail -n 4 | sed 's/^/# /'
+for ((i = 0; i < 100; i++)); do
+	[[ $(metric 1 twinfs_iod_journal_used_bytes) == 0 && $(metric 2 twinfs_iod_journal_used_bytes) == 0 ]] && break
+	sleep 0.1
+done
+same_range "$T/scr" "$ps1" 40960 4096 && same_range "$T/scr" "$ps2" 819200 4096 &&
+	pass scrub-repaired-both || fail scrub-repaired-both "a bad block of scr is still on disk"
+h1=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+((h1 - h0 == 2)) && pass scrub-healed-two || fail scrub-healed-two "healed $((h1 - h0))"
+out=$(ctl scrub --status --json 1)
+[[ $out == *'"iod": 1, "running": false'*'"runs": 1}'* ]] && pass scrub-status-json ||
+	fail scrub-status-json "$out"
+# a scrub cut by kill -9 of its iod resumes at the next start
+n1=$(wc -l <"$RUN/logs/iod1.log")
+ctl scrub --rate 1 1 >/dev/null || fail scrub-slow-start "twinfsctl scrub 1 failed"
+sleep 1.5
+lc kill-iod 1 >/dev/null
+lc start-iod 1 >/dev/null || fail scrub-restart "start-iod 1 failed"
+wait_log "$RUN/logs/iod1.log" "$n1" 'resuming the scrub at subfile' 10000 &&
+	pass scrub-resumes || fail scrub-resumes "no resume line in iod1.log"
+e2e_wait_healthy 60 || fail scrub-healthy "group 0 not healthy after the restart"
+out=$(ctl scrub --wait 1 2>&1) && pass scrub-resumed-ends ||
+	fail scrub-resumed-ends "exit $?: $(echo "$out" | tail -n 1)"
+[[ -e $RUN/iod1/twinfs-scrub ]] && fail scrub-cursor-gone "DIR/twinfs-scrub left" ||
+	pass scrub-cursor-gone
+
+# every copy good again: verify is clean
+e2e_verify
+
+e2e_end
