@@ -107,8 +107,7 @@ int cmd_backup_meta(struct ctl *ctl, int argc, char **argv)
 		return EXIT_FAIL;
 	if (ctl_connect_mgrd(ctl, &mgr) < 0)
 		return EXIT_FAIL;
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
+	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", progname, tmp, strerror(errno));

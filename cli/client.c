@@ -96,8 +96,7 @@ static int client_call(struct ctl *ctl, Twinfs__ClientAdmin *q,
 		return -EINVAL;
 	if (ctl_connect_mgrd(ctl, &mgr) < 0)
 		return -ENOTCONN;
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
+	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_CLIENT_ADMIN,
 		      &q->base, reply, q->op == 2);
 	wire_sync_close(mgr);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "mgrlist.h"
 #include "wire.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DEGRADED = 3 };
@@ -19,6 +20,22 @@ struct ctl {
 	bool conf_loaded;
 	uint32_t timeout_ms;      /* 0 = from the config (request_timeout) */
 	uint64_t incarnation;
+	/* mgrd.c: the config's mgrds; mgr_addr: the one in use ("" until a
+	 * command connects; ctl_mgrd_addr) */
+	struct tw_mgrlist mgrs;
+	char mgr_addr[TW_HOST_MAX + 16];
+};
+
+/* One mgrd as `status` shows it (MSG_MGRD_STATUS; role "down" when it
+ * could not be asked, rc then says why). */
+struct ctl_mgrd {
+	int id;
+	char addr[TW_HOST_MAX + 16];
+	char role[16];
+	char peer_role[16];
+	bool known;             /* term .. last_contact_ms are its answer */
+	uint64_t term, applied, lag, last_contact_ms;
+	int rc;
 };
 
 extern const char *progname;
@@ -32,7 +49,27 @@ int ctl_load_conf(struct ctl *ctl);
 int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 		int port, uint32_t timeout_ms, bool quiet,
 		struct wire_sync **out);
+/* mgrd.c: an admin connection to the active mgrd (of a pair: asked in
+ * turn, proto/FORMAT.md "mgrd pair"); prints why none on failure unless
+ * quiet. */
+/* ctl_connect without the PING that proves the connection: the first
+ * call does (MSG_MGRD_STATUS, which an mgrd in any role answers). */
+int ctl_connect2(struct ctl *ctl, const char *what, const char *host,
+		 int port, uint32_t timeout_ms, bool quiet, bool ping,
+		 struct wire_sync **out);
 int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out);
+int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out);
+/* "host:port" of the mgrd last connected (else the first configured). */
+const char *ctl_mgrd_addr(struct ctl *ctl);
+/* Every configured mgrd's MSG_MGRD_STATUS into out[0..*n-1] (at most
+ * TW_MGRLIST_MAX); 0. */
+int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n);
+/* Connect to the active mgrd, send it `type` with an Empty body (its
+ * address into addr), print why on failure: 0 or -errno. */
+int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,
+			size_t len);
+/* twinfsctl mgrd switchover */
+int cmd_mgrd(struct ctl *ctl, int argc, char **argv);
 /* One request; prints "<what> (<addr>): <TYPE> failed: cause" on error
  * unless quiet. */
 int ctl_call(struct wire_sync *s, const char *what, const char *addr,

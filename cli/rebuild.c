@@ -45,8 +45,7 @@ static int rebuild_look(struct ctl *ctl, uint32_t id, struct rb_iod *out)
 	Twinfs__ClusterMap *map;
 	int rc;
 
-	rc = ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
-			 ctl->timeout_ms, true, &mgr);
+	rc = ctl_connect_mgrd_q(ctl, true, &mgr);
 	if (rc < 0)
 		return rc;
 	rc = ctl_get_map(ctl, mgr, &reply, &map);
@@ -99,12 +98,10 @@ static int rebuild_jobs(struct ctl *ctl, uint32_t id, bool quiet,
 	char addr[TW_HOST_MAX + 16];
 	int rc;
 
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
-	rc = ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
-			 ctl->timeout_ms, quiet, &mgr);
+	rc = ctl_connect_mgrd_q(ctl, quiet, &mgr);
 	if (rc < 0)
 		return rc;
+	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	q.iod = id;
 	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_RESYNC_STATUS,
 		      &q.base, reply, quiet);
@@ -514,12 +511,11 @@ int cmd_rebuild(struct ctl *ctl, int argc, char **argv)
 			join = true;
 		}
 	}
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
 	rc = 0;
 	if (!join) {
 		if (ctl_connect_mgrd(ctl, &mgr) < 0)
 			return EXIT_FAIL;
+		snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 		rc = wire_sync_call(mgr, TWINFS__MSG_TYPE__MSG_REBUILD,
 				    &q.base, NULL, 0, &reply);
 		if (reply)

@@ -60,7 +60,8 @@ void usage(FILE *f)
 "\n"
 "commands:\n"
 "  status [--json]          servers, their states and reachability; exits 3 if a\n"
-"                           group is degraded or an iod does not answer\n"
+"                           group is degraded, an iod does not answer, or one\n"
+"                           mgrd of a pair is down or syncing\n"
 "  verify                   compare every subfile on both twins of its group\n"
 "  sync                     make everything acknowledged durable now\n"
 "  backup-meta FILE         copy mgrd's state (the namespace) to FILE while it\n"
@@ -91,7 +92,9 @@ void usage(FILE *f)
 "  client list              client identities: export, access, squash, live\n"
 "                           sessions, revoked, key fingerprint, networks\n"
 "  client revoke NAME       refuse NAME's current key from now on; its live\n"
-"                           sessions expire and its writes are fenced at once\n");
+"                           sessions expire and its writes are fenced at once\n"
+"  mgrd switchover          make the standby mgrd of a pair the active; waits\n"
+"                           until it has taken over\n");
 }
 
 const char *errno_cause(int rc)
@@ -141,6 +144,14 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 		       int port, uint32_t timeout_ms, bool quiet,
 		       struct wire_sync **out)
 {
+	return ctl_connect2(ctl, what, host, port, timeout_ms, quiet, true,
+			    out);
+}
+
+int ctl_connect2(struct ctl *ctl, const char *what, const char *host,
+		 int port, uint32_t timeout_ms, bool quiet, bool ping,
+		 struct wire_sync **out)
+{
 	Twinfs__Hello hello;
 	char hostname[256] = "";
 	int rc;
@@ -149,18 +160,12 @@ int ctl_connect(struct ctl *ctl, const char *what, const char *host,
 			ctl->incarnation);
 	if (gethostname(hostname, sizeof(hostname) - 1) == 0)
 		hello.hostname = hostname;
-	rc = wire_sync_open(host, port, &hello, ctl->conf.secret,
-			    ctl->conf.channel, timeout_ms, out);
+	rc = wire_sync_open2(host, port, &hello, ctl->conf.secret,
+			     ctl->conf.channel, timeout_ms, ping, out);
 	if (rc < 0 && !quiet)
 		fprintf(stderr, "%s: %s (%s:%d): %s\n", progname, what, host,
 			port, errno_cause(rc));
 	return rc;
-}
-
-int ctl_connect_mgrd(struct ctl *ctl, struct wire_sync **out)
-{
-	return ctl_connect(ctl, "mgrd", ctl->conf.mgr_host, ctl->conf.mgr_port,
-			   ctl->timeout_ms, false, out);
 }
 
 /* One request; prints "<what> (<addr>): <TYPE> failed: cause" on error. */
@@ -183,8 +188,7 @@ int ctl_get_map(struct ctl *ctl, struct wire_sync *mgr,
 	char addr[TW_HOST_MAX + 16];
 	int rc;
 
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
+	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_GET_MAP,
 		      &empty.base, reply, false);
 	if (rc < 0)
@@ -275,6 +279,64 @@ out:
 		wire_sync_close(s);
 }
 
+/* The pair's table in `status`: one line per mgrd. */
+static void print_mgrds(FILE *f, const struct ctl_mgrd *m, int n)
+{
+	fprintf(f, "%-5s %-22s %-8s %-6s %-8s %s\n", "MGRD", "ADDRESS", "ROLE",
+		"TERM", "LAG", "LAST CONTACT");
+	for (int i = 0; i < n; i++) {
+		char term[24] = "-", lag[24] = "-", last[64] = "-";
+
+		if (m[i].known) {
+			snprintf(term, sizeof(term), "%" PRIu64, m[i].term);
+			snprintf(lag, sizeof(lag), "%" PRIu64, m[i].lag);
+			if (m[i].last_contact_ms)
+				snprintf(last, sizeof(last), "%.1f s ago (peer "
+					 "%s)", m[i].last_contact_ms / 1000.0,
+					 *m[i].peer_role ? m[i].peer_role
+							 : "?");
+			else
+				snprintf(last, sizeof(last), "never (peer %s)",
+					 *m[i].peer_role ? m[i].peer_role
+							 : "?");
+		} else if (m[i].rc < 0) {
+			snprintf(last, sizeof(last), "unreachable: %s",
+				 errno_cause(m[i].rc));
+		}
+		fprintf(f, "%-5d %-22s %-8s %-6s %-8s %s\n", m[i].id,
+			m[i].addr, m[i].role, term, lag, last);
+	}
+}
+
+/* "mgrds":[{"id":1,"address":"H:P","role":"active","term":N,"lag":N,
+ * "last_contact_ms":N},..]: null where the mgrd could not say. */
+static void json_mgrds(const struct ctl_mgrd *m, int n)
+{
+	printf("\"mgrds\":[");
+	for (int i = 0; i < n; i++) {
+		printf("%s{\"id\":%d,\"address\":", i ? "," : "", m[i].id);
+		json_string(stdout, m[i].addr);
+		printf(",\"role\":");
+		json_string(stdout, m[i].role);
+		if (m[i].known)
+			printf(",\"term\":%" PRIu64 ",\"lag\":%" PRIu64
+			       ",\"last_contact_ms\":%" PRIu64
+			       ",\"peer_role\":", m[i].term, m[i].lag,
+			       m[i].last_contact_ms);
+		else
+			printf(",\"term\":null,\"lag\":null,"
+			       "\"last_contact_ms\":null,\"peer_role\":null");
+		if (m[i].known)
+			json_string(stdout, m[i].peer_role);
+		if (m[i].rc < 0) {
+			printf(",\"error\":");
+			json_string(stdout, errno_cause(m[i].rc));
+		}
+		printf("}");
+	}
+	printf("]");
+}
+
 static int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -286,8 +348,10 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 	struct wire_msg *reply = NULL;
 	Twinfs__ClusterMap *map;
 	struct iod_probe *probes = NULL;
+	struct ctl_mgrd mgrds[TW_MGRLIST_MAX];
 	bool json = false, degraded[TW_MAX_GROUPS] = { false };
 	int opt, rc, ret = EXIT_FAIL, n_degraded = 0, n_unreachable = 0;
+	int n_mgrds = 0, mgrds_bad = 0;
 	size_t i;
 
 	optind = 1;
@@ -300,8 +364,18 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl_load_conf(ctl) < 0)
 		return EXIT_FAIL;
-	if (ctl_connect_mgrd(ctl, &mgr) < 0)
+	/* A pair: both mgrds' own word on their roles first; one down or
+	 * syncing leaves the metadata without its copy (exit 3). */
+	ctl_mgrds(ctl, mgrds, &n_mgrds);
+	for (int m = 0; n_mgrds > 1 && m < n_mgrds; m++)
+		if (strcmp(mgrds[m].role, "active") != 0 &&
+		    strcmp(mgrds[m].role, "standby") != 0)
+			mgrds_bad++;
+	if (ctl_connect_mgrd(ctl, &mgr) < 0) {
+		if (n_mgrds > 1)
+			print_mgrds(stderr, mgrds, n_mgrds);
 		return EXIT_FAIL;
+	}
 	rc = ctl_get_map(ctl, mgr, &reply, &map);
 	if (rc < 0)
 		goto out;
@@ -329,10 +403,14 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 
 		printf("{\"cluster\":");
 		json_string(stdout, ctl->conf.cluster_name);
-		printf(",\"mgrd\":\"%s:%d\",\"epoch\":%" PRIu64
-		       ",\"n_groups\":%u,\"stripe_size\":%u,\"stripe_count\":%u,\"iods\":[",
-		       ctl->conf.mgr_host, ctl->conf.mgr_port, map->epoch,
-		       map->n_groups, map->stripe_size, map->stripe_count);
+		printf(",\"mgrd\":");
+		json_string(stdout, ctl_mgrd_addr(ctl));
+		printf(",\"epoch\":%" PRIu64
+		       ",\"n_groups\":%u,\"stripe_size\":%u,\"stripe_count\":%u,",
+		       map->epoch, map->n_groups, map->stripe_size,
+		       map->stripe_count);
+		json_mgrds(mgrds, n_mgrds);
+		printf(",\"iods\":[");
 		for (i = 0; i < map->n_iods; i++) {
 			const Twinfs__IodInfo *io = map->iods[i];
 
@@ -362,7 +440,8 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 			first = false;
 		}
 		printf("],\"healthy\":%s}\n",
-		       n_degraded == 0 && n_unreachable == 0 ? "true" : "false");
+		       n_degraded == 0 && n_unreachable == 0 && mgrds_bad == 0
+		       ? "true" : "false");
 	} else {
 		char count[16];
 
@@ -370,11 +449,12 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 			snprintf(count, sizeof(count), "%u", map->stripe_count);
 		else
 			snprintf(count, sizeof(count), "all");
-		printf("cluster %s  mgrd %s:%d  epoch %" PRIu64 "  groups %u  "
+		printf("cluster %s  mgrd %s  epoch %" PRIu64 "  groups %u  "
 		       "default layout: stripe_size %u, stripe_count %s\n",
-		       ctl->conf.cluster_name, ctl->conf.mgr_host,
-		       ctl->conf.mgr_port, map->epoch, map->n_groups,
-		       map->stripe_size, count);
+		       ctl->conf.cluster_name, ctl_mgrd_addr(ctl), map->epoch,
+		       map->n_groups, map->stripe_size, count);
+		if (n_mgrds > 1)
+			print_mgrds(stdout, mgrds, n_mgrds);
 		printf("%-5s %-6s %-5s %-22s %-10s %s\n", "IOD", "GROUP",
 		       "TWIN", "ADDRESS", "STATE", "PING");
 		for (i = 0; i < map->n_iods; i++) {
@@ -405,8 +485,12 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 		else
 			printf("%d of %u groups degraded, %d iods unreachable\n",
 			       n_degraded, map->n_groups, n_unreachable);
+		if (mgrds_bad)
+			printf("mgrd pair degraded: %d of %d mgrds down or "
+			       "syncing\n", mgrds_bad, n_mgrds);
 	}
-	ret = (n_degraded || n_unreachable) ? EXIT_DEGRADED : EXIT_OK;
+	ret = (n_degraded || n_unreachable || mgrds_bad) ? EXIT_DEGRADED
+							 : EXIT_OK;
 out:
 	free(probes);
 	if (reply)
@@ -420,9 +504,6 @@ out:
 
 static int cmd_sync(struct ctl *ctl, int argc, char **argv)
 {
-	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
-	struct wire_sync *mgr = NULL;
-	struct wire_msg *reply = NULL;
 	char addr[TW_HOST_MAX + 16];
 	int rc;
 
@@ -432,17 +513,10 @@ static int cmd_sync(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl_load_conf(ctl) < 0)
 		return EXIT_FAIL;
-	if (ctl_connect_mgrd(ctl, &mgr) < 0)
-		return EXIT_FAIL;
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
 	/* MSG_SYNC makes mgrd sync its journal and have every up iod sync
 	 * its data (FORMAT.md: "make everything durable now"). */
-	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_SYNC,
-		      &empty.base, &reply, false);
-	if (reply)
-		wire_msg_free(reply);
-	wire_sync_close(mgr);
+	rc = ctl_mgrd_call_empty(ctl, TWINFS__MSG_TYPE__MSG_SYNC, addr,
+				 sizeof(addr));
 	if (rc < 0)
 		return EXIT_FAIL;
 	printf("sync: done\n");
@@ -571,8 +645,7 @@ static int cmd_df(struct ctl *ctl, int argc, char **argv)
 		"");
 
 	/* Inode usage comes from mgrd's STATFS (root inode). */
-	snprintf(addr, sizeof(addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
+	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	root.ino = 1;
 	rc = ctl_call(mgr, "mgrd", addr, TWINFS__MSG_TYPE__MSG_STATFS,
 		      &root.base, &fsreply, false);
@@ -1019,10 +1092,9 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl_load_conf(ctl) < 0)
 		return EXIT_FAIL;
-	snprintf(mgr_addr, sizeof(mgr_addr), "%s:%d", ctl->conf.mgr_host,
-		 ctl->conf.mgr_port);
 	if (ctl_connect_mgrd(ctl, &mgr) < 0)
 		return EXIT_FAIL;
+	snprintf(mgr_addr, sizeof(mgr_addr), "%s", ctl_mgrd_addr(ctl));
 	if (ctl_get_map(ctl, mgr, &reply, &map) < 0)
 		goto out;
 	vs = calloc(map->n_iods ? map->n_iods : 1, sizeof(*vs));
@@ -1461,6 +1533,8 @@ int main(int argc, char **argv)
 		return cmd_keygen(argc, argv);
 	if (strcmp(argv[0], "client") == 0)
 		return cmd_client(&ctl, argc, argv);
+	if (strcmp(argv[0], "mgrd") == 0)
+		return cmd_mgrd(&ctl, argc, argv);
 	if (strcmp(argv[0], "backup-meta") == 0)
 		return cmd_backup_meta(&ctl, argc, argv);
 	if (strcmp(argv[0], "help") == 0 || strcmp(argv[0], "--help") == 0) {

@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "mgrlist.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -65,8 +66,9 @@
 /* ------------------------------------------------------------- options */
 
 struct fc_opts {
-	char mgr_host[TW_HOST_MAX];
-	int mgr_port;
+	/* The mount source: one mgrd or a pair, "HOST[:PORT][,HOST[:PORT]]"
+	 * (fc_client.mgrs holds it parsed, and which one is in use). */
+	char *mgr_source;
 	char *cluster;                  /* -o cluster=, default "twinfs" */
 	/* -o channel=: the weakest protection of frames after AUTH this
 	 * mount accepts, on connections that authenticate with a key. */
@@ -412,8 +414,12 @@ struct fc_client {
 	struct fc_op *later_head;
 	uv_timer_t later_timer;
 
-	/* mgrd */
+	/* mgrd: both peers connect to mgrs' current address; a failed
+	 * attempt on it moves both (fc_mgr_addr_failed), and no retry is
+	 * made before mgr_hold_ms (mgrlist.h's backoff). */
 	struct wire_peer *mgr, *ctl;
+	struct tw_mgrlist mgrs;
+	uint64_t mgr_hold_ms;
 	uint64_t session;
 	/* What resumes it (HelloReply.session_secret): mgrd refuses a HELLO
 	 * naming a live session without it. */
@@ -667,6 +673,10 @@ void fc_mgr_shutdown(struct fc_client *cl);
  * the waiting ends now, a late reply is dropped. */
 void fc_mgr_interrupts(struct fc_client *cl);
 bool fc_is_transport_err(int status);
+/* An mgrd call failed so: send it again (to whichever mgrd is active):
+ * a transport error, or -EREMOTE (an mgrd that is not, or no longer, the
+ * active). */
+bool fc_mgr_retryable(int status);
 void fc_mgr_start_monitor(struct fc_client *cl);
 
 /* Map (mgr.c): install a ClusterMap (creates/updates iod peers). */

@@ -1,7 +1,10 @@
 /* main.c - the twinfs client program: options, first contact with mgrd,
  * mount, the FUSE session loop and an orderly exit.
  *
- *   twinfs MGRHOST[:PORT] MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ *   twinfs MGRHOST[:PORT][,MGRHOST2[:PORT2]] MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ *
+ * Two addresses: an mgrd pair; the client follows whichever is active
+ * (mgr.c).
  *
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
@@ -191,7 +194,8 @@ static int opt_proc(void *data, const char *arg, int key,
 
 static void usage(const char *prog)
 {
-	printf("usage: %s MGRHOST[:PORT] MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+	printf("usage: %s MGRHOST[:PORT][,MGRHOST2[:PORT2]] MOUNTPOINT "
+	       "[-o OPTIONS] [-f] [-d]\n"
 	       "\n"
 	       "TwinFS options:\n"
 	       "    -o cluster=NAME          cluster name (default \"twinfs\")\n"
@@ -240,44 +244,6 @@ static void usage(const char *prog)
 	fuse_lowlevel_help();
 }
 
-/* "host", "host:port", "[v6]:port", "[v6]" */
-static int parse_mgr_addr(const char *s, char *host, size_t hostlen, int *port)
-{
-	const char *colon, *h = s;
-	size_t hl;
-	char *end;
-	long p = FC_DEFAULT_PORT;
-
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb)
-			return -EINVAL;
-		h = s + 1;
-		hl = (size_t)(rb - h);
-		colon = rb[1] == ':' ? rb + 1 : NULL;
-		if (rb[1] && !colon)
-			return -EINVAL;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon && strchr(s, ':') != colon)
-			colon = NULL;   /* bare IPv6 literal */
-		hl = colon ? (size_t)(colon - s) : strlen(s);
-	}
-	if (colon) {
-		errno = 0;
-		p = strtol(colon + 1, &end, 10);
-		if (errno || *end || p <= 0 || p > 65535)
-			return -EINVAL;
-	}
-	if (hl == 0 || hl >= hostlen)
-		return -EINVAL;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	*port = (int)p;
-	return 0;
-}
-
 /* --------------------------------------------------------- first contact */
 
 struct connect_op {
@@ -305,32 +271,32 @@ static void connect_step(struct fc_op *op);
 static void connect_fail(struct connect_op *c, int status, const char *what)
 {
 	struct fc_client *cl = c->op.cl;
-	char msg[256];
+	char msg[256], who[TW_HOST_MAX + 48];
 	int err = cl->mgr_last_connect_err ? cl->mgr_last_connect_err : status;
 
-	if (err == -EACCES && cl->mgr && *wire_peer_refusal(cl->mgr))
-		/* mgrd's reason names the identity or the export. */
-		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s", cl->opts.mgr_host,
-			 cl->opts.mgr_port, wire_peer_refusal(cl->mgr));
+	/* The mgrd last tried (the other of a pair may have failed too). */
+	snprintf(who, sizeof(who), "mgrd %s", wire_peer_name(cl->mgr));
+	if ((err == -EACCES || err == -EREMOTE) && *wire_peer_refusal(cl->mgr))
+		/* mgrd's reason names the identity, the export, or the
+		 * active of a pair. */
+		snprintf(msg, sizeof(msg), "%s: %s", who,
+			 wire_peer_refusal(cl->mgr));
 	else if (err == -EACCES)
-		snprintf(msg, sizeof(msg), "mgrd %s:%d refused the client: %s "
+		snprintf(msg, sizeof(msg), "%s refused the client: %s "
 			 "(a cluster with a secret needs -o keyfile=FILE)",
-			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err));
+			 who, strerror(-err));
 	else if (err == -EPROTO)
-		snprintf(msg, sizeof(msg), "mgrd %s:%d refused the client: %s "
+		snprintf(msg, sizeof(msg), "%s refused the client: %s "
 			 "(is the cluster name \"%s\" right?)",
-			 cl->opts.mgr_host, cl->opts.mgr_port, strerror(-err),
-			 cl->opts.cluster);
+			 who, strerror(-err), cl->opts.cluster);
 	else if (err == -ECONNRESET)
 		/* mgrd closes what it cannot read, e.g. another release's
 		 * frames, and logs why. */
-		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s: %s (mgrd's log "
+		snprintf(msg, sizeof(msg), "%s: %s: %s (mgrd's log "
 			 "says why it closed the connection; another TwinFS "
-			 "release?)", cl->opts.mgr_host, cl->opts.mgr_port,
-			 what, strerror(-err));
+			 "release?)", who, what, strerror(-err));
 	else
-		snprintf(msg, sizeof(msg), "mgrd %s:%d: %s: %s",
-			 cl->opts.mgr_host, cl->opts.mgr_port, what,
+		snprintf(msg, sizeof(msg), "%s: %s: %s", who, what,
 			 err == -ETIMEDOUT ? "no answer (timed out)" :
 			 strerror(-err));
 	start_finish(cl, status < 0 ? status : -EIO, msg);
@@ -358,8 +324,8 @@ static void root_done(struct fc_mgr_call *mc, int status,
 	/* The kernel holds the root without a lookup: count one. */
 	fc_inode_entry(cl, &a, &e);
 	fc_mgr_start_monitor(cl);
-	tw_log(TW_LOG_INFO, "connected to mgrd %s:%d, session %" PRIu64 ", map epoch %"
-	       PRIu64 ", %u groups", cl->opts.mgr_host, cl->opts.mgr_port,
+	tw_log(TW_LOG_INFO, "connected to mgrd %s, session %" PRIu64 ", map epoch %"
+	       PRIu64 ", %u groups", wire_peer_name(cl->mgr),
 	       cl->session, cl->epoch, cl->n_groups);
 	start_finish(cl, 0, NULL);
 	fc_op_free(&c->op);
@@ -417,7 +383,7 @@ static void map_done(int status, struct wire_msg *reply, void *arg)
 		c->last_err = status;
 		/* mgrd may still be starting: retry transport errors until
 		 * request_timeout, then fail with the cause. */
-		if (fc_is_transport_err(status) && tw_now_ms() < c->deadline &&
+		if (fc_mgr_retryable(status) && tw_now_ms() < c->deadline &&
 		    cl->mgr_last_connect_err != -EPROTO &&
 		    cl->mgr_last_connect_err != -EACCES) {
 			c->op.run = connect_step;
@@ -472,8 +438,7 @@ int fc_client_connect(struct fc_client *cl)
 					    &ts);
 	if (!cl->start_done) {
 		snprintf(cl->start_msg, sizeof(cl->start_msg),
-			 "mgrd %s:%d: no answer", cl->opts.mgr_host,
-			 cl->opts.mgr_port);
+			 "mgrd %s: no answer", cl->opts.mgr_source);
 		cl->start_status = -ETIMEDOUT;
 	}
 	rc = cl->start_status;
@@ -612,7 +577,7 @@ int main(int argc, char *argv[])
 	struct fc_client *cl;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *cfg;
-	char opt[TW_HOST_MAX + 32];
+	char opt[TW_MGRLIST_MAX * (TW_HOST_MAX + 24) + 32];
 	int notify_fd = -1, rc, ret = 1;
 	enum tw_log_level log_level;
 	const char *prog = "twinfs";
@@ -683,12 +648,13 @@ int main(int argc, char *argv[])
 			"[-o OPTIONS] [-f] [-d]\n", prog);
 		return 1;
 	}
-	if (parse_mgr_addr(c.mgr_addr, cl->opts.mgr_host,
-			   sizeof(cl->opts.mgr_host), &cl->opts.mgr_port) < 0) {
+	if (tw_mgrlist_parse(&cl->mgrs, c.mgr_addr, FC_DEFAULT_PORT) < 0) {
 		fprintf(stderr, "%s: bad mgrd address '%s' (want "
-			"HOST[:PORT])\n", prog, c.mgr_addr);
+			"HOST[:PORT] or, for an mgrd pair, "
+			"HOST1[:PORT1],HOST2[:PORT2])\n", prog, c.mgr_addr);
 		return 1;
 	}
+	cl->opts.mgr_source = c.mgr_addr;
 	cl->opts.request_timeout_set = c.request_timeout != OPT_UNSET;
 	cl->opts.mgr_timeout_set = c.mgr_timeout != OPT_UNSET;
 	cl->opts.monitor_interval_set = c.monitor_interval != OPT_UNSET;
@@ -727,9 +693,17 @@ int main(int argc, char *argv[])
 		   TW_MIN(c.attr_timeout, c.entry_timeout)));
 	fc_dl_init(&cl->dl, !c.nonamelease);
 
-	/* Ours first, so the user's own -o fsname=... wins. */
-	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->opts.mgr_host,
-		 cl->opts.mgr_port);
+	/* Ours first, so the user's own -o fsname=... wins.  A pair's comma
+	 * is escaped: libfuse splits -o values at bare commas. */
+	snprintf(opt, sizeof(opt), "-ofsname=%s:%d", cl->mgrs.addr[0].host,
+		 cl->mgrs.addr[0].port);
+	if (cl->mgrs.n > 1) {
+		char a[TW_HOST_MAX + 16], b[TW_HOST_MAX + 16];
+
+		snprintf(opt, sizeof(opt), "-ofsname=%s\\,%s",
+			 tw_mgr_addr_str(&cl->mgrs.addr[0], a, sizeof(a)),
+			 tw_mgr_addr_str(&cl->mgrs.addr[1], b, sizeof(b)));
+	}
 	if (fuse_opt_insert_arg(&args, 1, opt) < 0 ||
 	    fuse_opt_insert_arg(&args, 2, "-osubtype=twinfs") < 0 ||
 	    fuse_opt_insert_arg(&args, 3, "-odefault_permissions") < 0)

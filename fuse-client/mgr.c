@@ -30,6 +30,15 @@
  * waits for (a non-blocking LOCK, GETLK; locks.c then treats the lock
  * table as uncertain).
  *
+ * An mgrd pair (proto/FORMAT.md "mgrd pair"): both peers connect to the
+ * current address of cl->mgrs.  A failed attempt there (no connection,
+ * -EREMOTE, or with two addresses a request or ping unanswered in time)
+ * moves both to the active it named or to the other address, as
+ * common/mgrlist.h decides; requests are then sent again with their seq
+ * on the new active, which resumes the session, exactly as after an mgrd
+ * restart.  The first answer from another mgrd than before is logged
+ * once, with why.
+ *
  * Failover monitor: every monitor_interval, a PING to mgrd on the control
  * connection and to every iod the map does not call down; a ping not
  * answered within min(request_timeout, monitor_interval) is reported to
@@ -61,6 +70,11 @@ bool fc_is_transport_err(int status)
 	default:
 		return false;
 	}
+}
+
+bool fc_mgr_retryable(int status)
+{
+	return status == -EREMOTE || fc_is_transport_err(status);
 }
 
 const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len)
@@ -143,25 +157,95 @@ static void adopt_session(struct fc_client *cl, struct wire_peer *p,
 			wire_peer_reset(cl->iods[id].peer);
 }
 
+/* Whether p's current (or last) connection is to mgrs' current address:
+ * a failure reported from an address already left counts no more. */
+static bool at_current(struct fc_client *cl, struct wire_peer *p)
+{
+	const struct tw_mgr_addr *a = tw_mgrlist_cur(&cl->mgrs);
+	char name[TW_HOST_MAX + 16];
+
+	snprintf(name, sizeof(name), "%s:%d", a->host, a->port);
+	return strcmp(wire_peer_name(p), name) == 0;
+}
+
+/* An attempt on the current mgrd failed (status; reply: a HELLO refusal,
+ * may name the active).  With one address only -EREMOTE moves (to the
+ * active it names); everything else keeps today's retrying in place. */
+static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
+			    int status, const Twinfs__HelloReply *reply)
+{
+	const struct tw_mgr_addr *a;
+	const char *hint = NULL;
+	char cause[192];
+	uint32_t delay;
+
+	if (cl->stopping || !at_current(cl, p) ||
+	    (status != -EREMOTE && cl->mgrs.n < 2))
+		return;
+	if (status == -EREMOTE && reply) {
+		hint = reply->active_addr;
+		tw_mgrlist_learn_id(&cl->mgrs, reply->mgrd_id);
+	}
+	if (status == -EREMOTE && *wire_peer_refusal(p))
+		snprintf(cause, sizeof(cause), "%s", wire_peer_refusal(p));
+	else
+		fc_cause(cl, status, cause, sizeof(cause));
+	delay = tw_mgrlist_failed(&cl->mgrs, status == -EREMOTE ?
+				  TW_MGR_REMOTE : TW_MGR_UNREACHABLE, cause,
+				  hint, cl->opts.mgr_timeout_ms);
+	cl->mgr_hold_ms = tw_now_ms() + delay;
+	a = tw_mgrlist_cur(&cl->mgrs);
+	tw_debug("mgrd %s: %s; next try %s:%d in %u ms", wire_peer_name(p),
+		 cause, a->host, a->port, delay);
+	wire_peer_set_addr(cl->mgr, a->host, a->port);
+	wire_peer_set_addr(cl->ctl, a->host, a->port);
+	/* A connection still up to the one left (it left a request or a
+	 * ping unanswered) goes: its calls are sent again to the new
+	 * address.  A peer whose connecting failed is not connected. */
+	if (wire_peer_connected(cl->mgr))
+		wire_peer_reset(cl->mgr);
+	if (wire_peer_connected(cl->ctl))
+		wire_peer_reset(cl->ctl);
+}
+
+/* The current mgrd answered a HELLO: say so once when it is another one
+ * than before (then true). */
+static bool mgr_addr_ok(struct fc_client *cl, struct wire_peer *p,
+			const Twinfs__HelloReply *reply)
+{
+	char msg[512];
+
+	if (!at_current(cl, p))
+		return false;
+	tw_mgrlist_learn_id(&cl->mgrs, reply->mgrd_id);
+	if (!tw_mgrlist_ok(&cl->mgrs, msg, sizeof(msg)))
+		return false;
+	tw_info("%s", msg);
+	return true;
+}
+
 static void on_mgr_connect(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg)
 {
 	struct fc_client *cl = arg;
-	bool restarted;
+	bool restarted, switched;
 
 	if (status < 0) {
 		cl->mgr_last_connect_err = status;
+		mgr_addr_failed(cl, p, status, reply);
 		return;
 	}
 	cl->mgr_last_connect_err = 0;
+	switched = mgr_addr_ok(cl, p, reply);
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	if (cl->mgr_down_logged) {
 		tw_info("mgrd %s reachable again", wire_peer_name(p));
 		cl->mgr_down_logged = false;
 	}
 	if (cl->mgr_incarnation && reply->incarnation != cl->mgr_incarnation)
-		tw_info("mgrd %s restarted; resuming session %" PRIu64,
-			wire_peer_name(p), cl->session);
+		tw_info("mgrd %s %s; resuming session %" PRIu64,
+			wire_peer_name(p), switched ? "is the other of the pair"
+						    : "restarted", cl->session);
 	restarted = cl->mgr_incarnation &&
 		    reply->incarnation != cl->mgr_incarnation;
 	cl->mgr_incarnation = reply->incarnation;
@@ -202,8 +286,11 @@ static void on_ctl_connect(struct wire_peer *p, int status,
 	struct fc_client *cl = arg;
 
 	cl->ctl_ok = status == 0;
-	if (status < 0)
+	if (status < 0) {
+		mgr_addr_failed(cl, p, status, reply);
 		return;
+	}
+	mgr_addr_ok(cl, p, reply);
 	fc_dl_drop_all(&cl->dl);   /* dlease.c D4 */
 	adopt_session(cl, p, reply);
 	fc_ident_hello(cl, reply);
@@ -219,8 +306,8 @@ int fc_mgr_init(struct fc_client *cl)
 	int rc;
 
 	memset(&o, 0, sizeof(o));
-	o.host = cl->opts.mgr_host;
-	o.port = cl->opts.mgr_port;
+	o.host = tw_mgrlist_cur(&cl->mgrs)->host;
+	o.port = tw_mgrlist_cur(&cl->mgrs)->port;
 	o.hello = &h;
 	o.on_connect = on_mgr_connect;
 	o.on_push = on_mgr_push;
@@ -321,12 +408,16 @@ static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
 	mc->flight = NULL;
 	cl = mc->cl;
 
-	if (!fc_is_transport_err(status) || cl->stopping) {
+	if (!fc_mgr_retryable(status) || cl->stopping) {
 		if (status == -ECANCELED)
 			status = -EIO;
 		mgr_finish(mc, status, reply);
 		return;
 	}
+	/* A pair: an attempt unanswered in its time counts against that
+	 * mgrd (a stopped active, a cut link); the other may be active. */
+	if (status == -ETIMEDOUT)
+		mgr_addr_failed(cl, cl->mgr, status, NULL);
 	if (reply)   /* mgrd's own -EAGAIN: an answer without a body */
 		wire_msg_free(reply);
 	/* Transport error: the request may or may not have been applied;
@@ -370,8 +461,11 @@ static void schedule_retry(struct fc_mgr_call *mc, uint64_t now, bool at_once)
 	mc->backoff_ms = mc->backoff_ms ? mc->backoff_ms * 2 : FC_MGR_RETRY_MIN_MS;
 	if (mc->backoff_ms > FC_MGR_RETRY_MAX_MS)
 		mc->backoff_ms = FC_MGR_RETRY_MAX_MS;
-	/* A timed-out attempt already waited; retry at once. */
+	/* A timed-out attempt already waited; retry at once, unless the
+	 * mgrd pair's backoff holds every attempt (mgrlist.h). */
 	mc->retry_at_ms = at_once ? now : now + mc->backoff_ms;
+	if (mc->retry_at_ms < cl->mgr_hold_ms)
+		mc->retry_at_ms = cl->mgr_hold_ms;
 	if (mc->retry_at_ms > mc->deadline_ms)
 		mc->retry_at_ms = mc->deadline_ms;
 	mc->retry_next = cl->retry_head;
@@ -865,6 +959,8 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 				  cl->ctl ? wire_peer_name(cl->ctl) : "?",
 				  fc_cause(cl, status, cause, sizeof(cause)));
 		}
+		if (status == -ETIMEDOUT)
+			mgr_addr_failed(cl, cl->ctl, status, NULL);
 	} else if (status < 0 && status != -ECANCELED && !cl->stopping) {
 		char name[96], cause[64];
 		uint32_t id = (uint32_t)(pg->iod - cl->iods);

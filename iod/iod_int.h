@@ -37,6 +37,7 @@
 
 #include "common.h"
 #include "lease.h"
+#include "mgrlist.h"
 #include "raid.h"
 #include "wire.h"
 
@@ -521,6 +522,8 @@ struct iod {
 	bool ever_registered;
 	bool reg_inflight, map_inflight;
 	struct wire_peer *mgr_peer;
+	struct tw_mgrlist mgrs;    /* the config's mgrds; cur: the one tried */
+	uint64_t mgr_hold_ms;      /* no new attempt before (mgrlist.h) */
 	uv_timer_t mgr_timer;
 	bool mgr_timer_init;
 	uint64_t report_epoch;     /* last MSG_REPORT about the twin */

@@ -35,6 +35,12 @@
  * newer gen replaces ours.  twin.c refuses the WRITE and FALLOCATE of a
  * fenced session.
  *
+ * An mgrd pair (proto/FORMAT.md "mgrd pair"): the peer connects to the
+ * current address of d->mgrs; a failed connection, an -EREMOTE refusal or
+ * an unanswered registration moves it to the active named or the other
+ * mgrd (common/mgrlist.h), and the iod registers there as after an mgrd
+ * restart.  The first answer from another mgrd is logged once.
+ *
  * --no-mgr (tests only): the map comes from the config with epoch 0 and
  * every iod up, and the iod serves at once.
  */
@@ -191,6 +197,45 @@ bool iod_fenced(const struct iod *d, uint64_t session)
 
 static void send_register(struct iod *d);
 
+/* Whether the peer's current (or last) connection is to d->mgrs' current
+ * address: a failure from one already left counts no more. */
+static bool at_current(struct iod *d)
+{
+	const struct tw_mgr_addr *a = tw_mgrlist_cur(&d->mgrs);
+	char name[TW_HOST_MAX + 16];
+
+	snprintf(name, sizeof(name), "%s:%d", a->host, a->port);
+	return strcmp(wire_peer_name(d->mgr_peer), name) == 0;
+}
+
+/* An attempt on the current mgrd failed (reply: a HELLO refusal, which
+ * may name the active).  One mgrd: retried in place, as ever. */
+static void mgr_addr_failed(struct iod *d, int status,
+			    const Twinfs__HelloReply *reply)
+{
+	const struct tw_mgr_addr *a;
+	const char *why = wire_peer_refusal(d->mgr_peer);
+	uint32_t delay;
+
+	if (d->closing || !at_current(d) ||
+	    (status != -EREMOTE && d->mgrs.n < 2))
+		return;
+	if (status == -EREMOTE && reply)
+		tw_mgrlist_learn_id(&d->mgrs, reply->mgrd_id);
+	delay = tw_mgrlist_failed(&d->mgrs, status == -EREMOTE ?
+				  TW_MGR_REMOTE : TW_MGR_UNREACHABLE,
+				  status == -EREMOTE && *why ? why
+				  : strerror(-status),
+				  status == -EREMOTE && reply ?
+				  reply->active_addr : NULL,
+				  d->conf->mgr_timeout_ms);
+	d->mgr_hold_ms = tw_now_ms() + delay;
+	a = tw_mgrlist_cur(&d->mgrs);
+	wire_peer_set_addr(d->mgr_peer, a->host, a->port);
+	if (wire_peer_connected(d->mgr_peer))
+		wire_peer_reset(d->mgr_peer);   /* unanswered: leave it */
+}
+
 static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 {
 	struct iod *d = arg;
@@ -204,9 +249,11 @@ static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 			status = -EPROTO;
 		if (status != -ECANCELED)
 			tw_log_rl(TW_LOG_WARN, "iod %" PRIu32 ": registration "
-				  "with mgrd %s:%d failed: %s; retrying",
-				  d->id, d->conf->mgr_host, d->conf->mgr_port,
+				  "with mgrd %s failed: %s; retrying",
+				  d->id, wire_peer_name(d->mgr_peer),
 				  strerror(-status));
+		if (status == -ETIMEDOUT)
+			mgr_addr_failed(d, status, NULL);
 		goto out;
 	}
 	map = (const Twinfs__ClusterMap *)reply->body;
@@ -219,9 +266,9 @@ static void on_register_reply(int status, struct wire_msg *reply, void *arg)
 	if (rc < 0)
 		goto out;
 	if (!d->registered)
-		tw_info("iod %" PRIu32 " registered with mgrd %s:%d (epoch %"
+		tw_info("iod %" PRIu32 " registered with mgrd %s (epoch %"
 			PRIu64 ", incarnation %016" PRIx64 ")", d->id,
-			d->conf->mgr_host, d->conf->mgr_port, d->map.epoch,
+			wire_peer_name(d->mgr_peer), d->map.epoch,
 			d->incarnation);
 	d->registered = true;
 	d->ever_registered = true;
@@ -420,10 +467,17 @@ static void on_mgr_connect(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg)
 {
 	struct iod *d = arg;
+	char msg[512];
 
 	(void)p;
-	if (status < 0)
+	if (status < 0) {
+		mgr_addr_failed(d, status, reply);
 		return;   /* the retry timer tries again */
+	}
+	if (at_current(d) && reply)
+		tw_mgrlist_learn_id(&d->mgrs, reply->mgrd_id);
+	if (at_current(d) && tw_mgrlist_ok(&d->mgrs, msg, sizeof(msg)))
+		tw_info("iod %" PRIu32 ": %s", d->id, msg);
 	/* After an mgrd restart: tell it we are alive (same incarnation). */
 	if (d->ever_registered)
 		send_register(d);
@@ -449,6 +503,8 @@ static void on_timer(uv_timer_t *t)
 {
 	struct iod *d = t->data;
 
+	if (tw_now_ms() < d->mgr_hold_ms)
+		return;   /* the pair's backoff (mgrlist.h) */
 	if (!d->registered) {
 		send_register(d);
 		return;
@@ -483,8 +539,14 @@ int iod_mgr_start(struct iod *d)
 	 * but nothing is served before registration. */
 	iod_map_from_conf(d);
 	iod_hello(d, &hello);
-	o.host = d->conf->mgr_host;
-	o.port = d->conf->mgr_port;
+	rc = tw_mgrlist_conf(&d->mgrs, d->conf);
+	if (rc < 0) {
+		tw_err("iod %" PRIu32 ": bad mgrd addresses in the config",
+		       d->id);
+		return rc;
+	}
+	o.host = tw_mgrlist_cur(&d->mgrs)->host;
+	o.port = tw_mgrlist_cur(&d->mgrs)->port;
 	o.hello = &hello;
 	o.secret = d->conf->secret;
 	o.channel = d->conf->channel;

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------ the frame */
 
 #define WIRE_MAGIC        0x53465754u   /* "TWFS" as little-endian bytes */
-#define WIRE_VERSION      7u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts; 7: data integrity (Write and ReadReply data_crc, Report.bad_block, MSG_SCRUB); mgrd pair (ROLE_MGRD_PEER, Hello.mgrd_term, HelloReply.mgrd_id/mgrd_term/active_addr, MSG_MGRD_STATUS, MSG_REPL_*, MSG_MGRD_BACKUP), the election (MSG_LEASE) */
+#define WIRE_VERSION      7u            /* 2: Setattr.reports; 3: SizeReport.keep_times, reports in any SETATTR; 4: fencing (FENCE, Write/Fallocate.session); 5: file size limit (max_subfile_size, -EFBIG); 6: client identities and tickets (Auth.identity, MSG_TICKET, MSG_CLIENT_ADMIN), sealed frames (Auth.channel), capabilities (MSG_CAP, cap in OpenReply, Entry, Read, Write, Fallocate, Seek), refusal texts; 7: data integrity (Write and ReadReply data_crc, Report.bad_block, MSG_SCRUB); mgrd pair (ROLE_MGRD_PEER, Hello.mgrd_term, HelloReply.mgrd_id/mgrd_term/active_addr, MSG_MGRD_STATUS, MSG_MGRD_SWITCHOVER, MSG_REPL_*, MSG_MGRD_BACKUP), the election (MSG_LEASE) */
 #define WIRE_HDR_SIZE     32u
 #define WIRE_MAX_MSG      (1u << 20)    /* protobuf part, bytes */
 #define WIRE_MAX_DATA     (8u << 20)    /* bulk part, bytes */
@@ -269,7 +269,8 @@ struct wire_peer_opts {
 	const Twinfs__Hello *hello;
 	/* Called when a HELLO reply arrives on a new connection (status 0) or
 	 * when connecting/hello fails (status < 0; a refused AUTH or HELLO
-	 * says why in wire_peer_refusal()).  May be NULL. */
+	 * says why in wire_peer_refusal(); reply is the HELLO refusal, e.g.
+	 * with active_addr, else NULL).  May be NULL. */
 	void (*on_connect)(struct wire_peer *p, int status,
 			   const Twinfs__HelloReply *reply, void *arg);
 	/* A server-initiated message arrived (e.g. MSG_MAP_UPDATE).  The
@@ -310,6 +311,10 @@ int wire_peer_set_hello(struct wire_peer *p, const Twinfs__Hello *hello);
 int wire_peer_set_identity(struct wire_peer *p, const uint8_t *identity,
 			   size_t identity_len, const uint8_t *key,
 			   size_t key_len);
+/* Connect to host:port from the next connection on (an mgrd pair's other
+ * mgrd); the current one, if any, stays until it is lost or reset.
+ * 0 or -EINVAL. */
+int wire_peer_set_addr(struct wire_peer *p, const char *host, int port);
 /* Connect now if not connected (no-op if connected or connecting). */
 void wire_peer_connect(struct wire_peer *p);
 /* Send a request.  body must be non-NULL (use an Empty message).  Data
@@ -334,7 +339,7 @@ const char *wire_peer_refusal(const struct wire_peer *p);
 /* The mode frames on the current connection are protected with
  * (TW_CHANNEL_NONE when not connected or unsealed). */
 enum tw_channel wire_peer_channel(const struct wire_peer *p);
-/* "10.0.0.7:7503" */
+/* "10.0.0.7:7503": the address of the current or last connection */
 const char *wire_peer_name(const struct wire_peer *p);
 /* Fail every call with -ECANCELED, close, and free when handles are closed. */
 void wire_peer_free(struct wire_peer *p);
@@ -348,6 +353,11 @@ struct wire_sync;
 int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
 		   const char *secret, enum tw_channel channel,
 		   uint32_t timeout_ms, struct wire_sync **out);
+/* The same without the PING: the first call proves the connection (an
+ * mgrd that is not the active answers an admin's PING -EREMOTE). */
+int wire_sync_open2(const char *host, int port, const Twinfs__Hello *hello,
+		    const char *secret, enum tw_channel channel,
+		    uint32_t timeout_ms, bool ping_first, struct wire_sync **out);
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);

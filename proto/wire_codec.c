@@ -131,6 +131,7 @@ static const struct wire_type types[] = {
 	T(TICKET, "TICKET", empty, ticket),
 	T(CLIENT_ADMIN, "CLIENT_ADMIN", client_admin, client_admin_reply),
 	T(MGRD_STATUS, "MGRD_STATUS", empty, mgrd_status),
+	T(MGRD_SWITCHOVER, "MGRD_SWITCHOVER", empty, empty),
 	T(REPL_JOIN, "REPL_JOIN", repl_join, repl_pos),
 	T(REPL_SNAPSHOT, "REPL_SNAPSHOT", repl_snapshot, repl_pos),
 	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),

@@ -111,7 +111,8 @@ static void start_connect(struct wire_peer *p);
 static void conn_lost(struct wire_peer *p, int err);
 static void pump(struct wire_peer *p);
 static void on_deadline(uv_timer_t *t);
-static int handshake_failed(struct wire_peer *p, int status);
+static int handshake_failed(struct wire_peer *p, int status,
+			    const Twinfs__HelloReply *reply);
 
 const char *wire_peer_name(const struct wire_peer *p)
 {
@@ -399,8 +400,10 @@ static int on_hello_reply(struct wire_peer *p, struct wire_msg *m)
 		tw_log_rl(TW_LOG_WARN, "wire: %s refused HELLO: %s%s%s",
 			  p->name, strerror(-status), *p->refusal ? ": " : "",
 			  p->refusal);
+		status = handshake_failed(p, status,
+					  (const Twinfs__HelloReply *)m->body);
 		wire_msg_free(m);
-		return handshake_failed(p, status);
+		return status;
 	}
 	p->state = P_READY;
 	if (p->on_connect) {
@@ -458,13 +461,15 @@ static void send_auth(struct wire_peer *p, uint32_t step, const uint8_t *proof)
 		conn_lost(p, -ECONNRESET);
 }
 
-/* A failed handshake (AUTH or HELLO refused): tell the owner, fail every
- * call with the reason, drop the connection. */
-static int handshake_failed(struct wire_peer *p, int status)
+/* A failed handshake (AUTH or HELLO refused): tell the owner (with the
+ * HELLO refusal, which may name where to go instead), fail every call with
+ * the reason, drop the connection. */
+static int handshake_failed(struct wire_peer *p, int status,
+			    const Twinfs__HelloReply *reply)
 {
 	if (p->on_connect) {
 		p->depth++;
-		p->on_connect(p, status, NULL, p->arg);
+		p->on_connect(p, status, reply, p->arg);
 		p->depth--;
 	}
 	if (p->conn)
@@ -490,7 +495,7 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 			  p->refusal);
 		wire_msg_free(m);
 		return handshake_failed(p, status == -EOPNOTSUPP ? -EACCES
-								 : status);
+								 : status, NULL);
 	}
 	if (r->nonce.len == 0) {
 		/* Step 2 accepted: from the HELLO on, everything is sealed. */
@@ -501,7 +506,7 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 				    &pc->rd.seal) < 0) {
 			tw_log_rl(TW_LOG_ERR, "wire: %s: cannot derive the "
 				  "channel keys", p->name);
-			return handshake_failed(p, -EIO);
+			return handshake_failed(p, -EIO, NULL);
 		}
 		send_hello(p);
 		return 0;
@@ -519,7 +524,7 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 			  tw_channel_name(p->channel_min),
 			  (unsigned)r->channel_min);
 		wire_msg_free(m);
-		return handshake_failed(p, -EACCES);
+		return handshake_failed(p, -EACCES, NULL);
 	}
 	pc->chan = (enum tw_channel)r->channel;
 	pc->chan_smin = (enum tw_channel)r->channel_min;
@@ -535,7 +540,7 @@ static int on_auth_reply(struct wire_peer *p, struct wire_msg *m)
 			  p->name, p->identity_len ? "key of our identity"
 						   : "cluster secret");
 		wire_msg_free(m);
-		return handshake_failed(p, -EACCES);
+		return handshake_failed(p, -EACCES, NULL);
 	}
 	memcpy(pc->snonce, r->nonce.data, WIRE_NONCE_LEN);
 	wire_msg_free(m);
@@ -734,6 +739,7 @@ static void connect_now(struct wire_peer *p)
 	if (p->freeing || p->state != P_IDLE || p->resolving)
 		return;
 	p->last_attempt = tw_now_ms();
+	snprintf(p->name, sizeof(p->name), "%s:%d", p->host, p->port);
 	if (uv_ip4_addr(p->host, p->port, (struct sockaddr_in *)p->addrs) == 0 ||
 	    uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *)p->addrs) == 0) {
 		p->n_addrs = 1;
@@ -959,6 +965,16 @@ void wire_peer_reset(struct wire_peer *p)
 	if (p->state == P_IDLE && !p->conn)
 		return;
 	conn_lost(p, -ECONNRESET);
+}
+
+int wire_peer_set_addr(struct wire_peer *p, const char *host, int port)
+{
+	if (!host || strlen(host) >= TW_HOST_MAX || port <= 0 || port > 65535)
+		return -EINVAL;
+	/* The name stays the current connection's until the next one. */
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->port = port;
+	return 0;
 }
 
 static void on_timer_closed(uv_handle_t *h)

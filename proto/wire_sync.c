@@ -57,6 +57,14 @@ int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
 		   const char *secret, enum tw_channel channel,
 		   uint32_t timeout_ms, struct wire_sync **out)
 {
+	return wire_sync_open2(host, port, hello, secret, channel, timeout_ms,
+			       true, out);
+}
+
+int wire_sync_open2(const char *host, int port, const Twinfs__Hello *hello,
+		    const char *secret, enum tw_channel channel,
+		    uint32_t timeout_ms, bool ping_first, struct wire_sync **out)
+{
 	struct wire_peer_opts o = {
 		.host = host, .port = port, .hello = hello, .secret = secret,
 		.channel = channel,
@@ -79,9 +87,10 @@ int wire_sync_open(const char *host, int port, const Twinfs__Hello *hello,
 		free(s);
 		return rc;
 	}
-	/* A PING proves the connection and the HELLO exchange. */
-	rc = wire_sync_call(s, TWINFS__MSG_TYPE__MSG_PING, &ping.base, NULL, 0,
-			    NULL);
+	/* A PING proves the connection and the HELLO exchange; without it
+	 * the first call does. */
+	rc = ping_first ? wire_sync_call(s, TWINFS__MSG_TYPE__MSG_PING,
+					 &ping.base, NULL, 0, NULL) : 0;
 	if (rc < 0) {
 		wire_sync_close(s);
 		return rc;

@@ -45,16 +45,17 @@ scale() {
 	awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); if (v < 1) v = 1; printf "%d\n", v }'
 }
 
-# A free block of 10 consecutive loopback ports: mgrd + 4 iods, then
-# their metrics endpoints (deploy/local-cluster metrics_port).
+# A free block of 12 consecutive loopback ports: mgrd + 4 iods, then
+# their metrics endpoints (deploy/local-cluster metrics_port), then a
+# second mgrd and its metrics (TWINFS_MGRDS=2).
 pick_ports() {
 	"$PY" - <<'EOF'
 import random, socket
 for _ in range(200):
-    base = random.randrange(20000, 30000, 10)
+    base = random.randrange(20000, 30000, 20)
     socks = []
     try:
-        for p in range(base, base + 10):
+        for p in range(base, base + 12):
             s = socket.socket()
             s.bind(("127.0.0.1", p))
             socks.append(s)
@@ -121,7 +122,9 @@ e2e_cleanup() {
 	exit "$rc"
 }
 
-# e2e_begin NAME: bring up a private cluster and cd into its mount.
+# e2e_begin NAME: bring up a private cluster and cd into its mount.  One
+# mgrd, whatever local-cluster's default: a test that wants the pair sets
+# E2E_MGRDS=2 first.
 e2e_begin() {
 	E2E_NAME=$1
 	if [[ $(id -u) != 0 ]]; then
@@ -135,6 +138,7 @@ e2e_begin() {
 	export TWINFS_RUN_DIR=${TWINFS_E2E_TMP:-/var/tmp}/twinfs-e2e-$E2E_NAME-$$
 	export TWINFS_MOUNT=$TWINFS_RUN_DIR/mnt
 	export TWINFS_CLUSTER=e2e-$E2E_NAME
+	export TWINFS_MGRDS=${E2E_MGRDS:-1}
 	# A small journal keeps start-up fast (it is written with zeros).
 	export TWINFS_JOURNAL_SIZE=${TWINFS_JOURNAL_SIZE:-64M}
 	export TWINFS_NO_APT=${TWINFS_NO_APT:-1}

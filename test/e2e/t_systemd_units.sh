@@ -3,8 +3,8 @@
 # hardened: `systemd-analyze security --offline=true` scores each one's
 # exposure below MAX_EXPOSURE (0 = fully sandboxed, 10 = not at all; the
 # units score 1.8 today: they run as root, on the network, in the host's
-# root).  The units are templates (UNIT.in, deploy/meson.build): each is
-# checked as meson makes it for prefix /usr, @bindir@ replaced.  Skipped,
+# root).  The units are templates (UNIT.in, deploy/meson.build; both mgrd
+# units come from one): each is checked as meson makes it for prefix /usr.  Skipped,
 # with a note, where systemd-analyze lacks --offline (systemd < 250) or is
 # absent.  No cluster: only the unit files are read.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,10 +21,16 @@ if ! command -v systemd-analyze >/dev/null ||
 fi
 UNITS=$(mktemp -d "${TMPDIR:-/tmp}/twinfs-units.XXXXXX") || exit 1
 trap 'rm -rf "$UNITS"' EXIT
-for u in twinfs-mgrd.service twinfs-iod@.service; do
+# unit:source:description:--id:name, as deploy/meson.build makes them
+for spec in 'twinfs-mgrd.service:twinfs-mgrd.service.in:::twinfs-mgrd' \
+	'twinfs-mgrd@.service:twinfs-mgrd.service.in:, mgrd %i of a pair: --id %i:twinfs-mgrd@N' \
+	'twinfs-iod@.service:twinfs-iod@.service.in:::'; do
+	IFS=: read -r u src desc idarg name <<<"$spec"
 	# Under the unit's own name: systemd-analyze takes the type from it.
 	f=$UNITS/$u
-	sed 's|@bindir@|/usr/bin|g' "$REPO/deploy/systemd/$u.in" >"$f"
+	sed -e 's|@bindir@|/usr/bin|g' -e "s|@mgrd_desc@|$desc|g" \
+		-e "s|@mgrd_id_arg@|$idarg|g" -e "s|@mgrd_unit@|$name|g" \
+		"$REPO/deploy/systemd/$src" >"$f"
 	if grep -q '@[A-Za-z_]*@' "$f"; then
 		fail "$u-template" "a variable deploy/meson.build does not set: $(grep -o '@[A-Za-z_]*@' "$f" | head -n 1)"
 	fi

@@ -26,6 +26,11 @@ do not share a single line of code with the implementation they check.
         list an iod's subfiles: "ino column size blocks" per line.
     twire.py ping HOST PORT CLUSTER
         HELLO + PING; exit 0 if answered.
+    twire.py standby HOST PORT CLUSTER ACTIVE SECONDS
+        play an mgrd that is not the active (proto/FORMAT.md "mgrd pair")
+        for SECONDS: listen on HOST:PORT and refuse every HELLO with
+        -EREMOTE, the refusal "mgrd 2 is standby; the active is mgrd 1 at
+        ACTIVE" and active_addr ACTIVE, then close.  Prints "hellos N".
     twire.py mgrd-status HOST PORT CLUSTER
         MSG_MGRD_STATUS (admin): prints "id N role R term T applied A
         lag L peer P" (proto/FORMAT.md "mgrd pair").
@@ -98,6 +103,7 @@ do not share a single line of code with the implementation they check.
         -EKEYREJECTED.  The first 64 bytes of FILE_INO end up 0x5a.
         Prints PASS/FAIL lines.
 """
+import errno
 import hashlib
 import hmac
 import os
@@ -1414,6 +1420,48 @@ def guarded(name, fn):
         return 1
 
 
+def standby(host, port, active, seconds):
+    """A standby's refusal, by hand: -EREMOTE with the active's address."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, port))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    deadline, n = time.time() + seconds, 0
+    body = (f_bytes(6, "mgrd 2 is standby; the active is mgrd 1 at " + active) +
+            f_varint(10, 2) + f_varint(11, 1) + f_bytes(12, active))
+    while time.time() < deadline:
+        try:
+            s, _ = srv.accept()
+        except socket.timeout:
+            continue
+        s.settimeout(2.0)
+        try:
+            buf = b""
+            while len(buf) < HDR.size:
+                chunk = s.recv(HDR.size - len(buf))
+                if not chunk:
+                    raise EOFError()
+                buf += chunk
+            h = HDR.unpack(buf)
+            left = h[6] + h[7]
+            while left > 0:
+                chunk = s.recv(min(left, 65536))
+                if not chunk:
+                    raise EOFError()
+                left -= len(chunk)
+            if h[2] == MSG_HELLO:
+                n += 1
+                s.sendall(frame(MSG_HELLO, body, req_id=h[5], flags=F_REPLY,
+                                status=-errno.EREMOTE))
+        except (OSError, EOFError):
+            pass
+        finally:
+            s.close()
+    srv.close()
+    print("hellos %d" % n)
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__)
@@ -1465,6 +1513,9 @@ def main(argv):
     if cmd == "subtree":
         return guarded("subtree", lambda: subtree(
             host, port, cluster, argv[5], argv[6], int(argv[7])))
+    if cmd == "standby":
+        standby(host, port, argv[5], float(argv[6]))
+        return 0
     if cmd == "mgrd-status":
         err = mgrd_status(host, port, cluster)
         if err:

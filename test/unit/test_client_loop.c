@@ -31,8 +31,8 @@ static struct fc_client *client_new(void)
 	pthread_mutex_init(&cl->start_lock, NULL);
 	pthread_cond_init(&cl->start_cond, NULL);
 	fc_inodes_init(cl);
-	snprintf(cl->opts.mgr_host, sizeof(cl->opts.mgr_host), "127.0.0.1");
-	cl->opts.mgr_port = 9;   /* never contacted: the tests detach it */
+	/* never contacted: the tests detach it */
+	cr_assert_eq(tw_mgrlist_parse(&cl->mgrs, "127.0.0.1:9", 7500), 0);
 	cl->opts.cluster = "twinfs";
 	cl->opts.request_timeout_ms = 200;
 	cl->opts.mgr_timeout_ms = 400;
