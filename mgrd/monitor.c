@@ -39,7 +39,6 @@
  * alone: their first registrations decide.
  */
 #include "server_int.h"
-#include "elect.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -213,7 +212,7 @@ static void on_tick(uv_timer_t *t)
 	struct mgr_monitor *m = t->data;
 	struct mgr_map *map = &m->s->st.map;
 
-	if (m->stopping || m->s->stopping || !mgr_elect_is_active())
+	if (m->stopping || m->s->stopping || !mgr_srv_serving(m->s))
 		return;   /* a standby watches nothing (docs "Election") */
 	for (uint32_t i = 0; i < map->n_iods && i < TW_MAX_IODS; i++) {
 		struct mgr_map_iod *mi = &map->iods[i];

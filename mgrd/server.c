@@ -906,10 +906,7 @@ static void hello_not_active(struct mgr_server *s, struct wire_conn *c,
 	wire_conn_close(c);
 }
 
-/* Serving clients, iods and admins' requests: a single mgrd always; one
- * of a pair only while active and its lease is valid by the clock, not
- * by a timer (docs/ARCHITECTURE.md "Election" E2). */
-static bool serving(const struct mgr_server *s)
+bool mgr_srv_serving(const struct mgr_server *s)
 {
 	return s->active && (!s->repl || mgr_elect_is_active());
 }
@@ -994,7 +991,7 @@ static void h_hello(struct mgr_server *s, struct wire_conn *c,
 		wire_conn_close(c);
 		return;
 	}
-	if (!serving(s) &&
+	if (!mgr_srv_serving(s) &&
 	    (h->role == TWINFS__ROLE__ROLE_CLIENT ||
 	     h->role == TWINFS__ROLE__ROLE_IOD)) {
 		hello_not_active(s, c, m);
@@ -1523,7 +1520,7 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		wire_reply(c, &m->hdr, 0, &st.base, NULL, 0);
 		goto out;
 	}
-	if (!serving(s)) {
+	if (!mgr_srv_serving(s)) {
 		/* proto/FORMAT.md "mgrd pair": only the active serves; the
 		 * lease's clock decides, not a timer (Election E2) */
 		wire_reply(c, &m->hdr, -EREMOTE, NULL, NULL, 0);

@@ -145,6 +145,10 @@ void mgr_srv_expire_identity(struct mgr_server *s, const char *name);
 
 /* CLOCK_REALTIME into t. */
 void mgr_srv_now(struct mgr_time *t);
+/* Serving (and watching the iods): a single mgrd always once started;
+ * one of a pair only while active and its lease is valid by the clock,
+ * not by a timer (docs/ARCHITECTURE.md "Election" E2). */
+bool mgr_srv_serving(const struct mgr_server *s);
 /* A journal failure: memory is ahead of the log; exit without snapshot. */
 void mgr_srv_fatal(struct mgr_server *s, const char *what, int rc)
 	__attribute__((noreturn));
