@@ -654,6 +654,11 @@ void mgr_elect_standby_fresh(void)
 	el.peer_in_sync = true;
 	el.peer_reported = true;
 	lease_tally_stale_reset(&el.t);
+	/* Renew at the next tick, not a renewal period later: until the
+	 * voters have cleared the mark, a takeover by this standby is
+	 * refused even though it is in sync. */
+	if (el.role == EL_ACTIVE)
+		el.next_ask_ms = 0;
 	tw_info("mgrd %" PRIu32 ": the standby is in sync: clearing its stale "
 		"mark", el.me);
 }
