@@ -68,6 +68,9 @@ int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n);
  * address into addr), print why on failure: 0 or -errno. */
 int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,
 			size_t len);
+/* The same, printing nothing on error when quiet. */
+int ctl_mgrd_call_empty_q(struct ctl *ctl, uint16_t type, char *addr,
+			  size_t len, bool quiet);
 /* twinfsctl mgrd switchover */
 int cmd_mgrd(struct ctl *ctl, int argc, char **argv);
 /* One request; prints "<what> (<addr>): <TYPE> failed: cause" on error

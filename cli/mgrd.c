@@ -191,6 +191,12 @@ int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n)
 int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,
 			size_t len)
 {
+	return ctl_mgrd_call_empty_q(ctl, type, addr, len, false);
+}
+
+int ctl_mgrd_call_empty_q(struct ctl *ctl, uint16_t type, char *addr,
+			  size_t len, bool quiet)
+{
 	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
 	struct wire_sync *mgr = NULL;
 	struct wire_msg *reply = NULL;
@@ -200,7 +206,7 @@ int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,
 	if (rc < 0)
 		return rc;
 	snprintf(addr, len, "%s", ctl_mgrd_addr(ctl));
-	rc = ctl_call(mgr, "mgrd", addr, type, &empty.base, &reply, false);
+	rc = ctl_call(mgr, "mgrd", addr, type, &empty.base, &reply, quiet);
 	if (reply)
 		wire_msg_free(reply);
 	wire_sync_close(mgr);
@@ -224,18 +230,53 @@ int cmd_mgrd(struct ctl *ctl, int argc, char **argv)
 	 * longer than one request. */
 	t = ctl->timeout_ms;
 	ctl->timeout_ms = TW_MAX(t, 60000u);
-	rc = ctl_mgrd_call_empty(ctl, TWINFS__MSG_TYPE__MSG_MGRD_SWITCHOVER,
-				 old, sizeof(old));
+	/* -EAGAIN: the standby is not (yet) one that can win; it usually
+	 * is within a renewal period of catching up.  Bounded: 20 s. */
+	for (int i = 0; i < 40; i++) {
+		rc = ctl_mgrd_call_empty_q(ctl,
+					   TWINFS__MSG_TYPE__MSG_MGRD_SWITCHOVER,
+					   old, sizeof(old), true);
+		if (rc != -EAGAIN)
+			break;
+		if (i == 0)
+			printf("switchover: waiting (up to 20 s) for the standby "
+			       "to be in sync and known so to the voters\n");
+		usleep(500 * 1000);
+	}
 	ctl->timeout_ms = t;
-	if (rc < 0)
-		return EXIT_FAIL;
-	*ctl->mgr_addr = '\0';
-	if (ctl_connect_mgrd(ctl, &mgr) < 0) {
-		printf("switchover: mgrd %s stepped down; no active mgrd "
-		       "answers yet\n", old);
+	if (rc == -EAGAIN) {
+		fprintf(stderr, "%s: switchover refused by mgrd %s: the standby "
+			"is not in sync (see twinfsctl status: its role and "
+			"lag)\n", progname, old);
 		return EXIT_FAIL;
 	}
-	wire_sync_close(mgr);
+	if (rc == -EOPNOTSUPP) {
+		fprintf(stderr, "%s: switchover: mgrd %s has no standby (the "
+			"config names one mgrd)\n", progname, old);
+		return EXIT_FAIL;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: switchover: mgrd %s: %s\n", progname, old,
+			strerror(-rc));
+		return EXIT_FAIL;
+	}
+	/* The old active answers admins until it exits: wait (bounded,
+	 * 20 s) for the other one to be found active. */
+	for (int i = 0;; i++) {
+		*ctl->mgr_addr = '\0';
+		rc = ctl_connect_mgrd_q(ctl, true, &mgr);
+		if (rc == 0) {
+			wire_sync_close(mgr);
+			if (strcmp(ctl_mgrd_addr(ctl), old) != 0)
+				break;
+		}
+		if (i == 100) {
+			printf("switchover: mgrd %s stepped down; no other "
+			       "active mgrd answers after 20 s\n", old);
+			return EXIT_FAIL;
+		}
+		usleep(200 * 1000);
+	}
 	printf("switchover: done; the active is now mgrd %d at %s (was %s)\n",
 	       ctl->mgrs.cur + 1, ctl_mgrd_addr(ctl), old);
 	return EXIT_OK;

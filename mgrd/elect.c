@@ -49,6 +49,7 @@
 #include <string.h>
 
 #define TICK_MS      50u      /* rounds and candidacy are looked at */
+#define STEP_DOWN_MS 300u     /* switchover: releases and the reply leave */
 #define ASK_MIN_MS   20u      /* a candidate never asks more often */
 #define CALL_SLACK   2u       /* a request times out after renew / 2 */
 
@@ -87,6 +88,8 @@ static struct {
 	bool peer_reported, peer_alive, peer_in_sync;
 	uint64_t peer_seen_ms;
 	bool want_stale;           /* ask the voters to mark the standby */
+	uint64_t fresh_ms;         /* when the standby's mark was cleared */
+	bool stepping_down;        /* switchover: releases sent, exit soon */
 	struct stale_wait *stale_waits;
 	struct wire_peer *peer;    /* to the other mgrd */
 	/* Our own ROLE_MGRD connections to the iods, whose HELLO carries
@@ -389,7 +392,9 @@ static void lose(const char *why)
 	if (was_active) {
 		tw_warn("mgrd %" PRIu32 ": lost the lease of term %" PRIu64
 			" (%s): serving nothing", el.me, el.t.term, why);
-		mgr_server_lost_lease(el.s);
+		/* A switchover exits once its releases are out (step_down). */
+		if (!el.stepping_down)
+			mgr_server_lost_lease(el.s);
 	}
 }
 
@@ -654,6 +659,7 @@ void mgr_elect_standby_fresh(void)
 	el.peer_in_sync = true;
 	el.peer_reported = true;
 	lease_tally_stale_reset(&el.t);
+	el.fresh_ms = tw_now_ms();
 	/* Renew at the next tick, not a renewal period later: until the
 	 * voters have cleared the mark, a takeover by this standby is
 	 * refused even though it is in sync. */
@@ -661,6 +667,27 @@ void mgr_elect_standby_fresh(void)
 		el.next_ask_ms = 0;
 	tw_info("mgrd %" PRIu32 ": the standby is in sync: clearing its stale "
 		"mark", el.me);
+}
+
+bool mgr_elect_standby_ready(void)
+{
+	uint64_t until;
+
+	if (!el.pair || el.role != EL_ACTIVE || el.want_stale ||
+	    !el.peer_in_sync)
+		return false;
+	/* A quorum granted a renewal sent after the mark was cleared, so a
+	 * quorum will not refuse the standby as stale (E6). */
+	until = lease_tally_until(&el.t, &el.p);
+	return until && until - lease_holder_span(&el.p) >= el.fresh_ms;
+}
+
+/* The releases had their time to leave: end the process as a lost lease
+ * does (the standby stands as soon as it misses us). */
+static void on_stepped_down(uv_timer_t *t)
+{
+	(void)t;
+	mgr_server_lost_lease(el.s);
 }
 
 int mgr_elect_step_down(void)
@@ -671,6 +698,7 @@ int mgr_elect_step_down(void)
 		return -EOPNOTSUPP;
 	if (el.role != EL_ACTIVE)
 		return -EPERM;
+	el.stepping_down = true;
 	lose("switchover");
 	/* Closed first, then released: a voter that ends our lease early
 	 * (Lease.release) is safe only once we answer nothing (E2). */
@@ -684,5 +712,6 @@ int mgr_elect_step_down(void)
 		ask(el.iods[id - 1], id - 1, true);
 	ask(el.peer, el.n_iods + (3 - el.me) - 1, true);
 	el.quiet_until_ms = tw_now_ms() + 2 * el.p.lease_ms;
+	uv_timer_start(&el.expiry, on_stepped_down, STEP_DOWN_MS, 0);
 	return 0;
 }

@@ -29,7 +29,12 @@ int mgr_elect_mark_standby_stale(void (*done)(int status, void *arg),
 				 void *arg);
 /* The standby acked everything again: the stale mark may go. */
 void mgr_elect_standby_fresh(void);
-/* Switchover: stop renewing and let the in-sync standby win at once. */
+/* Switchover may go: the standby is in sync and a quorum of voters has
+ * renewed since its stale mark was cleared, so it can win. */
+bool mgr_elect_standby_ready(void);
+/* Switchover: stop serving at once, release the lease at every voter so
+ * the in-sync standby wins without waiting for it to run out, and end
+ * the process (mgr_server_lost_lease) STEP_DOWN_MS later. */
 int mgr_elect_step_down(void);
 
 /* Callbacks into server.c. */

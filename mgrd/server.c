@@ -1481,6 +1481,32 @@ static bool client_role(const struct mgr_conn *mc)
 	       mc->role == TWINFS__ROLE__ROLE_ADMIN;
 }
 
+/* twinfsctl mgrd switchover (proto/FORMAT.md "mgrd pair"): answered, then
+ * this mgrd stops serving and releases its lease, and the in-sync standby
+ * takes over; clients follow and retransmit, so nothing fails.  Refused
+ * with -EAGAIN while the standby could not win (not in sync, or its stale
+ * mark not yet cleared at a quorum), -EOPNOTSUPP without a pair. */
+static void h_switchover(struct mgr_server *s, const struct mgr_conn *mc,
+			 struct wire_conn *c, const struct wire_msg *m)
+{
+	if (mc->role != TWINFS__ROLE__ROLE_ADMIN) {
+		mgr_srv_reply(c, &m->hdr, -EPERM, NULL);
+		return;
+	}
+	if (!s->repl) {
+		mgr_srv_reply(c, &m->hdr, -EOPNOTSUPP, NULL);
+		return;
+	}
+	if (!mgr_elect_standby_ready()) {
+		mgr_srv_reply(c, &m->hdr, -EAGAIN, NULL);
+		return;
+	}
+	tw_info("mgrd: mgrd %d: switchover asked by %s: handing over to the "
+		"standby", s->conf->mgrd_self, wire_conn_peer(c));
+	mgr_srv_reply(c, &m->hdr, 0, NULL);
+	(void)mgr_elect_step_down();
+}
+
 static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 {
 	struct mgr_server *s = arg;
@@ -1524,6 +1550,10 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		/* proto/FORMAT.md "mgrd pair": only the active serves; the
 		 * lease's clock decides, not a timer (Election E2) */
 		wire_reply(c, &m->hdr, -EREMOTE, NULL, NULL, 0);
+		goto out;
+	}
+	if (t == TWINFS__MSG_TYPE__MSG_MGRD_SWITCHOVER) {
+		h_switchover(s, mc, c, m);
 		goto out;
 	}
 	if (t == TWINFS__MSG_TYPE__MSG_PING) {

@@ -212,4 +212,35 @@ assert_eq pair-one-down-exit 3 "$?"
 assert_eq pair-one-down-roles "active down" "$(echo "$out" | "$PY" -c '
 import json, sys
 print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
+
+# ----------------------------------------- switchover under tar: no error
+# mgrd 2 joins again as the standby; `twinfsctl mgrd switchover` makes it
+# the active while tar x runs on a mount that lists both: mgrd 1 answers,
+# releases its lease and exits; the mount follows and retransmits.
+lc start-mgrd 2 >/dev/null || fail switchover-start "start-mgrd 2 failed"
+if e2e_wait_healthy 60; then pass switchover-pair-in-sync; else fail switchover-pair-in-sync "$(ctl -t 2000 status 2>&1 | head -n 4 | tr '\n' ' ')"; fi
+TWINFS_MOUNT_SOURCE=$REAL,$STANDBY lc mount "$M4" >"$T/mount4b.out" 2>&1 ||
+	fail switchover-mount "$(tail -n 3 "$T/mount4b.out" | tr '\n' ' ')"
+tar -C /usr/include -cf "$T/inc.tar" linux
+mkdir "$M4/sw"
+tar -C "$M4/sw" -xf "$T/inc.tar" 2>"$T/sw.err" &
+tarpid=$!
+sleep 0.3
+if out=$(ctl mgrd switchover 2>&1); then
+	pass switchover
+else
+	fail switchover "$out"
+fi
+echo "# $(echo "$out" | tail -n 1)"
+if wait $tarpid; then pass tar-across-switchover; else fail tar-across-switchover "$(head -n 3 "$T/sw.err" | tr '\n' ' ')"; fi
+assert_eq switchover-tar-no-errors "" "$(cat "$T/sw.err")"
+check switchover-tree diff -r --no-dereference /usr/include/linux "$M4/sw/linux"
+# (from /: the first mount lists only mgrd 1, which is gone now)
+cd /
+assert_eq switchover-roles "down active" "$(ctl -t 2000 status --json 2>&1 | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
+grep -q "using mgrd 2 at $STANDBY" "$(mount_log "$M4")" && pass switchover-mount-followed ||
+	fail switchover-mount-followed "no switch to mgrd 2 in the mount's log"
+lc umount "$M4"
 e2e_end
