@@ -242,5 +242,26 @@ import json, sys
 print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
 grep -q "using mgrd 2 at $STANDBY" "$(mount_log "$M4")" && pass switchover-mount-followed ||
 	fail switchover-mount-followed "no switch to mgrd 2 in the mount's log"
+
+# ------------------------------------ kill -9 of the active during tar x
+# mgrd 1 rejoins as the standby; then the active (mgrd 2) dies mid-tar:
+# the standby takes over by itself and tar exits 0 with every byte.
+lc start-mgrd 1 >/dev/null || fail takeover-start "start-mgrd 1 failed"
+if e2e_wait_healthy 60; then pass takeover-pair-in-sync; else fail takeover-pair-in-sync "$(ctl -t 2000 status 2>&1 | head -n 4 | tr '\n' ' ')"; fi
+mkdir "$M4/tk"
+tar -C "$M4/tk" -xf "$T/inc.tar" 2>"$T/tk.err" &
+tarpid=$!
+sleep 0.3
+t0=$(date +%s%N)
+lc kill-mgrd 2 >/dev/null
+# the stall: from the kill to the first metadata change through the mount
+mkdir "$M4/tk-probe" || fail kill9-probe "mkdir after the kill failed"
+echo "# kill -9 of the active: first mkdir done after $((($(date +%s%N) - t0) / 1000000)) ms"
+if wait $tarpid; then pass tar-across-kill9; else fail tar-across-kill9 "$(head -n 3 "$T/tk.err" | tr '\n' ' ')"; fi
+assert_eq kill9-tar-no-errors "" "$(cat "$T/tk.err")"
+check kill9-tree diff -r --no-dereference /usr/include/linux "$M4/tk/linux"
+assert_eq kill9-roles "active down" "$(ctl -t 2000 status --json 2>&1 | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
 lc umount "$M4"
 e2e_end
