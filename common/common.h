@@ -280,6 +280,13 @@ struct tw_conf {
 	/* [iod] reserve, default 64M (at least 16M): space of its data
 	 * directory's file system an iod never fills with data (J13). */
 	uint64_t iod_reserve;
+	/* [iod] scrub_interval, default 7d (0/off: only on request): an iod
+	 * starts a scrub when its last one finished this long ago
+	 * (docs/ARCHITECTURE.md "Integrity"). */
+	uint32_t scrub_interval_ms;
+	/* [iod] scrub_rate, MB/s, default 32: of a scheduled scrub and of
+	 * twinfsctl scrub without --rate. */
+	uint32_t scrub_rate_mb;
 
 	int n_iods;
 	int n_groups;
@@ -298,7 +305,8 @@ void tw_conf_defaults(struct tw_conf *conf);
  *              max_locks_per_session, metrics, lease_time
  *   [mgrd N]   host, port, dir, metrics of mgrd N of a pair (N = 1, 2;
  *              both or neither; then [mgrd] holds none of these four)
- *   [iod]      journal_mode, journal_size, reserve (for every iod)
+ *   [iod]      journal_mode, journal_size, reserve, scrub_interval,
+ *              scrub_rate (for every iod)
  *   [iod N]    host, port, dir, group, metrics (N = 1, 2, ...)
  *   [client NAME] key | key_file, export, access, squash, anonuid,
  *              anongid, networks

@@ -6,7 +6,8 @@
  *                             | mgrd N (N = 1, 2) | client NAME
  *   key = value               value is trimmed; quotes are not special
  *   # comment, ; comment      at line start, or after whitespace in a value
- * Sizes take K/M/G suffixes (powers of 1024), times ms/s/m (bare = seconds).
+ * Sizes take K/M/G suffixes (powers of 1024), times ms/s/m/h/d (bare =
+ * seconds).
  * Unknown sections and keys, repeated sections and repeated keys are errors:
  * a typo in a cluster file must not silently fall back to a default.
  *
@@ -167,6 +168,10 @@ int tw_parse_ms(const char *s, uint32_t *out)
 		mult = 1000;
 	else if (strcmp(end, "m") == 0)
 		mult = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600 * 1000;
+	else if (strcmp(end, "d") == 0)
+		mult = 24 * 3600 * 1000;
 	else
 		return -EINVAL;
 	if (v > UINT32_MAX / mult)
@@ -237,6 +242,8 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->journal_mode = TW_JNL_JOURNAL;
 	conf->journal_size = 256ull << 20;
 	conf->iod_reserve = 64ull << 20;
+	conf->scrub_interval_ms = 7u * 24 * 3600 * 1000;
+	conf->scrub_rate_mb = 32;
 	conf->max_connections = 4096;
 	conf->hello_timeout_ms = 5 * 1000;
 	conf->max_queued_reply_bytes = 32ull << 20;
@@ -306,7 +313,7 @@ static int set_ms(struct parse *p, const char *key, const char *val,
 	uint32_t ms;
 
 	if (tw_parse_ms(val, &ms) < 0)
-		return fail(p, p->line, "%s: bad time '%s' (use e.g. 500ms, 5s, 2m)",
+		return fail(p, p->line, "%s: bad time '%s' (use e.g. 500ms, 5s, 2m, 1h, 7d)",
 			    key, val);
 	if (ms == 0)
 		return fail(p, p->line, "%s: must be greater than 0", key);
@@ -605,12 +612,30 @@ static int iod_all_key(struct parse *p, int idx, const char *key,
 		 * their data (inodes, extents, xattrs), which admission does
 		 * not count. */
 		return set_size_min(p, key, val, 16, &c->iod_reserve);
+	case 3:
+		/* 0 = only on request (twinfsctl scrub). */
+		if (strcmp(val, "0") == 0 || strcmp(val, "off") == 0) {
+			c->scrub_interval_ms = 0;
+			return 0;
+		}
+		return set_ms(p, key, val, &c->scrub_interval_ms);
+	case 4: {
+		char *end;
+		long v = strtol(val, &end, 10);
+
+		if (*val == '\0' || *end || v < 1 || v > 10000)
+			return fail(p, p->line, "%s: '%s' is not 1..10000 (MB/s)",
+				    key, val);
+		c->scrub_rate_mb = (uint32_t)v;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
 
 static const char *const iod_all_keys[] = { "journal_mode", "journal_size",
-					    "reserve" };
+					    "reserve", "scrub_interval",
+					    "scrub_rate" };
 
 static int iod_key(struct parse *p, int idx, const char *key, const char *val)
 {

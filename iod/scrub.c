@@ -11,6 +11,13 @@
  * synced: after a power loss it resumes from an older cursor, or from the
  * start) and read at start, which resumes a scrub left running; the file
  * goes when the scrub ends.
+ * Scheduled: DIR/twinfs-scrub-last holds when the last scrub finished
+ * (CLOCK_REALTIME seconds, one decimal line; written at the first start
+ * too, so a new iod does not scrub at once); once a minute (or each
+ * scrub_interval, when shorter) a scrub starts at scrub_rate when that
+ * is scrub_interval ago ([iod] scrub_interval, 0 = never by itself).
+ * Yields to user I/O: a tick after which users read from disk, or while
+ * writes to the twin are in flight, reads a quarter of its budget.
  */
 #include "iod_int.h"
 
@@ -27,6 +34,8 @@
 #define SCRUB_CHUNK      (1u << 20)
 #define SCRUB_RATE_MB    32u         /* default MB/s */
 #define SCRUB_FILE       "twinfs-scrub"
+#define SCRUB_LAST_FILE  "twinfs-scrub-last"
+#define SCRUB_SCHED_MS   60000u      /* how often the schedule is looked at */
 
 struct iod_scrub {
 	struct iod *d;
@@ -37,8 +46,39 @@ struct iod_scrub {
 	uint32_t column;
 	uint64_t subfiles, bytes, bad, runs, saved_ms;
 	uint64_t healed0, unhealed0;   /* the iod's counters at the start */
+	uint64_t checked_seen;         /* csum `checked` after our last tick */
+	int64_t last_done_s;           /* when the last scrub finished */
+	uv_timer_t sched;
+	int open_handles;              /* at stop: timers not yet closed */
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+	char last[PATH_MAX + 24];
 };
+
+/* DIR/twinfs-scrub-last: best effort, like the cursor. */
+static void save_last(struct iod_scrub *sc)
+{
+	char line[32];
+	char tmp[PATH_MAX + 40];
+	int fd, n;
+
+	n = snprintf(line, sizeof(line), "%lld\n", (long long)sc->last_done_s);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", sc->last);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) == n)
+		(void)rename(tmp, sc->last);
+	close(fd);
+}
+
+static int64_t now_s(void)
+{
+	int64_t sec;
+	uint32_t nsec;
+
+	tw_realtime(&sec, &nsec);
+	return sec;
+}
 
 /* Best effort: a lost cursor only makes the next start scrub more. */
 static void save(struct iod_scrub *sc, bool force)
@@ -72,6 +112,8 @@ static void finish(struct iod_scrub *sc)
 	sc->runs++;
 	uv_timer_stop(&sc->timer);
 	save(sc, true);
+	sc->last_done_s = now_s();
+	save_last(sc);
 	tw_info("iod %" PRIu32 ": scrub done: %" PRIu64 " subfiles, %" PRIu64
 		" bytes, %" PRIu64 " reads found a bad block", sc->d->id,
 		sc->subfiles, sc->bytes, sc->bad);
@@ -94,15 +136,51 @@ static bool next_subfile(struct iod_scrub *sc)
 	return true;
 }
 
+static void on_tick(uv_timer_t *t);
+
+static void start(struct iod_scrub *sc, uint32_t rate_mb, const char *why)
+{
+	struct iod *d = sc->d;
+
+	sc->running = true;
+	sc->have_cur = false;
+	sc->subfiles = sc->bytes = sc->bad = 0;
+	sc->healed0 = iod_store_csum_stats(d->store)->healed;
+	sc->unhealed0 = iod_store_csum_stats(d->store)->unhealed;
+	sc->rate_mb = rate_mb ? rate_mb : SCRUB_RATE_MB;
+	save(sc, true);
+	uv_timer_start(&sc->timer, on_tick, SCRUB_TICK_MS, SCRUB_TICK_MS);
+	tw_info("iod %" PRIu32 ": scrub started (%s) at %" PRIu32 " MB/s",
+		d->id, why, sc->rate_mb);
+}
+
+/* The schedule: a scrub when the last finished scrub_interval ago. */
+static void on_sched(uv_timer_t *t)
+{
+	struct iod_scrub *sc = t->data;
+	struct iod *d = sc->d;
+	uint32_t iv = d->conf->scrub_interval_ms;
+
+	if (sc->running || d->closing || !iv ||
+	    !iod_store_csum_stats(d->store)->enabled)
+		return;
+	if ((now_s() - sc->last_done_s) * 1000 < (int64_t)iv)
+		return;
+	start(sc, d->conf->scrub_rate_mb, "scheduled: scrub_interval");
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct iod_scrub *sc = t->data;
 	struct iod *d = sc->d;
 	uint64_t budget = (uint64_t)sc->rate_mb * (1u << 20) / (1000 / SCRUB_TICK_MS);
+	uint64_t checked = iod_store_csum_stats(d->store)->checked;
 
 	if (!sc->running || d->closing || !d->registered ||
 	    !iod_twin_self_readable(d))
 		return;      /* paused: a stale copy is not ours to judge */
+	if (checked != sc->checked_seen || d->fwd_unanswered > 0)
+		budget /= 4;   /* users read or write: yield to them */
 	while (budget > 0) {
 		struct iod_sub_stat st;
 		uint8_t *buf = NULL;
@@ -142,6 +220,7 @@ static void on_tick(uv_timer_t *t)
 		sc->bytes += (uint64_t)n;
 		budget -= TW_MIN(budget, (uint64_t)n);
 	}
+	sc->checked_seen = iod_store_csum_stats(d->store)->checked;
 	save(sc, false);
 }
 
@@ -157,9 +236,25 @@ int iod_scrub_init(struct iod *d)
 	sc->d = d;
 	snprintf(sc->path, sizeof(sc->path), "%s/" SCRUB_FILE, d->me->dir);
 	snprintf(sc->tmp, sizeof(sc->tmp), "%s/" SCRUB_FILE ".tmp", d->me->dir);
+	snprintf(sc->last, sizeof(sc->last), "%s/" SCRUB_LAST_FILE, d->me->dir);
 	uv_timer_init(d->loop, &sc->timer);
 	sc->timer.data = sc;
+	uv_timer_init(d->loop, &sc->sched);
+	sc->sched.data = sc;
 	d->scrub = sc;
+	f = fopen(sc->last, "re");
+	if (!f || fscanf(f, "%lld", (long long *)&sc->last_done_s) != 1) {
+		sc->last_done_s = now_s();   /* a new iod: a full interval */
+		save_last(sc);
+	}
+	if (f)
+		fclose(f);
+	if (d->conf->scrub_interval_ms) {
+		uint32_t every = TW_MIN(d->conf->scrub_interval_ms,
+					SCRUB_SCHED_MS);
+
+		uv_timer_start(&sc->sched, on_sched, every, every);
+	}
 	f = fopen(sc->path, "re");
 	if (f) {
 		if (fscanf(f, "%llu %u %llu %u", &ino, &col, &off, &rate) == 4 &&
@@ -181,9 +276,13 @@ int iod_scrub_init(struct iod *d)
 	return 0;
 }
 
+/* Both timers are closed; the second close frees. */
 static void free_scrub(uv_handle_t *h)
 {
-	free(h->data);
+	struct iod_scrub *sc = h->data;
+
+	if (--sc->open_handles == 0)
+		free(sc);
 }
 
 void iod_scrub_stop(struct iod *d)
@@ -194,7 +293,10 @@ void iod_scrub_stop(struct iod *d)
 		return;
 	d->scrub = NULL;
 	uv_timer_stop(&sc->timer);
+	uv_timer_stop(&sc->sched);
+	sc->open_handles = 2;
 	uv_close((uv_handle_t *)&sc->timer, free_scrub);
+	uv_close((uv_handle_t *)&sc->sched, free_scrub);
 }
 
 void iod_scrub_request(struct iod *d, struct wire_conn *c,
@@ -213,16 +315,8 @@ void iod_scrub_request(struct iod *d, struct wire_conn *c,
 			iod_reply_status(c, m, -EOPNOTSUPP);  /* no checksums */
 			return;
 		}
-		sc->running = true;
-		sc->have_cur = false;
-		sc->subfiles = sc->bytes = sc->bad = 0;
-		sc->healed0 = iod_store_csum_stats(d->store)->healed;
-		sc->unhealed0 = iod_store_csum_stats(d->store)->unhealed;
-		sc->rate_mb = q->rate_mb ? q->rate_mb : SCRUB_RATE_MB;
-		save(sc, true);
-		uv_timer_start(&sc->timer, on_tick, SCRUB_TICK_MS, SCRUB_TICK_MS);
-		tw_info("iod %" PRIu32 ": scrub started at %" PRIu32 " MB/s",
-			d->id, sc->rate_mb);
+		start(sc, q->rate_mb ? q->rate_mb : d->conf->scrub_rate_mb,
+		      "asked");
 	}
 	r.running = sc->running;
 	r.rate_mb = sc->rate_mb;

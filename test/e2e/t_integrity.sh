@@ -188,6 +188,23 @@ out=$(ctl scrub --wait 1 2>&1) && pass scrub-resumed-ends ||
 [[ -e $RUN/iod1/twinfs-scrub ]] && fail scrub-cursor-gone "DIR/twinfs-scrub left" ||
 	pass scrub-cursor-gone
 
+# the schedule: with [iod] scrub_interval = 2s a restarted iod 2 starts a
+# scrub by itself once its last one finished that long ago
+CONF=$(lc conf)
+if grep -q '^\[iod\]$' "$CONF"; then
+	sed -i '/^\[iod\]$/a scrub_interval = 2s' "$CONF"
+else
+	printf '[iod]\nscrub_interval = 2s\n' >>"$CONF"
+fi
+n2=$(wc -l <"$RUN/logs/iod2.log")
+lc kill-iod 2 >/dev/null
+lc start-iod 2 >/dev/null || fail scrub-sched-restart "start-iod 2 failed"
+wait_log "$RUN/logs/iod2.log" "$n2" 'scrub started (scheduled' 20000 &&
+	pass scrub-scheduled || fail scrub-scheduled "no scheduled scrub in iod2.log"
+e2e_wait_healthy 60 || fail scrub-sched-healthy "group 0 not healthy after the restart"
+out=$(ctl scrub --wait 2 2>&1) && pass scrub-scheduled-ends ||
+	fail scrub-scheduled-ends "exit $?: $(echo "$out" | tail -n 1)"
+
 # every copy good again: verify is clean
 e2e_verify
 

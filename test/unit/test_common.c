@@ -283,7 +283,12 @@ Test(parse, times)
 	cr_assert_eq(tw_parse_ms("5", &v), 0);
 	cr_assert_eq(v, 5000);
 	cr_assert_lt(tw_parse_ms("", &v), 0);
-	cr_assert_lt(tw_parse_ms("5h", &v), 0);
+	cr_assert_eq(tw_parse_ms("5h", &v), 0);
+	cr_assert_eq(v, 5u * 3600 * 1000);
+	cr_assert_eq(tw_parse_ms("7d", &v), 0);
+	cr_assert_eq(v, 7u * 24 * 3600 * 1000);
+	cr_assert_eq(tw_parse_ms("50d", &v), -ERANGE);
+	cr_assert_lt(tw_parse_ms("5w", &v), 0);
 	cr_assert_lt(tw_parse_ms("5 s", &v), 0);
 	cr_assert_lt(tw_parse_ms("ms", &v), 0);
 	cr_assert_lt(tw_parse_ms("5mss", &v), 0);
@@ -383,6 +388,8 @@ Test(conf, defaults)
 	cr_assert_eq(c.journal_mode, TW_JNL_JOURNAL);
 	cr_assert_eq(c.journal_size, 256ull << 20);
 	cr_assert_eq(c.iod_reserve, 64ull << 20);
+	cr_assert_eq(c.scrub_interval_ms, 7u * 24 * 3600 * 1000);
+	cr_assert_eq(c.scrub_rate_mb, 32);
 	cr_assert_eq(c.n_iods, 0);
 }
 
@@ -414,6 +421,8 @@ Test(conf, good_file)
 		"journal_mode = ordered\n"
 		"journal_size = 64M\n"
 		"reserve = 2G\n"
+		"scrub_interval = 1d\n"
+		"scrub_rate = 100\n"
 		/* out of order and with explicit groups: 1+3, 2+4 */
 		"[iod 2]\nhost = h2\nport = 7002\ndir = /d2\ngroup = 1\n"
 		"[iod 1]\nhost = h1\nport = 7001\ndir = /d1\ngroup = 0\n"
@@ -441,6 +450,8 @@ Test(conf, good_file)
 	cr_assert_eq(c.journal_mode, TW_JNL_ORDERED);
 	cr_assert_eq(c.journal_size, 64u << 20);
 	cr_assert_eq(c.iod_reserve, 2ull << 30);
+	cr_assert_eq(c.scrub_interval_ms, 24u * 3600 * 1000);
+	cr_assert_eq(c.scrub_rate_mb, 100);
 	cr_assert_eq(c.n_iods, 4);
 	cr_assert_eq(c.n_groups, 2);
 	for (int i = 0; i < 4; i++) {
@@ -503,7 +514,10 @@ Test(conf, errors)
 	expect_error("[iod]\njournal_size = lots\n" FOUR_IODS, 2, "bad size");
 	expect_error("[iod]\nreserve = lots\n" FOUR_IODS, 2, "bad size");
 	expect_error("[iod]\nreserve = 8M\n" FOUR_IODS, 2, "minimum 16M");
-	expect_error("[cluster]\nmonitor_interval = 5h\n" FOUR_IODS, 2, "bad time");
+	expect_error("[iod]\nscrub_rate = 0\n" FOUR_IODS, 2, "1..10000");
+	expect_error("[iod]\nscrub_interval = weekly\n" FOUR_IODS, 2,
+		     "bad time");
+	expect_error("[cluster]\nmonitor_interval = 5w\n" FOUR_IODS, 2, "bad time");
 	expect_error("[cluster]\nrequest_timeout = 0\n" FOUR_IODS, 2, "greater than 0");
 	expect_error("[cluster]\nauto_resync = maybe\n" FOUR_IODS, 2, "boolean");
 	expect_error("[iod]\njournal_mode = fast\n" FOUR_IODS, 2, "journal, ordered");
