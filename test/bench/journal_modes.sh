@@ -116,16 +116,6 @@ rec() { # TARGET WORKLOAD VALUE UNIT [NOTE]
 	say "  $(printf '%-10s %-11s %10s %s %s' "$1" "$2" "$3" "$4" "${5:-}")"
 }
 
-# bg_wait CMD...: run in the background so that a signal reaches our trap.
-bg_wait() {
-	local rc=0
-	"$@" &
-	BG_PID=$!
-	wait "$BG_PID" || rc=$?
-	BG_PID=
-	return $rc
-}
-
 # settle TARGET: make the cluster idle (journals synced, no checkpoint
 # running: benchtool.py quiesce) and drop the page cache, so that one
 # workload's checkpoint does not run into the next one's figure.

@@ -2,13 +2,15 @@
 # up their own deploy/local-cluster (journal_modes.sh, channel_modes.sh).
 # Sourced; needs TOOL=(python3 .../benchtool.py) for bench_cpu_tw.
 
-# bench_port_block FIRST LAST: the first P of FIRST, FIRST+5, ... <= LAST
-# whose five ports P..P+4 are all free on this host; nothing if none is.
+# bench_port_block FIRST LAST [WIDTH]: the first P of FIRST, FIRST+WIDTH,
+# ... whose WIDTH (default 5) ports P..P+WIDTH-1 are all free on this host
+# and end by LAST + 4 (so LAST is the last P of the default); nothing if
+# none is.
 bench_port_block() {
-	local p q busy
-	for ((p = $1; p <= $2; p += 5)); do
+	local p q busy w=${3:-5}
+	for ((p = $1; p + w - 1 <= $2 + 4; p += w)); do
 		busy=0
-		for ((q = p; q < p + 5; q++)); do
+		for ((q = p; q < p + w; q++)); do
 			[[ -z $(ss -Htan "( sport = :$q )" 2>/dev/null) ]] || busy=1
 		done
 		((busy)) || { echo "$p"; return; }
@@ -45,4 +47,16 @@ bench_start() {
 	[[ $BUILD == /* ]] || BUILD=$PWD/$BUILD
 	mkdir -p "$OUT"
 	OUT=$(cd "$OUT" && pwd)
+}
+
+# bg_wait CMD...: run CMD in the background and wait for it, its PID in
+# BG_PID meanwhile: a signal then interrupts the wait and runs the caller's
+# trap at once (which stops BG_PID), where a foreground command would delay it.
+bg_wait() {
+	local rc=0
+	"$@" &
+	BG_PID=$!
+	wait "$BG_PID" || rc=$?
+	BG_PID=
+	return $rc
 }
