@@ -378,6 +378,11 @@ bool tw_hmap_next(const struct tw_hmap *m, size_t *it, uint64_t *key, void **val
 
 /* Write all of buf at off, retrying short writes and EINTR. */
 int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* Replace dir_fd/name with buf durably: written to dir_fd/tmp (0600, not
+ * following a link), fsynced, renamed over name, directory fsynced; on
+ * failure tmp is removed and name is as it was.  0 or -errno. */
+int tw_replace_file(int dir_fd, const char *tmp, const char *name,
+		    const void *buf, size_t len);
 /* Read up to len at off; returns bytes read (short only at EOF) or -errno. */
 long tw_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* mkdir -p with mode 0700 (data directories); 0 if it exists (its mode is

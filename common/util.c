@@ -82,6 +82,28 @@ void tw_realtime(int64_t *sec, uint32_t *nsec)
 		*nsec = (uint32_t)ts.tv_nsec;
 }
 
+int tw_replace_file(int dir_fd, const char *tmp, const char *name,
+		    const void *buf, size_t len)
+{
+	int fd, rc;
+
+	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	rc = tw_pwrite_all(fd, buf, len, 0);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+		rc = -errno;
+	if (rc == 0 && fsync(dir_fd) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlinkat(dir_fd, tmp, 0);
+	return rc;
+}
+
 int tw_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const char *p = buf;

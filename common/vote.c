@@ -77,15 +77,8 @@ int tw_vote_load(const char *dir, struct tw_vote_disk *v)
 
 int tw_vote_save(const char *dir, const struct tw_vote_disk *v)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
 	struct vote_disk d;
-	int fd, dfd, rc;
-
-	rc = path_of(path, sizeof(path), dir, TW_VOTE_FILE);
-	if (rc == 0)
-		rc = path_of(tmp, sizeof(tmp), dir, VOTE_TMP);
-	if (rc < 0)
-		return rc;
+	int dfd, rc;
 	memset(&d, 0, sizeof(d));
 	d.magic = htole32(VOTE_MAGIC);
 	d.version = htole16(VOTE_VERSION);
@@ -94,30 +87,17 @@ int tw_vote_save(const char *dir, const struct tw_vote_disk *v)
 	d.stale = htole32(v->stale);
 	d.crc = htole32(tw_crc32c(0, &d, offsetof(struct vote_disk, crc)));
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
-	if (fd < 0)
-		return -errno;
-	rc = tw_pwrite_all(fd, &d, sizeof(d), 0);
-	if (rc == 0 && fsync(fd) < 0)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		rc = -errno;
-	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0) {
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			rc = -errno;
-		else {
-			if (fsync(dfd) < 0)
-				rc = -errno;
-			close(dfd);
-		}
+	else {
+		rc = tw_replace_file(dfd, VOTE_TMP, TW_VOTE_FILE, &d,
+				     sizeof(d));
+		close(dfd);
 	}
-	if (rc < 0) {
-		unlink(tmp);
+	if (rc < 0)
 		tw_err("cannot record the election promise (term %" PRIu64
-		       ") in %s: %s", v->term, path, strerror(-rc));
-	}
+		       ") in %s/%s: %s", v->term, dir, TW_VOTE_FILE,
+		       strerror(-rc));
 	return rc;
 }

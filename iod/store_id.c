@@ -76,7 +76,7 @@ _Static_assert(sizeof(struct id_disk) == 128, "identity file layout");
 static int id_create(struct iod_store *s, const char *cluster)
 {
 	struct id_disk d;
-	int fd, rc;
+	int rc;
 
 	memset(&d, 0, sizeof(d));
 	rc = tw_random(s->uuid, sizeof(s->uuid));
@@ -89,22 +89,9 @@ static int id_create(struct iod_store *s, const char *cluster)
 	strncpy(d.cluster, cluster, sizeof(d.cluster) - 1);
 	d.crc = htole32(tw_crc32c(0, &d, offsetof(struct id_disk, crc)));
 
-	fd = openat(s->dir_fd, ID_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rc = tw_pwrite_all(fd, &d, sizeof(d), 0);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && renameat(s->dir_fd, ID_TMP, s->dir_fd, ID_FILE) < 0)
-		rc = -errno;
-	if (rc == 0 && fsync(s->dir_fd) < 0)
-		rc = -errno;
-	if (rc < 0) {
-		unlinkat(s->dir_fd, ID_TMP, 0);
+	rc = tw_replace_file(s->dir_fd, ID_TMP, ID_FILE, &d, sizeof(d));
+	if (rc < 0)
 		return rc;
-	}
 	s->is_new = true;
 	tw_info("data directory %s is new: iod %" PRIu32 " of cluster '%s'",
 		s->dir, s->iod_id, cluster);
