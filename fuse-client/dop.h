@@ -7,7 +7,12 @@
 #ifndef TWINFS_DOP_H
 #define TWINFS_DOP_H
 
-#include "client_int.h"
+#include "cap.h"
+#include "file.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "wbehind.h"
 
 struct piece {
 	struct dop *d;

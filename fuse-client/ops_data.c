@@ -65,8 +65,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "cap.h"
 #include "dop.h"
+#include "dpath.h"
+#include "file.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "report.h"
+#include "wbehind.h"
 
 /* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
  * to a new epoch (possibly while a failed twin was being demoted). */
