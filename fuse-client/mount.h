@@ -36,6 +36,7 @@
  *   report.h     report.c: size reports, explicit mtime sets
  *   wbehind.h    wbehind.c: write-behind, per-inode order of data ops
  *   dpath.h      dpath.c: the data path's pure decisions
+ *   dcrc.h       dcrc.c: the CRC32C a write carries from its entry
  *   dop.h        ops_data.c, ops_file.c: the data op they share
  *   cap.h        cap.c: capabilities per inode
  *   ident.h      ident.c: tickets, the subtree root swap
