@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "cap.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
 
 /* The table is swept of expired entries whenever it doubles. */
 #define CAP_SWEEP_MIN 256u

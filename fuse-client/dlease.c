@@ -35,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "dlease.h"
+#include "mgr.h"
+#include "mount.h"
 
 #define FC_DL_MARGIN_MS 50u
 #define FC_DL_RETURN_WAIT_MS 1000u   /* the lease's length at mgrd */

@@ -7,7 +7,12 @@
 #ifndef TWINFS_DOP_H
 #define TWINFS_DOP_H
 
-#include "client_int.h"
+#include "cap.h"
+#include "file.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "wbehind.h"
 
 struct piece {
 	struct dop *d;
@@ -20,8 +25,9 @@ struct piece {
 	uint32_t issue_sig;      /* fc_group_sig when the attempt was sent */
 	struct wire_msg *reply;  /* read: the READ reply holding the data */
 	uint32_t got;            /* read: bytes of it; zeros up to p.len */
-	uint32_t crc;            /* write: CRC32C of the piece's data, taken
-				  * at its first send (Write.data_crc) */
+	uint32_t crc;            /* write: CRC32C of the piece's data, made
+				  * at its first send of the sums taken as
+				  * the data entered (Write.data_crc) */
 	bool has_crc;
 };
 
@@ -54,8 +60,9 @@ struct dop {
 	int npieces, pending;
 	int tries;               /* attribute fetches and takeover rounds */
 	int stale_tries;         /* -ESTALE rounds (trunc_gen or epoch) */
-	int crc_tries;           /* write: rounds sent again after an iod
-				  * refused data that failed Write.data_crc */
+	int crc_tries;           /* write: rounds sent again after data
+				  * failed Write.data_crc (at an iod, or in
+				  * our buffer) */
 	int refresh_pending;
 	uint64_t deadline;
 	/* takeover: waiting for mgrd to demote a failed iod */

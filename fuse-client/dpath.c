@@ -6,7 +6,8 @@
 #include <errno.h>
 #include <stdatomic.h>
 
-#include "client_int.h"
+#include "dpath.h"
+#include "mount.h"
 
 uint64_t fc_file_limit(struct fc_client *cl, const struct r0_layout *l)
 {

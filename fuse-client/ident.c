@@ -23,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "ident.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
 
 void fc_ident_hello(struct fc_client *cl, const Twinfs__HelloReply *r)
 {

@@ -29,7 +29,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "mount.h"
+
+/* One cached inode.  Exists while the kernel holds lookups on it (nlookup >
+ * 0); freed when forget brings nlookup to 0.  Never pointed to across an
+ * asynchronous step: ops keep the inode number and look it up again. */
+struct fc_inode {
+	uint64_t ino;
+	uint64_t nlookup;          /* [ino_lock] entries the kernel accepted */
+	struct fc_attr attr;       /* [ino_lock] */
+	/* Highest end written by this client under local_gen: folded into the
+	 * size we report until mgrd's size catches up. */
+	uint64_t local_size;       /* [ino_lock] */
+	uint64_t local_gen;        /* [ino_lock] trunc_gen of local_size */
+	/* Bit i: the i-th name of fc_cached_xattrs is known absent while the
+	 * ctime is unchanged (setting or removing an xattr changes ctime). */
+	uint32_t xattr_absent;     /* [ino_lock] */
+	int64_t xattr_ctime_sec;   /* [ino_lock] */
+	uint32_t xattr_ctime_nsec; /* [ino_lock] */
+	/* attr.acl_sig changed since the kernel last learned the ACLs. */
+	bool acl_stale;            /* [ino_lock] */
+	/* This mount changed the ACLs (the kernel forgot its copy itself):
+	 * the next attributes bring the new acl_sig, adopted as it is. */
+	bool acl_local;            /* [ino_lock] */
+	/* attr came with a change this mount made (an Entry's parent_attr,
+	 * a SETATTR's answer) at most attr_timeout ago: the kernel's GETATTR
+	 * until then is answered from it (fc_inode_fresh); chown, for one,
+	 * always asks for the mode first (FUSE's killpriv). */
+	uint64_t fresh_until_ms;   /* [ino_lock] 0: ask mgrd */
+	uint64_t fresh_gen;        /* [ino_lock] cl->fresh_gen when marked */
+	/* mgrd destroyed the inode (an UNLINK's gone_ino): for good, since
+	 * inode numbers are never reused. */
+	bool gone;                 /* [ino_lock] */
+	/* SETATTRs of mtime (report.c): the highest cl->times_seq of those
+	 * started and not known failed (a write that took its place before
+	 * it keeps its mtime), the highest of those that succeeded, and how
+	 * many are unanswered. */
+	uint64_t times_set_seq;    /* [ino_lock] */
+	uint64_t times_ok_seq;     /* [ino_lock] */
+	uint32_t times_pending;    /* [ino_lock] */
+	/* The directory and name this mount last gave the kernel for it
+	 * (an entry reply, or a rename it made), for log lines that name
+	 * the file (fc_ino_path); name NULL: none yet (the root, say). */
+	uint64_t parent;           /* [ino_lock] */
+	char *name;                /* [ino_lock] owned */
+};
 
 /* Bits of fc_inode.xattr_absent: the names of cached_xattrs. */
 enum { XATTR_CAPABILITY = 0, XATTR_SELINUX };

@@ -16,7 +16,7 @@
  * offered the flag, written by the one read that carries INIT, before any
  * other request exists (FUSE sends nothing else until INIT is answered).
  */
-#include "client_int.h"
+#include "kio.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -30,7 +30,13 @@
 #include <string.h>
 #include <sys/file.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "locks.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "report.h"
+#include "wbehind.h"
 #include "lock.h"
 
 #define LOCK_RETRY_MS       200   /* grace at mgrd, or no connection */

@@ -22,7 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "ident.h"
+#include "locks.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+
+struct fc_deferred {
+	struct fc_deferred *next;
+	wire_reply_cb cb;
+	void *arg;
+	int status;
+};
 
 /* ------------------------------------------------------------ handoff */
 

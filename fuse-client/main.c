@@ -44,9 +44,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client_int.h"
+#include "cap.h"
+#include "dlease.h"
+#include "inode.h"
+#include "kio.h"
+#include "locks.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "report.h"
+#include "statahead.h"
+#include "tune.h"
+#include "wbehind.h"
 
-const struct fuse_lowlevel_ops fc_ops = {
+#define FC_DEFAULT_PORT        7500
+
+static const struct fuse_lowlevel_ops fc_ops = {
 	.init = fc_lock_conn_init,
 	.destroy = fc_destroy,
 	.lookup = fc_lookup,
@@ -421,7 +435,7 @@ static void connect_run(struct fc_op *op)
 	connect_step(op);
 }
 
-int fc_client_connect(struct fc_client *cl)
+static int fc_client_connect(struct fc_client *cl)
 {
 	struct connect_op *c = fc_op_new(cl, NULL, sizeof(*c), connect_run);
 	struct timespec ts;

@@ -52,7 +52,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "dlease.h"
+#include "ident.h"
+#include "locks.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "statahead.h"
+
+#define FC_MGR_RETRY_MIN_MS    100
+#define FC_MGR_RETRY_MAX_MS    2000
+/* How long an interrupted mgrd request on the wire waits for its answer
+ * before it ends with EINTR, unless mgrd answers a ping meanwhile
+ * (fc_mgr_interrupts). */
+#define FC_MGR_INTR_GRACE_MS   1000
+#define FC_REPORT_GAP_MS       200          /* reports of one iod, per epoch */
+
+struct fc_mgr_flight {
+	struct fc_mgr_call *mc;    /* NULL once abandoned */
+};
 
 bool fc_is_transport_err(int status)
 {

@@ -61,12 +61,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "cap.h"
+#include "dcrc.h"
 #include "dop.h"
+#include "dpath.h"
+#include "file.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "report.h"
+#include "wbehind.h"
 
 /* -ESTALE rounds per request: a truncate moved trunc_gen, or the map moved
  * to a new epoch (possibly while a failed twin was being demoted). */
@@ -79,9 +90,12 @@ static struct fc_client *client(fuse_req_t req)
 
 /* A write's data, shared by the op and the WRITE frames that send it
  * without a copy (wire_zdata): freed by the last of them.  Allocated on
- * the worker, then only touched on the loop thread. */
+ * the worker, then only touched on the loop thread.  crc: the sums taken
+ * as the bytes entered (dcrc.c), which every WRITE's data_crc comes
+ * from; NULL without checksums (TWINFS_BENCH_NO_CSUM). */
 struct fc_wbuf {
 	int refs;
+	struct fc_dcrc *crc;
 	uint8_t bytes[];
 };
 
@@ -89,8 +103,10 @@ static void wbuf_put(void *arg)
 {
 	struct fc_wbuf *b = arg;
 
-	if (b && --b->refs == 0)
+	if (b && --b->refs == 0) {
+		free(b->crc);
 		free(b);
+	}
 }
 
 static void dop_cleanup(struct fc_op *op)
@@ -474,6 +490,10 @@ static void log_piece_err(struct dop *d, const char *what,
 		tw_log_rl(TW_LOG_WARN, "%s %s: %s %s", what, path,
 			  fc_iod_name(pc->iod, name, sizeof(name)),
 			  fc_cause(cl, pc->status, cause, sizeof(cause)));
+	else if (pc->status == -EBADMSG)
+		tw_log_rl(TW_LOG_ERR, "%s %s: data changed in the client's "
+			  "buffer after it entered (CRC32C), not sent", what,
+			  path);
 	else
 		tw_log_rl(TW_LOG_WARN, "%s %s: no twin of group "
 			  "%u is up", what, path,
@@ -776,14 +796,33 @@ static void fault_corrupt(struct wire_zdata *z)
  * data goes without its CRC. */
 static bool bench_no_csum(void)
 {
-	static int off = -1;      /* I/O thread only */
+	static atomic_int off = -1;   /* FUSE workers: the same answer */
 
-	if (off < 0) {
+	if (atomic_load(&off) < 0) {
 		const char *v = getenv("TWINFS_BENCH_NO_CSUM");
 
-		off = v && strcmp(v, "1") == 0;
+		atomic_store(&off, v && strcmp(v, "1") == 0);
 	}
-	return off;
+	return atomic_load(&off) > 0;
+}
+
+/* The piece's Write.data_crc, made of the sums taken as its bytes
+ * entered (dcrc.c), never of the buffer as it is now (docs/ARCHITECTURE.md
+ * "Integrity").  False: bytes of the piece changed in our buffer since;
+ * the piece fails -EBADMSG, unsent. */
+static bool piece_crc(struct dop *d, struct piece *pc)
+{
+	assert(d->wbuf);
+	if (pc->has_crc || !d->wbuf->crc)
+		return true;
+	if (fc_dcrc_range(d->wbuf->crc, d->buf, pc->p.file_off - d->off,
+			  pc->p.len, &pc->crc) < 0) {
+		pc->iod = NULL;
+		pc->status = -EBADMSG;
+		return false;
+	}
+	pc->has_crc = true;
+	return true;
 }
 
 static void write_issue(struct fc_op *op)
@@ -877,6 +916,8 @@ static void write_issue(struct fc_op *op)
 
 		if (pc->status != 1)
 			continue;
+		if (d->kind == DOP_WRITE && !piece_crc(d, pc))
+			continue;
 		pc->iod = fc_map_write_iod(cl, d->ino,
 					   d->attr.layout.groups[k], k);
 		if (!pc->iod && d->map_polled &&
@@ -908,15 +949,10 @@ static void write_issue(struct fc_op *op)
 		w.layout = &lpb;
 		fc_cap_attach(cl, d->ino, true, &w.cap);
 		/* Sent from d->buf itself: the frame holds a reference. */
-		assert(d->wbuf);
 		d->wbuf->refs++;
 		z = (struct wire_zdata){
 			.base = d->buf + (pc->p.file_off - d->off),
 			.len = pc->p.len, .release = wbuf_put, .arg = d->wbuf };
-		if (!pc->has_crc && !bench_no_csum()) {
-			pc->crc = tw_crc32c(0, z.base, z.len);
-			pc->has_crc = true;
-		}
 		w.data_crc = pc->crc;
 		w.has_crc = pc->has_crc;
 		fault_corrupt(&z);
@@ -1161,6 +1197,16 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
 		if (d->wbuf) {
 			d->wbuf->refs = 1;
+			/* Summed as the bytes enter, from the kernel's
+			 * buffer: the WRITEs' data_crc (dcrc.c). */
+			d->wbuf->crc = bench_no_csum() ? NULL :
+				fc_dcrc_new(buf, size, (uint64_t)off);
+			if (!bench_no_csum() && !d->wbuf->crc) {
+				free(d->wbuf);
+				d->wbuf = NULL;
+			}
+		}
+		if (d->wbuf) {
 			d->buf = d->wbuf->bytes;
 			memcpy(d->buf, buf, size);
 		}

@@ -16,7 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+
+#define FC_READDIR_BATCH       256          /* entries per READDIR round trip */
+
+/* fi->fh of a directory: one cached READDIR batch.  Touched by the readdir
+ * op on the loop thread and freed by releasedir on a worker: the kernel
+ * runs one readdir of an open directory at a time (f_pos lock) and sends
+ * releasedir only after the last one was answered; the op touches nothing
+ * of the directory after its reply. */
+struct fc_dir {
+	uint64_t ino;
+	struct wire_msg *batch;    /* ReaddirReply or NULL */
+	uint64_t batch_from;       /* cookie the batch was asked after */
+	bool batch_plus;
+};
 
 struct rdop {
 	struct fc_op op;

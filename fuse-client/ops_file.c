@@ -16,8 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "cap.h"
+#include "dlease.h"
 #include "dop.h"
+#include "dpath.h"
+#include "file.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "report.h"
+#include "tune.h"
+#include "wbehind.h"
 
 static struct fc_client *client(fuse_req_t req)
 {

@@ -3,7 +3,8 @@
  * or open file's locks at mgrd (locks.c), then run ops_file.c's handler;
  * init asks the kernel for POSIX and flock locks.
  */
-#include "client_int.h"
+#include "locks.h"
+#include "ops.h"
 
 void fc_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {

@@ -19,7 +19,21 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
-#include "client_int.h"
+#include "dlease.h"
+#include "dpath.h"
+#include "file.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "report.h"
+#include "statahead.h"
+#include "tune.h"
+#include "wbehind.h"
+
+#define FC_MAX_IO              (1u << 20)   /* max_write / max_read */
+#define FC_LAYOUT_XATTR        "twinfs.layout"
 
 struct mop {
 	struct fc_op op;

@@ -25,7 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "cap.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "ops.h"
+#include "wbehind.h"
 
 struct seek_col {
 	struct seek_op *so;

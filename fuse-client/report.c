@@ -16,7 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "file.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "report.h"
 
 static void dirty_remove(struct fc_client *cl, struct fc_file *f)
 {

@@ -42,7 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
+#include "statahead.h"
 
 /* One READDIR plus reply and the index entries of its dirents. */
 struct sa_ent {

@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "mount.h"
+#include "tune.h"
 
 /* Undo mountinfo's octal escapes (\040 for a space, ...) in place. */
 static void unescape(char *s)

@@ -60,7 +60,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "client_int.h"
+#include "file.h"
+#include "loop.h"
+#include "mount.h"
+#include "wbehind.h"
 
 static bool overlaps(const struct fc_wb *a, uint64_t ino, uint64_t off,
 		     uint64_t end)

@@ -54,21 +54,31 @@ struct iod_scrub {
 	char last[PATH_MAX + 24];
 };
 
-/* DIR/twinfs-scrub-last: best effort, like the cursor. */
+/* Replace path with line through tmp, best effort and not synced (a lost
+ * cursor only makes the next start scrub more; a lost twinfs-scrub-last
+ * an earlier one). */
+static void save_line(const char *tmp, const char *path, const char *line,
+		      int n)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return;
+	if (n > 0 && write(fd, line, (size_t)n) == n)
+		(void)rename(tmp, path);
+	close(fd);
+}
+
+/* DIR/twinfs-scrub-last. */
 static void save_last(struct iod_scrub *sc)
 {
 	char line[32];
 	char tmp[PATH_MAX + 40];
-	int fd, n;
+	int n;
 
 	n = snprintf(line, sizeof(line), "%lld\n", (long long)sc->last_done_s);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", sc->last);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, (size_t)n) == n)
-		(void)rename(tmp, sc->last);
-	close(fd);
+	save_line(tmp, sc->last, line, n);
 }
 
 static int64_t now_s(void)
@@ -80,12 +90,12 @@ static int64_t now_s(void)
 	return sec;
 }
 
-/* Best effort: a lost cursor only makes the next start scrub more. */
+/* DIR/twinfs-scrub, at most once a second unless forced. */
 static void save(struct iod_scrub *sc, bool force)
 {
 	uint64_t now = tw_now_ms();
 	char line[128];
-	int fd, n;
+	int n;
 
 	if (!force && now - sc->saved_ms < SCRUB_SAVE_MS)
 		return;
@@ -97,12 +107,7 @@ static void save(struct iod_scrub *sc, bool force)
 	n = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIu32 " %" PRIu64
 		     " %" PRIu32 "\n", sc->have_cur ? sc->ino : 0, sc->column,
 		     sc->have_cur ? sc->off : 0, sc->rate_mb);
-	fd = open(sc->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, (size_t)n) == n)
-		(void)rename(sc->tmp, sc->path);
-	close(fd);
+	save_line(sc->tmp, sc->path, line, n);
 }
 
 static void finish(struct iod_scrub *sc)

@@ -41,24 +41,19 @@ static int lost_save(struct iod_store *s)
 {
 	uint64_t key;
 	void *val;
+	char *buf = NULL;
+	size_t len = 0;
 	FILE *f;
-	int fd, rc = 0;
+	int rc;
 
 	if (s->lost.count == 0) {
 		if (unlinkat(s->dir_fd, LOST_FILE, 0) < 0 && errno != ENOENT)
 			return -errno;
 		return fsync(s->dir_fd) < 0 ? -errno : 0;
 	}
-	fd = openat(s->dir_fd, LOST_TMP, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	f = open_memstream(&buf, &len);
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
 	for (size_t it = 0; tw_hmap_next(&s->lost, &it, &key, &val);) {
 		const struct store_lost *l = val;
 
@@ -66,14 +61,9 @@ static int lost_save(struct iod_store *s)
 			store_obj_ino(key - 1), store_obj_column(key - 1),
 			l->err, l->seq);
 	}
-	if (fflush(f) != 0 || fsync(fd) < 0)
-		rc = -errno;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && renameat(s->dir_fd, LOST_TMP, s->dir_fd, LOST_FILE) < 0)
-		rc = -errno;
-	if (rc == 0 && fsync(s->dir_fd) < 0)
-		rc = -errno;
+	rc = fclose(f) != 0 ? -ENOMEM :
+	     tw_replace_file(s->dir_fd, LOST_TMP, LOST_FILE, buf, len);
+	free(buf);
 	return rc;
 }
 

@@ -171,46 +171,35 @@ static int revoked_load(struct mgr_server *s)
 	return rc;
 }
 
-/* Write the whole list to revoked.tmp, sync, rename over revoked, sync
- * the directory: a crash leaves the old list or the new one. */
+/* Replace revoked with the whole list (tw_replace_file: revoked.tmp,
+ * sync, rename, sync the directory): a crash leaves the old list or the
+ * new one. */
 static int revoked_save(struct mgr_server *s)
 {
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
-	int fd, rc = 0;
-	FILE *f;
+	char *buf = NULL;
+	size_t len = 0;
+	int dfd, rc = 0;
+	FILE *f = open_memstream(&buf, &len);
 
-	snprintf(path, sizeof(path), "%s/revoked", s->conf->mgr_dir);
-	snprintf(tmp, sizeof(tmp), "%s/revoked.tmp", s->conf->mgr_dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
 	for (size_t i = 0; i < s->n_revoked; i++) {
 		char fh[2 * MGR_FPR_LEN + 1];
 
 		hex(s->revoked[i].fpr, MGR_FPR_LEN, fh);
 		fprintf(f, "%s %s\n", s->revoked[i].name, fh);
 	}
-	if (fflush(f) != 0 || fsync(fd) < 0)
+	if (fclose(f) != 0)
+		rc = -ENOMEM;
+	dfd = rc == 0 ? open(s->conf->mgr_dir, O_RDONLY | O_DIRECTORY |
+			     O_CLOEXEC) : -1;
+	if (rc == 0 && dfd < 0)
 		rc = -errno;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0) {
-		int dfd = open(s->conf->mgr_dir, O_RDONLY | O_DIRECTORY |
-			       O_CLOEXEC);
-
-		if (dfd < 0 || fsync(dfd) < 0)
-			rc = -errno;
-		if (dfd >= 0)
-			close(dfd);
-	}
+	if (rc == 0)
+		rc = tw_replace_file(dfd, "revoked.tmp", "revoked", buf, len);
+	if (dfd >= 0)
+		close(dfd);
+	free(buf);
 	return rc;
 }
 

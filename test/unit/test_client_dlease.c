@@ -7,7 +7,8 @@
  * directory makes room; off means never. */
 #include <criterion/criterion.h>
 
-#include "client_int.h"
+#include "dlease.h"
+#include "mount.h"
 
 static struct fc_dl dl;
 

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "client_int.h"
+#include "dpath.h"
 
 #define LIM 1000000u
 

@@ -5,7 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "mount.h"
 
 Test(client_inode, merge_size_same_gen_takes_larger)
 {

@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client_int.h"
+#include "inode.h"
+#include "loop.h"
+#include "mgr.h"
+#include "mount.h"
 
 #define N_THREADS 4
 #define N_OPS     2000

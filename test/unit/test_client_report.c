@@ -13,7 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "client_int.h"
+#include "file.h"
+#include "inode.h"
+#include "mount.h"
+#include "report.h"
 
 static struct fc_client *client_new(void)
 {

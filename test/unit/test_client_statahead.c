@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "mount.h"
+#include "statahead.h"
 
 #define DIR_INO 7u
 #define TTL 1000u

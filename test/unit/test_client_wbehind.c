@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_int.h"
+#include "file.h"
+#include "loop.h"
+#include "mount.h"
+#include "wbehind.h"
 
 #define MAX_OPS 64
 
