@@ -69,7 +69,9 @@
 #define REPL_SNAP_FILE      "repl-out.snap"
 /* The standby's last records the join compares with the active's log. */
 #define TAIL_MAX            16u
-/* Records of a catch-up from the log sent and not yet acked. */
+/* Records of a catch-up from the log sent and not yet acked; the test
+ * environment variable TWINFS_TEST_REPL_WINDOW sets a smaller one, so
+ * that a drill can kill the standby in the middle of a catch-up. */
 #define CATCHUP_WINDOW      512u
 
 enum link_state { L_DOWN, L_JOINING, L_FORKING, L_SNAPSHOT, L_CATCHUP_ASK,
@@ -117,6 +119,7 @@ struct mgr_repl {
 	struct jnl_rec_iter it;   /* L_CATCHUP: the next record of our log */
 	uint64_t cu_from, sent;   /* catch-up: the standby's position, the
 	                           * newest record sent */
+	uint64_t cu_window;       /* CATCHUP_WINDOW, or the test's */
 	bool in_sync, stale_ok, marking;
 	bool releasing;           /* held_release sends: no holding */
 	struct held *h_head, *h_tail;
@@ -613,7 +616,7 @@ static int tail_crc(struct mgr_repl *r, uint64_t last, uint32_t n,
  * over (mgr_repl_record sends the next ones as they close). */
 static void catchup_pump(struct mgr_repl *r)
 {
-	while (r->link == L_CATCHUP && r->sent - r->acked < CATCHUP_WINDOW) {
+	while (r->link == L_CATCHUP && r->sent - r->acked < r->cu_window) {
 		void *buf;
 		size_t len;
 		uint64_t seq;
@@ -1062,6 +1065,13 @@ int mgr_repl_start(struct mgr_server *s)
 	r->self = conf->mgrd_self;
 	r->other = 3 - conf->mgrd_self;
 	r->snap_fd = -1;
+	r->cu_window = CATCHUP_WINDOW;
+	{
+		const char *w = getenv("TWINFS_TEST_REPL_WINDOW");
+
+		if (w && atoi(w) > 0 && (unsigned)atoi(w) < CATCHUP_WINDOW)
+			r->cu_window = (uint64_t)atoi(w);
+	}
 	snprintf(r->snap_path, sizeof(r->snap_path), "%s/" REPL_SNAP_FILE,
 		 conf->mgr_dir);
 	wire_hello_init(&hello, conf->cluster_name,
