@@ -195,12 +195,16 @@ def probe(host, port, cluster, mnt, secs, window_file):
     w0, w1 = [float(x) for x in open(window_file).read().split()]
     print("backup window %.2f s" % (w1 - w0))
     for k in ("getattr", "create"):
-        inside = [b - a for a, b in res[k] if b >= w0 and a <= w1]
+        inside = [(b - a, a - w0) for a, b in res[k] if b >= w0 and a <= w1]
         outside = [b - a for a, b in res[k] if b < w0 or a > w1]
-        print("%s: during the backup worst %.1f ms (%d requests); "
-              "outside it worst %.1f ms (%d requests)" %
-              (k, max(inside, default=0) * 1000, len(inside),
-               max(outside, default=0) * 1000, len(outside)))
+        worst = max(inside, default=(0, 0))
+        print("%s: during the backup worst %.1f ms (%.2f s into it, %d "
+              "requests, %d over 50 ms); outside it worst %.1f ms (%d "
+              "requests, %d over 50 ms)" %
+              (k, worst[0] * 1000, worst[1], len(inside),
+               sum(1 for x in inside if x[0] > 0.05),
+               max(outside, default=0) * 1000, len(outside),
+               sum(1 for x in outside if x > 0.05)))
 
 
 if __name__ == "__main__":
