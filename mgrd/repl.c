@@ -14,7 +14,8 @@
  *                      position; then REPL_RECORD of every record of the
  *                      active's log after it, read back from the file
  *                      (jnl_rec_iter) while the active serves, at most
- *                      CATCHUP_WINDOW unacked, then the live stream;
+ *                      CATCHUP_WINDOW records and CATCHUP_BYTES unacked,
+ *                      then the live stream;
  *   else the whole state:
  *   fork()          -> the child writes mgr_state_encode of the state as
  *                      it was at the fork to DIR/repl-out.snap while the
@@ -73,6 +74,8 @@
  * environment variable TWINFS_TEST_REPL_WINDOW sets a smaller one, so
  * that a drill can kill the standby in the middle of a catch-up. */
 #define CATCHUP_WINDOW      512u
+/* ... and at most this many bytes of them (records reach 4 MiB). */
+#define CATCHUP_BYTES       (16u << 20)
 
 enum link_state { L_DOWN, L_JOINING, L_FORKING, L_SNAPSHOT, L_CATCHUP_ASK,
 		  L_CATCHUP, L_STREAMING };
@@ -120,6 +123,8 @@ struct mgr_repl {
 	uint64_t cu_from, sent;   /* catch-up: the standby's position, the
 	                           * newest record sent */
 	uint64_t cu_window;       /* CATCHUP_WINDOW, or the test's */
+	uint32_t cu_len[CATCHUP_WINDOW]; /* sent, unacked: seq % window */
+	uint64_t cu_bytes;        /* their sum */
 	bool in_sync, stale_ok, marking;
 	bool releasing;           /* held_release sends: no holding */
 	struct held *h_head, *h_tail;
@@ -325,6 +330,10 @@ static void on_record_reply(int status, struct wire_msg *m, void *arg)
 	if (x->gen == r->gen &&
 	    (r->link == L_STREAMING || r->link == L_CATCHUP) &&
 	    (p = reply_pos(r, status, m, "record")) != NULL) {
+		if (r->link == L_CATCHUP && p->term == r->term)
+			for (uint64_t i = r->acked + 1;
+			     i <= TW_MIN(p->index, r->sent); i++)
+				r->cu_bytes -= r->cu_len[i % CATCHUP_WINDOW];
 		if (p->term == r->term && p->index > r->acked)
 			r->acked = p->index;
 		if (r->link == L_CATCHUP)
@@ -623,7 +632,8 @@ static int tail_crc(struct mgr_repl *r, uint64_t last, uint32_t n,
  * over (mgr_repl_record sends the next ones as they close). */
 static void catchup_pump(struct mgr_repl *r)
 {
-	while (r->link == L_CATCHUP && r->sent - r->acked < r->cu_window) {
+	while (r->link == L_CATCHUP && r->sent - r->acked < r->cu_window &&
+	       (r->cu_bytes < CATCHUP_BYTES || r->sent == r->acked)) {
 		void *buf;
 		size_t len;
 		uint64_t seq;
@@ -647,6 +657,8 @@ static void catchup_pump(struct mgr_repl *r)
 			return;
 		}
 		assert(seq == r->sent + 1);
+		r->cu_len[seq % CATCHUP_WINDOW] = (uint32_t)len;
+		r->cu_bytes += len;
 		send_record(r, seq, buf, len);
 		free(buf);
 		r->sent = seq;
@@ -676,6 +688,7 @@ static void on_catchup_reply(int status, struct wire_msg *m, void *arg)
 		"%llu", r->other, (unsigned long long)r->cu_from + 1,
 		(unsigned long long)r->index);
 	r->acked = r->sent = r->cu_from;
+	r->cu_bytes = 0;
 	r->link = L_CATCHUP;
 	catchup_pump(r);
 out:
