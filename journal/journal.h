@@ -76,6 +76,38 @@ uint64_t jnl_rec_log_bytes(const struct jnl_rec *j);
  * this call.  Returns 0 or -errno. */
 int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len);
 
+/* jnl_rec_snapshot of a state as of seq `seq` of another log (an mgrd
+ * pair's standby installing the active's snapshot, so that both logs give
+ * a record the same seq): the next append gets seq + 1.  Records above
+ * seq in this log are dropped first (FORMAT.md invariant 14).  A failure
+ * aborts the log. */
+int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
+			uint64_t seq);
+
+/* The seq of the last record appended or replayed (the snapshot's when
+ * none follows it; 0 for an empty journal). */
+uint64_t jnl_rec_last_seq(const struct jnl_rec *j);
+/* The seq of the first record the current log file holds (records below
+ * it are only in the snapshot). */
+uint64_t jnl_rec_first_seq(const struct jnl_rec *j);
+
+/* Reading closed records back from the current log while appending goes
+ * on (an mgrd pair's active catching its standby up): start at `seq`
+ * (first_seq .. last_seq + 1; else -ENOENT), then next gives each record
+ * in order: 1 with *buf (malloc'd, the caller frees), *len, *seq; 0 when
+ * every record closed so far was read (later appends are read by later
+ * calls); -ESTALE once a snapshot replaced the log; -errno on a read
+ * error or a record that fails its checks. */
+struct jnl_rec_iter {
+	struct jnl_rec *j;
+	uint8_t log_id[16];
+	uint64_t off, seq;
+};
+int jnl_rec_iter_start(struct jnl_rec *j, uint64_t seq,
+		       struct jnl_rec_iter *it);
+int jnl_rec_iter_next(struct jnl_rec_iter *it, void **buf, size_t *len,
+		      uint64_t *seq);
+
 void jnl_rec_close(struct jnl_rec *j);
 
 /* Fault injection for crash tests: the N-th write(2)-level operation from

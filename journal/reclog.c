@@ -55,6 +55,9 @@
 #define SNAP_NAME     "snapshot"
 #define SNAP_TMP_NAME "snapshot.tmp"
 
+/* One entry of the sparse log index per this many records. */
+#define IDX_STEP      256u
+
 /* Replay reads the log through a window of at least this many bytes. */
 #define READ_WINDOW   (1u << 20)
 
@@ -128,6 +131,11 @@ struct jnl_rec {
 	uint64_t hdr_size;       /* its record header: 32, or 24 for v1 */
 	uint64_t snap_seq;       /* seq of the snapshot named `snapshot` */
 	bool aborted;            /* sticky -EIO (invariant 5) */
+	/* Sparse index of the current log: idx[k] is the offset of record
+	 * base_seq + k * IDX_STEP, for k < idx_n (jnl_rec_iter_start seeks
+	 * by it instead of reading every header from the start). */
+	uint64_t *idx;
+	size_t idx_n, idx_cap;
 
 	void *wbuf;              /* append buffer: header + payload */
 	size_t wbuf_cap;
@@ -271,6 +279,25 @@ static void log_abort(struct jnl_rec *j, const char *what, int rc)
 		tw_err("journal %s: %s failed (%s); log aborted, every later "
 		       "change fails with EIO", j->dir, what, strerror(-rc));
 	j->aborted = true;
+}
+
+/* Record seq lies at offset off of the current log: note it when it is
+ * the next point of the sparse index.  Without memory the index just
+ * stops growing (seeks read more headers). */
+static void idx_note(struct jnl_rec *j, uint64_t seq, uint64_t off)
+{
+	if (seq - j->base_seq != (uint64_t)j->idx_n * IDX_STEP)
+		return;
+	if (j->idx_n == j->idx_cap) {
+		size_t cap = j->idx_cap ? 2 * j->idx_cap : 64;
+		uint64_t *n = realloc(j->idx, cap * sizeof(*n));
+
+		if (n == NULL)
+			return;
+		j->idx = n;
+		j->idx_cap = cap;
+	}
+	j->idx[j->idx_n++] = off;
 }
 
 static uint32_t log_hdr_crc(const struct log_hdr *h)
@@ -482,6 +509,9 @@ static int create_log(struct jnl_rec *j, uint64_t base, uint64_t copy_end,
 	j->crc_seed = tw_crc32c(0, id, sizeof(id));
 	j->base_seq = base;
 	j->end_off = end;
+	/* A copied log (copy_end > 0) stays without index entries (its next
+	 * append is not at base_seq): seeks in it scan from the start. */
+	j->idx_n = 0;
 	j->log_version = LOG_VERSION;
 	j->hdr_size = REC_HDR_MAX;
 out:
@@ -725,6 +755,7 @@ static int scan_log(struct jnl_rec *j, jnl_replay_cb replay_cb, void *arg,
 			*flaw = "checksum mismatch";
 			break;
 		}
+		idx_note(j, expect, off);
 		if (expect > j->snap_seq) {
 			rc = replay_cb ? replay_cb(expect, p + j->hdr_size, len,
 						   arg) : 0;
@@ -1118,6 +1149,7 @@ int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 		log_abort(j, "append", rc);
 		return rc;
 	}
+	idx_note(j, j->next_seq, j->end_off);
 	j->end_off += total;
 	if (seq != NULL)
 		*seq = j->next_seq;
@@ -1153,10 +1185,16 @@ uint64_t jnl_rec_log_bytes(const struct jnl_rec *j)
 
 int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 {
+	return jnl_rec_snapshot_at(j, buf, len, j->next_seq - 1);
+}
+
+int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
+			uint64_t seq)
+{
 	struct snap_hdr h;
 	struct iovec iov[2];
-	uint64_t seq;
-	bool committed;
+	bool committed, emptied = false;
+	bool moved = seq != j->next_seq - 1;
 	int fd = -1, rc;
 
 	if (j->aborted)
@@ -1165,7 +1203,22 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 		return -EFBIG;
 	if (buf == NULL && len != 0)
 		return -EINVAL;
-	seq = j->next_seq - 1;
+	if (seq < j->next_seq - 1) {
+		/* Invariant 14: the log holds records above seq that the new
+		 * snapshot does not include.  First an empty log whose base
+		 * is valid with either snapshot (invariant 6), so that no
+		 * crash from here on replays them onto the new one. */
+		rc = create_log(j, TW_MIN(seq, j->snap_seq) + 1, 0, &committed);
+		if (rc < 0) {
+			if (committed)
+				log_abort(j, "log replacement before snapshot",
+					  rc);
+			goto out;
+		}
+		/* The handle's seqs no longer match the log until the new
+		 * one below is in: a failure from here aborts the log. */
+		emptied = true;
+	}
 	memset(&h, 0, sizeof(h));
 	h.magic = htole32(SNAP_MAGIC);
 	h.version = htole16(SNAP_VERSION);
@@ -1209,6 +1262,12 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 	rc = create_log(j, seq + 1, 0, &committed);
 	if (rc < 0 && committed)
 		log_abort(j, "log replacement after snapshot", rc);
+	if (rc == 0 && moved) {
+		/* Another log's seq (invariant 14) continues from it; the
+		 * snapshot holds everything up to it, synced. */
+		j->next_seq = seq + 1;
+		j->synced_seq = seq;
+	}
 	if (rc == 0)
 		assert(j->next_seq == j->base_seq); /* invariant 2 */
 	goto out;
@@ -1219,11 +1278,105 @@ out_tmp:
 	fd = -1;
 	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
 out:
+	/* A snapshot at another log's seq that fails leaves seqs the
+	 * handle cannot continue (invariant 14). */
+	if (rc < 0 && (emptied || moved))
+		log_abort(j, "snapshot at another log's seq", rc);
 	if (rc < 0)
 		tw_err("journal %s: snapshot at seq %" PRIu64 " failed: %s%s",
 		       j->dir, seq, strerror(-rc),
 		       j->aborted ? "" : "; still logging to the old log");
 	return rc;
+}
+
+uint64_t jnl_rec_last_seq(const struct jnl_rec *j)
+{
+	return j->next_seq - 1;
+}
+
+uint64_t jnl_rec_first_seq(const struct jnl_rec *j)
+{
+	return j->base_seq;
+}
+
+/* ------------------------------------------------------------- reading */
+
+int jnl_rec_iter_start(struct jnl_rec *j, uint64_t seq,
+		       struct jnl_rec_iter *it)
+{
+	size_t k;
+
+	if (j->aborted)
+		return -EIO;
+	if (seq < j->base_seq || seq > j->next_seq)
+		return -ENOENT;
+	it->j = j;
+	memcpy(it->log_id, j->log_id, sizeof(it->log_id));
+	it->off = LOG_HDR_SIZE;
+	it->seq = j->base_seq;
+	if (j->idx_n > 0) {
+		/* The last index point at or below seq. */
+		k = (size_t)TW_MIN((seq - j->base_seq) / IDX_STEP,
+				   (uint64_t)j->idx_n - 1);
+		it->off = j->idx[k];
+		it->seq = j->base_seq + (uint64_t)k * IDX_STEP;
+	}
+	/* Skip to seq, reading only headers. */
+	while (it->seq < seq) {
+		uint8_t hb[REC_HDR_MAX];
+		struct rec_hdr h;
+		int rc = read_exact(j->fd, hb, (size_t)j->hdr_size, it->off);
+
+		if (rc < 0)
+			return rc;
+		rec_decode(j, hb, &h);
+		if (rec_flaw(&h, it->seq, j->end_off - it->off - j->hdr_size))
+			return -EBADMSG;
+		it->off += j->hdr_size + h.len;
+		it->seq++;
+	}
+	return 0;
+}
+
+int jnl_rec_iter_next(struct jnl_rec_iter *it, void **buf, size_t *len,
+		      uint64_t *seq)
+{
+	struct jnl_rec *j = it->j;
+	uint8_t hb[REC_HDR_MAX];
+	struct rec_hdr h;
+	void *p;
+	int rc;
+
+	*buf = NULL;
+	*len = 0;
+	if (j->aborted)
+		return -EIO;
+	if (memcmp(it->log_id, j->log_id, sizeof(it->log_id)) != 0)
+		return -ESTALE;   /* a snapshot replaced the log */
+	if (it->seq >= j->next_seq)
+		return 0;
+	rc = read_exact(j->fd, hb, (size_t)j->hdr_size, it->off);
+	if (rc < 0)
+		return rc;
+	rec_decode(j, hb, &h);
+	if (rec_flaw(&h, it->seq, j->end_off - it->off - j->hdr_size))
+		return -EBADMSG;
+	p = malloc(h.len ? h.len : 1);
+	if (p == NULL)
+		return -ENOMEM;
+	rc = read_exact(j->fd, p, h.len, it->off + j->hdr_size);
+	if (rc == 0 && rec_crc(j, hb, p, h.len) != h.crc)
+		rc = -EBADMSG;
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*buf = p;
+	*len = h.len;
+	*seq = it->seq;
+	it->off += j->hdr_size + h.len;
+	it->seq++;
+	return 1;
 }
 
 void jnl_rec_close(struct jnl_rec *j)
@@ -1235,6 +1388,7 @@ void jnl_rec_close(struct jnl_rec *j)
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	free(j->wbuf);
+	free(j->idx);
 	free(j->dir);
 	free(j);
 }

@@ -788,9 +788,11 @@ struct mgr_journal {
 	uint64_t records;         /* replayed + appended */
 	uint64_t snapshots;       /* written since start (metrics) */
 	bool dirty;               /* appended since the last sync */
-	/* Called with the bytes of every record closed by commit or
-	 * append (an mgrd pair's active ships them: repl.c); NULL = none. */
-	void (*on_record)(void *arg, const void *buf, size_t len);
+	/* Called with the seq and bytes of every record closed by commit
+	 * or append (an mgrd pair's active ships them: repl.c); NULL =
+	 * none. */
+	void (*on_record)(void *arg, uint64_t seq, const void *buf,
+			  size_t len);
 	void *on_record_arg;
 };
 
@@ -812,6 +814,11 @@ int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
  * snapshot and trim the log: a standby installing the active's state. */
 int mgr_journal_install(struct mgr_journal *j, const void *snap,
 			size_t len);
+/* The same as of seq `seq` of another mgrd's log: the next record gets
+ * seq + 1, as it does there (a standby installing the active's snapshot:
+ * both logs then hold each record at the same seq, repl.c). */
+int mgr_journal_install_at(struct mgr_journal *j, const void *snap,
+			   size_t len, uint64_t seq);
 int mgr_journal_sync(struct mgr_journal *j);
 int mgr_journal_snapshot(struct mgr_journal *j);
 /* Bytes in the log since the last snapshot. */

@@ -1217,7 +1217,8 @@ int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
 int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
 		       const struct mgr_op *op)
 {
-	int rc = jnl_rec_append(j->log, buf, len, NULL);
+	uint64_t seq;
+	int rc = jnl_rec_append(j->log, buf, len, &seq);
 
 	if (rc < 0)
 		return rc;
@@ -1225,7 +1226,7 @@ int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
 	j->records++;
 	/* Closed: the standby gets the same bytes (repl.c). */
 	if (j->on_record)
-		j->on_record(j->on_record_arg, buf, len);
+		j->on_record(j->on_record_arg, seq, buf, len);
 	rc = mgr_op_cache(j->st, op);
 	if (rc < 0)
 		return rc;
@@ -1246,7 +1247,13 @@ int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
 int mgr_journal_install(struct mgr_journal *j, const void *snap,
 			size_t len)
 {
-	int rc = jnl_rec_snapshot(j->log, snap, len);
+	return mgr_journal_install_at(j, snap, len, jnl_rec_last_seq(j->log));
+}
+
+int mgr_journal_install_at(struct mgr_journal *j, const void *snap,
+			   size_t len, uint64_t seq)
+{
+	int rc = jnl_rec_snapshot_at(j->log, snap, len, seq);
 
 	if (rc == 0) {
 		j->dirty = false;

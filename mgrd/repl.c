@@ -3,11 +3,24 @@
  *
  * The active dials the standby (a wire_peer, role ROLE_MGRD_PEER) and
  * drives everything with requests the standby answers with its position
- * (ReplPos):
- *   REPL_JOIN       -> fork(): the child writes mgr_state_encode of the
- *                      state as it was at the fork to DIR/repl-out.snap
- *                      while the active goes on serving; records closed
- *                      from then on wait in the backlog;
+ * (ReplPos).  A position's index is the record's seq in the record log:
+ * the standby installs a snapshot at the active's seq
+ * (mgr_journal_install_at), so both logs give a record the same seq.
+ *   REPL_JOIN       -> the standby's position: the last seq of its log
+ *                      and a CRC of its last records (up to TAIL_MAX);
+ *   when the active's log holds those records with the same bytes (the
+ *   same history), the catch-up comes from its log:
+ *   REPL_CATCHUP    -> the standby takes the active's term at its
+ *                      position; then REPL_RECORD of every record of the
+ *                      active's log after it, read back from the file
+ *                      (jnl_rec_iter) while the active serves, at most
+ *                      CATCHUP_WINDOW records and CATCHUP_BYTES unacked,
+ *                      then the live stream;
+ *   else the whole state:
+ *   fork()          -> the child writes mgr_state_encode of the state as
+ *                      it was at the fork to DIR/repl-out.snap while the
+ *                      active goes on serving; records closed from then
+ *                      on wait in the backlog;
  *   REPL_SNAPSHOT   -> that file in chunks; the standby installs it as
  *                      its snapshot (log trimmed) and its state;
  *   REPL_RECORD     -> the backlog, then every record as it closes: the
@@ -15,8 +28,9 @@
  *                      applies it, appends it to its record log (closed
  *                      by write(2)) and acks its index.  Without data: a
  *                      heartbeat carrying the active's index.
- * A join always sends the whole state: a standby whose log holds records
- * the active never had (an old active's unacknowledged tail) loses them.
+ * A standby whose log holds records the active never had (an old active's
+ * unacknowledged tail) fails the CRC check and gets the whole state: it
+ * loses them.
  *
  * Synchronous commit: while the pair runs, every reply of the active
  * (mgr_srv_reply) waits until the standby acked the newest record closed
@@ -32,6 +46,7 @@
 #include "journal.h"
 #include "server_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,8 +68,17 @@
 #define REPL_BACKLOG_MAX    (256ull << 20)
 #define REPL_SNAP_MAX       (64ull << 30)
 #define REPL_SNAP_FILE      "repl-out.snap"
+/* The standby's last records the join compares with the active's log. */
+#define TAIL_MAX            16u
+/* Records of a catch-up from the log sent and not yet acked; the test
+ * environment variable TWINFS_TEST_REPL_WINDOW sets a smaller one, so
+ * that a drill can kill the standby in the middle of a catch-up. */
+#define CATCHUP_WINDOW      512u
+/* ... and at most this many bytes of them (records reach 4 MiB). */
+#define CATCHUP_BYTES       (16u << 20)
 
-enum link_state { L_DOWN, L_JOINING, L_FORKING, L_SNAPSHOT, L_STREAMING };
+enum link_state { L_DOWN, L_JOINING, L_FORKING, L_SNAPSHOT, L_CATCHUP_ASK,
+		  L_CATCHUP, L_STREAMING };
 
 struct backlog_rec {
 	struct backlog_rec *next;
@@ -95,6 +119,12 @@ struct mgr_repl {
 	uint64_t snap_off, snap_total;
 	struct backlog_rec *bl_head, *bl_tail;
 	uint64_t bl_bytes;
+	struct jnl_rec_iter it;   /* L_CATCHUP: the next record of our log */
+	uint64_t cu_from, sent;   /* catch-up: the standby's position, the
+	                           * newest record sent */
+	uint64_t cu_window;       /* CATCHUP_WINDOW, or the test's */
+	uint32_t cu_len[CATCHUP_WINDOW]; /* sent, unacked: seq % window */
+	uint64_t cu_bytes;        /* their sum */
 	bool in_sync, stale_ok, marking;
 	bool releasing;           /* held_release sends: no holding */
 	struct held *h_head, *h_tail;
@@ -111,6 +141,7 @@ struct mgr_repl {
 
 static void repl_send_next_chunk(struct mgr_repl *r);
 static void repl_mark_stale(struct mgr_repl *r);
+static void catchup_pump(struct mgr_repl *r);
 
 /* ------------------------------------------------------- held replies */
 
@@ -296,11 +327,18 @@ static void on_record_reply(int status, struct wire_msg *m, void *arg)
 	struct mgr_repl *r = x->r;
 	const Twinfs__ReplPos *p;
 
-	if (x->gen == r->gen && r->link == L_STREAMING &&
+	if (x->gen == r->gen &&
+	    (r->link == L_STREAMING || r->link == L_CATCHUP) &&
 	    (p = reply_pos(r, status, m, "record")) != NULL) {
+		if (r->link == L_CATCHUP && p->term == r->term)
+			for (uint64_t i = r->acked + 1;
+			     i <= TW_MIN(p->index, r->sent); i++)
+				r->cu_bytes -= r->cu_len[i % CATCHUP_WINDOW];
 		if (p->term == r->term && p->index > r->acked)
 			r->acked = p->index;
-		if (r->acked >= r->index)
+		if (r->link == L_CATCHUP)
+			catchup_pump(r);
+		else if (r->acked >= r->index)
 			set_in_sync(r, true);
 		held_release(r);
 	}
@@ -331,14 +369,15 @@ static void send_record(struct mgr_repl *r, uint64_t index, const void *buf,
 	r->last_send_ms = tw_now_ms();
 }
 
-void mgr_repl_record(void *arg, const void *buf, size_t len)
+void mgr_repl_record(void *arg, uint64_t seq, const void *buf, size_t len)
 {
 	struct mgr_repl *r = arg;
 	struct backlog_rec *b;
 
 	if (!r->active)
 		return;
-	r->index++;
+	assert(seq == r->index + 1);
+	r->index = seq;
 	switch (r->link) {
 	case L_STREAMING:
 		send_record(r, r->index, buf, len);
@@ -365,7 +404,9 @@ void mgr_repl_record(void *arg, const void *buf, size_t len)
 		r->bl_bytes += len;
 		break;
 	default:
-		break;   /* the next join's snapshot holds it */
+		/* L_CATCHUP: our log holds it, the catch-up reads it there;
+		 * otherwise the next join sends it. */
+		break;
 	}
 }
 
@@ -455,7 +496,13 @@ static void repl_send_next_chunk(struct mgr_repl *r)
 	r->last_send_ms = tw_now_ms();
 }
 
-/* The child of the fork: the state as it was at the fork, to a file. */
+/* The child of the fork: the state as it was at the fork, to a file.  It
+ * syncs every SNAP_SYNC_BYTES: on a journaling file system (ext4's
+ * ordered data) the parent's next record-log sync would otherwise wait
+ * for all of a large file's dirty data, a pause of the active as long as
+ * writing the whole state out (test/bench/RESULTS.md "backup-meta pause
+ * at scale"). */
+#define SNAP_SYNC_BYTES (8u << 20)
 static void __attribute__((noreturn)) snap_child(const struct mgr_state *st,
 						 const char *path)
 {
@@ -469,9 +516,10 @@ static void __attribute__((noreturn)) snap_child(const struct mgr_state *st,
 	if (fd < 0)
 		_exit(1);
 	while (off < len) {
-		ssize_t w = write(fd, buf + off, len - off);
+		size_t n = TW_MIN(len - off, (size_t)SNAP_SYNC_BYTES);
+		ssize_t w = write(fd, buf + off, n);
 
-		if (w <= 0)
+		if (w <= 0 || fdatasync(fd) < 0)
 			_exit(1);
 		off += (size_t)w;
 	}
@@ -549,6 +597,143 @@ static void poll_fork(struct mgr_repl *r)
 	repl_send_next_chunk(r);
 }
 
+/* CRC32C chained over the bytes of the n records of our log that end at
+ * seq `last` (both sides of a join compute it, repl.c header). */
+static int tail_crc(struct mgr_repl *r, uint64_t last, uint32_t n,
+		    uint32_t *crc)
+{
+	struct jnl_rec_iter it;
+	uint32_t c = 0;
+	int rc;
+
+	if (n == 0 || last < n)
+		return -ENOENT;
+	rc = jnl_rec_iter_start(r->s->jnl.log, last - n + 1, &it);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		void *buf;
+		size_t len;
+		uint64_t seq;
+
+		rc = jnl_rec_iter_next(&it, &buf, &len, &seq);
+		if (rc == 0)
+			rc = -ENOENT;   /* not closed here yet */
+		if (rc < 0)
+			break;
+		c = tw_crc32c(c, buf, len);
+		free(buf);
+		rc = 0;
+	}
+	*crc = c;
+	return rc;
+}
+
+/* The records of our log after `from`, CATCHUP_WINDOW at a time: sent as
+ * REPL_RECORD; once every closed record is sent the live stream takes
+ * over (mgr_repl_record sends the next ones as they close). */
+static void catchup_pump(struct mgr_repl *r)
+{
+	while (r->link == L_CATCHUP && r->sent - r->acked < r->cu_window &&
+	       (r->cu_bytes < CATCHUP_BYTES || r->sent == r->acked)) {
+		void *buf;
+		size_t len;
+		uint64_t seq;
+		int rc = jnl_rec_iter_next(&r->it, &buf, &len, &seq);
+
+		if (rc < 0) {
+			link_fail(r, "reading our log for the catch-up", rc);
+			return;
+		}
+		if (rc == 0) {
+			assert(r->sent == r->index);
+			tw_info("mgrd: standby mgrd %d has every record of our "
+				"log up to index %llu (%llu sent from the log)",
+				r->other, (unsigned long long)r->sent,
+				(unsigned long long)(r->sent - r->cu_from));
+			r->link = L_STREAMING;
+			if (r->acked >= r->index)
+				set_in_sync(r, true);
+			else   /* an ack of the last record will */
+				mgr_elect_peer_state(true, false);
+			return;
+		}
+		assert(seq == r->sent + 1);
+		r->cu_len[seq % CATCHUP_WINDOW] = (uint32_t)len;
+		r->cu_bytes += len;
+		send_record(r, seq, buf, len);
+		free(buf);
+		r->sent = seq;
+	}
+}
+
+static void on_catchup_reply(int status, struct wire_msg *m, void *arg)
+{
+	struct call_ctx *x = arg;
+	struct mgr_repl *r = x->r;
+	const Twinfs__ReplPos *p;
+	int rc;
+
+	if (x->gen != r->gen || r->link != L_CATCHUP_ASK ||
+	    !(p = reply_pos(r, status, m, "catch-up")))
+		goto out;
+	if (p->term != r->term || p->index != r->cu_from) {
+		link_fail(r, "catch-up refused", -EPROTO);
+		goto out;
+	}
+	rc = jnl_rec_iter_start(r->s->jnl.log, r->cu_from + 1, &r->it);
+	if (rc < 0) {   /* a snapshot trimmed our log meanwhile */
+		link_fail(r, "catch-up from our log", rc);
+		goto out;
+	}
+	tw_info("mgrd: standby mgrd %d joins from our log: records %llu to "
+		"%llu", r->other, (unsigned long long)r->cu_from + 1,
+		(unsigned long long)r->index);
+	r->acked = r->sent = r->cu_from;
+	r->cu_bytes = 0;
+	r->link = L_CATCHUP;
+	catchup_pump(r);
+out:
+	free(x);
+	if (m)
+		wire_msg_free(m);
+}
+
+/* Whether our log continues the standby's (join reply p): it holds the
+ * standby's last TAIL records with the same bytes.  NULL: yes; else why
+ * not, for the log. */
+static const char *log_continues(struct mgr_repl *r, const Twinfs__ReplPos *p)
+{
+	uint32_t crc;
+
+	if (p->tail_n == 0 || p->tail_n > TAIL_MAX)
+		return "its log holds no record since its snapshot";
+	if (p->index > r->index)
+		return "its log is ahead of ours";
+	if (p->index - p->tail_n + 1 < jnl_rec_first_seq(r->s->jnl.log))
+		return "our log no longer holds its position";
+	if (tail_crc(r, p->index, p->tail_n, &crc) < 0 || crc != p->tail_crc)
+		return "its last records differ from ours";
+	return NULL;
+}
+
+static void start_catchup(struct mgr_repl *r, uint64_t from)
+{
+	Twinfs__ReplCatchup q = TWINFS__REPL_CATCHUP__INIT;
+	struct call_ctx *x = ctx_new(r);
+	int rc;
+
+	q.term = r->term;
+	q.index = from;
+	q.last = r->index;
+	r->cu_from = from;
+	r->link = L_CATCHUP_ASK;
+	rc = wire_call(r->peer, TWINFS__MSG_TYPE__MSG_REPL_CATCHUP, &q.base,
+		       NULL, 0, REPL_TIMEOUT_MS, on_catchup_reply, x);
+	if (rc < 0) {
+		free(x);
+		link_fail(r, "send", rc);
+	}
+}
+
 static void on_join_reply(int status, struct wire_msg *m, void *arg)
 {
 	struct call_ctx *x = arg;
@@ -557,11 +742,18 @@ static void on_join_reply(int status, struct wire_msg *m, void *arg)
 
 	if (x->gen == r->gen && r->link == L_JOINING &&
 	    (p = reply_pos(r, status, m, "join")) != NULL) {
-		tw_info("mgrd: standby mgrd %d answers at term %llu index "
-			"%llu; sending the whole state", r->other,
-			(unsigned long long)p->term,
-			(unsigned long long)p->index);
-		start_fork(r);
+		const char *why = log_continues(r, p);
+
+		if (!why) {
+			start_catchup(r, p->index);
+		} else {
+			tw_info("mgrd: standby mgrd %d answers at term %llu "
+				"index %llu (ours %llu): %s; sending the whole "
+				"state", r->other, (unsigned long long)p->term,
+				(unsigned long long)p->index,
+				(unsigned long long)r->index, why);
+			start_fork(r);
+		}
 	}
 	free(x);
 	if (m)
@@ -614,6 +806,10 @@ static void on_tick(uv_timer_t *t)
 		if (now - r->last_send_ms >= REPL_HEARTBEAT_MS)
 			send_record(r, r->index, NULL, 0);
 		break;
+	case L_CATCHUP:
+		if (now - r->last_send_ms >= REPL_HEARTBEAT_MS)
+			send_record(r, r->sent, NULL, 0);
+		break;
 	default:
 		break;
 	}
@@ -629,6 +825,17 @@ static void pos_reply(struct mgr_repl *r, struct wire_conn *c,
 
 	p.term = r->s_term;
 	p.index = r->s_index;
+	if (status == 0 && m->hdr.type == TWINFS__MSG_TYPE__MSG_REPL_JOIN) {
+		/* The records our log holds since its snapshot, at most
+		 * TAIL_MAX, for the active to compare with its log. */
+		uint64_t first = jnl_rec_first_seq(r->s->jnl.log);
+		uint32_t n = r->s_index >= first ?
+			(uint32_t)TW_MIN((uint64_t)TAIL_MAX,
+					 r->s_index - first + 1) : 0;
+
+		if (n && tail_crc(r, r->s_index, n, &p.tail_crc) == 0)
+			p.tail_n = n;
+	}
 	wire_reply(c, &m->hdr, status, status < 0 ? NULL : &p.base, NULL, 0);
 }
 
@@ -658,7 +865,9 @@ static int install(struct mgr_repl *r)
 		       strerror(-rc));
 		return rc;
 	}
-	rc = mgr_journal_install(&s->jnl, r->rx, r->rx_total);
+	/* At the active's seq: both logs then give a record the same seq,
+	 * which a later join from the active's log relies on. */
+	rc = mgr_journal_install_at(&s->jnl, r->rx, r->rx_total, r->rx_index);
 	if (rc < 0) {
 		mgr_state_free(&fresh);
 		mgr_srv_fatal(s, "snapshot", rc);
@@ -669,8 +878,9 @@ static int install(struct mgr_repl *r)
 	r->s_term = r->rx_term;
 	r->s_index = r->rx_index;
 	r->s_installed = true;
-	tw_info("mgrd: installed the active's snapshot at term %llu index "
-		"%llu: %zu inodes, %zu sessions", (unsigned long long)r->s_term,
+	tw_info("mgrd: joined by snapshot: installed the active's snapshot at "
+		"term %llu index %llu: %zu inodes, %zu sessions",
+		(unsigned long long)r->s_term,
 		(unsigned long long)r->s_index, s->st.ns.inodes.count,
 		s->st.sessions.by_id.count);
 	return 0;
@@ -736,6 +946,12 @@ static int h_record(struct mgr_repl *r, const struct wire_msg *m)
 	}
 	if (q->index != r->s_index + 1)
 		return -ESTALE;
+	if (jnl_rec_last_seq(s->jnl.log) != r->s_index) {
+		/* Our log's seqs are not the active's: take the whole
+		 * state (its install aligns them). */
+		r->s_installed = false;
+		return -EUCLEAN;
+	}
 	rc = mgr_op_decode(m->data, m->data_len, &op);
 	if (rc < 0)
 		return rc;
@@ -756,6 +972,26 @@ static int h_record(struct mgr_repl *r, const struct wire_msg *m)
 	if (rc < 0)
 		mgr_srv_fatal(s, "append", rc);
 	r->s_index = q->index;
+	note_sync(r, q->last);
+	return 0;
+}
+
+/* The active's log continues ours from our position: records after it
+ * follow. */
+static int h_catchup(struct mgr_repl *r, const struct wire_msg *m)
+{
+	const Twinfs__ReplCatchup *q = (const Twinfs__ReplCatchup *)m->body;
+
+	if (q->index != r->s_index ||
+	    jnl_rec_last_seq(r->s->jnl.log) != r->s_index)
+		return -ESTALE;
+	rx_free(r);
+	r->s_term = q->term;
+	r->s_installed = true;
+	tw_info("mgrd: joined from the log: mgrd %d sends its records %llu "
+		"to %llu (term %llu)", r->active_id,
+		(unsigned long long)q->index + 1, (unsigned long long)q->last,
+		(unsigned long long)q->term);
 	note_sync(r, q->last);
 	return 0;
 }
@@ -784,6 +1020,8 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 		}
 		r->active_id = (int)j->from_id;
 		r->s_in_sync = false;
+		/* Records again only after a snapshot or a catch-up. */
+		r->s_installed = false;
 		rx_free(r);
 		tw_info("mgrd: mgrd %d (term %llu, index %llu) joins us as "
 			"its standby; we are at term %llu index %llu",
@@ -794,6 +1032,9 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 		rc = 0;
 		break;
 	}
+	case TWINFS__MSG_TYPE__MSG_REPL_CATCHUP:
+		rc = h_catchup(r, m);
+		break;
 	case TWINFS__MSG_TYPE__MSG_REPL_SNAPSHOT:
 		rc = h_snapshot(r, m);
 		if (rc < 0)
@@ -817,8 +1058,10 @@ void mgr_repl_activate(struct mgr_server *s, uint64_t term)
 
 	r->active = true;
 	r->term = term;
-	r->index = 0;
-	r->acked = 0;
+	/* Indexes are our log's seqs; nothing closed in this term is
+	 * unacked yet. */
+	r->index = jnl_rec_last_seq(s->jnl.log);
+	r->acked = r->index;
 	r->in_sync = false;
 	r->stale_ok = false;
 	r->link = L_DOWN;
@@ -842,6 +1085,13 @@ int mgr_repl_start(struct mgr_server *s)
 	r->self = conf->mgrd_self;
 	r->other = 3 - conf->mgrd_self;
 	r->snap_fd = -1;
+	r->cu_window = CATCHUP_WINDOW;
+	{
+		const char *w = getenv("TWINFS_TEST_REPL_WINDOW");
+
+		if (w && atoi(w) > 0 && (unsigned)atoi(w) < CATCHUP_WINDOW)
+			r->cu_window = (uint64_t)atoi(w);
+	}
 	snprintf(r->snap_path, sizeof(r->snap_path), "%s/" REPL_SNAP_FILE,
 		 conf->mgr_dir);
 	wire_hello_init(&hello, conf->cluster_name,
@@ -868,6 +1118,8 @@ int mgr_repl_start(struct mgr_server *s)
 	r->timer.data = r;
 	uv_timer_start(&r->timer, on_tick, REPL_TICK_MS, REPL_TICK_MS);
 	s->repl = r;
+	/* Our position: the log as replayed (a join compares its tail). */
+	r->s_index = jnl_rec_last_seq(s->jnl.log);
 	snap_cleanup(r);   /* a file a crash left */
 	return 0;
 }

@@ -137,6 +137,7 @@ static const struct wire_type types[] = {
 	T(REPL_RECORD, "REPL_RECORD", repl_record, repl_pos),
 	T(MGRD_BACKUP, "MGRD_BACKUP", mgrd_backup, mgrd_backup_reply),
 	T(SCRUB, "SCRUB", scrub, scrub_reply),
+	T(REPL_CATCHUP, "REPL_CATCHUP", repl_catchup, repl_pos),
 };
 #undef T
 

@@ -16,6 +16,13 @@
 #     (its log says why) and the voters refuse it (-EUCLEAN), until the old
 #     active returns (and takes it back as its standby), or, the same again,
 #     until it is started with --accept-stale, which it says loudly.
+#  6. both mgrds killed (kill -9, the standby first) while a writer creates
+#     and fsyncs files through a mount, then restarted in each order: the
+#     one with the newest acknowledged state (the active, which went on
+#     alone and marked the other stale) is active again, never the other
+#     (it does not stand, its log says why); the writer goes on without an
+#     error and every file it saw acknowledged reads back byte for byte;
+#     the other joins it again from its log.
 # The pair's probes speak the protocol raw (mgrd_elect.py, twire.py): the
 # main mount names mgrd 1's address only, so a second mount names the
 # active's.
@@ -157,6 +164,19 @@ umount2() {
 	M2MNTPID=
 }
 client() { $EL client "${HOST[$1]}" $P "$CL"; }
+# rejoins CHECK ID ACTIVE TERM: start mgrd ID; CHECK passes once mgrd
+# ACTIVE is active in TERM with it as the in-sync standby; then until the
+# voters hold no stale mark.
+rejoins() {
+	local s
+	start_mgrd "$2"
+	if s=$(wait_status "$3" "id $3 role active term $4 * lag 0 peer standby"); then
+		pass "$1"
+	else
+		fail "$1" "$s"
+	fi
+	wait_promises "$4 $3 0" >/dev/null
+}
 
 # --- 1. mgrd 1 (started by 'up') wins and serves; mgrd 2 joins in sync
 start_mgrd 2
@@ -231,13 +251,7 @@ grep -q "mgrd 2: lost the lease of term $T2" "$LOGS/mgrd2.log" && pass old-activ
 	fail old-active-says-lost-lease "no lost lease in mgrd 2's log"
 assert_eq iod-refuses-older-term-hello "-116" "$($EL iod-hello $H1 $((P + 4)) "$CL" "$T2")"
 assert_eq iod-accepts-current-term-hello "0" "$($EL iod-hello $H1 $((P + 4)) "$CL" "$T3")"
-start_mgrd 2
-if s=$(wait_status 1 "id 1 role active term $T3 * lag 0 peer standby"); then
-	pass stopped-active-rejoins-as-standby
-else
-	fail stopped-active-rejoins-as-standby "$s"
-fi
-wait_promises "$T3 1 0" >/dev/null
+rejoins stopped-active-rejoins-as-standby 2 1 "$T3"
 
 # --- 4. a voter's restart keeps its promise (the vote file)
 lc kill-iod 1 >/dev/null
@@ -294,4 +308,89 @@ read -r pt ph _ <<<"$(promise 1)"
 	fail iods-promise-newer-term-to-mgrd2 "promise $pt $ph, mgrd 2 term $T5, before $T4"
 grep -q "ACCEPTED AS STALE" "$LOGS/mgrd2.log" && pass accept-stale-is-loud ||
 	fail accept-stale-is-loud "no warning in mgrd 2's log"
+
+# --- 6. both killed under a writer, restarted in each order
+e2e_tmpdir T
+rejoins pair-again-before-double-kill 1 2 "$T5"
+: >"$T/acked"
+# writer, on the main mount (it lists both mgrds): creates w/fN with `seq N N+300`, fsyncs, closes; then appends N
+# to acked.  Stops when $T/stop exists; any error ends it with status 1.
+"$PY" - "$M/w" "$T/acked" "$T/stop" 2>"$T/writer.err" <<'PYEOF' &
+import os, sys
+d, acked, stop = sys.argv[1:4]
+os.makedirs(d, exist_ok=True)
+with open(acked, "a") as a:
+    for i in range(1, 1000000):
+        if os.path.exists(stop):
+            break
+        fd = os.open("%s/f%d" % (d, i), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
+        os.write(fd, "".join("%d\n" % k for k in range(i, i + 301)).encode())
+        os.fsync(fd)
+        os.close(fd)
+        a.write("%d\n" % i)
+        a.flush()
+PYEOF
+wpid=$!
+# double_kill FIRST SECOND: kill -9 of the standby (mgrd 1), writes go on
+# at the active alone (it marks mgrd 1 stale first, E6), kill -9 of the
+# active (mgrd 2); then start FIRST, and SECOND once FIRST has shown what
+# it does alone.
+double_kill() {
+	local n0 n1 s
+	n0=$(wc -l <"$T/acked")
+	for ((i = 0; i < 200; i++)); do (($(wc -l <"$T/acked") > n0 + 3)) && break; sleep 0.05; done
+	kill -KILL "$M1PID"; wait "$M1PID" 2>/dev/null
+	n0=$(wc -l <"$T/acked")
+	for ((i = 0; i < 200; i++)); do (($(wc -l <"$T/acked") > n0 + 3)) && break; sleep 0.05; done
+	# mgrd 2 marked mgrd 1 stale at a quorum before it answered alone (E6)
+	read -r _ ph pst _ <<<"$(wait_promises "$(term_of 2) 2 1")"
+	assert_eq "standby-marked-stale-$1$2" "2 1" "$ph $pst"
+	kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null
+	echo "# both killed with $(wc -l <"$T/acked") files acknowledged; restart order $1 then $2"
+	n1=$(wc -l <"$LOGS/mgrd1.log")
+	t0=$(now_ms)
+	start_mgrd "$1"
+	if (($1 == 1)); then
+		# alone, the stale one does not become active (E5, E6); what
+		# its log says is printed
+		wait_log "$LOGS/mgrd1.log" "$n1" "not known to be in sync\|refuses: this mgrd is marked stale" 20000 &&
+			echo "# mgrd 1 alone: $(tail -n +$((n1 + 1)) "$LOGS/mgrd1.log" | grep -m1 -o 'not known to be in sync\|refuses: this mgrd is marked stale')"
+		assert_eq "stale-alone-does-not-serve-$1$2" "-66 -" "$(client 1)"
+	else
+		takes_over "newest-alone-takes-over-$1$2" 2 "its restart"
+	fi
+	start_mgrd "$2"
+	if s=$(wait_status 2 "id 2 role active * lag 0 peer standby"); then
+		pass "newest-active-other-in-sync-$1$2"
+	else
+		fail "newest-active-other-in-sync-$1$2" "$s / $(status 1)"
+	fi
+	tail -n +$((n1 + 1)) "$LOGS/mgrd1.log" | grep -q "joined from the log" &&
+		pass "rejoined-from-log-$1$2" || fail "rejoined-from-log-$1$2" \
+		"$(tail -n +$((n1 + 1)) "$LOGS/mgrd1.log" | grep -E 'joined' | tail -n 2)"
+}
+double_kill 1 2
+double_kill 2 1
+n0=$(wc -l <"$T/acked")
+for ((i = 0; i < 200; i++)); do (($(wc -l <"$T/acked") > n0 + 3)) && break; sleep 0.05; done
+: >"$T/stop"
+if wait "$wpid"; then pass writer-across-double-kills; else fail writer-across-double-kills "$(tail -n 3 "$T/writer.err")"; fi
+bad=$("$PY" - "$M/w" "$T/acked" <<'PYEOF'
+import sys
+d, acked = sys.argv[1:3]
+bad = []
+for line in open(acked):
+    i = int(line)
+    want = "".join("%d\n" % k for k in range(i, i + 301)).encode()
+    try:
+        got = open("%s/f%d" % (d, i), "rb").read()
+    except OSError as e:
+        got = repr(e).encode()
+    if got != want:
+        bad.append(i)
+print(len(open(acked).read().split()), "acked", bad[:5])
+PYEOF
+)
+echo "# $bad"
+[[ $bad == *" acked []" ]] && pass acked-files-intact || fail acked-files-intact "$bad"
 e2e_end

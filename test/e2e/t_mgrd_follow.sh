@@ -15,7 +15,9 @@
 #     down (exit 3), and an iod started with it registers with mgrd 2;
 #   - last the cluster becomes a real pair (mgrd 2 joins as mgrd 1's
 #     standby): status shows both roles (exit 3 once the standby is gone),
-#     and a mount listing the standby first ends up on the active.
+#     and a mount listing the standby first ends up on the active;
+#   - `twinfsctl mgrd switchover` under tar x and under fio --verify (no
+#     error, every byte), and a kill -9 of the active under tar x.
 . "$(dirname "$0")/lib.sh"
 e2e_begin mgrd-follow
 e2e_tmpdir T
@@ -261,6 +263,29 @@ if wait $tarpid; then pass tar-across-kill9; else fail tar-across-kill9 "$(head 
 assert_eq kill9-tar-no-errors "" "$(cat "$T/tk.err")"
 check kill9-tree diff -r --no-dereference /usr/include/linux "$M4/tk/linux"
 assert_eq kill9-roles "active down" "$(ctl -t 2000 status --json 2>&1 | "$PY" -c '
+import json, sys
+print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
+
+# ----------------------------- switchover under fio --verify: no error
+# mgrd 2 (killed above while active) joins mgrd 1 again; fio writes and
+# verifies files through the mount while `twinfsctl mgrd switchover` makes
+# mgrd 2 the active: fio exits 0, no verify error.
+lc start-mgrd 2 >/dev/null || fail fio-switchover-start "start-mgrd 2 failed"
+if e2e_wait_healthy 60; then pass fio-pair-in-sync; else fail fio-pair-in-sync "$(ctl -t 2000 status 2>&1 | head -n 4 | tr '\n' ' ')"; fi
+mkdir "$M4/fio"
+fio --name=sw --directory="$M4/fio" --ioengine=psync --rw=randwrite --bs=16k \
+	--size=$(scale 64)m --numjobs=2 --fsync=32 --verify=crc32c --do_verify=1 \
+	--verify_fatal=1 --randrepeat=1 --output="$T/fio.out" >"$T/fio.err" 2>&1 &
+fiopid=$!
+sleep 0.5
+if out=$(ctl mgrd switchover 2>&1); then pass fio-switchover; else fail fio-switchover "$out"; fi
+if wait $fiopid && ! grep -qiE 'verify: bad|bad magic|verify failed|bad pattern' "$T/fio.out"; then
+	pass fio-verify-across-switchover
+	grep -E '^ +(READ|WRITE):' "$T/fio.out" | sed 's/^ */# fio across the switchover: /'
+else
+	fail fio-verify-across-switchover "$(grep -ihE 'bad|error|err=|fio:' "$T/fio.out" "$T/fio.err" | head -n 4 | tr '\n' ' ')"
+fi
+assert_eq fio-switchover-roles "down active" "$(ctl -t 2000 status --json 2>&1 | "$PY" -c '
 import json, sys
 print(" ".join(m["role"] for m in json.load(sys.stdin)["mgrds"]))' 2>&1)"
 lc umount "$M4"

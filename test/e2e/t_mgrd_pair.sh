@@ -6,21 +6,26 @@
 #     address, serves MGRD_STATUS, and joins by snapshot;
 #   - metadata load on the mount (creates, mkdirs, renames, xattrs,
 #     symlinks, hard links, writes, unlinks); kill -9 of the standby in the
-#     middle of it and a restart while it runs; its directory wiped and a
-#     rejoin while it runs;
+#     middle of it and a restart while it runs: it joins from the active's
+#     log (no snapshot); killed again as that catch-up starts, and
+#     restarted; its directory wiped and a rejoin while it runs (by
+#     snapshot), killed as that snapshot is sent, and restarted;
 #   - twinfsctl backup-meta while the load runs, and at rest;
 #   - with both stopped, the standby's directory replays to the very state
 #     of the active's: twinfs-mgrd --dump-state, byte for byte; so does
 #     the backup at rest, and a directory restored from it
 #     (twinfs-mgrd --restore-state).
 . "$(dirname "$0")/lib.sh"
-e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2; }
+# A catch-up from the log one record a round trip: long enough for the
+# drill below to kill the standby in the middle of one.
+e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2 TWINFS_TEST_REPL_WINDOW=1; }
 e2e_begin mgrd-pair
 e2e_tmpdir T
 
 CONF=$(lc conf)
 MGRD=$TWINFS_BUILD_DIR/mgrd/twinfs-mgrd
 LOG2=$TWINFS_RUN_DIR/logs/mgrd2.log
+LOG1=$TWINFS_RUN_DIR/logs/mgrd.log
 M2PID=
 tw() { "$PY" "$E2E_DIR/twire.py" "$@"; }
 start_m2() {
@@ -109,9 +114,28 @@ else
 fi
 kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
 sleep 1
+L2=$(($(wc -l <"$LOG2") + 1))
 start_m2
 wait $lp && pass load-across-standby-kill || fail load-across-standby-kill "load failed"
 wait_sync 30000 && pass standby-rejoins-after-kill || fail standby-rejoins-after-kill "$(status1)"
+# its log ends at a record the active's log holds: the catch-up comes
+# from there, not from a snapshot
+grep -q "joined from the log" "$LOG2" && ! grep -q "joined by snapshot" <(sed -n "$L2,\$p" "$LOG2") &&
+	pass standby-joined-from-log || fail standby-joined-from-log "$(grep -E 'joined|installed' "$LOG2" | tail -n 3)"
+
+# kill -9 of the standby as its catch-up from the log starts (records
+# closed while it was down), restarted: it joins again
+kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
+load "$M/g" "$N" || fail load-while-standby-down "load failed"
+L2=$(($(wc -l <"$LOG2") + 1))
+start_m2
+wait_log "$LOG2" $((L2 - 1)) "joined from the log" 15000 || fail catchup-seen "no catch-up in $LOG2"
+kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
+sed -n "$L2,\$p" "$LOG2" | grep -q "in sync with mgrd" && echo "# the catch-up was over before the kill" ||
+	echo "# killed during the catch-up"
+L2=$(($(wc -l <"$LOG2") + 1))
+start_m2
+wait_sync 30000 && pass standby-rejoins-after-kill-in-catchup || fail standby-rejoins-after-kill-in-catchup "$(status1)"
 
 # its directory wiped while the load runs: it rejoins from nothing
 load "$M/c" "$N" &
@@ -119,10 +143,17 @@ lp=$!
 sleep 1
 stop_m2
 rm -rf "$TWINFS_RUN_DIR/mgrd2"
+L1=$(($(wc -l <"$LOG1") + 1))
+LW=$(($(wc -l <"$LOG2") + 1))
+start_m2
+# kill -9 as the active's snapshot goes to it, then restarted
+wait_log "$LOG1" $((L1 - 1)) "joins: snapshot at index" 15000 || fail snapshot-join-seen "no snapshot join in $LOG1"
+kill -KILL "$M2PID"; wait "$M2PID" 2>/dev/null; M2PID=
+L2=$(($(wc -l <"$LOG2") + 1))
 start_m2
 wait $lp && pass load-across-standby-wipe || fail load-across-standby-wipe "load failed"
 wait_sync 30000 && pass standby-rejoins-wiped || fail standby-rejoins-wiped "$(status1)"
-grep -q "installed the active's snapshot" "$LOG2" && pass standby-took-snapshot ||
+sed -n "$LW,\$p" "$LOG2" | grep -q "joined by snapshot" && pass standby-took-snapshot ||
 	fail standby-took-snapshot "no install in $LOG2"
 
 # the namespace as clients see it, kept to compare after a takeover drill

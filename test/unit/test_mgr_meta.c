@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "journal.h"
 #include "mgrd_int.h"
 
 enum { UO = 1, U = 2, GO = 4, G = 8, MASK = 16, OTH = 32 };
@@ -376,14 +377,16 @@ Test(persist_meta, replay_rebuilds_modes_acls_whiteout_atime, .init = conf_setup
 struct shipped {
 	uint8_t *buf[16];
 	size_t len[16];
+	uint64_t seq[16];
 	int n;
 };
 
-static void ship(void *arg, const void *buf, size_t len)
+static void ship(void *arg, uint64_t seq, const void *buf, size_t len)
 {
 	struct shipped *sh = arg;
 
 	cr_assert_lt(sh->n, 16);
+	sh->seq[sh->n] = seq;
 	sh->buf[sh->n] = malloc(len);
 	memcpy(sh->buf[sh->n], buf, len);
 	sh->len[sh->n++] = len;
@@ -426,14 +429,24 @@ Test(persist_meta, standby_install_and_append, .init = conf_setup)
 	cr_assert_eq(mgr_state_init(&a, &conf, &T0), 0);
 	cr_assert_eq(mgr_journal_open(&ja, da, &a), 0);
 	live(&a, &ja, &mkd);
-	/* the join: the active's state as a snapshot, installed */
-	cr_assert_eq(mgr_state_encode(&a, &snap, &snap_len), 0);
+	/* the standby's own history runs further than the active's (an old
+	 * active's unacknowledged tail): the install drops it */
 	cr_assert_eq(mgr_state_init(&b, &conf, &T1), 0);
 	cr_assert_eq(mgr_journal_open(&jb, db, &b), 0);
+	for (int i = 0; i < 3; i++) {
+		struct mgr_op own = { .type = MGR_OP_SESSION_NEW };
+
+		live(&b, &jb, &own);
+	}
+	cr_assert_eq(jnl_rec_last_seq(jb.log), 3);
+	/* the join: the active's state as a snapshot, installed at its seq */
+	cr_assert_eq(mgr_state_encode(&a, &snap, &snap_len), 0);
 	mgr_state_free(&b);
 	cr_assert_eq(mgr_state_init(&b, &conf, &T1), 0);
 	cr_assert_eq(mgr_state_decode(&b, snap, snap_len), 0);
-	cr_assert_eq(mgr_journal_install(&jb, snap, snap_len), 0);
+	cr_assert_eq(mgr_journal_install_at(&jb, snap, snap_len,
+					    jnl_rec_last_seq(ja.log)), 0);
+	cr_assert_eq(jnl_rec_last_seq(jb.log), 1);
 	free(snap);
 	/* then the stream */
 	ja.on_record = ship;
@@ -452,9 +465,30 @@ Test(persist_meta, standby_install_and_append, .init = conf_setup)
 		cr_assert_eq(mgr_op_apply(&b, &op), 0);
 		cr_assert_eq(mgr_journal_append(&jb, sh.buf[i], sh.len[i],
 						&op), 0);
-		free(sh.buf[i]);
+		cr_assert_eq(jnl_rec_last_seq(jb.log), sh.seq[i],
+			     "both logs give a record the same seq");
 	}
 	same_state(&a, &b);
+	/* the catch-up path: the active's log gives the same records back */
+	{
+		struct jnl_rec_iter it;
+		void *buf;
+		size_t len;
+		uint64_t seq;
+
+		cr_assert_eq(jnl_rec_iter_start(ja.log, sh.seq[1], &it), 0);
+		for (int i = 1; i < sh.n; i++) {
+			cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 1);
+			cr_assert_eq(seq, sh.seq[i]);
+			cr_assert_eq(len, sh.len[i]);
+			cr_assert_eq(memcmp(buf, sh.buf[i], len), 0);
+			free(buf);
+		}
+		cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 0);
+		cr_assert_eq(jnl_rec_iter_start(ja.log, 0, &it), -ENOENT);
+	}
+	for (int i = 0; i < sh.n; i++)
+		free(sh.buf[i]);
 	/* the standby's directory alone gives the same state */
 	mgr_journal_close(&jb);
 	cr_assert_eq(mgr_state_init(&c, &conf, &T0), 0);

@@ -1371,3 +1371,112 @@ Test(reclog, crash_at_every_write, .timeout = 120)
 	cr_assert_eq(hits[0], hits[2]);
 	cr_log_info("crash test: %u fault points x 3 modes", hits[0]);
 }
+
+/* ------------------------------------------- reading back, another seq */
+
+/* jnl_rec_iter gives back every closed record from any start, through the
+ * sparse index and past it, and records appended after it reached the
+ * end; a snapshot that replaces the log ends it with -ESTALE. */
+Test(reclog, iter_reads_back_closed_records)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 };
+	struct jnl_rec *j;
+	struct jnl_rec_iter it;
+	void *buf;
+	size_t len;
+	uint64_t seq;
+	uint8_t *state;
+	size_t slen;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 0, 700);
+	jnl_rec_close(j);
+	/* the index is rebuilt by replay */
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 700, 100);
+	for (uint64_t start = 1; start <= 801; start += 97) {
+		cr_assert_eq(jnl_rec_iter_start(j, start, &it), 0);
+		for (uint64_t s = start; s <= 800; s++) {
+			cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 1);
+			cr_assert_eq(seq, s);
+			cr_assert_eq(len, want.v[s - 1].len);
+			cr_assert_eq(memcmp(buf, want.v[s - 1].data, len), 0);
+			free(buf);
+		}
+		cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 0);
+	}
+	append_n(j, &want, 800, 1);
+	cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 1);
+	cr_assert_eq(seq, 801);
+	free(buf);
+	cr_assert_eq(jnl_rec_iter_start(j, 0, &it), -ENOENT);
+	cr_assert_eq(jnl_rec_iter_start(j, 803, &it), -ENOENT);
+	cr_assert_eq(jnl_rec_iter_start(j, 800, &it), 0);
+	state = hist_serialise(&want, &slen);
+	cr_assert_eq(jnl_rec_snapshot(j, state, slen), 0);
+	free(state);
+	cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), -ESTALE);
+	cr_assert_eq(jnl_rec_first_seq(j), 802);
+	cr_assert_eq(jnl_rec_last_seq(j), 801);
+	jnl_rec_close(j);
+	hist_free(&want);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
+/* Invariant 14: a snapshot at another log's seq below this log's last
+ * record, with a crash at every write-level step: reopened, the journal
+ * holds the old state or the new one, never the new snapshot with the
+ * old records above its seq; and appends go on at the seq after. */
+Test(reclog, snapshot_at_lower_seq_crash_at_every_step)
+{
+	for (unsigned nth = 1; nth <= 12; nth++) {
+		char *dir = make_dir();
+		struct hist want = { 0 }, got = { 0 }, other = { 0 };
+		struct jnl_rec *j;
+		uint8_t *state;
+		size_t len;
+		int rc;
+
+		cr_assert_eq(open_into(dir, &got, &j), 0);
+		append_n(j, &want, 0, 20);
+		/* the other log's state: 5 records of another history */
+		for (unsigned i = 0; i < 5; i++)
+			hist_push(&other, i + 1, "z", 1);
+		state = hist_serialise(&other, &len);
+		jnl_rec_inject_fault(j, nth, FAULT_FAIL);
+		rc = jnl_rec_snapshot_at(j, state, len, 5);
+		free(state);
+		if (rc == 0) {
+			uint64_t seq;
+
+			cr_assert_eq(jnl_rec_last_seq(j), 5);
+			cr_assert_eq(jnl_rec_append(j, "y", 1, &seq), 0);
+			cr_assert_eq(seq, 6);
+			hist_push(&other, 6, "y", 1);
+		} else {
+			cr_assert_eq(jnl_rec_append(j, "y", 1, NULL), -EIO,
+				     "step %u: a failed snapshot_at aborts",
+				     nth);
+		}
+		jnl_rec_close(j);
+		cr_assert_eq(open_into(dir, &got, &j), 0, "step %u", nth);
+		if (got.snap_calls == 1 && got.n >= 5 && got.v[0].len == 1 &&
+		    got.v[0].data[0] == 'z') {
+			/* the new state, with at most the new record */
+			cr_assert_leq(got.n, rc == 0 ? 6u : 5u);
+			assert_hist_eq(&got, &other, got.n, "new state");
+		} else {
+			/* the old one, its records dropped or kept whole */
+			cr_assert(got.n == 0 || got.n == 20,
+				  "step %u: %zu old records", nth, got.n);
+			assert_hist_eq(&got, &want, got.n, "old state");
+		}
+		jnl_rec_close(j);
+		hist_free(&want);
+		hist_free(&got);
+		hist_free(&other);
+		rm_dir(dir);
+	}
+}
