@@ -59,7 +59,8 @@ void usage(FILE *f)
 "              verify uses at least 120 s per checksum)\n"
 "\n"
 "commands:\n"
-"  status [--json]          servers, their states and reachability; exits 3 if a\n"
+"  status [--json]          servers, their states and reachability, each iod's\n"
+"                           checksum counters and last scrub; exits 3 if a\n"
 "                           group is degraded, an iod does not answer, or one\n"
 "                           mgrd of a pair is down or syncing\n"
 "  verify                   compare every subfile on both twins of its group\n"
@@ -235,6 +236,10 @@ struct iod_probe {
 	bool reachable;
 	int rc;            /* 0 or the connect/ping error */
 	double rtt_ms;
+	/* its checksum counters and last scrub (SCRUB without start,
+	 * docs/ARCHITECTURE.md "Integrity"), when it answered */
+	bool has_scrub;
+	Twinfs__ScrubReply scrub;
 };
 
 static void probe_iod(struct ctl *ctl, const Twinfs__IodInfo *info,
@@ -269,6 +274,20 @@ static void probe_iod(struct ctl *ctl, const Twinfs__IodInfo *info,
 		if (pr->epoch == 0 || (info->incarnation &&
 		    pr->incarnation != info->incarnation))
 			rc = -ENOTCONN;
+	}
+	if (rc >= 0) {
+		Twinfs__Scrub q = TWINFS__SCRUB__INIT;   /* status only */
+		struct wire_msg *sr = NULL;
+
+		if (ctl_call(s, what, addr, TWINFS__MSG_TYPE__MSG_SCRUB,
+			     &q.base, &sr, true) >= 0) {
+			p->scrub = *(const Twinfs__ScrubReply *)sr->body;
+			p->scrub.base.unknown_fields = NULL;
+			p->scrub.base.n_unknown_fields = 0;
+			p->has_scrub = true;
+		}
+		if (sr)
+			wire_msg_free(sr);
 	}
 out:
 	p->rc = rc < 0 ? rc : 0;
@@ -335,6 +354,81 @@ static void json_mgrds(const struct ctl_mgrd *m, int n)
 		printf("}");
 	}
 	printf("]");
+}
+
+/* "2026-12-05 01:02:03 UTC" of CLOCK_REALTIME seconds t. */
+static void utc_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm))
+		strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	else
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+/* The checksum lines of `status`, one per iod: the blocks found bad,
+ * healed and bad on both since it started, and its last finished scrub.
+ * "iod N checksums: ..." so that no column of the iod table above can
+ * be mistaken for it by a script. */
+static void print_csums(const Twinfs__ClusterMap *map,
+			const struct iod_probe *p)
+{
+	for (size_t i = 0; i < map->n_iods; i++) {
+		const Twinfs__ScrubReply *r = &p[i].scrub;
+		char when[48], last[160];
+
+		if (!p[i].has_scrub) {
+			printf("iod %u checksums: unknown (no answer)\n",
+			       map->iods[i]->id);
+			continue;
+		}
+		if (!r->csum_enabled) {
+			printf("iod %u checksums: none kept here "
+			       "(ordered/writeback)\n", map->iods[i]->id);
+			continue;
+		}
+		utc_time(r->last_done, when, sizeof(when));
+		if (r->running)
+			snprintf(last, sizeof(last), "running, %" PRIu64
+				 " bytes read", r->bytes);
+		else if (r->last_known)
+			snprintf(last, sizeof(last), "%s, %" PRIu64 " bad, %"
+				 PRIu64 " healed, %" PRIu64 " unrepairable",
+				 when, r->last_bad, r->last_healed,
+				 r->last_unhealed);
+		else
+			snprintf(last, sizeof(last), "none finished");
+		printf("iod %u checksums: %" PRIu64 " bad blocks found, %" PRIu64
+		       " healed, %" PRIu64 " unrepairable; last scrub: %s\n",
+		       map->iods[i]->id, r->csum_mismatches, r->csum_healed,
+		       r->csum_unhealed, last);
+	}
+}
+
+/* ,"csum":{..},"scrub":{..} of one iod: null when it did not answer. */
+static void json_csums(const struct iod_probe *p)
+{
+	const Twinfs__ScrubReply *r = &p->scrub;
+
+	if (!p->has_scrub) {
+		printf(",\"csum\":null,\"scrub\":null");
+		return;
+	}
+	printf(",\"csum\":{\"enabled\":%s,\"bad\":%" PRIu64 ",\"healed\":%"
+	       PRIu64 ",\"unrepairable\":%" PRIu64 "}",
+	       r->csum_enabled ? "true" : "false", r->csum_mismatches,
+	       r->csum_healed, r->csum_unhealed);
+	printf(",\"scrub\":{\"running\":%s,\"runs\":%" PRIu64,
+	       r->running ? "true" : "false", r->runs);
+	if (r->last_known)
+		printf(",\"last_done\":%" PRId64 ",\"last_bad\":%" PRIu64
+		       ",\"last_healed\":%" PRIu64 ",\"last_unrepairable\":%"
+		       PRIu64 "}", r->last_done, r->last_bad, r->last_healed,
+		       r->last_unhealed);
+	else
+		printf(",\"last_done\":null}");
 }
 
 static int cmd_status(struct ctl *ctl, int argc, char **argv)
@@ -430,6 +524,7 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 				printf(",\"error\":");
 				json_string(stdout, errno_cause(probes[i].rc));
 			}
+			json_csums(&probes[i]);
 			printf("}");
 		}
 		printf("],\"degraded_groups\":[");
@@ -479,6 +574,7 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 			printf("%-5u %-6u %-5u %-22s %-10s %s\n", io->id,
 			       io->group, io->twin_index, addr, state, ping);
 		}
+		print_csums(map, probes);
 		if (n_degraded == 0 && n_unreachable == 0)
 			printf("all %zu iods up, %u groups healthy\n",
 			       map->n_iods, map->n_groups);

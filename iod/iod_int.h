@@ -235,7 +235,7 @@ struct iod_csum_stats {
 	uint64_t bad_off;          /* the last read's first bad block */
 	uint64_t read_mismatches;  /* reads that found one */
 	uint64_t healed;           /* blocks rewritten from the twin */
-	uint64_t unhealed;         /* reads failed: both copies bad */
+	uint64_t unhealed;         /* blocks a read found bad on both copies */
 	uint64_t wire_mismatches;  /* WRITE data refused (Write.data_crc) */
 	bool enabled;              /* checked here (data=journal) */
 	bool bench_off;            /* iod_store_opts.bench_no_csum */
@@ -253,6 +253,11 @@ struct iod_csum_stats *iod_store_csum_stats(struct iod_store *s);
  * fails; 0 when it matches, is unchecked or is journal-resident. */
 int iod_store_csum_verify(struct iod_store *s, uint64_t ino, uint32_t column,
 			  uint64_t blk);
+/* iod_store_read, but a home block failing its checksum is read as it is
+ * on disk (no -EBADMSG): heal.c takes each block from where it checks. */
+long iod_store_read_unchecked(struct iod_store *s, uint64_t ino,
+			      uint32_t column, uint64_t off, size_t len,
+			      uint8_t **out, struct iod_sub_stat *st);
 
 /* Subfiles held as lost (store_lost.c): their journaled changes could not
  * be brought home (a checkpoint or replay failed for a reason of the
@@ -602,13 +607,15 @@ void iod_hello(const struct iod *d, Twinfs__Hello *hello);
 /* A reply built only from a status (no body). */
 void iod_reply_status(struct wire_conn *c, const struct wire_msg *m, int rc);
 
-/* heal.c: a READ (m, whose iod_store_read said -EBADMSG) served from
- * the twin and our bad blocks rewritten; from_twin: the twin asked, so it
- * gets -EBADMSG (never healed back).  Replies to m; the caller frees m. */
+/* heal.c: a READ (m, whose iod_store_read said -EBADMSG) served block by
+ * block from where each block is good, our bad blocks rewritten from the
+ * twin; EIO when it covers a block bad on both.  from_twin: the twin
+ * asked, so it gets -EBADMSG; a READ of several blocks then heals each of
+ * ours alone (heal.c header).  Replies to m; the caller frees m. */
 void iod_heal_read(struct iod *d, struct wire_conn *c,
 		   const struct wire_msg *m, bool from_twin);
-/* The same for the scrub: [off, off + len) of (ino, column) read from the
- * twin, our bad blocks in it rewritten; no reply. */
+/* The same for the scrub: each of our bad blocks in [off, off + len) of
+ * (ino, column) read alone from the twin and rewritten; no reply. */
 void iod_heal_range(struct iod *d, uint64_t ino, uint32_t column,
 		    uint64_t off, uint64_t len);
 

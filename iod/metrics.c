@@ -196,7 +196,9 @@ static int render(struct tw_mx *x, void *arg)
 		  "Bad blocks rewritten from the twin's verified copy.",
 		  offsetof(struct iod_csum_stats, healed) },
 		{ "twinfs_iod_csum_unhealed_total",
-		  "Reads answered EIO: the block was bad on both twins.",
+		  "Bad blocks no twin could heal (bad on both, or no "
+		  "readable twin), counted at each read or scrub that met "
+		  "one: reads of them get EIO.",
 		  offsetof(struct iod_csum_stats, unhealed) },
 		{ "twinfs_iod_csum_wire_mismatches_total",
 		  "WRITE data refused: it did not match Write.data_crc.",

@@ -13,7 +13,10 @@
  * goes when the scrub ends.
  * Scheduled: DIR/twinfs-scrub-last holds when the last scrub finished
  * (CLOCK_REALTIME seconds, one decimal line; written at the first start
- * too, so a new iod does not scrub at once); once a minute (or each
+ * too, so a new iod does not scrub at once) and, after a finished scrub,
+ * its result on the same line: blocks it found bad, blocks healed and
+ * blocks found bad on both twins during it (four decimals; a line of one
+ * says no result, as an older iod wrote it); once a minute (or each
  * scrub_interval, when shorter) a scrub starts at scrub_rate when that
  * is scrub_interval ago ([iod] scrub_interval, 0 = never by itself).
  * Yields to user I/O: a tick after which users read from disk, or while
@@ -45,9 +48,12 @@ struct iod_scrub {
 	uint64_t ino, off;           /* the cursor: next byte to read */
 	uint32_t column;
 	uint64_t subfiles, bytes, bad, runs, saved_ms;
+	uint64_t bad_blocks;           /* blocks this run found bad */
 	uint64_t healed0, unhealed0;   /* the iod's counters at the start */
 	uint64_t checked_seen;         /* csum `checked` after our last tick */
 	int64_t last_done_s;           /* when the last scrub finished */
+	bool last_known;               /* ... with this result: */
+	uint64_t last_bad, last_healed, last_unhealed;
 	uv_timer_t sched;
 	int open_handles;              /* at stop: timers not yet closed */
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
@@ -72,11 +78,17 @@ static void save_line(const char *tmp, const char *path, const char *line,
 /* DIR/twinfs-scrub-last. */
 static void save_last(struct iod_scrub *sc)
 {
-	char line[32];
+	char line[96];
 	char tmp[PATH_MAX + 40];
 	int n;
 
-	n = snprintf(line, sizeof(line), "%lld\n", (long long)sc->last_done_s);
+	if (sc->last_known)
+		n = snprintf(line, sizeof(line), "%lld %" PRIu64 " %" PRIu64
+			     " %" PRIu64 "\n", (long long)sc->last_done_s,
+			     sc->last_bad, sc->last_healed, sc->last_unhealed);
+	else
+		n = snprintf(line, sizeof(line), "%lld\n",
+			     (long long)sc->last_done_s);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", sc->last);
 	save_line(tmp, sc->last, line, n);
 }
@@ -118,10 +130,18 @@ static void finish(struct iod_scrub *sc)
 	uv_timer_stop(&sc->timer);
 	save(sc, true);
 	sc->last_done_s = now_s();
+	sc->last_known = true;
+	sc->last_bad = sc->bad_blocks;
+	sc->last_healed = iod_store_csum_stats(sc->d->store)->healed -
+			  sc->healed0;
+	sc->last_unhealed = iod_store_csum_stats(sc->d->store)->unhealed -
+			    sc->unhealed0;
 	save_last(sc);
 	tw_info("iod %" PRIu32 ": scrub done: %" PRIu64 " subfiles, %" PRIu64
-		" bytes, %" PRIu64 " reads found a bad block", sc->d->id,
-		sc->subfiles, sc->bytes, sc->bad);
+		" bytes, %" PRIu64 " reads found a bad block, %" PRIu64
+		" bad blocks, %" PRIu64 " blocks healed, %" PRIu64 " bad on "
+		"both twins", sc->d->id, sc->subfiles, sc->bytes, sc->bad,
+		sc->last_bad, sc->last_healed, sc->last_unhealed);
 }
 
 /* The subfile after the cursor: false at the end of the listing. */
@@ -149,7 +169,7 @@ static void start(struct iod_scrub *sc, uint32_t rate_mb, const char *why)
 
 	sc->running = true;
 	sc->have_cur = false;
-	sc->subfiles = sc->bytes = sc->bad = 0;
+	sc->subfiles = sc->bytes = sc->bad = sc->bad_blocks = 0;
 	sc->healed0 = iod_store_csum_stats(d->store)->healed;
 	sc->unhealed0 = iod_store_csum_stats(d->store)->unhealed;
 	sc->rate_mb = rate_mb ? rate_mb : SCRUB_RATE_MB;
@@ -208,9 +228,11 @@ static void on_tick(uv_timer_t *t)
 			     b * 4096 < sc->off + want; b++)
 				if (iod_store_csum_verify(d->store, sc->ino,
 							  sc->column, b) ==
-				    -EBADMSG)
+				    -EBADMSG) {
+					sc->bad_blocks++;
 					iod_heal_range(d, sc->ino, sc->column,
 						       b * 4096, 4096);
+				}
 			n = (long)want;
 		}
 		if (n <= 0) {
@@ -232,9 +254,11 @@ static void on_tick(uv_timer_t *t)
 int iod_scrub_init(struct iod *d)
 {
 	struct iod_scrub *sc = calloc(1, sizeof(*sc));
-	unsigned long long ino = 0, off = 0;
+	unsigned long long ino = 0, off = 0, lb = 0, lh = 0, lu = 0;
 	unsigned col = 0, rate = 0;
+	long long done = 0;
 	FILE *f;
+	int n;
 
 	if (!sc)
 		return -ENOMEM;
@@ -248,9 +272,16 @@ int iod_scrub_init(struct iod *d)
 	sc->sched.data = sc;
 	d->scrub = sc;
 	f = fopen(sc->last, "re");
-	if (!f || fscanf(f, "%lld", (long long *)&sc->last_done_s) != 1) {
+	n = f ? fscanf(f, "%lld %llu %llu %llu", &done, &lb, &lh, &lu) : 0;
+	if (n < 1) {
 		sc->last_done_s = now_s();   /* a new iod: a full interval */
 		save_last(sc);
+	} else {
+		sc->last_done_s = (int64_t)done;
+		sc->last_known = n == 4;
+		sc->last_bad = lb;
+		sc->last_healed = lh;
+		sc->last_unhealed = lu;
 	}
 	if (f)
 		fclose(f);
@@ -333,6 +364,15 @@ void iod_scrub_request(struct iod *d, struct wire_conn *c,
 	r.unhealed = iod_store_csum_stats(d->store)->unhealed - sc->unhealed0;
 	r.cur_ino = sc->have_cur ? sc->ino : 0;
 	r.cur_column = sc->column;
+	r.csum_mismatches = iod_store_csum_stats(d->store)->mismatches;
+	r.csum_healed = iod_store_csum_stats(d->store)->healed;
+	r.csum_unhealed = iod_store_csum_stats(d->store)->unhealed;
+	r.csum_enabled = iod_store_csum_stats(d->store)->enabled;
+	r.last_done = sc->last_done_s;
+	r.last_known = sc->last_known;
+	r.last_bad = sc->last_bad;
+	r.last_healed = sc->last_healed;
+	r.last_unhealed = sc->last_unhealed;
 	wire_reply(c, &m->hdr, 0, &r.base, NULL, 0);
 }
 

@@ -5,12 +5,16 @@
 #     after a checkpoint): the file reads back byte for byte 4 times after
 #     dropping caches, the iod logs the subfile and offset, mgrd logs the
 #     path, /metrics counts it, and the bad copy is rewritten on disk;
-#   - the same block damaged on both twins: EIO for a read of that block
-#     only, other ranges read fine;
+#   - block 0 bad on one twin and block 1 on the other: a read across
+#     both is served block by block from where each is good, and both
+#     copies are healed;
+#   - the same block damaged on both twins: EIO for a read that covers
+#     that block only, its neighbours and other ranges read fine;
 #   - twinfsctl verify names the good twin of a block bad on one, and a
 #     block bad on both;
-#   - twinfsctl scrub --wait heals blocks no one read, on both twins, and
-#     a scrub cut by kill -9 of its iod resumes at its next start;
+#   - twinfsctl scrub --wait heals blocks no one read, on both twins,
+#     twinfsctl status shows each iod's checksum counters and last scrub,
+#     and a scrub cut by kill -9 of its iod resumes at its next start;
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
@@ -25,8 +29,8 @@ SZ=$((1 << 20))
 RUN=$TWINFS_RUN_DIR
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0" ||
 	fail layout "setfattr failed"
-for f in one both ver scr; do head -c $SZ /dev/urandom >"$T/$f"; done
-cp "$T/one" "$M/g0/one" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" &&
+for f in one two both ver scr; do head -c $SZ /dev/urandom >"$T/$f"; done
+cp "$T/one" "$M/g0/one" && cp "$T/two" "$M/g0/two" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" &&
 	cp "$T/scr" "$M/g0/scr" ||
 	fail write "cp failed"
 ctl sync >/dev/null || fail sync "twinfsctl sync failed"
@@ -65,6 +69,24 @@ PYEOF
 same_range() {
 	cmp -s <(dd if="$1" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null) \
 		<(dd if="$2" bs=4096 skip=$(($3 / 4096)) count=$(($4 / 4096)) 2>/dev/null)
+}
+
+# rd NAME OFF LEN: pread LEN bytes at OFF of g0/NAME, without readahead:
+# "ok" (the reference's bytes), "prefix" (a short read of them: the kernel
+# returns what it read before a failing page), "wrong N" or "error ERRNO"
+rd() {
+	"$PY" - "$M/g0/$1" "$T/$1" "$2" "$3" <<'PYEOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+off, n = int(sys.argv[3]), int(sys.argv[4])
+ref = open(sys.argv[2], "rb").read()[off:off + n]
+try:
+    b = os.pread(fd, n, off)
+    print("ok" if b == ref else "prefix" if b == ref[:len(b)] else "wrong %d" % len(b))
+except OSError as e:
+    print("error", e.errno)
+PYEOF
 }
 
 # --- the damaged WRITE frame: refused by its iod, sent again by the client
@@ -110,6 +132,31 @@ for off in 98304 598016; do same_range "$T/one" "$p1" $off 4096 && healed=$((hea
 dd if="$T/one" of="$M/g0/one" bs=4096 skip=24 seek=24 count=1 conv=notrunc 2>/dev/null
 dd if="$T/one" of="$M/g0/one" bs=4096 skip=146 seek=146 count=1 conv=notrunc 2>/dev/null
 
+# --- block 0 bad on iod 1, block 1 bad on iod 2: whichever twin serves
+# the read, the other has a bad block in its range; each block comes from
+# where it is good and both copies are healed (heal.c)
+pt1=$(subpath 1 two) pt2=$(subpath 2 two)
+flip "$pt1" 100
+flip "$pt2" 5000
+h0=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+drop_caches
+out=$(rd two 0 8192)
+[[ $out == ok ]] && pass split-bad-read || fail split-bad-read "$out"
+for ((i = 0; i < 100; i++)); do
+	h1=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_healed_total)))
+	((h1 - h0 >= 2)) && break
+	sleep 0.1
+done
+((h1 - h0 == 2)) && pass split-bad-healed-two || fail split-bad-healed-two "healed $((h1 - h0))"
+for ((i = 0; i < 100; i++)); do
+	[[ $(metric 1 twinfs_iod_journal_used_bytes) == 0 && $(metric 2 twinfs_iod_journal_used_bytes) == 0 ]] && break
+	sleep 0.1
+done
+same_range "$T/two" "$pt1" 0 4096 && same_range "$T/two" "$pt2" 4096 4096 &&
+	pass split-bad-repaired-both || fail split-bad-repaired-both "a bad block of two is still on disk"
+drop_caches
+assert_same_file split-bad-reads "$T/two" "$M/g0/two"
+
 # --- verify names the good twin (ver: bad on iod 2) and a block bad on both
 pb1=$(subpath 1 both) pb2=$(subpath 2 both)
 flip "$pb1" 200000
@@ -123,6 +170,8 @@ echo "$out" | grep -q "^BAD-BOTH .*g0/both .*region 0 fails its block checksums 
 	pass verify-bad-on-both || fail verify-bad-on-both "no BAD-BOTH line for g0/both"
 [[ $(echo "$out" | grep -c '^DIFFER') == 2 ]] && pass verify-two-differ ||
 	fail verify-two-differ "$(echo "$out" | grep -c '^DIFFER') DIFFER lines"
+echo "$out" | grep -q 'g0/two' && fail verify-split-healed "verify names g0/two" ||
+	pass verify-split-healed
 # ver's bad block is read (from whichever twin) and rewritten through the mount
 drop_caches
 assert_same_file ver-reads "$T/ver" "$M/g0/ver"
@@ -130,26 +179,18 @@ dd if="$T/ver" of="$M/g0/ver" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/de
 
 # --- both twins bad: EIO for that block only
 drop_caches
-out=$("$PY" - "$M/g0/both" "$T/both" <<'PYEOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-ref = open(sys.argv[2], "rb").read()
-try:
-    os.pread(fd, 4096, 196608)   # the block holding offset 200000
-    print("bad-block-read")
-except OSError as e:
-    print("bad-block", e.errno)
-for off in (0, 65536, 524288, 786432, 1044480):
-    b = os.pread(fd, 4096, off)
-    print("ok" if b == ref[off:off + 4096] else "wrong", off)
-PYEOF
-)
+# (each read of the bad block takes the client's deadline: it retries EIO)
+out=$(rd both 196608 4096              # the block holding offset 200000
+	rd both 192512 12288             # from the block before it, across it
+	for off in 0 65536 192512 200704 524288 786432 1044480; do rd both $off 4096; done)
 echo "$out" | sed 's/^/# /'
-[[ $(echo "$out" | head -n 1) == "bad-block 5" ]] && pass both-bad-eio ||
-	fail both-bad-eio "$(echo "$out" | head -n 1)"
-[[ $(echo "$out" | grep -c '^ok') == 5 ]] && pass both-bad-other-ranges ||
-	fail both-bad-other-ranges "$(echo "$out" | grep -v '^ok' | tr '\n' ' ')"
+[[ $(echo "$out" | sed -n 1p) == "error 5" ]] && pass both-bad-eio ||
+	fail both-bad-eio "$(echo "$out" | sed -n 1p)"
+# at most the block before it, never wrong bytes
+[[ $(echo "$out" | sed -n 2p) =~ ^(prefix|error\ 5)$ ]] && pass both-bad-span-prefix ||
+	fail both-bad-span-prefix "$(echo "$out" | sed -n 2p)"
+[[ $(echo "$out" | tail -n +3 | grep -c '^ok') == 7 ]] && pass both-bad-other-ranges ||
+	fail both-bad-other-ranges "$(echo "$out" | tail -n +3 | grep -v '^ok' | tr '\n' ' ')"
 # an overwrite of the range through the mount heals it on both
 dd if="$T/both" of="$M/g0/both" bs=4096 skip=48 seek=48 count=1 conv=notrunc 2>/dev/null
 drop_caches
@@ -174,6 +215,20 @@ h1=$(($(metric 1 twinfs_iod_csum_healed_total) + $(metric 2 twinfs_iod_csum_heal
 out=$(ctl scrub --status --json 1)
 [[ $out == *'"iod": 1, "running": false'*'"runs": 1}'* ]] && pass scrub-status-json ||
 	fail scrub-status-json "$out"
+# twinfsctl status: each iod's checksum counters (as /metrics) and its
+# last scrub
+h=$(metric 1 twinfs_iod_csum_healed_total) u=$(metric 1 twinfs_iod_csum_unhealed_total)
+out=$(ctl status 2>&1)
+echo "$out" | grep checksums | sed 's/^/# /'
+echo "$out" | grep -q "^iod 1 checksums: [0-9]* bad blocks found, $h healed, $u unrepairable; last scrub: 20[0-9-]* [0-9:]* UTC, 1 bad, [01] healed, 0 unrepairable$" &&
+	pass status-checksums || fail status-checksums "$(echo "$out" | grep '^iod 1 checksums')"
+out=$(ctl status --json 2>&1 | "$PY" -c '
+import json, sys
+i = [x for x in json.load(sys.stdin)["iods"] if x["id"] == 1][0]
+c, s = i["csum"], i["scrub"]
+print(c["enabled"], c["healed"], c["unrepairable"], s["last_bad"],
+      s["last_healed"] in (0, 1), s["last_unrepairable"], s["last_done"] > 0)' 2>&1)
+assert_eq status-json-checksums "True $h $u 1 True 0 True" "$out"
 # a scrub cut by kill -9 of its iod resumes at the next start
 n1=$(wc -l <"$RUN/logs/iod1.log")
 ctl scrub --rate 1 1 >/dev/null || fail scrub-slow-start "twinfsctl scrub 1 failed"
