@@ -219,10 +219,12 @@ static void mgr_addr_failed(struct fc_client *cl, struct wire_peer *p,
 	wire_peer_set_addr(cl->ctl, a->host, a->port);
 	/* A connection still up to the one left (it left a request or a
 	 * ping unanswered) goes: its calls are sent again to the new
-	 * address.  A peer whose connecting failed is not connected. */
-	if (wire_peer_connected(cl->mgr))
+	 * address.  So does a connect still in flight to it (a silent
+	 * host: the kernel would try for a minute or more before the new
+	 * address were tried).  A peer whose connecting failed is idle. */
+	if (wire_peer_connected(cl->mgr) || wire_peer_connecting(cl->mgr))
 		wire_peer_reset(cl->mgr);
-	if (wire_peer_connected(cl->ctl))
+	if (wire_peer_connected(cl->ctl) || wire_peer_connecting(cl->ctl))
 		wire_peer_reset(cl->ctl);
 }
 

@@ -333,6 +333,9 @@ int wire_call_z(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body
  * call reconnects. */
 void wire_peer_reset(struct wire_peer *p);
 bool wire_peer_connected(const struct wire_peer *p);
+/* A TCP connect is in flight (no answer yet: to a silent host it lasts
+ * until the kernel gives up, a minute or more). */
+bool wire_peer_connecting(const struct wire_peer *p);
 /* The reason the server gave with its last refusal of AUTH or HELLO
  * ("" when it gave none); valid until the next connection attempt. */
 const char *wire_peer_refusal(const struct wire_peer *p);

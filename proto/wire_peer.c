@@ -124,6 +124,11 @@ bool wire_peer_connected(const struct wire_peer *p)
 	return p->state == P_READY;
 }
 
+bool wire_peer_connecting(const struct wire_peer *p)
+{
+	return p->state == P_CONNECTING;
+}
+
 enum tw_channel wire_peer_channel(const struct wire_peer *p)
 {
 	return p->conn && p->conn->tx_seal ? p->conn->chan : TW_CHANNEL_NONE;
