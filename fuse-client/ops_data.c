@@ -1365,7 +1365,10 @@ static void read_piece_cb(int status, struct wire_msg *reply, void *arg)
 		pc->status = status;
 		if (fc_is_transport_err(status))
 			fc_report(cl, pc->iod, status);
-		if (status != -ESTALE && !cap_refusal(status) &&
+		/* -EUCLEAN: bad on both twins (proto/FORMAT.md "Integrity"),
+		 * which the iod found with its twin: final. */
+		if (status != -ESTALE && status != -EUCLEAN &&
+		    !cap_refusal(status) &&
 		    !cl->stopping &&
 		    !fc_op_interrupted(&d->op) && remaining_ms(d) > 0 &&
 		    pc->attempts < 2) {

@@ -176,8 +176,10 @@ static void heal_finish(struct heal *h)
 		if (b < h->off + h->len && b + HEAL_BS > h->off)
 			eio = true;
 	}
+	/* The twin said its copy is bad too: final (-EUCLEAN, the client
+	 * does not retry it); no readable twin: -EIO, a failover's error. */
 	if (eio) {
-		reply_status(h, -EIO);
+		reply_status(h, h->why == -EBADMSG ? -EUCLEAN : -EIO);
 		goto out;
 	}
 	if (!h->c || !wire_conn_is_open(h->c))
