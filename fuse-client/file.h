@@ -47,6 +47,7 @@ struct fc_file {
 	/* [loop] its report inside a SETATTR in flight (fc_report_embed) */
 	struct fc_report *embedded;
 	struct fc_file *dirty_prev, *dirty_next; /* [loop] */
+	struct fc_file *all_prev, *all_next;     /* [loop] cl->files */
 };
 
 #endif

@@ -812,6 +812,7 @@ out:
 	client_shutdown(cl);
 	if (se)
 		fuse_session_destroy(se);
+	fc_files_free(cl);
 	fc_inodes_free(cl);
 	fc_sa_free(&cl->sa);
 	fc_dl_free(&cl->dl);

@@ -338,6 +338,9 @@ struct fc_client {
 	atomic_bool wb_errs_any;
 	/* open files with unreported writes */
 	struct fc_file *dirty_head;
+	/* [loop] every open file: those whose RELEASE never came (the
+	 * kernel sends none once unmounted) are freed at exit */
+	struct fc_file *files;
 	/* Size reports in flight per inode, and the SETATTRs waiting for an
 	 * inode's count to reach zero (fc_report_ino). */
 	struct tw_hmap reports_inflight;   /* [loop] ino -> count */

@@ -53,6 +53,10 @@ static struct fc_file *file_new(struct fc_client *cl, uint64_t ino,
 	f->flags = flags;
 	f->refs = 1;
 	f->end_gen = a->trunc_gen;
+	f->all_next = cl->files;
+	if (cl->files)
+		cl->files->all_prev = f;
+	cl->files = f;
 	return f;
 }
 

@@ -37,12 +37,29 @@ static void dirty_remove(struct fc_client *cl, struct fc_file *f)
 	f->dirty_prev = f->dirty_next = NULL;
 }
 
+static void file_free(struct fc_client *cl, struct fc_file *f)
+{
+	dirty_remove(cl, f);
+	if (f->all_prev)
+		f->all_prev->all_next = f->all_next;
+	else if (cl->files == f)
+		cl->files = f->all_next;
+	if (f->all_next)
+		f->all_next->all_prev = f->all_prev;
+	free(f);
+}
+
 void fc_file_put(struct fc_client *cl, struct fc_file *f)
 {
 	if (--f->refs > 0)
 		return;
-	dirty_remove(cl, f);
-	free(f);
+	file_free(cl, f);
+}
+
+void fc_files_free(struct fc_client *cl)
+{
+	while (cl->files)
+		file_free(cl, cl->files);
 }
 
 /* ------------------------------------------------------- size reports */

@@ -23,6 +23,8 @@ bool fc_report_ino(struct fc_client *cl, uint64_t ino,
 void fc_flush_all(struct fc_client *cl, void (*done)(void *arg), void *arg);
 /* Loop thread: drop a reference to f; frees it at zero. */
 void fc_file_put(struct fc_client *cl, struct fc_file *f);
+/* At exit, the loop stopped: free every file still open. */
+void fc_files_free(struct fc_client *cl);
 /* Loop thread: f has a completed, unreported write: put it on
  * the dirty list (reported every FC_REPORT_INTERVAL_MS). */
 void fc_file_dirty(struct fc_client *cl, struct fc_file *f);
