@@ -93,10 +93,12 @@
 
 /* ------------------------------------------------------------- namespace */
 
+/* Packed to 12 bytes: three in every inode (docs/ARCHITECTURE.md
+ * "Namespace": memory per inode). */
 struct mgr_time {
 	int64_t sec;
 	uint32_t nsec;
-};
+} __attribute__((packed, aligned(4)));
 
 struct mgr_xattr {
 	struct mgr_xattr *next;   /* insertion order */
@@ -144,8 +146,12 @@ struct mgr_inode {
 	uint64_t trunc_gen;
 	uint64_t data_version;
 	struct mgr_time atime, mtime, ctime;
-	struct r0_layout layout;  /* regular files (stripe_count 0 otherwise) */
-	uint64_t *col_blocks;     /* regular files: layout.stripe_count entries */
+	/* Regular files: shared by reference (lay.c), never NULL;
+	 * &mgr_layout_none (stripe_count 0) otherwise. */
+	const struct r0_layout *layout;
+	/* Regular files: layout->stripe_count entries, or NULL while every
+	 * one is 0 (an empty file never gets the array). */
+	uint64_t *col_blocks;
 	char *target;             /* symlinks */
 	struct mgr_dir *dir;      /* directories */
 	struct mgr_xattr *xattrs;
@@ -413,6 +419,16 @@ int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
 		     uint32_t size, bool trusted);
 int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		       const struct mgr_time *now);
+
+/* Layouts shared by reference (lay.c): an interned copy of l with one
+ * more reference (&mgr_layout_none for stripe_count 0), NULL on ENOMEM;
+ * put drops a reference. */
+extern const struct r0_layout mgr_layout_none;
+const struct r0_layout *mgr_layout_get(const struct r0_layout *l);
+void mgr_layout_put(const struct r0_layout *l);
+/* Column k's blocks of a regular file (allocates the array for a value
+ * other than 0).  0 or -ENOMEM. */
+int mgr_inode_set_blocks(struct mgr_inode *in, uint32_t k, uint64_t blocks);
 
 /* Building blocks for loading a snapshot (record.c). */
 struct mgr_dir *mgr_dir_new(uint64_t parent);

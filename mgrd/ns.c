@@ -22,6 +22,7 @@
  */
 #include "mgrd_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,7 @@ void mgr_inode_free(struct mgr_inode *in)
 	dir_free(in->dir);
 	free(in->target);
 	free(in->col_blocks);
+	mgr_layout_put(in->layout);
 	free(in);
 }
 
@@ -315,7 +317,7 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 	uint64_t sum = 0;
 
 	if (in->col_blocks)
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
 			sum += in->col_blocks[k];
 	return sum;
 }
@@ -329,7 +331,7 @@ static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 		in->orphan = false;
 		ns->n_orphans--;
 	}
-	if (S_ISREG(in->mode) && in->layout.stripe_count > 0) {
+	if (S_ISREG(in->mode) && in->layout->stripe_count > 0) {
 		struct mgr_pdel *pd = calloc(1, sizeof(*pd));
 
 		/* On ENOMEM the subfiles stay on the iods, referenced by
@@ -337,7 +339,7 @@ static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 		 * nothing else); the namespace stays consistent. */
 		if (pd) {
 			pd->ino = in->ino;
-			pd->layout = in->layout;
+			pd->layout = *in->layout;
 			if (tw_hmap_put(&ns->pdel, pd->ino, pd) < 0) {
 				free(pd);
 			} else if (ns->on_pdel) {
@@ -371,6 +373,7 @@ struct mgr_inode *mgr_inode_new(uint64_t ino, uint32_t mode)
 		return NULL;
 	in->ino = ino;
 	in->mode = mode;
+	in->layout = &mgr_layout_none;
 	return in;
 }
 
@@ -457,14 +460,29 @@ static int pick_dir_layout(struct mgr_ns *ns, const struct mgr_dir *d,
 
 int mgr_inode_set_layout(struct mgr_inode *in, const struct r0_layout *l)
 {
-	uint64_t *cb = calloc(l->stripe_count ? l->stripe_count : 1,
-			      sizeof(*cb));
+	const struct r0_layout *shared = mgr_layout_get(l);
 
-	if (!cb)
+	if (!shared)
 		return -ENOMEM;
 	free(in->col_blocks);
-	in->col_blocks = cb;
-	in->layout = *l;
+	in->col_blocks = NULL;
+	mgr_layout_put(in->layout);
+	in->layout = shared;
+	return 0;
+}
+
+int mgr_inode_set_blocks(struct mgr_inode *in, uint32_t k, uint64_t blocks)
+{
+	assert(k < in->layout->stripe_count);
+	if (!in->col_blocks) {
+		if (blocks == 0)
+			return 0;
+		in->col_blocks = calloc(in->layout->stripe_count,
+					sizeof(*in->col_blocks));
+		if (!in->col_blocks)
+			return -ENOMEM;
+	}
+	in->col_blocks[k] = blocks;
 	return 0;
 }
 
@@ -919,9 +937,11 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		if (sa->trunc_gen > in->trunc_gen)
 			in->trunc_gen = sa->trunc_gen;
 		in->data_version++;
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
-			in->col_blocks[k] = k < sa->n_blocks ? sa->blocks[k]
-							     : 0;
+		/* On ENOMEM the blocks stay as they were: st_blocks is
+		 * advisory, and the record is already decided. */
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
+			(void)mgr_inode_set_blocks(in, k, k < sa->n_blocks
+							  ? sa->blocks[k] : 0);
 		/* truncate(2) updates mtime and ctime. */
 		in->mtime = *now;
 	}
@@ -975,8 +995,9 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		if (size > in->size)
 			in->size = size;
 		for (uint32_t i = 0; i < n; i++)
-			if (cols[i] < in->layout.stripe_count)
-				in->col_blocks[cols[i]] = blocks[i];
+			if (cols[i] < in->layout->stripe_count)
+				(void)mgr_inode_set_blocks(in, cols[i],
+							   blocks[i]);
 	}
 	if (wrote) {
 		/* A report may come after a chmod or chown of the file that

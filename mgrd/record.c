@@ -714,9 +714,9 @@ static void put_inode(struct wbuf *b, const struct mgr_inode *in)
 	put_u32(b, in->open_count);
 	put_u8(b, in->orphan);
 	if (S_ISREG(in->mode)) {
-		put_layout(b, &in->layout);
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
-			put_u64(b, in->col_blocks[k]);
+		put_layout(b, in->layout);
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
+			put_u64(b, in->col_blocks ? in->col_blocks[k] : 0);
 	} else if (S_ISLNK(in->mode)) {
 		put_str(b, in->target);
 	} else if (S_ISDIR(in->mode)) {
@@ -913,7 +913,10 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 			goto fail;
 		rc = -EBADMSG;
 		for (uint32_t k = 0; k < l.stripe_count; k++)
-			in->col_blocks[k] = get_u64(b);
+			if (mgr_inode_set_blocks(in, k, get_u64(b)) < 0) {
+				rc = -ENOMEM;
+				goto fail;
+			}
 	} else if (S_ISLNK(mode)) {
 		const char *t = get_str(b, MGR_SYMLINK_MAX);
 
