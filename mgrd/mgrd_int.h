@@ -136,16 +136,14 @@ struct mgr_dir {
 	int32_t pol_first;          /* -1 = round robin */
 };
 
+/* Fields ordered so that nothing pads (152 bytes: docs/ARCHITECTURE.md
+ * "Namespace", memory per inode). */
 struct mgr_inode {
 	uint64_t ino;
-	uint32_t mode;
-	uint32_t nlink;
-	uint32_t uid, gid;
-	uint32_t rdev;
 	uint64_t size;
 	uint64_t trunc_gen;
 	uint64_t data_version;
-	struct mgr_time atime, mtime, ctime;
+	uint64_t parent;          /* directory of the newest name (INO_PATH) */
 	/* Regular files: shared by reference (lay.c), never NULL;
 	 * &mgr_layout_none (stripe_count 0) otherwise. */
 	const struct r0_layout *layout;
@@ -155,12 +153,14 @@ struct mgr_inode {
 	char *target;             /* symlinks */
 	struct mgr_dir *dir;      /* directories */
 	struct mgr_xattr *xattrs;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint32_t rdev;
 	uint32_t xattr_bytes;
-	uint64_t parent;          /* directory of the newest name (INO_PATH) */
 	uint32_t open_count;      /* handles in all sessions */
+	struct mgr_time atime, mtime, ctime;
 	bool orphan;              /* nlink 0 but open: destroyed at last close */
-	/* volatile, not journaled */
-	uint64_t trunc_pending;   /* truncates sent to iods, not yet applied */
 };
 
 /* A destroyed regular file whose subfiles still have to be deleted. */
@@ -183,8 +183,30 @@ struct mgr_psize {
 	bool busy;                /* a probe of its subfiles is out */
 };
 
+/* The inode table (itab.c): inode pointers keyed by their own number. */
+struct mgr_itab {
+	struct mgr_inode **slots; /* cap entries, NULL = empty */
+	size_t cap;               /* power of two, 0 when empty */
+	size_t count;
+};
+
+void mgr_itab_init(struct mgr_itab *t);
+void mgr_itab_free(struct mgr_itab *t);   /* the table only */
+struct mgr_inode *mgr_itab_get(const struct mgr_itab *t, uint64_t ino);
+/* 0, -EEXIST (the number is in the table) or -ENOMEM. */
+int mgr_itab_put(struct mgr_itab *t, struct mgr_inode *in);
+struct mgr_inode *mgr_itab_del(struct mgr_itab *t, uint64_t ino);
+/* Room for n inodes without growing (snapshot load).  0 or -ENOMEM. */
+int mgr_itab_reserve(struct mgr_itab *t, size_t n);
+/* for (size_t it = 0; mgr_itab_next(t, &it, &in);): no changes meanwhile. */
+bool mgr_itab_next(const struct mgr_itab *t, size_t *it,
+		   struct mgr_inode **in);
+/* Every inode, by ascending number (caller frees the array), NULL on
+ * ENOMEM. */
+struct mgr_inode **mgr_itab_sorted(const struct mgr_itab *t, size_t *n);
+
 struct mgr_ns {
-	struct tw_hmap inodes;    /* ino -> struct mgr_inode */
+	struct mgr_itab inodes;   /* ino -> struct mgr_inode */
 	uint64_t next_ino;        /* never reused */
 	/* Numbers below ino_limit may have been handed out before a crash
 	 * that lost unsynced records: the limit is journaled and synced

@@ -276,7 +276,7 @@ struct mgr_inode *mgr_ns_get(const struct mgr_ns *ns, uint64_t ino)
 {
 	if (ino == 0)
 		return NULL;
-	return tw_hmap_get(&ns->inodes, ino);
+	return mgr_itab_get(&ns->inodes, ino);
 }
 
 static int get_dir(const struct mgr_ns *ns, uint64_t ino, struct mgr_inode **out)
@@ -325,7 +325,7 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 /* The inode has no names and no opens: drop it, queue its subfiles. */
 static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 {
-	tw_hmap_del(&ns->inodes, in->ino);
+	mgr_itab_del(&ns->inodes, in->ino);
 	free(tw_hmap_del(&ns->psize, in->ino));
 	if (in->orphan) {
 		in->orphan = false;
@@ -383,7 +383,7 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 	struct mgr_inode *root;
 
 	memset(ns, 0, sizeof(*ns));
-	tw_hmap_init(&ns->inodes);
+	mgr_itab_init(&ns->inodes);
 	tw_hmap_init(&ns->pdel);
 	tw_hmap_init(&ns->psize);
 	ns->n_groups = n_groups;
@@ -402,7 +402,7 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 	root->nlink = 2;
 	root->parent = MGR_ROOT_INO;
 	root->atime = root->mtime = root->ctime = *now;
-	if (tw_hmap_put(&ns->inodes, MGR_ROOT_INO, root) < 0) {
+	if (mgr_itab_put(&ns->inodes, root) < 0) {
 		mgr_inode_free(root);
 		return -ENOMEM;
 	}
@@ -411,16 +411,17 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 
 void mgr_ns_free(struct mgr_ns *ns)
 {
+	struct mgr_inode *in;
 	uint64_t k;
 	void *v;
 
-	for (size_t it = 0; tw_hmap_next(&ns->inodes, &it, &k, &v);)
-		mgr_inode_free(v);
+	for (size_t it = 0; mgr_itab_next(&ns->inodes, &it, &in);)
+		mgr_inode_free(in);
 	for (size_t it = 0; tw_hmap_next(&ns->pdel, &it, &k, &v);)
 		free(v);
 	for (size_t it = 0; tw_hmap_next(&ns->psize, &it, &k, &v);)
 		free(v);
-	tw_hmap_free(&ns->inodes);
+	mgr_itab_free(&ns->inodes);
 	tw_hmap_free(&ns->pdel);
 	tw_hmap_free(&ns->psize);
 	memset(ns, 0, sizeof(*ns));
@@ -615,12 +616,12 @@ int mgr_ns_create(struct mgr_ns *ns, struct mgr_create *c,
 		in->size = strlen(c->target);
 	}
 	in->nlink = type == S_IFDIR ? 2 : 1;
-	rc = tw_hmap_put(&ns->inodes, in->ino, in);
+	rc = mgr_itab_put(&ns->inodes, in);
 	if (rc < 0)
 		goto fail;
 	rc = dir_add(dir->dir, c->name, in->ino, NULL);
 	if (rc < 0) {
-		tw_hmap_del(&ns->inodes, in->ino);
+		mgr_itab_del(&ns->inodes, in->ino);
 		goto fail;
 	}
 	/* Only a successful create consumes its decisions (N1). */
@@ -1434,14 +1435,13 @@ int mgr_ns_ino_path(const struct mgr_ns *ns, uint64_t ino, char *buf,
 		/* A hard link whose newest name was removed: any other name
 		 * will do (a full scan; admin use only). */
 		if (!e && !in->dir && in->nlink > 0) {
-			uint64_t k;
-			void *v;
+			struct mgr_inode *d;
 
 			for (size_t it = 0; !e &&
-			     tw_hmap_next(&ns->inodes, &it, &k, &v);) {
-				if (((const struct mgr_inode *)v)->dir) {
-					e = name_in(ns, k, ino);
-					parent = k;
+			     mgr_itab_next(&ns->inodes, &it, &d);) {
+				if (d->dir) {
+					e = name_in(ns, d->ino, ino);
+					parent = d->ino;
 				}
 			}
 		}

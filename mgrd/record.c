@@ -757,6 +757,7 @@ static bool rjob_kept(const struct mgr_rjob_rec *r)
 int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 {
 	struct wbuf b = { 0 };
+	struct mgr_inode **inodes;
 	uint64_t *keys;
 	size_t n;
 
@@ -778,13 +779,13 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		put_u8(&b, mi->needs_resync);
 	}
 
-	keys = mgr_hmap_sorted_keys(&st->ns.inodes, &n);
-	if (!keys)
+	inodes = mgr_itab_sorted(&st->ns.inodes, &n);
+	if (!inodes)
 		goto nomem;
 	put_u64(&b, n);
 	for (size_t i = 0; i < n; i++)
-		put_inode(&b, mgr_ns_get(&st->ns, keys[i]));
-	free(keys);
+		put_inode(&b, inodes[i]);
+	free(inodes);
 
 	keys = mgr_hmap_sorted_keys(&st->ns.pdel, &n);
 	if (!keys)
@@ -968,7 +969,9 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 		goto fail;
 	if (in->orphan)
 		ns->n_orphans++;
-	rc = tw_hmap_put(&ns->inodes, ino, in);
+	rc = mgr_itab_put(&ns->inodes, in);
+	if (rc == -EEXIST)
+		rc = -EBADMSG;
 	if (rc < 0)
 		goto fail;
 	return 0;
@@ -1029,7 +1032,7 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		void *cb_arg = ns->on_pdel_arg;
 
 		mgr_ns_free(ns);
-		tw_hmap_init(&ns->inodes);
+		mgr_itab_init(&ns->inodes);
 		tw_hmap_init(&ns->pdel);
 		tw_hmap_init(&ns->psize);
 		ns->n_groups = g;
@@ -1042,6 +1045,11 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 	ns->ino_limit = ino_limit;
 	ns->rr_next = rr_next;
 	n = get_u64(&b);
+	/* The table sized once (no rehash while loading); an inode takes at
+	 * least 64 bytes of snapshot, which bounds a corrupt count. */
+	rc = mgr_itab_reserve(&ns->inodes, TW_MIN(n, (b.len - b.pos) / 64));
+	if (rc < 0)
+		return rc;
 	for (uint64_t i = 0; i < n && !b.err; i++) {
 		rc = get_inode(&b, ns);
 		if (rc < 0)

@@ -974,6 +974,7 @@ static void check_invariants(const struct mgr_state *st)
 {
 	const struct mgr_ns *n = &st->ns;
 	struct tw_hmap names, subdirs, opens;
+	struct mgr_inode *in_;
 	uint64_t k, kk;
 	void *v, *vv;
 	uint32_t orphans = 0;
@@ -988,8 +989,8 @@ static void check_invariants(const struct mgr_state *st)
 		cr_assert(in && S_ISREG(in->mode), "psize %llu",
 			  (unsigned long long)k);
 	}
-	for (size_t it = 0; tw_hmap_next(&n->inodes, &it, &k, &v);) {
-		const struct mgr_inode *in = v;
+	for (size_t it = 0; mgr_itab_next(&n->inodes, &it, &in_);) {
+		const struct mgr_inode *in = in_;
 
 		if (!in->dir)
 			continue;
@@ -1021,9 +1022,9 @@ static void check_invariants(const struct mgr_state *st)
 				tw_hmap_get(&opens, h->ino) + 1));
 		}
 	}
-	for (size_t it = 0; tw_hmap_next(&n->inodes, &it, &k, &v);) {
-		const struct mgr_inode *in = v;
-		uintptr_t nn = (uintptr_t)tw_hmap_get(&names, k);
+	for (size_t it = 0; mgr_itab_next(&n->inodes, &it, &in_);) {
+		const struct mgr_inode *in = in_;
+		uintptr_t nn = (uintptr_t)tw_hmap_get(&names, k = in->ino);
 		uintptr_t sd = (uintptr_t)tw_hmap_get(&subdirs, k);
 
 		cr_assert_eq(in->open_count, (uintptr_t)tw_hmap_get(&opens, k),
