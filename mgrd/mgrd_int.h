@@ -107,22 +107,26 @@ struct mgr_xattr {
 	uint32_t len;
 };
 
+/* Allocated with offsetof(name) + namelen + 1 bytes: a name of up to 15
+ * bytes takes a 48-byte malloc chunk (docs/ARCHITECTURE.md "Namespace":
+ * memory per inode). */
 struct mgr_dirent {
-	struct mgr_dirent *hnext; /* chain of the name hash bucket */
 	uint64_t ino;
 	uint64_t cookie;
 	uint32_t hash;
 	uint32_t slot;            /* index in mgr_dir.order */
-	uint16_t namelen;
+	uint8_t namelen;          /* <= MGR_NAME_MAX */
 	char name[];              /* NUL-terminated */
 };
 
-/* A directory: entries hashed by name, and an array sorted by cookie (holes
- * where entries were removed, compacted when half are holes) so that
- * readdir resumes after any cookie by binary search. */
+/* A directory: an array sorted by cookie (holes where entries were
+ * removed, compacted when half are holes) so that readdir resumes after
+ * any cookie by binary search, and a name index over it: open addressing
+ * with linear probing, each slot an order slot + 1 (0 = empty), load at
+ * most 3/4, rebuilt whenever compaction moves entries. */
 struct mgr_dir {
-	struct mgr_dirent **buckets;
-	uint32_t nbuckets;        /* power of two */
+	uint32_t *index;          /* NULL until the first entry */
+	uint32_t index_cap;       /* power of two, 0 with index NULL */
 	uint32_t count;           /* live entries */
 	struct mgr_dirent **order;
 	uint32_t norder;          /* used slots, holes included */
@@ -454,6 +458,8 @@ int mgr_inode_set_blocks(struct mgr_inode *in, uint32_t k, uint64_t blocks);
 
 /* Building blocks for loading a snapshot (record.c). */
 struct mgr_dir *mgr_dir_new(uint64_t parent);
+/* Room for n entries without growing (snapshot load).  0 or -ENOMEM. */
+int mgr_dir_reserve(struct mgr_dir *d, uint32_t n);
 /* Add an entry with a given cookie, larger than any in d: -EBADMSG else. */
 int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
 		    uint64_t cookie);

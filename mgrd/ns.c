@@ -24,6 +24,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -67,12 +68,6 @@ struct mgr_dir *mgr_dir_new(uint64_t parent)
 
 	if (!d)
 		return NULL;
-	d->nbuckets = 16;
-	d->buckets = calloc(d->nbuckets, sizeof(*d->buckets));
-	if (!d->buckets) {
-		free(d);
-		return NULL;
-	}
 	d->next_cookie = MGR_FIRST_COOKIE;
 	d->parent = parent;
 	d->pol_first = -1;
@@ -86,8 +81,46 @@ static void dir_free(struct mgr_dir *d)
 	for (uint32_t i = 0; i < d->norder; i++)
 		free(d->order[i]);
 	free(d->order);
-	free(d->buckets);
+	free(d->index);
 	free(d);
+}
+
+static void index_insert(uint32_t *index, uint32_t cap,
+			 const struct mgr_dirent *e)
+{
+	uint32_t i = e->hash & (cap - 1);
+
+	while (index[i])
+		i = (i + 1) & (cap - 1);
+	index[i] = e->slot + 1;
+}
+
+/* (Re)build the name index with cap slots from d->order. */
+static int index_build(struct mgr_dir *d, uint32_t cap)
+{
+	uint32_t *x = calloc(cap, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->norder; i++)
+		if (d->order[i])
+			index_insert(x, cap, d->order[i]);
+	free(d->index);
+	d->index = x;
+	d->index_cap = cap;
+	return 0;
+}
+
+/* The index slot that holds e's order slot. */
+static uint32_t index_pos(const struct mgr_dir *d, const struct mgr_dirent *e)
+{
+	uint32_t i = e->hash & (d->index_cap - 1);
+
+	while (d->index[i] != e->slot + 1) {
+		assert(d->index[i]);
+		i = (i + 1) & (d->index_cap - 1);
+	}
+	return i;
 }
 
 struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name)
@@ -95,36 +128,47 @@ struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name)
 	size_t len = strlen(name);
 	uint32_t h = name_hash(name, len);
 
-	for (struct mgr_dirent *e = d->buckets[h & (d->nbuckets - 1)]; e;
-	     e = e->hnext)
+	if (!d->index)
+		return NULL;
+	for (uint32_t i = h & (d->index_cap - 1); d->index[i];
+	     i = (i + 1) & (d->index_cap - 1)) {
+		struct mgr_dirent *e = d->order[d->index[i] - 1];
+
 		if (e->hash == h && e->namelen == len &&
 		    memcmp(e->name, name, len) == 0)
 			return e;
+	}
 	return NULL;
 }
 
-static int dir_rehash(struct mgr_dir *d, uint32_t nb)
+static uint32_t index_cap_for(uint32_t n)
 {
-	struct mgr_dirent **b = calloc(nb, sizeof(*b));
+	uint32_t cap = 16;
 
-	if (!b)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < d->nbuckets; i++) {
-		struct mgr_dirent *e = d->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
-		}
-	}
-	free(d->buckets);
-	d->buckets = b;
-	d->nbuckets = nb;
-	return 0;
+	while ((uint64_t)n * 4 > (uint64_t)cap * 3)
+		cap *= 2;
+	return cap;
 }
 
-/* Squeeze the holes out of d->order (cookie order is kept). */
+int mgr_dir_reserve(struct mgr_dir *d, uint32_t n)
+{
+	uint32_t cap = index_cap_for(n);
+
+	if (n > (1u << 30))
+		return -ENOMEM;
+	if (n > d->order_cap) {
+		struct mgr_dirent **o = realloc(d->order, n * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		d->order = o;
+		d->order_cap = n;
+	}
+	return cap > d->index_cap ? index_build(d, cap) : 0;
+}
+
+/* Squeeze the holes out of d->order (cookie order is kept); the index
+ * follows the entries' new slots. */
 static void dir_compact(struct mgr_dir *d)
 {
 	uint32_t w = 0;
@@ -137,6 +181,11 @@ static void dir_compact(struct mgr_dir *d)
 		w++;
 	}
 	d->norder = w;
+	if (!d->index)
+		return;
+	memset(d->index, 0, d->index_cap * sizeof(*d->index));
+	for (uint32_t i = 0; i < d->norder; i++)
+		index_insert(d->index, d->index_cap, d->order[i]);
 }
 
 /* Insert a name; cookie 0 = take the next one (it is the same on replay,
@@ -147,11 +196,14 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 {
 	size_t len = strlen(name);
 	struct mgr_dirent *e;
-	uint32_t b;
 
-	if (d->count + 1 > d->nbuckets && d->nbuckets < (1u << 30)) {
-		int rc = dir_rehash(d, d->nbuckets * 2);
+	assert(len <= MGR_NAME_MAX);
+	if ((uint64_t)(d->count + 1) * 4 > (uint64_t)d->index_cap * 3) {
+		int rc;
 
+		if (d->index_cap >= (1u << 31))
+			return -ENOSPC;
+		rc = index_build(d, index_cap_for(d->count + 1));
 		if (rc < 0)
 			return rc;
 	}
@@ -159,7 +211,7 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 		if (d->count < d->norder / 2) {
 			dir_compact(d);
 		} else {
-			uint32_t cap = d->order_cap ? d->order_cap * 2 : 16;
+			uint32_t cap = d->order_cap ? d->order_cap * 2 : 4;
 			struct mgr_dirent **o = realloc(d->order,
 							cap * sizeof(*o));
 
@@ -169,11 +221,11 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 			d->order_cap = cap;
 		}
 	}
-	e = malloc(sizeof(*e) + len + 1);
+	e = malloc(offsetof(struct mgr_dirent, name) + len + 1);
 	if (!e)
 		return -ENOMEM;
 	memcpy(e->name, name, len + 1);
-	e->namelen = (uint16_t)len;
+	e->namelen = (uint8_t)len;
 	e->hash = name_hash(name, len);
 	e->ino = ino;
 	if (cookie) {
@@ -185,9 +237,7 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 	}
 	e->slot = d->norder;
 	d->order[d->norder++] = e;
-	b = e->hash & (d->nbuckets - 1);
-	e->hnext = d->buckets[b];
-	d->buckets[b] = e;
+	index_insert(d->index, d->index_cap, e);
 	d->count++;
 	return 0;
 }
@@ -212,11 +262,19 @@ int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
 
 static void dir_del(struct mgr_dir *d, struct mgr_dirent *e)
 {
-	struct mgr_dirent **pp = &d->buckets[e->hash & (d->nbuckets - 1)];
+	uint32_t mask = d->index_cap - 1, i = index_pos(d, e), j;
 
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
+	/* Backward shift: move each later member of the probe run whose
+	 * home is not between the hole and itself into the hole. */
+	for (j = (i + 1) & mask; d->index[j]; j = (j + 1) & mask) {
+		uint32_t h = d->order[d->index[j] - 1]->hash & mask;
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			d->index[i] = d->index[j];
+			i = j;
+		}
+	}
+	d->index[i] = 0;
 	d->order[e->slot] = NULL;
 	/* Trailing holes can simply be dropped. */
 	while (d->norder > 0 && !d->order[d->norder - 1])

@@ -938,6 +938,12 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 		in->dir->pol_stripe_count = get_u32(b);
 		in->dir->pol_first = (int32_t)get_u32(b);
 		count = get_u32(b);
+		/* Sized once; an entry takes at least 22 bytes of snapshot,
+		 * which bounds a corrupt count. */
+		rc = mgr_dir_reserve(in->dir, (uint32_t)TW_MIN(
+			(size_t)count, (b->len - b->pos) / 22));
+		if (rc < 0)
+			goto fail;
 		for (uint32_t i = 0; i < count && !b->err; i++) {
 			uint64_t cookie = get_u64(b), eino = get_u64(b);
 			const char *name = get_str(b, MGR_NAME_MAX);
