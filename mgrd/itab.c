@@ -4,8 +4,11 @@
  * Open addressing with linear probing over inode pointers only: the key
  * is the inode's own number, so a slot costs 8 bytes where a general
  * map's key and value cost 16, and the load goes up to 3/4 (a general
- * map's 1/2).  Removal shifts the rest of the probe run back (no
- * tombstones), so lookups never slow down with churn.
+ * map's 1/2).  The pointer's three low bits (an inode is 8-byte aligned)
+ * hold a tag from the number's hash, so a probe reads an inode only when
+ * the tag matches (one time in eight for another number).  Removal shifts
+ * the rest of the probe run back (no tombstones), so lookups never slow
+ * down with churn.
  */
 #include "mgrd_int.h"
 
@@ -13,10 +16,26 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static size_t home(const struct mgr_itab *t, uint64_t ino)
+#define TAG_MASK ((uintptr_t)7)
+
+static uint64_t hash_of(uint64_t ino)
 {
-	/* Fibonacci hashing: consecutive numbers spread over the table. */
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (t->cap - 1);
+	return ino * 0x9e3779b97f4a7c15ull;   /* Fibonacci hashing */
+}
+
+static size_t home(const struct mgr_itab *t, uint64_t h)
+{
+	return (size_t)(h >> 32) & (t->cap - 1);
+}
+
+static uintptr_t tag(uint64_t h)
+{
+	return (uintptr_t)(h >> 61);
+}
+
+static struct mgr_inode *ptr(uintptr_t v)
+{
+	return (struct mgr_inode *)(v & ~TAG_MASK);
 }
 
 void mgr_itab_init(struct mgr_itab *t)
@@ -32,21 +51,30 @@ void mgr_itab_free(struct mgr_itab *t)
 	mgr_itab_init(t);
 }
 
+/* The slot of ino, or the empty slot that ends its probe run. */
+static size_t slot_of(const struct mgr_itab *t, uint64_t ino)
+{
+	uint64_t h = hash_of(ino);
+	uintptr_t tg = tag(h);
+	size_t i = home(t, h);
+
+	for (; t->slots[i]; i = (i + 1) & (t->cap - 1))
+		if ((t->slots[i] & TAG_MASK) == tg &&
+		    ptr(t->slots[i])->ino == ino)
+			break;
+	return i;
+}
+
 struct mgr_inode *mgr_itab_get(const struct mgr_itab *t, uint64_t ino)
 {
 	if (t->cap == 0)
 		return NULL;
-	for (size_t i = home(t, ino);; i = (i + 1) & (t->cap - 1)) {
-		struct mgr_inode *in = t->slots[i];
-
-		if (!in || in->ino == ino)
-			return in;
-	}
+	return ptr(t->slots[slot_of(t, ino)]);
 }
 
 static int resize(struct mgr_itab *t, size_t cap)
 {
-	struct mgr_inode **old = t->slots;
+	uintptr_t *old = t->slots;
 	size_t ocap = t->cap;
 
 	assert(cap >= 16 && (cap & (cap - 1)) == 0 && t->count * 4 <= cap * 3);
@@ -61,7 +89,7 @@ static int resize(struct mgr_itab *t, size_t cap)
 
 		if (!old[j])
 			continue;
-		for (i = home(t, old[j]->ino); t->slots[i];
+		for (i = home(t, hash_of(ptr(old[j])->ino)); t->slots[i];
 		     i = (i + 1) & (cap - 1))
 			;
 		t->slots[i] = old[j];
@@ -88,10 +116,11 @@ int mgr_itab_put(struct mgr_itab *t, struct mgr_inode *in)
 
 	if (rc < 0)
 		return rc;
-	for (i = home(t, in->ino); t->slots[i]; i = (i + 1) & (t->cap - 1))
-		if (t->slots[i]->ino == in->ino)
-			return -EEXIST;
-	t->slots[i] = in;
+	assert(((uintptr_t)in & TAG_MASK) == 0);
+	i = slot_of(t, in->ino);
+	if (t->slots[i])
+		return -EEXIST;
+	t->slots[i] = (uintptr_t)in | tag(hash_of(in->ino));
 	t->count++;
 	return 0;
 }
@@ -103,24 +132,22 @@ struct mgr_inode *mgr_itab_del(struct mgr_itab *t, uint64_t ino)
 
 	if (t->cap == 0)
 		return NULL;
-	for (i = home(t, ino); t->slots[i] && t->slots[i]->ino != ino;
-	     i = (i + 1) & (t->cap - 1))
-		;
-	in = t->slots[i];
+	i = slot_of(t, ino);
+	in = ptr(t->slots[i]);
 	if (!in)
 		return NULL;
 	/* Backward shift: move each later member of the run whose home is
 	 * not between the hole and itself into the hole. */
 	for (j = (i + 1) & (t->cap - 1); t->slots[j];
 	     j = (j + 1) & (t->cap - 1)) {
-		size_t h = home(t, t->slots[j]->ino);
+		size_t h = home(t, hash_of(ptr(t->slots[j])->ino));
 
 		if (((j - h) & (t->cap - 1)) >= ((j - i) & (t->cap - 1))) {
 			t->slots[i] = t->slots[j];
 			i = j;
 		}
 	}
-	t->slots[i] = NULL;
+	t->slots[i] = 0;
 	t->count--;
 	return in;
 }
@@ -130,7 +157,7 @@ bool mgr_itab_next(const struct mgr_itab *t, size_t *it,
 {
 	for (; *it < t->cap; (*it)++)
 		if (t->slots[*it]) {
-			*in = t->slots[(*it)++];
+			*in = ptr(t->slots[(*it)++]);
 			return true;
 		}
 	return false;
@@ -153,7 +180,7 @@ struct mgr_inode **mgr_itab_sorted(const struct mgr_itab *t, size_t *n)
 		return NULL;
 	for (size_t i = 0; i < t->cap; i++)
 		if (t->slots[i])
-			v[k++] = t->slots[i];
+			v[k++] = ptr(t->slots[i]);
 	assert(k == t->count);
 	qsort(v, k, sizeof(*v), cmp_ino);
 	*n = k;

@@ -189,7 +189,7 @@ struct mgr_psize {
 
 /* The inode table (itab.c): inode pointers keyed by their own number. */
 struct mgr_itab {
-	struct mgr_inode **slots; /* cap entries, NULL = empty */
+	uintptr_t *slots;         /* cap entries: inode pointer | tag, 0 = empty */
 	size_t cap;               /* power of two, 0 when empty */
 	size_t count;
 };

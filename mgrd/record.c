@@ -885,7 +885,8 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 	uint32_t mode = get_u32(b), nx;
 	int rc = -EBADMSG;
 
-	if (b->err || ino == 0 || mgr_ns_get(ns, ino))
+	/* A number twice: mgr_itab_put's -EEXIST below. */
+	if (b->err || ino == 0)
 		return -EBADMSG;
 	in = mgr_inode_new(ino, mode);
 	if (!in)
