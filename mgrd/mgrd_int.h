@@ -6,6 +6,8 @@
  *              every decision that is not a function of the state (time,
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
+ *   itab.c     the inode table: number -> inode, pointers only.
+ *   lay.c      file layouts shared by reference among inodes.
  *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   perm.c     permission checks of a request's caller (pure helpers
  *              for handlers.c).

@@ -100,11 +100,9 @@ restart() {
 say "mgrd_scale: N=$N per_dir=$PER_DIR port=$PORT work=$WORK"
 start_mgrd
 "$LOAD" ping 127.0.0.1 "$PORT" 60 >/dev/null || die "mgrd did not start (log: $WORK/mgrd.log)"
-OUT=$("$LOAD" run 127.0.0.1 "$PORT" "$N" "$PER_DIR" 64 "$MGRD_PID") || {
-	echo "$OUT"
+# Each checkpoint shows as it is reached (stderr), the table comes last.
+OUT=$("$LOAD" run 127.0.0.1 "$PORT" "$N" "$PER_DIR" 64 "$MGRD_PID" | tee /dev/stderr) ||
 	die "mgrd_load failed"
-}
-echo "$OUT"
 snap=$(stat -c %s "$WORK/mgrd/snapshot" 2>/dev/null || echo 0)
 log=$(stat -c %s "$WORK/mgrd/journal" 2>/dev/null || echo 0)
 say "restart after kill -9 (snapshot $snap B + log $log B to replay)"
