@@ -75,11 +75,11 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 					   NULL, 0) == -ENODATA;
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
-		ab->l.stripe_size = in->layout.stripe_size;
-		ab->l.stripe_count = in->layout.stripe_count;
-		memcpy(ab->groups, in->layout.groups,
-		       in->layout.stripe_count * sizeof(uint32_t));
-		ab->l.n_groups = in->layout.stripe_count;
+		ab->l.stripe_size = in->layout->stripe_size;
+		ab->l.stripe_count = in->layout->stripe_count;
+		memcpy(ab->groups, in->layout->groups,
+		       in->layout->stripe_count * sizeof(uint32_t));
+		ab->l.n_groups = in->layout->stripe_count;
 		ab->l.groups = ab->groups;
 		ab->a.layout = &ab->l;
 	} else if (S_ISDIR(in->mode)) {
@@ -970,7 +970,7 @@ static void h_append_reserve(struct mgr_server *s, struct wire_conn *c,
 		/* The caller's own writes not yet reported count too. */
 		if (q->trunc_gen == in->trunc_gen && q->local_end > off)
 			off = q->local_end;
-		uint64_t lim = mgr_map_file_limit(&s->st.map, &in->layout);
+		uint64_t lim = mgr_map_file_limit(&s->st.map, in->layout);
 
 		/* The whole reservation or nothing: the offset is ours to
 		 * choose, a short append is not. */
@@ -1142,7 +1142,7 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 		in = mgr_ns_get(&s->st.ns, q->ino);
 		if (q->size > (uint64_t)INT64_MAX ||
 		    (in && S_ISREG(in->mode) &&
-		     q->size > mgr_map_file_limit(&s->st.map, &in->layout)))
+		     q->size > mgr_map_file_limit(&s->st.map, in->layout)))
 			rc = -EFBIG;
 	}
 	if (rc == 0)
@@ -1184,7 +1184,7 @@ static void h_setattr(struct mgr_server *s, struct wire_conn *c,
 	r->op = op;
 	wire_conn_ref(c);
 	if (rc == 0)
-		rc = mgr_pool_truncate(s->pool, q->ino, &in->layout, q->size,
+		rc = mgr_pool_truncate(s->pool, q->ino, in->layout, q->size,
 				       begin.trunc_gen, trunc_done, r);
 	if (rc < 0)
 		trunc_done(rc, NULL, 0, r);

@@ -6,6 +6,8 @@
  *              every decision that is not a function of the state (time,
  *              inode number, layout) is passed in or handed back, so a
  *              journal replay re-applies it without re-deciding.
+ *   itab.c     the inode table: number -> inode, pointers only.
+ *   lay.c      file layouts shared by reference among inodes.
  *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   perm.c     permission checks of a request's caller (pure helpers
  *              for handlers.c).
@@ -93,10 +95,12 @@
 
 /* ------------------------------------------------------------- namespace */
 
+/* Packed to 12 bytes: three in every inode (docs/ARCHITECTURE.md
+ * "Namespace": memory per inode). */
 struct mgr_time {
 	int64_t sec;
 	uint32_t nsec;
-};
+} __attribute__((packed, aligned(4)));
 
 struct mgr_xattr {
 	struct mgr_xattr *next;   /* insertion order */
@@ -105,22 +109,26 @@ struct mgr_xattr {
 	uint32_t len;
 };
 
+/* Allocated with offsetof(name) + namelen + 1 bytes: a name of up to 15
+ * bytes takes a 48-byte malloc chunk (docs/ARCHITECTURE.md "Namespace":
+ * memory per inode). */
 struct mgr_dirent {
-	struct mgr_dirent *hnext; /* chain of the name hash bucket */
 	uint64_t ino;
 	uint64_t cookie;
 	uint32_t hash;
 	uint32_t slot;            /* index in mgr_dir.order */
-	uint16_t namelen;
+	uint8_t namelen;          /* <= MGR_NAME_MAX */
 	char name[];              /* NUL-terminated */
 };
 
-/* A directory: entries hashed by name, and an array sorted by cookie (holes
- * where entries were removed, compacted when half are holes) so that
- * readdir resumes after any cookie by binary search. */
+/* A directory: an array sorted by cookie (holes where entries were
+ * removed, compacted when half are holes) so that readdir resumes after
+ * any cookie by binary search, and a name index over it: open addressing
+ * with linear probing, each slot an order slot + 1 (0 = empty), load at
+ * most 3/4, rebuilt whenever compaction moves entries. */
 struct mgr_dir {
-	struct mgr_dirent **buckets;
-	uint32_t nbuckets;        /* power of two */
+	uint32_t *index;          /* NULL until the first entry */
+	uint32_t index_cap;       /* power of two, 0 with index NULL */
 	uint32_t count;           /* live entries */
 	struct mgr_dirent **order;
 	uint32_t norder;          /* used slots, holes included */
@@ -134,27 +142,31 @@ struct mgr_dir {
 	int32_t pol_first;          /* -1 = round robin */
 };
 
+/* Fields ordered so that nothing pads (152 bytes: docs/ARCHITECTURE.md
+ * "Namespace", memory per inode). */
 struct mgr_inode {
 	uint64_t ino;
+	uint64_t size;
+	uint64_t trunc_gen;
+	uint64_t data_version;
+	uint64_t parent;          /* directory of the newest name (INO_PATH) */
+	/* Regular files: shared by reference (lay.c), never NULL;
+	 * &mgr_layout_none (stripe_count 0) otherwise. */
+	const struct r0_layout *layout;
+	/* Regular files: layout->stripe_count entries, or NULL while every
+	 * one is 0 (an empty file never gets the array). */
+	uint64_t *col_blocks;
+	char *target;             /* symlinks */
+	struct mgr_dir *dir;      /* directories */
+	struct mgr_xattr *xattrs;
 	uint32_t mode;
 	uint32_t nlink;
 	uint32_t uid, gid;
 	uint32_t rdev;
-	uint64_t size;
-	uint64_t trunc_gen;
-	uint64_t data_version;
-	struct mgr_time atime, mtime, ctime;
-	struct r0_layout layout;  /* regular files (stripe_count 0 otherwise) */
-	uint64_t *col_blocks;     /* regular files: layout.stripe_count entries */
-	char *target;             /* symlinks */
-	struct mgr_dir *dir;      /* directories */
-	struct mgr_xattr *xattrs;
 	uint32_t xattr_bytes;
-	uint64_t parent;          /* directory of the newest name (INO_PATH) */
 	uint32_t open_count;      /* handles in all sessions */
+	struct mgr_time atime, mtime, ctime;
 	bool orphan;              /* nlink 0 but open: destroyed at last close */
-	/* volatile, not journaled */
-	uint64_t trunc_pending;   /* truncates sent to iods, not yet applied */
 };
 
 /* A destroyed regular file whose subfiles still have to be deleted. */
@@ -177,8 +189,30 @@ struct mgr_psize {
 	bool busy;                /* a probe of its subfiles is out */
 };
 
+/* The inode table (itab.c): inode pointers keyed by their own number. */
+struct mgr_itab {
+	uintptr_t *slots;         /* cap entries: inode pointer | tag, 0 = empty */
+	size_t cap;               /* power of two, 0 when empty */
+	size_t count;
+};
+
+void mgr_itab_init(struct mgr_itab *t);
+void mgr_itab_free(struct mgr_itab *t);   /* the table only */
+struct mgr_inode *mgr_itab_get(const struct mgr_itab *t, uint64_t ino);
+/* 0, -EEXIST (the number is in the table) or -ENOMEM. */
+int mgr_itab_put(struct mgr_itab *t, struct mgr_inode *in);
+struct mgr_inode *mgr_itab_del(struct mgr_itab *t, uint64_t ino);
+/* Room for n inodes without growing (snapshot load).  0 or -ENOMEM. */
+int mgr_itab_reserve(struct mgr_itab *t, size_t n);
+/* for (size_t it = 0; mgr_itab_next(t, &it, &in);): no changes meanwhile. */
+bool mgr_itab_next(const struct mgr_itab *t, size_t *it,
+		   struct mgr_inode **in);
+/* Every inode, by ascending number (caller frees the array), NULL on
+ * ENOMEM. */
+struct mgr_inode **mgr_itab_sorted(const struct mgr_itab *t, size_t *n);
+
 struct mgr_ns {
-	struct tw_hmap inodes;    /* ino -> struct mgr_inode */
+	struct mgr_itab inodes;   /* ino -> struct mgr_inode */
 	uint64_t next_ino;        /* never reused */
 	/* Numbers below ino_limit may have been handed out before a crash
 	 * that lost unsynced records: the limit is journaled and synced
@@ -414,8 +448,20 @@ int mgr_ns_listxattr(const struct mgr_ns *ns, uint64_t ino, char *buf,
 int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		       const struct mgr_time *now);
 
+/* Layouts shared by reference (lay.c): an interned copy of l with one
+ * more reference (&mgr_layout_none for stripe_count 0), NULL on ENOMEM;
+ * put drops a reference. */
+extern const struct r0_layout mgr_layout_none;
+const struct r0_layout *mgr_layout_get(const struct r0_layout *l);
+void mgr_layout_put(const struct r0_layout *l);
+/* Column k's blocks of a regular file (allocates the array for a value
+ * other than 0).  0 or -ENOMEM. */
+int mgr_inode_set_blocks(struct mgr_inode *in, uint32_t k, uint64_t blocks);
+
 /* Building blocks for loading a snapshot (record.c). */
 struct mgr_dir *mgr_dir_new(uint64_t parent);
+/* Room for n entries without growing (snapshot load).  0 or -ENOMEM. */
+int mgr_dir_reserve(struct mgr_dir *d, uint32_t n);
 /* Add an entry with a given cookie, larger than any in d: -EBADMSG else. */
 int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
 		    uint64_t cookie);

@@ -22,7 +22,9 @@
  */
 #include "mgrd_int.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,12 +68,6 @@ struct mgr_dir *mgr_dir_new(uint64_t parent)
 
 	if (!d)
 		return NULL;
-	d->nbuckets = 16;
-	d->buckets = calloc(d->nbuckets, sizeof(*d->buckets));
-	if (!d->buckets) {
-		free(d);
-		return NULL;
-	}
 	d->next_cookie = MGR_FIRST_COOKIE;
 	d->parent = parent;
 	d->pol_first = -1;
@@ -85,8 +81,46 @@ static void dir_free(struct mgr_dir *d)
 	for (uint32_t i = 0; i < d->norder; i++)
 		free(d->order[i]);
 	free(d->order);
-	free(d->buckets);
+	free(d->index);
 	free(d);
+}
+
+static void index_insert(uint32_t *index, uint32_t cap,
+			 const struct mgr_dirent *e)
+{
+	uint32_t i = e->hash & (cap - 1);
+
+	while (index[i])
+		i = (i + 1) & (cap - 1);
+	index[i] = e->slot + 1;
+}
+
+/* (Re)build the name index with cap slots from d->order. */
+static int index_build(struct mgr_dir *d, uint32_t cap)
+{
+	uint32_t *x = calloc(cap, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->norder; i++)
+		if (d->order[i])
+			index_insert(x, cap, d->order[i]);
+	free(d->index);
+	d->index = x;
+	d->index_cap = cap;
+	return 0;
+}
+
+/* The index slot that holds e's order slot. */
+static uint32_t index_pos(const struct mgr_dir *d, const struct mgr_dirent *e)
+{
+	uint32_t i = e->hash & (d->index_cap - 1);
+
+	while (d->index[i] != e->slot + 1) {
+		assert(d->index[i]);
+		i = (i + 1) & (d->index_cap - 1);
+	}
+	return i;
 }
 
 struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name)
@@ -94,36 +128,47 @@ struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name)
 	size_t len = strlen(name);
 	uint32_t h = name_hash(name, len);
 
-	for (struct mgr_dirent *e = d->buckets[h & (d->nbuckets - 1)]; e;
-	     e = e->hnext)
+	if (!d->index)
+		return NULL;
+	for (uint32_t i = h & (d->index_cap - 1); d->index[i];
+	     i = (i + 1) & (d->index_cap - 1)) {
+		struct mgr_dirent *e = d->order[d->index[i] - 1];
+
 		if (e->hash == h && e->namelen == len &&
 		    memcmp(e->name, name, len) == 0)
 			return e;
+	}
 	return NULL;
 }
 
-static int dir_rehash(struct mgr_dir *d, uint32_t nb)
+static uint32_t index_cap_for(uint32_t n)
 {
-	struct mgr_dirent **b = calloc(nb, sizeof(*b));
+	uint32_t cap = 16;
 
-	if (!b)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < d->nbuckets; i++) {
-		struct mgr_dirent *e = d->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
-		}
-	}
-	free(d->buckets);
-	d->buckets = b;
-	d->nbuckets = nb;
-	return 0;
+	while ((uint64_t)n * 4 > (uint64_t)cap * 3)
+		cap *= 2;
+	return cap;
 }
 
-/* Squeeze the holes out of d->order (cookie order is kept). */
+int mgr_dir_reserve(struct mgr_dir *d, uint32_t n)
+{
+	uint32_t cap = index_cap_for(n);
+
+	if (n > (1u << 30))
+		return -ENOMEM;
+	if (n > d->order_cap) {
+		struct mgr_dirent **o = realloc(d->order, n * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		d->order = o;
+		d->order_cap = n;
+	}
+	return cap > d->index_cap ? index_build(d, cap) : 0;
+}
+
+/* Squeeze the holes out of d->order (cookie order is kept); the index
+ * follows the entries' new slots. */
 static void dir_compact(struct mgr_dir *d)
 {
 	uint32_t w = 0;
@@ -136,6 +181,11 @@ static void dir_compact(struct mgr_dir *d)
 		w++;
 	}
 	d->norder = w;
+	if (!d->index)
+		return;
+	memset(d->index, 0, d->index_cap * sizeof(*d->index));
+	for (uint32_t i = 0; i < d->norder; i++)
+		index_insert(d->index, d->index_cap, d->order[i]);
 }
 
 /* Insert a name; cookie 0 = take the next one (it is the same on replay,
@@ -146,11 +196,14 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 {
 	size_t len = strlen(name);
 	struct mgr_dirent *e;
-	uint32_t b;
 
-	if (d->count + 1 > d->nbuckets && d->nbuckets < (1u << 30)) {
-		int rc = dir_rehash(d, d->nbuckets * 2);
+	assert(len <= MGR_NAME_MAX);
+	if ((uint64_t)(d->count + 1) * 4 > (uint64_t)d->index_cap * 3) {
+		int rc;
 
+		if (d->index_cap >= (1u << 31))
+			return -ENOSPC;
+		rc = index_build(d, index_cap_for(d->count + 1));
 		if (rc < 0)
 			return rc;
 	}
@@ -158,7 +211,7 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 		if (d->count < d->norder / 2) {
 			dir_compact(d);
 		} else {
-			uint32_t cap = d->order_cap ? d->order_cap * 2 : 16;
+			uint32_t cap = d->order_cap ? d->order_cap * 2 : 4;
 			struct mgr_dirent **o = realloc(d->order,
 							cap * sizeof(*o));
 
@@ -168,11 +221,11 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 			d->order_cap = cap;
 		}
 	}
-	e = malloc(sizeof(*e) + len + 1);
+	e = malloc(offsetof(struct mgr_dirent, name) + len + 1);
 	if (!e)
 		return -ENOMEM;
 	memcpy(e->name, name, len + 1);
-	e->namelen = (uint16_t)len;
+	e->namelen = (uint8_t)len;
 	e->hash = name_hash(name, len);
 	e->ino = ino;
 	if (cookie) {
@@ -184,9 +237,7 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 	}
 	e->slot = d->norder;
 	d->order[d->norder++] = e;
-	b = e->hash & (d->nbuckets - 1);
-	e->hnext = d->buckets[b];
-	d->buckets[b] = e;
+	index_insert(d->index, d->index_cap, e);
 	d->count++;
 	return 0;
 }
@@ -211,11 +262,19 @@ int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
 
 static void dir_del(struct mgr_dir *d, struct mgr_dirent *e)
 {
-	struct mgr_dirent **pp = &d->buckets[e->hash & (d->nbuckets - 1)];
+	uint32_t mask = d->index_cap - 1, i = index_pos(d, e), j;
 
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
+	/* Backward shift: move each later member of the probe run whose
+	 * home is not between the hole and itself into the hole. */
+	for (j = (i + 1) & mask; d->index[j]; j = (j + 1) & mask) {
+		uint32_t h = d->order[d->index[j] - 1]->hash & mask;
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			d->index[i] = d->index[j];
+			i = j;
+		}
+	}
+	d->index[i] = 0;
 	d->order[e->slot] = NULL;
 	/* Trailing holes can simply be dropped. */
 	while (d->norder > 0 && !d->order[d->norder - 1])
@@ -267,6 +326,7 @@ void mgr_inode_free(struct mgr_inode *in)
 	dir_free(in->dir);
 	free(in->target);
 	free(in->col_blocks);
+	mgr_layout_put(in->layout);
 	free(in);
 }
 
@@ -274,7 +334,7 @@ struct mgr_inode *mgr_ns_get(const struct mgr_ns *ns, uint64_t ino)
 {
 	if (ino == 0)
 		return NULL;
-	return tw_hmap_get(&ns->inodes, ino);
+	return mgr_itab_get(&ns->inodes, ino);
 }
 
 static int get_dir(const struct mgr_ns *ns, uint64_t ino, struct mgr_inode **out)
@@ -315,7 +375,7 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 	uint64_t sum = 0;
 
 	if (in->col_blocks)
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
 			sum += in->col_blocks[k];
 	return sum;
 }
@@ -323,13 +383,13 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 /* The inode has no names and no opens: drop it, queue its subfiles. */
 static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 {
-	tw_hmap_del(&ns->inodes, in->ino);
+	mgr_itab_del(&ns->inodes, in->ino);
 	free(tw_hmap_del(&ns->psize, in->ino));
 	if (in->orphan) {
 		in->orphan = false;
 		ns->n_orphans--;
 	}
-	if (S_ISREG(in->mode) && in->layout.stripe_count > 0) {
+	if (S_ISREG(in->mode) && in->layout->stripe_count > 0) {
 		struct mgr_pdel *pd = calloc(1, sizeof(*pd));
 
 		/* On ENOMEM the subfiles stay on the iods, referenced by
@@ -337,7 +397,7 @@ static void destroy(struct mgr_ns *ns, struct mgr_inode *in)
 		 * nothing else); the namespace stays consistent. */
 		if (pd) {
 			pd->ino = in->ino;
-			pd->layout = in->layout;
+			pd->layout = *in->layout;
 			if (tw_hmap_put(&ns->pdel, pd->ino, pd) < 0) {
 				free(pd);
 			} else if (ns->on_pdel) {
@@ -371,6 +431,7 @@ struct mgr_inode *mgr_inode_new(uint64_t ino, uint32_t mode)
 		return NULL;
 	in->ino = ino;
 	in->mode = mode;
+	in->layout = &mgr_layout_none;
 	return in;
 }
 
@@ -380,7 +441,7 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 	struct mgr_inode *root;
 
 	memset(ns, 0, sizeof(*ns));
-	tw_hmap_init(&ns->inodes);
+	mgr_itab_init(&ns->inodes);
 	tw_hmap_init(&ns->pdel);
 	tw_hmap_init(&ns->psize);
 	ns->n_groups = n_groups;
@@ -399,7 +460,7 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 	root->nlink = 2;
 	root->parent = MGR_ROOT_INO;
 	root->atime = root->mtime = root->ctime = *now;
-	if (tw_hmap_put(&ns->inodes, MGR_ROOT_INO, root) < 0) {
+	if (mgr_itab_put(&ns->inodes, root) < 0) {
 		mgr_inode_free(root);
 		return -ENOMEM;
 	}
@@ -408,16 +469,17 @@ int mgr_ns_init(struct mgr_ns *ns, uint32_t n_groups, uint32_t def_stripe_size,
 
 void mgr_ns_free(struct mgr_ns *ns)
 {
+	struct mgr_inode *in;
 	uint64_t k;
 	void *v;
 
-	for (size_t it = 0; tw_hmap_next(&ns->inodes, &it, &k, &v);)
-		mgr_inode_free(v);
+	for (size_t it = 0; mgr_itab_next(&ns->inodes, &it, &in);)
+		mgr_inode_free(in);
 	for (size_t it = 0; tw_hmap_next(&ns->pdel, &it, &k, &v);)
 		free(v);
 	for (size_t it = 0; tw_hmap_next(&ns->psize, &it, &k, &v);)
 		free(v);
-	tw_hmap_free(&ns->inodes);
+	mgr_itab_free(&ns->inodes);
 	tw_hmap_free(&ns->pdel);
 	tw_hmap_free(&ns->psize);
 	memset(ns, 0, sizeof(*ns));
@@ -457,14 +519,29 @@ static int pick_dir_layout(struct mgr_ns *ns, const struct mgr_dir *d,
 
 int mgr_inode_set_layout(struct mgr_inode *in, const struct r0_layout *l)
 {
-	uint64_t *cb = calloc(l->stripe_count ? l->stripe_count : 1,
-			      sizeof(*cb));
+	const struct r0_layout *shared = mgr_layout_get(l);
 
-	if (!cb)
+	if (!shared)
 		return -ENOMEM;
 	free(in->col_blocks);
-	in->col_blocks = cb;
-	in->layout = *l;
+	in->col_blocks = NULL;
+	mgr_layout_put(in->layout);
+	in->layout = shared;
+	return 0;
+}
+
+int mgr_inode_set_blocks(struct mgr_inode *in, uint32_t k, uint64_t blocks)
+{
+	assert(k < in->layout->stripe_count);
+	if (!in->col_blocks) {
+		if (blocks == 0)
+			return 0;
+		in->col_blocks = calloc(in->layout->stripe_count,
+					sizeof(*in->col_blocks));
+		if (!in->col_blocks)
+			return -ENOMEM;
+	}
+	in->col_blocks[k] = blocks;
 	return 0;
 }
 
@@ -597,12 +674,12 @@ int mgr_ns_create(struct mgr_ns *ns, struct mgr_create *c,
 		in->size = strlen(c->target);
 	}
 	in->nlink = type == S_IFDIR ? 2 : 1;
-	rc = tw_hmap_put(&ns->inodes, in->ino, in);
+	rc = mgr_itab_put(&ns->inodes, in);
 	if (rc < 0)
 		goto fail;
 	rc = dir_add(dir->dir, c->name, in->ino, NULL);
 	if (rc < 0) {
-		tw_hmap_del(&ns->inodes, in->ino);
+		mgr_itab_del(&ns->inodes, in->ino);
 		goto fail;
 	}
 	/* Only a successful create consumes its decisions (N1). */
@@ -919,9 +996,11 @@ int mgr_ns_setattr(struct mgr_ns *ns, uint64_t ino,
 		if (sa->trunc_gen > in->trunc_gen)
 			in->trunc_gen = sa->trunc_gen;
 		in->data_version++;
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
-			in->col_blocks[k] = k < sa->n_blocks ? sa->blocks[k]
-							     : 0;
+		/* On ENOMEM the blocks stay as they were: st_blocks is
+		 * advisory, and the record is already decided. */
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
+			(void)mgr_inode_set_blocks(in, k, k < sa->n_blocks
+							  ? sa->blocks[k] : 0);
 		/* truncate(2) updates mtime and ctime. */
 		in->mtime = *now;
 	}
@@ -975,8 +1054,9 @@ int mgr_ns_size_report(struct mgr_ns *ns, uint64_t ino, uint64_t size,
 		if (size > in->size)
 			in->size = size;
 		for (uint32_t i = 0; i < n; i++)
-			if (cols[i] < in->layout.stripe_count)
-				in->col_blocks[cols[i]] = blocks[i];
+			if (cols[i] < in->layout->stripe_count)
+				(void)mgr_inode_set_blocks(in, cols[i],
+							   blocks[i]);
 	}
 	if (wrote) {
 		/* A report may come after a chmod or chown of the file that
@@ -1413,14 +1493,13 @@ int mgr_ns_ino_path(const struct mgr_ns *ns, uint64_t ino, char *buf,
 		/* A hard link whose newest name was removed: any other name
 		 * will do (a full scan; admin use only). */
 		if (!e && !in->dir && in->nlink > 0) {
-			uint64_t k;
-			void *v;
+			struct mgr_inode *d;
 
 			for (size_t it = 0; !e &&
-			     tw_hmap_next(&ns->inodes, &it, &k, &v);) {
-				if (((const struct mgr_inode *)v)->dir) {
-					e = name_in(ns, k, ino);
-					parent = k;
+			     mgr_itab_next(&ns->inodes, &it, &d);) {
+				if (d->dir) {
+					e = name_in(ns, d->ino, ino);
+					parent = d->ino;
 				}
 			}
 		}

@@ -714,9 +714,9 @@ static void put_inode(struct wbuf *b, const struct mgr_inode *in)
 	put_u32(b, in->open_count);
 	put_u8(b, in->orphan);
 	if (S_ISREG(in->mode)) {
-		put_layout(b, &in->layout);
-		for (uint32_t k = 0; k < in->layout.stripe_count; k++)
-			put_u64(b, in->col_blocks[k]);
+		put_layout(b, in->layout);
+		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
+			put_u64(b, in->col_blocks ? in->col_blocks[k] : 0);
 	} else if (S_ISLNK(in->mode)) {
 		put_str(b, in->target);
 	} else if (S_ISDIR(in->mode)) {
@@ -757,6 +757,7 @@ static bool rjob_kept(const struct mgr_rjob_rec *r)
 int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 {
 	struct wbuf b = { 0 };
+	struct mgr_inode **inodes;
 	uint64_t *keys;
 	size_t n;
 
@@ -778,13 +779,13 @@ int mgr_state_encode(const struct mgr_state *st, uint8_t **out, size_t *len)
 		put_u8(&b, mi->needs_resync);
 	}
 
-	keys = mgr_hmap_sorted_keys(&st->ns.inodes, &n);
-	if (!keys)
+	inodes = mgr_itab_sorted(&st->ns.inodes, &n);
+	if (!inodes)
 		goto nomem;
 	put_u64(&b, n);
 	for (size_t i = 0; i < n; i++)
-		put_inode(&b, mgr_ns_get(&st->ns, keys[i]));
-	free(keys);
+		put_inode(&b, inodes[i]);
+	free(inodes);
 
 	keys = mgr_hmap_sorted_keys(&st->ns.pdel, &n);
 	if (!keys)
@@ -884,7 +885,8 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 	uint32_t mode = get_u32(b), nx;
 	int rc = -EBADMSG;
 
-	if (b->err || ino == 0 || mgr_ns_get(ns, ino))
+	/* A number twice: mgr_itab_put's -EEXIST below. */
+	if (b->err || ino == 0)
 		return -EBADMSG;
 	in = mgr_inode_new(ino, mode);
 	if (!in)
@@ -913,7 +915,10 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 			goto fail;
 		rc = -EBADMSG;
 		for (uint32_t k = 0; k < l.stripe_count; k++)
-			in->col_blocks[k] = get_u64(b);
+			if (mgr_inode_set_blocks(in, k, get_u64(b)) < 0) {
+				rc = -ENOMEM;
+				goto fail;
+			}
 	} else if (S_ISLNK(mode)) {
 		const char *t = get_str(b, MGR_SYMLINK_MAX);
 
@@ -934,6 +939,12 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 		in->dir->pol_stripe_count = get_u32(b);
 		in->dir->pol_first = (int32_t)get_u32(b);
 		count = get_u32(b);
+		/* Sized once; an entry takes at least 22 bytes of snapshot,
+		 * which bounds a corrupt count. */
+		rc = mgr_dir_reserve(in->dir, (uint32_t)TW_MIN(
+			(size_t)count, (b->len - b->pos) / 22));
+		if (rc < 0)
+			goto fail;
 		for (uint32_t i = 0; i < count && !b->err; i++) {
 			uint64_t cookie = get_u64(b), eino = get_u64(b);
 			const char *name = get_str(b, MGR_NAME_MAX);
@@ -965,7 +976,9 @@ static int get_inode(struct rbuf *b, struct mgr_ns *ns)
 		goto fail;
 	if (in->orphan)
 		ns->n_orphans++;
-	rc = tw_hmap_put(&ns->inodes, ino, in);
+	rc = mgr_itab_put(&ns->inodes, in);
+	if (rc == -EEXIST)
+		rc = -EBADMSG;
 	if (rc < 0)
 		goto fail;
 	return 0;
@@ -1026,7 +1039,7 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 		void *cb_arg = ns->on_pdel_arg;
 
 		mgr_ns_free(ns);
-		tw_hmap_init(&ns->inodes);
+		mgr_itab_init(&ns->inodes);
 		tw_hmap_init(&ns->pdel);
 		tw_hmap_init(&ns->psize);
 		ns->n_groups = g;
@@ -1039,6 +1052,11 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len)
 	ns->ino_limit = ino_limit;
 	ns->rr_next = rr_next;
 	n = get_u64(&b);
+	/* The table sized once (no rehash while loading); an inode takes at
+	 * least 64 bytes of snapshot, which bounds a corrupt count. */
+	rc = mgr_itab_reserve(&ns->inodes, TW_MIN(n, (b.len - b.pos) / 64));
+	if (rc < 0)
+		return rc;
 	for (uint64_t i = 0; i < n && !b.err; i++) {
 		rc = get_inode(&b, ns);
 		if (rc < 0)

@@ -53,7 +53,12 @@
 
 void mgr_srv_now(struct mgr_time *t)
 {
-	tw_realtime(&t->sec, &t->nsec);
+	int64_t sec;
+	uint32_t nsec;
+
+	tw_realtime(&sec, &nsec);   /* struct mgr_time is packed */
+	t->sec = sec;
+	t->nsec = nsec;
 }
 
 void mgr_srv_fatal(struct mgr_server *s, const char *what, int rc)
@@ -411,13 +416,13 @@ static void psize_done(int status, const uint64_t *subs, uint32_t n,
 		free(pr);
 		return;
 	}
-	if (status < 0 || n != in->layout.stripe_count) {
+	if (status < 0 || n != in->layout->stripe_count) {
 		tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from the iods: "
 			  "%s; trying again", (unsigned long long)pr->ino,
 			  strerror(status < 0 ? -status : EPROTO));
 	} else {
 		psize_found(s, pr->ino, pr->gen,
-			    r0_file_size_from_subfiles(&in->layout, subs));
+			    r0_file_size_from_subfiles(in->layout, subs));
 	}
 	free(pr);
 }
@@ -432,7 +437,7 @@ static void psize_start(struct mgr_server *s, struct mgr_psize *ps)
 	/* Fencing first: the writer must not add bytes after the probe. */
 	if (ps->busy || !in || !mgr_srv_fenced(s))
 		return;
-	if (in->layout.stripe_count == 0) {
+	if (in->layout->stripe_count == 0) {
 		psize_found(s, in->ino, in->trunc_gen, 0);  /* no subfiles */
 		return;
 	}
@@ -441,7 +446,7 @@ static void psize_start(struct mgr_server *s, struct mgr_psize *ps)
 		return;      /* the next sweep */
 	*pr = (struct psize_probe){ .s = s, .ino = in->ino,
 				    .gen = in->trunc_gen };
-	rc = mgr_pool_subsizes(s->pool, in->ino, &in->layout, psize_done, pr);
+	rc = mgr_pool_subsizes(s->pool, in->ino, in->layout, psize_done, pr);
 	if (rc < 0) {
 		tw_log_rl(TW_LOG_WARN, "mgrd: size of ino %llu from the iods: "
 			  "%s; trying again", (unsigned long long)in->ino,

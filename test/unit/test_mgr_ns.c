@@ -133,10 +133,10 @@ Test(ns, layouts_and_setgid)
 
 	a = mgr_ns_get(&ns, mk(1, "a", S_IFREG | 0644));
 	b = mgr_ns_get(&ns, mk(1, "b", S_IFREG | 0644));
-	cr_assert_eq(a->layout.stripe_count, 2);
-	cr_assert_eq(a->layout.stripe_size, R0_DEF_STRIPE_SIZE);
+	cr_assert_eq(a->layout->stripe_count, 2);
+	cr_assert_eq(a->layout->stripe_size, R0_DEF_STRIPE_SIZE);
 	/* Round robin over the first group. */
-	cr_assert_neq(a->layout.groups[0], b->layout.groups[0]);
+	cr_assert_neq(a->layout->groups[0], b->layout->groups[0]);
 	d = mk(1, "d", S_IFDIR | 0755);
 	cr_assert_eq(mgr_ns_setstripe(&ns, d, 1 << 20, 1, 1, &hl, &l, &rr,
 				      &T0, &dir), 0);
@@ -145,9 +145,9 @@ Test(ns, layouts_and_setgid)
 
 		snprintf(n, sizeof(n), "f%d", i);
 		in = mgr_ns_get(&ns, mk(d, n, S_IFREG | 0644));
-		cr_assert_eq(in->layout.stripe_size, 1 << 20);
-		cr_assert_eq(in->layout.stripe_count, 1);
-		cr_assert_eq(in->layout.groups[0], 1);
+		cr_assert_eq(in->layout->stripe_size, 1 << 20);
+		cr_assert_eq(in->layout->stripe_count, 1);
+		cr_assert_eq(in->layout->groups[0], 1);
 	}
 	/* Subdirectories inherit the policy. */
 	dir = mgr_ns_get(&ns, mk(d, "sub", S_IFDIR | 0755));
@@ -156,8 +156,8 @@ Test(ns, layouts_and_setgid)
 	hl = false;
 	cr_assert_eq(mgr_ns_setstripe(&ns, a->ino, 65536, 1, 0, &hl, &l, &rr,
 				      &T0, &in), 0);
-	cr_assert_eq(in->layout.stripe_size, 65536);
-	cr_assert_eq(in->layout.groups[0], 0);
+	cr_assert_eq(in->layout->stripe_size, 65536);
+	cr_assert_eq(in->layout->groups[0], 0);
 	in->data_version = 1;
 	hl = false;
 	cr_assert_eq(mgr_ns_setstripe(&ns, a->ino, 65536, 1, 0, &hl, &l, &rr,
@@ -974,6 +974,7 @@ static void check_invariants(const struct mgr_state *st)
 {
 	const struct mgr_ns *n = &st->ns;
 	struct tw_hmap names, subdirs, opens;
+	struct mgr_inode *in_;
 	uint64_t k, kk;
 	void *v, *vv;
 	uint32_t orphans = 0;
@@ -988,8 +989,8 @@ static void check_invariants(const struct mgr_state *st)
 		cr_assert(in && S_ISREG(in->mode), "psize %llu",
 			  (unsigned long long)k);
 	}
-	for (size_t it = 0; tw_hmap_next(&n->inodes, &it, &k, &v);) {
-		const struct mgr_inode *in = v;
+	for (size_t it = 0; mgr_itab_next(&n->inodes, &it, &in_);) {
+		const struct mgr_inode *in = in_;
 
 		if (!in->dir)
 			continue;
@@ -1021,9 +1022,9 @@ static void check_invariants(const struct mgr_state *st)
 				tw_hmap_get(&opens, h->ino) + 1));
 		}
 	}
-	for (size_t it = 0; tw_hmap_next(&n->inodes, &it, &k, &v);) {
-		const struct mgr_inode *in = v;
-		uintptr_t nn = (uintptr_t)tw_hmap_get(&names, k);
+	for (size_t it = 0; mgr_itab_next(&n->inodes, &it, &in_);) {
+		const struct mgr_inode *in = in_;
+		uintptr_t nn = (uintptr_t)tw_hmap_get(&names, k = in->ino);
 		uintptr_t sd = (uintptr_t)tw_hmap_get(&subdirs, k);
 
 		cr_assert_eq(in->open_count, (uintptr_t)tw_hmap_get(&opens, k),

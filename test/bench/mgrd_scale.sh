@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# mgrd_scale.sh - the namespace at scale: one twinfs-mgrd, no iods (a
+# create only decides a layout) and no mount, driven over the wire by
+# mgrd_load (mgrd_load.c; README.md here).
+#
+#   test/bench/mgrd_scale.sh [N] [PER_DIR]       (default 1000000 1000)
+#
+# Starts mgrd on a private directory (a config of two twin groups that are
+# never started, a port block in 31300-31395), runs `mgrd_load run` to N
+# empty files, PER_DIR per directory (checkpoints at 10 k, 100 k, 1 M,
+# 10 M: create and lookup rates, mgrd's resident memory per inode), then
+# times two restarts until mgrd answers a GETATTR (`mgrd_load ping`):
+#   kill -9  -> start: the last snapshot plus the replay of its log
+#   SIGTERM  -> start: a clean stop writes a snapshot; the start loads it
+# and prints a table.  Needs no root.  TWINFS_BUILD_DIR: the build to use
+# (default <repo>/build).  Never a timed assertion: figures of a shared
+# machine vary.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$REPO/test/bench
+BENCH_WHO=mgrd_scale
+. "$HERE/lib.sh"
+
+N=${1:-1000000}
+PER_DIR=${2:-1000}
+BUILD=${TWINFS_BUILD_DIR:-$REPO/build}
+[[ $BUILD == /* ]] || BUILD=$PWD/$BUILD
+MGRD=$BUILD/mgrd/twinfs-mgrd
+LOAD=$BUILD/test/bench/mgrd_load
+[[ -x $MGRD && -x $LOAD ]] || die "build $BUILD first (twinfs-mgrd, mgrd_load)"
+PORT=$(bench_port_block 31300 31395)
+[[ -n $PORT ]] || die "no free port block in 31300-31395"
+WORK=$(mktemp -d /var/tmp/twinfs-mgrd-scale.XXXXXX)
+CONF=$WORK/twinfs.conf
+MGRD_PID=
+
+cleanup() {
+	if [[ -n $MGRD_PID ]] && kill -0 "$MGRD_PID" 2>/dev/null; then
+		kill -9 "$MGRD_PID" 2>/dev/null || true
+		wait "$MGRD_PID" 2>/dev/null || true
+	fi
+	rm -rf --one-file-system "$WORK"
+}
+trap cleanup EXIT
+
+(umask 077 && cat >"$CONF" <<EOF
+[cluster]
+name = twinfs
+session_timeout = 600s
+
+[mgrd]
+host = 127.0.0.1
+port = $PORT
+dir = $WORK/mgrd
+
+[iod 1]
+host = 127.0.0.1
+port = $((PORT + 1))
+dir = $WORK/iod1
+group = 0
+
+[iod 2]
+host = 127.0.0.1
+port = $((PORT + 2))
+dir = $WORK/iod2
+group = 0
+
+[iod 3]
+host = 127.0.0.1
+port = $((PORT + 3))
+dir = $WORK/iod3
+group = 1
+
+[iod 4]
+host = 127.0.0.1
+port = $((PORT + 4))
+dir = $WORK/iod4
+group = 1
+EOF
+)
+mkdir -m 700 "$WORK/mgrd"
+
+start_mgrd() {
+	"$MGRD" -c "$CONF" >>"$WORK/mgrd.log" 2>&1 &
+	MGRD_PID=$!
+}
+
+# restart SIGNAL: stop mgrd with SIGNAL, start it; T: seconds until it
+# serves.
+restart() {
+	kill -"$1" "$MGRD_PID"
+	wait "$MGRD_PID" 2>/dev/null || true
+	start_mgrd
+	T=$("$LOAD" ping 127.0.0.1 "$PORT" 600) || die "mgrd did not come back (log: $WORK/mgrd.log)"
+	T=${T#serving after }
+	T=${T% s}
+}
+
+say "mgrd_scale: N=$N per_dir=$PER_DIR port=$PORT work=$WORK"
+start_mgrd
+"$LOAD" ping 127.0.0.1 "$PORT" 60 >/dev/null || die "mgrd did not start (log: $WORK/mgrd.log)"
+# Each checkpoint shows as it is reached (stderr), the table comes last.
+OUT=$("$LOAD" run 127.0.0.1 "$PORT" "$N" "$PER_DIR" 64 "$MGRD_PID" | tee /dev/stderr) ||
+	die "mgrd_load failed"
+snap=$(stat -c %s "$WORK/mgrd/snapshot" 2>/dev/null || echo 0)
+log=$(stat -c %s "$WORK/mgrd/journal" 2>/dev/null || echo 0)
+say "restart after kill -9 (snapshot $snap B + log $log B to replay)"
+restart 9
+T_KILL=$T
+say "restart after SIGTERM (clean stop writes a snapshot)"
+restart TERM
+T_TERM=$T
+RSS_AFTER=$(awk '/^VmRSS/ { print $2 }' "/proc/$MGRD_PID/status")
+
+echo
+printf '%-10s %12s %12s %10s %14s\n' files create/s lookup/s rss_MiB B/inode
+echo "$OUT" | awk '/^checkpoint/ {
+	for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	printf "%-10s %12s %12s %10.0f %14s\n", v["files"], v["create_rate"],
+		v["stat_rate"], v["rss_kb"] / 1024, v["bytes_per_inode"] }'
+printf 'restart, kill -9 (snapshot + replay): %s s\n' "$T_KILL"
+printf 'restart, SIGTERM (snapshot only):     %s s\n' "$T_TERM"
+printf 'rss after the restart:                %d MiB\n' $((RSS_AFTER / 1024))
