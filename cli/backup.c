@@ -95,6 +95,7 @@ int cmd_backup_meta(struct ctl *ctl, int argc, char **argv)
 	char addr[TW_HOST_MAX + 16], tmp[PATH_MAX];
 	uint64_t total = 0;
 	uint32_t pause_ms = 0;
+	bool from_standby = false;
 	int fd, rc;
 
 	if (argc != 2 || argv[1][0] == '-') {
@@ -105,17 +106,34 @@ int cmd_backup_meta(struct ctl *ctl, int argc, char **argv)
 		return EXIT_USAGE;
 	if (ctl_load_conf(ctl) < 0)
 		return EXIT_FAIL;
-	if (ctl_connect_mgrd(ctl, &mgr) < 0)
-		return EXIT_FAIL;
-	snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", progname, tmp, strerror(errno));
-		wire_sync_close(mgr);
 		return EXIT_FAIL;
 	}
-	rc = fetch(ctl, mgr, addr, fd, &total, &pause_ms);
-	wire_sync_close(mgr);
+	/* A pair's standby in sync holds every acknowledged record: taken
+	 * there, the active does not pause at all; else from the active. */
+	if (ctl_connect_standby(ctl, &mgr, addr, sizeof(addr)) == 0) {
+		rc = fetch(ctl, mgr, addr, fd, &total, &pause_ms);
+		wire_sync_close(mgr);
+		if (rc == 0)
+			from_standby = true;
+		else
+			fprintf(stderr, "%s: the standby mgrd (%s) could not "
+				"give the backup: %s; asking the active\n",
+				progname, addr, errno_cause(rc));
+	}
+	if (!from_standby) {
+		if (ftruncate(fd, 0) < 0 ||
+		    ctl_connect_mgrd(ctl, &mgr) < 0) {
+			close(fd);
+			unlink(tmp);
+			return EXIT_FAIL;
+		}
+		snprintf(addr, sizeof(addr), "%s", ctl_mgrd_addr(ctl));
+		rc = fetch(ctl, mgr, addr, fd, &total, &pause_ms);
+		wire_sync_close(mgr);
+	}
 	if (rc == 0) {
 		rc = snap_check(fd, total);
 		if (rc < 0)
@@ -133,7 +151,12 @@ int cmd_backup_meta(struct ctl *ctl, int argc, char **argv)
 		unlink(tmp);
 		return EXIT_FAIL;
 	}
-	printf("backup-meta: %s: %" PRIu64 " bytes (mgrd paused %u ms)\n",
-	       argv[1], total, pause_ms);
+	if (from_standby)
+		printf("backup-meta: %s: %" PRIu64 " bytes, from the standby "
+		       "mgrd at %s (it paused %u ms; the active did not)\n",
+		       argv[1], total, addr, pause_ms);
+	else
+		printf("backup-meta: %s: %" PRIu64 " bytes (mgrd paused %u "
+		       "ms)\n", argv[1], total, pause_ms);
 	return EXIT_OK;
 }

@@ -64,6 +64,10 @@ const char *ctl_mgrd_addr(struct ctl *ctl);
 /* Every configured mgrd's MSG_MGRD_STATUS into out[0..*n-1] (at most
  * TW_MGRLIST_MAX); 0. */
 int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n);
+/* An admin connection to the standby of a pair, if one says it is in
+ * sync with a live active (its address into addr): 0, or -ENOENT. */
+int ctl_connect_standby(struct ctl *ctl, struct wire_sync **out, char *addr,
+			size_t len);
 /* Connect to the active mgrd, send it `type` with an Empty body (its
  * address into addr), print why on failure: 0 or -errno. */
 int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,

@@ -186,6 +186,30 @@ int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n)
 	return 0;
 }
 
+int ctl_connect_standby(struct ctl *ctl, struct wire_sync **out, char *addr,
+			size_t len)
+{
+	mgrs_load(ctl);
+	for (int i = 0; i < ctl->mgrs.n; i++) {
+		const struct tw_mgr_addr *a = &ctl->mgrs.addr[i];
+		struct ctl_mgrd st = { 0 };
+		struct wire_sync *s = NULL;
+
+		if (ctl_connect2(ctl, "mgrd", a->host, a->port,
+				 ctl->timeout_ms, true, false, &s) < 0)
+			continue;
+		if (mgrd_status(s, &st) == 0 &&
+		    strcmp(st.role, "standby") == 0 &&
+		    strcmp(st.peer_role, "active") == 0) {
+			tw_mgr_addr_str(a, addr, len);
+			*out = s;
+			return 0;
+		}
+		wire_sync_close(s);
+	}
+	return -ENOENT;
+}
+
 /* ---------------------------------------------- twinfsctl mgrd switchover */
 
 int ctl_mgrd_call_empty(struct ctl *ctl, uint16_t type, char *addr,

@@ -1190,6 +1190,15 @@ void mgr_repl_status(const struct mgr_server *s, Twinfs__MgrdStatus *st)
 								   : "down";
 }
 
+bool mgr_repl_standby_current(const struct mgr_server *s)
+{
+	const struct mgr_repl *r = s->repl;
+
+	return r && !r->active && r->s_installed && r->s_in_sync &&
+	       r->last_contact_ms &&
+	       tw_now_ms() - r->last_contact_ms < REPL_TIMEOUT_MS;
+}
+
 int mgr_repl_active_id(const struct mgr_server *s)
 {
 	const struct mgr_repl *r = s->repl;

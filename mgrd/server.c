@@ -1551,6 +1551,14 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 		wire_reply(c, &m->hdr, 0, &st.base, NULL, 0);
 		goto out;
 	}
+	if (t == TWINFS__MSG_TYPE__MSG_MGRD_BACKUP && !mgr_srv_serving(s) &&
+	    mgr_repl_standby_current(s)) {
+		/* a standby in sync holds every acknowledged record: its
+		 * copy costs the active nothing (docs/OPERATIONS.md
+		 * "Backup and restore") */
+		mgr_backup_request(s, c, m);
+		goto out;
+	}
 	if (!mgr_srv_serving(s)) {
 		/* proto/FORMAT.md "mgrd pair": only the active serves; the
 		 * lease's clock decides, not a timer (Election E2) */

@@ -318,6 +318,9 @@ void mgr_repl_request(struct mgr_server *s, struct wire_conn *c,
 void mgr_repl_status(const struct mgr_server *s, Twinfs__MgrdStatus *st);
 /* The active's mgrd id as this mgrd knows it (0: unknown). */
 int mgr_repl_active_id(const struct mgr_server *s);
+/* A standby holding every record the active closed (installed, in sync,
+ * heard from the active lately): it may serve backup-meta. */
+bool mgr_repl_standby_current(const struct mgr_server *s);
 /* A child process writes mgr_state_encode(st) (the state at the fork) to
  * path: its pid, or -errno.  mgr_snap_wait: 1 running, 0 written,
  * -EIO failed (the child is reaped). */
