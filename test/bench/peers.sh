@@ -34,7 +34,7 @@ GL_VOL=twbench
 # glusterd writes to these whatever its working directory: what was not
 # there before peers_up is ours and goes at peers_down (state removed,
 # logs moved to OUT/peer-logs).
-GL_HOST_DIRS=(/var/lib/glusterd /var/log/glusterfs)
+GL_HOST_DIRS=(/var/lib/glusterd /var/log/glusterfs /var/run/gluster)
 GL_HOST_BEFORE=()
 
 # In front of a command run in the namespace.  Not a function: `CMD &`
