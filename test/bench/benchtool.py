@@ -21,10 +21,12 @@ Subcommands (all print their result on stdout, one line):
                                waited, or "timeout:SECONDS" after TIMEOUT s
   modes-report RAW.tsv MODE...
                                journal_modes.sh's table (README.md here)
-  report RAW.tsv SUMMARY.tsv MODE [CEILING.tsv]
+  report RAW.tsv SUMMARY.tsv MODE [CEILING.tsv [PEERS.tsv]]
                                medians per target and workload, ratios,
                                targets (README.md here); prints the table (and,
-                               with CEILING.tsv, the table against hopfs)
+                               with CEILING.tsv, the table against hopfs;
+                               with PEERS.tsv and figures of the peers,
+                               the table against MooseFS and GlusterFS)
   check OUTDIR                 run --quick's self-check for CI: a figure
                                for every workload on every target (and
                                every channel mode in channel.tsv), no
@@ -260,6 +262,8 @@ WORKLOADS = [
     ("cpu_read", "s/GiB", False, None, None),
 ]
 TARGETS = ("local", "bindfs", "twinfs")
+# run --peers (peers.sh): name, short name in column heads
+PEERS = (("moosefs", "mfs"), ("glusterfs", "gfs"))
 
 
 def fmt(v):
@@ -272,7 +276,7 @@ def fmt(v):
     return "%.2f" % v
 
 
-def cmd_report(raw, summary, mode, ceiling=None):
+def cmd_report(raw, summary, mode, ceiling=None, peers_out=None):
     vals = {}
     with open(raw) as f:
         header = f.readline().rstrip("\n").split("\t")
@@ -284,6 +288,9 @@ def cmd_report(raw, summary, mode, ceiling=None):
                 continue
             vals.setdefault((r["workload"], r["target"]), {})[r["run"]] = v
     rows = []
+    # The peers' columns only when the run measured them.
+    peers = [(p, a) for p, a in PEERS
+             if any(t == p for _, t in vals)] if peers_out else []
     for name, unit, higher, base, factor in WORKLOADS:
         if name in ("seq_write", "par4_write") and mode != "journal":
             factor = 0.45           # data=ordered / writeback (ceiling 0.5)
@@ -298,6 +305,12 @@ def cmd_report(raw, summary, mode, ceiling=None):
             tw, bb = med["twinfs"], med[b]
             return tw / bb if tw is not None and bb else None
         r_loc, r_bfs = ratio("local"), ratio("bindfs")
+        r_peer = []
+        for p, _ in peers:
+            pm = vals.get((name, p), {})
+            pm = statistics.median(pm.values()) if pm else None
+            tw = med["twinfs"]
+            r_peer.append(fmt(tw / pm if tw is not None and pm else None))
         # Median over runs of the per-run ratio (both figures from the same
         # run): robust against drift between runs.
         run_ratio = None
@@ -317,10 +330,11 @@ def cmd_report(raw, summary, mode, ceiling=None):
                 met = "met" if (r >= factor if higher else r <= factor) \
                     else "NOT met"
         rows.append((name, unit, fmt(med["local"]), fmt(med["bindfs"]),
-                     fmt(med["twinfs"]), fmt(r_loc), fmt(r_bfs),
+                     fmt(med["twinfs"]), fmt(r_loc), fmt(r_bfs), *r_peer,
                      fmt(run_ratio), target, met))
     cols = ("workload", "unit", "local", "bindfs", "twinfs", "tw/local",
-            "tw/bindfs", "run_ratio", "target", "met")
+            "tw/bindfs", *("tw/" + a for _, a in peers), "run_ratio",
+            "target", "met")
     with open(summary, "w") as f:
         f.write("\t".join(cols) + "\n")
         for r in rows:
@@ -333,8 +347,8 @@ def cmd_report(raw, summary, mode, ceiling=None):
     if disk:
         d = statistics.median(disk.values())
         limit = 0.25 if mode == "journal" else 0.5
-        rows.append(("disk_write", "MB/s", fmt(d), "-", "-", "-", "-", "-",
-                     "-", "-"))
+        rows.append(("disk_write", "MB/s", fmt(d), "-", "-", "-", "-",
+                     *("-" for _ in peers), "-", "-", "-"))
         for name in ("seq_write", "par4_write"):
             tw = vals.get((name, "twinfs"), {})
             if not tw:
@@ -342,12 +356,15 @@ def cmd_report(raw, summary, mode, ceiling=None):
             rr = [tw[k] / disk[k] for k in tw if k in disk and disk[k]]
             r = statistics.median(tw.values()) / d
             rows.append((name + "/disk", "ratio", "-", "-", fmt(r), "-", "-",
+                         *("-" for _ in peers),
                          fmt(statistics.median(rr)) if rr else "-",
                          "ceiling %g x disk" % limit,
                          "%.0f%% of it" % (100 * r / limit)))
-    print_table(cols, rows, (0, 1, 8, 9))
+    print_table(cols, rows, (0, 1, len(cols) - 2, len(cols) - 1))
     if ceiling:
         ceiling_report(vals, ceiling)
+    if peers:
+        peers_report(vals, peers, peers_out)
 
 
 def print_table(cols, rows, left):
@@ -411,6 +428,48 @@ def ceiling_report(vals, out):
     print()
     print("The ceiling: hopfs does TwinFS's hops and nothing else (hopfs.c).")
     print_table(cols, rows, (0, 1, 7, 8))
+
+
+def peers_report(vals, peers, out):
+    """With run --peers: TwinFS against MooseFS and GlusterFS on every
+    workload.  tw/P is the ratio of the medians (rates: < 1 is slower;
+    times and latencies: > 1 is slower), run_P the median of the per-run
+    ratios (both figures of the same run).  "ahead" when TwinFS is ahead of
+    every peer by the ratio of the medians.  Written to out as TSV too."""
+    rows = []
+    med = lambda d: statistics.median(d.values()) if d else None
+    for name, unit, higher, _, _ in WORKLOADS:
+        tw_runs = vals.get((name, "twinfs"), {})
+        tw = med(tw_runs)
+        cells, ahead = [], (True if tw is not None else None)
+        for p, _ in peers:
+            pr = vals.get((name, p), {})
+            pm = med(pr)
+            r = tw / pm if tw is not None and pm else None
+            rr = [tw_runs[k] / pr[k] for k in tw_runs if k in pr and pr[k]]
+            cells += [fmt(pm), fmt(r),
+                      fmt(statistics.median(rr)) if rr else "-"]
+            if r is None:
+                ahead = None
+            elif ahead is not None and (r < 1 if higher else r > 1):
+                ahead = False
+        if all(c == "-" for c in cells):
+            continue
+        rows.append((name, unit, fmt(tw), *cells,
+                     "-" if ahead is None else
+                     "ahead" if ahead else "BEHIND"))
+    cols = ["workload", "unit", "twinfs"]
+    for p, a in peers:
+        cols += [p, "tw/" + a, "run_" + a]
+    cols.append("vs all peers")
+    with open(out, "w") as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    print()
+    print("The peers, same run (peers.sh; rates: tw/P > 1 is ahead; "
+          "s, us, s/GiB: tw/P < 1 is ahead).")
+    print_table(cols, rows, (0, 1, len(cols) - 1))
 
 
 def cmd_check(out):
@@ -504,7 +563,8 @@ def main(a):
     elif c == "modes-report":
         cmd_modes_report(a[2], a[3:])
     elif c == "report":
-        cmd_report(a[2], a[3], a[4], a[5] if len(a) > 5 else None)
+        cmd_report(a[2], a[3], a[4], a[5] if len(a) > 5 and a[5] else None,
+                   a[6] if len(a) > 6 else None)
     elif c == "check" and len(a) == 3:
         cmd_check(a[2])
     else:
