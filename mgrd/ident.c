@@ -128,37 +128,34 @@ refuse:
 
 /* ------------------------------------------------------------- revoked */
 
-/* The file `revoked` (mgrd/FORMAT.md section 4): one line per revoked
- * key, "NAME SHA256-OF-KEY-HEX\n". */
-static int revoked_load(struct mgr_server *s)
+/* The list's text (mgrd/FORMAT.md section 4): one line per revoked
+ * key, "NAME SHA256-OF-KEY-HEX\n"; `where` names it in errors.  The
+ * parsed list replaces *out only when all of it is good. */
+static int revoked_parse(FILE *f, const char *where,
+			 struct mgr_revoked **out, size_t *n_out)
 {
-	char path[PATH_MAX + 16], line[256];
-	FILE *f;
-	int rc = 0, n = 0;
+	struct mgr_revoked *list = NULL, *r;
+	char line[256];
+	size_t n = 0;
+	int rc = 0;
 
-	snprintf(path, sizeof(path), "%s/revoked", s->conf->mgr_dir);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
 	while (fgets(line, sizeof(line), f)) {
 		char name[TW_CLIENT_NAME_MAX], fh[2 * MGR_FPR_LEN + 1];
-		struct mgr_revoked *r;
 
-		n++;
 		if (sscanf(line, "%63s %64s", name, fh) != 2 ||
 		    !tw_client_name_ok(name) || strlen(fh) != 2 * MGR_FPR_LEN) {
-			tw_err("mgrd: %s:%d: malformed line; expected 'NAME "
-			       "SHA256-HEX'", path, n);
+			tw_err("mgrd: %s:%zu: malformed line; expected 'NAME "
+			       "SHA256-HEX'", where, n + 1);
 			rc = -EINVAL;
 			break;
 		}
-		r = realloc(s->revoked, (s->n_revoked + 1) * sizeof(*r));
+		r = realloc(list, (n + 1) * sizeof(*r));
 		if (!r) {
 			rc = -ENOMEM;
 			break;
 		}
-		s->revoked = r;
-		r += s->n_revoked++;
+		list = r;
+		r += n++;
 		snprintf(r->name, sizeof(r->name), "%s", name);
 		for (size_t i = 0; i < MGR_FPR_LEN; i++) {
 			unsigned v = 0;
@@ -167,19 +164,35 @@ static int revoked_load(struct mgr_server *s)
 			r->fpr[i] = (uint8_t)v;
 		}
 	}
+	if (rc < 0) {
+		free(list);
+		return rc;
+	}
+	free(*out);
+	*out = list;
+	*n_out = n;
+	return 0;
+}
+
+static int revoked_load(struct mgr_server *s)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/revoked", s->conf->mgr_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	rc = revoked_parse(f, path, &s->revoked, &s->n_revoked);
 	fclose(f);
 	return rc;
 }
 
-/* Replace revoked with the whole list (tw_replace_file: revoked.tmp,
- * sync, rename, sync the directory): a crash leaves the old list or the
- * new one. */
-static int revoked_save(struct mgr_server *s)
+/* The list as text, in a buffer the caller frees. */
+static int revoked_text(const struct mgr_server *s, char **buf, size_t *len)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	int dfd, rc = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f = open_memstream(buf, len);
 
 	if (!f)
 		return -errno;
@@ -189,8 +202,23 @@ static int revoked_save(struct mgr_server *s)
 		hex(s->revoked[i].fpr, MGR_FPR_LEN, fh);
 		fprintf(f, "%s %s\n", s->revoked[i].name, fh);
 	}
-	if (fclose(f) != 0)
-		rc = -ENOMEM;
+	if (fclose(f) != 0) {
+		free(*buf);
+		*buf = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Replace revoked with the whole list (tw_replace_file: revoked.tmp,
+ * sync, rename, sync the directory): a crash leaves the old list or the
+ * new one. */
+static int revoked_save(struct mgr_server *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int dfd, rc = revoked_text(s, &buf, &len);
+
 	dfd = rc == 0 ? open(s->conf->mgr_dir, O_RDONLY | O_DIRECTORY |
 			     O_CLOEXEC) : -1;
 	if (rc == 0 && dfd < 0)
@@ -200,6 +228,50 @@ static int revoked_save(struct mgr_server *s)
 	if (dfd >= 0)
 		close(dfd);
 	free(buf);
+	return rc;
+}
+
+int mgr_ident_revoked_journal(struct mgr_server *s)
+{
+	struct mgr_op op = { .type = MGR_OP_REVOKED };
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!s->n_revoked || !s->repl)   /* nobody to send it to */
+		return 0;
+	rc = revoked_text(s, &buf, &len);
+	if (rc == 0 && len > MGR_XATTR_SIZE_MAX)
+		rc = -E2BIG;
+	if (rc == 0) {
+		op.value = buf;
+		op.value_len = (uint32_t)len;
+		rc = mgr_srv_internal(s, &op);
+	}
+	if (rc < 0)
+		tw_err("mgrd: cannot send the revoked-key list (%zu keys) to "
+		       "the standby: %s; copy %s/revoked to its directory",
+		       s->n_revoked, strerror(-rc), s->conf->mgr_dir);
+	free(buf);
+	return rc;
+}
+
+int mgr_ident_revoked_apply(struct mgr_server *s, const void *text,
+			    size_t len)
+{
+	FILE *f = fmemopen((void *)text, len, "r");
+	int rc;
+
+	if (!f)
+		return len ? -errno : 0;
+	rc = revoked_parse(f, "the active's revoked list", &s->revoked,
+			   &s->n_revoked);
+	fclose(f);
+	if (rc == 0)
+		rc = revoked_save(s);
+	if (rc == 0)
+		tw_info("mgrd: the active's revoked-key list: %zu keys",
+			s->n_revoked);
 	return rc;
 }
 
@@ -484,6 +556,9 @@ static int revoke_client(struct mgr_server *s, const char *name,
 			       s->conf->mgr_dir, strerror(-rc));
 			return rc;
 		}
+		/* the standby's copy, before the admin's answer (which
+		 * waits for the record's ack like every reply) */
+		mgr_ident_revoked_journal(s);
 	}
 	tw_warn("mgrd: client '%s' revoked by %s: its key is refused from "
 		"now on; %u live sessions expire", name, wire_conn_peer(c),

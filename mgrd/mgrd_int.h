@@ -753,6 +753,9 @@ enum mgr_op_type {
 	MGR_OP_INO_RESERVE = 18,  /* ino_limit = new_ino (synced before use) */
 	MGR_OP_RESYNC_JOB = 19,   /* rjobs[ino - 1] = value (rjob.c) */
 	MGR_OP_SIZE_FOUND = 20,   /* mgr_ns_size_found(ino, size, trunc_gen) */
+	/* value = the whole revoked-key list (mgrd/FORMAT.md section 4):
+	 * not state; ident.c writes it to DIR/revoked on a standby */
+	MGR_OP_REVOKED = 21,
 	MGR_OP_MAX_
 };
 

@@ -668,6 +668,9 @@ int mgr_op_apply(struct mgr_state *st, struct mgr_op *op)
 		if (op->new_ino > st->ns.ino_limit)
 			st->ns.ino_limit = op->new_ino;
 		return 0;
+	case MGR_OP_REVOKED:
+		/* the list is DIR/revoked's, not the state's (ident.c) */
+		return 0;
 	case MGR_OP_RESYNC_JOB:
 		if (op->ino == 0 || op->ino > TW_MAX_IODS)
 			return -EINVAL;

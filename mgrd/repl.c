@@ -567,6 +567,9 @@ static void start_fork(struct mgr_repl *r)
 		"written by process %d (fork took %llu ms)", r->other,
 		(unsigned long long)r->snap_index, (int)pid,
 		(unsigned long long)(tw_now_ms() - t0));
+	/* The revoked keys are not in the snapshot: a record after it
+	 * carries them to the joiner. */
+	mgr_ident_revoked_journal(r->s);
 }
 
 static void poll_fork(struct mgr_repl *r)
@@ -967,6 +970,13 @@ static int h_record(struct mgr_repl *r, const struct wire_msg *m)
 			r->s_installed = false;
 			return -EUCLEAN;
 		}
+	}
+	if (op.type == MGR_OP_REVOKED) {
+		/* the list is a file of ours, written before the record
+		 * enters the log (mgrd/FORMAT.md section 4) */
+		rc = mgr_ident_revoked_apply(s, op.value, op.value_len);
+		if (rc < 0)
+			mgr_srv_fatal(s, "revoked", rc);
 	}
 	rc = mgr_journal_append(&s->jnl, m->data, m->data_len, &op);
 	if (rc < 0)

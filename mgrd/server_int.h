@@ -119,6 +119,13 @@ void mgr_srv_cred(const struct mgr_server *s, const Twinfs__Ctx *ctx,
 
 /* ident.c: client identities (proto/FORMAT.md "Client identities"). */
 int mgr_ident_init(struct mgr_server *s);
+/* The active: journal the whole revoked-key list as a REVOKED record,
+ * which goes to the standby like any record (a no-op when empty). */
+int mgr_ident_revoked_journal(struct mgr_server *s);
+/* A standby: take the list of a REVOKED record and write DIR/revoked
+ * (before the record enters our log). */
+int mgr_ident_revoked_apply(struct mgr_server *s, const void *text,
+			    size_t len);
 void mgr_ident_free(struct mgr_server *s);
 /* The identity a connection proved (NULL: none), by name and config. */
 const char *mgr_ident_name(struct wire_conn *c);

@@ -10,6 +10,8 @@
 #     log (no snapshot); killed again as that catch-up starts, and
 #     restarted; its directory wiped and a rejoin while it runs (by
 #     snapshot), killed as that snapshot is sent, and restarted;
+#   - a client key revoked on the active is in the standby's list, and
+#     again after its directory is wiped and it joins by snapshot;
 #   - twinfsctl backup-meta while the load runs, and at rest (from the
 #     standby in sync: byte-equal to the active's state);
 #   - with both stopped, the standby's directory replays to the very state
@@ -19,7 +21,14 @@
 . "$(dirname "$0")/lib.sh"
 # A catch-up from the log one record a round trip: long enough for the
 # drill below to kill the standby in the middle of one.
-e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2 TWINFS_TEST_REPL_WINDOW=1; }
+# A client identity to revoke: the revoked-key list goes to the standby.
+e2e_before_up() {
+	export TWINFS_MGRD_PAIR=127.0.0.2 TWINFS_TEST_REPL_WINDOW=1
+	mkdir -p "$TWINFS_RUN_DIR" &&
+		"$TWINFS_BUILD_DIR/cli/twinfsctl" keygen rev1 -o "$TWINFS_RUN_DIR/rev1.key" >/dev/null &&
+		printf '[client rev1]\nkey_file = %s/rev1.key\n' "$TWINFS_RUN_DIR" >"$TWINFS_RUN_DIR/extra.conf" &&
+		export TWINFS_EXTRA_CONF=$TWINFS_RUN_DIR/extra.conf
+}
 e2e_begin mgrd-pair
 e2e_tmpdir T
 
@@ -138,6 +147,10 @@ L2=$(($(wc -l <"$LOG2") + 1))
 start_m2
 wait_sync 30000 && pass standby-rejoins-after-kill-in-catchup || fail standby-rejoins-after-kill-in-catchup "$(status1)"
 
+# a revoked key: the standby's list has it once the admin is answered
+check client-revoke lc ctl client revoke rev1
+check revoked-on-standby grep -q "^rev1 " "$TWINFS_RUN_DIR/mgrd2/revoked"
+
 # its directory wiped while the load runs: it rejoins from nothing
 load "$M/c" "$N" &
 lp=$!
@@ -156,6 +169,8 @@ wait $lp && pass load-across-standby-wipe || fail load-across-standby-wipe "load
 wait_sync 30000 && pass standby-rejoins-wiped || fail standby-rejoins-wiped "$(status1)"
 sed -n "$LW,\$p" "$LOG2" | grep -q "joined by snapshot" && pass standby-took-snapshot ||
 	fail standby-took-snapshot "no install in $LOG2"
+# the list is not in the snapshot: a record after it brought it
+check revoked-after-wipe grep -q "^rev1 " "$TWINFS_RUN_DIR/mgrd2/revoked"
 
 # the namespace as clients see it, kept to compare after a takeover drill
 (cd "$M" && find . -printf '%p %y %m %s %n %l\n' | sort) >"$T/tree"

@@ -918,6 +918,16 @@ static void step(struct workload *w)
 			sf.size = in->size + (rnd(w) % 3) * 4096;
 			live(w, &sf, -1);
 		}
+		if (w->clock % 8 == 0) {   /* not rnd(): seeds keep their runs */
+			/* the revoked-key list for a standby: no state */
+			static char list[] = "rev1 0123456789abcdef0123456789"
+				"abcdef0123456789abcdef0123456789abcdef\n";
+			struct mgr_op rv = { .type = MGR_OP_REVOKED,
+					     .value = list,
+					     .value_len = sizeof(list) - 1 };
+
+			live(w, &rv, -1);
+		}
 		if (tw_hmap_get(&w->st->ns.pdel, rnd_ino(w)) || 1) {
 			uint64_t k;
 			void *v;
