@@ -44,7 +44,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(umask 077 && cat >"$CONF" <<EOF
+# Four iods in two groups are named (mgrd needs a map), none started.
+(
+	umask 077
+	cat <<EOF
 [cluster]
 name = twinfs
 session_timeout = 600s
@@ -53,32 +56,12 @@ session_timeout = 600s
 host = 127.0.0.1
 port = $PORT
 dir = $WORK/mgrd
-
-[iod 1]
-host = 127.0.0.1
-port = $((PORT + 1))
-dir = $WORK/iod1
-group = 0
-
-[iod 2]
-host = 127.0.0.1
-port = $((PORT + 2))
-dir = $WORK/iod2
-group = 0
-
-[iod 3]
-host = 127.0.0.1
-port = $((PORT + 3))
-dir = $WORK/iod3
-group = 1
-
-[iod 4]
-host = 127.0.0.1
-port = $((PORT + 4))
-dir = $WORK/iod4
-group = 1
 EOF
-)
+	for i in 1 2 3 4; do
+		printf '\n[iod %d]\nhost = 127.0.0.1\nport = %d\ndir = %s/iod%d\ngroup = %d\n' \
+			"$i" $((PORT + i)) "$WORK" "$i" $(((i - 1) / 2))
+	done
+) >"$CONF"
 mkdir -m 700 "$WORK/mgrd"
 
 start_mgrd() {
