@@ -439,6 +439,9 @@ int store_rec_create(struct jbd_handle *h, uint64_t obj, uint64_t gen,
  * only raises trunc_gen to gen). */
 int store_rec_mark(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 		   uint64_t first, uint64_t count);
+/* cb runs once every handle committed before this one is closed: the
+ * reply of a request that changes nothing, in order with the others. */
+int store_barrier(struct iod_store *s, iod_store_cb cb, void *arg);
 /* The start of a truncate or punch, which leave an absent subfile absent:
  * -EIO once aborted; absent: cb runs as a barrier (*st says absent) and 0
  * is returned; -ESTALE for a trunc_gen older than the subfile's; else 1

@@ -934,7 +934,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 }
 
 /* An empty handle: cb once everything before it is closed. */
-static int barrier(struct iod_store *s, iod_store_cb cb, void *arg)
+int store_barrier(struct iod_store *s, iod_store_cb cb, void *arg)
 {
 	struct jbd_handle *h;
 	struct sreq *r = sreq_new(s, cb, arg);
@@ -967,7 +967,7 @@ int store_existing_start(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!ls.exists) {
 		if (st)
 			*st = (struct iod_sub_stat){ .exists = false };
-		rc = barrier(s, cb, arg);
+		rc = store_barrier(s, cb, arg);
 		return rc < 0 ? rc : 0;
 	}
 	return 1;

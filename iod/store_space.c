@@ -238,6 +238,21 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = store_stat_logical(s, ino, column, &now);
 	if (rc < 0)
 		return rc;
+	/* Bytes at or past the logical end are no data of the subfile (a
+	 * grow shows zeros there), so a punch that keeps the size stops at
+	 * it, unless it carries a newer trunc_gen, which its mark records.
+	 * A punch of a whole sparse range (fallocate over a TiB) would
+	 * otherwise journal a record per 1 GiB piece, each answered only
+	 * after a checkpoint of all of them. */
+	if (!zero && gen == now.trunc_gen) {
+		if (off >= now.size) {
+			if (st)
+				*st = now;
+			return store_barrier(s, cb, arg);
+		}
+		len = TW_MIN(len, now.size - off);
+		last = (off + len - 1) >> IOD_REGION_SHIFT;
+	}
 	if (zero) {
 		rc = jbd_admit(s->j, len);   /* ENOSPC before anything */
 		if (rc < 0)
