@@ -57,6 +57,26 @@ static int mgrd_status(struct wire_sync *s, struct ctl_mgrd *st)
 	return rc;
 }
 
+/* Connect to the mgrd at host:port and ask its status: 0 with *out open
+ * (the caller closes it), or a negative errno with nothing open. */
+static int connect_status(struct ctl *ctl, const char *host, int port,
+			  struct ctl_mgrd *st, struct wire_sync **out)
+{
+	struct wire_sync *s = NULL;
+	int rc = ctl_connect2(ctl, "mgrd", host, port, ctl->timeout_ms, true,
+			      false, &s);
+
+	if (rc < 0)
+		return rc;
+	rc = mgrd_status(s, st);
+	if (rc < 0) {
+		wire_sync_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
 static void mgrs_load(struct ctl *ctl)
 {
 	if (ctl->mgrs.n == 0 && tw_mgrlist_conf(&ctl->mgrs, &ctl->conf) < 0)
@@ -102,21 +122,18 @@ int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 
 		tries++;
 		tw_mgr_addr_str(a, ctl->mgr_addr, sizeof(ctl->mgr_addr));
-		rc = ctl_connect2(ctl, "mgrd", a->host, a->port,
-				  ctl->timeout_ms, true, false, &s);
-		if (rc == 0) {
-			rc = mgrd_status(s, &st);
-			if (rc == 0 && strcmp(st.role, "active") == 0) {
-				tw_mgrlist_ok(&ctl->mgrs, msg, sizeof(msg));
-				*out = s;
-				return 0;
-			}
+		rc = connect_status(ctl, a->host, a->port, &st, &s);
+		if (rc == 0 && strcmp(st.role, "active") == 0) {
+			tw_mgrlist_ok(&ctl->mgrs, msg, sizeof(msg));
+			*out = s;
+			return 0;
+		}
+		if (rc == 0)
 			wire_sync_close(s);
-			if (rc == 0 || rc == -EREMOTE) {
-				o = TW_MGR_REMOTE;
-				snprintf(why[i], sizeof(why[i]), "%s",
-					 rc == 0 ? st.role : "not the active");
-			}
+		if (rc == 0 || rc == -EREMOTE) {
+			o = TW_MGR_REMOTE;
+			snprintf(why[i], sizeof(why[i]), "%s",
+				 rc == 0 ? st.role : "not the active");
 		}
 		if (o == TW_MGR_UNREACHABLE) {
 			snprintf(why[i], sizeof(why[i]), "%s", errno_cause(rc));
@@ -171,12 +188,9 @@ int ctl_mgrds(struct ctl *ctl, struct ctl_mgrd *out, int *n)
 					sizeof(m->addr));
 		else
 			snprintf(m->addr, sizeof(m->addr), "%s:%d", host, port);
-		rc = ctl_connect2(ctl, "mgrd", host, port, ctl->timeout_ms,
-				  true, false, &s);
-		if (rc == 0) {
-			rc = mgrd_status(s, m);
+		rc = connect_status(ctl, host, port, m, &s);
+		if (rc == 0)
 			wire_sync_close(s);
-		}
 		if (rc < 0) {
 			snprintf(m->role, sizeof(m->role), "down");
 			m->rc = rc;
@@ -195,11 +209,9 @@ int ctl_connect_standby(struct ctl *ctl, struct wire_sync **out, char *addr,
 		struct ctl_mgrd st = { 0 };
 		struct wire_sync *s = NULL;
 
-		if (ctl_connect2(ctl, "mgrd", a->host, a->port,
-				 ctl->timeout_ms, true, false, &s) < 0)
+		if (connect_status(ctl, a->host, a->port, &st, &s) < 0)
 			continue;
-		if (mgrd_status(s, &st) == 0 &&
-		    strcmp(st.role, "standby") == 0 &&
+		if (strcmp(st.role, "standby") == 0 &&
 		    strcmp(st.peer_role, "active") == 0) {
 			tw_mgr_addr_str(a, addr, len);
 			*out = s;
