@@ -443,6 +443,7 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 	Twinfs__ClusterMap *map;
 	struct iod_probe *probes = NULL;
 	struct ctl_mgrd mgrds[TW_MGRLIST_MAX];
+	uint64_t unrep[TW_MAX_IODS];
 	bool json = false, degraded[TW_MAX_GROUPS] = { false };
 	int opt, rc, ret = EXIT_FAIL, n_degraded = 0, n_unreachable = 0;
 	int n_mgrds = 0, mgrds_bad = 0;
@@ -492,6 +493,9 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 		}
 	}
 
+	/* docs/ARCHITECTURE.md "Integrity": blocks the last resync of each
+	 * iod found bad on both twins */
+	ctl_unrepairable(ctl, unrep);
 	if (json) {
 		bool first = true;
 
@@ -525,7 +529,9 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 				json_string(stdout, errno_cause(probes[i].rc));
 			}
 			json_csums(&probes[i]);
-			printf("}");
+			printf(",\"resync_unrepairable\":%" PRIu64 "}",
+			       io->id >= 1 && io->id <= TW_MAX_IODS
+			       ? unrep[io->id - 1] : 0);
 		}
 		printf("],\"degraded_groups\":[");
 		for (i = 0; i < TW_MAX_GROUPS; i++) {
@@ -575,6 +581,16 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 			       io->group, io->twin_index, addr, state, ping);
 		}
 		print_csums(map, probes);
+		for (i = 0; i < map->n_iods; i++) {
+			uint32_t id = map->iods[i]->id;
+
+			if (id >= 1 && id <= TW_MAX_IODS && unrep[id - 1])
+				printf("iod %u resync: %" PRIu64 " unrepairable "
+				       "blocks (bad on both twins, copied "
+				       "marked bad: reads of them get EIO; "
+				       "twinfsctl rebuild --status %u)\n", id,
+				       unrep[id - 1], id);
+		}
 		if (n_degraded == 0 && n_unreachable == 0)
 			printf("all %zu iods up, %u groups healthy\n",
 			       map->n_iods, map->n_groups);
