@@ -200,8 +200,9 @@ struct csum_pend {
  * block: the stored CRC32C of len bytes of a block zero-padded to 4 KiB
  * (never 0: 0 marks an unchecked entry); range: the blocks first..last a
  * byte range touches (pure).  open: DIR/csums, before replay; upgrade:
- * after replay, computes every entry when DIR/twinfs-csum-v1 is absent
- * (or drops it outside data=journal), then checking starts.  home: the
+ * after replay, computes every entry when DIR/twinfs-csum-v2 is absent
+ * (converts them from DIR/twinfs-csum-v1; drops both outside
+ * data=journal), then checking starts.  home: the
  * journal's ops.home_blocks; check: its ops.home_check (-EBADMSG, with
  * csum_bad_* set, when a home block that is not journal-resident does not
  * match); cut, punch, forget: a truncate, a punch, an unlink or a
