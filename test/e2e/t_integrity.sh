@@ -267,6 +267,7 @@ out=$(ctl scrub --wait 2 2>&1) && pass scrub-scheduled-ends ||
 
 # --- a rebuild from the only copy, which has a bad block: iod 2 down and
 # wiped, block 73 of rot damaged on iod 1 (home since the first checks)
+t0=$(now_ms)
 lc kill-iod 2 >/dev/null
 out=$(wait_state 2 '^down' 10000) && pass badcopy-down || fail badcopy-down "$out"
 flip "$(subpath 1 rot)" 300000
@@ -301,6 +302,7 @@ echo "$out" | grep -q "^BAD-BOTH .*g0/rot .*region 0 fails its block checksums o
 dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/dev/null
 drop_caches
 assert_same_file badcopy-rewritten "$T/rot" "$M/g0/rot"
+echo "# rebuild from a bad only copy: checks took $(($(now_ms) - t0)) ms"
 
 # every copy good again: verify is clean
 e2e_verify

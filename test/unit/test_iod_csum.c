@@ -5,7 +5,8 @@
  * rewrite heals it, a cut or punch leaves no stale checksum, and a data
  * directory without checksums gets them computed at open; a resync's copy
  * of a bad block (iod_store_write_bad) stays bad, journal-resident and at
- * home, through a cut, a restart and a conversion from version 1, until
+ * home, through a kill -9 (replay), a cut, a restart and a conversion from
+ * version 1, until
  * new content replaces it. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -237,6 +238,13 @@ Test(iod_csum, bad_copy_stays_bad_until_rewritten)
 		     4096);
 	cr_assert_arr_eq(out, junk, 4096);
 	free(out);
+	/* kill -9 before the checkpoint: replay marks it */
+	iod_store_abandon(st);
+	st = NULL;
+	reopen();
+	cr_assert_eq(rd(8192, 4096, NULL), -EBADMSG);
+	cr_assert_eq(rd(0, 8192, a), 8192);
+	cr_assert_eq(rd(12288, sizeof(a) - 12288, a), (long)sizeof(a) - 12288);
 	/* the last, partial block too, then a cut to the same size */
 	cr_assert_eq(s_write_bad(16384, junk, sizeof(a) - 16384), 0);
 	cr_assert_eq(s_truncate(st, 5, 0, sizeof(a), 0, NULL), 0);
