@@ -153,6 +153,7 @@
 #define RS_CHUNKS_PER_RUN 8              /* per loop pass, then yield */
 #define RS_PROGRESS_MS    500u
 #define RS_RING           8192u          /* positions awaiting their ack */
+#define RS_BAD_LOGGED     256u           /* unrepairable blocks logged a run */
 /* A chunk queues at most one write per 4 KiB block (one per other block
  * when sparse, one per block when every other one is unrepairable: see
  * fwd_with_bad), plus a create, a delete and a truncate: leave this much
@@ -1074,6 +1075,7 @@ static long read_bad_chunk(struct rs_job *j, uint64_t off, uint8_t **buf,
 {
 	struct iod *d = j->d;
 	unsigned nbad = 0;
+	char msg[320];
 	long n;
 
 	n = iod_store_read_unchecked(d->store, j->cur_ino, j->cur_col, off,
@@ -1094,14 +1096,20 @@ static long read_bad_chunk(struct rs_job *j, uint64_t off, uint8_t **buf,
 		if (!bad[k])
 			continue;
 		nbad++;
-		j->unrepairable++;
-		tw_log_rl(TW_LOG_ERR, "resync of iod %" PRIu32 ": subfile ino %"
-			  PRIu64 " column %" PRIu32 " block at %" PRIu64
-			  " fails its checksum on iod %" PRIu32 ", the only "
-			  "readable copy: sent marked bad, unrepairable (reads "
-			  "of it get EIO on both twins until that range of "
-			  "the file is rewritten or the file removed)",
-			  j->target, j->cur_ino, j->cur_col, b, d->id);
+		snprintf(msg, sizeof(msg), "resync of iod %" PRIu32 ": subfile "
+			 "ino %" PRIu64 " column %" PRIu32 " block at %" PRIu64
+			 " fails its checksum on iod %" PRIu32 ", the only "
+			 "readable copy: sent marked bad, unrepairable (reads "
+			 "of it get EIO on both twins until that range of the "
+			 "file is rewritten or the file removed)", j->target,
+			 j->cur_ino, j->cur_col, b, d->id);
+		/* each one, up to RS_BAD_LOGGED a run; then rate limited (a
+		 * whole bad disk region must not flood the log: the done
+		 * line has the count) */
+		if (j->unrepairable++ < RS_BAD_LOGGED)
+			tw_err("%s", msg);
+		else
+			tw_log_rl(TW_LOG_ERR, "resync: %s", msg);
 		iod_mgr_report_bad_block(d, j->cur_ino, j->cur_col, b, false);
 	}
 	if (nbad == 0) {

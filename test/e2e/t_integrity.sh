@@ -306,6 +306,28 @@ echo "$out" | grep -q "^BAD-BOTH .*g0/rot .*region 0 fails its block checksums o
 dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/dev/null
 drop_caches
 assert_same_file badcopy-rewritten "$T/rot" "$M/g0/rot"
+# the same through an incremental resync (region mode): iod 2 down, a
+# write marks region 0 of rot on iod 1 alone, block 10 of iod 1's copy
+# (home since the start) goes bad, iod 2 comes back
+lc kill-iod 2 >/dev/null
+out=$(wait_state 2 '^down' 10000) && pass badcopy-incr-down || fail badcopy-incr-down "$out"
+dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=100 seek=100 count=1 conv=notrunc 2>/dev/null
+flip "$(subpath 1 rot)" 41000
+n1=$(wc -l <"$RUN/logs/iod1.log")
+lc start-iod 2 >/dev/null || fail badcopy-incr-start "start-iod 2 failed"
+e2e_wait_healthy 90 && pass badcopy-incr-ends ||
+	fail badcopy-incr-ends "$(ctl status 2>&1 | tr '\n' ' ')"
+wait_log "$RUN/logs/iod1.log" "$n1" 'column 0 block at 40960 fails its checksum on iod 1, the only readable copy: sent marked bad' 5000 &&
+	pass badcopy-incr-logs || fail badcopy-incr-logs "no unrepairable line in iod1.log"
+out=$(ctl rebuild --status --json 2 2>&1)
+[[ $out == *'"full":false'*'"unrepairable":1}'* ]] && pass badcopy-incr-counted ||
+	fail badcopy-incr-counted "$out"
+drop_caches
+out=$(rd rot 40960 4096; rd rot 0 40960; rd rot 45056 $((SZ - 45056)))
+assert_eq badcopy-incr-reads "error 5 ok ok" "$(echo $out)"
+dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=10 seek=10 count=1 conv=notrunc 2>/dev/null
+drop_caches
+assert_same_file badcopy-incr-rewritten "$T/rot" "$M/g0/rot"
 echo "# rebuild from a bad only copy: checks took $(($(now_ms) - t0)) ms"
 
 # every copy good again: verify is clean
