@@ -20,6 +20,7 @@
 #     counts it (rebuild --status, status, --json; iod and mgrd logs), a
 #     read of it gets EIO while the rest of the file reads back byte for
 #     byte, verify says BAD-BOTH, and a rewrite of it makes it good again;
+#     then the same through an incremental resync (iod 2 only down);
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
