@@ -90,6 +90,9 @@ const char *state_name(Twinfs__IodState s);
 /* rebuild.c: twinfsctl rebuild (start, --wait with progress, --status,
  * --accept-stale). */
 int cmd_rebuild(struct ctl *ctl, int argc, char **argv);
+/* n[id - 1]: the unrepairable blocks of the resync job record of each
+ * target iod (ResyncJob.unrepairable), 0 without one; quiet. */
+int ctl_unrepairable(struct ctl *ctl, uint64_t *n);
 
 /* scrub.c: twinfsctl scrub [--wait] [--status] [--json] [--rate MB/s]
  * [IOD] (docs/ARCHITECTURE.md "Integrity"). */

@@ -111,6 +111,24 @@ static int rebuild_jobs(struct ctl *ctl, uint32_t id, bool quiet,
 	return rc;
 }
 
+int ctl_unrepairable(struct ctl *ctl, uint64_t *n)
+{
+	struct wire_msg *reply = NULL;
+	Twinfs__ResyncStatusReply *st;
+	int rc = rebuild_jobs(ctl, 0, true, &reply, &st);
+
+	memset(n, 0, TW_MAX_IODS * sizeof(*n));
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < st->n_jobs; i++)
+		if (st->jobs[i]->target_iod >= 1 &&
+		    st->jobs[i]->target_iod <= TW_MAX_IODS)
+			n[st->jobs[i]->target_iod - 1] =
+				st->jobs[i]->unrepairable;
+	wire_msg_free(reply);
+	return 0;
+}
+
 static const char *job_state(Twinfs__ResyncJobState s)
 {
 	switch (s) {
@@ -184,6 +202,11 @@ static void job_text(const Twinfs__ResyncJob *jb)
 	printf("  errors:       %u%s%s\n", jb->errors,
 	       jb->last_error ? ", last: " : "",
 	       jb->last_error ? job_error(jb->last_error) : "");
+	if (jb->unrepairable)
+		printf("  unrepairable: %" PRIu64 " blocks bad on both twins "
+		       "(copied marked bad: reads of them get EIO; the iods' "
+		       "and mgrd's logs name each file and offset)\n",
+		       jb->unrepairable);
 }
 
 static void job_json(const Twinfs__ResyncJob *jb, bool first)
@@ -193,12 +216,13 @@ static void job_json(const Twinfs__ResyncJob *jb, bool first)
 	       ",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
 	       ",\"bytes_total\":%" PRIu64 ",\"bytes_done\":%" PRIu64
 	       ",\"bytes_copied\":%" PRIu64 ",\"runs\":%u,\"errors\":%u,"
-	       "\"last_error\":%d}", first ? "" : ",", jb->target_iod,
+	       "\"last_error\":%d,\"unrepairable\":%" PRIu64 "}",
+	       first ? "" : ",", jb->target_iod,
 	       job_state(jb->state), jb->source_iod,
 	       jb->full ? "true" : "false", jb->start_unix_ms,
 	       jb->end_unix_ms, jb->files_total, jb->files_done,
 	       jb->bytes_total, jb->bytes_done, jb->bytes_copied, jb->runs,
-	       jb->errors, jb->last_error);
+	       jb->errors, jb->last_error, jb->unrepairable);
 }
 
 /* rebuild --status [--json] [IOD]: exit 1 when a shown job failed. */
@@ -250,7 +274,7 @@ static void rebuild_bar(struct rb_progress *pg, uint32_t id, uint32_t pm,
 {
 	uint64_t now = tw_now_ms(), done = jb ? jb->bytes_done : 0;
 	uint64_t total = jb ? jb->bytes_total : 0;
-	char d[32], t[32], eta[32] = "--", bar[31];
+	char d[32], t[32], eta[32] = "--", bar[31], unrep[48] = "";
 	int fill = (int)(pm * 30 / 1000);
 
 	if (pg->t_ms && now > pg->t_ms && done >= pg->done) {
@@ -274,9 +298,12 @@ static void rebuild_bar(struct rb_progress *pg, uint32_t id, uint32_t pm,
 	for (int i = 0; i < 30; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[30] = 0;
+	if (jb && jb->unrepairable)
+		snprintf(unrep, sizeof(unrep), "  %" PRIu64 " unrepairable",
+			 jb->unrepairable);
 	printf("%srebuild iod %u [%s] %5.1f%%  %s / %s  %.1f MB/s  ETA %s  "
-	       "(%.0f s)%s", tty ? "\r" : "", id, bar, pm / 10.0, d, t,
-	       pg->rate / 1e6, eta, secs, tty ? "\033[K" : "\n");
+	       "(%.0f s)%s%s", tty ? "\r" : "", id, bar, pm / 10.0, d, t,
+	       pg->rate / 1e6, eta, secs, unrep, tty ? "\033[K" : "\n");
 	fflush(stdout);
 }
 

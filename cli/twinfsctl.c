@@ -443,6 +443,7 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 	Twinfs__ClusterMap *map;
 	struct iod_probe *probes = NULL;
 	struct ctl_mgrd mgrds[TW_MGRLIST_MAX];
+	uint64_t unrep[TW_MAX_IODS];
 	bool json = false, degraded[TW_MAX_GROUPS] = { false };
 	int opt, rc, ret = EXIT_FAIL, n_degraded = 0, n_unreachable = 0;
 	int n_mgrds = 0, mgrds_bad = 0;
@@ -492,6 +493,9 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 		}
 	}
 
+	/* docs/ARCHITECTURE.md "Integrity": blocks the last resync of each
+	 * iod found bad on both twins */
+	ctl_unrepairable(ctl, unrep);
 	if (json) {
 		bool first = true;
 
@@ -525,7 +529,9 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 				json_string(stdout, errno_cause(probes[i].rc));
 			}
 			json_csums(&probes[i]);
-			printf("}");
+			printf(",\"resync_unrepairable\":%" PRIu64 "}",
+			       io->id >= 1 && io->id <= TW_MAX_IODS
+			       ? unrep[io->id - 1] : 0);
 		}
 		printf("],\"degraded_groups\":[");
 		for (i = 0; i < TW_MAX_GROUPS; i++) {
@@ -575,6 +581,16 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 			       io->group, io->twin_index, addr, state, ping);
 		}
 		print_csums(map, probes);
+		for (i = 0; i < map->n_iods; i++) {
+			uint32_t id = map->iods[i]->id;
+
+			if (id >= 1 && id <= TW_MAX_IODS && unrep[id - 1])
+				printf("iod %u resync: %" PRIu64 " unrepairable "
+				       "blocks (bad on both twins, copied "
+				       "marked bad: reads of them get EIO; "
+				       "twinfsctl rebuild --status %u)\n", id,
+				       unrep[id - 1], id);
+		}
 		if (n_degraded == 0 && n_unreachable == 0)
 			printf("all %zu iods up, %u groups healthy\n",
 			       map->n_iods, map->n_groups);
@@ -867,6 +883,7 @@ struct vgroup {
 struct vdiff {
 	char why[256];
 	bool differ;
+	bool mismatch;     /* sizes or region CRCs differ (not only bad) */
 	uint64_t size;     /* bytes compared (the primary's size) */
 	/* by twin index: regions holding a block that fails its checksum
 	 * at home (ChecksumReply.bad_regions), and the first of them */
@@ -878,6 +895,8 @@ static void diff_regions(struct vdiff *d, uint64_t first,
 			 const uint64_t size[2], uint32_t *const crcs[2],
 			 const size_t n[2], size_t *len, size_t *shown)
 {
+	if (size[0] != size[1])
+		d->mismatch = true;
 	if (size[0] != size[1] && !d->differ) {
 		d->differ = true;
 		*len = (size_t)snprintf(d->why, sizeof(d->why),
@@ -905,6 +924,7 @@ static void diff_regions(struct vdiff *d, uint64_t first,
 		}
 		(*shown)++;
 		d->differ = true;
+		d->mismatch = true;
 	}
 }
 
@@ -1058,7 +1078,9 @@ static int vgroup_refresh(struct vgroup *g, bool during)
 	return rc;
 }
 
-/* Verify every subfile either twin of g holds.  Returns 0, 1 when the
+/* Verify every subfile either twin of g holds; n_diff[0] counts those
+ * that differ between the twins, n_diff[1] those whose twins agree but
+ * hold blocks bad on both (BAD-BOTH alone).  Returns 0, 1 when the
  * group could not be verified to the end (said on stderr), or -errno when
  * a twin's listing failed. */
 static int verify_group(struct vgroup *g, const char *mgr_addr,
@@ -1130,11 +1152,17 @@ static int verify_group(struct vgroup *g, const char *mgr_addr,
 		*n_bytes += d.size;
 		if (d.differ) {
 			char path[PATH_MAX + 64];
+			/* docs/ARCHITECTURE.md "Integrity": the same bytes on
+			 * both, bad on both (a resync's unrepairable block):
+			 * BAD-BOTH alone, no difference between the twins */
+			bool same = !d.mismatch && d.n_bad[0] && d.n_bad[1];
 
 			ino_path(g->mgr, mgr_addr, e->ino, path, sizeof(path));
-			printf("DIFFER %s (ino %" PRIu64 " column %u): iod %u vs "
-			       "iod %u: %s\n", path, e->ino, e->column,
-			       a->info->id, b->info->id, d.why);
+			if (!same)
+				printf("DIFFER %s (ino %" PRIu64 " column %u): "
+				       "iod %u vs iod %u: %s\n", path, e->ino,
+				       e->column, a->info->id, b->info->id,
+				       d.why);
 			for (int t = 0; t < 2; t++) {
 				if (!d.n_bad[t])
 					continue;
@@ -1159,7 +1187,7 @@ static int verify_group(struct vgroup *g, const char *mgr_addr,
 				break;
 			}
 			fflush(stdout);
-			(*n_diff)++;
+			n_diff[same]++;
 		}
 	}
 out:
@@ -1174,7 +1202,7 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 	struct wire_msg *reply = NULL;
 	Twinfs__ClusterMap *map;
 	struct vserver *vs = NULL;
-	uint64_t n_sub = 0, n_bytes = 0, n_diff = 0;
+	uint64_t n_sub = 0, n_bytes = 0, n_diff[2] = { 0, 0 };
 	uint32_t cks_timeout;
 	char mgr_addr[TW_HOST_MAX + 16];
 	struct vgroup vg;
@@ -1237,15 +1265,22 @@ static int cmd_verify(struct ctl *ctl, int argc, char **argv)
 			if (rc < 0)
 				goto out;
 		}
-		rc = verify_group(&vg, mgr_addr, &n_sub, &n_bytes, &n_diff);
+		rc = verify_group(&vg, mgr_addr, &n_sub, &n_bytes, n_diff);
 		if (rc < 0)
 			goto out;
 		skipped += rc;
 	}
-	if (n_diff) {
+	if (n_diff[1])
+		printf("verify: %" PRIu64 " of %" PRIu64 " subfiles hold blocks "
+		       "bad on both twins (BAD-BOTH above): restore those "
+		       "ranges of the files from a backup, or remove them\n",
+		       n_diff[1], n_sub);
+	if (n_diff[0]) {
 		printf("verify: %" PRIu64 " of %" PRIu64 " subfiles differ "
 		       "between twins; `twinfsctl rebuild --full IOD` copies iod IOD "
-		       "again from its twin\n", n_diff, n_sub);
+		       "again from its twin\n", n_diff[0], n_sub);
+		ret = EXIT_FAIL;
+	} else if (n_diff[1]) {
 		ret = EXIT_FAIL;
 	} else if (skipped) {
 		printf("verify: %" PRIu64 " subfiles, %" PRIu64 " bytes, twins "

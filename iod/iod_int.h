@@ -301,6 +301,17 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    bool sync, struct iod_sub_stat *st, iod_store_cb cb,
 		    void *arg);
 
+/* A resync's copy of blocks whose only readable copy fails its checksum
+ * (docs/ARCHITECTURE.md "Integrity"): written as iod_store_write does,
+ * then, in a second handle of the same call, marked bad (store_csum.c C4),
+ * so every read of them fails with -EBADMSG as on the source, until new
+ * content replaces them.  off block-aligned, len > 0; data=journal only
+ * (-EOPNOTSUPP otherwise).  cb runs once the mark's transaction closed. */
+int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, const void *buf, size_t len,
+			uint64_t trunc_gen, const struct iod_sub_layout *layout,
+			struct iod_sub_stat *st, iod_store_cb cb, void *arg);
+
 /* Read up to len bytes at off into a new buffer (*out, caller frees; NULL
  * when 0 bytes), through the journal's index: the newest acknowledged
  * content.  Returns the number of bytes (short at the subfile's end, 0 for

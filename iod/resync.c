@@ -115,6 +115,23 @@
  * regions (every forward that succeeded reached the target in order);
  * owed from before our start, the pins are gone (memory) and every mark
  * before the cursor is sent.
+ * Unrepairable blocks (docs/ARCHITECTURE.md "Integrity").  A chunk or
+ * region whose read here fails a block checksum (this is the only
+ * readable copy) is read again as it is on disk, each of its blocks is
+ * checked alone (read_bad_chunk), and it is sent as usual except that
+ * each failing block goes alone, as its bytes are here, in a forwarded
+ * WRITE with bad_copy: the target journals the copy and, in the same call,
+ * a bad-copy record that marks the block bad (iod_store_write_bad,
+ * iod/store_csum.c C4), and answers once both are in.  The copy goes on;
+ * the block is counted (ResyncProgress.unrepairable), logged with subfile,
+ * offset and this iod, and reported to mgrd (the file's path).  Reads of
+ * it then get -EBADMSG on both twins: -EUCLEAN for a client (heal.c),
+ * never the bad bytes, never zeros.  Such a chunk is never skipped as
+ * identical: the target may hold the same bytes unmarked.  A crash of the
+ * target between the copy and the mark loses the reply with the mark, so
+ * the position was never acknowledged and a resumed run sends the chunk
+ * again (the target stays `resyncing` until a run completes).
+ *
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
@@ -136,9 +153,12 @@
 #define RS_CHUNKS_PER_RUN 8              /* per loop pass, then yield */
 #define RS_PROGRESS_MS    500u
 #define RS_RING           8192u          /* positions awaiting their ack */
-/* A chunk queues at most one write per other 4 KiB block, plus a create,
- * a delete and a truncate: leave this much room before each step. */
-#define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK / 2 + 8)
+#define RS_BAD_LOGGED     256u           /* unrepairable blocks logged a run */
+/* A chunk queues at most one write per 4 KiB block (one per other block
+ * when sparse, one per block when every other one is unrepairable: see
+ * fwd_with_bad), plus a create, a delete and a truncate: leave this much
+ * room before each step. */
+#define RS_RING_SLACK     (RS_CHUNK / RS_BLOCK + 8)
 
 
 /* How the bytes at or after `then` of the current subfile are copied,
@@ -193,6 +213,7 @@ struct rs_job {
 	uint64_t budget_at;        /* uv_now of the pass budget_used counts */
 	int budget_used;           /* chunks read in that pass */
 	uint64_t files_total, bytes_copied;
+	uint64_t unrepairable;     /* blocks sent marked bad (bad_chunk) */
 	/* Resume (Resync.resume): the position the previous runs reached. */
 	bool resume;
 	struct iod_rs_pos from;
@@ -293,6 +314,7 @@ static void send_progress(struct rs_job *j, bool force, bool done)
 	p->files_done = j->files;
 	p->files_total = j->files_total;
 	p->bytes_copied = j->bytes_copied;
+	p->unrepairable = j->unrepairable;
 	if (j->cursor.has_done || j->resume) {
 		const struct iod_rs_pos *c = j->cursor.has_done
 					     ? &j->cursor.done : &j->from;
@@ -358,10 +380,11 @@ static void finish(struct rs_job *j)
 			" subfiles, %" PRIu64 " bytes read, %" PRIu64 " bytes "
 			"sent, %" PRIu64 " bytes found identical, %" PRIu64
 			" target-only subfiles deleted, %zu write-intent runs, %"
-			PRIu64 " ms (%.1f MB/s)", j->target,
+			PRIu64 " unrepairable blocks, %" PRIu64 " ms (%.1f "
+			"MB/s)", j->target,
 			j->incremental ? "incremental" : "full", j->files,
 			j->bytes_copied, j->bytes_sent, j->skipped, j->deleted,
-			j->n_marks, ms,
+			j->n_marks, j->unrepairable, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
 		/* Also on mgrd's own connection: if mgrd restarted, the
 		 * RESYNC call we answer below is gone with it. */
@@ -372,6 +395,7 @@ static void finish(struct rs_job *j)
 		r.bytes = j->bytes_sent;
 		r.deleted = j->deleted;
 		r.bytes_copied = j->bytes_copied;
+		r.unrepairable = j->unrepairable;
 		if (j->rc < 0)
 			wire_reply(j->c, &j->hdr, j->rc, NULL, NULL, 0);
 		else
@@ -484,8 +508,11 @@ static int fwd_delete(struct rs_job *j, uint64_t ino, uint32_t column)
 		   column);
 }
 
-static int fwd_write(struct rs_job *j, uint64_t off, const void *buf,
-		     size_t len, uint64_t trunc_gen)
+/* bad: the source's copy of blocks that fail their checksum here, sent
+ * as it is with Write.bad_copy: the target stores it marked bad (the
+ * header, "Unrepairable blocks"). */
+static int fwd_write_as(struct rs_job *j, uint64_t off, const void *buf,
+			size_t len, uint64_t trunc_gen, bool bad)
 {
 	Twinfs__Write w = TWINFS__WRITE__INIT;
 	Twinfs__Layout l = TWINFS__LAYOUT__INIT;
@@ -500,10 +527,17 @@ static int fwd_write(struct rs_job *j, uint64_t off, const void *buf,
 	w.trunc_gen = trunc_gen;
 	w.epoch = j->d->map.epoch;
 	w.forwarded = true;
+	w.bad_copy = bad;
 	w.layout = &l;
 	j->bytes_sent += len;
 	return fwd(j, TWINFS__MSG_TYPE__MSG_WRITE, &w.base, buf, len,
 		   j->cur_ino, j->cur_col);
+}
+
+static int fwd_write(struct rs_job *j, uint64_t off, const void *buf,
+		     size_t len, uint64_t trunc_gen)
+{
+	return fwd_write_as(j, off, buf, len, trunc_gen, false);
 }
 
 static int fwd_truncate(struct rs_job *j, uint64_t size, uint64_t trunc_gen)
@@ -1030,22 +1064,117 @@ static bool next_subfile(struct rs_job *j)
 	}
 }
 
-/* docs/ARCHITECTURE.md "Integrity": the only readable copy of a chunk has
- * a block failing its checksum.  Nothing of that chunk is sent (the target
- * would take the bad bytes as good); the copy stops and is retried, and
- * the operator has to rewrite or remove the file. */
-static void bad_source(struct rs_job *j, uint64_t off)
+/* Unrepairable blocks (docs/ARCHITECTURE.md "Integrity"): the chunk at
+ * off fails a block checksum here, on the only readable copy.  Read it as
+ * it is on disk and set bad[k] for each of its blocks that fails (each
+ * logged, counted and reported to mgrd, which logs the file's path).
+ * Returns the bytes read, or -errno (-EBADMSG again if no block fails
+ * when checked alone: the failure cannot be placed). */
+static long read_bad_chunk(struct rs_job *j, uint64_t off, uint8_t **buf,
+			   struct iod_sub_stat *st, bool *bad)
 {
-	const struct iod_csum_stats *cs = iod_store_csum_stats(j->d->store);
+	struct iod *d = j->d;
+	unsigned nbad = 0;
+	char msg[320];
+	long n;
 
-	tw_log_rl(TW_LOG_ERR, "resync of iod %" PRIu32 ": subfile ino %" PRIu64
-		  " column %" PRIu32 " block at %" PRIu64 " (in the chunk at %"
-		  PRIu64 ") fails its checksum here, on the only readable "
-		  "copy: the copy cannot go on past it until that range of "
-		  "the file is rewritten or the file removed", j->target,
-		  j->cur_ino, j->cur_col, cs->bad_off, off);
-	iod_mgr_report_bad_block(j->d, j->cur_ino, j->cur_col, cs->bad_off,
-				 false);
+	n = iod_store_read_unchecked(d->store, j->cur_ino, j->cur_col, off,
+				     RS_CHUNK, buf, st);
+	if (n <= 0)
+		return n;
+	for (long k = 0; (uint64_t)k * RS_BLOCK < (uint64_t)n; k++) {
+		uint64_t b = off + (uint64_t)k * RS_BLOCK;
+		int rc = iod_store_csum_verify(d->store, j->cur_ino,
+					       j->cur_col, b / RS_BLOCK);
+
+		bad[k] = rc == -EBADMSG;
+		if (rc < 0 && rc != -EBADMSG) {
+			free(*buf);
+			*buf = NULL;
+			return rc;
+		}
+		if (!bad[k])
+			continue;
+		nbad++;
+		snprintf(msg, sizeof(msg), "resync of iod %" PRIu32 ": subfile "
+			 "ino %" PRIu64 " column %" PRIu32 " block at %" PRIu64
+			 " fails its checksum on iod %" PRIu32 ", the only "
+			 "readable copy: sent marked bad, unrepairable (reads "
+			 "of it get EIO on both twins until that range of the "
+			 "file is rewritten or the file removed)", j->target,
+			 j->cur_ino, j->cur_col, b, d->id);
+		/* each one, up to RS_BAD_LOGGED a run; then rate limited (a
+		 * whole bad disk region must not flood the log: the done
+		 * line has the count) */
+		if (j->unrepairable++ < RS_BAD_LOGGED)
+			tw_err("%s", msg);
+		else
+			tw_log_rl(TW_LOG_ERR, "resync: %s", msg);
+		iod_mgr_report_bad_block(d, j->cur_ino, j->cur_col, b, false);
+	}
+	if (nbad == 0) {
+		free(*buf);
+		*buf = NULL;
+		return -EBADMSG;
+	}
+	return n;
+}
+
+/* Sparse: the non-zero 4 KiB blocks of n bytes read at off, in runs
+ * (zero blocks stay holes). */
+static int fwd_sparse(struct rs_job *j, uint64_t off, const uint8_t *buf,
+		      long n, uint64_t trunc_gen)
+{
+	int rc = 0;
+
+	for (long b = 0; b < n && rc == 0;) {
+		long e;
+
+		while (b < n && all_zero(buf + b,
+				TW_MIN((long)RS_BLOCK, n - b)))
+			b += RS_BLOCK;
+		if (b >= n)
+			break;
+		e = b;
+		while (e < n && !all_zero(buf + e,
+				TW_MIN((long)RS_BLOCK, n - e)))
+			e += RS_BLOCK;
+		e = TW_MIN(e, n);
+		rc = fwd_write(j, off + (uint64_t)b, buf + b, (size_t)(e - b),
+			       trunc_gen);
+		b = e;
+	}
+	return rc;
+}
+
+/* A chunk with unrepairable blocks (bad[], read_bad_chunk): each bad
+ * block goes as it is with Write.bad_copy (the target marks it bad); the
+ * stretches between them as the chunk would go, whole or sparse. */
+static int fwd_with_bad(struct rs_job *j, uint64_t off, const uint8_t *buf,
+			long n, const bool *bad, bool whole,
+			uint64_t trunc_gen)
+{
+	int rc = 0;
+
+	for (long b = 0; b < n && rc == 0;) {
+		long k = b / (long)RS_BLOCK, e = b;
+
+		if (bad[k]) {
+			e = TW_MIN(b + (long)RS_BLOCK, n);
+			rc = fwd_write_as(j, off + (uint64_t)b, buf + b,
+					  (size_t)(e - b), trunc_gen, true);
+			b = e;
+			continue;
+		}
+		while (e < n && !bad[e / (long)RS_BLOCK])
+			e = TW_MIN(e + (long)RS_BLOCK, n);
+		rc = whole ? fwd_whole(j, off + (uint64_t)b, buf + b, e - b,
+				       trunc_gen)
+			   : fwd_sparse(j, off + (uint64_t)b, buf + b, e - b,
+					trunc_gen);
+		b = e;
+	}
+	return rc;
 }
 
 /* Step 2b/2c: one chunk of the current subfile, read and sent in this
@@ -1053,6 +1182,7 @@ static void bad_source(struct rs_job *j, uint64_t off)
 static void copy_chunk(struct rs_job *j)
 {
 	struct iod_sub_stat st = { 0 };
+	bool bad[RS_CHUNK / RS_BLOCK], has_bad = false;
 	uint8_t *buf = NULL;
 	long n;
 	int rc = 0;
@@ -1061,8 +1191,10 @@ static void copy_chunk(struct rs_job *j)
 
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
 			   RS_CHUNK, &buf, &st);
-	if (n == -EBADMSG)
-		bad_source(j, j->cur_off);
+	if (n == -EBADMSG) {
+		n = read_bad_chunk(j, j->cur_off, &buf, &st, bad);
+		has_bad = n > 0;
+	}
 	if (n < 0) {
 		fail(j, (int)n, "reading a subfile");
 		return;
@@ -1078,6 +1210,17 @@ static void copy_chunk(struct rs_job *j)
 			fail(j, rc, "truncating at the target");
 		j->cur = false;
 		return;
+	}
+	if (has_bad) {
+		/* Never skipped as identical: the target may hold the same
+		 * bytes unmarked.  Incremental: the target may hold other
+		 * bytes, so whole. */
+		rc = fwd_with_bad(j, j->cur_off, buf, n, bad,
+				  j->cur_whole || j->incremental ||
+				  whole_chunk(j, j->cur_off / RS_CHUNK,
+					      (j->cur_off + (uint64_t)n - 1) /
+					      RS_CHUNK), st.trunc_gen);
+		goto next;
 	}
 	if (j->cur_whole ||
 	    whole_chunk(j, j->cur_off / RS_CHUNK,
@@ -1108,23 +1251,7 @@ static void copy_chunk(struct rs_job *j)
 		}
 		/* The target's region reads as zeros: like a full copy. */
 	}
-	for (long b = 0; b < n && rc == 0;) {
-		long e;
-
-		while (b < n && all_zero(buf + b,
-				TW_MIN((long)RS_BLOCK, n - b)))
-			b += RS_BLOCK;
-		if (b >= n)
-			break;
-		e = b;
-		while (e < n && !all_zero(buf + e,
-				TW_MIN((long)RS_BLOCK, n - e)))
-			e += RS_BLOCK;
-		e = TW_MIN(e, n);
-		rc = fwd_write(j, j->cur_off + (uint64_t)b, buf + b,
-			       (size_t)(e - b), st.trunc_gen);
-		b = e;
-	}
+	rc = fwd_sparse(j, j->cur_off, buf, n, st.trunc_gen);
 next:
 	free(buf);
 	if (rc < 0) {
@@ -1157,6 +1284,7 @@ static void set_region_pos(struct rs_job *j, uint64_t off)
 static void copy_region(struct rs_job *j)
 {
 	struct iod_sub_stat st = { 0 };
+	bool bad[RS_CHUNK / RS_BLOCK], has_bad = false;
 	uint64_t off, tail0 = j->cursor.tail;
 	uint8_t *buf = NULL;
 	long n;
@@ -1183,14 +1311,17 @@ static void copy_region(struct rs_job *j)
 	off = j->reg_next * RS_CHUNK;
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
 			   &buf, &st);
-	if (n == -EBADMSG)
-		bad_source(j, off);
+	if (n == -EBADMSG) {
+		n = read_bad_chunk(j, off, &buf, &st, bad);
+		has_bad = n > 0;
+	}
 	if (n < 0) {
 		fail(j, (int)n, "reading a marked region");
 		return;
 	}
 	set_region_pos(j, off);
-	rc = fwd_whole(j, off, buf, n, st.trunc_gen);
+	rc = has_bad ? fwd_with_bad(j, off, buf, n, bad, true, st.trunc_gen)
+		     : fwd_whole(j, off, buf, n, st.trunc_gen);
 	free(buf);
 	set_region_pos(j, off + (uint64_t)n);
 	/* Short: our end lies in this region or before it.  The target may

@@ -98,6 +98,9 @@ static int validate_mutation(const struct iod *d, const struct wire_msg *m)
 
 		if (!body_is(m, &twinfs__write__descriptor) || w->ino == 0 ||
 		    m->data_len > WIRE_MAX_DATA ||
+		    /* only a resync source's forward (Write.bad_copy) */
+		    (w->bad_copy && (!w->forwarded || m->data_len == 0 ||
+				     w->offset % 4096u != 0)) ||
 		    iod_check_range(w->column, w->offset, m->data_len) < 0)
 			return -EINVAL;
 		if (check_limit(d, w->offset, m->data_len) < 0)

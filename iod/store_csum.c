@@ -6,9 +6,10 @@
  * checksum costs no read) has a 4-byte CRC32C in the subfile's checksum
  * file DIR/csums/ab/cd/<ino>.<col> (the subfile's own relative path):
  * entry b at byte 4 * b, little-endian.  The CRC covers the block's bytes
- * with zeros past the end of the subfile; a CRC of 0 is stored as
- * 0xffffffff, so entry 0 means "unchecked" (a hole, a punched or cut
- * block, a block written in place, a missing file).
+ * with zeros past the end of the subfile; a CRC of 0 or of 0xfffffffe is
+ * stored as 0xffffffff, so entry 0 means "unchecked" (a hole, a punched or
+ * cut block, a block written in place, a missing file) and entry
+ * 0xfffffffe (CSUM_MARK) means "marked bad": it matches no content (C4).
  *
  * Invariants (cited as C<n>):
  *   C1  data=journal: a block's entry is written when the checkpoint (or
@@ -25,6 +26,17 @@
  *       removed at the start of an ordered or writeback run, whose
  *       in-place writes keep no entries (a torn in-place write would leave
  *       them disagreeing with data no one can call wrong).
+ *   C4  A block is marked bad (entry CSUM_MARK) only by a bad-copy record
+ *       (store_journal.c op 7, journaled after the block's data: a resync
+ *       copied it from a source whose only copy failed its checksum,
+ *       docs/ARCHITECTURE.md "Integrity"), applied at checkpoint and
+ *       replay after that data's own entry.  A mark survives a cut or a
+ *       punch that leaves part of its block (the rest is still the bad
+ *       copy); only new content of the whole block replaces it.  Until
+ *       the record is applied, the block is journal-resident and the
+ *       pending list (store_csum_pend_*) makes reads fail on it as on a
+ *       marked block at home.  Format: DIR/twinfs-csum-v2 (v1 had no
+ *       reserved value; store_csum_upgrade converts its entries).
  */
 #include "store_int.h"
 
@@ -39,21 +51,27 @@
 #include <unistd.h>
 
 #define CSUM_DIR   "csums"
-#define CSUM_FLAG  "twinfs-csum-v1"
+#define CSUM_FLAG  "twinfs-csum-v2"
+#define CSUM_FLAG1 "twinfs-csum-v1"     /* before C4: no CSUM_MARK */
 #define CSUM_BS    JBD_BLOCK_SIZE
 
 /* ------------------------------------------------------------ pure part */
 
-uint32_t store_csum_block(const void *buf, size_t len)
+/* The CRC32C of a block zero-padded to 4 KiB, as computed. */
+static uint32_t csum_raw(const void *buf, size_t len)
 {
 	static const uint8_t zeros[CSUM_BS];
-	uint32_t crc;
 
 	if (len > CSUM_BS)
 		len = CSUM_BS;
-	crc = tw_crc32c(0, buf, len);
-	crc = tw_crc32c(crc, zeros, CSUM_BS - len);
-	return crc ? crc : UINT32_MAX;
+	return tw_crc32c(tw_crc32c(0, buf, len), zeros, CSUM_BS - len);
+}
+
+uint32_t store_csum_block(const void *buf, size_t len)
+{
+	uint32_t crc = csum_raw(buf, len);
+
+	return crc && crc != CSUM_MARK ? crc : UINT32_MAX;
 }
 
 void store_csum_range(uint64_t off, uint64_t len, uint64_t *first,
@@ -121,6 +139,22 @@ out:
 	return fd;
 }
 
+/* The existing checksum file of a subfile, for writing, and its stat;
+ * -ENOENT when there is none. */
+static int csum_open_stat(struct iod_store *s, uint64_t ino, uint32_t column,
+			  struct stat *st)
+{
+	int fd = csum_open(s, ino, column, CSUM_WRITE);
+
+	if (fd >= 0 && fstat(fd, st) < 0) {
+		int rc = -errno;
+
+		csum_put(s, fd);
+		return rc;
+	}
+	return fd;
+}
+
 /* Entries first..first+n-1 into e[] (0 past the file's end). */
 static int csum_load(int fd, uint64_t first, size_t n, uint32_t *e)
 {
@@ -168,22 +202,36 @@ int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
 	return rc;
 }
 
-/* Zero entries first..last (C2), and with cut the file's end after last. */
+/* Zero entries first..last (C2), and with cut the file's end after last.
+ * keep_first / keep_last: that edge block is only partly changed, so a
+ * mark there stays (C4). */
 static int csum_zero(struct iod_store *s, uint64_t ino, uint32_t column,
-		     uint64_t first, uint64_t last, bool cut)
+		     uint64_t first, uint64_t last, bool cut, bool keep_first,
+		     bool keep_last)
 {
 	uint32_t z[256] = { 0 };
 	struct stat st;
-	int fd = csum_open(s, ino, column, CSUM_WRITE);
+	int fd = csum_open_stat(s, ino, column, &st);
 	int rc = 0;
 
 	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
+	if (keep_first || keep_last) {
+		uint32_t e[1];
+
+		if (keep_first && csum_load(fd, first, 1, e) == 0 &&
+		    e[0] == CSUM_MARK)
+			first++;
+		if (keep_last && last >= first &&
+		    csum_load(fd, last, 1, e) == 0 && e[0] == CSUM_MARK) {
+			if (last == first) {
+				first = last + 1;       /* nothing to zero */
+			} else {
+				last--;
+			}
+		}
 	}
 	if (cut && ftruncate(fd, (off_t)((last + 1) * 4)) < 0) {
 		rc = -errno;
@@ -220,9 +268,11 @@ int store_csum_cut(struct iod_store *s, uint64_t ino, uint32_t column,
 {
 	if (size == 0)
 		return store_csum_forget(s, ino, column);
-	/* the block holding the new end changes (zeros past it): unchecked */
-	return csum_zero(s, ino, column, (size - 1) / CSUM_BS,
-			 (size - 1) / CSUM_BS, true);
+	/* the block holding the new end changes (zeros past it): unchecked,
+	 * unless marked bad (C4: its bytes below the end are the bad copy) */
+	uint64_t b = (size - 1) / CSUM_BS;
+
+	return csum_zero(s, ino, column, b, b, true, true, false);
 }
 
 int store_csum_punch(struct iod_store *s, uint64_t ino, uint32_t column,
@@ -233,7 +283,88 @@ int store_csum_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (len == 0)
 		return 0;
 	store_csum_range(off, len, &first, &last);
-	return csum_zero(s, ino, column, first, last, false);
+	return csum_zero(s, ino, column, first, last, false,
+			 off % CSUM_BS != 0, (off + len) % CSUM_BS != 0);
+}
+
+int store_csum_mark(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t blk)
+{
+	uint32_t e = htole32(CSUM_MARK);
+	int fd, rc;
+
+	if (!s->csum_on)
+		return 0;
+	fd = csum_open(s, ino, column, CSUM_CREATE);
+	if (fd < 0)
+		return fd;
+	rc = tw_pwrite_all(fd, &e, 4, blk * 4);
+	csum_put(s, fd);
+	return rc;
+}
+
+/* ------------------------------------------------- marks not yet home */
+
+int store_csum_pend_add(struct iod_store *s, uint64_t obj, uint64_t blk,
+			uint64_t seq)
+{
+	if (s->n_csum_pend == s->cap_csum_pend) {
+		size_t cap = s->cap_csum_pend ? 2 * s->cap_csum_pend : 8;
+		struct csum_pend *n = realloc(s->csum_pend, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->csum_pend = n;
+		s->cap_csum_pend = cap;
+	}
+	s->csum_pend[s->n_csum_pend++] = (struct csum_pend){ obj, blk, seq };
+	return 0;
+}
+
+void store_csum_pend_drop(struct iod_store *s, uint64_t obj, uint64_t lo,
+			  uint64_t hi, uint64_t seq)
+{
+	for (size_t i = 0; i < s->n_csum_pend;) {
+		const struct csum_pend *p = &s->csum_pend[i];
+
+		if (p->obj == obj && p->blk >= lo && p->blk <= hi &&
+		    p->seq <= seq)
+			s->csum_pend[i] = s->csum_pend[--s->n_csum_pend];
+		else
+			i++;
+	}
+	if (s->n_csum_pend == 0) {
+		free(s->csum_pend);
+		s->csum_pend = NULL;
+		s->cap_csum_pend = 0;
+	}
+}
+
+int store_csum_pend_check(struct iod_store *s, uint64_t obj, uint64_t off,
+			  uint64_t len)
+{
+	uint64_t first, last, bad = UINT64_MAX;
+
+	if (s->n_csum_pend == 0 || len == 0)
+		return 0;
+	store_csum_range(off, len, &first, &last);
+	for (size_t i = 0; i < s->n_csum_pend; i++) {
+		const struct csum_pend *p = &s->csum_pend[i];
+
+		if (p->obj == obj && p->blk >= first && p->blk <= last &&
+		    p->blk < bad)
+			bad = p->blk;
+	}
+	if (bad == UINT64_MAX)
+		return 0;
+	if (s->csum_soft) {
+		s->csum_soft_bad++;
+		return 0;
+	}
+	s->csum_bad_obj = obj;
+	s->csum_bad_off = bad * CSUM_BS;
+	s->csum_mismatches++;
+	return -EBADMSG;
 }
 
 int store_csum_forget(struct iod_store *s, uint64_t ino, uint32_t column)
@@ -342,7 +473,12 @@ int store_csum_verify_block(struct iod_store *s, uint64_t ino, uint32_t column,
 	struct stat st;
 	int rc;
 
-	if (!s->csum_check || jbd_resident_has(s->j, obj, blk))
+	if (!s->csum_check)
+		return 0;
+	for (size_t i = 0; i < s->n_csum_pend; i++)
+		if (s->csum_pend[i].obj == obj && s->csum_pend[i].blk == blk)
+			return -EBADMSG;     /* C4: marked, not home yet */
+	if (jbd_resident_has(s->j, obj, blk))
 		return 0;
 	rc = store_get_sub(s, ino, column, NULL, 0, &e);
 	if (rc < 0)
@@ -455,10 +591,59 @@ static int flag_create(struct iod_store *s)
 	return rc;
 }
 
+/* A version 1 entry CSUM_MARK was the block's own CRC or a block gone bad
+ * since: the first becomes 0xffffffff (store_csum_block), the second stays
+ * and now says "marked bad", which it is. */
+static int csum_convert(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint8_t *blk)
+{
+	uint32_t e[1024];
+	struct sub *sub;
+	struct stat st, hs;
+	int fd = csum_open_stat(s, ino, column, &st), rc = 0;
+
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	for (uint64_t b0 = 0; rc == 0 && b0 * 4 < (uint64_t)st.st_size;
+	     b0 += TW_ARRAY_SIZE(e)) {
+		rc = csum_load(fd, b0, TW_ARRAY_SIZE(e), e);
+		for (size_t i = 0; rc == 0 && i < TW_ARRAY_SIZE(e); i++) {
+			uint64_t b = b0 + i;
+			uint32_t ff = htole32(UINT32_MAX);
+			long r;
+
+			if (e[i] != CSUM_MARK)
+				continue;
+			rc = store_get_sub(s, ino, column, NULL, 0, &sub);
+			if (rc < 0)
+				break;
+			if (fstat(sub->fd, &hs) < 0) {
+				rc = -errno;
+				break;
+			}
+			if (b * CSUM_BS >= (uint64_t)hs.st_size)
+				continue;
+			r = tw_pread_full(sub->fd, blk, CSUM_BS, b * CSUM_BS);
+			if (r < 0) {
+				rc = (int)r;
+				break;
+			}
+			if (csum_raw(blk, (size_t)r) == CSUM_MARK)
+				rc = tw_pwrite_all(fd, &ff, 4, b * 4);
+		}
+	}
+	csum_put(s, fd);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 int store_csum_upgrade(struct iod_store *s)
 {
 	bool have = faccessat(s->dir_fd, CSUM_FLAG, F_OK,
 			      AT_SYMLINK_NOFOLLOW) == 0;
+	bool have1 = faccessat(s->dir_fd, CSUM_FLAG1, F_OK,
+			       AT_SYMLINK_NOFOLLOW) == 0;
 	uint64_t after_ino = 0, n_subs = 0;
 	uint32_t after_col = 0;
 	uint8_t *buf;
@@ -466,8 +651,9 @@ int store_csum_upgrade(struct iod_store *s)
 
 	if (!s->csum_on) {
 		/* C3: in-place writes keep no entries from here on */
-		if (have && (unlinkat(s->dir_fd, CSUM_FLAG, 0) < 0 ||
-			     fsync(s->dir_fd) < 0))
+		if ((have && unlinkat(s->dir_fd, CSUM_FLAG, 0) < 0) ||
+		    (have1 && unlinkat(s->dir_fd, CSUM_FLAG1, 0) < 0) ||
+		    ((have || have1) && fsync(s->dir_fd) < 0))
 			return -errno;
 		return 0;
 	}
@@ -475,9 +661,16 @@ int store_csum_upgrade(struct iod_store *s)
 		s->csum_check = true;
 		return 0;
 	}
-	tw_info("data directory %s: computing block checksums of every "
-		"subfile (a data directory without %s: older than checksums, "
-		"or last run in ordered/writeback mode)", s->dir, CSUM_FLAG);
+	if (have1)
+		tw_info("data directory %s: converting block checksums of "
+			"every subfile to version 2 (%s; entries of the "
+			"value now reserved for marked-bad blocks)", s->dir,
+			CSUM_FLAG);
+	else
+		tw_info("data directory %s: computing block checksums of "
+			"every subfile (a data directory without %s: older "
+			"than checksums, or last run in ordered/writeback "
+			"mode)", s->dir, CSUM_FLAG);
 	buf = malloc(1u << 20);
 	if (!buf)
 		return -ENOMEM;
@@ -490,8 +683,10 @@ int store_csum_upgrade(struct iod_store *s)
 		if (rc < 0)
 			break;
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			rc = csum_compute(s, keys[i].ino, keys[i].column, buf,
-					  1u << 20);
+			rc = have1 ? csum_convert(s, keys[i].ino,
+						  keys[i].column, buf)
+				   : csum_compute(s, keys[i].ino,
+						  keys[i].column, buf, 1u << 20);
 			n_subs++;
 		}
 		if (n) {
@@ -507,13 +702,16 @@ int store_csum_upgrade(struct iod_store *s)
 		rc = -errno;
 	if (rc == 0)
 		rc = flag_create(s);
+	if (rc == 0 && have1 && (unlinkat(s->dir_fd, CSUM_FLAG1, 0) < 0 ||
+				 fsync(s->dir_fd) < 0))
+		rc = -errno;
 	if (rc < 0) {
 		tw_err("data directory %s: computing block checksums: %s",
 		       s->dir, strerror(-rc));
 		return rc;
 	}
 	tw_info("data directory %s: block checksums of %" PRIu64 " subfiles "
-		"computed", s->dir, n_subs);
+		"%s", s->dir, n_subs, have1 ? "converted" : "computed");
 	s->csum_check = true;
 	return 0;
 }

@@ -149,6 +149,10 @@ struct iod_store {
 	uint64_t csum_soft_bad;
 	uint32_t csum_bad_regions[IOD_CSUM_BAD_MAX];
 	size_t n_csum_bad_regions;
+	/* Blocks marked bad whose record is not applied at home yet (C4):
+	 * few (a resync's unrepairable blocks), so a plain array. */
+	struct csum_pend *csum_pend;
+	size_t n_csum_pend, cap_csum_pend;
 };
 
 /* A subfile held as lost (store_lost.c). */
@@ -184,17 +188,30 @@ int store_lost_add(struct iod_store *s, uint64_t obj, int err, uint64_t seq);
 void store_lost_drop(struct iod_store *s, uint64_t obj);
 int store_lost_check(const struct iod_store *s, uint64_t ino, uint32_t column);
 
-/* store_csum.c: block checksums at home (its header has C1-C3).
+/* The entry of a block marked bad (store_csum.c C4). */
+#define CSUM_MARK 0xfffffffeu
+
+/* A mark of block blk of obj journaled in transaction seq. */
+struct csum_pend {
+	uint64_t obj, blk, seq;
+};
+
+/* store_csum.c: block checksums at home (its header has C1-C4).
  * block: the stored CRC32C of len bytes of a block zero-padded to 4 KiB
  * (never 0: 0 marks an unchecked entry); range: the blocks first..last a
  * byte range touches (pure).  open: DIR/csums, before replay; upgrade:
- * after replay, computes every entry when DIR/twinfs-csum-v1 is absent
- * (or drops it outside data=journal), then checking starts.  home: the
+ * after replay, computes every entry when DIR/twinfs-csum-v2 is absent
+ * (converts them from DIR/twinfs-csum-v1; drops both outside
+ * data=journal), then checking starts.  home: the
  * journal's ops.home_blocks; check: its ops.home_check (-EBADMSG, with
  * csum_bad_* set, when a home block that is not journal-resident does not
  * match); cut, punch, forget: a truncate, a punch, an unlink or a
  * creation at home; sync: fsync the subfile's checksum file;
- * verify_block: re-check one block of home (0: good or unchecked). */
+ * verify_block: re-check one block of home (0: good or unchecked);
+ * mark: set a block's entry to CSUM_MARK (the bad-copy record);
+ * pend_add / pend_drop / pend_check: the marks journaled and not yet
+ * home (drop: those of blocks lo..hi journaled at or before seq; check:
+ * -EBADMSG, or counted in csum_soft_bad, when [off, off + len) has one). */
 uint32_t store_csum_block(const void *buf, size_t len);
 void store_csum_range(uint64_t off, uint64_t len, uint64_t *first,
 		      uint64_t *last);
@@ -214,6 +231,14 @@ void store_csum_uncache(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_csum_sync(struct iod_store *s, uint64_t ino, uint32_t column);
 int store_csum_verify_block(struct iod_store *s, uint64_t ino, uint32_t column,
 			    uint64_t blk);
+int store_csum_mark(struct iod_store *s, uint64_t ino, uint32_t column,
+		    uint64_t blk);
+int store_csum_pend_add(struct iod_store *s, uint64_t obj, uint64_t blk,
+			uint64_t seq);
+void store_csum_pend_drop(struct iod_store *s, uint64_t obj, uint64_t lo,
+			  uint64_t hi, uint64_t seq);
+int store_csum_pend_check(struct iod_store *s, uint64_t obj, uint64_t off,
+			  uint64_t len);
 
 /* store.c: home side */
 /* Bits of the S6 dirty maps. */
@@ -351,7 +376,8 @@ int store_wil_set(struct sub *e, const struct wil_range *r, unsigned n,
 
 
 /* ---- iod journal records (payload format: store_journal.c) ---- */
-enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE, REC_PUNCH };
+enum { REC_CREATE = 1, REC_MARK, REC_CLEAR, REC_TRUNC, REC_DELETE, REC_PUNCH,
+       REC_BADCOPY };
 #define REC_VERSION      1u
 #define CLEAR_ALL        1u
 #define CLEAR_MAX        240u          /* ranges per clear record */
@@ -395,6 +421,12 @@ struct rec_punch {
 	uint64_t off, len;
 };
 _Static_assert(sizeof(struct rec_punch) == 32, "punch record");
+
+struct rec_badcopy {
+	struct rec_hdr h;
+	uint64_t off, len;
+};
+_Static_assert(sizeof(struct rec_badcopy) == 32, "bad-copy record");
 
 /* store_journal.c */
 int store_check_ids(uint64_t ino, uint32_t column);

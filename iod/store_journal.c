@@ -56,7 +56,7 @@
  * one is an idempotent "set" so replay may apply it more than once, J15):
  *
  *   header (16): op u16 (1 create, 2 mark, 3 clear, 4 truncate, 5 delete,
- *                6 punch),
+ *                6 punch, 7 bad copy),
  *                version u16 = 1, reserved u32 = 0, trunc_gen u64
  *   create:  + stripe_size u32, stripe_count u32, n_groups u32, reserved
  *            u32, groups u32[32]                   (160 bytes)
@@ -71,6 +71,12 @@
  *   punch:   + off u64, len u64 (journal cut = the unchanged size, which
  *            freezes older resident blocks; data=journal only) -> raise
  *            trunc_gen, fallocate(PUNCH_HOLE | KEEP_SIZE) the range
+ *   bad copy:+ off u64, len u64 (JBD_NO_CUT would let a later write update
+ *            the copy in place: journal cut = the unchanged size, which
+ *            freezes it; data=journal only; follows, in the same call, the
+ *            handle writing that copy) -> raise trunc_gen, set the entry
+ *            of every block of [off, off + len) below the home size to
+ *            CSUM_MARK (store_csum.c C4)
  * The journal object id is ino << 8 | column (ino <= IOD_MAX_INO).
  */
 #include "store_int.h"
@@ -407,8 +413,25 @@ static int home_at_gen(struct iod_store *s, uint64_t ino, uint32_t column,
 	return rc < 0 ? rc : 1;
 }
 
-static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
-		     const void *rec, size_t len)
+/* A record of want bytes that changes home (a cut, a punch, a mark) into
+ * out, and its subfile: 1 and *e; 0 when there is nothing to do (not a
+ * phase that changes home, or the subfile is absent); -EBADMSG for a
+ * wrong length. */
+static int rec_at_home(struct iod_store *s, bool home, uint64_t obj,
+		       const void *rec, size_t len, void *out, size_t want,
+		       uint64_t gen, struct sub **e)
+{
+	if (len != want)
+		return -EBADMSG;
+	if (!home)
+		return 0;
+	memcpy(out, rec, want);
+	return home_at_gen(s, store_obj_ino(obj), store_obj_column(obj), gen,
+			   e);
+}
+
+static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t seq,
+		     uint64_t obj, const void *rec, size_t len)
 {
 	struct rec_hdr h;
 	uint64_t ino = store_obj_ino(obj);
@@ -492,12 +515,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 	case REC_TRUNC: {
 		struct rec_trunc t;
 
-		if (len != sizeof(t))
-			return -EBADMSG;
-		if (!home)
-			return 0;
-		memcpy(&t, rec, sizeof(t));
-		rc = home_at_gen(s, ino, column, gen, &e);
+		rc = rec_at_home(s, home, obj, rec, len, &t, sizeof(t), gen, &e);
 		if (rc <= 0)
 			return rc;
 		if (ftruncate(e->fd, (off_t)le64toh(t.size)) < 0)
@@ -507,12 +525,7 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 	case REC_PUNCH: {
 		struct rec_punch p;
 
-		if (len != sizeof(p))
-			return -EBADMSG;
-		if (!home)
-			return 0;
-		memcpy(&p, rec, sizeof(p));
-		rc = home_at_gen(s, ino, column, gen, &e);
+		rc = rec_at_home(s, home, obj, rec, len, &p, sizeof(p), gen, &e);
 		if (rc <= 0)
 			return rc;
 		/* Earlier blocks are home already (J10), later ones follow:
@@ -521,6 +534,24 @@ static int apply_rec(struct iod_store *s, enum jbd_phase phase, uint64_t obj,
 		return rc < 0 ? rc : store_csum_punch(s, ino, column,
 						      le64toh(p.off),
 						      le64toh(p.len));
+	}
+	case REC_BADCOPY: {
+		struct rec_badcopy b;
+		uint64_t first, last;
+		struct stat hs;
+
+		rc = rec_at_home(s, home, obj, rec, len, &b, sizeof(b), gen, &e);
+		if (rc <= 0)
+			return rc;
+		store_csum_range(le64toh(b.off), le64toh(b.len), &first, &last);
+		/* the reads of these blocks fail from home from here on */
+		store_csum_pend_drop(s, obj, first, last, seq);
+		if (fstat(e->fd, &hs) < 0)
+			return -errno;
+		for (uint64_t k = first; rc >= 0 && k <= last &&
+		     k * JBD_BLOCK_SIZE < (uint64_t)hs.st_size; k++)
+			rc = store_csum_mark(s, ino, column, k);
+		return rc < 0 ? rc : 0;
 	}
 	case REC_DELETE:
 		if (len != sizeof(h))
@@ -540,9 +571,8 @@ static int op_apply(void *arg, enum jbd_phase phase, uint64_t seq,
 		    uint64_t obj, uint64_t cut, const void *rec, size_t len)
 {
 	struct iod_store *s = arg;
-	int rc = apply_rec(s, phase, obj, rec, len);
+	int rc = apply_rec(s, phase, seq, obj, rec, len);
 
-	(void)seq;
 	(void)cut;
 	if (rc < 0)
 		tw_err("data directory %s: applying a journal record of "
@@ -566,6 +596,9 @@ static void free_state(struct iod_store *s)
 	for (size_t it = 0; tw_hmap_next(&s->smeta, &it, &key, &val);)
 		free(val);
 	tw_hmap_free(&s->smeta);
+	free(s->csum_pend);
+	s->csum_pend = NULL;
+	s->n_csum_pend = s->cap_csum_pend = 0;
 	store_intents_free(s);
 	store_lost_free(s);
 }
@@ -884,6 +917,13 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	r = NULL;
 	if (rc < 0)
 		return rc;
+	if (len > 0 && s->n_csum_pend) {
+		/* new content of those blocks, newer than their marks (C4) */
+		uint64_t b0, b1;
+
+		store_csum_range(off, len, &b0, &b1);
+		store_csum_pend_drop(s, obj, b0, b1, UINT64_MAX);
+	}
 	store_track(s, obj, gen, create ? layout : NULL, nrec, len > 0,
 		    first, last);
 	if (st && store_stat_logical(s, ino, column, st) < 0)
@@ -893,6 +933,82 @@ fail:
 	jbd_cancel(h);
 	free(r);
 	return rc;
+}
+
+static void write_bad_noop(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, const void *buf, size_t len,
+			uint64_t trunc_gen, const struct iod_sub_layout *layout,
+			struct iod_sub_stat *st, iod_store_cb cb, void *arg)
+{
+	uint64_t obj = store_obj(ino, column);
+	struct iod_sub_stat now;
+	struct rec_badcopy b;
+	struct jbd_handle *h = NULL;
+	struct store_lstate ls;
+	struct sreq *r;
+	uint64_t first, last;
+	int64_t seq;
+	int rc;
+
+	if (s->mode != JBD_MODE_JOURNAL || !s->csum_on)
+		return -EOPNOTSUPP;  /* no checksums: nothing can say "bad" */
+	if (len == 0 || off % JBD_BLOCK_SIZE)
+		return -EINVAL;
+	/* 1: the copy, as any write; its callback is the mark's (below,
+	 * closed after it: transactions close in order). */
+	rc = iod_store_write(s, ino, column, off, buf, len, trunc_gen, layout,
+			     false, NULL, write_bad_noop, NULL);
+	if (rc < 0)
+		return rc;
+	/* 2: the mark, in the same call, so nothing comes between.  A crash
+	 * that keeps 1 and loses 2 loses the reply too, so the sender sends
+	 * the copy again (iod/resync.c "Unrepairable blocks"). */
+	rc = store_logical(s, ino, column, &ls);
+	if (rc == 0)
+		rc = store_stat_logical(s, ino, column, &now);
+	if (rc < 0)
+		return rc;
+	r = sreq_new(s, cb, arg);
+	if (!r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, &h);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	store_hdr_init(&b.h, REC_BADCOPY, ls.trunc_gen);
+	b.off = htole64(off);
+	b.len = htole64(len);
+	rc = jbd_record(h, obj, now.size, &b, sizeof(b));
+	if (rc < 0) {
+		jbd_cancel(h);
+		free(r);
+		return rc;
+	}
+	seq = jbd_commit(h, 0, sreq_done, r);
+	if (seq < 0) {
+		free(r);
+		store_check_abort(s);
+		return (int)seq;
+	}
+	store_track(s, obj, ls.trunc_gen, NULL, 1, false, 0, 0);
+	store_csum_range(off, len, &first, &last);
+	for (uint64_t k = first; k <= last; k++)
+		if (store_csum_pend_add(s, obj, k, (uint64_t)seq) < 0)
+			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
+				  "memory: subfile %016" PRIx64 ".%" PRIu32
+				  " block %" PRIu64 " marked bad reads as "
+				  "written until its checkpoint", s->dir, ino,
+				  column, k);
+	if (st && store_stat_logical(s, ino, column, st) < 0)
+		memset(st, 0, sizeof(*st));
+	return 0;
 }
 
 long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
@@ -925,6 +1041,12 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!buf)
 		return -ENOMEM;
 	n = jbd_read(s->j, store_obj(ino, column), off, buf, (size_t)want);
+	if (n > 0) {
+		rc = store_csum_pend_check(s, store_obj(ino, column), off,
+					   (uint64_t)n);
+		if (rc < 0)
+			n = rc;
+	}
 	if (n <= 0) {
 		free(buf);
 		return n;
@@ -1043,6 +1165,9 @@ int iod_store_truncate(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0)
 		return rc;
 	store_track(s, obj, gen, NULL, mark ? 2 : 1, true, first, last);
+	/* marked blocks wholly past the new end are gone (C4) */
+	store_csum_pend_drop(s, obj, (size + JBD_BLOCK_SIZE - 1) /
+			     JBD_BLOCK_SIZE, UINT64_MAX, UINT64_MAX);
 	if (st && store_stat_logical(s, ino, column, st) < 0)
 		memset(st, 0, sizeof(*st));
 	return 0;
@@ -1128,9 +1253,11 @@ int iod_store_delete(struct iod_store *s, uint64_t ino,
 		uint64_t obj = store_obj(ino, gone[k]);
 		struct intent *in = store_intent_get(s, obj, false);
 
-		/* The intent marks go with the subfile (its xattr). */
+		/* The intent marks go with the subfile (its xattr), and
+		 * so do its marked blocks (C4). */
 		if (in)
 			store_intent_drop(s, in);
+		store_csum_pend_drop(s, obj, 0, UINT64_MAX, UINT64_MAX);
 		if (store_meta_install(s, obj, false, 0, NULL, 1) < 0)
 			tw_log_rl(TW_LOG_ERR, "data directory %s: out of "
 				  "memory tracking a delete", s->dir);
@@ -1465,6 +1592,8 @@ long iod_store_checksum(struct iod_store *s, uint64_t ino, uint32_t column,
 			}
 			if (got == 0)
 				break;
+			store_csum_pend_check(s, store_obj(ino, column), off,
+					      (uint64_t)got);
 			crc = tw_crc32c(crc, buf, (size_t)got);
 			off += (uint64_t)got;
 		}

@@ -304,6 +304,13 @@ int iod_store_punch(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (rc < 0)
 		return rc;
 	store_track(s, obj, gen, NULL, nrec, true, first, last);
+	/* blocks wholly punched are zeros now, not a bad copy (C4) */
+	if ((off + len) / JBD_BLOCK_SIZE > (off + JBD_BLOCK_SIZE - 1) /
+	    JBD_BLOCK_SIZE)
+		store_csum_pend_drop(s, obj, (off + JBD_BLOCK_SIZE - 1) /
+				     JBD_BLOCK_SIZE,
+				     (off + len) / JBD_BLOCK_SIZE - 1,
+				     UINT64_MAX);
 	return 0;
 fail:
 	jbd_cancel(h);

@@ -481,6 +481,12 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 		l.n_groups = (uint32_t)w->layout->n_groups;
 		memcpy(l.groups, w->layout->groups,
 		       l.n_groups * sizeof(uint32_t));
+		if (w->bad_copy)   /* a resync's unrepairable blocks */
+			return iod_store_write_bad(d->store, w->ino, w->column,
+						   w->offset, m->data,
+						   m->data_len, w->trunc_gen,
+						   &l, &o->st, on_local_done,
+						   o);
 		return iod_store_write(d->store, w->ino, w->column, w->offset,
 				       m->data, m->data_len, w->trunc_gen, &l,
 				       w->sync, &o->st, on_local_done, o);

@@ -100,6 +100,10 @@ static void iod_families(struct tw_mx *x, const struct mgr_state *st)
 		{ "twinfs_mgrd_resync_job_copied_bytes",
 		  "Bytes the target's resync job actually copied.",
 		  offsetof(struct mgr_rjob_rec, bytes_copied) },
+		{ "twinfs_mgrd_resync_job_unrepairable_blocks",
+		  "Blocks the target's resync job found bad on the only "
+		  "readable copy and copied marked bad.",
+		  offsetof(struct mgr_rjob_rec, unrepairable) },
 	};
 	for (size_t n = 0; n < TW_ARRAY_SIZE(nums); n++) {
 		tw_mx_family(x, nums[n].name, TW_MX_GAUGE, nums[n].help);

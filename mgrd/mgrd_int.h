@@ -705,11 +705,13 @@ struct mgr_rjob_rec {
 	uint64_t cursor_offset;   /* ... and its bytes below this offset */
 	uint64_t target_incarnation;  /* of the target's last run */
 	uint32_t rate_mbps;       /* rebuild --rate-limit, 0 = none */
+	uint64_t unrepairable;    /* blocks bad on the only readable copy,
+	                           * sent marked bad (iod/resync.c) */
 	uint8_t uuid[MGR_UUID_MAX];   /* the target's UUID the cursor is for */
 	uint32_t uuid_len;
 };
 
-#define MGR_RJOB_BYTES_MAX (108u + MGR_UUID_MAX)
+#define MGR_RJOB_BYTES_MAX (116u + MGR_UUID_MAX)
 
 /* Encode into buf (MGR_RJOB_BYTES_MAX bytes); returns the length. */
 size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf);

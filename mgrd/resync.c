@@ -76,6 +76,7 @@ struct rjob {
 	uint64_t retry_ms;
 	bool copied_known;         /* last_copied is the source's run counter */
 	uint64_t last_copied;      /* last ResyncProgress.bytes_copied */
+	uint64_t last_unrep;       /* ... .unrepairable (same rules) */
 	uint64_t journal_ms;       /* last progress record */
 	uint64_t heard_ms;         /* RESYNC sent or progress heard */
 	/* Run numbers (Resync.run): drawn from run_seq, never reset (a
@@ -195,13 +196,17 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	struct rjob *j;
 	struct mgr_rjob_rec *rec;
 	struct mgr_map_iod *mi;
-	uint64_t copied = 0;
+	uint64_t copied = 0, unrep = 0;
 	bool has_copied = false;
 	char why[96];
 
 	if (status == 0 && reply && reply->body &&
 	    reply->body->descriptor == &twinfs__resync_reply__descriptor) {
-		copied = ((const Twinfs__ResyncReply *)reply->body)->bytes_copied;
+		const Twinfs__ResyncReply *rr =
+			(const Twinfs__ResyncReply *)reply->body;
+
+		copied = rr->bytes_copied;
+		unrep = rr->unrepairable;
 		has_copied = true;
 	}
 	if (reply)
@@ -221,6 +226,10 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	if (has_copied && j->copied_known && copied >= j->last_copied) {
 		rec->bytes_copied += copied - j->last_copied;
 		j->last_copied = copied;
+		if (unrep >= j->last_unrep) {
+			rec->unrepairable += unrep - j->last_unrep;
+			j->last_unrep = unrep;
+		}
 	}
 	mi = mgr_map_iod(&r->s->st.map, k->target);
 	if (status == -EAGAIN) {
@@ -366,6 +375,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	j->heard_ms = tw_now_ms();
 	j->copied_known = true;
 	j->last_copied = 0;
+	j->last_unrep = 0;
 	rec->state = MGR_RJ_RUNNING;
 	rec->source = src->id;
 	rec->end_ms = 0;
@@ -489,12 +499,24 @@ void mgr_resync_progress(struct mgr_resync *r, uint32_t from_iod,
 		j->copied_known = false;
 	}
 	j->heard_ms = tw_now_ms();
-	if (!j->copied_known || p->bytes_copied < j->last_copied) {
+	if (!j->copied_known || p->bytes_copied < j->last_copied ||
+	    p->unrepairable < j->last_unrep) {
+		/* a new run's counters (or the first we hear) */
 		j->copied_known = true;
 		j->last_copied = p->bytes_copied;
+		j->last_unrep = p->unrepairable;
 	}
 	rec->bytes_copied += p->bytes_copied - j->last_copied;
 	j->last_copied = p->bytes_copied;
+	if (p->unrepairable > j->last_unrep)
+		tw_err("mgrd: resync of iod %u from iod %u: %llu more "
+		       "blocks bad on the only readable copy, sent marked bad "
+		       "(unrepairable; the iod logs each with its subfile, "
+		       "and this log each file's path)", p->target_iod,
+		       from_iod,
+		       (unsigned long long)(p->unrepairable - j->last_unrep));
+	rec->unrepairable += p->unrepairable - j->last_unrep;
+	j->last_unrep = p->unrepairable;
 	rec->files_total = p->files_total;
 	rec->files_done = p->files_done;
 	rec->bytes_total = p->bytes_total;
@@ -630,6 +652,7 @@ static void fill_job(Twinfs__ResyncJob *o, uint32_t id,
 	o->runs = rec->runs;
 	o->errors = rec->errors;
 	o->last_error = rec->last_error;
+	o->unrepairable = rec->unrepairable;
 }
 
 void mgr_resync_status(struct mgr_resync *r, struct wire_conn *c,

@@ -4,10 +4,11 @@
  * mean and when they change is resync.c's business; this file only packs
  * and validates them.
  *
- * Layout, little-endian, 108 bytes + the UUID:
+ * Layout, little-endian, 116 bytes + the UUID (version 1: 108, without
+ * unrepairable, is still read as 0 of them):
  *
  *   off size field
- *     0    1 version        1
+ *     0    1 version        2
  *     1    1 state          enum mgr_rjob_state, < MGR_RJ_MAX_
  *     2    1 flags          bit 0 full, bit 1 has_cursor, bit 2 replay
  *                           (the target may have missed writes before the
@@ -29,10 +30,12 @@
  *    88    8 cursor_offset  bytes of that subfile below it are copied too
  *    96    8 target_incarnation  the target's incarnation the cursor is for
  *   104    4 rate_mbps      the admin's --rate-limit (0 = none)
- *   108    n uuid           the target's data-directory UUID
+ *   108    8 unrepairable   blocks the runs found bad on the only readable
+ *                           copy and sent marked bad
+ *   116    n uuid           the target's data-directory UUID
  *
- * Validity rule: version 1, state and flags in range, uuid_len within the
- * limit, and exactly 108 + uuid_len bytes.
+ * Validity rule: version 1 or 2, state and flags in range, uuid_len within
+ * the limit, and exactly 108 (version 1) or 116 (2) + uuid_len bytes.
  */
 #include "mgrd_int.h"
 
@@ -41,8 +44,9 @@
 #include <errno.h>
 #include <string.h>
 
-#define RJOB_VERSION   1u
-#define RJOB_FIXED     108u
+#define RJOB_VERSION   2u
+#define RJOB_FIXED1    108u              /* version 1 */
+#define RJOB_FIXED     116u
 #define RJF_FULL       0x01u
 #define RJF_CURSOR     0x02u
 #define RJF_REPLAY     0x04u
@@ -72,6 +76,7 @@ size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf)
 	tw_put_le64(buf + 88, r->cursor_offset);
 	tw_put_le64(buf + 96, r->target_incarnation);
 	tw_put_le32(buf + 104, r->rate_mbps);
+	tw_put_le64(buf + 108, r->unrepairable);
 	memcpy(buf + RJOB_FIXED, r->uuid, r->uuid_len);
 	return RJOB_FIXED + r->uuid_len;
 }
@@ -79,10 +84,12 @@ size_t mgr_rjob_pack(const struct mgr_rjob_rec *r, uint8_t *buf)
 int mgr_rjob_unpack(const void *buf, size_t len, struct mgr_rjob_rec *r)
 {
 	const uint8_t *p = buf;
+	size_t fixed = len && p[0] == 1 ? RJOB_FIXED1 : RJOB_FIXED;
 
-	if (len < RJOB_FIXED || p[0] != RJOB_VERSION || p[1] >= MGR_RJ_MAX_ ||
+	if (len < fixed || (p[0] != RJOB_VERSION && p[0] != 1) ||
+	    p[1] >= MGR_RJ_MAX_ ||
 	    (p[2] & ~(RJF_FULL | RJF_CURSOR | RJF_REPLAY)) || p[3] > MGR_UUID_MAX ||
-	    len != RJOB_FIXED + p[3])
+	    len != fixed + p[3])
 		return -EBADMSG;
 	memset(r, 0, sizeof(*r));
 	r->state = p[1];
@@ -106,6 +113,8 @@ int mgr_rjob_unpack(const void *buf, size_t len, struct mgr_rjob_rec *r)
 	r->cursor_offset = tw_get_le64(p + 88);
 	r->target_incarnation = tw_get_le64(p + 96);
 	r->rate_mbps = tw_get_le32(p + 104);
-	memcpy(r->uuid, p + RJOB_FIXED, r->uuid_len);
+	if (fixed == RJOB_FIXED)
+		r->unrepairable = tw_get_le64(p + 108);
+	memcpy(r->uuid, p + fixed, r->uuid_len);
 	return 0;
 }

@@ -11,10 +11,16 @@
 #   - the same block damaged on both twins: EIO for a read that covers
 #     that block only, its neighbours and other ranges read fine;
 #   - twinfsctl verify names the good twin of a block bad on one, and a
-#     block bad on both;
+#     block bad on both (BAD-BOTH alone when both hold the same bytes);
 #   - twinfsctl scrub --wait heals blocks no one read, on both twins,
 #     twinfsctl status shows each iod's checksum counters and last scrub,
 #     and a scrub cut by kill -9 of its iod resumes at its next start;
+#   - a rebuild whose only source has a bad block (iod 1's copy damaged,
+#     iod 2 wiped): the rebuild finishes, copies that block marked bad and
+#     counts it (rebuild --status, status, --json; iod and mgrd logs), a
+#     read of it gets EIO while the rest of the file reads back byte for
+#     byte, verify says BAD-BOTH, and a rewrite of it makes it good again;
+#     then the same through an incremental resync (iod 2 only down);
 #   - a WRITE frame damaged on the wire (the client's fault knob
 #     TWINFS_TEST_CORRUPT_WRITE with TWINFS_TEST_FAULTS=1): refused by the
 #     iod (Write.data_crc), sent again by the client, the file is right.
@@ -29,9 +35,9 @@ SZ=$((1 << 20))
 RUN=$TWINFS_RUN_DIR
 mkdir "$M/g0" && setfattr -n twinfs.layout -v "512K 1 0" "$M/g0" ||
 	fail layout "setfattr failed"
-for f in one two both ver scr; do head -c $SZ /dev/urandom >"$T/$f"; done
+for f in one two both ver scr rot; do head -c $SZ /dev/urandom >"$T/$f"; done
 cp "$T/one" "$M/g0/one" && cp "$T/two" "$M/g0/two" && cp "$T/both" "$M/g0/both" && cp "$T/ver" "$M/g0/ver" &&
-	cp "$T/scr" "$M/g0/scr" ||
+	cp "$T/scr" "$M/g0/scr" && cp "$T/rot" "$M/g0/rot" ||
 	fail write "cp failed"
 ctl sync >/dev/null || fail sync "twinfsctl sync failed"
 
@@ -168,8 +174,11 @@ echo "$out" | grep -q "^GOOD .*g0/ver .*iod 1's copy is good, iod 2's fails its 
 	pass verify-names-good-twin || fail verify-names-good-twin "no GOOD line for g0/ver"
 echo "$out" | grep -q "^BAD-BOTH .*g0/both .*region 0 fails its block checksums on both twins" &&
 	pass verify-bad-on-both || fail verify-bad-on-both "no BAD-BOTH line for g0/both"
-[[ $(echo "$out" | grep -c '^DIFFER') == 2 ]] && pass verify-two-differ ||
-	fail verify-two-differ "$(echo "$out" | grep -c '^DIFFER') DIFFER lines"
+# both's twins hold the same flipped bytes: bad on both, not different
+[[ $(echo "$out" | grep -c '^DIFFER') == 1 ]] && echo "$out" | grep -q '^DIFFER .*g0/ver ' &&
+	pass verify-one-differ || fail verify-one-differ "$(echo "$out" | grep '^DIFFER' | tr '\n' ' ')"
+echo "$out" | grep -q '^verify: 1 of [0-9]* subfiles hold blocks bad on both twins' &&
+	pass verify-bad-both-summary || fail verify-bad-both-summary "$(echo "$out" | tail -n 2 | tr '\n' ' ')"
 echo "$out" | grep -q 'g0/two' && fail verify-split-healed "verify names g0/two" ||
 	pass verify-split-healed
 # ver's bad block is read (from whichever twin) and rewritten through the mount
@@ -259,6 +268,68 @@ wait_log "$RUN/logs/iod2.log" "$n2" 'scrub started (scheduled' 20000 &&
 e2e_wait_healthy 60 || fail scrub-sched-healthy "group 0 not healthy after the restart"
 out=$(ctl scrub --wait 2 2>&1) && pass scrub-scheduled-ends ||
 	fail scrub-scheduled-ends "exit $?: $(echo "$out" | tail -n 1)"
+
+# --- a rebuild from the only copy, which has a bad block: iod 2 down and
+# wiped, block 73 of rot damaged on iod 1 (home since the first checks)
+t0=$(now_ms)
+lc kill-iod 2 >/dev/null
+out=$(wait_state 2 '^down' 10000) && pass badcopy-down || fail badcopy-down "$out"
+flip "$(subpath 1 rot)" 300000
+rm -rf "$RUN/iod2"
+n1=$(wc -l <"$RUN/logs/iod1.log") nm=$(wc -l <"$RUN/logs/mgrd.log")
+lc start-iod 2 >/dev/null || fail badcopy-start "start-iod 2 failed"
+e2e_wait_healthy 90 && pass badcopy-rebuild-ends ||
+	fail badcopy-rebuild-ends "$(ctl status 2>&1 | tr '\n' ' ')"
+wait_log "$RUN/logs/iod1.log" "$n1" 'column 0 block at 299008 fails its checksum on iod 1, the only readable copy: sent marked bad' 5000 &&
+	pass badcopy-iod-logs || fail badcopy-iod-logs "no unrepairable line in iod1.log"
+wait_log "$RUN/logs/mgrd.log" "$nm" 'g0/rot .*offset 299008 failed its checksum: the twin' 5000 &&
+	pass badcopy-mgrd-logs-path || fail badcopy-mgrd-logs-path "no line with the path in mgrd.log"
+out=$(ctl rebuild --status 2 2>&1)
+echo "$out" | grep -q '^  unrepairable: 1 blocks bad on both twins' &&
+	pass badcopy-rebuild-status || fail badcopy-rebuild-status "$(echo "$out" | tr '\n' ' ')"
+out=$(ctl status 2>&1)
+echo "$out" | grep -q '^iod 2 resync: 1 unrepairable blocks' &&
+	pass badcopy-status || fail badcopy-status "$(echo "$out" | tr '\n' ' ')"
+out=$(ctl status --json 2>&1 | "$PY" -c '
+import json, sys
+print([x["resync_unrepairable"] for x in json.load(sys.stdin)["iods"] if x["id"] in (1, 2)])' 2>&1)
+assert_eq badcopy-status-json "[0, 1]" "$out"
+drop_caches
+out=$(rd rot 299008 4096; rd rot 0 299008; rd rot 303104 $((SZ - 303104)))
+echo "$out" | sed 's/^/# /'
+assert_eq badcopy-reads "error 5 ok ok" "$(echo $out)"
+out=$(ctl -t 30000 verify 2>&1)
+echo "$out" | grep -E '^(BAD-BOTH|GOOD|DIFFER)' | sed 's/^/# /'
+echo "$out" | grep -q "^BAD-BOTH .*g0/rot .*region 0 fails its block checksums on both twins" &&
+	! echo "$out" | grep -q '^DIFFER' &&
+	pass badcopy-verify-bad-both || fail badcopy-verify-bad-both "no BAD-BOTH line alone for g0/rot"
+# a rewrite of the block through the mount: good on both again
+dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=73 seek=73 count=1 conv=notrunc 2>/dev/null
+drop_caches
+assert_same_file badcopy-rewritten "$T/rot" "$M/g0/rot"
+# the same through an incremental resync (region mode): iod 2 down, a
+# write marks region 0 of rot on iod 1 alone, block 10 of iod 1's copy
+# (home since the start) goes bad, iod 2 comes back
+lc kill-iod 2 >/dev/null
+out=$(wait_state 2 '^down' 10000) && pass badcopy-incr-down || fail badcopy-incr-down "$out"
+dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=100 seek=100 count=1 conv=notrunc 2>/dev/null
+flip "$(subpath 1 rot)" 41000
+n1=$(wc -l <"$RUN/logs/iod1.log")
+lc start-iod 2 >/dev/null || fail badcopy-incr-start "start-iod 2 failed"
+e2e_wait_healthy 90 && pass badcopy-incr-ends ||
+	fail badcopy-incr-ends "$(ctl status 2>&1 | tr '\n' ' ')"
+wait_log "$RUN/logs/iod1.log" "$n1" 'column 0 block at 40960 fails its checksum on iod 1, the only readable copy: sent marked bad' 5000 &&
+	pass badcopy-incr-logs || fail badcopy-incr-logs "no unrepairable line in iod1.log"
+out=$(ctl rebuild --status --json 2 2>&1)
+[[ $out == *'"full":false'*'"unrepairable":1}'* ]] && pass badcopy-incr-counted ||
+	fail badcopy-incr-counted "$out"
+drop_caches
+out=$(rd rot 40960 4096; rd rot 0 40960; rd rot 45056 $((SZ - 45056)))
+assert_eq badcopy-incr-reads "error 5 ok ok" "$(echo $out)"
+dd if="$T/rot" of="$M/g0/rot" bs=4096 skip=10 seek=10 count=1 conv=notrunc 2>/dev/null
+drop_caches
+assert_same_file badcopy-incr-rewritten "$T/rot" "$M/g0/rot"
+echo "# rebuild from a bad only copy: checks took $(($(now_ms) - t0)) ms"
 
 # every copy good again: verify is clean
 e2e_verify

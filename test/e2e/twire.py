@@ -113,7 +113,7 @@ import sys
 import time
 
 MAGIC = 0x53465754
-VERSION = 8
+VERSION = 9
 F_REPLY = 1
 HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_len data_len
 assert HDR.size == 32

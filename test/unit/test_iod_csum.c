@@ -3,7 +3,11 @@
  * partial write touches), then a store in data=journal mode: a block
  * damaged at home is refused (-EBADMSG) while other blocks read fine, a
  * rewrite heals it, a cut or punch leaves no stale checksum, and a data
- * directory without checksums gets them computed at open. */
+ * directory without checksums gets them computed at open; a resync's copy
+ * of a bad block (iod_store_write_bad) stays bad, journal-resident and at
+ * home, through a kill -9 (replay), a cut, a restart and a conversion from
+ * version 1, until
+ * new content replaces it. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -190,7 +194,7 @@ Test(iod_csum, data_dir_without_checksums_gets_them_at_open)
 	iod_store_close(st);
 	st = NULL;
 	/* as a data directory from before checksums */
-	snprintf(path, sizeof(path), "%s/twinfs-csum-v1", datadir);
+	snprintf(path, sizeof(path), "%s/twinfs-csum-v2", datadir);
 	cr_assert_eq(unlink(path), 0);
 	snprintf(path, sizeof(path), "rm -rf '%s/csums'", datadir);
 	cr_assert_eq(system(path), 0);
@@ -199,4 +203,76 @@ Test(iod_csum, data_dir_without_checksums_gets_them_at_open)
 	cr_assert_eq(rd(0, sizeof(a), a), (long)sizeof(a));
 	rot(5, 0, 20000);
 	cr_assert_eq(rd(16384, 4096, a), -EBADMSG);
+}
+
+static int s_write_bad(uint64_t off, const void *buf, size_t len)
+{
+	int flag = 0;
+	int rc = iod_store_write_bad(st, 5, 0, off, buf, len, 0, &L, NULL,
+				     sync_cb, &flag);
+
+	return rc < 0 ? rc : sync_wait(st, &flag);
+}
+
+Test(iod_csum, bad_copy_stays_bad_until_rewritten)
+{
+	static uint8_t a[20000], junk[4096];
+	uint8_t *out = NULL;
+	char from[300], to[300];
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i * 13 + 5);
+	memset(junk, 0x5a, sizeof(junk));
+	reopen();
+	cr_assert_eq(s_write(st, 5, 0, 0, a, sizeof(a), 0, &L, NULL), 0);
+	cr_assert_eq(s_write_bad(8192, junk, 4096), 0);
+	cr_assert_eq(s_write_bad(10, junk, 4096), -EINVAL);
+	/* journal-resident: refused all the same, its neighbours served */
+	cr_assert_eq(rd(8192, 4096, NULL), -EBADMSG);
+	cr_assert_eq(rd(9000, 10, NULL), -EBADMSG);
+	cr_assert_eq(store_csum_verify_block(st, 5, 0, 2), -EBADMSG);
+	cr_assert_eq(rd(0, 8192, a), 8192);
+	cr_assert_eq(rd(12288, sizeof(a) - 12288, a), (long)sizeof(a) - 12288);
+	/* as it is: the source's bytes */
+	cr_assert_eq(iod_store_read_unchecked(st, 5, 0, 8192, 4096, &out, NULL),
+		     4096);
+	cr_assert_arr_eq(out, junk, 4096);
+	free(out);
+	/* kill -9 before the checkpoint: replay marks it */
+	iod_store_abandon(st);
+	st = NULL;
+	reopen();
+	cr_assert_eq(rd(8192, 4096, NULL), -EBADMSG);
+	cr_assert_eq(rd(0, 8192, a), 8192);
+	cr_assert_eq(rd(12288, sizeof(a) - 12288, a), (long)sizeof(a) - 12288);
+	/* the last, partial block too, then a cut to the same size */
+	cr_assert_eq(s_write_bad(16384, junk, sizeof(a) - 16384), 0);
+	cr_assert_eq(s_truncate(st, 5, 0, sizeof(a), 0, NULL), 0);
+	reopen();                  /* home: marked entries */
+	cr_assert_eq(rd(8192, 4096, NULL), -EBADMSG);
+	cr_assert_eq(rd(16384, 100, NULL), -EBADMSG);
+	cr_assert_eq(rd(0, 8192, a), 8192);
+	cr_assert_eq(rd(12288, 4096, a), 4096);
+	/* a version 1 data directory: converted, the marks stay */
+	iod_store_close(st);
+	st = NULL;
+	snprintf(from, sizeof(from), "%s/twinfs-csum-v2", datadir);
+	snprintf(to, sizeof(to), "%s/twinfs-csum-v1", datadir);
+	cr_assert_eq(rename(from, to), 0);
+	reopen();
+	cr_assert(st->csum_check);
+	cr_assert_eq(access(to, F_OK), -1);
+	cr_assert_eq(rd(8192, 4096, NULL), -EBADMSG);
+	cr_assert_eq(rd(0, 8192, a), 8192);
+	/* new content of the whole block replaces the mark */
+	cr_assert_eq(s_write(st, 5, 0, 8192, a + 8192, 4096, 0, NULL, NULL), 0);
+	cr_assert_eq(rd(0, 16384, a), 16384);
+	reopen();
+	cr_assert_eq(rd(0, 16384, a), 16384);
+	cr_assert_eq(rd(16384, 100, NULL), -EBADMSG);
+	/* a cut past it removes the marked block */
+	cr_assert_eq(s_truncate(st, 5, 0, 16384, 1, NULL), 0);
+	cr_assert_eq(rd(0, 16384, a), 16384);
+	reopen();
+	cr_assert_eq(rd(0, 16384, a), 16384);
 }

@@ -1588,18 +1588,32 @@ Test(rjob, pack_unpack_and_malformed)
 	a.replay = true;
 	a.target_incarnation = 0xfeedfacecafebeefull;
 	a.rate_mbps = 250;
+	a.unrepairable = 3;
 	a.uuid_len = 16;
 	for (int i = 0; i < 16; i++)
 		a.uuid[i] = (uint8_t)(i * 7);
 	n = mgr_rjob_pack(&a, buf);
-	cr_assert_eq(n, 108u + 16u);
+	cr_assert_eq(n, 116u + 16u);
 	cr_assert_eq(mgr_rjob_unpack(buf, n, &b), 0);
 	cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0);
 	cr_assert_eq(mgr_rjob_unpack(buf, n - 1, &b), -EBADMSG);
 	cr_assert_eq(mgr_rjob_unpack(buf, n + 1, &b), -EBADMSG);
-	buf[0] = 2;
+	buf[0] = 3;
 	cr_assert_eq(mgr_rjob_unpack(buf, n, &b), -EBADMSG);
-	buf[0] = 1;
+	/* version 1: 108 bytes before the UUID, no unrepairable count */
+	{
+		uint8_t v1[MGR_RJOB_BYTES_MAX];
+
+		memcpy(v1, buf, 108);
+		memcpy(v1 + 108, buf + 116, 16);
+		v1[0] = 1;
+		cr_assert_eq(mgr_rjob_unpack(v1, 108 + 16, &b), 0);
+		cr_assert_eq(b.unrepairable, 0);
+		cr_assert_eq(b.rate_mbps, 250);
+		cr_assert_eq(memcmp(b.uuid, a.uuid, 16), 0);
+		cr_assert_eq(mgr_rjob_unpack(v1, 116 + 16, &b), -EBADMSG);
+	}
+	buf[0] = 2;
 	buf[1] = MGR_RJ_MAX_;
 	cr_assert_eq(mgr_rjob_unpack(buf, n, &b), -EBADMSG);
 	buf[1] = MGR_RJ_DONE;
