@@ -238,8 +238,8 @@ static int csum_zero(struct iod_store *s, uint64_t ino, uint32_t column,
 		goto out;
 	}
 	last = TW_MIN(last, (uint64_t)st.st_size / 4);
-	if (first * 4 >= (uint64_t)st.st_size)
-		goto out;   /* past the end: zeros already */
+	if (first > last || first * 4 >= (uint64_t)st.st_size)
+		goto out;   /* only kept marks, or past the end: zeros already */
 	/* A hole reads as zeros: one call for any number of entries, and
 	 * no block written for a sparse range (a punch across a TiB of a
 	 * sparse subfile would otherwise write 256 MiB of zeros here). */
