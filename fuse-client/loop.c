@@ -2,7 +2,7 @@
  *
  * FUSE worker threads never block on the network: a handler packs its
  * request into an op and calls fc_loop_submit(), which appends it to a
- * mutex-protected queue and wakes the loop with fc_loop_wake().  The loop
+ * mutex-protected queue and wakes the loop with uv_async_send().  The loop
  * thread drains the queue and runs each op's first step; from then on the op
  * lives on the loop thread until one of the fc_op_reply_*() functions
  * answers the kernel and frees it.  This file also owns deferred callbacks
@@ -21,8 +21,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "ident.h"
 #include "locks.h"
@@ -46,7 +44,7 @@ static void interrupt_cb(fuse_req_t req, void *data)
 	(void)req;
 	atomic_store(&op->interrupted, 1);
 	atomic_store(&op->cl->intr_pending, 1);
-	fc_loop_wake(op->cl);
+	uv_async_send(&op->cl->async);
 }
 
 void *fc_op_new(struct fc_client *cl, fuse_req_t req, size_t size,
@@ -92,18 +90,6 @@ void fc_op_groups(struct fc_op *op)
 	op->n_groups = (uint32_t)n;
 }
 
-void fc_loop_wake(struct fc_client *cl)
-{
-	uint64_t one = 1;
-
-	/* Armed already: a write is made or coming, and the loop drains
-	 * after it disarms (wake_cb), so it sees what was queued before. */
-	if (atomic_exchange(&cl->wake_armed, 1))
-		return;
-	while (write(cl->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
-}
-
 /* Append op to the handoff queue; queue_lock held. */
 static void queue_locked(struct fc_client *cl, struct fc_op *op)
 {
@@ -122,7 +108,7 @@ void fc_loop_submit(struct fc_client *cl, struct fc_op *op)
 	pthread_mutex_lock(&cl->queue_lock);
 	queue_locked(cl, op);
 	pthread_mutex_unlock(&cl->queue_lock);
-	fc_loop_wake(cl);
+	uv_async_send(&cl->async);
 }
 
 int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
@@ -138,7 +124,7 @@ int fc_loop_submit_written(struct fc_client *cl, struct fc_op *op,
 	pthread_mutex_lock(&cl->queue_lock);
 	queue_locked(cl, op);
 	pthread_mutex_unlock(&cl->queue_lock);
-	fc_loop_wake(cl);
+	uv_async_send(&cl->async);
 	return fuse_reply_write(req, count);
 }
 
@@ -282,7 +268,7 @@ static void call_failed(struct fc_client *cl, int rc, wire_reply_cb cb,
 	else
 		cl->def_head = d;
 	cl->def_tail = d;
-	fc_loop_wake(cl);
+	uv_async_send(&cl->async);
 }
 
 void fc_defer(struct fc_client *cl, wire_reply_cb cb, void *arg, int status)
@@ -399,14 +385,13 @@ static void close_cb(uv_handle_t *h)
 static void maybe_close_handles(struct fc_client *cl)
 {
 	if (!cl->stopping || cl->ops_outstanding > 0 || cl->def_head ||
-	    cl->handles_open == 0 ||
-	    uv_is_closing((uv_handle_t *)&cl->wake_poll))
+	    cl->handles_open == 0 || uv_is_closing((uv_handle_t *)&cl->async))
 		return;
 	uv_close((uv_handle_t *)&cl->retry_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->ping_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->report_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->later_timer, close_cb);
-	uv_close((uv_handle_t *)&cl->wake_poll, close_cb);
+	uv_close((uv_handle_t *)&cl->async, close_cb);
 }
 
 static void stop_poll_cb(uv_timer_t *t)
@@ -449,22 +434,12 @@ static void stop_now(struct fc_client *cl)
 	}
 }
 
-static void wake_cb(uv_poll_t *w, int status, int events)
+static void async_cb(uv_async_t *a)
 {
-	struct fc_client *cl = w->data;
+	struct fc_client *cl = a->data;
 	struct fc_op *op;
-	uint64_t v;
 	bool stop;
 
-	(void)status;
-	(void)events;
-	/* Read, then disarm, then drain: a waker that finds it armed
-	 * queued its op before this disarm, so the drain below sees it. */
-	if (read(cl->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN &&
-	    errno != EINTR)
-		tw_log_rl(TW_LOG_ERR, "client: wake eventfd: %s",
-			  strerror(errno));
-	atomic_store(&cl->wake_armed, 0);
 	for (;;) {
 		pthread_mutex_lock(&cl->queue_lock);
 		op = cl->q_head;
@@ -512,19 +487,10 @@ int fc_loop_start(struct fc_client *cl)
 	if (rc < 0)
 		return rc;
 	cl->loop.data = cl;
-	atomic_init(&cl->wake_armed, 0);
-	cl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (cl->wake_fd < 0)
-		return -errno;
-	rc = uv_poll_init(&cl->loop, &cl->wake_poll, cl->wake_fd);
-	if (rc == 0)
-		rc = uv_poll_start(&cl->wake_poll, UV_READABLE, wake_cb);
-	if (rc < 0) {
-		close(cl->wake_fd);
-		cl->wake_fd = -1;
+	rc = uv_async_init(&cl->loop, &cl->async, async_cb);
+	if (rc < 0)
 		return rc;
-	}
-	cl->wake_poll.data = cl;
+	cl->async.data = cl;
 	uv_timer_init(&cl->loop, &cl->retry_timer);
 	cl->retry_timer.data = cl;
 	uv_timer_init(&cl->loop, &cl->ping_timer);
@@ -556,13 +522,11 @@ void fc_loop_stop(struct fc_client *cl)
 	pthread_mutex_lock(&cl->queue_lock);
 	cl->stop_requested = true;
 	pthread_mutex_unlock(&cl->queue_lock);
-	fc_loop_wake(cl);
+	uv_async_send(&cl->async);
 	pthread_join(cl->thread, NULL);
 	cl->thread_started = false;
 	/* Everything was closed by the loop; free what is left of the loop. */
 	uv_loop_close(&cl->loop);
-	close(cl->wake_fd);   /* wakers are gone: FUSE's workers stopped */
-	cl->wake_fd = -1;
 	fc_locks_free(cl);
 }
 

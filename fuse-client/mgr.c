@@ -651,7 +651,7 @@ void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 	/* Interrupted before this step began: let the loop end it soon. */
 	if (op && fc_op_interrupted(op)) {
 		atomic_store(&cl->intr_pending, 1);
-		fc_loop_wake(cl);
+		uv_async_send(&cl->async);
 	}
 	mgr_attempt(mc);
 }

@@ -252,15 +252,7 @@ struct fc_client {
 	struct fc_op *q_head, *q_tail;     /* [queue_lock] */
 	bool stop_requested;               /* [queue_lock] */
 	uv_loop_t loop;
-	/* fc_loop_wake: an eventfd the loop polls, written only by the
-	 * thread that arms wake_armed (0 -> 1); the loop disarms it before
-	 * it drains the queue.  Not a uv_async_t: libuv 1.44's loop spins
-	 * (PAUSE, then sched_yield) while a waker is between its eventfd
-	 * write and its return, which on 2 vCPUs is often preempted by the
-	 * very wakeup it made (test/bench/RESULTS.md, "randread_4k"). */
-	int wake_fd;
-	atomic_int wake_armed;
-	uv_poll_t wake_poll;
+	uv_async_t async;
 	pthread_t thread;
 	bool thread_started;
 
