@@ -286,8 +286,11 @@ int store_meta_keep(struct iod_store *s, uint64_t obj)
 	return store_meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
 }
 
-int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
-			struct iod_sub_stat *st)
+/* store_stat_logical, also giving the home's fd (-1: none) and size, which
+ * a read passes on to jbd_read_home: one fstat per read. */
+static int stat_logical_home(struct iod_store *s, uint64_t ino,
+			     uint32_t column, struct iod_sub_stat *st,
+			     int *home_fd, uint64_t *home_size)
 {
 	struct iod_sub_stat home = { 0 };
 	struct store_lstate ls;
@@ -295,6 +298,8 @@ int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 	uint64_t size;
 	int rc;
 
+	*home_fd = -1;
+	*home_size = 0;
 	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
 		return rc;
@@ -303,10 +308,13 @@ int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 		return 0;
 	}
 	rc = store_get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = store_home_stat(e, &home);
-	else if (rc == -ENOENT)
+		*home_fd = e->fd;
+		*home_size = home.size;
+	} else if (rc == -ENOENT) {
 		rc = 0;
+	}
 	if (rc < 0)
 		return rc;
 	size = jbd_size(s->j, store_obj(ino, column), home.size);
@@ -326,6 +334,15 @@ int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 		st->blocks += TW_MIN(span, res) * 8;
 	}
 	return 0;
+}
+
+int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
+			struct iod_sub_stat *st)
+{
+	uint64_t hsize;
+	int fd;
+
+	return stat_logical_home(s, ino, column, st, &fd, &hsize);
 }
 
 /* ------------------------------------------------ journal callbacks */
@@ -1016,10 +1033,10 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		    struct iod_sub_stat *st)
 {
 	struct iod_sub_stat local;
+	uint64_t want, hsize;
 	uint8_t *buf;
-	uint64_t want;
 	long n;
-	int rc;
+	int rc, fd;
 
 	*out = NULL;
 	if (!st)
@@ -1030,7 +1047,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = store_lost_check(s, ino, column);
 	if (rc < 0)
 		return rc;
-	rc = store_stat_logical(s, ino, column, st);
+	rc = stat_logical_home(s, ino, column, st, &fd, &hsize);
 	if (rc < 0)
 		return rc;
 	if (!st->exists || off >= st->size || len == 0)
@@ -1040,7 +1057,8 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	buf = malloc((size_t)want);
 	if (!buf)
 		return -ENOMEM;
-	n = jbd_read(s->j, store_obj(ino, column), off, buf, (size_t)want);
+	n = jbd_read_home(s->j, store_obj(ino, column), off, buf,
+			  (size_t)want, fd, hsize);
 	if (n > 0) {
 		rc = store_csum_pend_check(s, store_obj(ino, column), off,
 					   (uint64_t)n);

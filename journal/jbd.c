@@ -361,6 +361,14 @@ long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 	int rc = home_size_of(j, obj, &hsize, &fd);
 	if (rc < 0)
 		return rc;
+	return jbd_read_home(j, obj, off, buf, len, fd, hsize);
+}
+
+long jbd_read_home(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+		   size_t len, int fd, uint64_t hsize)
+{
+	int rc;
+
 	if (fd >= 0) {
 		rc = jbd__pread_full(j, JBD_IO_HOME, fd, buf, len, off);
 		if (rc >= 0 && j->ops.home_check)

@@ -472,6 +472,11 @@ void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
  * or -errno. */
 long jbd_read(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 	      size_t len);
+/* jbd_read with obj's home fd and size already known to the caller (fd -1:
+ * no home), e.g. from its own fstat of the same read: one fstat per read
+ * instead of two.  Same owner-thread rule, so nothing moves in between. */
+long jbd_read_home(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
+		   size_t len, int fd, uint64_t hsize);
 
 /* ---- events ---- */
 

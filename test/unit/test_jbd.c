@@ -1135,10 +1135,21 @@ Test(jbd, uring_wraparound)
 	cr_assert(st.checkpoints > 20, "checkpoints %lu", (unsigned long)st.checkpoints);
 	cr_assert(st.next_seq > 60, "seq %lu", (unsigned long)st.next_seq);
 	uint8_t r[16 * BS];
+	static uint8_t r2[16 * BS];
 	for (uint64_t obj = 1; obj <= 2; obj++) {
 		long n = jbd_read(j, obj, 0, r, sizeof(r));
 		cr_assert(n > 0);
 		cr_assert_eq(memcmp(r, model[obj], (size_t)n), 0, "obj %lu", (unsigned long)obj);
+		/* the caller's own fstat of the home: the same bytes */
+		int hfd = F.obj[obj].fd;
+		uint64_t hsize = 0;
+		struct stat sb;
+		if (hfd >= 0) {
+			cr_assert_eq(fstat(hfd, &sb), 0);
+			hsize = (uint64_t)sb.st_size;
+		}
+		cr_assert_eq(jbd_read_home(j, obj, 0, r2, sizeof(r2), hfd, hsize), n);
+		cr_assert_eq(memcmp(r2, r, (size_t)n), 0, "obj %lu", (unsigned long)obj);
 	}
 	cr_assert_eq(jbd_close(j), 0);
 	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
