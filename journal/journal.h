@@ -110,6 +110,9 @@ int jnl_rec_snap_write(struct jnl_rec *j, uint64_t seq, const void *buf,
 int jnl_rec_snap_finish(struct jnl_rec *j);
 void jnl_rec_snap_abandon(struct jnl_rec *j);
 
+/* The payload bytes of the snapshot in use (0 without one). */
+uint64_t jnl_rec_snap_len(const struct jnl_rec *j);
+
 /* The seq of the last record appended or replayed (the snapshot's when
  * none follows it; 0 for an empty journal). */
 uint64_t jnl_rec_last_seq(const struct jnl_rec *j);

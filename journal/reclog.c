@@ -133,6 +133,7 @@ struct jnl_rec {
 	unsigned log_version;    /* of the current log: LOG_VERSION(_1, _2) */
 	uint64_t hdr_size;       /* its record header: 32, or 24 for v1 */
 	uint64_t snap_seq;       /* seq of the snapshot named `snapshot` */
+	uint64_t snap_len;       /* its payload bytes */
 	bool aborted;            /* sticky -EIO (invariant 5) */
 	/* Sparse index of the current log: idx[k] is the offset of record
 	 * base_seq + k * IDX_STEP, for k < idx_n (jnl_rec_iter_start seeks
@@ -1204,6 +1205,7 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		goto out;
 	}
 
+	j->snap_len = snap_len;
 	if (have_snap && snap_cb != NULL) {
 		rc = snap_cb(snap, (size_t)snap_len, arg);
 		if (rc < 0)
@@ -1474,6 +1476,7 @@ int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 	if (rc < 0)
 		goto out_tmp;
 	j->snap_seq = seq;
+	j->snap_len = len;
 	rc = op_fsync(j, j->dirfd, false);
 	if (rc < 0)
 		goto out;
@@ -1563,6 +1566,7 @@ int jnl_rec_snap_write(struct jnl_rec *j, uint64_t seq, const void *buf,
 
 int jnl_rec_snap_finish(struct jnl_rec *j)
 {
+	struct stat st;
 	int rc;
 
 	if (!j->bg_on)
@@ -1574,10 +1578,16 @@ int jnl_rec_snap_finish(struct jnl_rec *j)
 	}
 	/* Invariant 7: the snapshot, with its directory synced, before the
 	 * log that depends on it takes the name `journal`. */
+	if (fstatat(j->dirfd, SNAP_TMP_NAME, &st, 0) < 0) {
+		rc = -errno;
+		goto out_tmp;
+	}
 	rc = op_rename(j, j->dirfd, SNAP_TMP_NAME, SNAP_NAME);
 	if (rc < 0)
 		goto out_tmp;
 	j->snap_seq = j->bg_seq;
+	j->snap_len = (uint64_t)st.st_size - TW_MIN((uint64_t)st.st_size,
+						     SNAP_HDR_SIZE);
 	rc = op_fsync(j, j->dirfd, false);
 	if (rc == 0)
 		rc = finish_switch(j);
@@ -1598,6 +1608,11 @@ void jnl_rec_snap_abandon(struct jnl_rec *j)
 		return;
 	j->bg_on = false;
 	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
+}
+
+uint64_t jnl_rec_snap_len(const struct jnl_rec *j)
+{
+	return j->snap_len;
 }
 
 uint64_t jnl_rec_last_seq(const struct jnl_rec *j)

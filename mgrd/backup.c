@@ -14,12 +14,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define BACKUP_CHUNK   (4u << 20)
@@ -45,10 +43,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 static void backup_end(struct mgr_backup *b)
 {
-	if (b->child > 0) {
-		kill(b->child, SIGKILL);
-		waitpid(b->child, NULL, 0);
-	}
+	mgr_snap_kill(b->child);
 	if (b->fd >= 0)
 		close(b->fd);
 	unlink(b->path);
