@@ -15,6 +15,9 @@
  *              mgr_op), its apply function (shared by the live path and
  *              replay), and the snapshot of the whole state.  The byte
  *              formats are in mgrd/FORMAT.md.
+ *   snapfork.c the one child process that writes the state as of its
+ *              fork: the periodic snapshot (written while the log goes
+ *              on), a standby's join by snapshot, backup-meta.
  *   session.c  sessions, per-session reply cache (exactly-once) and open
  *              handles; expiry.
  *   map.c      the cluster map (iod states, UUIDs, epoch).
