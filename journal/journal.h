@@ -51,7 +51,12 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
  * ("journal.corrupt-<unix time>"), then cut it at the damage as a torn
  * tail, dropping the valid records after it. */
 #define JNL_REC_ACCEPT_CORRUPT 1u
-/* jnl_rec_open with flags (0 or JNL_REC_ACCEPT_CORRUPT; others -EINVAL). */
+/* Wait up to 10 s for the directory's lock instead of -EBUSY at once: a
+ * forked child of a killed owner (a snapshot in the background) holds it
+ * until it is gone, which a sync in progress may delay. */
+#define JNL_REC_WAIT_LOCK 2u
+/* jnl_rec_open with flags (JNL_REC_ACCEPT_CORRUPT, JNL_REC_WAIT_LOCK;
+ * others -EINVAL). */
 int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		       jnl_replay_cb replay_cb, void *arg,
 		       struct jnl_rec **out);

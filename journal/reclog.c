@@ -58,6 +58,9 @@
 #define SNAP_NAME     "snapshot"
 #define SNAP_TMP_NAME "snapshot.tmp"
 
+/* JNL_REC_WAIT_LOCK waits this long for the directory's lock. */
+#define LOCK_WAIT_MS  10000u
+
 /* One entry of the sparse log index per this many records. */
 #define IDX_STEP      256u
 
@@ -1120,7 +1123,8 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 	bool have_snap = false, committed;
 	int rc;
 
-	if (dir == NULL || out == NULL || (flags & ~JNL_REC_ACCEPT_CORRUPT))
+	if (dir == NULL || out == NULL ||
+	    (flags & ~(JNL_REC_ACCEPT_CORRUPT | JNL_REC_WAIT_LOCK)))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
@@ -1147,7 +1151,18 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		tw_err("journal %s: open: %s", dir, strerror(-rc));
 		goto out;
 	}
-	/* Two owners of one log would interleave records. */
+	/* Two owners of one log would interleave records.  A child of a
+	 * killed owner keeps the lock (an inherited descriptor) until it is
+	 * gone, which a sync in progress may delay: the caller may wait. */
+	for (unsigned i = 0; flock(j->dirfd, LOCK_EX | LOCK_NB) < 0 &&
+	     errno == EWOULDBLOCK && (flags & JNL_REC_WAIT_LOCK) &&
+	     i < LOCK_WAIT_MS / 10; i++) {
+		if (i == 0)
+			tw_warn("journal %s: locked by another process; "
+				"waiting up to %u s for it to end", dir,
+				LOCK_WAIT_MS / 1000);
+		usleep(10000);
+	}
 	if (flock(j->dirfd, LOCK_EX | LOCK_NB) < 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		tw_err("journal %s: cannot lock: %s", dir,
@@ -1373,17 +1388,15 @@ static int write_snap_tmp(struct jnl_rec *j, uint64_t seq, const void *buf,
 	iov[0].iov_len = sizeof(h);
 	for (;;) {
 		size_t n = TW_MIN(len - off, (size_t)SNAP_SYNC_BYTES);
-		int cnt = 0;
 
+		/* iov[1] is this piece; the first goes after the header */
+		iov[1].iov_base = (uint8_t *)buf + off;
+		iov[1].iov_len = n;
 		if (off == 0)
-			cnt = 1;
-		if (n != 0) {
-			iov[cnt].iov_base = (uint8_t *)buf + off;
-			iov[cnt].iov_len = n;
-			cnt++;
-		}
-		rc = op_write(j, fd, off == 0 ? iov : iov + 1, cnt,
-			      off == 0 ? 0 : SNAP_HDR_SIZE + off, true);
+			rc = op_write(j, fd, iov, n != 0 ? 2 : 1, 0, true);
+		else
+			rc = op_write(j, fd, iov + 1, 1, SNAP_HDR_SIZE + off,
+				      true);
 		if (rc < 0)
 			break;
 		off += n;

@@ -1224,7 +1224,9 @@ int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
 	j->snapshot_bytes_cfg = env && *env ? strtoull(env, NULL, 10) :
 			       SNAPSHOT_BYTES_DEFAULT;
 	j->snapshot_bytes = j->snapshot_bytes_cfg;
-	return jnl_rec_open_flags(dir, flags, snap_cb, replay_cb, j, &j->log);
+	/* A snapshot child of a killed mgrd may still be exiting. */
+	return jnl_rec_open_flags(dir, flags | JNL_REC_WAIT_LOCK, snap_cb,
+				  replay_cb, j, &j->log);
 }
 
 int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +49,7 @@ static int write_file(const uint8_t *buf, size_t len, void *arg)
 pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 		       void *arg)
 {
-	pid_t pid;
+	pid_t parent = getpid(), pid;
 
 	if (running > 0)
 		return -EBUSY;
@@ -58,7 +59,15 @@ pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 	if (pid == 0) {
 		uint8_t *buf;
 		size_t len;
-		int rc = mgr_state_encode(st, &buf, &len);
+		int rc;
+
+		/* It dies with mgrd: a child that outlived a kill -9 would
+		 * hold the flock of mgrd's directory (an inherited
+		 * descriptor) and refuse the restart until it is done. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+		    getppid() != parent)
+			_exit(1);
+		rc = mgr_state_encode(st, &buf, &len);
 
 		/* _exit: no atexit handler and no leak check of the
 		 * parent's state runs in the child. */
