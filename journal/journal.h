@@ -51,7 +51,12 @@ int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
  * ("journal.corrupt-<unix time>"), then cut it at the damage as a torn
  * tail, dropping the valid records after it. */
 #define JNL_REC_ACCEPT_CORRUPT 1u
-/* jnl_rec_open with flags (0 or JNL_REC_ACCEPT_CORRUPT; others -EINVAL). */
+/* Wait up to 10 s for the directory's lock instead of -EBUSY at once: a
+ * forked child of a killed owner (a snapshot in the background) holds it
+ * until it is gone, which a sync in progress may delay. */
+#define JNL_REC_WAIT_LOCK 2u
+/* jnl_rec_open with flags (JNL_REC_ACCEPT_CORRUPT, JNL_REC_WAIT_LOCK;
+ * others -EINVAL). */
 int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		       jnl_replay_cb replay_cb, void *arg,
 		       struct jnl_rec **out);
@@ -67,7 +72,7 @@ int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 int jnl_rec_sync(struct jnl_rec *j);
 
 /* Bytes in the log since the last snapshot (the caller decides when to
- * snapshot). */
+ * snapshot); with `journal.next`, of both files. */
 uint64_t jnl_rec_log_bytes(const struct jnl_rec *j);
 
 /* Write a snapshot of the caller's whole state (buf, len), make it durable,
@@ -84,11 +89,40 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len);
 int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 			uint64_t seq);
 
+/* A snapshot in the background (FORMAT.md invariant 16), written by
+ * another process (a fork of the caller) while appends go on:
+ *   jnl_rec_snap_begin: the snapshot will hold the state as of *seq (the
+ *     last record appended); syncs `journal` and starts the log file
+ *     `journal.next` at *seq + 1, where the appends go from now on (none
+ *     when one is there already, from a begin that did not finish: it is
+ *     kept).  -EBUSY while one is begun;
+ *   jnl_rec_snap_write: in the other process, the state as of that seq
+ *     (buf, len) to `snapshot.tmp`, synced; it touches no other file;
+ *   jnl_rec_snap_finish: after it succeeded, installs `snapshot.tmp` as
+ *     the snapshot and `journal.next` as `journal` (the records up to seq
+ *     are dropped with the old `journal`);
+ *   jnl_rec_snap_abandon: after it failed (or was killed): removes
+ *     `snapshot.tmp`; appends stay in `journal.next` and the next begin
+ *     keeps it.
+ * At every crash open gives the same records: the old snapshot with both
+ * files, or the new snapshot and `journal.next` (renamed if need be).
+ * While one is begun, jnl_rec_snapshot(_at) fail with -EBUSY.  Iterators
+ * read on from `journal` into `journal.next`; finish ends those still in
+ * `journal` with -ESTALE. */
+int jnl_rec_snap_begin(struct jnl_rec *j, uint64_t *seq);
+int jnl_rec_snap_write(struct jnl_rec *j, uint64_t seq, const void *buf,
+		       size_t len);
+int jnl_rec_snap_finish(struct jnl_rec *j);
+void jnl_rec_snap_abandon(struct jnl_rec *j);
+
+/* The payload bytes of the snapshot in use (0 without one). */
+uint64_t jnl_rec_snap_len(const struct jnl_rec *j);
+
 /* The seq of the last record appended or replayed (the snapshot's when
  * none follows it; 0 for an empty journal). */
 uint64_t jnl_rec_last_seq(const struct jnl_rec *j);
-/* The seq of the first record the current log file holds (records below
- * it are only in the snapshot). */
+/* The seq of the first record the log files hold (records below it are
+ * only in the snapshot). */
 uint64_t jnl_rec_first_seq(const struct jnl_rec *j);
 
 /* Reading closed records back from the current log while appending goes

@@ -8,7 +8,8 @@
  * bad one had been synced follows it: damage, invariants 11, 12), the
  * upgrade of a version 1 log (invariant 13), the snapshot
  * protocol (snapshot.tmp, fsync, rename, fsync dir; then the same dance for a
- * fresh log).  It does not implement the block journal of the iods.  The
+ * fresh log), and the snapshot in the background (invariant 16: the log
+ * goes on in journal.next while another process writes snapshot.tmp).  It does not implement the block journal of the iods.  The
  * byte layout, the validity rule, the numbered invariants cited by the
  * asserts below ("invariant N") and the state diagram live in FORMAT.md.
  *
@@ -42,7 +43,8 @@
 #define LOG_MAGIC     0x4c525754u   /* "TWRL" */
 #define REC_MAGIC     0x52525754u   /* "TWRR" */
 #define SNAP_MAGIC    0x53525754u   /* "TWRS" */
-#define LOG_VERSION   2             /* records carry synced_to */
+#define LOG_VERSION   3             /* records as 2; may have a journal.next */
+#define LOG_VERSION_2 2             /* records carry synced_to */
 #define LOG_VERSION_1 1             /* still read, then upgraded at open */
 #define SNAP_VERSION  1
 #define REC_TYPE_DATA 1
@@ -52,8 +54,12 @@
 
 #define LOG_NAME      "journal"
 #define LOG_TMP_NAME  "journal.tmp"
+#define NEXT_NAME     "journal.next"
 #define SNAP_NAME     "snapshot"
 #define SNAP_TMP_NAME "snapshot.tmp"
+
+/* JNL_REC_WAIT_LOCK waits this long for the directory's lock. */
+#define LOCK_WAIT_MS  10000u
 
 /* One entry of the sparse log index per this many records. */
 #define IDX_STEP      256u
@@ -127,15 +133,23 @@ struct jnl_rec {
 	uint64_t end_off;        /* just after the last closed record (invariant 3) */
 	uint64_t synced_seq;     /* every record up to it survived an
 	                          * fdatasync of this log (invariant 12) */
-	unsigned log_version;    /* of the current log: LOG_VERSION(_1) */
+	unsigned log_version;    /* of the current log: LOG_VERSION(_1, _2) */
 	uint64_t hdr_size;       /* its record header: 32, or 24 for v1 */
 	uint64_t snap_seq;       /* seq of the snapshot named `snapshot` */
+	uint64_t snap_len;       /* its payload bytes */
 	bool aborted;            /* sticky -EIO (invariant 5) */
 	/* Sparse index of the current log: idx[k] is the offset of record
 	 * base_seq + k * IDX_STEP, for k < idx_n (jnl_rec_iter_start seeks
 	 * by it instead of reading every header from the start). */
 	uint64_t *idx;
 	size_t idx_n, idx_cap;
+
+	/* While a snapshot in the background is pending (invariant 16): the
+	 * log named `journal`, records base_seq .. prev->end; the current log
+	 * is then `journal.next`.  Only its file fields are used. */
+	struct jnl_rec *prev;
+	bool bg_on;              /* jnl_rec_snap_begin without finish/abandon */
+	uint64_t bg_seq;         /* the seq it began at */
 
 	void *wbuf;              /* append buffer: header + payload */
 	size_t wbuf_cap;
@@ -356,7 +370,7 @@ static void rec_encode(const struct jnl_rec *j, uint8_t *hdr, uint64_t seq,
 {
 	struct rec_hdr h;
 
-	assert(j->log_version == LOG_VERSION);  /* only v2 is written */
+	assert(j->log_version == LOG_VERSION);  /* only v3 is written */
 	memset(&h, 0, sizeof(h));
 	h.magic = htole32(REC_MAGIC);
 	h.type = htole16(REC_TYPE_DATA);
@@ -452,8 +466,8 @@ out:
  * happened: if it may have and an error is returned, the name `journal`
  * may denote a file the handle does not write to, so the caller must
  * abort. */
-static int create_log(struct jnl_rec *j, uint64_t base, uint64_t copy_end,
-		      bool *committed)
+static int create_log_as(struct jnl_rec *j, const char *name, uint64_t base,
+			 uint64_t copy_end, bool *committed)
 {
 	struct log_hdr h;
 	struct iovec iov;
@@ -494,7 +508,7 @@ static int create_log(struct jnl_rec *j, uint64_t base, uint64_t copy_end,
 	if (rc < 0)
 		goto out;
 	*committed = true;
-	rc = op_rename(j, j->dirfd, LOG_TMP_NAME, LOG_NAME);
+	rc = op_rename(j, j->dirfd, LOG_TMP_NAME, name);
 	if (rc < 0)
 		goto out;
 	rc = op_fsync(j, j->dirfd, false);
@@ -522,7 +536,61 @@ out:
 	return rc;
 }
 
-/* --------------------------------------------------------------- replay */
+/* create_log_as the log named `journal`. */
+static int create_log(struct jnl_rec *j, uint64_t base, uint64_t copy_end,
+		      bool *committed)
+{
+	return create_log_as(j, LOG_NAME, base, copy_end, committed);
+}
+
+/* Moves the current log file's fields (descriptor, id, seqs, index) to a
+ * new file-only handle: it becomes j->prev (invariant 16). */
+static int prev_take(struct jnl_rec *j)
+{
+	struct jnl_rec *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return -ENOMEM;
+	assert(j->prev == NULL);
+	p->dirfd = -1;
+	p->fd = j->fd;
+	memcpy(p->log_id, j->log_id, sizeof(p->log_id));
+	p->crc_seed = j->crc_seed;
+	p->base_seq = j->base_seq;
+	p->end_off = j->end_off;
+	p->log_version = j->log_version;
+	p->hdr_size = j->hdr_size;
+	p->idx = j->idx;
+	p->idx_n = j->idx_n;
+	p->idx_cap = j->idx_cap;
+	j->fd = -1;
+	j->idx = NULL;
+	j->idx_n = j->idx_cap = 0;
+	j->prev = p;
+	return 0;
+}
+
+/* Undoes prev_take (the new log did not come). */
+static void prev_give_back(struct jnl_rec *j)
+{
+	struct jnl_rec *p = j->prev;
+
+	assert(p != NULL && j->fd < 0);
+	j->fd = p->fd;
+	j->idx = p->idx;
+	j->idx_n = p->idx_n;
+	j->idx_cap = p->idx_cap;
+	free(p);
+	j->prev = NULL;
+}
+
+static void prev_drop(struct jnl_rec *j)
+{
+	jnl_rec_close(j->prev);
+	j->prev = NULL;
+}
+
+/* ------------------------------------------------------------- replay */
 
 /* Reads the snapshot, if any.  On success *present says whether there is
  * one; then *payload (malloc'd, caller frees; may be NULL when len is 0),
@@ -633,6 +701,7 @@ static int read_log_hdr(struct jnl_rec *j, int fd)
 		return -EBADMSG;
 	}
 	if (le16toh(h.version) != LOG_VERSION &&
+	    le16toh(h.version) != LOG_VERSION_2 &&
 	    le16toh(h.version) != LOG_VERSION_1) {
 		tw_err("journal %s: log version %u unsupported", j->dir,
 		       le16toh(h.version));
@@ -858,8 +927,8 @@ out:
  * was written after it had been synced, it is damage (invariant 11), which
  * fails with -ENOTRECOVERABLE and leaves the file as it is, unless the
  * caller accepts it: then the log is copied aside and cut all the same. */
-static int cut_log(struct jnl_rec *j, unsigned flags, uint64_t end,
-		   uint64_t size, uint64_t next, const char *flaw)
+static int cut_log(struct jnl_rec *j, const char *name, unsigned flags,
+		   uint64_t end, uint64_t size, uint64_t next, const char *flaw)
 {
 	char path[PATH_MAX], copy[PATH_MAX + 32];
 	struct later l;
@@ -868,7 +937,7 @@ static int cut_log(struct jnl_rec *j, unsigned flags, uint64_t end,
 	rc = scan_after_bad(j, end, size, next, &l);
 	if (rc < 0) {
 		tw_err("journal %s/%s: reading past the record at byte offset %"
-		       PRIu64 ": %s", j->dir, LOG_NAME, end, strerror(-rc));
+		       PRIu64 ": %s", j->dir, name, end, strerror(-rc));
 		return rc;
 	}
 	if (l.witness && !(flags & JNL_REC_ACCEPT_CORRUPT)) {
@@ -878,12 +947,12 @@ static int cut_log(struct jnl_rec *j, unsigned flags, uint64_t end,
 		       "offset %" PRIu64 " was written after every record up "
 		       "to seq %" PRIu64 " had been synced: a synced record "
 		       "went bad, this is damage, not a torn tail; nothing "
-		       "was cut, the file is untouched", j->dir, LOG_NAME,
+		       "was cut, the file is untouched", j->dir, name,
 		       end, next, flaw, l.witness_seq, l.witness_off,
 		       l.witness_synced_to);
 		return -ENOTRECOVERABLE;
 	}
-	snprintf(path, sizeof(path), "%s/%s", j->dir, LOG_NAME);
+	snprintf(path, sizeof(path), "%s/%s", j->dir, name);
 	if (l.witness) {
 		rc = tw_copy_aside(path, copy, sizeof(copy));
 		if (rc < 0) {
@@ -948,6 +1017,97 @@ static int sync_parent(const char *path)
 	return rc;
 }
 
+/* Replays the records of the current log file (named `name`) after the
+ * snapshot, cuts a torn tail and sets end_off; *last is the seq of its
+ * last closed record (base - 1 when none). */
+static int replay_file(struct jnl_rec *j, unsigned flags,
+		       jnl_replay_cb replay_cb, void *arg, const char *name,
+		       uint64_t *last)
+{
+	uint64_t end = 0, replayed = 0, size = 0;
+	const char *flaw = NULL;
+	int rc;
+
+	rc = scan_log(j, replay_cb, arg, &end, last, &replayed, &size, &flaw);
+	if (rc < 0)
+		return rc;
+	if (end < size) {
+		rc = cut_log(j, name, flags, end, size, *last + 1,
+			     flaw ? flaw : "unreadable");
+		if (rc < 0)
+			return rc;
+		tw_warn("journal %s/%s: torn tail cut at offset %" PRIu64 " (%"
+			PRIu64 " bytes dropped); replayed %" PRIu64 " records "
+			"after snapshot seq %" PRIu64, j->dir, name, end,
+			size - end, replayed, j->snap_seq);
+	} else {
+		tw_info("journal %s/%s: replayed %" PRIu64 " records after "
+			"snapshot seq %" PRIu64 "; log ends at offset %" PRIu64,
+			j->dir, name, replayed, j->snap_seq, end);
+	}
+	j->end_off = end;
+	return 0;
+}
+
+/* Invariant 16: a `journal.next` beside `journal` (a snapshot in the
+ * background did not finish) holds the records after journal's last
+ * (*last on entry): its base is *last + 1, or at most snap_seq + 1 when
+ * the new snapshot was installed.  Its records are replayed after
+ * journal's.  When the snapshot covers all of `journal`, the switch is
+ * finished here (journal.next renamed over it); else `journal` stays as
+ * j->prev and appends go on to journal.next. */
+static int open_next(struct jnl_rec *j, unsigned flags,
+		     jnl_replay_cb replay_cb, void *arg, uint64_t *last)
+{
+	uint64_t journal_last = *last;
+	int fd, rc;
+
+	fd = openat(j->dirfd, NEXT_NAME, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (j->log_version != LOG_VERSION) {
+		close(fd);
+		tw_err("journal %s: %s beside a version %u %s", j->dir,
+		       NEXT_NAME, j->log_version, LOG_NAME);
+		return -EBADMSG;
+	}
+	rc = prev_take(j);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	j->fd = fd;
+	rc = read_log_hdr(j, fd);
+	if (rc < 0)
+		return rc;
+	if (j->log_version != LOG_VERSION || j->base_seq <= journal_last ||
+	    j->base_seq > TW_MAX(journal_last, j->snap_seq) + 1) {
+		tw_err("journal %s: %s (version %u) starts at seq %" PRIu64
+		       " but %s ends at %" PRIu64 " and the snapshot at %"
+		       PRIu64 "; records overlap or are missing", j->dir,
+		       NEXT_NAME, j->log_version, j->base_seq, LOG_NAME,
+		       journal_last, j->snap_seq);
+		return -EBADMSG;
+	}
+	rc = replay_file(j, flags, replay_cb, arg, NEXT_NAME, last);
+	if (rc < 0)
+		return rc;
+	if (j->base_seq > j->snap_seq + 1)
+		return 0;   /* `journal` is still needed: pending */
+	/* The new snapshot is in (its directory synced, invariant 7):
+	 * finish the switch. */
+	rc = op_rename(j, j->dirfd, NEXT_NAME, LOG_NAME);
+	if (rc == 0)
+		rc = op_fsync(j, j->dirfd, false);
+	if (rc < 0) {
+		tw_err("journal %s: cannot rename %s to %s: %s", j->dir,
+		       NEXT_NAME, LOG_NAME, strerror(-rc));
+		return rc;
+	}
+	prev_drop(j);
+	return 0;
+}
+
 int jnl_rec_open(const char *dir, jnl_snap_cb snap_cb,
 		 jnl_replay_cb replay_cb, void *arg, struct jnl_rec **out)
 {
@@ -959,12 +1119,12 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 {
 	struct jnl_rec *j;
 	void *snap = NULL;
-	uint64_t snap_len = 0, end = 0, last = 0, replayed = 0, size = 0;
+	uint64_t snap_len = 0, last = 0;
 	bool have_snap = false, committed;
-	const char *flaw = NULL;
 	int rc;
 
-	if (dir == NULL || out == NULL || (flags & ~JNL_REC_ACCEPT_CORRUPT))
+	if (dir == NULL || out == NULL ||
+	    (flags & ~(JNL_REC_ACCEPT_CORRUPT | JNL_REC_WAIT_LOCK)))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
@@ -991,7 +1151,18 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		tw_err("journal %s: open: %s", dir, strerror(-rc));
 		goto out;
 	}
-	/* Two owners of one log would interleave records. */
+	/* Two owners of one log would interleave records.  A child of a
+	 * killed owner keeps the lock (an inherited descriptor) until it is
+	 * gone, which a sync in progress may delay: the caller may wait. */
+	for (unsigned i = 0; flock(j->dirfd, LOCK_EX | LOCK_NB) < 0 &&
+	     errno == EWOULDBLOCK && (flags & JNL_REC_WAIT_LOCK) &&
+	     i < LOCK_WAIT_MS / 10; i++) {
+		if (i == 0)
+			tw_warn("journal %s: locked by another process; "
+				"waiting up to %u s for it to end", dir,
+				LOCK_WAIT_MS / 1000);
+		usleep(10000);
+	}
 	if (flock(j->dirfd, LOCK_EX | LOCK_NB) < 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		tw_err("journal %s: cannot lock: %s", dir,
@@ -1013,6 +1184,12 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 	j->fd = openat(j->dirfd, LOG_NAME, O_RDWR | O_CLOEXEC);
 	if (j->fd < 0 && errno != ENOENT) {
 		rc = -errno;
+		goto out;
+	}
+	if (j->fd < 0 && faccessat(j->dirfd, NEXT_NAME, F_OK, 0) == 0) {
+		/* journal.next only ever follows a `journal` (invariant 16) */
+		tw_err("journal %s: %s without %s", dir, NEXT_NAME, LOG_NAME);
+		rc = -EBADMSG;
 		goto out;
 	}
 	if (j->fd < 0) {
@@ -1043,6 +1220,7 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 		goto out;
 	}
 
+	j->snap_len = snap_len;
 	if (have_snap && snap_cb != NULL) {
 		rc = snap_cb(snap, (size_t)snap_len, arg);
 		if (rc < 0)
@@ -1051,24 +1229,12 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 	free(snap);
 	snap = NULL;
 
-	rc = scan_log(j, replay_cb, arg, &end, &last, &replayed, &size, &flaw);
+	rc = replay_file(j, flags, replay_cb, arg, LOG_NAME, &last);
 	if (rc < 0)
 		goto out;
-	if (end < size) {
-		rc = cut_log(j, flags, end, size, last + 1,
-			     flaw ? flaw : "unreadable");
-		if (rc < 0)
-			goto out;
-		tw_warn("journal %s: torn tail cut at offset %" PRIu64 " (%"
-			PRIu64 " bytes dropped); replayed %" PRIu64 " records "
-			"after snapshot seq %" PRIu64, dir, end, size - end,
-			replayed, j->snap_seq);
-	} else {
-		tw_info("journal %s: replayed %" PRIu64 " records after "
-			"snapshot seq %" PRIu64 "; log ends at offset %" PRIu64,
-			dir, replayed, j->snap_seq, end);
-	}
-	j->end_off = end;
+	rc = open_next(j, flags, replay_cb, arg, &last);
+	if (rc < 0)
+		goto out;
 
 	/* invariant 10: when the log holds nothing after the snapshot (a crash
 	 * between the snapshot's rename and the log's, possibly followed by
@@ -1080,9 +1246,10 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 			goto out;
 		last = j->snap_seq;
 	}
-	/* invariant 13: a version 1 log is rewritten as version 2, with the
-	 * same base and records, before anything is appended to it. */
-	if (j->log_version == LOG_VERSION_1) {
+	/* invariant 13: a version 1 or 2 log is rewritten as version 3, with
+	 * the same base and records, before anything is appended to it. */
+	if (j->log_version != LOG_VERSION) {
+		assert(j->prev == NULL);  /* journal.next is only beside v3 */
 		rc = create_log(j, j->base_seq, j->end_off, &committed);
 		if (rc < 0)
 			goto out;
@@ -1177,8 +1344,12 @@ int jnl_rec_sync(struct jnl_rec *j)
 
 uint64_t jnl_rec_log_bytes(const struct jnl_rec *j)
 {
+	uint64_t n = 0;
+
 	assert(j->end_off >= LOG_HDR_SIZE);      /* invariant 3 */
-	return j->end_off - LOG_HDR_SIZE;
+	if (j->prev != NULL)
+		n = j->prev->end_off - LOG_HDR_SIZE;
+	return n + j->end_off - LOG_HDR_SIZE;
 }
 
 /* ------------------------------------------------------------- snapshot */
@@ -1188,21 +1359,107 @@ int jnl_rec_snapshot(struct jnl_rec *j, const void *buf, size_t len)
 	return jnl_rec_snapshot_at(j, buf, len, j->next_seq - 1);
 }
 
-int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
-			uint64_t seq)
+/* Steps 1-2 of a snapshot: snapshot.tmp holds header and payload, synced.
+ * A large payload is written in SNAP_SYNC_BYTES pieces, each synced: on a
+ * journaling file system (ext4's ordered data) the next sync of the log
+ * would otherwise wait for all of a large file's dirty data. */
+#define SNAP_SYNC_BYTES (8u << 20)
+static int write_snap_tmp(struct jnl_rec *j, uint64_t seq, const void *buf,
+			  size_t len)
 {
 	struct snap_hdr h;
 	struct iovec iov[2];
+	size_t off = 0;
+	int fd, rc = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(SNAP_MAGIC);
+	h.version = htole16(SNAP_VERSION);
+	h.hdr_size = htole16(sizeof(h));
+	h.seq = htole64(seq);
+	h.len = htole64(len);
+	h.crc = htole32(tw_crc32c(snap_hdr_crc(&h), buf, len));
+
+	fd = openat(j->dirfd, SNAP_TMP_NAME,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	iov[0].iov_base = &h;
+	iov[0].iov_len = sizeof(h);
+	for (;;) {
+		size_t n = TW_MIN(len - off, (size_t)SNAP_SYNC_BYTES);
+
+		/* iov[1] is this piece; the first goes after the header */
+		iov[1].iov_base = (uint8_t *)buf + off;
+		iov[1].iov_len = n;
+		if (off == 0)
+			rc = op_write(j, fd, iov, n != 0 ? 2 : 1, 0, true);
+		else
+			rc = op_write(j, fd, iov + 1, 1, SNAP_HDR_SIZE + off,
+				      true);
+		if (rc < 0)
+			break;
+		off += n;
+		if (off == len)
+			break;
+		rc = op_fsync(j, fd, true);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0)
+		rc = op_fsync(j, fd, false);
+	close(fd);
+	return rc;
+}
+
+/* Invariant 16: the snapshot is installed and covers all of `journal`;
+ * journal.next becomes `journal`.  An error aborts: the name `journal`
+ * may denote either file. */
+static int finish_switch(struct jnl_rec *j)
+{
+	int rc;
+
+	if (j->prev == NULL)
+		return 0;
+	rc = op_rename(j, j->dirfd, NEXT_NAME, LOG_NAME);
+	if (rc == 0)
+		rc = op_fsync(j, j->dirfd, false);
+	if (rc < 0) {
+		log_abort(j, "rename of " NEXT_NAME, rc);
+		return rc;
+	}
+	prev_drop(j);
+	return 0;
+}
+
+int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
+			uint64_t seq)
+{
 	bool committed, emptied = false;
 	bool moved = seq != j->next_seq - 1;
-	int fd = -1, rc;
+	int rc;
 
 	if (j->aborted)
 		return -EIO;                     /* invariant 5 */
+	if (j->bg_on)
+		return -EBUSY;   /* snapshot.tmp is the child's */
 	if ((uint64_t)len > SNAP_MAX)
 		return -EFBIG;
 	if (buf == NULL && len != 0)
 		return -EINVAL;
+	if (moved && j->prev != NULL) {
+		/* Invariant 16: the old history's records after `journal`
+		 * go first (a crash then gives a prefix of it, as below);
+		 * the handle's file is unlinked, so every failure from here
+		 * aborts. */
+		emptied = true;
+		rc = unlinkat(j->dirfd, NEXT_NAME, 0) < 0 ? -errno : 0;
+		if (rc == 0)
+			rc = op_fsync(j, j->dirfd, false);
+		if (rc < 0)
+			goto out;
+		prev_drop(j);
+	}
 	if (seq < j->next_seq - 1) {
 		/* Invariant 14: the log holds records above seq that the new
 		 * snapshot does not include.  First an empty log whose base
@@ -1219,33 +1476,11 @@ int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 		 * one below is in: a failure from here aborts the log. */
 		emptied = true;
 	}
-	memset(&h, 0, sizeof(h));
-	h.magic = htole32(SNAP_MAGIC);
-	h.version = htole16(SNAP_VERSION);
-	h.hdr_size = htole16(sizeof(h));
-	h.seq = htole64(seq);
-	h.len = htole64(len);
-	h.crc = htole32(tw_crc32c(snap_hdr_crc(&h), buf, len));
 
 	/* Step 1-2: the complete snapshot under a temporary name, synced. */
-	fd = openat(j->dirfd, SNAP_TMP_NAME,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_tmp;
-	}
-	iov[0].iov_base = &h;
-	iov[0].iov_len = sizeof(h);
-	iov[1].iov_base = (void *)buf;
-	iov[1].iov_len = len;
-	rc = op_write(j, fd, iov, len != 0 ? 2 : 1, 0, true);
+	rc = write_snap_tmp(j, seq, buf, len);
 	if (rc < 0)
 		goto out_tmp;
-	rc = op_fsync(j, fd, false);
-	if (rc < 0)
-		goto out_tmp;
-	close(fd);
-	fd = -1;
 
 	/* Step 3-4: install it (invariant 7: before the log that needs it).
 	 * A failure from here to the log's rename leaves the old log in use;
@@ -1254,7 +1489,13 @@ int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 	if (rc < 0)
 		goto out_tmp;
 	j->snap_seq = seq;
+	j->snap_len = len;
 	rc = op_fsync(j, j->dirfd, false);
+	if (rc < 0)
+		goto out;
+	/* A pending switch (invariant 16) is finished first, so that the
+	 * fresh log below replaces the one holding the latest records. */
+	rc = finish_switch(j);
 	if (rc < 0)
 		goto out;
 
@@ -1273,9 +1514,6 @@ int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 	goto out;
 
 out_tmp:
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
 	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
 out:
 	/* A snapshot at another log's seq that fails leaves seqs the
@@ -1289,6 +1527,107 @@ out:
 	return rc;
 }
 
+/* ------------------------------------------- snapshot in the background */
+
+int jnl_rec_snap_begin(struct jnl_rec *j, uint64_t *seq)
+{
+	bool committed;
+	int rc;
+
+	if (j->aborted)
+		return -EIO;                     /* invariant 5 */
+	if (j->bg_on)
+		return -EBUSY;
+	*seq = j->next_seq - 1;
+	if (j->prev == NULL) {
+		/* Invariant 16: `journal` whole and synced (no hole before
+		 * journal.next at a power loss), then journal.next. */
+		rc = jnl_rec_sync(j);
+		if (rc < 0)
+			return rc;
+		rc = prev_take(j);
+		if (rc < 0)
+			return rc;
+		rc = create_log_as(j, NEXT_NAME, *seq + 1, 0, &committed);
+		if (rc < 0) {
+			prev_give_back(j);
+			/* journal.next may exist: appends to `journal`
+			 * would overlap it. */
+			if (committed)
+				log_abort(j, "creating " NEXT_NAME, rc);
+			tw_err("journal %s: cannot start a snapshot in the "
+			       "background: %s", j->dir, strerror(-rc));
+			return rc;
+		}
+	}
+	/* else: journal.next is there from a snapshot that did not finish;
+	 * the one at *seq (>= its base - 1) covers `journal` all the same. */
+	j->bg_on = true;
+	j->bg_seq = *seq;
+	return 0;
+}
+
+int jnl_rec_snap_write(struct jnl_rec *j, uint64_t seq, const void *buf,
+		       size_t len)
+{
+	if ((uint64_t)len > SNAP_MAX)
+		return -EFBIG;
+	if (buf == NULL && len != 0)
+		return -EINVAL;
+	return write_snap_tmp(j, seq, buf, len);
+}
+
+int jnl_rec_snap_finish(struct jnl_rec *j)
+{
+	struct stat st;
+	int rc;
+
+	if (!j->bg_on)
+		return -EINVAL;
+	j->bg_on = false;
+	if (j->aborted) {
+		rc = -EIO;                       /* invariant 5 */
+		goto out_tmp;
+	}
+	/* Invariant 7: the snapshot, with its directory synced, before the
+	 * log that depends on it takes the name `journal`. */
+	if (fstatat(j->dirfd, SNAP_TMP_NAME, &st, 0) < 0) {
+		rc = -errno;
+		goto out_tmp;
+	}
+	rc = op_rename(j, j->dirfd, SNAP_TMP_NAME, SNAP_NAME);
+	if (rc < 0)
+		goto out_tmp;
+	j->snap_seq = j->bg_seq;
+	j->snap_len = (uint64_t)st.st_size - TW_MIN((uint64_t)st.st_size,
+						     SNAP_HDR_SIZE);
+	rc = op_fsync(j, j->dirfd, false);
+	if (rc == 0)
+		rc = finish_switch(j);
+	goto out;
+out_tmp:
+	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
+out:
+	if (rc < 0)
+		tw_err("journal %s: installing the snapshot at seq %" PRIu64
+		       " failed: %s%s", j->dir, j->bg_seq, strerror(-rc),
+		       j->aborted ? "" : "; the log keeps both files");
+	return rc;
+}
+
+void jnl_rec_snap_abandon(struct jnl_rec *j)
+{
+	if (!j->bg_on)
+		return;
+	j->bg_on = false;
+	unlink_tmp(j->dirfd, SNAP_TMP_NAME);
+}
+
+uint64_t jnl_rec_snap_len(const struct jnl_rec *j)
+{
+	return j->snap_len;
+}
+
 uint64_t jnl_rec_last_seq(const struct jnl_rec *j)
 {
 	return j->next_seq - 1;
@@ -1296,43 +1635,65 @@ uint64_t jnl_rec_last_seq(const struct jnl_rec *j)
 
 uint64_t jnl_rec_first_seq(const struct jnl_rec *j)
 {
-	return j->base_seq;
+	return j->prev != NULL ? j->prev->base_seq : j->base_seq;
 }
 
 /* ------------------------------------------------------------- reading */
 
+/* The log file (j or j->prev) an iterator reads, by its log id; NULL
+ * once a snapshot dropped it. */
+static struct jnl_rec *iter_file(struct jnl_rec *j, const uint8_t *log_id)
+{
+	if (memcmp(log_id, j->log_id, sizeof(j->log_id)) == 0)
+		return j;
+	if (j->prev != NULL &&
+	    memcmp(log_id, j->prev->log_id, sizeof(j->log_id)) == 0)
+		return j->prev;
+	return NULL;
+}
+
+/* The seq after the last closed record of file f of handle j. */
+static uint64_t file_next_seq(const struct jnl_rec *j,
+			      const struct jnl_rec *f)
+{
+	return f == j ? j->next_seq : j->base_seq;
+}
+
 int jnl_rec_iter_start(struct jnl_rec *j, uint64_t seq,
 		       struct jnl_rec_iter *it)
 {
+	struct jnl_rec *f = j;
 	size_t k;
 
 	if (j->aborted)
 		return -EIO;
-	if (seq < j->base_seq || seq > j->next_seq)
+	if (seq < jnl_rec_first_seq(j) || seq > j->next_seq)
 		return -ENOENT;
+	if (seq < j->base_seq)
+		f = j->prev;   /* invariant 16: `journal` before journal.next */
 	it->j = j;
-	memcpy(it->log_id, j->log_id, sizeof(it->log_id));
+	memcpy(it->log_id, f->log_id, sizeof(it->log_id));
 	it->off = LOG_HDR_SIZE;
-	it->seq = j->base_seq;
-	if (j->idx_n > 0) {
+	it->seq = f->base_seq;
+	if (f->idx_n > 0) {
 		/* The last index point at or below seq. */
-		k = (size_t)TW_MIN((seq - j->base_seq) / IDX_STEP,
-				   (uint64_t)j->idx_n - 1);
-		it->off = j->idx[k];
-		it->seq = j->base_seq + (uint64_t)k * IDX_STEP;
+		k = (size_t)TW_MIN((seq - f->base_seq) / IDX_STEP,
+				   (uint64_t)f->idx_n - 1);
+		it->off = f->idx[k];
+		it->seq = f->base_seq + (uint64_t)k * IDX_STEP;
 	}
 	/* Skip to seq, reading only headers. */
 	while (it->seq < seq) {
 		uint8_t hb[REC_HDR_MAX];
 		struct rec_hdr h;
-		int rc = read_exact(j->fd, hb, (size_t)j->hdr_size, it->off);
+		int rc = read_exact(f->fd, hb, (size_t)f->hdr_size, it->off);
 
 		if (rc < 0)
 			return rc;
-		rec_decode(j, hb, &h);
-		if (rec_flaw(&h, it->seq, j->end_off - it->off - j->hdr_size))
+		rec_decode(f, hb, &h);
+		if (rec_flaw(&h, it->seq, f->end_off - it->off - f->hdr_size))
 			return -EBADMSG;
-		it->off += j->hdr_size + h.len;
+		it->off += f->hdr_size + h.len;
 		it->seq++;
 	}
 	return 0;
@@ -1341,7 +1702,7 @@ int jnl_rec_iter_start(struct jnl_rec *j, uint64_t seq,
 int jnl_rec_iter_next(struct jnl_rec_iter *it, void **buf, size_t *len,
 		      uint64_t *seq)
 {
-	struct jnl_rec *j = it->j;
+	struct jnl_rec *j = it->j, *f;
 	uint8_t hb[REC_HDR_MAX];
 	struct rec_hdr h;
 	void *p;
@@ -1351,21 +1712,29 @@ int jnl_rec_iter_next(struct jnl_rec_iter *it, void **buf, size_t *len,
 	*len = 0;
 	if (j->aborted)
 		return -EIO;
-	if (memcmp(it->log_id, j->log_id, sizeof(it->log_id)) != 0)
+	f = iter_file(j, it->log_id);
+	if (f == NULL)
 		return -ESTALE;   /* a snapshot replaced the log */
-	if (it->seq >= j->next_seq)
+	if (f != j && it->seq >= file_next_seq(j, f)) {
+		/* The end of `journal`: journal.next goes on (inv 16). */
+		assert(it->seq == j->base_seq);
+		f = j;
+		memcpy(it->log_id, j->log_id, sizeof(it->log_id));
+		it->off = LOG_HDR_SIZE;
+	}
+	if (it->seq >= file_next_seq(j, f))
 		return 0;
-	rc = read_exact(j->fd, hb, (size_t)j->hdr_size, it->off);
+	rc = read_exact(f->fd, hb, (size_t)f->hdr_size, it->off);
 	if (rc < 0)
 		return rc;
-	rec_decode(j, hb, &h);
-	if (rec_flaw(&h, it->seq, j->end_off - it->off - j->hdr_size))
+	rec_decode(f, hb, &h);
+	if (rec_flaw(&h, it->seq, f->end_off - it->off - f->hdr_size))
 		return -EBADMSG;
 	p = malloc(h.len ? h.len : 1);
 	if (p == NULL)
 		return -ENOMEM;
-	rc = read_exact(j->fd, p, h.len, it->off + j->hdr_size);
-	if (rc == 0 && rec_crc(j, hb, p, h.len) != h.crc)
+	rc = read_exact(f->fd, p, h.len, it->off + f->hdr_size);
+	if (rc == 0 && rec_crc(f, hb, p, h.len) != h.crc)
 		rc = -EBADMSG;
 	if (rc < 0) {
 		free(p);
@@ -1374,7 +1743,7 @@ int jnl_rec_iter_next(struct jnl_rec_iter *it, void **buf, size_t *len,
 	*buf = p;
 	*len = h.len;
 	*seq = it->seq;
-	it->off += j->hdr_size + h.len;
+	it->off += f->hdr_size + h.len;
 	it->seq++;
 	return 1;
 }
@@ -1383,6 +1752,7 @@ void jnl_rec_close(struct jnl_rec *j)
 {
 	if (j == NULL)
 		return;
+	jnl_rec_close(j->prev);
 	if (j->fd >= 0)
 		close(j->fd);
 	if (j->dirfd >= 0)

@@ -8,18 +8,17 @@
  * requests that follow fetch the file in chunks on the same connection.
  * One backup at a time (one whose admin went away gives way to the
  * next); the file goes once its last chunk is sent, when the next backup
- * starts, or at stop.
+ * starts, or at stop.  While another child of mgrd writes a snapshot (the
+ * periodic one, a join's: snapfork.c), the fork waits for it. 
  */
 #include "server_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define BACKUP_CHUNK   (4u << 20)
@@ -32,6 +31,7 @@ struct mgr_backup {
 	struct wire_conn *wc;     /* referenced: the admin's connection */
 	struct wire_hdr hdr;      /* the first request, answered when written */
 	pid_t child;
+	bool waiting;             /* for another snapshot child to end */
 	uint64_t id, total;
 	uint32_t pause_ms;
 	int fd;
@@ -45,10 +45,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 static void backup_end(struct mgr_backup *b)
 {
-	if (b->child > 0) {
-		kill(b->child, SIGKILL);
-		waitpid(b->child, NULL, 0);
-	}
+	mgr_snap_kill(b->child);
 	if (b->fd >= 0)
 		close(b->fd);
 	unlink(b->path);
@@ -104,12 +101,38 @@ static void send_chunk(struct mgr_backup *b, const struct wire_hdr *hdr,
 		backup_end(b);
 }
 
+/* The fork; -EBUSY while another snapshot child runs. */
+static pid_t backup_fork(struct mgr_backup *b)
+{
+	uint64_t t0 = tw_now_ms();
+	pid_t pid = mgr_snap_fork(&b->s->st, b->path);
+
+	b->pause_ms = (uint32_t)(tw_now_ms() - t0);
+	if (pid > 0)
+		b->child = pid;
+	return pid;
+}
+
 static void on_poll(uv_timer_t *t)
 {
 	struct mgr_backup *b = t->data;
 	struct stat st;
-	int rc = mgr_snap_wait(b->child);
+	int rc;
 
+	if (b->waiting) {
+		pid_t pid = backup_fork(b);
+
+		if (pid == -EBUSY && wire_conn_is_open(b->wc))
+			return;
+		b->waiting = false;
+		if (pid > 0)
+			return;
+		rc = pid < 0 ? (int)pid : -ENOTCONN;
+		wire_reply(b->wc, &b->hdr, rc, NULL, NULL, 0);
+		backup_end(b);
+		return;
+	}
+	rc = mgr_snap_wait(b->child);
 	if (rc > 0)
 		return;
 	b->child = 0;
@@ -141,7 +164,7 @@ static void start(struct mgr_server *s, struct wire_conn *c,
 {
 	static uint64_t next_id;
 	struct mgr_backup *b = calloc(1, sizeof(*b));
-	uint64_t t0;
+	pid_t pid;
 
 	if (!b) {
 		wire_reply(c, &m->hdr, -ENOMEM, NULL, NULL, 0);
@@ -152,14 +175,13 @@ static void start(struct mgr_server *s, struct wire_conn *c,
 	b->id = ++next_id;
 	snprintf(b->path, sizeof(b->path), "%s/" BACKUP_FILE,
 		 s->conf->mgr_dir);
-	t0 = tw_now_ms();
-	b->child = mgr_snap_fork(&s->st, b->path);
-	b->pause_ms = (uint32_t)(tw_now_ms() - t0);
-	if (b->child < 0) {
-		wire_reply(c, &m->hdr, (int)b->child, NULL, NULL, 0);
+	pid = backup_fork(b);
+	if (pid < 0 && pid != -EBUSY) {
+		wire_reply(c, &m->hdr, (int)pid, NULL, NULL, 0);
 		free(b);
 		return;
 	}
+	b->waiting = pid == -EBUSY;
 	b->wc = c;
 	wire_conn_ref(c);
 	b->hdr = m->hdr;
@@ -191,7 +213,7 @@ void mgr_backup_request(struct mgr_server *s, struct wire_conn *c,
 		start(s, c, m);
 		return;
 	}
-	if (!b || b->id != q->id || b->wc != c || b->child) {
+	if (!b || b->id != q->id || b->wc != c || b->child || b->waiting) {
 		wire_reply(c, &m->hdr, -ESTALE, NULL, NULL, 0);
 		return;
 	}

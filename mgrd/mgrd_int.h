@@ -15,6 +15,9 @@
  *              mgr_op), its apply function (shared by the live path and
  *              replay), and the snapshot of the whole state.  The byte
  *              formats are in mgrd/FORMAT.md.
+ *   snapfork.c the one child process that writes the state as of its
+ *              fork: the periodic snapshot (written while the log goes
+ *              on), a standby's join by snapshot, backup-meta.
  *   session.c  sessions, per-session reply cache (exactly-once) and open
  *              handles; expiry.
  *   map.c      the cluster map (iod states, UUIDs, epoch).
@@ -58,6 +61,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common.h"
 #include "raid.h"
@@ -830,6 +834,21 @@ int mgr_state_decode(struct mgr_state *st, const void *buf, size_t len);
 
 /* The journal of a state: open/replay, commit (append + cache), snapshot. */
 struct jnl_rec;
+/* snapfork.c: the one child that writes the state as it was at the fork
+ * (docs/ARCHITECTURE.md "Record mode (mgrd)").  mgr_snap_fork_fn: the
+ * child encodes the state (mgr_state_encode) and passes it to fn, its
+ * exit status fn's success; returns the pid, -EBUSY while another child
+ * runs, or -errno.  mgr_snap_fork: fn writes it to the file path.
+ * mgr_snap_wait: 1 running, 0 succeeded, -EIO failed (reaped).
+ * mgr_snap_kill: kills and reaps it. */
+typedef int (*mgr_snap_fn)(const uint8_t *buf, size_t len, void *arg);
+pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
+		       void *arg);
+pid_t mgr_snap_fork(const struct mgr_state *st, const char *path);
+bool mgr_snap_busy(void);
+int mgr_snap_wait(pid_t pid);
+void mgr_snap_kill(pid_t pid);
+
 struct mgr_journal {
 	struct jnl_rec *log;
 	struct mgr_state *st;
@@ -839,6 +858,11 @@ struct mgr_journal {
 	uint64_t records;         /* replayed + appended */
 	uint64_t snapshots;       /* written since start (metrics) */
 	bool dirty;               /* appended since the last sync */
+	/* The periodic snapshot is written by a child (snapfork.c) as of
+	 * seq bg_seq while the log goes on (journal.h jnl_rec_snap_begin). */
+	pid_t bg_child;           /* 0 = none running */
+	uint64_t bg_seq, bg_fork_ms;
+	uint64_t snapshot_bytes_cfg;  /* snapshot_bytes after a success */
 	/* Called with the seq and bytes of every record closed by commit
 	 * or append (an mgrd pair's active ships them: repl.c); NULL =
 	 * none. */
@@ -871,7 +895,13 @@ int mgr_journal_install(struct mgr_journal *j, const void *snap,
 int mgr_journal_install_at(struct mgr_journal *j, const void *snap,
 			   size_t len, uint64_t seq);
 int mgr_journal_sync(struct mgr_journal *j);
+/* A snapshot written now, on this thread (shutdown, the space check):
+ * a snapshot being written in the background is given up first. */
 int mgr_journal_snapshot(struct mgr_journal *j);
+/* Reaps the child writing the periodic snapshot, if it ended, and
+ * installs its snapshot (or retries later); called at each append and
+ * from a timer (server.c). */
+void mgr_journal_poll(struct mgr_journal *j);
 /* Bytes in the log since the last snapshot. */
 uint64_t mgr_journal_log_bytes(const struct mgr_journal *j);
 void mgr_journal_close(struct mgr_journal *j);

@@ -1216,10 +1216,17 @@ int mgr_journal_open(struct mgr_journal *j, const char *dir,
 int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
 			   struct mgr_state *st, unsigned flags)
 {
+	const char *env = getenv("TWINFS_TEST_SNAPSHOT_BYTES");
+
 	memset(j, 0, sizeof(*j));
 	j->st = st;
-	j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
-	return jnl_rec_open_flags(dir, flags, snap_cb, replay_cb, j, &j->log);
+	/* A test forces snapshots under load with a small log. */
+	j->snapshot_bytes_cfg = env && *env ? strtoull(env, NULL, 10) :
+			       SNAPSHOT_BYTES_DEFAULT;
+	j->snapshot_bytes = j->snapshot_bytes_cfg;
+	/* A snapshot child of a killed mgrd may still be exiting. */
+	return jnl_rec_open_flags(dir, flags | JNL_REC_WAIT_LOCK, snap_cb,
+				  replay_cb, j, &j->log);
 }
 
 int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
@@ -1233,6 +1240,95 @@ int mgr_journal_commit(struct mgr_journal *j, const struct mgr_op *op)
 	rc = mgr_journal_append(j, buf, len, op);
 	free(buf);
 	return rc;
+}
+
+/* ------------------------------------------- the periodic snapshot
+ *
+ * Written by a child (snapfork.c) as of the seq of the last record
+ * appended at the fork, while this process serves and appends to the
+ * log's next file (journal.h jnl_rec_snap_begin; docs/ARCHITECTURE.md
+ * "Record mode (mgrd)"). */
+
+/* In the child: the state it encoded, as the log's snapshot.tmp. */
+static int bg_write(const uint8_t *buf, size_t len, void *arg)
+{
+	struct mgr_journal *j = arg;
+
+	return jnl_rec_snap_write(j->log, j->bg_seq, buf, len);
+}
+
+/* Try again 16 MiB of log later, not at every append (each try writes
+ * the whole state). */
+static void bg_retry_later(struct mgr_journal *j, const char *what, int rc)
+{
+	j->snapshot_bytes = jnl_rec_log_bytes(j->log) + SNAPSHOT_RETRY_BYTES;
+	tw_warn("mgrd: snapshot %s (%s); the log keeps growing, the next try "
+		"after %llu MiB more", what, strerror(-rc),
+		(unsigned long long)(SNAPSHOT_RETRY_BYTES >> 20));
+}
+
+static void bg_start(struct mgr_journal *j)
+{
+	uint64_t t0 = tw_now_ms();
+	pid_t pid;
+	int rc;
+
+	if (mgr_snap_busy())
+		return;   /* a join's or a backup's child: a later append */
+	rc = jnl_rec_snap_begin(j->log, &j->bg_seq);
+	if (rc < 0) {
+		bg_retry_later(j, "could not start", rc);
+		return;
+	}
+	pid = mgr_snap_fork_fn(j->st, bg_write, j);
+	if (pid < 0) {
+		jnl_rec_snap_abandon(j->log);
+		bg_retry_later(j, "could not fork", (int)pid);
+		return;
+	}
+	j->bg_child = pid;
+	j->bg_fork_ms = tw_now_ms();
+	tw_info("mgrd: snapshot at seq %llu being written by process %d "
+		"(fork took %llu ms)", (unsigned long long)j->bg_seq, (int)pid,
+		(unsigned long long)(j->bg_fork_ms - t0));
+}
+
+void mgr_journal_poll(struct mgr_journal *j)
+{
+	int rc;
+
+	if (j->bg_child <= 0)
+		return;
+	rc = mgr_snap_wait(j->bg_child);
+	if (rc > 0)
+		return;
+	j->bg_child = 0;
+	if (rc == 0)
+		rc = jnl_rec_snap_finish(j->log);
+	else
+		jnl_rec_snap_abandon(j->log);
+	if (rc < 0) {
+		bg_retry_later(j, "failed", rc);
+		return;
+	}
+	j->snap_len = jnl_rec_snap_len(j->log);
+	j->snapshot_bytes = j->snapshot_bytes_cfg;
+	j->snapshots++;
+	tw_info("mgrd: snapshot at seq %llu installed (%llu bytes, written "
+		"in %llu ms)", (unsigned long long)j->bg_seq,
+		(unsigned long long)j->snap_len,
+		(unsigned long long)(tw_now_ms() - j->bg_fork_ms));
+}
+
+/* Gives up a snapshot being written in the background (its child
+ * killed): the log keeps both files until the next one. */
+static void bg_stop(struct mgr_journal *j)
+{
+	if (j->bg_child <= 0)
+		return;
+	mgr_snap_kill(j->bg_child);
+	j->bg_child = 0;
+	jnl_rec_snap_abandon(j->log);
 }
 
 int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
@@ -1251,17 +1347,10 @@ int mgr_journal_append(struct mgr_journal *j, const void *buf, size_t len,
 	rc = mgr_op_cache(j->st, op);
 	if (rc < 0)
 		return rc;
-	if (jnl_rec_log_bytes(j->log) > j->snapshot_bytes) {
-		rc = mgr_journal_snapshot(j);
-		if (rc < 0) {
-			/* Try again 16 MiB of log later, not at every
-			 * append (each try writes the whole state). */
-			j->snapshot_bytes = jnl_rec_log_bytes(j->log) +
-					    SNAPSHOT_RETRY_BYTES;
-			tw_warn("mgrd: snapshot failed (%s); the log keeps "
-				"growing", strerror(-rc));
-		}
-	}
+	if (j->bg_child > 0)
+		mgr_journal_poll(j);
+	else if (jnl_rec_log_bytes(j->log) > j->snapshot_bytes)
+		bg_start(j);
 	return 0;
 }
 
@@ -1274,12 +1363,14 @@ int mgr_journal_install(struct mgr_journal *j, const void *snap,
 int mgr_journal_install_at(struct mgr_journal *j, const void *snap,
 			   size_t len, uint64_t seq)
 {
-	int rc = jnl_rec_snapshot_at(j->log, snap, len, seq);
+	int rc;
 
+	bg_stop(j);
+	rc = jnl_rec_snapshot_at(j->log, snap, len, seq);
 	if (rc == 0) {
 		j->dirty = false;
 		j->snap_len = len;
-		j->snapshot_bytes = SNAPSHOT_BYTES_DEFAULT;
+		j->snapshot_bytes = j->snapshot_bytes_cfg;
 		j->snapshots++;
 	}
 	return rc;
@@ -1317,6 +1408,8 @@ uint64_t mgr_journal_log_bytes(const struct mgr_journal *j)
 
 void mgr_journal_close(struct mgr_journal *j)
 {
+	if (j->log)
+		bg_stop(j);
 	if (j->log)
 		jnl_rec_close(j->log);
 	j->log = NULL;

@@ -49,12 +49,10 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define REPL_TICK_MS        100u
@@ -226,11 +224,8 @@ static void backlog_free(struct mgr_repl *r)
 
 static void snap_cleanup(struct mgr_repl *r)
 {
-	if (r->child > 0) {
-		kill(r->child, SIGKILL);
-		waitpid(r->child, NULL, 0);
-		r->child = 0;
-	}
+	mgr_snap_kill(r->child);
+	r->child = 0;
 	if (r->snap_fd >= 0)
 		close(r->snap_fd);
 	r->snap_fd = -1;
@@ -494,59 +489,6 @@ static void repl_send_next_chunk(struct mgr_repl *r)
 	}
 	r->snap_off += n;
 	r->last_send_ms = tw_now_ms();
-}
-
-/* The child of the fork: the state as it was at the fork, to a file.  It
- * syncs every SNAP_SYNC_BYTES: on a journaling file system (ext4's
- * ordered data) the parent's next record-log sync would otherwise wait
- * for all of a large file's dirty data, a pause of the active as long as
- * writing the whole state out (test/bench/RESULTS.md "backup-meta pause
- * at scale"). */
-#define SNAP_SYNC_BYTES (8u << 20)
-static void __attribute__((noreturn)) snap_child(const struct mgr_state *st,
-						 const char *path)
-{
-	uint8_t *buf;
-	size_t len, off = 0;
-	int fd, rc = mgr_state_encode(st, &buf, &len);
-
-	if (rc < 0)
-		_exit(1);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		_exit(1);
-	while (off < len) {
-		size_t n = TW_MIN(len - off, (size_t)SNAP_SYNC_BYTES);
-		ssize_t w = write(fd, buf + off, n);
-
-		if (w <= 0 || fdatasync(fd) < 0)
-			_exit(1);
-		off += (size_t)w;
-	}
-	_exit(close(fd) == 0 ? 0 : 1);
-}
-
-pid_t mgr_snap_fork(const struct mgr_state *st, const char *path)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0)
-		snap_child(st, path);
-	return pid;
-}
-
-int mgr_snap_wait(pid_t pid)
-{
-	int wst;
-	pid_t got = waitpid(pid, &wst, WNOHANG);
-
-	if (got == 0)
-		return 1;
-	if (got < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
-		return -EIO;
-	return 0;
 }
 
 static void start_fork(struct mgr_repl *r)

@@ -763,6 +763,8 @@ static void on_sweep(uv_timer_t *t)
 
 	if (s->stopping)
 		return;
+	/* a snapshot child that ended while no record came */
+	mgr_journal_poll(&s->jnl);
 	(void)space_short_now(s, &fr);   /* compacts the log if short */
 	mgr_dl_sweep(s);
 	conns_liveness(s, now);

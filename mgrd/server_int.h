@@ -328,11 +328,6 @@ int mgr_repl_active_id(const struct mgr_server *s);
 /* A standby holding every record the active closed (installed, in sync,
  * heard from the active lately): it may serve backup-meta. */
 bool mgr_repl_standby_current(const struct mgr_server *s);
-/* A child process writes mgr_state_encode(st) (the state at the fork) to
- * path: its pid, or -errno.  mgr_snap_wait: 1 running, 0 written,
- * -EIO failed (the child is reaped). */
-pid_t mgr_snap_fork(const struct mgr_state *st, const char *path);
-int mgr_snap_wait(pid_t pid);
 /* backup.c: MSG_MGRD_BACKUP (twinfsctl backup-meta). */
 void mgr_backup_request(struct mgr_server *s, struct wire_conn *c,
 			struct wire_msg *m);

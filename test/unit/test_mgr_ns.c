@@ -1167,6 +1167,57 @@ static void crash_at(unsigned seed, unsigned nth, int mode)
 	free(db);
 }
 
+/* Periodic snapshots written by a child (record.c, snapfork.c) while the
+ * workload goes on appending: they are installed, and the state replays
+ * equal after a crash with one finished, and with one still running
+ * (mgr_journal_close kills it; the log keeps both files). */
+static void bg_snapshots(unsigned seed, bool wait_last)
+{
+	char *dir = tmpdir();
+	struct mgr_state live_st, replayed;
+	struct mgr_journal j, j2;
+	struct mgr_time now = { 1, 0 };
+	struct workload w = { .st = &live_st, .j = &j, .seed = seed,
+			      .stop_at = -1 };
+
+	cr_assert_eq(mgr_state_init(&live_st, &conf, &now), 0);
+	cr_assert_eq(mgr_journal_open(&j, dir, &live_st), 0);
+	j.snapshot_bytes = j.snapshot_bytes_cfg = 16384;
+	for (int i = 0; i < 4; i++)
+		new_session(&w, i);
+	for (int i = 0; i < 3000; i++)
+		step(&w);
+	/* bounded by iterations, not time: a slow machine only waits */
+	for (int i = 0; (j.bg_child > 0 || j.snapshots == 0) && i < 60000;
+	     i++) {
+		usleep(1000);
+		mgr_journal_poll(&j);
+		if (j.bg_child == 0 && j.snapshots == 0)
+			step(&w);
+	}
+	cr_assert_gt(j.snapshots, 0, "snapshots installed");
+	cr_assert_eq(j.bg_child, 0);
+	if (!wait_last)   /* most likely one running at the crash */
+		for (int i = 0; i < 1000; i++)
+			step(&w);
+	mgr_journal_close(&j);   /* the crash */
+	cr_assert_eq(mgr_state_init(&replayed, &conf, &now), 0);
+	cr_assert_eq(mgr_journal_open(&j2, dir, &replayed), 0);
+	assert_same(&live_st, &replayed);
+	check_invariants(&replayed);
+	mgr_journal_close(&j2);
+	mgr_state_free(&live_st);
+	mgr_state_free(&replayed);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(persist, snapshots_written_by_a_child)
+{
+	bg_snapshots(5, true);
+	bg_snapshots(6, false);
+}
+
 Test(persist, failed_or_torn_append_at_every_point)
 {
 	static const unsigned points[] = { 5, 6, 7, 9, 13, 21, 50, 123,

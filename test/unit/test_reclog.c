@@ -813,7 +813,7 @@ Test(reclog, version_1_log_is_read_and_upgraded)
 		cr_assert_eq(seq, keep + 1, "v1: next seq");
 		jnl_rec_close(j);
 		now = read_whole(dir, "journal", &now_len);
-		cr_assert_eq(now[4], 2, "upgraded to version 2");
+		cr_assert_eq(now[4], 3, "upgraded to version 3");
 		cr_assert_eq(now_len, rec_off(0, (unsigned)keep) + REC_HDR + 1,
 			     "v2 records");
 		free(now);
@@ -1019,8 +1019,10 @@ Test(reclog, missing_or_corrupt_files_are_refused)
 	for (size_t off = 0; off < LOG_HDR; off++) {
 		log[off] ^= 1;
 		write_whole(dir, "journal", log, llen);
+		/* Byte 4: version 3 becomes 2, a known version whose
+		 * header then fails its CRC. */
 		cr_assert_eq(open_into(dir, &got, &j),
-			     off == 4 || off == 5 ? -EPROTONOSUPPORT : -EBADMSG,
+			     off == 5 ? -EPROTONOSUPPORT : -EBADMSG,
 			     "log header byte %zu", off);
 		log[off] ^= 1;
 	}
@@ -1479,4 +1481,369 @@ Test(reclog, snapshot_at_lower_seq_crash_at_every_step)
 		hist_free(&other);
 		rm_dir(dir);
 	}
+}
+
+/* ------------------------------------- snapshot in the background (inv 16) */
+
+/* The state as of seq n: the first n acknowledged records. */
+static uint8_t *serialise_prefix(const struct hist *h, size_t n, size_t *len)
+{
+	struct hist pre = *h;
+
+	cr_assert_leq(n, h->n);
+	pre.n = n;
+	return hist_serialise(&pre, len);
+}
+
+/* The workload of a background snapshot, the child's part done in
+ * process: A = append, Y = sync, B = begin, W = the child writes the state
+ * as of the begin's seq, F = finish, X = abandon (a child that failed or
+ * was killed).  The first B..X leaves journal.next pending; the second B
+ * keeps it, and its F installs a snapshot that covers both files. */
+static const char bg_workload[] = "AAAYAAABAAAXAAYBAAWAAFAAYA";
+#define BG_NCALLS (sizeof(bg_workload) - 1)
+
+struct bg_run {
+	int rc[BG_NCALLS];
+	struct hist acked;
+};
+
+static void run_bg_workload(const char *dir, unsigned nth, int mode,
+			    struct bg_run *r)
+{
+	struct hist got = { 0 };
+	struct jnl_rec *j;
+	unsigned next = 0;
+	uint64_t bseq = 0;
+	bool begun = false;
+	uint8_t buf[5000];
+
+	memset(r, 0, sizeof(*r));
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	jnl_rec_inject_fault(j, nth, mode);
+	for (size_t c = 0; c < BG_NCALLS; c++) {
+		size_t len;
+		uint8_t *state;
+		uint64_t seq = 0;
+
+		switch (bg_workload[c]) {
+		case 'A':
+			len = rec_len(next);
+			rec_fill(next++, buf, len);
+			r->rc[c] = jnl_rec_append(j, buf, len, &seq);
+			if (r->rc[c] == 0) {
+				cr_assert_eq(seq, r->acked.n + 1, "inv 2");
+				hist_push(&r->acked, seq, buf, len);
+			}
+			break;
+		case 'Y':
+			r->rc[c] = jnl_rec_sync(j);
+			break;
+		case 'B':
+			r->rc[c] = jnl_rec_snap_begin(j, &bseq);
+			begun = r->rc[c] == 0;
+			if (begun)
+				cr_assert_eq(bseq, r->acked.n, "begin's seq");
+			break;
+		case 'W':
+			if (!begun)
+				break;
+			state = serialise_prefix(&r->acked, bseq, &len);
+			r->rc[c] = jnl_rec_snap_write(j, bseq, state, len);
+			free(state);
+			if (r->rc[c] < 0) {
+				jnl_rec_snap_abandon(j);
+				begun = false;
+			}
+			break;
+		case 'F':
+			if (begun)
+				r->rc[c] = jnl_rec_snap_finish(j);
+			begun = false;
+			break;
+		case 'X':
+			if (begun)
+				jnl_rec_snap_abandon(j);
+			begun = false;
+			break;
+		}
+	}
+	/* The crash: no further I/O. */
+	jnl_rec_close(j);
+	hist_free(&got);
+}
+
+/* Every write-level operation of the workload failed, torn or dropped in
+ * turn; reopened, the journal gives exactly the acknowledged records
+ * (fail, tear) or a prefix of them or a refusal (drop), is idempotent and
+ * goes on without a gap. */
+Test(reclog, background_snapshot_crash_at_every_step, .timeout = 120)
+{
+	const int modes[] = { FAULT_FAIL, FAULT_TEAR, FAULT_DROP };
+	unsigned nth, total = 0, failed_calls = 0;
+
+	/* appends and syncs are one operation each; begin 5 (sync, log
+	 * header, fsync, rename, dir fsync) the first time, 0 the second;
+	 * write 2; finish 4 (FORMAT.md "Write sequences") */
+	for (size_t c = 0; c < BG_NCALLS; c++)
+		total += bg_workload[c] == 'A' || bg_workload[c] == 'Y' ? 1 :
+			 bg_workload[c] == 'W' ? 2 : bg_workload[c] == 'F' ? 4 :
+			 0;
+	total += 5;
+	for (nth = 1; nth <= total + 1; nth++) {
+		for (size_t m = 0; m < 3; m++) {
+			char *dir = make_dir();
+			struct hist got = { 0 };
+			struct bg_run r;
+			struct jnl_rec *j;
+			bool any_err = false;
+			int rc;
+
+			run_bg_workload(dir, nth, modes[m], &r);
+			for (size_t c = 0; c < BG_NCALLS; c++)
+				any_err |= r.rc[c] != 0;
+			if (modes[m] == FAULT_FAIL && any_err)
+				failed_calls++;
+			if (nth == total + 1)
+				cr_assert(!any_err, "every operation counted");
+			rc = open_into(dir, &got, &j);
+			if (modes[m] != FAULT_DROP) {
+				cr_assert_eq(rc, 0, "N=%u mode %d: open", nth,
+					     modes[m]);
+				assert_hist_eq(&got, &r.acked, r.acked.n,
+					       "background snapshot");
+			} else if (rc != 0) {
+				cr_assert(rc == -EBADMSG ||
+					  rc == -ENOTRECOVERABLE,
+					  "N=%u drop: open %d", nth, rc);
+				hist_free(&got);
+				hist_free(&r.acked);
+				rm_dir(dir);
+				continue;
+			} else {
+				cr_assert_leq(got.n, r.acked.n);
+				assert_hist_eq(&got, &r.acked, got.n,
+					       "drop: a prefix");
+			}
+			{
+				struct hist got2 = { 0 };
+				uint64_t seq;
+
+				cr_assert_eq(jnl_rec_append(j, "post", 4, &seq),
+					     0);
+				cr_assert_eq(seq, got.n + 1, "N=%u: inv 10",
+					     nth);
+				hist_push(&got, seq, "post", 4);
+				jnl_rec_close(j);
+				cr_assert_eq(open_into(dir, &got2, &j), 0);
+				assert_hist_eq(&got2, &got, got.n,
+					       "replay after recovery (inv 8)");
+				jnl_rec_close(j);
+				hist_free(&got2);
+			}
+			hist_free(&got);
+			hist_free(&r.acked);
+			rm_dir(dir);
+		}
+	}
+	cr_assert_eq(failed_calls, total, "each operation failed a call");
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	char *p = file_in(dir, name);
+	bool yes = access(p, F_OK) == 0;
+
+	free(p);
+	return yes;
+}
+
+/* Reads every record back from every start with an iterator. */
+static void check_iter_all(struct jnl_rec *j, const struct hist *want,
+			   uint64_t first)
+{
+	struct jnl_rec_iter it;
+	void *buf;
+	size_t len;
+	uint64_t seq;
+
+	for (uint64_t start = first; start <= want->n + 1; start++) {
+		cr_assert_eq(jnl_rec_iter_start(j, start, &it), 0, "start %llu",
+			     (unsigned long long)start);
+		for (uint64_t s = start; s <= want->n; s++) {
+			cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq),
+				     1);
+			cr_assert_eq(seq, s);
+			cr_assert_eq(len, want->v[s - 1].len);
+			cr_assert(memcmp(buf, want->v[s - 1].data, len) == 0);
+			free(buf);
+		}
+		cr_assert_eq(jnl_rec_iter_next(&it, &buf, &len, &seq), 0);
+	}
+	cr_assert_eq(jnl_rec_iter_start(j, first - 1, &it),
+		     first > 1 ? -ENOENT : -ENOENT);
+}
+
+/* A process death while journal.next is pending: open keeps both files,
+ * iterators read across them from every position, the log goes on, and
+ * the next background snapshot (no switch: the pending one is reused)
+ * drops `journal`; an iterator still in it ends with -ESTALE, one in
+ * journal.next reads on. */
+Test(reclog, background_snapshot_pending_across_reopen)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 };
+	struct jnl_rec *j;
+	struct jnl_rec_iter in_old, in_next;
+	uint64_t seq, s2;
+	uint8_t *state;
+	size_t len;
+	void *buf;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 0, 300);
+	cr_assert_eq(jnl_rec_snap_begin(j, &seq), 0);
+	cr_assert_eq(seq, 300);
+	cr_assert_eq(jnl_rec_snap_begin(j, &s2), -EBUSY, "one at a time");
+	append_n(j, &want, 300, 30);
+	check_iter_all(j, &want, 1);
+	cr_assert(file_exists(dir, "journal.next"));
+	jnl_rec_close(j);   /* the crash, child unfinished */
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	assert_hist_eq(&got, &want, want.n, "pending: both files");
+	cr_assert(file_exists(dir, "journal.next"), "still pending");
+	cr_assert_eq(jnl_rec_first_seq(j), 1);
+	append_n(j, &want, 330, 3);
+	check_iter_all(j, &want, 1);
+	cr_assert_eq(jnl_rec_iter_start(j, 5, &in_old), 0);
+	cr_assert_eq(jnl_rec_iter_start(j, 320, &in_next), 0);
+
+	cr_assert_eq(jnl_rec_snap_begin(j, &seq), 0);
+	cr_assert_eq(seq, 333, "no switch: the pending journal.next stays");
+	state = hist_serialise(&want, &len);
+	cr_assert_eq(jnl_rec_snapshot(j, state, len), -EBUSY);
+	append_n(j, &want, 333, 4);
+	cr_assert_eq(jnl_rec_snap_write(j, seq, state, len), 0);
+	free(state);
+	cr_assert_eq(jnl_rec_snap_finish(j), 0);
+	cr_assert(!file_exists(dir, "journal.next"));
+	cr_assert_eq(jnl_rec_iter_next(&in_old, &buf, &len, &s2), -ESTALE);
+	cr_assert_eq(jnl_rec_iter_next(&in_next, &buf, &len, &s2), 1);
+	cr_assert_eq(s2, 320);
+	free(buf);
+	cr_assert_eq(jnl_rec_first_seq(j), 301, "journal.next's base");
+	check_iter_all(j, &want, 301);
+	jnl_rec_close(j);
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	cr_assert_eq(got.snap_calls, 1);
+	cr_assert_eq(got.replay_calls, 4, "records <= the snapshot skipped");
+	assert_hist_eq(&got, &want, want.n, "after finish");
+	jnl_rec_close(j);
+	hist_free(&want);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
+/* A snapshot installed beside a pending journal.next: the synchronous
+ * one finishes the switch, one at another log's seq drops it. */
+Test(reclog, synchronous_snapshot_with_journal_next)
+{
+	for (int at = 0; at < 2; at++) {
+		char *dir = make_dir();
+		struct hist want = { 0 }, got = { 0 }, other = { 0 };
+		struct jnl_rec *j;
+		uint64_t seq;
+		uint8_t *state;
+		size_t len;
+
+		cr_assert_eq(open_into(dir, &got, &j), 0);
+		append_n(j, &want, 0, 10);
+		cr_assert_eq(jnl_rec_snap_begin(j, &seq), 0);
+		append_n(j, &want, 10, 5);
+		jnl_rec_snap_abandon(j);
+		if (at) {
+			hist_push(&other, 1, "z", 1);
+			hist_push(&other, 2, "z", 1);
+			state = hist_serialise(&other, &len);
+			cr_assert_eq(jnl_rec_snapshot_at(j, state, len, 2), 0);
+		} else {
+			state = hist_serialise(&want, &len);
+			cr_assert_eq(jnl_rec_snapshot(j, state, len), 0);
+		}
+		free(state);
+		cr_assert(!file_exists(dir, "journal.next"));
+		cr_assert_eq(jnl_rec_append(j, "y", 1, &seq), 0);
+		cr_assert_eq(seq, at ? 3u : 16u);
+		hist_push(at ? &other : &want, seq, "y", 1);
+		jnl_rec_close(j);
+		cr_assert_eq(open_into(dir, &got, &j), 0);
+		assert_hist_eq(&got, at ? &other : &want,
+			       at ? other.n : want.n, "after the snapshot");
+		jnl_rec_close(j);
+		hist_free(&want);
+		hist_free(&got);
+		hist_free(&other);
+		rm_dir(dir);
+	}
+}
+
+/* A snapshot larger than the 8 MiB pieces it is written and synced in,
+ * both ways (reclog.c write_snap_tmp): read back byte for byte. */
+struct big {
+	size_t len;
+	int calls;
+	bool same;
+};
+
+static uint8_t big_byte(size_t i)
+{
+	return (uint8_t)(i * 2654435761u >> 13);
+}
+
+static int big_cb(const void *buf, size_t len, void *arg)
+{
+	struct big *b = arg;
+	const uint8_t *p = buf;
+
+	b->calls++;
+	b->same = len == b->len;
+	for (size_t i = 0; b->same && i < len; i++)
+		b->same = p[i] == big_byte(i);
+	return 0;
+}
+
+Test(reclog, snapshot_larger_than_a_piece)
+{
+	const size_t len = (20u << 20) + 5;
+	uint8_t *state = malloc(len);
+
+	cr_assert_not_null(state);
+	for (size_t i = 0; i < len; i++)
+		state[i] = big_byte(i);
+	for (int bg = 0; bg < 2; bg++) {
+		char *dir = make_dir();
+		struct big b = { .len = len };
+		struct jnl_rec *j;
+		uint64_t seq;
+
+		cr_assert_eq(jnl_rec_open(dir, big_cb, NULL, &b, &j), 0);
+		cr_assert_eq(jnl_rec_append(j, "r", 1, NULL), 0);
+		if (bg) {
+			cr_assert_eq(jnl_rec_snap_begin(j, &seq), 0);
+			cr_assert_eq(jnl_rec_snap_write(j, seq, state, len), 0);
+			cr_assert_eq(jnl_rec_snap_finish(j), 0);
+		} else {
+			cr_assert_eq(jnl_rec_snapshot(j, state, len), 0);
+		}
+		cr_assert_eq(jnl_rec_snap_len(j), len);
+		jnl_rec_close(j);
+		cr_assert_eq(jnl_rec_open(dir, big_cb, NULL, &b, &j), 0);
+		cr_assert_eq(b.calls, 1);
+		cr_assert(b.same, "bg %d: the snapshot's bytes", bg);
+		jnl_rec_close(j);
+		rm_dir(dir);
+	}
+	free(state);
 }
