@@ -8,6 +8,7 @@
  *              journal replay re-applies it without re-deciding.
  *   itab.c     the inode table: number -> inode, pointers only.
  *   lay.c      file layouts shared by reference among inodes.
+ *   slab.c     headerless small objects for inodes and directory entries.
  *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   perm.c     permission checks of a request's caller (pure helpers
  *              for handlers.c).
