@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -1318,6 +1319,12 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 		return rc;
 	rc = mgr_journal_install(j, buf, len);
 	free(buf);
+	/* The encoding's buffer grew by realloc through the heap, and what
+	 * it freed there stays resident between long-lived objects: a
+	 * namespace made through a mount kept about 70 bytes an inode more
+	 * than its objects (docs/ARCHITECTURE.md "Namespace": memory per
+	 * inode).  Give those pages back; a snapshot is rare. */
+	malloc_trim(0);
 	return rc;
 }
 
