@@ -81,13 +81,22 @@ restart() {
 	t1=$(date +%s.%N)
 	STOP=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	from=$(($(wc -l <"$WORK/mgrd.log") + 1))
+	t0=$(date +%H:%M:%S.%N)
 	start_mgrd
 	T=$("$LOAD" ping 127.0.0.1 "$PORT" 600) || die "mgrd did not come back (log: $WORK/mgrd.log)"
 	T=${T#serving after }
 	T=${T% s}
-	PHASES=$(tail -n +"$from" "$WORK/mgrd.log" |
-		sed -n 's/.*\(snapshot of [0-9]* bytes decoded in [0-9]* ms\).*/\1/p; s/.*\(replayed [0-9]* records\).*/\1/p' |
-		paste -sd, -)
+	# Each milestone of the start, in seconds after it (log timestamps;
+	# a run across midnight shows nonsense here).
+	PHASES=$(tail -n +"$from" "$WORK/mgrd.log" | awk -v t0="$t0" '
+		function sec(hms, a) { split(hms, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }
+		{ split($1, dt, "T"); at = sec(dt[2]) - sec(t0); what = "" }
+		/bytes decoded in/ { match($0, /decoded in [0-9]+ ms \([0-9]+ ms of CPU\)/); what = "decoded in " substr($0, RSTART + 11, RLENGTH - 11) }
+		/replayed [0-9]+ records/ { match($0, /replayed [0-9]+ records/); what = substr($0, RSTART, RLENGTH) }
+		/state loaded/ { what = "loaded" }
+		/listening on/ { what = "listening" }
+		/new session/ { what = "session" }
+		what != "" && !seen[what]++ { printf "%s%s %.2f s", sep, what, at; sep = ", " }')
 }
 
 say "mgrd_scale: N=$N per_dir=$PER_DIR port=$PORT work=$WORK"
