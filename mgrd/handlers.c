@@ -61,7 +61,7 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.uid = in->uid;
 	ab->a.gid = in->gid;
 	ab->a.size = in->size;
-	ab->a.rdev = in->rdev;
+	ab->a.rdev = mgr_inode_rdev(in);
 	ab->a.atime_sec = in->atime.sec;
 	ab->a.atime_nsec = in->atime.nsec;
 	ab->a.mtime_sec = in->mtime.sec;

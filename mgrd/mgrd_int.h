@@ -8,6 +8,7 @@
  *              journal replay re-applies it without re-deciding.
  *   itab.c     the inode table: number -> inode, pointers only.
  *   lay.c      file layouts shared by reference among inodes.
+ *   slab.c     headerless small objects for inodes and directory entries.
  *   acl.c      POSIX ACLs in xattr form (pure helpers for ns.c).
  *   perm.c     permission checks of a request's caller (pure helpers
  *              for handlers.c).
@@ -62,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "raid.h"
@@ -97,6 +99,28 @@
 #define MGR_SA_MTIME_NOW 256u
 #define MGR_SA_CTIME     1024u
 
+/* ------------------------------------------------------------------ slab */
+
+/* Inodes and directory entries (slab.c): size classes of 8 bytes up to
+ * MGR_SLAB_MAX, no per-object header, pages never returned while objects
+ * live.  The size given to free is the one given to alloc.  Loop thread
+ * only. */
+#define MGR_SLAB_MAX 512u
+
+struct mgr_slab_stats {
+	size_t pages;             /* of 64 KiB */
+	size_t objects;           /* live */
+	size_t bytes;             /* live, rounded to their classes */
+};
+
+/* NULL when out of memory; 0 < size <= MGR_SLAB_MAX. */
+void *mgr_slab_alloc(size_t size);
+void mgr_slab_free(void *p, size_t size);   /* p may be NULL */
+void mgr_slab_stats(struct mgr_slab_stats *st);
+/* With no object live, give every page back and return 0; else keep them
+ * and return the number of live objects (a leak, at exit). */
+size_t mgr_slab_release(void);
+
 /* ------------------------------------------------------------- namespace */
 
 /* Packed to 12 bytes: three in every inode (docs/ARCHITECTURE.md
@@ -113,17 +137,19 @@ struct mgr_xattr {
 	uint32_t len;
 };
 
-/* Allocated with offsetof(name) + namelen + 1 bytes: a name of up to 15
- * bytes takes a 48-byte malloc chunk (docs/ARCHITECTURE.md "Namespace":
- * memory per inode). */
+/* Allocated from the slab with MGR_DIRENT_SIZE(namelen) bytes: a name of
+ * up to 10 bytes takes 32 (docs/ARCHITECTURE.md "Namespace": memory per
+ * inode).  Its place in mgr_dir.order is found through the name index. */
 struct mgr_dirent {
 	uint64_t ino;
 	uint64_t cookie;
 	uint32_t hash;
-	uint32_t slot;            /* index in mgr_dir.order */
 	uint8_t namelen;          /* <= MGR_NAME_MAX */
 	char name[];              /* NUL-terminated */
 };
+
+#define MGR_DIRENT_SIZE(namelen) \
+	(offsetof(struct mgr_dirent, name) + (size_t)(namelen) + 1)
 
 /* A directory: an array sorted by cookie (holes where entries were
  * removed, compacted when half are holes) so that readdir resumes after
@@ -146,8 +172,8 @@ struct mgr_dir {
 	int32_t pol_first;          /* -1 = round robin */
 };
 
-/* Fields ordered so that nothing pads (152 bytes: docs/ARCHITECTURE.md
- * "Namespace", memory per inode). */
+/* Fields ordered so that nothing pads (136 bytes, from the slab:
+ * docs/ARCHITECTURE.md "Namespace", memory per inode). */
 struct mgr_inode {
 	uint64_t ino;
 	uint64_t size;
@@ -157,21 +183,32 @@ struct mgr_inode {
 	/* Regular files: shared by reference (lay.c), never NULL;
 	 * &mgr_layout_none (stripe_count 0) otherwise. */
 	const struct r0_layout *layout;
-	/* Regular files: layout->stripe_count entries, or NULL while every
-	 * one is 0 (an empty file never gets the array). */
-	uint64_t *col_blocks;
-	char *target;             /* symlinks */
-	struct mgr_dir *dir;      /* directories */
+	/* What only one file type has, by S_IFMT of mode. */
+	union {
+		/* Regular files: layout->stripe_count entries, or NULL
+		 * while every one is 0 (an empty file never gets it). */
+		uint64_t *col_blocks;
+		char *target;     /* symlinks */
+		uint32_t rdev;    /* character and block devices */
+	};
+	struct mgr_dir *dir;      /* directories, NULL for the rest */
 	struct mgr_xattr *xattrs;
 	uint32_t mode;
 	uint32_t nlink;
 	uint32_t uid, gid;
-	uint32_t rdev;
-	uint32_t xattr_bytes;
-	uint32_t open_count;      /* handles in all sessions */
+	uint32_t open_count : 31; /* handles in all sessions, at most
+				   * MGR_OPEN_COUNT_MAX */
+	uint32_t orphan : 1;      /* nlink 0 but open: destroyed at last close */
 	struct mgr_time atime, mtime, ctime;
-	bool orphan;              /* nlink 0 but open: destroyed at last close */
 };
+
+#define MGR_OPEN_COUNT_MAX 0x7fffffffu
+
+/* st_rdev: 0 but for devices (the field shares its room). */
+static inline uint32_t mgr_inode_rdev(const struct mgr_inode *in)
+{
+	return S_ISCHR(in->mode) || S_ISBLK(in->mode) ? in->rdev : 0;
+}
 
 /* A destroyed regular file whose subfiles still have to be deleted. */
 struct mgr_pdel {

@@ -79,20 +79,23 @@ static void dir_free(struct mgr_dir *d)
 	if (!d)
 		return;
 	for (uint32_t i = 0; i < d->norder; i++)
-		free(d->order[i]);
+		if (d->order[i])
+			mgr_slab_free(d->order[i],
+				      MGR_DIRENT_SIZE(d->order[i]->namelen));
 	free(d->order);
 	free(d->index);
 	free(d);
 }
 
+/* Index e, which is at order slot `slot`. */
 static void index_insert(uint32_t *index, uint32_t cap,
-			 const struct mgr_dirent *e)
+			 const struct mgr_dirent *e, uint32_t slot)
 {
 	uint32_t i = e->hash & (cap - 1);
 
 	while (index[i])
 		i = (i + 1) & (cap - 1);
-	index[i] = e->slot + 1;
+	index[i] = slot + 1;
 }
 
 /* (Re)build the name index with cap slots from d->order. */
@@ -104,7 +107,7 @@ static int index_build(struct mgr_dir *d, uint32_t cap)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->norder; i++)
 		if (d->order[i])
-			index_insert(x, cap, d->order[i]);
+			index_insert(x, cap, d->order[i], i);
 	free(d->index);
 	d->index = x;
 	d->index_cap = cap;
@@ -116,11 +119,12 @@ static uint32_t index_pos(const struct mgr_dir *d, const struct mgr_dirent *e)
 {
 	uint32_t i = e->hash & (d->index_cap - 1);
 
-	while (d->index[i] != e->slot + 1) {
+	for (;;) {
 		assert(d->index[i]);
+		if (d->order[d->index[i] - 1] == e)
+			return i;
 		i = (i + 1) & (d->index_cap - 1);
 	}
-	return i;
 }
 
 struct mgr_dirent *mgr_dir_find(const struct mgr_dir *d, const char *name)
@@ -176,16 +180,14 @@ static void dir_compact(struct mgr_dir *d)
 	for (uint32_t r = 0; r < d->norder; r++) {
 		if (!d->order[r])
 			continue;
-		d->order[w] = d->order[r];
-		d->order[w]->slot = w;
-		w++;
+		d->order[w++] = d->order[r];
 	}
 	d->norder = w;
 	if (!d->index)
 		return;
 	memset(d->index, 0, d->index_cap * sizeof(*d->index));
 	for (uint32_t i = 0; i < d->norder; i++)
-		index_insert(d->index, d->index_cap, d->order[i]);
+		index_insert(d->index, d->index_cap, d->order[i], i);
 }
 
 /* Insert a name; cookie 0 = take the next one (it is the same on replay,
@@ -221,7 +223,7 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 			d->order_cap = cap;
 		}
 	}
-	e = malloc(offsetof(struct mgr_dirent, name) + len + 1);
+	e = mgr_slab_alloc(MGR_DIRENT_SIZE(len));
 	if (!e)
 		return -ENOMEM;
 	memcpy(e->name, name, len + 1);
@@ -235,9 +237,8 @@ static int dir_add_cookie(struct mgr_dir *d, const char *name, uint64_t ino,
 	} else {
 		e->cookie = d->next_cookie++;
 	}
-	e->slot = d->norder;
+	index_insert(d->index, d->index_cap, e, d->norder);
 	d->order[d->norder++] = e;
-	index_insert(d->index, d->index_cap, e);
 	d->count++;
 	return 0;
 }
@@ -263,6 +264,7 @@ int mgr_dir_restore(struct mgr_dir *d, const char *name, uint64_t ino,
 static void dir_del(struct mgr_dir *d, struct mgr_dirent *e)
 {
 	uint32_t mask = d->index_cap - 1, i = index_pos(d, e), j;
+	uint32_t slot = d->index[i] - 1;
 
 	/* Backward shift: move each later member of the probe run whose
 	 * home is not between the hole and itself into the hole. */
@@ -275,12 +277,12 @@ static void dir_del(struct mgr_dir *d, struct mgr_dirent *e)
 		}
 	}
 	d->index[i] = 0;
-	d->order[e->slot] = NULL;
+	d->order[slot] = NULL;
 	/* Trailing holes can simply be dropped. */
 	while (d->norder > 0 && !d->order[d->norder - 1])
 		d->norder--;
 	d->count--;
-	free(e);
+	mgr_slab_free(e, MGR_DIRENT_SIZE(e->namelen));
 	if (d->norder > 64 && d->count < d->norder / 4)
 		dir_compact(d);
 }
@@ -324,10 +326,12 @@ void mgr_inode_free(struct mgr_inode *in)
 		free(x);
 	}
 	dir_free(in->dir);
-	free(in->target);
-	free(in->col_blocks);
+	if (S_ISREG(in->mode))
+		free(in->col_blocks);
+	else if (S_ISLNK(in->mode))
+		free(in->target);
 	mgr_layout_put(in->layout);
-	free(in);
+	mgr_slab_free(in, sizeof(*in));
 }
 
 struct mgr_inode *mgr_ns_get(const struct mgr_ns *ns, uint64_t ino)
@@ -374,7 +378,7 @@ uint64_t mgr_inode_blocks(const struct mgr_inode *in)
 {
 	uint64_t sum = 0;
 
-	if (in->col_blocks)
+	if (S_ISREG(in->mode) && in->col_blocks)
 		for (uint32_t k = 0; k < in->layout->stripe_count; k++)
 			sum += in->col_blocks[k];
 	return sum;
@@ -425,10 +429,11 @@ static void maybe_destroy(struct mgr_ns *ns, struct mgr_inode *in)
 
 struct mgr_inode *mgr_inode_new(uint64_t ino, uint32_t mode)
 {
-	struct mgr_inode *in = calloc(1, sizeof(*in));
+	struct mgr_inode *in = mgr_slab_alloc(sizeof(*in));
 
 	if (!in)
 		return NULL;
+	memset(in, 0, sizeof(*in));
 	in->ino = ino;
 	in->mode = mode;
 	in->layout = &mgr_layout_none;
@@ -1154,6 +1159,8 @@ int mgr_ns_open(struct mgr_ns *ns, uint64_t ino)
 		return -ESTALE;
 	if (in->nlink == 0 && !in->orphan)
 		return -ENOENT;
+	if (in->open_count == MGR_OPEN_COUNT_MAX)
+		return -EMFILE;
 	in->open_count++;
 	return 0;
 }
@@ -1194,12 +1201,22 @@ static struct mgr_xattr **xattr_find(struct mgr_inode *in, const char *name)
 	return NULL;
 }
 
-static void xattr_unlink(struct mgr_inode *in, struct mgr_xattr **pp)
+/* Names and values together, what MGR_XATTR_TOTAL_MAX bounds: summed
+ * when a value is set rather than kept in every inode. */
+static size_t xattr_bytes(const struct mgr_inode *in)
+{
+	size_t n = 0;
+
+	for (const struct mgr_xattr *x = in->xattrs; x; x = x->next)
+		n += x->len + strlen(x->name);
+	return n;
+}
+
+static void xattr_unlink(struct mgr_xattr **pp)
 {
 	struct mgr_xattr *x = *pp;
 
 	*pp = x->next;
-	in->xattr_bytes -= x->len + (uint32_t)strlen(x->name);
 	free(x->name);
 	free(x->value);
 	free(x);
@@ -1229,7 +1246,7 @@ static int acl_set_check(struct mgr_inode *in, const char *name,
 		return 0;   /* stored; mgr_ns_setxattr then sets the mode */
 	pp = xattr_find(in, name);
 	if (pp)
-		xattr_unlink(in, pp);
+		xattr_unlink(pp);
 	in->mode = mode;
 	if (flags & MGR_XATTR_KILL_SGID)
 		in->mode &= ~(uint32_t)S_ISGID;
@@ -1268,7 +1285,7 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	if (!pp && (flags & MGR_XATTR_REPLACE))
 		return -ENODATA;
 	nl = strlen(name);
-	if (in->xattr_bytes - (pp ? (*pp)->len + nl : 0) + len + nl >
+	if (xattr_bytes(in) - (pp ? (*pp)->len + nl : 0) + len + nl >
 	    MGR_XATTR_TOTAL_MAX)
 		return -ENOSPC;
 	copy = malloc(len ? len : 1);
@@ -1278,7 +1295,6 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 		memcpy(copy, value, len);
 	if (pp) {
 		x = *pp;
-		in->xattr_bytes -= x->len;
 		free(x->value);
 	} else {
 		x = calloc(1, sizeof(*x));
@@ -1287,7 +1303,6 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 			free(copy);
 			return -ENOMEM;
 		}
-		in->xattr_bytes += (uint32_t)nl;
 		/* Append: listxattr returns names in creation order. */
 		for (pp = &in->xattrs; *pp; pp = &(*pp)->next)
 			;
@@ -1295,7 +1310,6 @@ int mgr_ns_setxattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	}
 	x->value = copy;
 	x->len = len;
-	in->xattr_bytes += len;
 	in->ctime = *now;
 	if (strcmp(name, MGR_ACL_ACCESS) == 0)
 		mgr_acl_equiv_mode(value, len, &in->mode);
@@ -1329,7 +1343,6 @@ int mgr_inode_add_xattr(struct mgr_inode *in, const char *name,
 	for (pp = &in->xattrs; *pp; pp = &(*pp)->next)
 		;
 	*pp = x;
-	in->xattr_bytes += len + (uint32_t)strlen(name);
 	return 0;
 }
 
@@ -1405,7 +1418,7 @@ int mgr_ns_removexattr(struct mgr_ns *ns, uint64_t ino, const char *name,
 	pp = xattr_find(in, name);
 	if (!pp)
 		return -ENODATA;
-	xattr_unlink(in, pp);
+	xattr_unlink(pp);
 	in->ctime = *now;
 	return 0;
 }
@@ -1519,3 +1532,8 @@ int mgr_ns_ino_path(const struct mgr_ns *ns, uint64_t ino, char *buf,
 	memmove(buf, buf + pos, size - pos);
 	return 0;
 }
+
+/* What docs/ARCHITECTURE.md "Namespace" (memory per inode) counts on. */
+_Static_assert(sizeof(struct mgr_inode) == 128, "struct mgr_inode grew");
+_Static_assert(offsetof(struct mgr_dirent, name) == 21,
+	       "struct mgr_dirent grew");

@@ -70,14 +70,33 @@ start_mgrd() {
 }
 
 # restart SIGNAL: stop mgrd with SIGNAL, start it; T: seconds until it
-# serves.
+# serves; STOP: seconds from the signal until the old mgrd was gone (not in
+# T); PHASES: what the new mgrd's log says of its start (the snapshot's
+# decode, the log's replay), to tell where a slow start went.
 restart() {
+	local t0 t1 from
+	t0=$(date +%s.%N)
 	kill -"$1" "$MGRD_PID"
 	wait "$MGRD_PID" 2>/dev/null || true
+	t1=$(date +%s.%N)
+	STOP=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	from=$(($(wc -l <"$WORK/mgrd.log") + 1))
+	t0=$(date +%H:%M:%S.%N)
 	start_mgrd
 	T=$("$LOAD" ping 127.0.0.1 "$PORT" 600) || die "mgrd did not come back (log: $WORK/mgrd.log)"
 	T=${T#serving after }
 	T=${T% s}
+	# Each milestone of the start, in seconds after it (log timestamps;
+	# a run across midnight shows nonsense here).
+	PHASES=$(tail -n +"$from" "$WORK/mgrd.log" | awk -v t0="$t0" '
+		function sec(hms, a) { split(hms, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }
+		{ split($1, dt, "T"); at = sec(dt[2]) - sec(t0); what = "" }
+		/bytes decoded in/ { match($0, /decoded in [0-9]+ ms \([0-9]+ ms of CPU\)/); what = "decoded in " substr($0, RSTART + 11, RLENGTH - 11) }
+		/replayed [0-9]+ records/ { match($0, /replayed [0-9]+ records/); what = substr($0, RSTART, RLENGTH) }
+		/state loaded/ { what = "loaded" }
+		/listening on/ { what = "listening" }
+		/new session/ { what = "session" }
+		what != "" && !seen[what]++ { printf "%s%s %.2f s", sep, what, at; sep = ", " }')
 }
 
 say "mgrd_scale: N=$N per_dir=$PER_DIR port=$PORT work=$WORK"
@@ -91,9 +110,12 @@ log=$(stat -c %s "$WORK/mgrd/journal" 2>/dev/null || echo 0)
 say "restart after kill -9 (snapshot $snap B + log $log B to replay)"
 restart 9
 T_KILL=$T
+P_KILL=$PHASES
 say "restart after SIGTERM (clean stop writes a snapshot)"
 restart TERM
 T_TERM=$T
+P_TERM=$PHASES
+S_TERM=$STOP
 RSS_AFTER=$(awk '/^VmRSS/ { print $2 }' "/proc/$MGRD_PID/status")
 
 echo
@@ -102,6 +124,7 @@ echo "$OUT" | awk '/^checkpoint/ {
 	for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 	printf "%-10s %12s %12s %10.0f %14s\n", v["files"], v["create_rate"],
 		v["stat_rate"], v["rss_kb"] / 1024, v["bytes_per_inode"] }'
-printf 'restart, kill -9 (snapshot + replay): %s s\n' "$T_KILL"
-printf 'restart, SIGTERM (snapshot only):     %s s\n' "$T_TERM"
+printf 'restart, kill -9 (snapshot + replay): %s s (%s)\n' "$T_KILL" "$P_KILL"
+printf 'restart, SIGTERM (snapshot only):     %s s (%s; the stop took %s s)\n' \
+	"$T_TERM" "$P_TERM" "$S_TERM"
 printf 'rss after the restart:                %d MiB\n' $((RSS_AFTER / 1024))
