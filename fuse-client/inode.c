@@ -134,6 +134,7 @@ int fc_attr_from_pb(const Twinfs__Attr *pb, struct fc_attr *a)
 	a->generation = pb->generation;
 	a->acl_sig = pb->acl_sig;
 	a->cap_absent = pb->cap_absent;
+	a->selinux_absent = pb->selinux_absent;
 	a->policy_first = -1;
 	if (!pb->layout)
 		return 0;
@@ -221,10 +222,12 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 		in->acl_stale = true;
 	in->acl_local = false;
 	in->attr = *a;
-	/* mgrd's word on security.capability, under this ctime (the rule of
-	 * the absence cache, fc_inode_set_xattr_absent). */
-	if (a->cap_absent) {
-		in->xattr_absent |= 1u << XATTR_CAPABILITY;
+	/* mgrd's word on security.capability and security.selinux, under
+	 * this ctime (the rule of the absence cache,
+	 * fc_inode_set_xattr_absent). */
+	if (a->cap_absent || a->selinux_absent) {
+		in->xattr_absent |= (a->cap_absent ? 1u << XATTR_CAPABILITY : 0) |
+				    (a->selinux_absent ? 1u << XATTR_SELINUX : 0);
 		in->xattr_ctime_sec = a->ctime_sec;
 		in->xattr_ctime_nsec = a->ctime_nsec;
 	}

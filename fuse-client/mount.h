@@ -122,6 +122,7 @@ struct fc_attr {
 	uint64_t trunc_gen, data_version, generation;
 	uint32_t acl_sig;          /* changes with the inode's ACLs */
 	bool cap_absent;           /* no security.capability (mgrd says) */
+	bool selinux_absent;       /* no security.selinux (mgrd says) */
 	bool has_layout;
 	struct r0_layout layout;
 	int policy_first;

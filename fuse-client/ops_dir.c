@@ -93,8 +93,14 @@ static int batch_index(const struct fc_dir *dir, uint64_t off, bool plus)
 	const Twinfs__ReaddirReply *r;
 	size_t i;
 
-	/* Offset 0 (opendir or rewinddir) always reads afresh. */
-	if (!dir->batch || dir->batch_plus != plus || off == 0)
+	/* Offset 0 (opendir or rewinddir) always reads afresh.  A batch
+	 * with attributes also serves a plain read (names, inode numbers
+	 * and types are in both); the kernel sends its last read of a
+	 * listing, the one that finds the end, plain (it asks for
+	 * attributes only at offset 0 or once lookups followed), and
+	 * `rm -r` would otherwise cost one more mgrd round trip for each
+	 * directory. */
+	if (!dir->batch || (plus && !dir->batch_plus) || off == 0)
 		return -1;
 	r = (const void *)dir->batch->body;
 	if (off == dir->batch_from ||

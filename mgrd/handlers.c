@@ -73,6 +73,8 @@ static void fill_attr(const struct mgr_server *s, struct attr_buf *ab,
 	ab->a.acl_sig = acl_sig(in);
 	ab->a.cap_absent = mgr_ns_getxattr(ns, in->ino, "security.capability",
 					   NULL, 0) == -ENODATA;
+	ab->a.selinux_absent = mgr_ns_getxattr(ns, in->ino, "security.selinux",
+					       NULL, 0) == -ENODATA;
 	if (S_ISREG(in->mode)) {
 		ab->a.blocks = mgr_inode_blocks(in);
 		ab->l.stripe_size = in->layout->stripe_size;

@@ -71,6 +71,17 @@ sleep "$ENTRY_WAIT"
 assert_eq chmod-chown-seen "600 42:43" "$(stat -c '%a %u:%g' "$M2/a")"
 setfattr -n user.k -v val1 a
 assert_eq xattr-seen val1 "$(getfattr --absolute-names --only-values -n user.k "$M2/a" 2>&1)"
+# security.selinux: its absence comes with the attributes (wire 10), so
+# `ls -l` answers from them; a label set on the other mount shows once the
+# attributes are older than the timeout, and its removal too.
+ls -l a >/dev/null
+setfattr -n security.selinux -v system_u:object_r:tmp_t:s0 "$M2/a"
+sleep "$ENTRY_WAIT"
+assert_eq selinux-set-seen system_u:object_r:tmp_t:s0 "$(getfattr --absolute-names --only-values -n security.selinux a 2>&1)"
+assert_eq selinux-ls-dot "-rw-------." "$(ls -l a | cut -d' ' -f1)"
+setfattr -x security.selinux "$M2/a"
+sleep "$ENTRY_WAIT"
+assert_eq selinux-removed-seen "" "$(getfattr --absolute-names --only-values -n security.selinux a 2>/dev/null)"
 
 # a file kept open on one mount while the other replaces it by rename
 echo old >keep

@@ -58,6 +58,17 @@ head -c "$W" /dev/urandom >"$T/src"
 check write dd if="$T/src" of="$M/f" bs=1M conv=fsync status=none
 assert_same_file read-back "$T/src" "$M/f"
 
+# `ls -l` of a listed directory asks mgrd for no xattr: the absence of
+# security.selinux (and of the ACLs) comes with the listing's attributes.
+mkdir "$M/lsdir" && for i in 1 2 3 4 5 6 7 8; do echo "$i" >"$M/lsdir/f$i"; done
+echo 3 >/proc/sys/vm/drop_caches
+"$PY" "$MX" get "http://${ADDRS[0]}/metrics" >"$T/mgrd.prels"
+ls -l "$M/lsdir" >/dev/null
+"$PY" "$MX" get "http://${ADDRS[0]}/metrics" >"$T/mgrd.postls"
+assert_eq ls-l-no-getxattr "$(mx "$T/mgrd.prels" twinfs_requests_total type=GETXATTR)" \
+	"$(mx "$T/mgrd.postls" twinfs_requests_total type=GETXATTR)"
+rm -r "$M/lsdir"
+
 scrape after
 
 # delta NAME [L=V...]: how much the iods' sum grew from before to after.
