@@ -113,7 +113,21 @@ import sys
 import time
 
 MAGIC = 0x53465754
-VERSION = 9
+
+
+def _wire_version():
+    """WIRE_VERSION of proto/wire.h: one number to bump, not two."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "..", "..", "proto", "wire.h")
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[0] == "#define" and w[1] == "WIRE_VERSION":
+                return int(w[2].rstrip("uU"))
+    raise SystemExit("twire.py: no WIRE_VERSION in " + path)
+
+
+VERSION = _wire_version()
 F_REPLY = 1
 HDR = struct.Struct("<IHHIiQII")  # magic version type flags status req_id msg_len data_len
 assert HDR.size == 32
