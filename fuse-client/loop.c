@@ -390,6 +390,7 @@ static void maybe_close_handles(struct fc_client *cl)
 	uv_close((uv_handle_t *)&cl->retry_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->ping_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->report_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->rel_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->later_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->async, close_cb);
 }
@@ -413,6 +414,8 @@ static void stop_now(struct fc_client *cl)
 	cl->stopping = true;
 	uv_timer_stop(&cl->ping_timer);
 	uv_timer_stop(&cl->report_timer);
+	/* Sent, then failed with the peer below: every one is freed. */
+	fc_mgr_release_flush(cl);
 	fc_mgr_shutdown(cl);
 	/* Poll every 10 ms until every op has finished, then close. */
 	uv_timer_start(&cl->retry_timer, stop_poll_cb, 10, 10);
@@ -499,7 +502,9 @@ int fc_loop_start(struct fc_client *cl)
 	cl->report_timer.data = cl;
 	uv_timer_init(&cl->loop, &cl->later_timer);
 	cl->later_timer.data = cl;
-	cl->handles_open = 5;
+	uv_timer_init(&cl->loop, &cl->rel_timer);
+	cl->rel_timer.data = cl;
+	cl->handles_open = 6;
 	rc = fc_mgr_init(cl);
 	if (rc < 0)
 		return rc;

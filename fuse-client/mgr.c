@@ -615,9 +615,97 @@ void fc_mgr_interrupts(struct fc_client *cl)
 	}
 }
 
+static void send_now(struct fc_client *cl, struct fc_mgr_call *mc,
+		     uint16_t type, ProtobufCMessage *body,
+		     Twinfs__Ctx **ctx_field, struct fc_op *op,
+		     uint32_t timeout_ms, fc_mgr_cb cb, void *arg);
+
+/* ------------------------------------------------ releases sent later */
+
+/* A create-close or open-close cycle (tar x, a build's probes, `touch`)
+ * ends in a RELEASE that mgrd must see but nobody waits for: the kernel
+ * does not wait for its answer.  Sent at once, it costs mgrd and this
+ * loop a wakeup each, between the application's requests.  So the RELEASE
+ * of a handle that never read, wrote or allocated (nothing to report,
+ * no error to return) waits for this mount's next mgrd request and goes
+ * out just before it, in the same turn of the loop, or FC_REL_LATER_MS
+ * later when no request comes.  mgrd sees the requests of this mount in
+ * the same order as if each RELEASE had been sent at once; only other
+ * mounts can see the handle open for at most FC_REL_LATER_MS more, as
+ * across a slow network (an unlink from them then leaves the file as an
+ * orphan until the RELEASE lands, "Open files, deletion, locks"). */
+#define FC_REL_LATER_MS 2u
+
+struct fc_rel_later {
+	struct fc_mgr_call mc;
+	Twinfs__Release m;
+	struct fc_rel_later *next;
+};
+
+static void rel_done(struct fc_mgr_call *mc, int status,
+		     struct wire_msg *reply)
+{
+	struct fc_rel_later *r = mc->arg;
+
+	if (reply)
+		wire_msg_free(reply);
+	if (status < 0 && status != -ECANCELED)
+		tw_debug("RELEASE of ino %" PRIu64 " (handle %" PRIu64 "): %s",
+			 r->m.ino, r->m.fh, strerror(-status));
+	free(r);
+}
+
+void fc_mgr_release_flush(struct fc_client *cl)
+{
+	struct fc_rel_later *r = cl->rel_head, *next;
+
+	cl->rel_head = cl->rel_tail = NULL;
+	uv_timer_stop(&cl->rel_timer);
+	for (; r; r = next) {
+		next = r->next;
+		send_now(cl, &r->mc, TWINFS__MSG_TYPE__MSG_RELEASE, &r->m.base,
+			 &r->m.ctx, NULL, 0, rel_done, r);
+	}
+}
+
+static void rel_timer_cb(uv_timer_t *t)
+{
+	fc_mgr_release_flush(t->data);
+}
+
+int fc_mgr_release_later(struct fc_client *cl, uint64_t ino, uint64_t fh)
+{
+	struct fc_rel_later *r;
+
+	if (cl->stopping || !(r = calloc(1, sizeof(*r))))
+		return -ENOMEM;
+	twinfs__release__init(&r->m);
+	r->m.ino = ino;
+	r->m.fh = fh;
+	if (cl->rel_tail)
+		cl->rel_tail->next = r;
+	else
+		cl->rel_head = r;
+	cl->rel_tail = r;
+	if (!uv_is_active((uv_handle_t *)&cl->rel_timer))
+		uv_timer_start(&cl->rel_timer, rel_timer_cb, FC_REL_LATER_MS,
+			       0);
+	return 0;
+}
+
 void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
 		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
+{
+	if (cl->rel_head)
+		fc_mgr_release_flush(cl);
+	send_now(cl, mc, type, body, ctx_field, op, timeout_ms, cb, arg);
+}
+
+static void send_now(struct fc_client *cl, struct fc_mgr_call *mc,
+		     uint16_t type, ProtobufCMessage *body,
+		     Twinfs__Ctx **ctx_field, struct fc_op *op,
+		     uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
 {
 	if (fc_mgr_type_changes(type))
 		fc_sa_changed(&cl->sa);

@@ -30,6 +30,13 @@ int fc_mgr_init(struct fc_client *cl);
 void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
 		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg);
+/* The RELEASE of a handle that never read, wrote or allocated: sent
+ * with this mount's next mgrd request, or FC_REL_LATER_MS from now,
+ * whichever comes first (mgr.c "Releases sent later").  0, or -ENOMEM
+ * (then send it yourself). */
+int fc_mgr_release_later(struct fc_client *cl, uint64_t ino, uint64_t fh);
+/* Send every release queued by fc_mgr_release_later now. */
+void fc_mgr_release_flush(struct fc_client *cl);
 /* Fail queued retransmissions (stopping). */
 void fc_mgr_shutdown(struct fc_client *cl);
 /* Answer -EINTR for every mgrd call whose FUSE request was interrupted:

@@ -349,6 +349,9 @@ struct fc_client {
 	uint64_t times_seq;   /* [loop] SETATTRs of mtime sent (report.c) */
 	uv_timer_t report_timer;
 	bool report_timer_on;
+	/* RELEASEs waiting for this mount's next mgrd request (mgr.c) */
+	struct fc_rel_later *rel_head, *rel_tail;   /* [loop] */
+	uv_timer_t rel_timer;
 	int handles_open;
 
 	/* start-up: the main thread waits for the first contact */
