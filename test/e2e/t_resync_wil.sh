@@ -11,7 +11,8 @@
 # iod 1 is back: the truncate's durable mark still gets it resynced.
 # Last, holes are not read (iod/resync.c "Holes"): sparse files of 16 to
 # 128 GiB made, grown and punched while iod 1 is away cost their chunks of
-# data, not a read of every MiB of their holes.
+# data, not a read of every MiB of their holes, in that resync and in a
+# full rebuild after it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 export TWINFS_COMMIT_INTERVAL=1s     # write-intent clearing cycle
@@ -188,5 +189,13 @@ done
 assert_eq wil-holes-contents "" "${bad:-}"
 assert_eq wil-holes-sizes "$((64 * G)) $((32 * G)) $((128 * G))" \
 	"$(stat -c %s "$M/g0/hp" "$M/g0/hw" "$M/g0/hn" | tr '\n' ' ' | sed 's/ $//')"
+# A full copy (each subfile deleted at the target first) sends nothing
+# for the holes and reads only what holds data.
+check wil-holes-full ctl -t 60000 rebuild --full --wait 1
+read -r st full copied < <(rjob 1 state full bytes_copied)
+echo "# full rebuild: $copied bytes read"
+assert_eq wil-holes-full-job "done True" "$st $full"
+((${copied:-$G} < 256 << 20)) && pass wil-holes-full-not-read ||
+	fail wil-holes-full-not-read "read ${copied:-?} bytes"
 e2e_verify
 e2e_end
