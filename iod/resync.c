@@ -19,6 +19,7 @@
  *           see it) and, in the same synchronous call, send forwarded
  *           WRITEs for its non-zero 4 KiB blocks with the trunc_gen the
  *           read saw (sparseness is preserved: zero blocks stay holes);
+ *           a stretch of holes here is not read at all ("Holes" below);
  *        c. at the end (a read past the end), a forwarded TRUNCATE to the
  *           exact size with the current trunc_gen.
  *   3. A forwarded FSYNC(ino 0) at the target, then the reply to mgrd,
@@ -132,15 +133,38 @@
  * the position was never acknowledged and a resumed run sends the chunk
  * again (the target stays `resyncing` until a run completes).
  *
+ * Holes.  Before reading a chunk or marked region, the copy asks
+ * SEEK_DATA through the journal (iod_store_seek: journal-resident blocks
+ * are data, home bytes past a pending cut are not; it may call a hole
+ * data, never data a hole), unless the previous read ended in data right
+ * there (find_hole).  A hole of our subfile from there up to the chunk of
+ * the next data (or our end) is skipped in that one call, with no read:
+ * where the target holds zeros there anyway (a full copy after the
+ * DELETE, the region past its size in an incremental one) nothing is
+ * sent, exactly as for a chunk that reads as zeros; where it may hold
+ * other bytes (every chunk whole, a replayed mark, the target's bytes in
+ * an incremental copy, region mode: every chunk that would go whole) one
+ * forwarded punch covers the whole stretch (region mode: the marked
+ * stretch), as fwd_whole sends a region of zeros.  A seek and its punch
+ * are one synchronous step like a read and its forwards, so the ordering
+ * argument above is unchanged; the position moves past the hole only
+ * with the punch that covers it, or with the next forward when nothing
+ * needed sending (the target reads zeros there already).  Skipped bytes
+ * count in bytes_done (the copy passed them), never in bytes_copied (not
+ * read), and in the "bytes of holes" of the done line.  A punched subfile
+ * of a TiB so costs a seek and a punch, not a million 1 MiB reads.
+ *
  * A failure (a forward refused or lost, our map no longer lets us serve,
  * the target left `resyncing`) ends the job with an error; mgrd retries.
  */
 #include "iod_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RS_CHUNK          (1u << 20)
 /* CHECKSUM asks for this many RS_CHUNK regions at a time: the target
@@ -214,6 +238,11 @@ struct rs_job {
 	int budget_used;           /* chunks read in that pass */
 	uint64_t files_total, bytes_copied;
 	uint64_t unrepairable;     /* blocks sent marked bad (bad_chunk) */
+	uint64_t holes;            /* bytes of holes skipped unread */
+	/* Where the last read of the current subfile ended in data (its
+	 * last block not zero): the next read there asks no SEEK_DATA.
+	 * UINT64_MAX: none. */
+	uint64_t read_end;
 	/* Resume (Resync.resume): the position the previous runs reached. */
 	bool resume;
 	struct iod_rs_pos from;
@@ -379,12 +408,13 @@ static void finish(struct rs_job *j)
 		tw_info("resync of iod %" PRIu32 " done (%s): %" PRIu64
 			" subfiles, %" PRIu64 " bytes read, %" PRIu64 " bytes "
 			"sent, %" PRIu64 " bytes found identical, %" PRIu64
+			" bytes of holes skipped unread, %" PRIu64
 			" target-only subfiles deleted, %zu write-intent runs, %"
 			PRIu64 " unrepairable blocks, %" PRIu64 " ms (%.1f "
 			"MB/s)", j->target,
 			j->incremental ? "incremental" : "full", j->files,
-			j->bytes_copied, j->bytes_sent, j->skipped, j->deleted,
-			j->n_marks, j->unrepairable, ms,
+			j->bytes_copied, j->bytes_sent, j->skipped, j->holes,
+			j->deleted, j->n_marks, j->unrepairable, ms,
 			ms ? (double)j->bytes_sent / 1e3 / (double)ms : 0.0);
 		/* Also on mgrd's own connection: if mgrd restarted, the
 		 * RESYNC call we answer below is gone with it. */
@@ -859,6 +889,15 @@ static void set_pos(struct rs_job *j, uint64_t off)
 	j->pos = before_from(j, p.ino, p.column, off) ? j->from : p;
 }
 
+/* The last forward queued since the cursor's tail was tail0 (if any)
+ * completes the current position j->pos (set after queueing it). */
+static void completes_pos(struct rs_job *j, uint64_t tail0)
+{
+	if (j->cursor.tail > tail0)
+		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
+				      j->pos.off);
+}
+
 /* Resume: the marks of subfile (ino, column) are marks[*m0 .. *m1); *all
  * when one covers the whole subfile.  Subfiles come in listing order, the
  * marks are sorted the same way. */
@@ -988,6 +1027,7 @@ static bool plan_subfile(struct rs_job *j, const struct iod_sub_info *si)
 			j->reg_next = j->marks[i].first;
 		}
 	j->cur_off = j->cur_then == UINT64_MAX ? 0 : j->cur_then;
+	j->read_end = UINT64_MAX;
 	j->done_bytes += j->cont == CONT_NONE ? si->size
 			 : TW_MIN(j->cur_off, si->size);
 	return j->reg_mode || j->cont != CONT_NONE;
@@ -1177,18 +1217,92 @@ static int fwd_with_bad(struct rs_job *j, uint64_t off, const uint8_t *buf,
 	return rc;
 }
 
+/* Holes (the header): the n bytes read at off end in data (their last
+ * 4 KiB are not all zeros), so a read that follows them asks no
+ * SEEK_DATA first: a subfile full of data costs no seek per chunk. */
+static void note_read(struct rs_job *j, uint64_t off, const uint8_t *buf,
+		      long n)
+{
+	long last = TW_MAX(n - (long)RS_BLOCK, 0L);
+
+	j->read_end = n > 0 && !all_zero(buf + last, n - last)
+		      ? off + (uint64_t)n : UINT64_MAX;
+}
+
+/* Holes (the header): whether the current subfile holds no data here from
+ * off on, as SEEK_DATA through the journal sees it; then *end is where
+ * that stops, past off (the start of the chunk of the next data, or our
+ * end), and *st our state (the trunc_gen to punch with), all in this
+ * call.  false: read from off as before: when the last read ended in data
+ * right there, the next data lies in this chunk, off is at or past our
+ * end (the read finds it), or the seek fails (the read reports it). */
+static bool find_hole(struct rs_job *j, uint64_t off, uint64_t *end,
+		      struct iod_sub_stat *st)
+{
+	uint64_t res, size;
+	int rc;
+
+	if (off == j->read_end)
+		return false;
+	rc = iod_store_seek(j->d->store, j->cur_ino, j->cur_col, off,
+			    SEEK_DATA, &res, &size);
+	if (rc < 0 || (rc == 0 && off >= size))
+		return false;
+	*end = rc == 0 ? size : res - res % RS_CHUNK;
+	if (*end <= off)
+		return false;
+	/* the seek's state, sampled in the same call */
+	rc = iod_store_stat(j->d->store, j->cur_ino, j->cur_col, st);
+	return rc == 0 && st->exists && st->size >= *end;
+}
+
+/* Step 2b over a hole here, [cur_off, end) (find_hole), in this call and
+ * unread: nothing is sent where a chunk of zeros would send nothing (the
+ * target reads zeros there: a full copy after its DELETE, past the
+ * target's size in an incremental one); one punch of it all where a
+ * chunk would go whole or the target may hold other bytes. */
+static void skip_hole(struct rs_job *j, uint64_t end,
+		      const struct iod_sub_stat *st)
+{
+	uint64_t tail0 = j->cursor.tail, len = end - j->cur_off;
+	int rc = 0;
+
+	set_pos(j, j->cur_off);
+	if (j->cur_whole || (j->incremental && j->cur_off < j->tsize) ||
+	    whole_chunk(j, j->cur_off / RS_CHUNK, (end - 1) / RS_CHUNK))
+		rc = fwd_punch(j, j->cur_off, len, st->trunc_gen);
+	if (rc < 0) {
+		fail(j, rc, "punching a hole at the target");
+		return;
+	}
+	/* The punch completes the hole; when nothing was sent, the next
+	 * forward carries the position past it (the target reads zeros). */
+	set_pos(j, end);
+	completes_pos(j, tail0);
+	j->cur_off = end;
+	/* bytes_done is the copy's position in the sizes it counted
+	 * (count_bytes), holes included; bytes_copied what it read. */
+	j->done_bytes += len;
+	j->holes += len;
+}
+
 /* Step 2b/2c: one chunk of the current subfile, read and sent in this
- * call. */
+ * call (a hole here: skip_hole). */
 static void copy_chunk(struct rs_job *j)
 {
 	struct iod_sub_stat st = { 0 };
 	bool bad[RS_CHUNK / RS_BLOCK], has_bad = false;
 	uint8_t *buf = NULL;
+	uint64_t end;
 	long n;
 	int rc = 0;
 
 	uint64_t tail0 = j->cursor.tail;
 
+	if (find_hole(j, j->cur_off, &end, &st)) {
+		skip_hole(j, end, &st);
+		return;
+	}
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, j->cur_off,
 			   RS_CHUNK, &buf, &st);
 	if (n == -EBADMSG) {
@@ -1199,6 +1313,7 @@ static void copy_chunk(struct rs_job *j)
 		fail(j, (int)n, "reading a subfile");
 		return;
 	}
+	note_read(j, j->cur_off, buf, n);
 	set_pos(j, j->cur_off);
 	if (n == 0) {
 		/* Past the end (or deleted meanwhile: its DELETE was
@@ -1260,9 +1375,7 @@ next:
 	}
 	/* The chunk's last forward completes the whole chunk. */
 	set_pos(j, j->cur_off + (uint64_t)n);
-	if (j->cursor.tail > tail0)
-		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
-				      j->pos.off);
+	completes_pos(j, tail0);
 	j->cur_off += (uint64_t)n;
 	j->done_bytes += (uint64_t)n;
 	j->bytes_copied += (uint64_t)n;
@@ -1277,15 +1390,67 @@ static void set_region_pos(struct rs_job *j, uint64_t off)
 	set_pos(j, j->cont == CONT_NONE ? off : TW_MIN(off, j->cur_then));
 }
 
+/* Region mode over a hole here from off (find_hole: up to end), in this
+ * call and unread: one punch (region mode sends every region whole) as
+ * far as the marked stretch goes, the kept runs from reg_i on that follow
+ * without a gap (a client's punch of a TiB marks its regions one by one).
+ * The next call goes on from its end; at our end, the exact size goes in
+ * this call, as after a short region (copy_region). */
+static void region_hole(struct rs_job *j, uint64_t off, uint64_t end,
+			const struct iod_sub_stat *st)
+{
+	uint64_t tail0 = j->cursor.tail, mend = off;
+	int rc;
+
+	for (size_t i = j->reg_i; i < j->reg_end && mend < end; i++) {
+		const struct iod_intent_run *mk = &j->marks[i];
+
+		if (!keep_run(j, mk) || mk->first > mend / RS_CHUNK)
+			break;
+		mend = mk->first + mk->count > UINT64_MAX / RS_CHUNK
+		       ? UINT64_MAX
+		       : TW_MAX(mend, (mk->first + mk->count) * RS_CHUNK);
+	}
+	/* marks[reg_i] is kept and holds reg_next: mend > off */
+	assert(mend > off);
+	end = TW_MIN(end, mend);
+	set_region_pos(j, off);
+	rc = fwd_punch(j, off, end - off, st->trunc_gen);
+	set_region_pos(j, end);
+	if (rc == 0 && end == st->size)
+		rc = fwd_truncate(j, st->size, st->trunc_gen);
+	if (rc < 0) {
+		fail(j, rc, "punching a marked hole at the target");
+		return;
+	}
+	completes_pos(j, tail0);
+	j->holes += end - off;         /* not read: not in bytes_copied */
+	if (end == st->size) {
+		j->reg_i = j->reg_end;   /* later marks lie past our end */
+		return;
+	}
+	/* end is a chunk boundary short of our end: go on from the first
+	 * run not wholly before it (the loop at the top of copy_region
+	 * skips it if it is not kept). */
+	j->reg_next = end / RS_CHUNK;
+	while (j->reg_i < j->reg_end &&
+	       j->marks[j->reg_i].count != UINT64_MAX &&
+	       j->marks[j->reg_i].first + j->marks[j->reg_i].count <=
+	       j->reg_next)
+		j->reg_i++;
+	if (j->reg_i < j->reg_end)
+		j->reg_next = TW_MAX(j->reg_next, j->marks[j->reg_i].first);
+}
+
 /* Region mode: send the next kept marked region whole (zeros included:
  * the target may hold other bytes there; a region of zeros as a punch, so
- * holes stay holes), in the one call that reads it;
- * after the last one, go on as plan_subfile decided. */
+ * holes stay holes), in the one call that reads it (a hole here:
+ * region_hole); after the last one, go on as plan_subfile decided. */
 static void copy_region(struct rs_job *j)
 {
 	struct iod_sub_stat st = { 0 };
 	bool bad[RS_CHUNK / RS_BLOCK], has_bad = false;
-	uint64_t off, tail0 = j->cursor.tail;
+	uint64_t off, end, tail0 = j->cursor.tail;
 	uint8_t *buf = NULL;
 	long n;
 	int rc = 0;
@@ -1309,6 +1474,10 @@ static void copy_region(struct rs_job *j)
 		return;
 	}
 	off = j->reg_next * RS_CHUNK;
+	if (find_hole(j, off, &end, &st)) {
+		region_hole(j, off, end, &st);
+		return;
+	}
 	n = iod_store_read(j->d->store, j->cur_ino, j->cur_col, off, RS_CHUNK,
 			   &buf, &st);
 	if (n == -EBADMSG) {
@@ -1319,6 +1488,7 @@ static void copy_region(struct rs_job *j)
 		fail(j, (int)n, "reading a marked region");
 		return;
 	}
+	note_read(j, off, buf, n);
 	set_region_pos(j, off);
 	rc = has_bad ? fwd_with_bad(j, off, buf, n, bad, true, st.trunc_gen)
 		     : fwd_whole(j, off, buf, n, st.trunc_gen);
@@ -1334,9 +1504,7 @@ static void copy_region(struct rs_job *j)
 		fail(j, rc, "sending a marked region");
 		return;
 	}
-	if (j->cursor.tail > tail0)
-		iod_rs_cursor_set_off(&j->cursor, j->cursor.tail - 1,
-				      j->pos.off);
+	completes_pos(j, tail0);
 	j->bytes_copied += (uint64_t)n;
 	if ((uint64_t)n < RS_CHUNK) {
 		/* Every later mark of the subfile (they are sorted) lies

@@ -162,6 +162,33 @@ static int commit(struct iod_store *s, struct jbd_handle *h, bool sync,
 	return 0;
 }
 
+/* Start a request: *r calls cb(arg) once *h, a new handle, is closed.
+ * Both are set, or neither (-errno, nothing to undo).  Until h is
+ * committed (commit or jbd_commit, which take them), an error drops both
+ * with req_cancel. */
+static int req_start(struct iod_store *s, iod_store_cb cb, void *arg,
+		     struct sreq **r, struct jbd_handle **h)
+{
+	int rc;
+
+	*h = NULL;
+	*r = sreq_new(s, cb, arg);
+	if (!*r)
+		return -ENOMEM;
+	rc = jbd_begin(s->j, h);
+	if (rc < 0) {
+		free(*r);
+		*r = NULL;
+	}
+	return rc;
+}
+
+static void req_cancel(struct jbd_handle *h, struct sreq *r)
+{
+	jbd_cancel(h);
+	free(r);
+}
+
 int store_check_ids(uint64_t ino, uint32_t column)
 {
 	return column < IOD_MAX_COLUMNS && ino <= IOD_MAX_INO ? 0 : -EINVAL;
@@ -880,12 +907,9 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		if (rc < 0)
 			return rc;
 	}
-	r = sreq_new(s, cb, arg);
-	if (!r)
-		return -ENOMEM;
-	rc = jbd_begin(s->j, &h);
+	rc = req_start(s, cb, arg, &r, &h);
 	if (rc < 0)
-		goto fail;
+		return rc;
 	if (create) {
 		rc = store_rec_create(h, obj, gen, layout);
 		if (rc < 0)
@@ -947,8 +971,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		memset(st, 0, sizeof(*st));
 	return 0;
 fail:
-	jbd_cancel(h);
-	free(r);
+	req_cancel(h, r);
 	return rc;
 }
 
@@ -991,21 +1014,15 @@ int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
 		rc = store_stat_logical(s, ino, column, &now);
 	if (rc < 0)
 		return rc;
-	r = sreq_new(s, cb, arg);
-	if (!r)
-		return -ENOMEM;
-	rc = jbd_begin(s->j, &h);
-	if (rc < 0) {
-		free(r);
+	rc = req_start(s, cb, arg, &r, &h);
+	if (rc < 0)
 		return rc;
-	}
 	store_hdr_init(&b.h, REC_BADCOPY, ls.trunc_gen);
 	b.off = htole64(off);
 	b.len = htole64(len);
 	rc = jbd_record(h, obj, now.size, &b, sizeof(b));
 	if (rc < 0) {
-		jbd_cancel(h);
-		free(r);
+		req_cancel(h, r);
 		return rc;
 	}
 	seq = jbd_commit(h, 0, sreq_done, r);
@@ -1077,17 +1094,10 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 int store_barrier(struct iod_store *s, iod_store_cb cb, void *arg)
 {
 	struct jbd_handle *h;
-	struct sreq *r = sreq_new(s, cb, arg);
-	int rc;
+	struct sreq *r;
+	int rc = req_start(s, cb, arg, &r, &h);
 
-	if (!r)
-		return -ENOMEM;
-	rc = jbd_begin(s->j, &h);
-	if (rc < 0) {
-		free(r);
-		return rc;
-	}
-	return commit(s, h, false, r);
+	return rc < 0 ? rc : commit(s, h, false, r);
 }
 
 /* The start of a truncate or punch, which leave an absent subfile absent:

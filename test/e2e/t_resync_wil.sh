@@ -9,6 +9,10 @@
 # a file truncated while iod 1 is away: its resync compares checksums; and
 # one truncated while iod 1 is away, with the survivor restarted before
 # iod 1 is back: the truncate's durable mark still gets it resynced.
+# Last, holes are not read (iod/resync.c "Holes"): sparse files of 16 to
+# 128 GiB made, grown and punched while iod 1 is away cost their chunks of
+# data, not a read of every MiB of their holes, in that resync and in a
+# full rebuild after it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 export TWINFS_COMMIT_INTERVAL=1s     # write-intent clearing cycle
@@ -120,5 +124,78 @@ truncate -s $((6 << 20)) "$T/shrink"
 drop_caches
 assert_same_file wil-shrink "$T/shrink" "$M/g0/shrink"
 assert_same_file wil-shrink-over "$T/over" "$M/g0/over"
+
+# 4. Holes (iod/resync.c "Holes").  64 KiB pieces of data in sparse files;
+#    while iod 1 is away: hp (64 GiB) is punched over [1, 61) GiB, its
+#    regions marked one by one (region mode: one punch, no read); hw
+#    (16 GiB) is punched over [1, 15) GiB and grown to 32 GiB (pinned
+#    whole: chunk by chunk, the holes the target holds bytes in punched);
+#    hn is made at 128 GiB (absent at the target).  The resync reads the
+#    few chunks with data: a read of the holes would be over 200 GiB (14.7
+#    GB and 168 s at 1/16 of these sizes before holes were skipped).
+G=$((1 << 30)) K64=65536
+# put FILE OFF NAME: a new 64 KiB piece $T/NAME at byte OFF of FILE.
+put() {
+	head -c $K64 /dev/urandom >"$T/$3"
+	dd if="$T/$3" of="$1" bs=64K seek=$(($2 / K64)) conv=notrunc \
+		status=none || fail wil-holes-write "$1 at $2"
+}
+# at FILE OFF: the 64 KiB of FILE at byte OFF.
+at() { dd if="$1" bs=64K skip=$(($2 / K64)) count=1 status=none; }
+head -c $K64 /dev/zero >"$T/zero"
+bad=
+truncate -s $((64 * G)) "$M/g0/hp"
+truncate -s $((16 * G)) "$M/g0/hw"
+put "$M/g0/hp" 0 p0; put "$M/g0/hp" $((G - K64)) p1
+put "$M/g0/hp" $((20 * G)) p2; put "$M/g0/hp" $((40 * G + K64)) p3
+put "$M/g0/hp" $((61 * G)) p4; put "$M/g0/hp" $((64 * G - K64)) p5
+put "$M/g0/hw" 0 q0; put "$M/g0/hw" $((8 * G)) q1
+put "$M/g0/hw" $((15 * G + 8 * K64)) q2
+sync
+check wil-holes-sync ctl sync
+(cd / && lc kill-iod 1 >/dev/null)
+out=$(wait_state 1 '^down' 10000) && pass wil-holes-down || fail wil-holes-down "$out"
+check wil-holes-punch-hp fallocate -p -o $G -l $((60 * G)) "$M/g0/hp"
+check wil-holes-punch-hw fallocate -p -o $G -l $((14 * G)) "$M/g0/hw"
+check wil-holes-grow-hw truncate -s $((32 * G)) "$M/g0/hw"
+put "$M/g0/hw" $((31 * G)) q3
+truncate -s $((128 * G)) "$M/g0/hn"
+put "$M/g0/hn" $((5 * G)) r0; put "$M/g0/hn" $((100 * G + K64)) r1
+put "$M/g0/hn" $((128 * G - K64)) r2
+sync
+n0=$(grep -c 'resync of iod 1 done' "$TWINFS_RUN_DIR/logs/iod2.log")
+(cd / && lc start-iod 1 >/dev/null)
+if e2e_wait_healthy 60; then pass wil-holes-healthy; else
+	fail wil-holes-healthy "$(ctl status 2>&1 | tr '\n' ' ')"; fi
+read -r st copied < <(rjob 1 state bytes_copied)
+line=$(grep 'resync of iod 1 done' "$TWINFS_RUN_DIR/logs/iod2.log" | tail -n +$((n0 + 1)) | tail -n 1)
+echo "# ${line#* INFO }"
+holes=$(echo "$line" | grep -o '[0-9]* bytes of holes' | grep -o '^[0-9]*')
+assert_eq wil-holes-job done "$st"
+# (regions the earlier steps left marked are read too: a few MiB)
+((${copied:-1} < 256 << 20 && ${holes:-0} >= 200 * G)) &&
+	pass wil-holes-not-read ||
+	fail wil-holes-not-read "read $copied bytes, holes ${holes:-?}: ${line:-no done line}"
+drop_caches
+for x in "hp 0 p0" "hp $((G - K64)) p1" "hp $((20 * G)) zero" \
+	"hp $((40 * G + K64)) zero" "hp $((33 * G)) zero" "hp $((61 * G)) p4" \
+	"hp $((64 * G - K64)) p5" "hw 0 q0" "hw $((8 * G)) zero" \
+	"hw $((15 * G + 8 * K64)) q2" "hw $((20 * G)) zero" "hw $((31 * G)) q3" \
+	"hn 0 zero" "hn $((5 * G)) r0" "hn $((64 * G)) zero" \
+	"hn $((100 * G + K64)) r1" "hn $((128 * G - K64)) r2"; do
+	read -r f off want <<<"$x"
+	at "$M/g0/$f" "$off" | cmp -s - "$T/$want" || bad+=" $f@$off!=$want"
+done
+assert_eq wil-holes-contents "" "${bad:-}"
+assert_eq wil-holes-sizes "$((64 * G)) $((32 * G)) $((128 * G))" \
+	"$(stat -c %s "$M/g0/hp" "$M/g0/hw" "$M/g0/hn" | tr '\n' ' ' | sed 's/ $//')"
+# A full copy (each subfile deleted at the target first) sends nothing
+# for the holes and reads only what holds data.
+check wil-holes-full ctl -t 60000 rebuild --full --wait 1
+read -r st full copied < <(rjob 1 state full bytes_copied)
+echo "# full rebuild: $copied bytes read"
+assert_eq wil-holes-full-job "done True" "$st $full"
+((${copied:-$G} < 256 << 20)) && pass wil-holes-full-not-read ||
+	fail wil-holes-full-not-read "read ${copied:-?} bytes"
 e2e_verify
 e2e_end
