@@ -57,6 +57,11 @@ static int fetch(struct ctl *ctl, struct wire_sync *mgr, const char *addr,
 		rc = ctl_call(mgr, "mgrd", addr,
 			      TWINFS__MSG_TYPE__MSG_MGRD_BACKUP, &q.base,
 			      &reply, false);
+		if (rc == -ETIME)   /* mgrd's, not this request's, timeout */
+			fprintf(stderr, "%s: mgrd (%s): the snapshot process "
+				"writing the backup ran longer than "
+				"snapshot_timeout and was killed (see mgrd's "
+				"log)\n", progname, addr);
 		if (rc < 0)
 			return rc;
 		r = (const Twinfs__MgrdBackupReply *)reply->body;

@@ -206,6 +206,8 @@ static inline uint64_t tw_get_le64(const uint8_t *p)
 #define TW_MGRD_LEASE_MIN_MS    500u
 #define TW_MGRD_LEASE_MAX_MS    60000u
 #define TW_MONITOR_INTERVAL_MS  30000u
+/* [mgrd] snapshot_timeout: why 10 minutes, mgrd/snapfork.c. */
+#define TW_SNAPSHOT_TIMEOUT_MS  600000u
 
 static inline uint32_t tw_ms_or(uint32_t ms, uint32_t dflt)
 {
@@ -271,6 +273,9 @@ struct tw_conf {
 	/* [mgrd] lease_time, 3s: the lease a voter of the mgrd pair's
 	 * election grants (every iod and both mgrds read it). */
 	uint32_t mgrd_lease_ms;
+	/* [mgrd] snapshot_timeout, 10m (0/off: none): how long mgrd's
+	 * snapshot child may run before it is killed (mgrd/snapfork.c). */
+	uint32_t snapshot_timeout_ms;
 	/* [mgrd] metrics = HOST:PORT, as tw_conf_iod.metrics_*; 0 = off. */
 	char mgr_metrics_host[TW_HOST_MAX];
 	int mgr_metrics_port;
@@ -302,7 +307,8 @@ void tw_conf_defaults(struct tw_conf *conf);
 /* Parse an INI file:
  *   [cluster]  key = value ...     sizes take K/M/G suffixes, times ms/s/m
  *   [mgrd]     host, port, dir, max_sessions_per_client,
- *              max_locks_per_session, metrics, lease_time
+ *              max_locks_per_session, metrics, lease_time,
+ *              snapshot_timeout
  *   [mgrd N]   host, port, dir, metrics of mgrd N of a pair (N = 1, 2;
  *              both or neither; then [mgrd] holds none of these four)
  *   [iod]      journal_mode, journal_size, reserve, scrub_interval,

@@ -250,6 +250,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->cap_lifetime_ms = 300 * 1000;
 	conf->max_sessions_per_client = 64;
 	conf->max_locks_per_session = 100000;
+	conf->snapshot_timeout_ms = TW_SNAPSHOT_TIMEOUT_MS;
 }
 
 int tw_channel_parse(const char *s, enum tw_channel *out)
@@ -539,6 +540,13 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 				    TW_MGRD_LEASE_MIN_MS,
 				    TW_MGRD_LEASE_MAX_MS / 1000);
 		return 0;
+	case 7:
+		/* 0 = none: a child that hangs is never killed. */
+		if (strcmp(val, "0") == 0 || strcmp(val, "off") == 0) {
+			c->snapshot_timeout_ms = 0;
+			return 0;
+		}
+		return set_ms(p, key, val, &c->snapshot_timeout_ms);
 	}
 	return -EINVAL;
 }
@@ -546,7 +554,7 @@ static int mgrd_key(struct parse *p, int idx, const char *key, const char *val)
 static const char *const mgrd_keys[] = { "host", "port", "dir",
 					 "max_sessions_per_client",
 					 "max_locks_per_session", "metrics",
-					 "lease_time" };
+					 "lease_time", "snapshot_timeout" };
 
 static int mgrd_n_key(struct parse *p, int idx, const char *key,
 		      const char *val)

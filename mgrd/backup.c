@@ -9,7 +9,9 @@
  * One backup at a time (one whose admin went away gives way to the
  * next); the file goes once its last chunk is sent, when the next backup
  * starts, or at stop.  While another child of mgrd writes a snapshot (the
- * periodic one, a join's: snapfork.c), the fork waits for it. 
+ * periodic one, a join's: snapfork.c), the fork waits for it.  A child
+ * that runs longer than snapshot_timeout is killed (snapfork.c) and the
+ * request fails with -ETIME.
  */
 #include "server_int.h"
 
@@ -146,10 +148,13 @@ static void on_poll(uv_timer_t *t)
 	uv_timer_stop(&b->timer);
 	if (rc < 0 || !wire_conn_is_open(b->wc)) {
 		tw_warn("mgrd: backup %llu failed: %s",
-			(unsigned long long)b->id, strerror(rc < 0 ? -rc
-								 : ENOTCONN));
-		wire_reply(b->wc, &b->hdr, rc < 0 ? rc : -ENOTCONN, NULL, NULL,
-			   0);
+			(unsigned long long)b->id, rc == -ETIMEDOUT ?
+			"the snapshot process ran longer than "
+			"snapshot_timeout" : strerror(rc < 0 ? -rc : ENOTCONN));
+		/* -ETIME, not -ETIMEDOUT: twinfsctl tells it from its own
+		 * request's timeout (proto/FORMAT.md MSG_MGRD_BACKUP). */
+		wire_reply(b->wc, &b->hdr, rc == -ETIMEDOUT ? -ETIME :
+			   rc < 0 ? rc : -ENOTCONN, NULL, NULL, 0);
 		backup_end(b);
 		return;
 	}

@@ -874,17 +874,24 @@ struct jnl_rec;
 /* snapfork.c: the one child that writes the state as it was at the fork
  * (docs/ARCHITECTURE.md "Record mode (mgrd)").  mgr_snap_fork_fn: the
  * child encodes the state (mgr_state_encode) and passes it to fn, its
- * exit status fn's success; returns the pid, -EBUSY while another child
- * runs, or -errno.  mgr_snap_fork: fn writes it to the file path.
- * mgr_snap_wait: 1 running, 0 succeeded, -EIO failed (reaped).
- * mgr_snap_kill: kills and reaps it. */
+ * exit status fn's success; `what` (the file fn writes) names it in the
+ * timeout's warning; returns the pid, -EBUSY while another child runs,
+ * or -errno.  mgr_snap_fork: fn writes it to the file path.
+ * mgr_snap_wait: 1 running, 0 succeeded, -EIO failed (reaped),
+ * -ETIMEDOUT ran longer than the timeout: killed, reaped and logged.
+ * mgr_snap_kill: kills and reaps it.
+ * mgr_snap_set_timeout: the limit in ms ([mgrd] snapshot_timeout; a
+ * test's shorter one), 0 = none.  mgr_snap_timeouts: children killed for
+ * it since start. */
 typedef int (*mgr_snap_fn)(const uint8_t *buf, size_t len, void *arg);
 pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
-		       void *arg);
+		       void *arg, const char *what);
 pid_t mgr_snap_fork(const struct mgr_state *st, const char *path);
 bool mgr_snap_busy(void);
 int mgr_snap_wait(pid_t pid);
 void mgr_snap_kill(pid_t pid);
+void mgr_snap_set_timeout(uint32_t ms);
+uint64_t mgr_snap_timeouts(void);
 
 struct mgr_journal {
 	struct jnl_rec *log;
@@ -899,6 +906,7 @@ struct mgr_journal {
 	 * seq bg_seq while the log goes on (journal.h jnl_rec_snap_begin). */
 	pid_t bg_child;           /* 0 = none running */
 	uint64_t bg_seq, bg_fork_ms;
+	char bg_path[PATH_MAX + 16];  /* DIR/snapshot.tmp, the child's file */
 	uint64_t snapshot_bytes_cfg;  /* snapshot_bytes after a success */
 	/* Called with the seq and bytes of every record closed by commit
 	 * or append (an mgrd pair's active ships them: repl.c); NULL =

@@ -1248,6 +1248,7 @@ int mgr_journal_open_flags(struct mgr_journal *j, const char *dir,
 	j->snapshot_bytes_cfg = env && *env ? strtoull(env, NULL, 10) :
 			       SNAPSHOT_BYTES_DEFAULT;
 	j->snapshot_bytes = j->snapshot_bytes_cfg;
+	snprintf(j->bg_path, sizeof(j->bg_path), "%s/snapshot.tmp", dir);
 	/* A snapshot child of a killed mgrd may still be exiting. */
 	return jnl_rec_open_flags(dir, flags | JNL_REC_WAIT_LOCK, snap_cb,
 				  replay_cb, j, &j->log);
@@ -1281,14 +1282,19 @@ static int bg_write(const uint8_t *buf, size_t len, void *arg)
 	return jnl_rec_snap_write(j->log, j->bg_seq, buf, len);
 }
 
-/* Try again 16 MiB of log later, not at every append (each try writes
- * the whole state). */
+/* Try again one interval (snapshot_bytes_cfg) of log later, at most
+ * 16 MiB, not at every append (each try writes the whole state).  The
+ * log keeps every record meanwhile: `journal` and `journal.next` stay
+ * until a snapshot is installed (jnl_rec_snap_abandon), so a try that
+ * failed, or whose child was killed, loses nothing. */
 static void bg_retry_later(struct mgr_journal *j, const char *what, int rc)
 {
-	j->snapshot_bytes = jnl_rec_log_bytes(j->log) + SNAPSHOT_RETRY_BYTES;
-	tw_warn("mgrd: snapshot %s (%s); the log keeps growing, the next try "
-		"after %llu MiB more", what, strerror(-rc),
-		(unsigned long long)(SNAPSHOT_RETRY_BYTES >> 20));
+	uint64_t more = TW_MIN(j->snapshot_bytes_cfg, SNAPSHOT_RETRY_BYTES);
+
+	j->snapshot_bytes = jnl_rec_log_bytes(j->log) + more;
+	tw_warn("mgrd: snapshot %s (%s); the log keeps every record and "
+		"grows, the next try after %llu KiB more", what, strerror(-rc),
+		(unsigned long long)(more >> 10));
 }
 
 static void bg_start(struct mgr_journal *j)
@@ -1304,7 +1310,7 @@ static void bg_start(struct mgr_journal *j)
 		bg_retry_later(j, "could not start", rc);
 		return;
 	}
-	pid = mgr_snap_fork_fn(j->st, bg_write, j);
+	pid = mgr_snap_fork_fn(j->st, bg_write, j, j->bg_path);
 	if (pid < 0) {
 		jnl_rec_snap_abandon(j->log);
 		bg_retry_later(j, "could not fork", (int)pid);
@@ -1332,7 +1338,10 @@ void mgr_journal_poll(struct mgr_journal *j)
 	else
 		jnl_rec_snap_abandon(j->log);
 	if (rc < 0) {
-		bg_retry_later(j, "failed", rc);
+		/* A child that ran too long was killed: not a failure of
+		 * the log, and snapfork.c said why. */
+		bg_retry_later(j, rc == -ETIMEDOUT ? "not written in time"
+						   : "failed", rc);
 		return;
 	}
 	j->snap_len = jnl_rec_snap_len(j->log);

@@ -1792,6 +1792,7 @@ int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
 		       strerror(-rc));
 		goto fail;
 	}
+	mgr_snap_set_timeout(conf->snapshot_timeout_ms);
 	rc = mgr_journal_open_flags(&s->jnl, conf->mgr_dir, &s->st, jnl_flags);
 	if (rc == -ENOTRECOVERABLE) {
 		/* The journal's line before this one says where and what. */

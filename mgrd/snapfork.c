@@ -7,17 +7,42 @@
  * two would add up to twice the pages the parent rewrites meanwhile, and
  * they would compete for the disk; a second fork gets -EBUSY and its
  * caller tries again later.
+ *
+ * A child that runs longer than snapshot_timeout is killed: one that
+ * hangs (a stalled disk, a bug) would otherwise hold that one place for
+ * ever, stopping the periodic snapshots (the record log then grows
+ * without bound) and every later join and backup.  mgr_snap_wait, which
+ * each caller polls, does it and says -ETIMEDOUT; the warning names the
+ * file, the pid and how long the child ran.  Why 10 minutes by default:
+ * the child encodes the whole state and writes it, syncing every
+ * SNAP_SYNC_BYTES.  At 10 M inodes that is 1.64 GB (test/bench/RESULTS.md
+ * "mgrd at scale"); 1 M inodes (162 MB) took 10 s on a shared 2-core VM
+ * ("backup-meta pause at scale"), so about 100 s at 10 M there.  In
+ * 600 s a healthy 10 M-inode child is killed only if it writes below
+ * 2.7 MB/s, far below any working disk, even a busy one; a larger
+ * namespace or a slower disk raises the setting (man/twinfs.conf.5).
+ * Shorter would risk killing healthy children, and their snapshot would
+ * then never be written; longer only delays noticing a hang.
  */
 #include "mgrd_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static pid_t running;    /* the child, 0 = none */
+static pid_t running;          /* the child, 0 = none */
+static uint64_t running_since; /* its fork (tw_now_ms) */
+static char running_what[PATH_MAX + 32];   /* what it writes */
+static uint32_t timeout_ms = TW_SNAPSHOT_TIMEOUT_MS;   /* 0 = none */
+static unsigned forks;         /* since start (the test hook's count) */
+static uint64_t timeouts;
 
 /* The state to a plain file, synced every SNAP_SYNC_BYTES: on a
  * journaling file system (ext4's ordered data) the parent's next
@@ -46,13 +71,35 @@ static int write_file(const uint8_t *buf, size_t len, void *arg)
 	return close(fd) == 0 ? 0 : -EIO;
 }
 
+void mgr_snap_set_timeout(uint32_t ms)
+{
+	timeout_ms = ms;
+}
+
+uint64_t mgr_snap_timeouts(void)
+{
+	return timeouts;
+}
+
+/* Test hook: TWINFS_TEST_SNAP_HANG=N makes the N-th child this process
+ * forks stop itself before it encodes (a hang for the timeout to end). */
+static bool test_hang(void)
+{
+	const char *env = getenv("TWINFS_TEST_SNAP_HANG");
+
+	return env && *env && strtoul(env, NULL, 10) == forks;
+}
+
 pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
-		       void *arg)
+		       void *arg, const char *what)
 {
 	pid_t parent = getpid(), pid;
+	bool hang;
 
 	if (running > 0)
 		return -EBUSY;
+	forks++;
+	hang = test_hang();
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -67,6 +114,8 @@ pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
 		    getppid() != parent)
 			_exit(1);
+		if (hang)
+			raise(SIGSTOP);
 		rc = mgr_state_encode(st, &buf, &len);
 
 		/* _exit: no atexit handler and no leak check of the
@@ -74,12 +123,14 @@ pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 		_exit(rc == 0 && fn(buf, len, arg) == 0 ? 0 : 1);
 	}
 	running = pid;
+	running_since = tw_now_ms();
+	snprintf(running_what, sizeof(running_what), "%s", what);
 	return pid;
 }
 
 pid_t mgr_snap_fork(const struct mgr_state *st, const char *path)
 {
-	return mgr_snap_fork_fn(st, write_file, (void *)path);
+	return mgr_snap_fork_fn(st, write_file, (void *)path, path);
 }
 
 bool mgr_snap_busy(void)
@@ -87,8 +138,16 @@ bool mgr_snap_busy(void)
 	return running > 0;
 }
 
-static void reaped(pid_t pid)
+/* SIGKILL and wait for it: the caller removes or rewrites the child's
+ * file next, so it must be gone, not dying.  SIGKILL ends a stopped
+ * child, or one in a killable wait, at once; one in an uninterruptible
+ * disk wait ends when that I/O returns, and the disk is mgrd's own
+ * directory's, whose log syncs would wait for it as well. */
+static void kill_reap(pid_t pid)
 {
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	if (running == pid)
 		running = 0;
 }
@@ -97,10 +156,23 @@ int mgr_snap_wait(pid_t pid)
 {
 	int wst;
 	pid_t got = waitpid(pid, &wst, WNOHANG);
+	uint64_t ran;
 
-	if (got == 0)
-		return 1;
-	reaped(pid);
+	if (got == 0) {
+		assert(pid == running);   /* one child at a time */
+		ran = tw_now_ms() - running_since;
+		if (timeout_ms == 0 || ran <= timeout_ms)
+			return 1;
+		kill_reap(pid);
+		timeouts++;
+		tw_warn("mgrd: the snapshot process %d writing %s ran %llu ms, "
+			"longer than snapshot_timeout (%u ms): killed",
+			(int)pid, running_what, (unsigned long long)ran,
+			timeout_ms);
+		return -ETIMEDOUT;
+	}
+	if (running == pid)
+		running = 0;
 	if (got < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
 		return -EIO;
 	return 0;
@@ -108,10 +180,6 @@ int mgr_snap_wait(pid_t pid)
 
 void mgr_snap_kill(pid_t pid)
 {
-	if (pid <= 0)
-		return;
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	reaped(pid);
+	if (pid > 0)
+		kill_reap(pid);
 }

@@ -5,9 +5,15 @@
 # file by file, and the namespace survives a further restart.  mgrd's log
 # is snapshotted every 64 KiB of records here, so snapshots written by a
 # child (docs/ARCHITECTURE.md "Record mode (mgrd)") run during tar and
-# the kills; nothing acknowledged is lost across them.
+# the kills; nothing acknowledged is lost across them.  The first such
+# child of each mgrd hangs (stopped: TWINFS_TEST_SNAP_HANG, snapfork.c):
+# past snapshot_timeout (2 s here) mgrd kills it, warns naming its file,
+# and the next snapshots are installed.
 . "$(dirname "$0")/lib.sh"
-e2e_before_up() { export TWINFS_TEST_SNAPSHOT_BYTES=65536; }
+e2e_before_up() {
+	export TWINFS_TEST_SNAPSHOT_BYTES=65536 TWINFS_TEST_SNAP_HANG=1
+	export TWINFS_SNAPSHOT_TIMEOUT=2s
+}
 e2e_begin mgrd-restart
 e2e_tmpdir T
 
@@ -51,6 +57,26 @@ snaps=$(grep -c 'mgrd: snapshot at seq [0-9]* installed' "$MLOG")
 echo "# $snaps snapshots written by a child during tar x"
 ((snaps > 0)) && pass snapshots-during-tar || fail snapshots-during-tar "no snapshot installed"
 assert_eq no-snapshot-failed "" "$(grep 'mgrd: snapshot .*\(failed\|could not\)' "$MLOG")"
+# A hung child killed, then a snapshot installed after it: more records
+# until both are in the log (usually they are already, after tar).
+HUNG='mgrd: the snapshot process [0-9]* writing .*/snapshot[.]tmp ran [0-9]* ms, longer than snapshot_timeout [(]2000 ms[)]: killed'
+hung_then_installed() {
+	awk -v hung="$HUNG" '$0 ~ hung { h = 1 }
+		h && /mgrd: snapshot at seq [0-9]* installed/ { ok = 1 }
+		END { exit !ok }' "$MLOG"
+}
+mkdir "$M/snapto"
+for ((i = 0; i < 100; i++)); do
+	hung_then_installed && break
+	for ((f = 0; f < 100; f++)); do : >"$M/snapto/r$i-$f"; done
+	sleep 0.2
+done
+echo "# $(grep -c "$HUNG" "$MLOG") hung snapshot processes killed, $i rounds of creates to see it"
+if hung_then_installed; then
+	pass hung-snapshot-killed-then-installed
+else
+	fail hung-snapshot-killed-then-installed "$(grep -c "$HUNG" "$MLOG") kills logged: $(grep -m 2 'snapshot' "$MLOG" | tr '\n' ' ')"
+fi
 check tree-matches diff -r --no-dereference "$T/ref" "$M/x"
 check tar-compare tar -C "$M/x" --compare -f "$T/src.tar"
 

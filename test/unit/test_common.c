@@ -869,6 +869,29 @@ Test(conf, mgrd_lease_time)
 	expect_error("[mgrd]\nlease_time = soon\n", 2, "bad time");
 }
 
+/* [mgrd] snapshot_timeout (mgrd/snapfork.c): a time, 0 or off = none. */
+Test(conf, mgrd_snapshot_timeout)
+{
+	static const struct {
+		const char *val;
+		uint32_t ms;
+	} ok[] = { { "30m", 1800000 }, { "90", 90000 }, { "off", 0 },
+		   { "0", 0 } };
+	struct tw_conf c;
+	char err[256], text[512];
+
+	cr_assert_eq(load("[mgrd]\n" FOUR_IODS, &c, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(c.snapshot_timeout_ms, 600000);
+	for (size_t i = 0; i < TW_ARRAY_SIZE(ok); i++) {
+		snprintf(text, sizeof(text),
+			 "[mgrd]\nsnapshot_timeout = %s\n" FOUR_IODS, ok[i].val);
+		cr_assert_eq(load(text, &c, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(c.snapshot_timeout_ms, ok[i].ms, "%s", ok[i].val);
+	}
+	expect_error("[mgrd]\nsnapshot_timeout = never\n", 2, "bad time");
+}
+
 /* The vote file (common/FORMAT.md "Vote file"): absent = a new voter,
  * a round trip, and damage or another version refused, never read as a
  * forgotten promise. */

@@ -11,10 +11,12 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -1059,63 +1061,94 @@ static void check_invariants(const struct mgr_state *st)
 	tw_hmap_free(&opens);
 }
 
+/* A workload's run: the live state with its journal in a new directory
+ * and four sessions (run_start); the state its log replays into after a
+ * "crash" (run_crash_replay). */
+struct run {
+	char *dir;
+	struct mgr_state live, replayed;
+	struct mgr_journal j, j2;
+	struct workload w;
+};
+
+static void run_start(struct run *r, unsigned seed)
+{
+	struct mgr_time now = { 1, 0 };
+
+	memset(r, 0, sizeof(*r));
+	r->dir = tmpdir();
+	r->w.st = &r->live;
+	r->w.j = &r->j;
+	r->w.seed = seed;
+	r->w.stop_at = -1;
+	cr_assert_eq(mgr_state_init(&r->live, &conf, &now), 0);
+	cr_assert_eq(mgr_journal_open(&r->j, r->dir, &r->live), 0);
+	for (int i = 0; i < 4; i++)
+		new_session(&r->w, i);
+}
+
+/* "Crash": close the log files without a snapshot; the log replays into
+ * a state equal to the live one. */
+static void run_crash_replay(struct run *r)
+{
+	struct mgr_time now = { 1, 0 };
+
+	mgr_journal_close(&r->j);
+	cr_assert_eq(mgr_state_init(&r->replayed, &conf, &now), 0);
+	cr_assert_eq(mgr_journal_open(&r->j2, r->dir, &r->replayed), 0);
+	assert_same(&r->live, &r->replayed);
+	check_invariants(&r->replayed);
+}
+
+static void run_end(struct run *r)
+{
+	mgr_journal_close(&r->j2);
+	mgr_state_free(&r->live);
+	mgr_state_free(&r->replayed);
+	rm_rf(r->dir);
+	free(r->dir);
+}
+
 static void run_workload(unsigned seed, int steps, int snapshot_at,
 			 bool clean_close)
 {
-	char *dir = tmpdir();
-	struct mgr_state live_st, replayed;
-	struct mgr_journal j, j2;
-	struct mgr_time now = { 1, 0 };
-	struct workload w = { .st = &live_st, .j = &j, .seed = seed,
-			      .stop_at = -1 };
+	struct run r;
+	struct workload *w = &r.w;
 
-	cr_assert_eq(mgr_state_init(&live_st, &conf, &now), 0);
-	cr_assert_eq(mgr_journal_open(&j, dir, &live_st), 0);
-	for (int i = 0; i < 4; i++)
-		new_session(&w, i);
+	run_start(&r, seed);
 	for (int i = 0; i < steps; i++) {
 		if (i == snapshot_at)
-			cr_assert_eq(mgr_journal_snapshot(&j), 0);
-		step(&w);
+			cr_assert_eq(mgr_journal_snapshot(&r.j), 0);
+		step(w);
 		if (i % 97 == 0)
-			check_invariants(&live_st);
+			check_invariants(&r.live);
 	}
 	if (clean_close)
-		cr_assert_eq(mgr_journal_snapshot(&j), 0);
+		cr_assert_eq(mgr_journal_snapshot(&r.j), 0);
 	/* The workload must exercise every operation, failing and not. */
 	for (int t = 1; t < MGR_OP_MAX_; t++) {
 		if (t == MGR_OP_TRUNC_BEGIN)
 			continue;
-		cr_assert_gt(w.ok[t], 0, "op %d never succeeded (seed %u)", t,
+		cr_assert_gt(w->ok[t], 0, "op %d never succeeded (seed %u)", t,
 			     seed);
 		if (getenv("MGR_TEST_VERBOSE"))
-			fprintf(stderr, "op %2d: %u/%u\n", t, w.ok[t],
-				w.tried[t]);
+			fprintf(stderr, "op %2d: %u/%u\n", t, w->ok[t],
+				w->tried[t]);
 	}
 	if (getenv("MGR_TEST_VERBOSE"))
 		fprintf(stderr, "inodes %zu orphans %u (max %u) pdel %zu\n",
-			live_st.ns.inodes.count, live_st.ns.n_orphans,
-			w.max_orphans, live_st.ns.pdel.count);
-	cr_assert_gt(w.max_orphans, 0);
-	/* "Crash": close the log files without a snapshot. */
-	mgr_journal_close(&j);
-
-	cr_assert_eq(mgr_state_init(&replayed, &conf, &now), 0);
-	cr_assert_eq(mgr_journal_open(&j2, dir, &replayed), 0);
-	check_invariants(&live_st);
-	assert_same(&live_st, &replayed);
-	check_invariants(&replayed);
+			r.live.ns.inodes.count, r.live.ns.n_orphans,
+			w->max_orphans, r.live.ns.pdel.count);
+	cr_assert_gt(w->max_orphans, 0);
+	check_invariants(&r.live);
+	run_crash_replay(&r);
 	/* And the replayed state can go on. */
-	w.st = &replayed;
-	w.j = &j2;
+	w->st = &r.replayed;
+	w->j = &r.j2;
 	for (int i = 0; i < 50; i++)
-		step(&w);
-	check_invariants(&replayed);
-	mgr_journal_close(&j2);
-	mgr_state_free(&live_st);
-	mgr_state_free(&replayed);
-	rm_rf(dir);
-	free(dir);
+		step(w);
+	check_invariants(&r.replayed);
+	run_end(&r);
 }
 
 TestSuite(persist, .init = conf_setup);
@@ -1173,49 +1206,118 @@ static void crash_at(unsigned seed, unsigned nth, int mode)
  * (mgr_journal_close kills it; the log keeps both files). */
 static void bg_snapshots(unsigned seed, bool wait_last)
 {
-	char *dir = tmpdir();
-	struct mgr_state live_st, replayed;
-	struct mgr_journal j, j2;
-	struct mgr_time now = { 1, 0 };
-	struct workload w = { .st = &live_st, .j = &j, .seed = seed,
-			      .stop_at = -1 };
+	struct run r;
 
-	cr_assert_eq(mgr_state_init(&live_st, &conf, &now), 0);
-	cr_assert_eq(mgr_journal_open(&j, dir, &live_st), 0);
-	j.snapshot_bytes = j.snapshot_bytes_cfg = 16384;
-	for (int i = 0; i < 4; i++)
-		new_session(&w, i);
+	run_start(&r, seed);
+	r.j.snapshot_bytes = r.j.snapshot_bytes_cfg = 16384;
 	for (int i = 0; i < 3000; i++)
-		step(&w);
+		step(&r.w);
 	/* bounded by iterations, not time: a slow machine only waits */
-	for (int i = 0; (j.bg_child > 0 || j.snapshots == 0) && i < 60000;
+	for (int i = 0; (r.j.bg_child > 0 || r.j.snapshots == 0) && i < 60000;
 	     i++) {
 		usleep(1000);
-		mgr_journal_poll(&j);
-		if (j.bg_child == 0 && j.snapshots == 0)
-			step(&w);
+		mgr_journal_poll(&r.j);
+		if (r.j.bg_child == 0 && r.j.snapshots == 0)
+			step(&r.w);
 	}
-	cr_assert_gt(j.snapshots, 0, "snapshots installed");
-	cr_assert_eq(j.bg_child, 0);
+	cr_assert_gt(r.j.snapshots, 0, "snapshots installed");
+	cr_assert_eq(r.j.bg_child, 0);
 	if (!wait_last)   /* most likely one running at the crash */
 		for (int i = 0; i < 1000; i++)
-			step(&w);
-	mgr_journal_close(&j);   /* the crash */
-	cr_assert_eq(mgr_state_init(&replayed, &conf, &now), 0);
-	cr_assert_eq(mgr_journal_open(&j2, dir, &replayed), 0);
-	assert_same(&live_st, &replayed);
-	check_invariants(&replayed);
-	mgr_journal_close(&j2);
-	mgr_state_free(&live_st);
-	mgr_state_free(&replayed);
-	rm_rf(dir);
-	free(dir);
+			step(&r.w);
+	run_crash_replay(&r);
+	run_end(&r);
 }
 
 Test(persist, snapshots_written_by_a_child)
 {
 	bg_snapshots(5, true);
 	bg_snapshots(6, false);
+}
+
+/* The periodic snapshot's first child hangs (stopped: snapfork.c's test
+ * hook; each Criterion test runs in a process of its own, so it is this
+ * process's first fork): past the timeout it is killed, the log keeps
+ * every record, a later try installs a snapshot and the state replays
+ * equal. */
+Test(persist, snapshot_child_that_hangs_is_killed)
+{
+	uint64_t t0 = mgr_snap_timeouts();
+
+	cr_assert_eq(setenv("TWINFS_TEST_SNAP_HANG", "1", 1), 0);
+	mgr_snap_set_timeout(300);
+	bg_snapshots(7, true);
+	cr_assert_eq(mgr_snap_timeouts(), t0 + 1);
+	unsetenv("TWINFS_TEST_SNAP_HANG");
+	mgr_snap_set_timeout(TW_SNAPSHOT_TIMEOUT_MS);
+}
+
+static int snap_hang(const uint8_t *buf, size_t len, void *arg)
+{
+	(void)buf;
+	(void)len;
+	(void)arg;
+	for (int i = 0; i < 600; i++)   /* bounded: a test's lifetime */
+		sleep(1);
+	return 0;
+}
+
+static int snap_quick(const uint8_t *buf, size_t len, void *arg)
+{
+	(void)buf;
+	(void)len;
+	(void)arg;
+	return 0;
+}
+
+/* Polls until the child ended (bounded by iterations, not time). */
+static int snap_wait_end(pid_t pid)
+{
+	int rc = 1;
+
+	for (int i = 0; rc == 1 && i < 60000; i++) {
+		rc = mgr_snap_wait(pid);
+		if (rc == 1)
+			usleep(1000);
+	}
+	return rc;
+}
+
+/* snapfork.c's timeout: a child that hangs is killed and reaped (no
+ * zombie), mgr_snap_wait says -ETIMEDOUT, and the next fork works; 0
+ * means no limit. */
+Test(persist, snapshot_child_timeout)
+{
+	struct mgr_time now = { 1, 0 };
+	struct mgr_state st;
+	uint64_t t0 = mgr_snap_timeouts();
+	pid_t pid;
+
+	cr_assert_eq(mgr_state_init(&st, &conf, &now), 0);
+	mgr_snap_set_timeout(200);
+	pid = mgr_snap_fork_fn(&st, snap_hang, NULL, "/test/hang");
+	cr_assert_gt(pid, 0);
+	cr_assert(mgr_snap_busy());
+	cr_assert_eq(mgr_snap_fork_fn(&st, snap_quick, NULL, "/test/quick"),
+		     -EBUSY);
+	cr_assert_eq(snap_wait_end(pid), -ETIMEDOUT);
+	cr_assert_eq(mgr_snap_timeouts(), t0 + 1);
+	cr_assert(!mgr_snap_busy());
+	/* Killed and reaped: neither running nor a zombie. */
+	cr_assert_eq(waitpid(pid, NULL, WNOHANG), -1);
+	cr_assert_eq(errno, ECHILD);
+	cr_assert_eq(kill(pid, 0), -1);
+	cr_assert_eq(errno, ESRCH);
+
+	/* The next fork works and ends on its own. */
+	pid = mgr_snap_fork_fn(&st, snap_quick, NULL, "/test/quick");
+	cr_assert_gt(pid, 0);
+	mgr_snap_set_timeout(0);   /* none: only the child's end ends it */
+	cr_assert_eq(snap_wait_end(pid), 0);
+	cr_assert(!mgr_snap_busy());
+	cr_assert_eq(mgr_snap_timeouts(), t0 + 1);
+	mgr_snap_set_timeout(TW_SNAPSHOT_TIMEOUT_MS);
+	mgr_state_free(&st);
 }
 
 Test(persist, failed_or_torn_append_at_every_point)

@@ -1134,37 +1134,64 @@ Test(reclog, old_log_kept_after_failed_replacement)
 
 /* --------------------------------------------------------- crash tests */
 
-/* The workload: A = append the next record, Y = sync, S = snapshot of the
- * state (every record acknowledged so far).  Appends after the last
- * snapshot test the drop cases that no later snapshot repairs: before and
- * after its last sync. */
+/* The workloads, one call a letter: A = append the next record, Y =
+ * sync, S = snapshot of the state (every record acknowledged so far);
+ * a snapshot in the background, the child's part done in process: B =
+ * begin, W = the child writes the state as of the begin's seq, F =
+ * finish, X = abandon (a child that failed or was killed).
+ *
+ * workload: appends after the last snapshot test the drop cases that no
+ * later snapshot repairs: before and after its last sync. */
 static const char workload[] = "AAAYAAASAAAASSAYAAAAASAAAYAA";
 #define NCALLS (sizeof(workload) - 1)
 #define SNAP_OPS 8   /* FORMAT.md "Write sequence of a snapshot" */
+/* bg_workload: the first B..X leaves journal.next pending; the second B
+ * keeps it, and its F installs a snapshot that covers both files. */
+static const char bg_workload[] = "AAAYAAABAAAXAAYBAAWAAFAAYA";
+#define BG_NCALLS (sizeof(bg_workload) - 1)
+#define MAX_CALLS TW_MAX(NCALLS, BG_NCALLS)
 
 struct run {
-	int rc[NCALLS];
-	size_t acks_before[NCALLS];   /* acked.n when call c started */
-	struct hist acked;            /* appends that returned 0 */
+	int rc[MAX_CALLS];
+	size_t acks_before[MAX_CALLS];   /* acked.n when call c started */
+	struct hist acked;               /* appends that returned 0 */
 };
 
-/* Opens a fresh log in `dir`, arms the fault and runs the workload. */
-static void run_workload(const char *dir, unsigned nth, int mode, struct run *r)
+/* The state as of seq n: the first n acknowledged records. */
+static uint8_t *serialise_prefix(const struct hist *h, size_t n, size_t *len)
+{
+	struct hist pre = *h;
+
+	cr_assert_leq(n, h->n);
+	pre.n = n;
+	return hist_serialise(&pre, len);
+}
+
+/* Opens a fresh log in `dir`, arms the fault and runs the calls of ops
+ * (a workload above). */
+static void run_workload(const char *dir, const char *ops, unsigned nth,
+			 int mode, struct run *r)
 {
 	struct hist got = { 0 };
 	struct jnl_rec *j;
 	unsigned next = 0;
+	uint64_t bseq = 0;
+	bool begun = false;
 	uint8_t buf[5000];
 
+	cr_assert_leq(strlen(ops), MAX_CALLS);
 	memset(r, 0, sizeof(*r));
 	cr_assert_eq(open_into(dir, &got, &j), 0);
 	jnl_rec_inject_fault(j, nth, mode);
-	for (size_t c = 0; c < NCALLS; c++) {
-		r->acks_before[c] = r->acked.n;
-		if (workload[c] == 'A') {
-			size_t len = rec_len(next);
-			uint64_t seq = 0;
+	for (size_t c = 0; ops[c]; c++) {
+		size_t len;
+		uint8_t *state;
+		uint64_t seq = 0;
 
+		r->acks_before[c] = r->acked.n;
+		switch (ops[c]) {
+		case 'A':
+			len = rec_len(next);
 			rec_fill(next++, buf, len);
 			r->rc[c] = jnl_rec_append(j, buf, len, &seq);
 			if (r->rc[c] == 0) {
@@ -1172,19 +1199,67 @@ static void run_workload(const char *dir, unsigned nth, int mode, struct run *r)
 					     "inv 2: contiguous seqs");
 				hist_push(&r->acked, seq, buf, len);
 			}
-		} else if (workload[c] == 'Y') {
+			break;
+		case 'Y':
 			r->rc[c] = jnl_rec_sync(j);
-		} else {
-			size_t len;
-			uint8_t *state = hist_serialise(&r->acked, &len);
-
+			break;
+		case 'S':
+			state = hist_serialise(&r->acked, &len);
 			r->rc[c] = jnl_rec_snapshot(j, state, len);
 			free(state);
+			break;
+		case 'B':
+			r->rc[c] = jnl_rec_snap_begin(j, &bseq);
+			begun = r->rc[c] == 0;
+			if (begun)
+				cr_assert_eq(bseq, r->acked.n, "begin's seq");
+			break;
+		case 'W':
+			if (!begun)
+				break;
+			state = serialise_prefix(&r->acked, bseq, &len);
+			r->rc[c] = jnl_rec_snap_write(j, bseq, state, len);
+			free(state);
+			if (r->rc[c] < 0) {
+				jnl_rec_snap_abandon(j);
+				begun = false;
+			}
+			break;
+		case 'F':
+			if (begun)
+				r->rc[c] = jnl_rec_snap_finish(j);
+			begun = false;
+			break;
+		case 'X':
+			if (begun)
+				jnl_rec_snap_abandon(j);
+			begun = false;
+			break;
+		default:
+			cr_assert_fail("call '%c'", ops[c]);
 		}
 	}
 	/* The crash: no further I/O; the records are in the file already. */
 	jnl_rec_close(j);
 	hist_free(&got);
+}
+
+/* The log reopened as j replayed *got: an append goes on at the next seq
+ * (inv 10) and a second replay gives the same (inv 8).  Closes j. */
+static void check_goes_on(const char *dir, struct jnl_rec *j,
+			  struct hist *got, const char *what, unsigned nth)
+{
+	struct hist got2 = { 0 };
+	uint64_t seq;
+
+	cr_assert_eq(jnl_rec_append(j, "post", 4, &seq), 0);
+	cr_assert_eq(seq, got->n + 1, "%s N=%u: inv 10", what, nth);
+	hist_push(got, seq, "post", 4);
+	jnl_rec_close(j);
+	cr_assert_eq(open_into(dir, &got2, &j), 0);
+	assert_hist_eq(&got2, got, got->n, "replay after recovery (inv 8)");
+	jnl_rec_close(j);
+	hist_free(&got2);
 }
 
 /* Reopens after the crash: expects `want_rc`, and when 0 the first want_n
@@ -1193,26 +1268,16 @@ static void run_workload(const char *dir, unsigned nth, int mode, struct run *r)
 static void check_recovery(const char *dir, const struct run *r, int want_rc,
 			   size_t want_n, const char *what, unsigned nth)
 {
-	struct hist got = { 0 }, got2 = { 0 };
+	struct hist got = { 0 };
 	struct jnl_rec *j;
-	uint64_t seq;
 
 	cr_assert_eq(open_into(dir, &got, &j), want_rc, "%s N=%u: open", what,
 		     nth);
-	if (want_rc != 0) {
-		hist_free(&got);
-		return;
+	if (want_rc == 0) {
+		assert_hist_eq(&got, &r->acked, want_n, what);
+		check_goes_on(dir, j, &got, what, nth);
 	}
-	assert_hist_eq(&got, &r->acked, want_n, what);
-	cr_assert_eq(jnl_rec_append(j, "post", 4, &seq), 0);
-	cr_assert_eq(seq, want_n + 1, "%s N=%u: inv 10", what, nth);
-	hist_push(&got, seq, "post", 4);
-	jnl_rec_close(j);
-	cr_assert_eq(open_into(dir, &got2, &j), 0);
-	assert_hist_eq(&got2, &got, got.n, "replay after recovery (inv 8)");
-	jnl_rec_close(j);
 	hist_free(&got);
-	hist_free(&got2);
 }
 
 static int first_error(const struct run *r)
@@ -1326,7 +1391,7 @@ Test(reclog, crash_at_every_write, .timeout = 120)
 		int fc;
 		unsigned step;
 
-		run_workload(dir, nth, FAULT_FAIL, &r);
+		run_workload(dir, workload, nth, FAULT_FAIL, &r);
 		fc = first_error(&r);
 		if (fc < 0) {
 			/* The workload completed without reaching op N. */
@@ -1346,14 +1411,14 @@ Test(reclog, crash_at_every_write, .timeout = 120)
 		hits[0]++;
 
 		dir = make_dir();
-		run_workload(dir, nth, FAULT_TEAR, &r);
+		run_workload(dir, workload, nth, FAULT_TEAR, &r);
 		check_failed(dir, &r, fc, step, nth, "tear");
 		hist_free(&r.acked);
 		rm_dir(dir);
 		hits[1]++;
 
 		dir = make_dir();
-		run_workload(dir, nth, FAULT_DROP, &r);
+		run_workload(dir, workload, nth, FAULT_DROP, &r);
 		check_dropped(dir, &r, fc, step, nth);
 		hist_free(&r.acked);
 		rm_dir(dir);
@@ -1485,94 +1550,6 @@ Test(reclog, snapshot_at_lower_seq_crash_at_every_step)
 
 /* ------------------------------------- snapshot in the background (inv 16) */
 
-/* The state as of seq n: the first n acknowledged records. */
-static uint8_t *serialise_prefix(const struct hist *h, size_t n, size_t *len)
-{
-	struct hist pre = *h;
-
-	cr_assert_leq(n, h->n);
-	pre.n = n;
-	return hist_serialise(&pre, len);
-}
-
-/* The workload of a background snapshot, the child's part done in
- * process: A = append, Y = sync, B = begin, W = the child writes the state
- * as of the begin's seq, F = finish, X = abandon (a child that failed or
- * was killed).  The first B..X leaves journal.next pending; the second B
- * keeps it, and its F installs a snapshot that covers both files. */
-static const char bg_workload[] = "AAAYAAABAAAXAAYBAAWAAFAAYA";
-#define BG_NCALLS (sizeof(bg_workload) - 1)
-
-struct bg_run {
-	int rc[BG_NCALLS];
-	struct hist acked;
-};
-
-static void run_bg_workload(const char *dir, unsigned nth, int mode,
-			    struct bg_run *r)
-{
-	struct hist got = { 0 };
-	struct jnl_rec *j;
-	unsigned next = 0;
-	uint64_t bseq = 0;
-	bool begun = false;
-	uint8_t buf[5000];
-
-	memset(r, 0, sizeof(*r));
-	cr_assert_eq(open_into(dir, &got, &j), 0);
-	jnl_rec_inject_fault(j, nth, mode);
-	for (size_t c = 0; c < BG_NCALLS; c++) {
-		size_t len;
-		uint8_t *state;
-		uint64_t seq = 0;
-
-		switch (bg_workload[c]) {
-		case 'A':
-			len = rec_len(next);
-			rec_fill(next++, buf, len);
-			r->rc[c] = jnl_rec_append(j, buf, len, &seq);
-			if (r->rc[c] == 0) {
-				cr_assert_eq(seq, r->acked.n + 1, "inv 2");
-				hist_push(&r->acked, seq, buf, len);
-			}
-			break;
-		case 'Y':
-			r->rc[c] = jnl_rec_sync(j);
-			break;
-		case 'B':
-			r->rc[c] = jnl_rec_snap_begin(j, &bseq);
-			begun = r->rc[c] == 0;
-			if (begun)
-				cr_assert_eq(bseq, r->acked.n, "begin's seq");
-			break;
-		case 'W':
-			if (!begun)
-				break;
-			state = serialise_prefix(&r->acked, bseq, &len);
-			r->rc[c] = jnl_rec_snap_write(j, bseq, state, len);
-			free(state);
-			if (r->rc[c] < 0) {
-				jnl_rec_snap_abandon(j);
-				begun = false;
-			}
-			break;
-		case 'F':
-			if (begun)
-				r->rc[c] = jnl_rec_snap_finish(j);
-			begun = false;
-			break;
-		case 'X':
-			if (begun)
-				jnl_rec_snap_abandon(j);
-			begun = false;
-			break;
-		}
-	}
-	/* The crash: no further I/O. */
-	jnl_rec_close(j);
-	hist_free(&got);
-}
-
 /* Every write-level operation of the workload failed, torn or dropped in
  * turn; reopened, the journal gives exactly the acknowledged records
  * (fail, tear) or a prefix of them or a refusal (drop), is idempotent and
@@ -1594,12 +1571,12 @@ Test(reclog, background_snapshot_crash_at_every_step, .timeout = 120)
 		for (size_t m = 0; m < 3; m++) {
 			char *dir = make_dir();
 			struct hist got = { 0 };
-			struct bg_run r;
+			struct run r;
 			struct jnl_rec *j;
 			bool any_err = false;
 			int rc;
 
-			run_bg_workload(dir, nth, modes[m], &r);
+			run_workload(dir, bg_workload, nth, modes[m], &r);
 			for (size_t c = 0; c < BG_NCALLS; c++)
 				any_err |= r.rc[c] != 0;
 			if (modes[m] == FAULT_FAIL && any_err)
@@ -1625,22 +1602,7 @@ Test(reclog, background_snapshot_crash_at_every_step, .timeout = 120)
 				assert_hist_eq(&got, &r.acked, got.n,
 					       "drop: a prefix");
 			}
-			{
-				struct hist got2 = { 0 };
-				uint64_t seq;
-
-				cr_assert_eq(jnl_rec_append(j, "post", 4, &seq),
-					     0);
-				cr_assert_eq(seq, got.n + 1, "N=%u: inv 10",
-					     nth);
-				hist_push(&got, seq, "post", 4);
-				jnl_rec_close(j);
-				cr_assert_eq(open_into(dir, &got2, &j), 0);
-				assert_hist_eq(&got2, &got, got.n,
-					       "replay after recovery (inv 8)");
-				jnl_rec_close(j);
-				hist_free(&got2);
-			}
+			check_goes_on(dir, j, &got, "background snapshot", nth);
 			hist_free(&got);
 			hist_free(&r.acked);
 			rm_dir(dir);
