@@ -102,13 +102,16 @@ assert_eq no-switch-back-logged 1 "$(grep -c 'using mgrd' "$LOG")"
 
 # ------------------------------------------- a hung mgrd: no answer at all
 # Stopped, mgrd still accepts connections but answers nothing: the
-# client's attempt times out (max(2 x request_timeout, 10 s)), it tries the
-# other address, comes back, and its write lands once mgrd runs again.
+# client's attempt times out (max(2 x request_timeout, 10 s)) and it logs
+# so, it tries the other address, comes back, and its write lands once
+# mgrd runs again.  mgrd is continued once the timeout is logged (60 s at
+# most), not after a fixed wait.
 (cd / && head -c 65536 /dev/urandom >"$T/c")
+n0=$(wc -l <"$LOG")
 lc stop-mgrd >/dev/null
 cp "$T/c" "$M2/c" 2>"$T/cp2.err" &
 cppid=$!
-sleep 15
+wait_log "$LOG" "$n0" "mgrd $REAL: timed out" 60000
 lc cont-mgrd >/dev/null
 if wait $cppid; then
 	pass write-across-hung-mgrd
