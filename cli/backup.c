@@ -50,7 +50,15 @@ static int fetch(struct ctl *ctl, struct wire_sync *mgr, const char *addr,
 	struct wire_msg *reply = NULL;
 	int rc;
 
-	(void)ctl;
+	/* The first answer comes when mgrd's child has written the whole
+	 * state (about 10 s per million inodes on a busy machine), far
+	 * past request_timeout: unless -t says otherwise, wait as long as
+	 * mgrd lets the child run, and a little more for the answer.  A
+	 * snapshot_timeout of 0 (none) waits an hour. */
+	if (!ctl->timeout_ms)
+		wire_sync_set_timeout(mgr, ctl->conf.snapshot_timeout_ms ?
+				      ctl->conf.snapshot_timeout_ms + 30000 :
+				      3600000);
 	for (;;) {
 		const Twinfs__MgrdBackupReply *r;
 

@@ -364,6 +364,8 @@ int wire_sync_open2(const char *host, int port, const Twinfs__Hello *hello,
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply);
+/* The timeout of the next calls (0: the default, 10 s). */
+void wire_sync_set_timeout(struct wire_sync *s, uint32_t timeout_ms);
 void wire_sync_close(struct wire_sync *s);
 
 /* ------------------------------------------------------- capabilities */

@@ -29,6 +29,11 @@ static void on_reply(int status, struct wire_msg *reply, void *arg)
 	r->reply = reply;
 }
 
+void wire_sync_set_timeout(struct wire_sync *s, uint32_t timeout_ms)
+{
+	s->timeout_ms = timeout_ms ? timeout_ms : 10000;
+}
+
 int wire_sync_call(struct wire_sync *s, uint16_t type,
 		   const ProtobufCMessage *body, const struct iovec *iov,
 		   int niov, struct wire_msg **reply)
