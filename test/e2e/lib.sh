@@ -84,37 +84,12 @@ e2e_logs_tail() {
 	done
 }
 
-# e2e_down: 'local-cluster down', with the daemons stopped side by side.
-# down stops one daemon at a time, and each takes a while (an iod syncs
-# and checkpoints its journal, under ASan a leak check follows): first the
-# mounts go as down does (each client exits before any daemon stops),
-# then every daemon of the run dir gets SIGTERM at once, and down waits
-# for what is left.
-e2e_down() {
-	local f pid
-	for f in "$TWINFS_RUN_DIR"/pids/mount*.path; do
-		[[ -e $f ]] && lc umount "$(<"$f")"
-	done
-	for f in "$TWINFS_RUN_DIR"/pids/iod*.pid "$TWINFS_RUN_DIR"/pids/mgrd*.pid; do
-		[[ -e $f ]] || continue
-		pid=$(<"$f")
-		[[ $pid =~ ^[0-9]+$ ]] || continue
-		# only a daemon of ours: a pid file may outlive its process
-		case $(readlink "/proc/$pid/exe" 2>/dev/null) in
-		*/twinfs-iod | */twinfs-mgrd)
-			kill -TERM "$pid" 2>/dev/null
-			kill -CONT "$pid" 2>/dev/null ;; # a stopped one must see TERM
-		esac
-	done
-	lc down
-}
-
 e2e_cleanup() {
 	local rc=$? f
 	trap - EXIT INT TERM
 	if ((E2E_UP)) && [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
 		cd / || true
-		e2e_down >/dev/null 2>&1 || { echo "# local-cluster down failed"; }
+		lc down >/dev/null 2>&1 || { echo "# local-cluster down failed"; }
 	fi
 	if [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
 		for f in "${E2E_FSMOUNTS[@]}"; do
