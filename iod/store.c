@@ -339,6 +339,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	pthread_cond_init(&s->unlink_cond, NULL);
 	pthread_mutex_init(&s->drain_lock, NULL);
 	tw_hmap_init(&s->unlink_q);
+	tw_hmap_init(&s->index.gone);
 	atomic_init(&s->unlink_pending, 0);
 	if (!opts->dir || !opts->cluster ||
 	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||
@@ -451,6 +452,7 @@ void store_home_close(struct iod_store *s)
 	s->drainer_started = false;
 	assert(s->unlink_busy == 0);
 	tw_hmap_free(&s->unlink_q);
+	store_index_free(s);
 	pthread_cond_destroy(&s->unlink_cond);
 	pthread_mutex_destroy(&s->unlink_lock);
 	pthread_mutex_destroy(&s->drain_lock);
@@ -724,6 +726,7 @@ int store_get_sub(struct iod_store *s, uint64_t ino, uint32_t column,
 				  strerror(-rc));
 			return rc;
 		}
+		store_index_added(s, ino, column);   /* X1 */
 	}
 	if (fd < 0)
 		return fd;
@@ -863,6 +866,7 @@ int store_unlink(struct iod_store *s, uint64_t ino, uint32_t column)
 	store_unlinkq_settle(s, ino, column, rel);
 	if (unlinkat(s->sub_fd, rel, 0) < 0 && errno != ENOENT)
 		return -errno;
+	store_index_removed(s, ino, column);
 	return store_csum_forget(s, ino, column);
 }
 
@@ -884,7 +888,10 @@ int store_unlink_later(struct iod_store *s, uint64_t ino, uint32_t column)
 			atomic_fetch_add(&s->unlink_pending, 1);
 	}
 	pthread_mutex_unlock(&s->unlink_lock);
-	return rc < 0 ? store_unlink(s, ino, column) : 0;
+	if (rc < 0)
+		return store_unlink(s, ino, column);
+	store_index_removed(s, ino, column);  /* gone for readers now (S4) */
+	return 0;
 }
 
 /* One drain of the queue (drain_lock held): the first error. */

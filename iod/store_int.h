@@ -133,6 +133,16 @@ struct iod_store {
 	struct tw_hmap lost;       /* obj + 1 -> struct store_lost * */
 	uint64_t lost_news;        /* subfiles ever added to it */
 
+	/* store_scan.c: the sorted index of the names at home (X1-X3) */
+	struct store_index {
+		bool built;          /* filled from the directories */
+		uint64_t *keys;      /* sorted, unique store_obj()s */
+		size_t n;
+		uint64_t *added;     /* created since the last merge */
+		size_t n_added, cap_added;
+		struct tw_hmap gone; /* obj + 1: removed since then */
+	} index;
+
 	/* store_csum.c */
 	int csum_fd;               /* DIR/csums */
 	int csum_cfd;              /* the last checksum file used, or -1 */
@@ -363,6 +373,10 @@ struct store_key {
 int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
 	       size_t max, struct store_key **keys, size_t *n, bool *truncated);
 int store_key_cmp(const void *a, const void *b);
+/* A name was created at home / is logically gone from it (X1). */
+void store_index_added(struct iod_store *s, uint64_t ino, uint32_t column);
+void store_index_removed(struct iod_store *s, uint64_t ino, uint32_t column);
+void store_index_free(struct iod_store *s);
 /* Persisted write-intent ranges of a subfile (WIL_XATTR). */
 #define WIL_MAX_RANGES 120u
 /* A change of more regions than this marks the whole subfile. */

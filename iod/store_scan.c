@@ -1,7 +1,8 @@
 /* store_scan.c - the listing of the subfiles at home (SUBFILES, resync,
- * verify): every name under DIR/subfiles after a cursor, sorted, read
- * from the directories themselves (misplaced or foreign names are
- * skipped).
+ * scrub, the open's passes): every name under DIR/subfiles after a
+ * cursor, sorted, from an index that the directories fill once (misplaced
+ * or foreign names are skipped) and creations and removals keep up to
+ * date ("index" below).
  */
 #include "store_int.h"
 
@@ -28,12 +29,6 @@ int store_key_cmp(const void *a, const void *b)
 	if (x->column != y->column)
 		return x->column < y->column ? -1 : 1;
 	return 0;
-}
-
-static bool key_after(uint64_t ino, uint32_t column, uint64_t a_ino,
-		      uint32_t a_column)
-{
-	return ino > a_ino || (ino == a_ino && column > a_column);
 }
 
 /* "ab" -> 0..255, or -1 unless exactly two lowercase hex digits. */
@@ -87,22 +82,25 @@ static int parse_subname(const char *n, uint64_t *ino, uint32_t *column)
 	return 0;
 }
 
+/* Every name at home, unsorted: the index's first fill. */
 struct collect {
-	struct store_key *keys;
-	size_t n, cap;   /* cap = 2 * max + 1 */
-	size_t max;
-	bool truncated;  /* some candidate was dropped: not eof */
+	uint64_t *objs;
+	size_t n, cap;
 };
 
-static void collect_add(struct collect *c, uint64_t ino, uint32_t column)
+static int collect_add(struct collect *c, uint64_t obj)
 {
 	if (c->n == c->cap) {
-		/* Keep the max smallest: sort, drop the rest. */
-		qsort(c->keys, c->n, sizeof(*c->keys), store_key_cmp);
-		c->n = c->max;
-		c->truncated = true;
+		size_t cap = c->cap ? 2 * c->cap : 4096;
+		uint64_t *p = realloc(c->objs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->objs = p;
+		c->cap = cap;
 	}
-	c->keys[c->n++] = (struct store_key){ ino, column };
+	c->objs[c->n++] = obj;
+	return 0;
 }
 
 /* Open directory rel under dir_fd for reading: 1 and *d, 0 when it is
@@ -122,8 +120,7 @@ static int open_dir(int dir_fd, const char *rel, DIR **d)
 	return 1;
 }
 
-static int scan_cd(struct iod_store *s, int ab, int cd, uint64_t after_ino,
-		   uint32_t after_column, struct collect *c)
+static int scan_cd(struct iod_store *s, int ab, int cd, struct collect *c)
 {
 	char rel[8];
 	DIR *d;
@@ -134,22 +131,21 @@ static int scan_cd(struct iod_store *s, int ab, int cd, uint64_t after_ino,
 	rc = open_dir(s->sub_fd, rel, &d);
 	if (rc <= 0)
 		return rc;
-	while ((de = readdir(d)) != NULL) {
+	while (rc >= 0 && (de = readdir(d)) != NULL) {
 		uint64_t ino;
 		uint32_t column;
 		unsigned a, b;
 
-		if (parse_subname(de->d_name, &ino, &column) < 0)
-			continue;
+		if (parse_subname(de->d_name, &ino, &column) < 0 ||
+		    store_check_ids(ino, column) < 0)
+			continue;   /* not a name the store makes */
 		store_sub_dirs(ino, &a, &b);
 		if ((int)a != ab || (int)b != cd)
 			continue;   /* misplaced: not ours to serve */
-		if (!key_after(ino, column, after_ino, after_column))
-			continue;
-		collect_add(c, ino, column);
+		rc = collect_add(c, store_obj(ino, column));
 	}
 	closedir(d);
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
@@ -172,21 +168,102 @@ static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
 	return 0;
 }
 
-int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
-	       size_t max, struct store_key **keys, size_t *n, bool *truncated)
+static int obj_cmp(const void *a, const void *b)
 {
-	struct collect c = { .max = max };
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ----------------------------------------------------------------- index
+ *
+ * The listing is paged by a cursor (SUBFILES, resync, scrub, the open's
+ * passes), and names are spread over up to 65,536 directories by a hash,
+ * so a page read from the directories costs a walk of all of them: at
+ * 33,000 subfiles a 256-name page took 0.3 s of the loop, a resync's first
+ * count 35 s, long enough for the monitor to call the source down and the
+ * resync to start over, forever.  So the tree is walked once, at the first
+ * listing, into a sorted array of store_obj()s; afterwards each page is a
+ * binary search.
+ *
+ *   X1  The index holds every name at home that may exist (a superset):
+ *       built from the directories, then every creation at home
+ *       (store_get_sub) is added before anything can list it.  A name
+ *       leaves it only when it is logically gone (store_unlink after its
+ *       unlinkat; store_unlink_later, after which nothing opens the path
+ *       before the unlink ran, S4).  The listing still asks each name's
+ *       state (store_stat_logical), so a stale entry costs a stat.
+ *   X2  Changes go to `added` (unsorted) and `gone` (obj + 1), and are
+ *       merged into `keys` at the next listing, or once either holds more
+ *       than max(4096, n) entries: the index stays within about twice its
+ *       size, and a merge (O(n)) comes at most once per n/2 changes.
+ *       An add takes its name out of `gone`, so `gone` holds only names
+ *       whose last change was a removal: keys = (keys + added) - gone.
+ *   X3  Memory runs out: the index is dropped (built = false) and the
+ *       next listing walks the tree again.  Never a subset (X1).
+ *
+ * Loop thread only, as the fd cache. */
+
+static void index_drop(struct store_index *x)
+{
+	free(x->keys);
+	free(x->added);
+	tw_hmap_free(&x->gone);
+	memset(x, 0, sizeof(*x));
+	tw_hmap_init(&x->gone);
+}
+
+void store_index_free(struct iod_store *s)
+{
+	index_drop(&s->index);
+}
+
+static int index_merge(struct store_index *x)
+{
+	size_t n = 0, i = 0, k = 0;
+	uint64_t *out;
+
+	if (x->n_added == 0 && x->gone.count == 0)
+		return 0;
+	qsort(x->added, x->n_added, sizeof(*x->added), obj_cmp);
+	out = malloc((x->n + x->n_added + 1) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	while (i < x->n || k < x->n_added) {
+		uint64_t v;
+
+		if (k == x->n_added || (i < x->n && x->keys[i] <= x->added[k]))
+			v = x->keys[i++];
+		else
+			v = x->added[k++];
+		if ((n > 0 && out[n - 1] == v) ||
+		    tw_hmap_get(&x->gone, v + 1) != NULL)
+			continue;
+		out[n++] = v;
+	}
+	free(x->keys);
+	x->keys = out;
+	x->n = n;
+	x->n_added = 0;
+	tw_hmap_free(&x->gone);
+	tw_hmap_init(&x->gone);
+	return 0;
+}
+
+static size_t index_limit(const struct store_index *x)
+{
+	return TW_MAX(x->n, (size_t)4096);
+}
+
+static int index_build(struct iod_store *s)
+{
+	struct store_index *x = &s->index;
+	struct collect c = { 0 };
 	bool ab_present[256], cd_present[256];
 	char rel[8];
-	int rc = 0;
+	int rc;
 
-	*keys = NULL;
-	*n = 0;
-	*truncated = false;
-	c.cap = 2 * max + 1;
-	c.keys = malloc(c.cap * sizeof(*c.keys));
-	if (!c.keys)
-		return -ENOMEM;
+	index_drop(x);
 	rc = scan_dir_names(s->sub_fd, ".", ab_present);
 	for (int ab = 0; rc == 0 && ab < 256; ab++) {
 		if (!ab_present[ab])
@@ -195,16 +272,97 @@ int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
 		rc = scan_dir_names(s->sub_fd, rel, cd_present);
 		for (int cd = 0; rc == 0 && cd < 256; cd++)
 			if (cd_present[cd])
-				rc = scan_cd(s, ab, cd, after_ino,
-					     after_column, &c);
+				rc = scan_cd(s, ab, cd, &c);
 	}
 	if (rc < 0) {
-		free(c.keys);
+		free(c.objs);
 		return rc;
 	}
-	qsort(c.keys, c.n, sizeof(*c.keys), store_key_cmp);
-	*truncated = c.truncated || c.n > max;
-	*n = TW_MIN(c.n, max);
-	*keys = c.keys;
+	qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
+	x->keys = c.objs;
+	for (size_t i = 0; i < c.n; i++)
+		if (x->n == 0 || x->keys[x->n - 1] != c.objs[i])
+			x->keys[x->n++] = c.objs[i];
+	x->built = true;
+	return 0;
+}
+
+void store_index_added(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	struct store_index *x = &s->index;
+	uint64_t obj = store_obj(ino, column);
+
+	if (!x->built)
+		return;
+	tw_hmap_del(&x->gone, obj + 1);
+	if (x->n_added == x->cap_added) {
+		size_t cap = x->cap_added ? 2 * x->cap_added : 256;
+		uint64_t *p = realloc(x->added, cap * sizeof(*p));
+
+		if (!p) {
+			index_drop(x);   /* X3 */
+			return;
+		}
+		x->added = p;
+		x->cap_added = cap;
+	}
+	x->added[x->n_added++] = obj;
+	if (x->n_added > index_limit(x) && index_merge(x) < 0)
+		index_drop(x);
+}
+
+void store_index_removed(struct iod_store *s, uint64_t ino, uint32_t column)
+{
+	struct store_index *x = &s->index;
+
+	if (!x->built)
+		return;
+	if (tw_hmap_put(&x->gone, store_obj(ino, column) + 1, (void *)1) < 0 ||
+	    (x->gone.count > index_limit(x) && index_merge(x) < 0))
+		index_drop(x);   /* X3 */
+}
+
+int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
+	       size_t max, struct store_key **keys, size_t *n, bool *truncated)
+{
+	struct store_index *x = &s->index;
+	size_t lo = 0, hi, take;
+	uint64_t after;
+	int rc;
+
+	*keys = NULL;
+	*n = 0;
+	*truncated = false;
+	if (after_ino > IOD_MAX_INO)
+		return 0;   /* nothing after it (a peer's cursor) */
+	/* (ino, 255) is after every real column of ino, as any larger one */
+	after = store_obj(after_ino, TW_MIN(after_column, 255u));
+	if (!x->built) {
+		rc = index_build(s);
+		if (rc < 0)
+			return rc;
+	}
+	if (index_merge(x) < 0) {
+		index_drop(x);   /* X3 */
+		return -ENOMEM;
+	}
+	hi = x->n;
+	while (lo < hi) {   /* the first key > after */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->keys[mid] <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	take = TW_MIN(max, x->n - lo);
+	*keys = malloc((take + 1) * sizeof(**keys));
+	if (!*keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < take; i++)
+		(*keys)[i] = (struct store_key){ store_obj_ino(x->keys[lo + i]),
+			store_obj_column(x->keys[lo + i]) };
+	*n = take;
+	*truncated = x->n - lo > take;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,6 +702,113 @@ Test(iod_journal, listing_sees_the_journal)
 	n = iod_store_list(st, out[0].ino, out[0].column, 1, out, &eof);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(out[0].ino, 4);
+}
+
+/* The listing's index (store_scan.c X1-X3) against a model, in every
+ * mode: filled from the directories at the first listing, then kept up
+ * to date by creations and deletions at home (in place, or by a
+ * checkpoint), a name deleted and created again, and more creations than
+ * the index merges at once (4096); a restart's fresh walk agrees. */
+#define IX_N 4400u
+static bool ix_model[IX_N];
+
+static uint64_t ix_ino(unsigned k)
+{
+	return 1000 + (uint64_t)k / 2;
+}
+
+static void ix_expect(const char *when)
+{
+	struct iod_sub_info page[256];
+	uint64_t ai = 0;
+	uint32_t ac = 0;
+	unsigned k = 0;
+	bool eof = false;
+
+	while (!eof) {
+		int n = iod_store_list(st, ai, ac, 256, page, &eof);
+
+		cr_assert_geq(n, 0, "%s: list: %s", when, strerror(-n));
+		for (int i = 0; i < n; i++) {
+			if (page[i].ino < 1000)
+				continue;   /* the filler */
+			while (k < IX_N && !ix_model[k])
+				k++;
+			cr_assert_lt(k, IX_N, "%s (%s mode): %" PRIu64 ".%u "
+				     "listed, not in the model", when,
+				     mode_names[cur_mode], page[i].ino,
+				     page[i].column);
+			cr_assert(page[i].ino == ix_ino(k) &&
+				  page[i].column == k % 2, "%s (%s mode): "
+				  "listed %" PRIu64 ".%u, expected %" PRIu64
+				  ".%u", when, mode_names[cur_mode],
+				  page[i].ino, page[i].column, ix_ino(k),
+				  k % 2);
+			k++;
+		}
+		if (n) {
+			ai = page[n - 1].ino;
+			ac = page[n - 1].column;
+		}
+	}
+	for (; k < IX_N; k++)
+		cr_assert_not(ix_model[k], "%s (%s mode): %" PRIu64 ".%u not "
+			      "listed", when, mode_names[cur_mode], ix_ino(k),
+			      k % 2);
+}
+
+static void ix_set(unsigned k, bool on)
+{
+	uint8_t b = (uint8_t)k;
+
+	if (on)
+		cr_assert_eq(s_write(st, ix_ino(k), k % 2, 0, &b, 1, 0, &L,
+				     NULL), 0);
+	else
+		cr_assert_eq(s_delete(st, ix_ino(k), k % 2), 0);
+	ix_model[k] = on;
+}
+
+Test(iod_journal, listing_index_follows_home, .timeout = 600)
+{
+	struct iod_sub_info out[4];
+	bool eof;
+
+	for (int mode = 0; mode < 3; mode++) {
+		memset(ix_model, 0, sizeof(ix_model));
+		fresh(mode);
+		for (unsigned k = 0; k < 40; k++)
+			ix_set(k, true);
+		restart_clean();
+		ix_expect("after a restart");          /* the index is built */
+		for (unsigned k = 40; k < 80; k++)
+			ix_set(k, true);
+		for (unsigned k = 0; k < 40; k += 3)
+			ix_set(k, false);
+		ix_set(3, true);                        /* deleted, made again */
+		ix_expect("after creations and deletions");
+		checkpoint_by_filler(500, 10);
+		ix_expect("after a checkpoint");
+		for (unsigned k = 80; k < IX_N; k++)    /* past a merge's 4096 */
+			ix_set(k, true);
+		ix_expect("after many creations");
+		checkpoint_by_filler(501, 10);
+		for (unsigned k = 100; k < IX_N; k += 2)
+			ix_set(k, false);
+		checkpoint_by_filler(502, 10);
+		ix_expect("after many deletions");
+		restart_clean();
+		ix_expect("after a second restart");   /* walked again */
+		/* A peer's cursor past every ino or column: nothing after
+		 * it, or the same as its ino's last column. */
+		cr_assert_eq(iod_store_list(st, UINT64_MAX, 0, 4, out, &eof),
+			     0);
+		cr_assert(eof);
+		cr_assert_eq(iod_store_list(st, ix_ino(41), 300, 4, out,
+					    &eof), 4);
+		cr_assert_eq(out[0].ino, ix_ino(42));
+		cr_assert_eq(out[0].column, 0);
+	}
 }
 
 struct marks {
