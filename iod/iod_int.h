@@ -590,10 +590,12 @@ struct iod {
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
 	/* TWINFS_TEST_FAULTS (main.c, SIGUSR2): refuse the next forwarded
-	 * request of type fault_refuse_type (a client WRITE, or any TRUNCATE
-	 * with TWINFS_TEST_REFUSE=truncate) with fault_refusal (-ENOSPC, or
+	 * request of type fault_refuse_type (a client WRITE, a resync's WRITE
+	 * with TWINFS_TEST_REFUSE=resync, or any TRUNCATE with
+	 * TWINFS_TEST_REFUSE=truncate) with fault_refusal (-ENOSPC, or
 	 * -ESTALE with TWINFS_TEST_REFUSE=stale). */
 	bool fault_refuse_fwd;
+	bool fault_refuse_resync;  /* a WRITE of session 0: the resync's */
 	uint16_t fault_refuse_type;
 	int fault_refusal;
 

@@ -86,7 +86,9 @@ static void on_fault_signal(uv_signal_t *s, int signum)
  * TWINFS_TEST_REFUSE names variants, comma-separated: "stale" refuses
  * with ESTALE instead, as a twin that already holds a newer map would
  * (the stale-forward drills); "truncate" refuses the next forwarded
- * TRUNCATE instead, whether mgrd's or a resync's (the whole-copy drill). */
+ * TRUNCATE instead, whether mgrd's or a resync's (the whole-copy drill);
+ * "resync" the next WRITE of a resync instead of a client's (the drill
+ * of a map change racing a copy). */
 static void on_fault2_signal(uv_signal_t *s, int signum)
 {
 	struct iod *d = s->data;
@@ -97,10 +99,12 @@ static void on_fault2_signal(uv_signal_t *s, int signum)
 	d->fault_refuse_type = how && strstr(how, "truncate")
 			       ? TWINFS__MSG_TYPE__MSG_TRUNCATE
 			       : TWINFS__MSG_TYPE__MSG_WRITE;
+	d->fault_refuse_resync = how && strstr(how, "resync");
 	tw_warn("iod %" PRIu32 ": SIGUSR2 with TWINFS_TEST_FAULTS=1: the next "
 		"forwarded %s is refused with %s", d->id,
 		d->fault_refuse_type == TWINFS__MSG_TYPE__MSG_TRUNCATE
-		? "TRUNCATE" : "client write",
+		? "TRUNCATE" : d->fault_refuse_resync ? "resync write"
+		: "client write",
 		d->fault_refusal == -ESTALE ? "ESTALE" : "ENOSPC");
 	d->fault_refuse_fwd = true;
 }

@@ -733,7 +733,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		}
 		if (d->fault_refuse_fwd && type == d->fault_refuse_type &&
 		    (type != TWINFS__MSG_TYPE__MSG_WRITE ||
-		     ((const Twinfs__Write *)m->body)->session != 0)) {
+		     (((const Twinfs__Write *)m->body)->session == 0) ==
+		     d->fault_refuse_resync)) {
 			d->fault_refuse_fwd = false;   /* main.c: drills only */
 			rc = d->fault_refusal;
 			tw_warn("forwarded %s ino %" PRIu64 " column %" PRIu32

@@ -22,9 +22,11 @@
  *     interrupted (a generation number makes a late reply harmless, and
  *     the run number in RESYNC and RESYNC_PROGRESS a late progress); it
  *     is started again RETRY_MS later, when both are reachable.  Failures
- *     in a row wait longer, up to RETRY_MAX_MS (retry_wait), and neither
- *     a failure for want of space nor one for a live write the target
- *     missed during the copy (-EBUSY) turns the copy into a full one.
+ *     in a row wait longer, up to RETRY_MAX_MS (retry_wait).  A second
+ *     odd failure in a row turns the copy into a full one; a failure for
+ *     want of space, one for a live write the target missed during the
+ *     copy (-EBUSY) and an -ESTALE after the map changed during the run
+ *     (a map change racing the copy) are not odd.
  *
  * The job record (struct mgr_rjob_rec in the state: state, times,
  * counters, cursor) is journaled as a MGR_OP_RESYNC_JOB record at every
@@ -98,6 +100,7 @@ struct rcall {
 	uint32_t target;
 	uint64_t gen;
 	uint32_t run;              /* Resync.run */
+	uint64_t epoch;            /* Resync.epoch: the map the run began in */
 };
 
 static const char *job_state_name(int st)
@@ -242,21 +245,31 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 	}
 	if (status < 0) {
 		uint64_t wait = retry_wait(++j->fails);
+		/* The map changed since the run began (any iod's state, e.g.
+		 * another group's resync ending): a forward of the older
+		 * epoch reached a target that had the newer map already. */
+		bool raced = status == -ESTALE &&
+			     r->s->st.map.epoch > k->epoch;
 
-		/* One failure may be a map change racing the copy (forwards
-		 * of an older epoch are refused); a second in a row copies
-		 * everything from zero (e.g. the target holds a newer
-		 * trunc_gen).  Not for want of space: a full copy needs more
-		 * of it, and undoes what the incremental runs copied; nor
-		 * when the failure before was for space (then the source
+		/* A failure that is not such a race may be one that copying
+		 * again cannot cure (e.g. the target holds a newer
+		 * trunc_gen): a second in a row copies everything from zero.
+		 * A race does not count: two of them (a cluster where
+		 * several groups resync at once) turned incremental copies
+		 * of whole disks into full ones.  It leaves the count as it
+		 * was, so races between two odd failures do not hide them.
+		 * Not for want of space either: a full copy needs more of
+		 * it, and undoes what the incremental runs copied; nor when
+		 * the failure before was for space (then the source
 		 * restarting, say, is the first odd one).  Nor -EBUSY: a
 		 * live write the target refused or never answered while we
 		 * copied (the source's write-intent log keeps it pinned);
 		 * the next run, resuming, sends it again.  Waiting longer
 		 * each time in a row all the same: a target that keeps
 		 * refusing writes would otherwise get a run every 0.5 s. */
-		j->odd_fails = for_space(status) || status == -EBUSY
-			       ? 0 : j->odd_fails + 1;
+		if (!raced)
+			j->odd_fails = for_space(status) || status == -EBUSY
+				       ? 0 : j->odd_fails + 1;
 		if (j->odd_fails >= 2) {
 			rec->full = true;
 			rec->has_cursor = false;
@@ -270,9 +283,10 @@ static void on_resync_reply(int status, struct wire_msg *reply, void *arg)
 				  (unsigned long long)wait);
 		else
 			tw_log_rl(TW_LOG_WARN, "mgrd: resync of iod %u from "
-				  "iod %u failed: %s; retrying (%s) in %llu ms "
-				  "when both are reachable", k->target,
-				  rec->source, strerror(-status),
+				  "iod %u failed: %s%s; retrying (%s) in %llu "
+				  "ms when both are reachable", k->target,
+				  rec->source, strerror(-status), raced
+				  ? " (the map changed during the copy)" : "",
 				  rec->full ? "full copy" : "incremental",
 				  (unsigned long long)wait);
 		job_end(r, k->target, MGR_RJ_FAILED, status);
@@ -353,6 +367,7 @@ static void start_job(struct mgr_resync *r, struct mgr_map_iod *mi,
 	q.full = rec->full;
 	q.rate_limit_mbps = rec->rate_mbps;
 	q.epoch = s->st.map.epoch;
+	k->epoch = q.epoch;
 	q.resume = rec->has_cursor;
 	q.resume_ino = rec->cursor_ino;
 	q.resume_column = rec->cursor_column;

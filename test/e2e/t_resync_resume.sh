@@ -8,6 +8,9 @@
 # copied a good part, and the second run copied about the remainder, not
 # everything again.  Then the job is done, verify is clean and every byte
 # is right.  auto_resync is off so that only the admin's job copies.
+# Then incremental copies whose runs fail: after a map change in the run
+# they stay incremental, without one the second failure copies in full
+# (below).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 export TWINFS_AUTO_RESYNC=false
@@ -92,8 +95,82 @@ lines=$(wc -l <"$T/bar")
 grep -q "resync of iod 1 resumes after ino" "$TWINFS_RUN_DIR/logs/iod2.log" &&
 	pass resume-logged || fail resume-logged
 
+# A map change racing a copy.  The target refuses the copy's forwards of
+# the older epoch (-ESTALE) and the run fails; it must not count towards
+# the fall-back to a full copy (mgrd/resync.c "raced"): with several
+# groups resyncing at once, each one's end changes the map, and two such
+# races made incremental copies of whole disks full ones.  The refusal is
+# the fault hook (iod/main.c: TWINFS_TEST_REFUSE=stale,resync, SIGUSR2),
+# armed right after a real map change (iod 3 goes down, then comes back)
+# in each of two runs in a row: both retried incremental.  Then the same
+# two refusals without a map change: the second one does fall back.
+MLOG=$TWINFS_RUN_DIR/logs/mgrd.log
+SLOG=$TWINFS_RUN_DIR/logs/iod2.log
+# incremental_gap NAME FILE...: iod 1 misses FILEs (written while it is
+# down; it restarts with the fault hook), then an incremental, rate-limited
+# copy (about 8 s) starts.  First a clearing cycle clears the marks of
+# what both twins have, so that the copy is FILEs alone.
+incremental_gap() {
+	local name=$1 out f rate
+	shift
+	ctl sync >/dev/null
+	sleep 3
+	(cd / && lc kill-iod 1 >/dev/null)
+	out=$(wait_state 1 '^down' 10000) || fail "$name-iod1-down" "$out"
+	for f in "$@"; do
+		head -c "$part" /dev/urandom >"$T/$f"
+		cp "$T/$f" "$M/g0/$f"
+	done
+	sync
+	(cd / && TWINFS_TEST_FAULTS=1 TWINFS_TEST_REFUSE=stale,resync \
+		lc start-iod 1 >/dev/null)
+	out=$(wait_state 1 '^resyncing' 10000) && pass "$name-resyncing" ||
+		fail "$name-resyncing" "$out"
+	rate=$((((part * $#) >> 20) / 8))
+	((rate >= 1)) || rate=1
+	N0=$(wc -l <"$MLOG")
+	check "$name-rebuild" ctl rebuild 1 --rate-limit "$rate"
+}
+# refuse NAME NEXT [MAPCHANGE...]: once a run copies, optionally change the
+# map (lc MAPCHANGE...), have iod 1 refuse the copy's next write, and wait
+# for the run after the failure, which must be NEXT ("incremental" or
+# "full copy").
+refuse() {
+	local name=$1 next=$2 n
+	shift 2
+	check "$name-run" wait_log "$MLOG" "$N0" 'resync of iod 1 from iod 2 \(starts\|resumes\)' 10000
+	sleep 0.5
+	(($#)) && (cd / && lc "$@" >/dev/null)
+	n=$(wc -l <"$SLOG")
+	check "$name-armed" signal_iod 1 USR2 'forwarded resync write is refused with ESTALE' 10000
+	check "$name-failed" wait_log "$SLOG" "$n" 'resync of iod 1: WRITE ino .* at the target: Stale file handle' 10000
+	N0=$(wc -l <"$MLOG")
+	check "$name-then-$next" wait_log "$MLOG" "$N0" "resync of iod 1 from iod 2 resumes ($next" 10000
+}
+incremental_gap race f5 f6 f7 f8
+M0=$N0
+refuse race1 incremental kill-iod 3
+refuse race2 incremental start-iod 3
+check race-logged-why wait_log "$MLOG" "$M0" 'resync of iod 1 from iod 2 failed: Stale file handle (the map changed during the copy); retrying (incremental)' 1000
+out=$(wait_state 1 '^up$' 60000) && pass race-iod1-up || fail race-iod1-up "$out"
+n=$(tail -n +"$((M0 + 1))" "$MLOG" | grep -c 'resync of iod 1 .*full copy')
+assert_eq race-stays-incremental 0 "$n"
+assert_eq race-job-incremental "False" "$(rjob 1 full)"
+ctl rebuild 3 >/dev/null
+out=$(wait_state 3 '^up$' 60000) && pass race-iod3-up || fail race-iod3-up "$out"
+
 drop_caches
-for f in f1 f2 f3 f4 big; do
+for f in f1 f2 f3 f4 big f5 f6 f7 f8; do
+	assert_same_file "resume-bytes-$f" "$T/$f" "$M/g0/$f"
+	rm "$M/g0/$f"     # the full copy below copies only what follows
+done
+
+incremental_gap odd f9 f10 f11 f12
+refuse odd1 incremental
+refuse odd2 "full copy"
+out=$(wait_state 1 '^up$' 60000) && pass odd-iod1-up || fail odd-iod1-up "$out"
+drop_caches
+for f in f9 f10 f11 f12; do
 	assert_same_file "resume-bytes-$f" "$T/$f" "$M/g0/$f"
 done
 e2e_verify
