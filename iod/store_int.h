@@ -364,8 +364,9 @@ int store_inplace(struct jbd_handle *h, struct sub *e);
 int store_home_stat(struct sub *e, struct iod_sub_stat *st);
 /* The layout in e's xattr, or -EBADMSG. */
 int store_home_layout(struct sub *e, struct iod_sub_layout *l);
-/* Every subfile name at home after the cursor, sorted; *n set.  The
- * caller frees *keys. */
+/* Every subfile name at home after the cursor, sorted (the index,
+ * store_scan.c); *n set, *truncated when more follow.  The caller frees
+ * *keys, which may be NULL when *n is 0. */
 struct store_key {
 	uint64_t ino;
 	uint32_t column;

@@ -1455,7 +1455,8 @@ int iod_store_list(struct iod_store *s, uint64_t after_ino,
 		free(keys);
 		return -ENOMEM;
 	}
-	memcpy(all, keys, n_home * sizeof(*all));
+	if (n_home)   /* keys may be NULL then */
+		memcpy(all, keys, n_home * sizeof(*all));
 	n_all = n_home;
 	/* Created in the journal, not yet at home.  When the home scan was
 	 * cut short, only names up to its last one are complete. */

@@ -225,7 +225,8 @@ static int index_merge(struct store_index *x)
 
 	if (x->n_added == 0 && x->gone.count == 0)
 		return 0;
-	qsort(x->added, x->n_added, sizeof(*x->added), obj_cmp);
+	if (x->n_added)   /* added may be NULL: qsort's pointer must not */
+		qsort(x->added, x->n_added, sizeof(*x->added), obj_cmp);
 	out = malloc((x->n + x->n_added + 1) * sizeof(*out));
 	if (!out)
 		return -ENOMEM;
@@ -278,7 +279,8 @@ static int index_build(struct iod_store *s)
 		free(c.objs);
 		return rc;
 	}
-	qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
+	if (c.n)
+		qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
 	x->keys = c.objs;
 	for (size_t i = 0; i < c.n; i++)
 		if (x->n == 0 || x->keys[x->n - 1] != c.objs[i])
