@@ -339,7 +339,7 @@ int store_home_open(struct iod_store *s, const struct iod_store_opts *opts)
 	pthread_cond_init(&s->unlink_cond, NULL);
 	pthread_mutex_init(&s->drain_lock, NULL);
 	tw_hmap_init(&s->unlink_q);
-	tw_hmap_init(&s->index.gone);
+	tw_oset_init(&s->index.keys);
 	atomic_init(&s->unlink_pending, 0);
 	if (!opts->dir || !opts->cluster ||
 	    strlen(opts->cluster) >= IOD_CLUSTER_MAX ||

@@ -18,6 +18,7 @@
 
 #include "iod_int.h"
 #include "journal.h"
+#include "oset.h"
 
 #define SUB_XATTR        "user.twinfs.sub"
 #define WIL_XATTR        "user.twinfs.wil"
@@ -133,14 +134,10 @@ struct iod_store {
 	struct tw_hmap lost;       /* obj + 1 -> struct store_lost * */
 	uint64_t lost_news;        /* subfiles ever added to it */
 
-	/* store_scan.c: the sorted index of the names at home (X1-X3) */
+	/* store_scan.c: the index of the names at home (X1, X2) */
 	struct store_index {
-		bool built;          /* filled from the directories */
-		uint64_t *keys;      /* sorted, unique store_obj()s */
-		size_t n;
-		uint64_t *added;     /* created since the last merge */
-		size_t n_added, cap_added;
-		struct tw_hmap gone; /* obj + 1: removed since then */
+		bool built;           /* filled from the directories */
+		struct tw_oset keys;  /* store_obj()s */
 	} index;
 
 	/* store_csum.c */

@@ -82,6 +82,23 @@ static int parse_subname(const char *n, uint64_t *ino, uint32_t *column)
 	return 0;
 }
 
+/* Open directory rel under dir_fd for reading: 1 and *d, 0 when it is
+ * absent (nothing to list), or -errno. */
+static int open_dir(int dir_fd, const char *rel, DIR **d)
+{
+	int fd = openat(dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	*d = fdopendir(fd);
+	if (!*d) {
+		close(fd);
+		return -errno;
+	}
+	return 1;
+}
+
 /* Every name at home, unsorted: the index's first fill. */
 struct collect {
 	uint64_t *objs;
@@ -103,21 +120,11 @@ static int collect_add(struct collect *c, uint64_t obj)
 	return 0;
 }
 
-/* Open directory rel under dir_fd for reading: 1 and *d, 0 when it is
- * absent (nothing to list), or -errno. */
-static int open_dir(int dir_fd, const char *rel, DIR **d)
+static int obj_cmp(const void *a, const void *b)
 {
-	int fd = openat(dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			O_CLOEXEC);
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	*d = fdopendir(fd);
-	if (!*d) {
-		close(fd);
-		return -errno;
-	}
-	return 1;
+	return x < y ? -1 : x > y;
 }
 
 static int scan_cd(struct iod_store *s, int ab, int cd, struct collect *c)
@@ -168,13 +175,6 @@ static int scan_dir_names(int dir_fd, const char *rel, bool present[256])
 	return 0;
 }
 
-static int obj_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* ----------------------------------------------------------------- index
  *
  * The listing is paged by a cursor (SUBFILES, resync, scrub, the open's
@@ -182,35 +182,27 @@ static int obj_cmp(const void *a, const void *b)
  * so a page read from the directories costs a walk of all of them: at
  * 33,000 subfiles a 256-name page took 0.3 s of the loop, a resync's first
  * count 35 s, long enough for the monitor to call the source down and the
- * resync to start over, forever.  So the tree is walked once, at the first
- * listing, into a sorted array of store_obj()s; afterwards each page is a
- * binary search.
+ * resync to start over, forever; the scrub, which lists one subfile at a
+ * time, walked them once per subfile.  So the tree is walked once, at the
+ * first listing, into an ordered set of store_obj()s (common/oset.h); a
+ * page is then a search in it.
  *
- *   X1  The index holds every name at home that may exist (a superset):
- *       built from the directories, then every creation at home
- *       (store_get_sub) is added before anything can list it.  A name
- *       leaves it only when it is logically gone (store_unlink after its
- *       unlinkat; store_unlink_later, after which nothing opens the path
- *       before the unlink ran, S4).  The listing still asks each name's
- *       state (store_stat_logical), so a stale entry costs a stat.
- *   X2  Changes go to `added` (unsorted) and `gone` (obj + 1), and are
- *       merged into `keys` at the next listing, or once either holds more
- *       than max(4096, n) entries: the index stays within about twice its
- *       size, and a merge (O(n)) comes at most once per n/2 changes.
- *       An add takes its name out of `gone`, so `gone` holds only names
- *       whose last change was a removal: keys = (keys + added) - gone.
- *   X3  Memory runs out: the index is dropped (built = false) and the
- *       next listing walks the tree again.  Never a subset (X1).
+ *   X1  The index holds every name at home that may exist: filled from
+ *       the directories, then every creation at home (store_get_sub) is
+ *       added before anything can list it.  A name leaves it only when it
+ *       is logically gone (store_unlink after its unlinkat;
+ *       store_unlink_later, after which nothing opens the path before the
+ *       unlink ran, S4).  The listing still asks each name's state
+ *       (store_stat_logical).
+ *   X2  Memory runs out on an add: the index is dropped (built = false)
+ *       and the next listing walks the tree again.  Never a subset (X1).
  *
  * Loop thread only, as the fd cache. */
 
 static void index_drop(struct store_index *x)
 {
-	free(x->keys);
-	free(x->added);
-	tw_hmap_free(&x->gone);
-	memset(x, 0, sizeof(*x));
-	tw_hmap_init(&x->gone);
+	tw_oset_free(&x->keys);
+	x->built = false;
 }
 
 void store_index_free(struct iod_store *s)
@@ -218,49 +210,12 @@ void store_index_free(struct iod_store *s)
 	index_drop(&s->index);
 }
 
-static int index_merge(struct store_index *x)
-{
-	size_t n = 0, i = 0, k = 0;
-	uint64_t *out;
-
-	if (x->n_added == 0 && x->gone.count == 0)
-		return 0;
-	if (x->n_added)   /* added may be NULL: qsort's pointer must not */
-		qsort(x->added, x->n_added, sizeof(*x->added), obj_cmp);
-	out = malloc((x->n + x->n_added + 1) * sizeof(*out));
-	if (!out)
-		return -ENOMEM;
-	while (i < x->n || k < x->n_added) {
-		uint64_t v;
-
-		if (k == x->n_added || (i < x->n && x->keys[i] <= x->added[k]))
-			v = x->keys[i++];
-		else
-			v = x->added[k++];
-		if ((n > 0 && out[n - 1] == v) ||
-		    tw_hmap_get(&x->gone, v + 1) != NULL)
-			continue;
-		out[n++] = v;
-	}
-	free(x->keys);
-	x->keys = out;
-	x->n = n;
-	x->n_added = 0;
-	tw_hmap_free(&x->gone);
-	tw_hmap_init(&x->gone);
-	return 0;
-}
-
-static size_t index_limit(const struct store_index *x)
-{
-	return TW_MAX(x->n, (size_t)4096);
-}
-
 static int index_build(struct iod_store *s)
 {
 	struct store_index *x = &s->index;
 	struct collect c = { 0 };
 	bool ab_present[256], cd_present[256];
+	size_t n = 0;
 	char rel[8];
 	int rc;
 
@@ -275,16 +230,16 @@ static int index_build(struct iod_store *s)
 			if (cd_present[cd])
 				rc = scan_cd(s, ab, cd, &c);
 	}
-	if (rc < 0) {
-		free(c.objs);
-		return rc;
-	}
-	if (c.n)
+	if (rc == 0 && c.n) {
 		qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
-	x->keys = c.objs;
-	for (size_t i = 0; i < c.n; i++)
-		if (x->n == 0 || x->keys[x->n - 1] != c.objs[i])
-			x->keys[x->n++] = c.objs[i];
+		for (size_t i = 0; i < c.n; i++)   /* unique (one name each) */
+			if (n == 0 || c.objs[n - 1] != c.objs[i])
+				c.objs[n++] = c.objs[i];
+		rc = tw_oset_load(&x->keys, c.objs, n);
+	}
+	free(c.objs);
+	if (rc < 0)
+		return rc;
 	x->built = true;
 	return 0;
 }
@@ -292,44 +247,23 @@ static int index_build(struct iod_store *s)
 void store_index_added(struct iod_store *s, uint64_t ino, uint32_t column)
 {
 	struct store_index *x = &s->index;
-	uint64_t obj = store_obj(ino, column);
 
-	if (!x->built)
-		return;
-	tw_hmap_del(&x->gone, obj + 1);
-	if (x->n_added == x->cap_added) {
-		size_t cap = x->cap_added ? 2 * x->cap_added : 256;
-		uint64_t *p = realloc(x->added, cap * sizeof(*p));
-
-		if (!p) {
-			index_drop(x);   /* X3 */
-			return;
-		}
-		x->added = p;
-		x->cap_added = cap;
-	}
-	x->added[x->n_added++] = obj;
-	if (x->n_added > index_limit(x) && index_merge(x) < 0)
-		index_drop(x);
+	if (x->built && tw_oset_add(&x->keys, store_obj(ino, column)) < 0)
+		index_drop(x);   /* X2 */
 }
 
 void store_index_removed(struct iod_store *s, uint64_t ino, uint32_t column)
 {
-	struct store_index *x = &s->index;
-
-	if (!x->built)
-		return;
-	if (tw_hmap_put(&x->gone, store_obj(ino, column) + 1, (void *)1) < 0 ||
-	    (x->gone.count > index_limit(x) && index_merge(x) < 0))
-		index_drop(x);   /* X3 */
+	if (s->index.built)
+		tw_oset_del(&s->index.keys, store_obj(ino, column));
 }
 
 int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
 	       size_t max, struct store_key **keys, size_t *n, bool *truncated)
 {
 	struct store_index *x = &s->index;
-	size_t lo = 0, hi, take;
-	uint64_t after;
+	uint64_t *objs;
+	size_t got;
 	int rc;
 
 	*keys = NULL;
@@ -337,34 +271,28 @@ int store_scan(struct iod_store *s, uint64_t after_ino, uint32_t after_column,
 	*truncated = false;
 	if (after_ino > IOD_MAX_INO)
 		return 0;   /* nothing after it (a peer's cursor) */
-	/* (ino, 255) is after every real column of ino, as any larger one */
-	after = store_obj(after_ino, TW_MIN(after_column, 255u));
 	if (!x->built) {
 		rc = index_build(s);
 		if (rc < 0)
 			return rc;
 	}
-	if (index_merge(x) < 0) {
-		index_drop(x);   /* X3 */
+	max = TW_MIN(max, x->keys.count);
+	objs = malloc((max + 1) * sizeof(*objs));
+	*keys = malloc((max + 1) * sizeof(**keys));
+	if (!objs || !*keys) {
+		free(objs);
+		free(*keys);
+		*keys = NULL;
 		return -ENOMEM;
 	}
-	hi = x->n;
-	while (lo < hi) {   /* the first key > after */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->keys[mid] <= after)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	take = TW_MIN(max, x->n - lo);
-	*keys = malloc((take + 1) * sizeof(**keys));
-	if (!*keys)
-		return -ENOMEM;
-	for (size_t i = 0; i < take; i++)
-		(*keys)[i] = (struct store_key){ store_obj_ino(x->keys[lo + i]),
-			store_obj_column(x->keys[lo + i]) };
-	*n = take;
-	*truncated = x->n - lo > take;
+	/* (ino, 255) is after every real column of ino, as any larger one */
+	got = tw_oset_after(&x->keys, store_obj(after_ino,
+				TW_MIN(after_column, 255u)), objs, max,
+			    truncated);
+	for (size_t i = 0; i < got; i++)
+		(*keys)[i] = (struct store_key){ store_obj_ino(objs[i]),
+						 store_obj_column(objs[i]) };
+	free(objs);
+	*n = got;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "oset.h"
 #include "vote.h"
 
 /* Internal test hooks of crc32c.c (not in common.h). */
@@ -929,4 +930,140 @@ Test(vote, file)
 	close(fd);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* oset.c against a model (a bitmap over a small key space, so that adds,
+ * deletes and cursors collide often): every listing from every kind of
+ * cursor, page sizes across chunk boundaries, chunks split and merged,
+ * and the bound of O2 (no more chunks than twice the keys need). */
+#define OSET_SPACE 20000u
+static bool oset_model[OSET_SPACE];
+
+static void oset_check(const struct tw_oset *s, uint64_t after, size_t max)
+{
+	static uint64_t out[OSET_SPACE + 1];
+	bool more;
+	size_t n = tw_oset_after(s, after, out, max, &more);
+	uint64_t k = after + 1;
+
+	if (after == UINT64_MAX) {
+		cr_assert(n == 0 && !more);
+		return;
+	}
+	cr_assert_leq(n, max);
+	for (size_t i = 0; i < n; i++) {
+		while (k < OSET_SPACE && !oset_model[k])
+			k++;
+		cr_assert_lt(k, OSET_SPACE, "key %llu listed, not in the set",
+			     (unsigned long long)out[i]);
+		cr_assert_eq(out[i], k, "after %llu: key %zu is %llu, want %llu",
+			     (unsigned long long)after, i,
+			     (unsigned long long)out[i], (unsigned long long)k);
+		k++;
+	}
+	while (k < OSET_SPACE && !oset_model[k])
+		k++;
+	/* more exactly when a key follows the last one written */
+	cr_assert_eq(more, k < OSET_SPACE, "after %llu, max %zu: more %d",
+		     (unsigned long long)after, max, more);
+	if (n < max)
+		cr_assert_not(more, "a short page, and more");
+}
+
+Test(oset, against_a_model)
+{
+	struct tw_oset s;
+	uint64_t seed = 12345;
+	size_t count = 0;
+
+	tw_oset_init(&s);
+	cr_assert_not(tw_oset_del(&s, 5));
+	oset_check(&s, 0, 10);
+	for (int round = 0; round < 6; round++) {
+		/* adds outweigh deletes in even rounds, deletes in odd ones */
+		for (int op = 0; op < 30000; op++) {
+			uint64_t k;
+			bool add;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			k = (seed >> 33) % OSET_SPACE;
+			add = ((seed >> 20) % 10) < (round % 2 ? 3u : 7u);
+			if (add) {
+				cr_assert_eq(tw_oset_add(&s, k), 0);
+				count += !oset_model[k];
+				oset_model[k] = true;
+			} else {
+				cr_assert_eq(tw_oset_del(&s, k), oset_model[k]);
+				count -= oset_model[k];
+				oset_model[k] = false;
+			}
+			cr_assert_eq(tw_oset_has(&s, k), oset_model[k]);
+		}
+		cr_assert_eq(s.count, count);
+		cr_assert_leq(s.n_chunks, 2 * (count / TW_OSET_CHUNK) + 2,
+			      "%zu chunks for %zu keys", s.n_chunks, count);
+		oset_check(&s, 0, OSET_SPACE);
+		oset_check(&s, 0, 0);
+		for (uint64_t a = 0; a < OSET_SPACE; a += 997)
+			for (size_t max = 1; max < 3 * TW_OSET_CHUNK; max += 131)
+				oset_check(&s, a, max);
+		oset_check(&s, UINT64_MAX, 10);
+		oset_check(&s, OSET_SPACE, 10);
+		/* paging visits every key once, in order */
+		{
+			uint64_t page[100], a = 0, prev = 0;
+			size_t seen = 0;
+			bool more = true, first = true;
+
+			while (more) {
+				size_t n = tw_oset_after(&s, a, page, 100, &more);
+
+				for (size_t i = 0; i < n; i++) {
+					cr_assert(first || page[i] > prev);
+					prev = page[i];
+					first = false;
+				}
+				seen += n;
+				if (n)
+					a = page[n - 1];
+			}
+			/* the cursor 0 is exclusive: key 0 is not seen */
+			cr_assert_eq(seen, count - oset_model[0],
+				     "paging saw %zu of %zu", seen, count);
+		}
+	}
+	/* A set loaded from sorted keys is the same set, and takes adds and
+	 * deletes as one built by adds. */
+	{
+		static uint64_t all[OSET_SPACE];
+		struct tw_oset l;
+		size_t n = 0;
+
+		for (uint64_t k = 0; k < OSET_SPACE; k++)
+			if (oset_model[k])
+				all[n++] = k;
+		tw_oset_init(&l);
+		cr_assert_eq(tw_oset_load(&l, all, n), 0);
+		cr_assert_eq(l.count, count);
+		for (uint64_t a = 0; a < OSET_SPACE; a += 1999)
+			oset_check(&l, a, 700);
+		for (uint64_t k = 0; k < OSET_SPACE; k += 3) {
+			if (oset_model[k])
+				cr_assert(tw_oset_del(&l, k));
+			else
+				cr_assert_eq(tw_oset_add(&l, k), 0);
+			oset_model[k] = !oset_model[k];
+		}
+		oset_check(&l, 0, OSET_SPACE);
+		tw_oset_free(&l);
+		for (uint64_t k = 0; k < OSET_SPACE; k += 3)
+			oset_model[k] = !oset_model[k];
+	}
+	/* Keys at both ends of the range. */
+	cr_assert_eq(tw_oset_add(&s, UINT64_MAX), 0);
+	cr_assert_eq(tw_oset_add(&s, 0), 0);
+	cr_assert(tw_oset_has(&s, UINT64_MAX));
+	cr_assert(tw_oset_del(&s, UINT64_MAX));
+	tw_oset_free(&s);
+	cr_assert_eq(s.count, 0);
 }

@@ -704,11 +704,11 @@ Test(iod_journal, listing_sees_the_journal)
 	cr_assert_eq(out[0].ino, 4);
 }
 
-/* The listing's index (store_scan.c X1-X3) against a model, in every
+/* The listing's index (store_scan.c X1, X2) against a model, in every
  * mode: filled from the directories at the first listing, then kept up
  * to date by creations and deletions at home (in place, or by a
- * checkpoint), a name deleted and created again, and more creations than
- * the index merges at once (4096); a restart's fresh walk agrees. */
+ * checkpoint), a name deleted and created again, and thousands of
+ * creations and deletions; a restart's fresh walk agrees. */
 #define IX_N 4400u
 static bool ix_model[IX_N];
 
@@ -789,7 +789,7 @@ Test(iod_journal, listing_index_follows_home, .timeout = 600)
 		ix_expect("after creations and deletions");
 		checkpoint_by_filler(500, 10);
 		ix_expect("after a checkpoint");
-		for (unsigned k = 80; k < IX_N; k++)    /* past a merge's 4096 */
+		for (unsigned k = 80; k < IX_N; k++)
 			ix_set(k, true);
 		ix_expect("after many creations");
 		checkpoint_by_filler(501, 10);
