@@ -145,7 +145,7 @@ refuse() {
 	check "$name-armed" signal_iod 1 USR2 'forwarded resync write is refused with ESTALE' 10000
 	check "$name-failed" wait_log "$SLOG" "$n" 'resync of iod 1: WRITE ino .* at the target: Stale file handle' 10000
 	N0=$(wc -l <"$MLOG")
-	check "$name-then-$next" wait_log "$MLOG" "$N0" "resync of iod 1 from iod 2 resumes ($next" 10000
+	check "$name-then-${next// /-}" wait_log "$MLOG" "$N0" "resync of iod 1 from iod 2 resumes ($next" 10000
 }
 incremental_gap race f5 f6 f7 f8
 M0=$N0
