@@ -8,6 +8,8 @@
  * forwarded to the target over d->twin_peer.  The copy uses that same peer
  * and the same forwarded messages, driven from this loop:
  *
+ *   0. Count what there is to copy, for the progress, a few listing pages
+ *      per pass of the loop (count_step): nothing is sent yet.
  *   1. Target-only subfiles: page through the target's SUBFILES listing;
  *      for each subfile this store does not hold, send a forwarded DELETE.
  *   2. For each subfile this store holds (iod_store_list, ascending):
@@ -195,7 +197,7 @@ struct rs_job {
 	uint32_t rate_mbps;
 	struct wire_conn *c;       /* mgrd's RESYNC, referenced; may be NULL */
 	struct wire_hdr hdr;
-	int phase;                 /* RS_TLIST, RS_TMARKS, RS_COPY, ... */
+	int phase;                 /* RS_COUNT, RS_TLIST, RS_COPY, ... */
 	int rc;
 	bool list_busy;
 	/* target listing */
@@ -226,6 +228,9 @@ struct rs_job {
 	/* in flight */
 	int inflight;
 	uint64_t inflight_bytes;
+	/* RS_COUNT: the count's cursor (count_step) */
+	uint64_t c_ino;
+	uint32_t c_col;
 	/* accounting */
 	uint64_t files, bytes_sent, deleted;
 	uint64_t total_bytes, done_bytes;
@@ -272,7 +277,11 @@ struct rs_job {
 	struct iod_rs_pos pos;
 };
 
-enum { RS_TLIST, RS_TMARKS, RS_COPY, RS_SYNC, RS_END };
+enum { RS_COUNT, RS_TLIST, RS_TMARKS, RS_COPY, RS_SYNC, RS_END };
+
+/* Pages of the listing counted per pass of the loop (count_step): about
+ * 2,000 stats, a few ms warm. */
+#define RS_COUNT_PAGES    8
 
 struct rs_call {
 	struct rs_job *j;
@@ -1518,12 +1527,18 @@ static void copy_region(struct rs_job *j)
 		j->reg_next = j->marks[j->reg_i].first;
 }
 
+static void count_step(struct rs_job *j);
+static void count_done(struct rs_job *j);
+
 static void on_timer(uv_timer_t *t)
 {
 	struct rs_job *j = t->data;
 
 	j->timer_armed = false;
-	pump(j);
+	if (j->phase == RS_COUNT)
+		count_step(j);
+	else
+		pump(j);
 }
 
 static void arm(struct rs_job *j, uint64_t ms)
@@ -1532,6 +1547,45 @@ static void arm(struct rs_job *j, uint64_t ms)
 		return;
 	j->timer_armed = true;
 	uv_timer_start(&j->timer, on_timer, ms, 0);
+}
+
+/* RS_COUNT: the bytes and subfiles to visit, for the progress.  A few
+ * pages per pass of the loop, not all at once: the count stats every
+ * subfile, seconds at a million of them (minutes with a cold cache), and
+ * a loop held that long answers no ping, so mgrd would call the source
+ * down and the group would lose its only readable twin.  Then the copy
+ * proper starts with the target's listing. */
+static void count_step(struct rs_job *j)
+{
+	int rc = still_valid(j);
+
+	for (int p = 0; rc == 0 && p < RS_COUNT_PAGES; p++) {
+		bool eof;
+		int n = iod_store_list(j->d->store, j->c_ino, j->c_col,
+				       RS_LIST_BATCH, j->batch, &eof);
+
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			j->total_bytes += j->batch[i].size;
+		j->files_total += (uint64_t)n;
+		if (n > 0) {
+			j->c_ino = j->batch[n - 1].ino;
+			j->c_col = j->batch[n - 1].column;
+		}
+		if (eof || n == 0) {
+			count_done(j);
+			return;
+		}
+	}
+	if (rc < 0) {
+		fail(j, rc, "counting what to copy");
+		finish(j);
+		return;
+	}
+	arm(j, 0);
 }
 
 static void start_sync(struct rs_job *j)
@@ -1615,29 +1669,6 @@ static void pump(struct rs_job *j)
 }
 
 /* ------------------------------------------------------------ requests */
-
-static uint64_t count_bytes(struct iod *d, uint64_t *files)
-{
-	struct iod_sub_info *b = calloc(RS_LIST_BATCH, sizeof(*b));
-	uint64_t ino = 0, total = 0;
-	uint32_t col = 0;
-	bool eof = false;
-
-	while (b && !eof) {
-		int n = iod_store_list(d->store, ino, col, RS_LIST_BATCH, b,
-				       &eof);
-
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			total += b[i].size;
-		*files += (uint64_t)n;
-		ino = b[n - 1].ino;
-		col = b[n - 1].column;
-	}
-	free(b);
-	return total;
-}
 
 /* Our marks, when they choose what to copy (an incremental copy) or may
  * name writes the target missed before a resume's cursor (replay_marks):
@@ -1756,7 +1787,6 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 	wire_conn_ref(c);
 	j->c = c;
 	j->hdr = m->hdr;
-	j->total_bytes = count_bytes(d, &j->files_total);
 	if (iod_rs_cursor_init(&j->cursor, RS_RING) < 0 ||
 	    load_marks(j, q) < 0) {
 		iod_rs_cursor_free(&j->cursor);
@@ -1767,11 +1797,18 @@ void iod_resync_request(struct iod *d, struct wire_conn *c,
 		return;
 	}
 	d->resync = j;
+	j->phase = RS_COUNT;
+	arm(j, 0);
+}
+
+/* The count is done: the copy starts (the target's listing first). */
+static void count_done(struct rs_job *j)
+{
 	tw_info("resync of iod %" PRIu32 " starts: %s of %" PRIu64
 		" bytes in %" PRIu64 " subfiles%s", j->target, j->incremental
 		? "incremental copy (write-intent log)" : "full copy",
 		j->total_bytes, j->files_total,
-		q->rate_limit_mbps ? " (rate-limited)" : "");
+		j->rate_mbps ? " (rate-limited)" : "");
 	if (j->resume) {
 		size_t before = 0, pinned = 0;
 
