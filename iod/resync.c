@@ -78,7 +78,8 @@
  * the last one here, and the checksummed value equals ours otherwise.
  * A failure (e.g. the target holds a newer trunc_gen, refused with
  * -ESTALE) makes mgrd retry, with a full copy after two failures in a
- * row (not counting -ESTALE after a map change: mgrd/resync.c).  A wiped target gets a full copy (mgrd: its logs know nothing).
+ * row (not counting -ESTALE after a map change: mgrd/resync.c).  A wiped
+ * target gets a full copy (mgrd: its logs know nothing).
  * The write-intent pins of the twin (twin.c pin_missed) are released when
  * a copy completes.
  *

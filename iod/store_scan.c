@@ -215,7 +215,6 @@ static int index_build(struct iod_store *s)
 	struct store_index *x = &s->index;
 	struct collect c = { 0 };
 	bool ab_present[256], cd_present[256];
-	size_t n = 0;
 	char rel[8];
 	int rc;
 
@@ -231,11 +230,9 @@ static int index_build(struct iod_store *s)
 				rc = scan_cd(s, ab, cd, &c);
 	}
 	if (rc == 0 && c.n) {
+		/* unique: a key has one path, and misplaced names are skipped */
 		qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
-		for (size_t i = 0; i < c.n; i++)   /* unique (one name each) */
-			if (n == 0 || c.objs[n - 1] != c.objs[i])
-				c.objs[n++] = c.objs[i];
-		rc = tw_oset_load(&x->keys, c.objs, n);
+		rc = tw_oset_load(&x->keys, c.objs, c.n);
 	}
 	free(c.objs);
 	if (rc < 0)

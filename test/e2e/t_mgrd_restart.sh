@@ -85,9 +85,9 @@ else
 	fail hung-snapshot-killed-then-installed "$(grep -c "$HUNG" "$MLOG") kills logged: $(grep -m 2 'snapshot' "$MLOG" | tr '\n' ' ')"
 fi
 # ... and counted, as many as logged (this mgrd's own kills)
-maddr=$(awk '/^metrics *=/ { print $3; exit }' "$TWINFS_RUN_DIR/twinfs.conf")
-kills=$(curl -s -m 5 "http://$maddr/metrics" |
-	awk '$1 == "twinfs_mgrd_snapshot_timeouts_total" { print $2 }')
+MX=$(dirname "$0")/metrics.py
+kills=$("$PY" "$MX" get "http://127.0.0.1:$((TWINFS_PORT + 5))/metrics" >"$T/mgrd.mx" &&
+	"$PY" "$MX" sum "$T/mgrd.mx" twinfs_mgrd_snapshot_timeouts_total)
 assert_eq hung-snapshot-metric "$(grep -c "$HUNG" "$MLOG")" "${kills:-none}"
 # new inode numbers after a restart never reuse old ones
 inos_before=$(find "$M/x" -printf '%i\n' | sort -n | tail -n 1)

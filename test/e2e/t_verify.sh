@@ -32,7 +32,7 @@ TWIRE=$REPO/test/e2e/twire.py
 # Demotions to down (two pings missed in a row, 400 ms): a stall of the
 # loop shows as one; a single ping missed by a loaded machine (suspect)
 # does not count.
-suspects() { grep -c -- '-> down' "$TWINFS_RUN_DIR/logs/mgrd.log"; }
+demotions() { grep -c -- '-> down' "$TWINFS_RUN_DIR/logs/mgrd.log"; }
 
 # verify_clean NAME: exit 0 and "twins identical".
 verify_clean() {
@@ -55,9 +55,9 @@ cp "$T/big" "$M/big"
 : >"$M/empty"
 for i in 1 2 3 4; do head -c $((8 << 20)) /dev/urandom >"$M/w$i"; done
 ctl sync >/dev/null
-s0=$(suspects)
+s0=$(demotions)
 verify_clean files-clean
-assert_eq no-demotion-while-verifying "$s0" "$(suspects)"
+assert_eq no-demotion-while-verifying "$s0" "$(demotions)"
 
 # 2. Verify while everything changes.  Every writer is bounded in count and
 # stopped by the flag file; fio by its PID.
@@ -99,7 +99,7 @@ wait "$fio_pid" 2>/dev/null
 wait "$writers_pid"
 check writers-ran grep -q 'writers done' "$T/writers.out"
 # No iod was demoted meanwhile.
-assert_eq no-demotion-under-writes "$s0" "$(suspects)"
+assert_eq no-demotion-under-writes "$s0" "$(demotions)"
 verify_clean after-writers-clean
 
 # 3. A sparse file: a byte at the end of the last two stripe units, so
@@ -116,7 +116,7 @@ os.close(fd)
 EOF
 ctl sync >/dev/null
 verify_clean sparse-clean
-assert_eq no-demotion-verifying-sparse "$s0" "$(suspects)"
+assert_eq no-demotion-verifying-sparse "$s0" "$(demotions)"
 
 # 4. A difference: iod B (twin 1 of the group holding column 0 of big)
 # gets 64 bytes in region 17 of that subfile (the second CHECKSUM call
@@ -159,7 +159,7 @@ check rebuild-went-through-resyncing grep -q \
 check rebuild-full-copy grep -q "resync of iod $B from iod $A starts (full copy)" \
 	"$TWINFS_RUN_DIR/logs/mgrd.log"
 assert_eq rebuild-ends-up up "$(iod_state "$B")"
-assert_eq no-demotion-while-rebuilding "$s0" "$(suspects)"
+assert_eq no-demotion-while-rebuilding "$s0" "$(demotions)"
 verify_clean repaired-clean
 e2e_remount
 assert_same_file big-bytes "$T/big" "$M/big"
