@@ -30,6 +30,9 @@ int fc_loop_start(struct fc_client *cl);
 /* Stop the loop thread: finish every op (with errors), close every peer and
  * handle, join.  Idempotent.  Call from the main thread only. */
 void fc_loop_stop(struct fc_client *cl);
+/* Main thread, instead of fuse_session_loop_mt: the loop thread reads
+ * /dev/fuse itself; returns when the session ended (unmount, signal). */
+int fc_loop_serve(struct fc_client *cl);
 /* Any thread: hand op to the loop thread. */
 void fc_loop_submit(struct fc_client *cl, struct fc_op *op);
 /* FUSE worker: hand a write op to the loop thread and answer its request

@@ -9,7 +9,7 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
- * nostatahead, nonamelease and the atime options: relatime, noatime,
+ * nostatahead, nonamelease, fuse_threads and the atime options: relatime, noatime,
  * strictatime, atime, norelatime, nodiratime, diratime, lazytime,
  * nolazytime) are taken here (the three timers, when not given, from the
  * cluster's map at the first contact: adopt_cluster_timers); the rest go
@@ -115,6 +115,7 @@ struct cmdline {
 	unsigned readahead;
 	int nostatahead;
 	int nonamelease;
+	int fuse_threads;
 	char *keyfile;
 	char *subdir;
 	int atime;
@@ -139,6 +140,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("readahead=%u", readahead),
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
+	OPT("fuse_threads", fuse_threads),
 	OPT("keyfile=%s", keyfile),
 	OPT("subdir=%s", subdir),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
@@ -243,6 +245,14 @@ static void usage(const char *prog)
 	       "names absent\n"
 	       "                             from directories this mount "
 	       "made\n"
+	       "    -o fuse_threads          libfuse's worker threads read "
+	       "/dev/fuse and hand\n"
+	       "                             requests to the I/O thread "
+	       "(default: the I/O\n"
+	       "                             thread reads them itself; "
+	       "-o max_threads and\n"
+	       "                             -o clone_fd apply only "
+	       "with this)\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -790,7 +800,16 @@ int main(int argc, char *argv[])
 		tw_log_init(NULL, log_level);
 	}
 
-	if (fopts.singlethread) {
+	/* The I/O thread reads /dev/fuse itself (loop.c): a request that
+	 * needs a server is sent in the same thread that read it, with no
+	 * hand-off; the old model stays with -o fuse_threads (or -s). */
+	if (!c.fuse_threads && !fopts.singlethread) {
+		rc = fc_loop_serve(cl);
+		if (rc < 0)
+			tw_err("cannot read /dev/fuse on the I/O thread: %s",
+			       strerror(-rc));
+		ret = rc < 0;
+	} else if (fopts.singlethread) {
 		ret = fuse_session_loop(se);
 	} else {
 		cfg = fuse_loop_cfg_create();

@@ -5,13 +5,18 @@
  * includes.
  *
  * Threads and who owns what (docs/ARCHITECTURE.md "Client"):
- *   - FUSE worker threads (fuse_session_loop_mt) run the fc_<op> handlers.
- *     They never touch the network: each handler copies what it needs into
- *     an op (struct fc_op and a per-kind extension) and hands it to the I/O
- *     loop with fc_loop_submit().  A few answers that need no server are
- *     given on the worker thread (forget, opendir, releasedir, a cached
- *     absent security.capability, fresh attributes, a lookup answered
- *     from a listing fetched ahead or, ENOENT, under a name lease).
+ *   - The fc_<op> handlers run on the thread that read the request from
+ *     /dev/fuse: by default the I/O loop thread itself (loop.c
+ *     fc_loop_serve), with -o fuse_threads libfuse's worker threads
+ *     (fuse_session_loop_mt).  Either way a handler never touches the
+ *     network: it copies what it needs into an op (struct fc_op and a
+ *     per-kind extension) and hands it to the loop with fc_loop_submit(),
+ *     which on the loop runs it as soon as the handler returns.  A few
+ *     answers that need no server are given by the handler (forget,
+ *     opendir, releasedir, a cached absent security.capability, fresh
+ *     attributes, a lookup answered from a listing fetched ahead or,
+ *     ENOENT, under a name lease).  So a handler may take only leaf
+ *     locks and never waits for the loop.
  *   - The I/O loop thread (libuv) owns every wire_peer, the cluster map, the
  *     open-file state that changes with writes, the mgrd sequence numbers and
  *     all timers.  Every wire_* call and every fuse_reply_* of an op happens
@@ -256,6 +261,14 @@ struct fc_client {
 	uv_async_t async;
 	pthread_t thread;
 	bool thread_started;
+	/* /dev/fuse read by the loop itself (loop.c fc_loop_serve) */
+	bool fuse_on_loop;                 /* set before the loop reads */
+	uv_poll_t fuse_poll;               /* [loop] */
+	bool fuse_polling;                 /* [loop] fuse_poll initialized */
+	struct fuse_buf fuse_buf;          /* [loop] */
+	atomic_bool fuse_done;             /* any thread: unmounted, or failed */
+	int fuse_done_fd;                  /* eventfd: wakes main at fuse_done
+					    * (fc_loop_start to fc_loop_stop) */
 
 	/* [loop] state below */
 	bool stopping;                     /* peers are gone: fail every call */
