@@ -9,9 +9,9 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
- * nostatahead, nonamelease, fuse_threads and the atime options: relatime, noatime,
- * strictatime, atime, norelatime, nodiratime, diratime, lazytime,
- * nolazytime) are taken here (the three timers, when not given, from the
+ * nostatahead, nonamelease, io_thread_reads and the atime options:
+ * relatime, noatime, strictatime, atime, norelatime, nodiratime,
+ * diratime, lazytime, nolazytime) are taken here (the three timers, when not given, from the
  * cluster's map at the first contact: adopt_cluster_timers); the rest go
  * to libfuse.  default_permissions is always on: the kernel checks
  * permissions first, which spares mgrd's checks (FORMAT.md "Permissions")
@@ -115,7 +115,7 @@ struct cmdline {
 	unsigned readahead;
 	int nostatahead;
 	int nonamelease;
-	int fuse_threads;
+	int io_thread_reads;
 	char *keyfile;
 	char *subdir;
 	int atime;
@@ -140,7 +140,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("readahead=%u", readahead),
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
-	OPT("fuse_threads", fuse_threads),
+	OPT("io_thread_reads", io_thread_reads),
 	OPT("keyfile=%s", keyfile),
 	OPT("subdir=%s", subdir),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
@@ -245,14 +245,13 @@ static void usage(const char *prog)
 	       "names absent\n"
 	       "                             from directories this mount "
 	       "made\n"
-	       "    -o fuse_threads          libfuse's worker threads read "
-	       "/dev/fuse and hand\n"
-	       "                             requests to the I/O thread "
-	       "(default: the I/O\n"
-	       "                             thread reads them itself; "
-	       "-o max_threads and\n"
-	       "                             -o clone_fd apply only "
-	       "with this)\n"
+	       "    -o io_thread_reads       the I/O thread reads /dev/fuse "
+	       "itself (default:\n"
+	       "                             libfuse's worker threads read "
+	       "it and hand each\n"
+	       "                             request over; -o max_threads "
+	       "and -o clone_fd\n"
+	       "                             apply only to those)\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -800,10 +799,9 @@ int main(int argc, char *argv[])
 		tw_log_init(NULL, log_level);
 	}
 
-	/* The I/O thread reads /dev/fuse itself (loop.c): a request that
-	 * needs a server is sent in the same thread that read it, with no
-	 * hand-off; the old model stays with -o fuse_threads (or -s). */
-	if (!c.fuse_threads && !fopts.singlethread) {
+	/* -o io_thread_reads: the I/O thread reads /dev/fuse itself
+	 * (loop.c fc_loop_serve), no hand-off between threads. */
+	if (c.io_thread_reads) {
 		rc = fc_loop_serve(cl);
 		if (rc < 0)
 			tw_err("cannot read /dev/fuse on the I/O thread: %s",

@@ -697,18 +697,9 @@ void fc_mgr_send(struct fc_client *cl, struct fc_mgr_call *mc, uint16_t type,
 		 ProtobufCMessage *body, Twinfs__Ctx **ctx_field,
 		 struct fc_op *op, uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
 {
-	/* Corked: mgrd gets the RELEASEs and this request in one segment and
-	 * wakes once (two writes a few microseconds apart wake it twice as
-	 * often as not when it sleeps on the other CPU). */
-	bool cork = cl->rel_head && cl->mgr;
-
-	if (cork) {
-		wire_peer_cork(cl->mgr, true);
+	if (cl->rel_head)
 		fc_mgr_release_flush(cl);
-	}
 	send_now(cl, mc, type, body, ctx_field, op, timeout_ms, cb, arg);
-	if (cork)
-		wire_peer_cork(cl->mgr, false);
 }
 
 static void send_now(struct fc_client *cl, struct fc_mgr_call *mc,

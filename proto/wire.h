@@ -333,9 +333,6 @@ int wire_call_z(struct wire_peer *p, uint16_t type, const ProtobufCMessage *body
  * call reconnects. */
 void wire_peer_reset(struct wire_peer *p);
 bool wire_peer_connected(const struct wire_peer *p);
-/* Hold back (on) and then push (off) the frames written in between, so
- * that the peer gets them in one segment and wakes once (TCP_CORK). */
-void wire_peer_cork(struct wire_peer *p, bool on);
 /* A TCP connect is in flight (no answer yet: to a silent host it lasts
  * until the kernel gives up, a minute or more). */
 bool wire_peer_connecting(const struct wire_peer *p);

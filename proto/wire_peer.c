@@ -26,8 +26,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,17 +127,6 @@ bool wire_peer_connected(const struct wire_peer *p)
 bool wire_peer_connecting(const struct wire_peer *p)
 {
 	return p->state == P_CONNECTING;
-}
-
-void wire_peer_cork(struct wire_peer *p, bool on)
-{
-	uv_os_fd_t fd;
-	int v = on;
-
-	if (p->state != P_READY || !p->conn ||
-	    uv_fileno((uv_handle_t *)&p->conn->tcp, &fd) < 0)
-		return;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v));
 }
 
 enum tw_channel wire_peer_channel(const struct wire_peer *p)
