@@ -11,11 +11,11 @@
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
  * nostatahead, nonamelease, io_thread_reads and the atime options:
  * relatime, noatime, strictatime, atime, norelatime, nodiratime,
- * diratime, lazytime, nolazytime) are taken here (the three timers, when not given, from the
- * cluster's map at the first contact: adopt_cluster_timers); the rest go
- * to libfuse.  default_permissions is always on: the kernel checks
- * permissions first, which spares mgrd's checks (FORMAT.md "Permissions")
- * the requests it would refuse anyway.
+ * diratime, lazytime, nolazytime) are taken here (the three timers, when
+ * not given, from the cluster's map at the first contact:
+ * adopt_cluster_timers); the rest go to libfuse.  default_permissions is
+ * always on: the kernel checks permissions first, which spares mgrd's
+ * checks (FORMAT.md "Permissions") the requests it would refuse anyway.
  *
  * Daemonising: the process forks first (before any thread exists); the
  * child contacts mgrd (HELLO, GET_MAP, GETATTR of the root) and mounts, and
