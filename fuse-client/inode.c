@@ -239,16 +239,30 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 			     in->local_gen);
 }
 
+/* Whether a is older than what in holds: an earlier ctime (every change
+ * of mgrd moves it forward) or an earlier truncation. */
+static bool older_locked(const struct fc_inode *in, const struct fc_attr *a)
+{
+	return a->trunc_gen < in->attr.trunc_gen ||
+	       a->ctime_sec < in->attr.ctime_sec ||
+	       (a->ctime_sec == in->attr.ctime_sec &&
+		a->ctime_nsec < in->attr.ctime_nsec);
+}
+
+enum entry_kind { ENTRY_ANY, ENTRY_NEW, ENTRY_NOT_OLDER };
+
 static int entry(struct fc_client *cl, const struct fc_attr *a,
-		 struct fuse_entry_param *e, bool only_new)
+		 struct fuse_entry_param *e, enum entry_kind kind)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
+	struct fc_attr cur = *a;
 
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, a->ino);
-	if (in && only_new) {
+	if (in && (kind == ENTRY_NEW ||
+		   (kind == ENTRY_NOT_OLDER && older_locked(in, a)))) {
 		pthread_mutex_unlock(&cl->ino_lock);
 		return -EEXIST;
 	}
@@ -266,6 +280,10 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		in->nlookup++;
+		/* Not older than what was held: what is held now is what
+		 * the kernel gets (the merged size; fresh attributes kept). */
+		if (kind == ENTRY_NOT_OLDER)
+			cur = in->attr;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	/* Without memory for the table the entry is still answered: the
@@ -274,20 +292,26 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	e->generation = a->generation;
 	e->attr_timeout = cl->opts.attr_timeout;
 	e->entry_timeout = cl->opts.entry_timeout;
-	fc_attr_to_stat(cl, a, size, &e->attr);
+	fc_attr_to_stat(cl, &cur, size, &e->attr);
 	return 0;
 }
 
 void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 		    struct fuse_entry_param *e)
 {
-	(void)entry(cl, a, e, false);
+	(void)entry(cl, a, e, ENTRY_ANY);
 }
 
 int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
 		       struct fuse_entry_param *e)
 {
-	return entry(cl, a, e, true);
+	return entry(cl, a, e, ENTRY_NEW);
+}
+
+int fc_inode_entry_not_older(struct fc_client *cl, const struct fc_attr *a,
+			     struct fuse_entry_param *e)
+{
+	return entry(cl, a, e, ENTRY_NOT_OLDER);
 }
 
 static uint64_t update(struct fc_client *cl, const struct fc_attr *a,

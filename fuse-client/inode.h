@@ -23,6 +23,11 @@ void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
  * nothing changed) if it does. */
 int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
 		       struct fuse_entry_param *e);
+/* fc_inode_entry unless this mount holds newer attributes of the inode
+ * than a (an earlier ctime or truncation in a): then -EEXIST, nothing
+ * changed.  e carries what the table holds after the merge. */
+int fc_inode_entry_not_older(struct fc_client *cl, const struct fc_attr *a,
+			     struct fuse_entry_param *e);
 /* Refresh the cached attributes of ino if it is cached (no lookup change).
  * Fills *st when st is non-NULL with the merged size.  Returns the merged
  * size. */

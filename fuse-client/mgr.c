@@ -394,6 +394,21 @@ static uint64_t acked_seq(struct fc_client *cl)
 	return cl->next_seq - 1;
 }
 
+/* What a request of this mount may change, for the listings fetched
+ * ahead (statahead.c): when it is sent and again when it ends. */
+static void sa_note(struct fc_client *cl, uint16_t type,
+		    const ProtobufCMessage *body)
+{
+	if (type == TWINFS__MSG_TYPE__MSG_UNLINK ||
+	    type == TWINFS__MSG_TYPE__MSG_RMDIR) {
+		const Twinfs__Unlink *u = (const Twinfs__Unlink *)body;
+
+		fc_sa_removed(&cl->sa, u->parent, u->name ? u->name : "");
+	} else if (fc_mgr_type_changes(type)) {
+		fc_sa_changed(&cl->sa);
+	}
+}
+
 static void mgr_attempt(struct fc_mgr_call *mc);
 static void retry_timer_cb(uv_timer_t *t);
 static void schedule_retry(struct fc_mgr_call *mc, uint64_t now, bool at_once);
@@ -403,8 +418,7 @@ static void mgr_finish(struct fc_mgr_call *mc, int status,
 {
 	/* Before the answer: a lookup it lets through sees no older listing
 	 * (statahead.c). */
-	if (fc_mgr_type_changes(mc->type))
-		fc_sa_changed(&mc->cl->sa);
+	sa_note(mc->cl, mc->type, mc->body);
 	list_remove(mc);
 	if (reply)
 		fc_ident_swap(mc->cl, reply->body);   /* subtree mounts */
@@ -707,8 +721,7 @@ static void send_now(struct fc_client *cl, struct fc_mgr_call *mc,
 		     Twinfs__Ctx **ctx_field, struct fc_op *op,
 		     uint32_t timeout_ms, fc_mgr_cb cb, void *arg)
 {
-	if (fc_mgr_type_changes(type))
-		fc_sa_changed(&cl->sa);
+	sa_note(cl, type, body);
 	memset(mc, 0, sizeof(*mc));
 	mc->cl = cl;
 	mc->type = type;

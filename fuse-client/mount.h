@@ -73,6 +73,7 @@
 #include "wire.h"
 
 #define FC_SA_DIRS             4            /* statahead: directories */
+#define FC_SA_RM_RING          64           /* ... removals remembered */
 #define FC_DL_DIRS             64           /* name leases held at once */
 
 /* ------------------------------------------------------------- options */
@@ -214,6 +215,10 @@ struct fc_sa {
 	atomic_uint_fast64_t gen;  /* any thread: bumped by fc_sa_changed */
 	uint64_t ttl_ms;           /* immutable: 0 turns statahead off */
 	uint64_t fetch_seq;
+	/* This mount's removals (fc_sa_removed): the last FC_SA_RM_RING,
+	 * for fetches that were in flight across them. */
+	uint64_t rm_seq;
+	struct { uint64_t dir, key; } rm_ring[FC_SA_RM_RING];
 	struct fc_sa_dir dirs[FC_SA_DIRS];
 	/* statistics, logged at unmount */
 	uint64_t n_lookups, n_hits, n_fetches, n_kept;

@@ -376,7 +376,7 @@ static bool lookup_ahead(struct fc_client *cl, fuse_req_t req,
 	r = fc_sa_find(&cl->sa, parent, name, tw_now_ms(), &a, &age_ms, &f);
 	if (f.dir)
 		fc_sa_start(cl, &f, req);
-	if (r != FC_SA_HIT || fc_inode_entry_new(cl, &a, &e) < 0)
+	if (r != FC_SA_HIT || fc_inode_entry_not_older(cl, &a, &e) < 0)
 		return false;
 	fc_inode_named(cl, a.ino, parent, name);
 	/* As long as the kernel may keep a LOOKUP answered when the

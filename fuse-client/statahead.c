@@ -21,9 +21,19 @@
  *     is sent and when it ends; a batch fetched under another gen is never
  *     used, and a fetch that ended under another gen than it started with
  *     is thrown away.
- *   - Known inodes.  A hit is used only for an inode the kernel does not
- *     hold (fc_inode_entry_new): attributes the mount already has may be
- *     newer than the batch.
+ *   - This mount's removals (UNLINK, RMDIR: fc_sa_removed, also when sent
+ *     and when ended) void nothing, so that an unlink loop is answered
+ *     ahead: the removed name leaves the index, and a fetch in flight
+ *     across the removal drops it from what it brings (the last
+ *     FC_SA_RM_RING removals are remembered; past that it is thrown
+ *     away).  What else a removal changes: its directory's attributes and
+ *     those of a file with another name.  So an entry of a directory, or
+ *     of a file with more than one link, is used only from a batch whose
+ *     fetch began after the last removal.
+ *   - Known inodes.  For an inode the kernel holds, a hit is used only if
+ *     its attributes are not older than the table's (ctime, trunc_gen:
+ *     fc_inode_entry_not_older), and the answer carries the table's
+ *     merged attributes (a size this mount wrote and has not reported).
  *   - Absence.  A name not in the batches is asked of mgrd, never
  *     answered ENOENT: a file another client created must be found at
  *     once (a job's ranks open what rank 0 created after a barrier).
@@ -58,6 +68,7 @@ struct fc_sa_batch {
 	struct wire_msg *msg;       /* ReaddirReply */
 	uint64_t sent_ms;           /* when its fetch was decided */
 	uint64_t last_cookie;       /* of its last entry: next batch after */
+	uint64_t rm_seq;            /* fc_sa.rm_seq when its fetch began */
 	bool eof;                   /* the end of the directory (or empty) */
 	unsigned hits;
 	size_t n;
@@ -156,6 +167,45 @@ void fc_sa_changed(struct fc_sa *sa)
 	atomic_fetch_add(&sa->gen, 1);
 }
 
+/* Forget name in d if it came from batch b (NULL: any batch). */
+static void unindex(struct fc_sa_dir *d, uint64_t key, const char *name,
+		    const struct fc_sa_batch *b)
+{
+	struct sa_ent *e = tw_hmap_get(&d->index, key);
+
+	if (e && (!b || e->b == b) && (!name || strcmp(e->d->name, name) == 0))
+		tw_hmap_del(&d->index, key);
+}
+
+void fc_sa_removed(struct fc_sa *sa, uint64_t dir, const char *name)
+{
+	uint64_t key = name_key(name);
+	size_t i;
+
+	if (sa->ttl_ms == 0)
+		return;
+	pthread_mutex_lock(&sa->lock);
+	sa->rm_seq++;
+	sa->rm_ring[sa->rm_seq % FC_SA_RM_RING].dir = dir;
+	sa->rm_ring[sa->rm_seq % FC_SA_RM_RING].key = key;
+	for (i = 0; i < FC_SA_DIRS; i++)
+		if (sa->dirs[i].ino == dir)
+			unindex(&sa->dirs[i], key, name, NULL);
+	pthread_mutex_unlock(&sa->lock);
+}
+
+/* Whether a removal of this mount since b's fetch began may have changed
+ * e's attributes: a directory's (its mtime, ctime and link count move
+ * with every removal in it) or a file's with more than one name (one of
+ * them may be gone).  A one-name file's attributes change only with the
+ * removal of its own name, which takes the name out of the index. */
+static bool removal_may_change(const struct fc_sa *sa, const struct sa_ent *e,
+			       const struct fc_attr *a)
+{
+	return e->b->rm_seq != sa->rm_seq &&
+	       (S_ISDIR(a->mode) || a->nlink > 1);
+}
+
 /* The slot of dir, or (create) the least recently used one, emptied. */
 static struct fc_sa_dir *slot(struct fc_sa *sa, uint64_t dir, bool create,
 			      uint64_t now_ms)
@@ -211,6 +261,7 @@ static void start_fetch(struct fc_sa *sa, struct fc_sa_dir *d, uint64_t gen,
 	f->gen = gen;
 	f->sent_ms = now_ms;
 	f->seq = d->fetch_seq;
+	f->rm_seq = sa->rm_seq;
 }
 
 enum fc_sa_result fc_sa_find(struct fc_sa *sa, uint64_t parent,
@@ -233,7 +284,8 @@ enum fc_sa_result fc_sa_find(struct fc_sa *sa, uint64_t parent,
 	expire(sa, d, gen, now_ms);
 	e = tw_hmap_get(&d->index, name_key(name));
 	if (e && strcmp(e->d->name, name) == 0 &&
-	    fc_attr_from_pb(e->d->attr, a) == 0 && a->ino == e->d->ino) {
+	    fc_attr_from_pb(e->d->attr, a) == 0 && a->ino == e->d->ino &&
+	    !removal_may_change(sa, e, a)) {
 		e->b->hits++;
 		sa->n_hits++;
 		*age_ms = now_ms - d->head->sent_ms;
@@ -305,6 +357,7 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 	/* Changed while in flight, or no longer the continuation of what is
 	 * held (it expired meanwhile): not usable. */
 	if (f->gen != d->gen ||
+	    sa->rm_seq - f->rm_seq > FC_SA_RM_RING ||
 	    (f->cookie != 0 &&
 	     (!d->tail || d->tail->last_cookie != f->cookie)) ||
 	    (f->cookie == 0 && d->head)) {
@@ -317,6 +370,7 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 	b->msg = reply;
 	reply = NULL;
 	b->sent_ms = f->sent_ms;
+	b->rm_seq = f->rm_seq;
 	r = (const void *)b->msg->body;
 	/* An empty batch that is not eof would be asked again forever. */
 	b->eof = r->eof || r->n_entries == 0;
@@ -329,8 +383,17 @@ void fc_sa_fetched(struct fc_sa *sa, const struct fc_sa_fetch *f, int status,
 	d->tail = b;
 	d->nbatches++;
 	sa->n_kept++;
-	if (index_batch(d, b) < 0)
+	if (index_batch(d, b) < 0) {
 		drop_all(d, now_ms);
+	} else {
+		/* Names this mount removed while the fetch was in flight
+		 * (mgrd may have listed them before): not from b.  A key
+		 * collision only sends a lookup to mgrd. */
+		for (uint64_t s = f->rm_seq + 1; s <= sa->rm_seq; s++)
+			if (sa->rm_ring[s % FC_SA_RM_RING].dir == d->ino)
+				unindex(d, sa->rm_ring[s % FC_SA_RM_RING].key,
+					NULL, b);
+	}
 	while (d->nbatches > FC_SA_DIR_BATCHES)
 		drop_head(d, now_ms);
 out:
@@ -339,7 +402,8 @@ out:
 		wire_msg_free(reply);
 }
 
-/* Requests that cannot change a name or attributes, as mgrd lists them. */
+/* Requests that cannot change a name or attributes, as mgrd lists them,
+ * and the removals, which fc_sa_removed follows name by name. */
 bool fc_mgr_type_changes(uint16_t type)
 {
 	switch (type) {
@@ -358,6 +422,8 @@ bool fc_mgr_type_changes(uint16_t type)
 	case TWINFS__MSG_TYPE__MSG_FSYNCDIR:
 	case TWINFS__MSG_TYPE__MSG_REPORT:
 	case TWINFS__MSG_TYPE__MSG_GETLK:
+	case TWINFS__MSG_TYPE__MSG_UNLINK:   /* fc_sa_removed */
+	case TWINFS__MSG_TYPE__MSG_RMDIR:
 		return false;
 	default:
 		return true;

@@ -13,7 +13,7 @@
 
 /* A fetch fc_sa_find decided; dir 0: none. */
 struct fc_sa_fetch {
-	uint64_t dir, cookie, gen, sent_ms, seq;
+	uint64_t dir, cookie, gen, sent_ms, seq, rm_seq;
 };
 
 enum fc_sa_result { FC_SA_MISS, FC_SA_HIT };
@@ -24,7 +24,11 @@ void fc_sa_free(struct fc_sa *sa);
 /* Any thread: this mount changed (or may have changed) names or
  * attributes at mgrd; nothing fetched before is used. */
 void fc_sa_changed(struct fc_sa *sa);
-/* Whether an mgrd request of this type may change names or attributes. */
+/* Any thread: this mount removes (or removed) name from dir (UNLINK,
+ * RMDIR), at mgrd; called when the request is sent and when it ends. */
+void fc_sa_removed(struct fc_sa *sa, uint64_t dir, const char *name);
+/* Whether an mgrd request of this type may change names or attributes
+ * in a way fc_sa_removed does not cover. */
 bool fc_mgr_type_changes(uint16_t type);
 /* Look name up in what was fetched of parent.  FC_SA_HIT fills *a and
  * *age_ms (how old the answer is).  In any case, f->dir != 0 asks the caller to start that fetch

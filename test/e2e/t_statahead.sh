@@ -9,6 +9,9 @@
 #   - a file another mount creates is found at once (no negative answer);
 #   - a change another mount makes is seen once the 1 s timeout passed;
 #   - a file another mount deleted can be created again at once;
+#   - this mount's removals take out their names only: files it wrote,
+#     looked up again and removed one by one, a file with two names, a
+#     subdirectory, seen right on both mounts;
 #   - the client says at unmount how many lookups it answered ahead.
 . "$(dirname "$0")/lib.sh"
 e2e_begin statahead
@@ -116,6 +119,41 @@ EOF
 )
 assert_eq create-over-name-deleted-elsewhere hello "$got"
 assert_eq create-seen-by-deleter hello "$(cat "$M/d/f00045" 2>&1)"
+
+# This mount's removals void no listing, only their names: files made
+# and written by the second mount (its kernel holds their inodes), their
+# entries expired, then looked up again and removed one by one; a file
+# with two names and a subdirectory, removed beside a listing in use.
+K=$(( N / 4 > 20 ? N / 4 : 20 ))
+got=$(python3 - "$M2/d" "$K" <<'EOF'
+import os, sys, time
+d, k = sys.argv[1], int(sys.argv[2])
+for i in range(k):
+    with open("%s/g%05d" % (d, i), "wb") as f:
+        f.write(b"z" * (i + 3))
+os.link("%s/g00000" % d, "%s/hard" % d)
+os.mkdir("%s/sub" % d)
+time.sleep(1.2)                     # the kernel's entries expire
+out = []
+sizes = [os.stat("%s/g%05d" % (d, i)).st_size for i in range(k)]
+out.append("sizes-ok" if sizes == [i + 3 for i in range(k)] else "sizes %r" % sizes)
+nl = os.stat(d).st_nlink
+os.unlink("%s/g00000" % d)          # "hard" keeps the inode
+os.rmdir("%s/sub" % d)
+out.append("links %d" % os.stat("%s/hard" % d).st_nlink)
+out.append("dir-nlink %+d" % (os.stat(d).st_nlink - nl))
+for i in range(1, k // 2):          # stat, unlink, stat: the unlink loop
+    p = "%s/g%05d" % (d, i)
+    os.stat(p)
+    os.unlink(p)
+    out.append("left" if os.path.exists(p) else "")
+print(" ".join(x for x in out if x))
+EOF
+)
+assert_eq own-removals-seen "sizes-ok links 1 dir-nlink -1" "$got"
+assert_eq own-removals-on-other-mount $((K - K / 2)) \
+	"$(cd "$M/d" && ls | grep -c '^g')"
+assert_eq hard-link-content-after-unlink "zzz" "$(cat "$M/d/hard")"
 
 lc umount "$M2" >/dev/null
 line=$(grep -o 'statahead: [0-9]* of [0-9]* lookups' "$LOG2" | tail -n 1)

@@ -167,6 +167,35 @@ Test(client_inode, inode_table_counts_lookups)
 	free(cl);
 }
 
+/* A lookup answered from a listing fetched ahead, for an inode the
+ * kernel holds: taken unless the table holds newer attributes (a later
+ * ctime or truncation); it counts a lookup, and the answer keeps the
+ * table's merged size (this mount's write answered early). */
+Test(client_inode, entry_not_older_than_the_table)
+{
+	struct fc_attr at, old;
+	struct fc_client *cl = table_new(&at);
+	struct fuse_entry_param e;
+
+	cr_assert_eq(fc_inode_entry_not_older(cl, &at, &e), 0, "unknown");
+	cr_assert_eq(e.ino, 42);
+	fc_inode_note_write(cl, 42, 99999, at.trunc_gen);
+	cr_assert_eq(fc_inode_entry_not_older(cl, &at, &e), 0, "as new");
+	cr_assert_eq(e.attr.st_size, 99999, "the table's merged size");
+	old = at;
+	old.ctime_nsec = at.ctime_nsec ? at.ctime_nsec - 1 : 0;
+	old.ctime_sec = at.ctime_nsec ? at.ctime_sec : at.ctime_sec - 1;
+	cr_assert_eq(fc_inode_entry_not_older(cl, &old, &e), -EEXIST);
+	old = at;
+	old.trunc_gen = at.trunc_gen - 1;
+	cr_assert_eq(fc_inode_entry_not_older(cl, &old, &e), -EEXIST);
+	/* Two lookups counted, none for the refusals. */
+	fc_inode_forget(cl, 42, 2);
+	cr_assert_not(fc_inode_get(cl, 42, NULL, NULL));
+	fc_inodes_free(cl);
+	free(cl);
+}
+
 /* An inode an UNLINK destroyed (gone_ino): its last attributes with nlink
  * 0, for the kernel's time write-back; unknown and live inodes are not. */
 Test(client_inode, gone_inode_answers_nlink_0)

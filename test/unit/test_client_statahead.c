@@ -1,6 +1,7 @@
 /* test_client_statahead.c - the rules of statahead.c: when a listing is
  * fetched, which lookups it answers and for how long, and what throws it
- * away (this mount's changes, age, capacity, an unused batch). */
+ * away (this mount's changes and removals, age, capacity, an unused
+ * batch). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +25,11 @@ static void teardown(void)
 	fc_sa_free(&sa);
 }
 
-/* A ReaddirReply of files f<first>..f<first+n-1> (ino 100 + i, cookie
- * 10 + i), as it comes off the wire. */
-static struct wire_msg *listing(unsigned first, unsigned n, bool eof)
+/* A ReaddirReply of f<first>..f<first+n-1> (ino 100 + i, cookie 10 + i),
+ * as it comes off the wire: directories (listing) or entries of this mode
+ * and link count (listing_as). */
+static struct wire_msg *listing_as(unsigned first, unsigned n, bool eof,
+				   uint32_t mode, uint32_t nlink)
 {
 	Twinfs__ReaddirReply r = TWINFS__READDIR_REPLY__INIT;
 	Twinfs__Dirent *ents = calloc(n ? n : 1, sizeof(*ents));
@@ -44,8 +47,8 @@ static struct wire_msg *listing(unsigned first, unsigned n, bool eof)
 		twinfs__attr__init(&attrs[i]);
 		snprintf(names[i], sizeof(names[i]), "f%u", first + i);
 		attrs[i].ino = 100 + first + i;
-		attrs[i].mode = S_IFDIR | 0755;   /* no layout needed */
-		attrs[i].nlink = 2;
+		attrs[i].mode = mode;   /* no layout needed */
+		attrs[i].nlink = nlink;
 		attrs[i].size = first + i;
 		ents[i].name = names[i];
 		ents[i].ino = attrs[i].ino;
@@ -70,6 +73,11 @@ static struct wire_msg *listing(unsigned first, unsigned n, bool eof)
 	free(attrs);
 	free(names);
 	return m;
+}
+
+static struct wire_msg *listing(unsigned first, unsigned n, bool eof)
+{
+	return listing_as(first, n, eof, S_IFDIR | 0755, 2);
 }
 
 static enum fc_sa_result find(const char *name, uint64_t now,
@@ -305,4 +313,92 @@ Test(client_statahead, slots_are_reused, .init = setup, .fini = teardown)
 					&age, &f), FC_SA_MISS);
 	fc_sa_fetched(&sa, &first, 0, listing(0, 10, true), 1010);
 	cr_assert_eq(find("f1", 1011, &a, &f), FC_SA_MISS);
+}
+
+/* This mount's removals: only the removed name leaves the listing; an
+ * UNLINK is not a change that voids it (fc_mgr_type_changes). */
+Test(client_statahead, removal_takes_out_its_name, .init = setup,
+     .fini = teardown)
+{
+	struct fc_sa_fetch f;
+	struct fc_attr a;
+
+	cr_assert_not(fc_mgr_type_changes(TWINFS__MSG_TYPE__MSG_UNLINK));
+	cr_assert_not(fc_mgr_type_changes(TWINFS__MSG_TYPE__MSG_RMDIR));
+	cr_assert(fc_mgr_type_changes(TWINFS__MSG_TYPE__MSG_RENAME));
+	two_misses(1000, &f);
+	fc_sa_fetched(&sa, &f, 0, listing_as(0, 10, true, S_IFREG | 0644, 1),
+		      1000);
+	fc_sa_removed(&sa, DIR_INO, "f3");
+	fc_sa_removed(&sa, DIR_INO + 1, "f4");   /* another directory's f4 */
+	cr_assert_eq(find("f3", 1001, &a, &f), FC_SA_MISS);
+	cr_assert_eq(find("f4", 1001, &a, &f), FC_SA_HIT);
+	cr_assert_eq(a.ino, 104);
+	/* Misses across removals still start a fetch (an unlink loop:
+	 * lookup, unlink, lookup, ...), where a change would not. */
+	fc_sa_free(&sa);
+	fc_sa_init(&sa, TTL);
+	cr_assert_eq(find("m1", 1002, &a, &f), FC_SA_MISS);
+	fc_sa_removed(&sa, DIR_INO, "m1");
+	cr_assert_eq(find("m2", 1003, &a, &f), FC_SA_MISS);
+	cr_assert_eq(f.dir, DIR_INO);
+}
+
+/* A removal changes its directory's attributes and may change those of
+ * a file with another name: such entries of a listing fetched before it
+ * are not used; one-name files are. */
+Test(client_statahead, removal_stops_dirs_and_links, .init = setup,
+     .fini = teardown)
+{
+	struct fc_sa_fetch f;
+	struct fc_attr a;
+
+	fetch_first(10, true, 1000);   /* directories */
+	cr_assert_eq(find("f1", 1001, &a, &f), FC_SA_HIT);
+	fc_sa_removed(&sa, DIR_INO + 5, "x");   /* anywhere */
+	cr_assert_eq(find("f1", 1002, &a, &f), FC_SA_MISS);
+	fc_sa_free(&sa);
+	fc_sa_init(&sa, TTL);
+
+	two_misses(1000, &f);
+	fc_sa_fetched(&sa, &f, 0, listing_as(0, 10, true, S_IFREG | 0644, 2),
+		      1000);
+	cr_assert_eq(find("f1", 1001, &a, &f), FC_SA_HIT);
+	fc_sa_removed(&sa, DIR_INO, "f2");
+	cr_assert_eq(find("f1", 1002, &a, &f), FC_SA_MISS, "two names");
+	/* A listing fetched after the removal is whole again. */
+	fc_sa_free(&sa);
+	fc_sa_init(&sa, TTL);
+	fc_sa_removed(&sa, DIR_INO, "f9");
+	two_misses(1000, &f);
+	fc_sa_fetched(&sa, &f, 0, listing_as(0, 9, true, S_IFREG | 0644, 2),
+		      1000);
+	cr_assert_eq(find("f1", 1001, &a, &f), FC_SA_HIT);
+}
+
+/* A fetch in flight across a removal: mgrd may have listed the name
+ * before it went; it is not answered from that listing.  Past what the
+ * ring remembers, the whole fetch is thrown away. */
+Test(client_statahead, removal_in_flight, .init = setup, .fini = teardown)
+{
+	struct fc_sa_fetch f;
+	struct fc_attr a;
+	int i;
+
+	two_misses(1000, &f);
+	fc_sa_removed(&sa, DIR_INO, "f5");
+	fc_sa_removed(&sa, DIR_INO + 1, "f6");
+	fc_sa_fetched(&sa, &f, 0, listing_as(0, 10, true, S_IFREG | 0644, 1),
+		      1001);
+	cr_assert_eq(find("f5", 1002, &a, &f), FC_SA_MISS);
+	cr_assert_eq(find("f6", 1002, &a, &f), FC_SA_HIT);
+	fc_sa_free(&sa);
+	fc_sa_init(&sa, TTL);
+
+	two_misses(1000, &f);
+	for (i = 0; i <= FC_SA_RM_RING; i++)
+		fc_sa_removed(&sa, DIR_INO + 1, "x");
+	fc_sa_fetched(&sa, &f, 0, listing_as(0, 10, true, S_IFREG | 0644, 1),
+		      1001);
+	cr_assert_eq(find("f6", 1002, &a, &f), FC_SA_MISS);
 }
