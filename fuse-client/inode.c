@@ -198,6 +198,13 @@ void fc_attr_to_stat(struct fc_client *cl, const struct fc_attr *a,
 		st->st_blksize = R0_DEF_STRIPE_SIZE;
 }
 
+/* Whether a's ctime is before b's (every change at mgrd moves it forward). */
+static bool ctime_before(const struct fc_attr *a, const struct fc_attr *b)
+{
+	return a->ctime_sec < b->ctime_sec ||
+	       (a->ctime_sec == b->ctime_sec && a->ctime_nsec < b->ctime_nsec);
+}
+
 /* Store new attributes; drop the local size when a truncate superseded it.
  * Returns the merged size. */
 static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
@@ -209,10 +216,7 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 				     in->local_size, in->local_gen);
 	/* Nor may an older answer replace the fresh attributes of a
 	 * directory (every change moves its ctime forward). */
-	if (in->fresh_until_ms &&
-	    (a->ctime_sec < in->attr.ctime_sec ||
-	     (a->ctime_sec == in->attr.ctime_sec &&
-	      a->ctime_nsec < in->attr.ctime_nsec)))
+	if (in->fresh_until_ms && ctime_before(a, &in->attr))
 		return fc_merge_size(in->attr.size, in->attr.trunc_gen,
 				     in->local_size, in->local_gen);
 	if (in->xattr_absent && (a->ctime_sec != in->xattr_ctime_sec ||
@@ -239,16 +243,6 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 			     in->local_gen);
 }
 
-/* Whether a is older than what in holds: an earlier ctime (every change
- * of mgrd moves it forward) or an earlier truncation. */
-static bool older_locked(const struct fc_inode *in, const struct fc_attr *a)
-{
-	return a->trunc_gen < in->attr.trunc_gen ||
-	       a->ctime_sec < in->attr.ctime_sec ||
-	       (a->ctime_sec == in->attr.ctime_sec &&
-		a->ctime_nsec < in->attr.ctime_nsec);
-}
-
 enum entry_kind { ENTRY_ANY, ENTRY_NEW, ENTRY_NOT_OLDER };
 
 static int entry(struct fc_client *cl, const struct fc_attr *a,
@@ -256,13 +250,16 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
-	struct fc_attr cur = *a;
 
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_lock(&cl->ino_lock);
 	in = tw_hmap_get(&cl->inodes, a->ino);
+	/* Not older: then store_attr_locked below takes a whole, and the
+	 * answer is a with the merged size, as the table now holds it. */
 	if (in && (kind == ENTRY_NEW ||
-		   (kind == ENTRY_NOT_OLDER && older_locked(in, a)))) {
+		   (kind == ENTRY_NOT_OLDER &&
+		    (a->trunc_gen < in->attr.trunc_gen ||
+		     ctime_before(a, &in->attr))))) {
 		pthread_mutex_unlock(&cl->ino_lock);
 		return -EEXIST;
 	}
@@ -280,10 +277,6 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		in->nlookup++;
-		/* Not older than what was held: what is held now is what
-		 * the kernel gets (the merged size; fresh attributes kept). */
-		if (kind == ENTRY_NOT_OLDER)
-			cur = in->attr;
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	/* Without memory for the table the entry is still answered: the
@@ -292,7 +285,7 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	e->generation = a->generation;
 	e->attr_timeout = cl->opts.attr_timeout;
 	e->entry_timeout = cl->opts.entry_timeout;
-	fc_attr_to_stat(cl, &cur, size, &e->attr);
+	fc_attr_to_stat(cl, a, size, &e->attr);
 	return 0;
 }
 

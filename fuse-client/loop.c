@@ -501,11 +501,11 @@ static bool run_queue(struct fc_client *cl)
 /* Requests read per wakeup before the loop looks at its sockets again. */
 #define FC_FUSE_BATCH 8
 
+/* The session has ended (fuse_session_exit): wake main's wait. */
 static void fuse_wake_main(struct fc_client *cl)
 {
 	uint64_t one = 1;
 
-	atomic_store(&cl->fuse_done, true);
 	if (write(cl->fuse_done_fd, &one, sizeof(one)) < 0) {
 		/* an eventfd that is not full cannot fail */
 	}
@@ -571,7 +571,8 @@ static void async_cb(uv_async_t *a)
 	struct fc_client *cl = a->data;
 	bool stop = run_queue(cl);
 
-	if (cl->fuse_on_loop && !cl->fuse_polling && !cl->stopping)
+	if (atomic_load(&cl->fuse_on_loop) && !cl->fuse_polling &&
+	    !cl->stopping)
 		fuse_poll_start(cl);
 	if (stop)
 		stop_now(cl);
@@ -599,12 +600,10 @@ int fc_loop_serve(struct fc_client *cl)
 	sigaddset(&ends, SIGINT);
 	sigaddset(&ends, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &ends, &old);
-	pthread_mutex_lock(&cl->queue_lock);
-	cl->fuse_on_loop = true;
-	pthread_mutex_unlock(&cl->queue_lock);
+	atomic_store(&cl->fuse_on_loop, true);
 	uv_async_send(&cl->async);
 	pfd = (struct pollfd){ .fd = cl->fuse_done_fd, .events = POLLIN };
-	while (!atomic_load(&cl->fuse_done) && !fuse_session_exited(cl->se))
+	while (!fuse_session_exited(cl->se))
 		(void)ppoll(&pfd, 1, NULL, &old);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;

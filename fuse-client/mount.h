@@ -267,13 +267,13 @@ struct fc_client {
 	pthread_t thread;
 	bool thread_started;
 	/* /dev/fuse read by the loop itself (loop.c fc_loop_serve) */
-	bool fuse_on_loop;                 /* set before the loop reads */
+	atomic_bool fuse_on_loop;          /* main: the loop is to read */
 	uv_poll_t fuse_poll;               /* [loop] */
 	bool fuse_polling;                 /* [loop] fuse_poll initialized */
 	struct fuse_buf fuse_buf;          /* [loop] */
-	atomic_bool fuse_done;             /* any thread: unmounted, or failed */
-	int fuse_done_fd;                  /* eventfd: wakes main at fuse_done
-					    * (fc_loop_start to fc_loop_stop) */
+	int fuse_done_fd;                  /* eventfd: wakes main when the
+					    * session ended (fc_loop_start to
+					    * fc_loop_stop) */
 
 	/* [loop] state below */
 	bool stopping;                     /* peers are gone: fail every call */

@@ -33,7 +33,7 @@
  *   - Known inodes.  For an inode the kernel holds, a hit is used only if
  *     its attributes are not older than the table's (ctime, trunc_gen:
  *     fc_inode_entry_not_older), and the answer carries the table's
- *     merged attributes (a size this mount wrote and has not reported).
+ *     merged size (one this mount wrote and has not reported).
  *   - Absence.  A name not in the batches is asked of mgrd, never
  *     answered ENOENT: a file another client created must be found at
  *     once (a job's ranks open what rank 0 created after a barrier).
