@@ -89,6 +89,9 @@ struct dop {
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */
 	fc_op_fn after;          /* after_writes: the step to run then */
+	/* write: later writes joined into this one's WRITE (ops_data.c),
+	 * ended with it; rider_next links them */
+	struct dop *riders, **riders_tail, *rider_next;
 	struct fc_wb wb;         /* place in the inode's order (wbehind.c) */
 };
 

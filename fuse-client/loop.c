@@ -45,6 +45,7 @@
 #include "loop.h"
 #include "mgr.h"
 #include "mount.h"
+#include "wbehind.h"
 
 struct fc_deferred {
 	struct fc_deferred *next;
@@ -416,6 +417,7 @@ static void maybe_close_handles(struct fc_client *cl)
 	uv_close((uv_handle_t *)&cl->report_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->rel_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->later_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->park_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->async, close_cb);
 	if (cl->fuse_polling)
 		uv_close((uv_handle_t *)&cl->fuse_poll, close_cb);
@@ -442,6 +444,10 @@ static void stop_now(struct fc_client *cl)
 		uv_poll_stop(&cl->fuse_poll);
 	uv_timer_stop(&cl->ping_timer);
 	uv_timer_stop(&cl->report_timer);
+	/* Writes held back to be joined go out now, and end with the peers
+	 * below. */
+	fc_wb_kick(cl, 0);
+	uv_timer_stop(&cl->park_timer);
 	/* Sent, then failed with the peer below: every one is freed. */
 	fc_mgr_release_flush(cl);
 	fc_mgr_shutdown(cl);
@@ -643,7 +649,9 @@ int fc_loop_start(struct fc_client *cl)
 	cl->later_timer.data = cl;
 	uv_timer_init(&cl->loop, &cl->rel_timer);
 	cl->rel_timer.data = cl;
-	cl->handles_open = 6;
+	uv_timer_init(&cl->loop, &cl->park_timer);
+	cl->park_timer.data = cl;
+	cl->handles_open = 7;
 	rc = fc_mgr_init(cl);
 	if (rc < 0)
 		return rc;

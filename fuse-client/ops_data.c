@@ -96,6 +96,7 @@ static struct fc_client *client(fuse_req_t req)
 struct fc_wbuf {
 	int refs;
 	struct fc_dcrc *crc;
+	size_t cap;                /* bytes[] allocated (joined writes) */
 	uint8_t bytes[];
 };
 
@@ -502,8 +503,20 @@ static void log_piece_err(struct dop *d, const char *what,
 
 /* The end of a write or fallocate: give up its place in the inode's
  * order, then answer (an early-answered write is only freed). */
+static void write_landed(struct dop *d);
+
 static void write_end(struct dop *d, int err)
 {
+	struct dop *r;
+
+	/* The writes that rode in d's WRITE end with it, as if each had
+	 * landed (or failed) on its own, in their order. */
+	while ((r = d->riders)) {
+		d->riders = r->rider_next;
+		if (err == 0)
+			write_landed(r);
+		write_end(r, err);
+	}
 	/* With the kernel's writeback cache every write is page-cache
 	 * writeback, answered when it fails; the kernel gives that error to
 	 * the first close of any handle of the file (one that only read,
@@ -589,41 +602,48 @@ static int round_end(struct dop *d, const char *what, fc_op_fn reissue,
 
 static void write_finish(struct dop *d)
 {
-	struct fc_client *cl = d->op.cl;
-	struct fc_file *f = d->f;
 	bool transport;
 	int rc = round_end(d, "write", write_issue, &transport);
 
 	if (rc == 0) {
-		uint64_t end = d->off + d->size;
-		bool grows = d->kind == DOP_WRITE ||
-			     ((d->kind == DOP_ALLOC || d->kind == DOP_ZERO) &&
-			      !d->keep_size);
-
-		if (f->end_gen != d->attr.trunc_gen) {
-			f->end_gen = d->attr.trunc_gen;
-			f->end = 0;
-		}
-		if (grows && end > f->end)
-			f->end = end;
-		/* KEEP_SIZE allocation changes neither data nor size: its
-		 * blocks go with the next report.  A write overtaken by an
-		 * explicit mtime set keeps that mtime (report.c). */
-		if (d->kind != DOP_ALLOC || !d->keep_size) {
-			f->write_gen++;
-			if (!fc_times_kept(cl, d->ino, d->times_seq)) {
-				tw_realtime(&f->mtime_sec, &f->mtime_nsec);
-				f->mtime_gen = f->write_gen;
-			}
-		}
-		if (grows)
-			fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
-		fc_file_dirty(cl, f);
+		write_landed(d);
 		write_end(d, 0);
 	} else if (rc < 0) {
 		write_end(d, fc_op_interrupted(&d->op) && transport ? EINTR :
 			  fc_user_err(rc));
 	}
+}
+
+/* What a write or fallocate that landed changes in its open file and in
+ * the client's view of the inode. */
+static void write_landed(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	struct fc_file *f = d->f;
+	uint64_t end = d->off + d->size;
+	bool grows = d->kind == DOP_WRITE ||
+		     ((d->kind == DOP_ALLOC || d->kind == DOP_ZERO) &&
+		      !d->keep_size);
+
+	if (f->end_gen != d->attr.trunc_gen) {
+		f->end_gen = d->attr.trunc_gen;
+		f->end = 0;
+	}
+	if (grows && end > f->end)
+		f->end = end;
+	/* KEEP_SIZE allocation changes neither data nor size: its blocks go
+	 * with the next report.  A write overtaken by an explicit mtime set
+	 * keeps that mtime (report.c). */
+	if (d->kind != DOP_ALLOC || !d->keep_size) {
+		f->write_gen++;
+		if (!fc_times_kept(cl, d->ino, d->times_seq)) {
+			tw_realtime(&f->mtime_sec, &f->mtime_nsec);
+			f->mtime_gen = f->write_gen;
+		}
+	}
+	if (grows)
+		fc_inode_note_write(cl, d->ino, end, d->attr.trunc_gen);
+	fc_file_dirty(cl, f);
 }
 
 static void write_piece_cb(int status, struct wire_msg *reply, void *arg)
@@ -825,11 +845,143 @@ static bool piece_crc(struct dop *d, struct piece *pc)
 	return true;
 }
 
+/* ------------------------------------------------ joining small writes
+ *
+ * tar, cp of small files and many other writers write a file in records
+ * of a few KiB; each would be a WRITE to the primary and its forward to
+ * the twin, and an iod spends about as much on a small WRITE as on one of
+ * 64 KiB.  So a write answered early (write-behind) that is smaller than
+ * FC_JOIN_MAX and ends inside its stripe unit is parked (wbehind.c): it
+ * holds its range but waits, unsent, for the next write of its open file.
+ * When that one continues it in the same stripe unit, its bytes are
+ * copied behind the parked write's and it rides in the same WRITE: one
+ * piece, one Write.data_crc combined from the two sums taken as the bytes
+ * entered (fc_crc32c_combine: the data is never summed again from our
+ * copy), ended with it (write_end), success or failure, as if each had
+ * landed on its own.  A parked write goes out when it cannot grow any
+ * more (FC_JOIN_MAX, the end of its unit), when a write that does not
+ * continue it comes, when anything must wait for its range (a read,
+ * flush, fsync, release, truncate or lock: fc_wb_enter kicks it), at a
+ * SETATTR of its inode (tar's utimensat, fchown, fchmod: the data lands
+ * while they run), when the client stops, and FC_JOIN_WAIT_MS after it
+ * was parked at the latest.  Nothing waits for it that was not already
+ * told the write is done: it was answered early. */
+#define FC_JOIN_MAX     (64u << 10)
+#define FC_JOIN_WAIT_MS 1
+
+static void write_send(struct fc_op *op);
+
+/* Whether d may still grow by a write that continues it. */
+static bool join_open(const struct dop *d)
+{
+	const struct r0_piece *p = &d->pieces[0].p;
+
+	return d->size < FC_JOIN_MAX &&
+	       (p->file_off + p->len) % d->attr.layout.stripe_size != 0;
+}
+
+/* Whether d, just split into its pieces, may wait for the next write. */
+static bool parkable(const struct dop *d)
+{
+	return d->kind == DOP_WRITE && d->wb.behind && d->npieces == 1 &&
+	       d->pieces[0].attempts == 0 && !d->op.cl->stopping &&
+	       join_open(d);
+}
+
+static void park_timer_cb(uv_timer_t *t)
+{
+	fc_wb_kick(t->data, 0);
+}
+
+static void join_kick(struct fc_client *cl, uint64_t ino)
+{
+	fc_wb_kick(cl, ino);
+	if (!cl->wb_parked)
+		uv_timer_stop(&cl->park_timer);
+}
+
+/* Join d, a parkable write, into p, the parked write of its inode, when d
+ * continues p in p's stripe unit through the same open file: true, and d
+ * rides with p from now on.  False: nothing changed, or (a piece's bytes
+ * changed in our buffer since they entered) that piece failed -EBADMSG
+ * and goes its own way, as an unjoined one would. */
+static bool join(struct dop *p, struct dop *d)
+{
+	struct piece *a = &p->pieces[0], *b = &d->pieces[0];
+	uint64_t s = p->attr.layout.stripe_size;
+	size_t total = p->size + d->size;
+
+	if (p->f != d->f || p->attr.trunc_gen != d->attr.trunc_gen ||
+	    a->p.column != b->p.column ||
+	    a->p.file_off + a->p.len != b->p.file_off ||
+	    a->p.sub_off + a->p.len != b->p.sub_off ||
+	    a->p.file_off / s != (b->p.file_off + b->p.len - 1) / s ||
+	    total > FC_JOIN_MAX ||
+	    (p->wbuf->crc == NULL) != (d->wbuf->crc == NULL))
+		return false;
+	if (!piece_crc(p, a) || !piece_crc(d, b))
+		return false;
+	if (p->wbuf->cap < total) {
+		size_t cap = TW_MIN(TW_MAX(2 * total, (size_t)16 << 10),
+				    (size_t)FC_JOIN_MAX);
+		struct fc_wbuf *nb;
+
+		assert(p->wbuf->refs == 1);   /* unsent: no frame holds it */
+		nb = realloc(p->wbuf, sizeof(*nb) + cap);
+		if (!nb)
+			return false;
+		nb->cap = cap;
+		p->wbuf = nb;
+		p->buf = nb->bytes;
+	}
+	memcpy(p->buf + p->size, d->buf, d->size);
+	if (a->has_crc)
+		a->crc = fc_crc32c_combine(a->crc, b->crc, b->p.len);
+	a->p.len += b->p.len;
+	p->size = total;
+	wbuf_put(d->wbuf);
+	d->wbuf = NULL;
+	d->buf = NULL;
+	d->rider_next = NULL;
+	if (!p->riders)
+		p->riders_tail = &p->riders;
+	*p->riders_tail = d;
+	p->riders_tail = &d->rider_next;
+	return true;
+}
+
+/* Before d's first send: true when d was parked or joined into the
+ * parked write of its inode (it is sent later, or with that one). */
+static bool park_or_join(struct dop *d)
+{
+	struct fc_client *cl = d->op.cl;
+	struct dop *p = (struct dop *)fc_wb_parked(cl, d->ino);
+
+	if (!parkable(d)) {
+		if (p)
+			join_kick(cl, d->ino);   /* goes out before d */
+		return false;
+	}
+	if (p && join(p, d)) {
+		if (!join_open(p))
+			join_kick(cl, d->ino);
+		return true;
+	}
+	if (p)
+		join_kick(cl, d->ino);
+	if (d->pieces[0].status != 1)
+		return false;   /* its bytes changed (join): fails unsent */
+	fc_wb_park(cl, &d->wb, write_send);
+	if (!uv_is_active((uv_handle_t *)&cl->park_timer))
+		uv_timer_start(&cl->park_timer, park_timer_cb,
+			       FC_JOIN_WAIT_MS, 0);
+	return true;
+}
+
 static void write_issue(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 	struct fc_client *cl = op->cl;
-	uint64_t left;
 	int i, n;
 
 	if (!load_attr(d)) {
@@ -898,6 +1050,8 @@ static void write_issue(struct fc_op *op)
 			return;
 		}
 		maybe_behind(d);
+		if (park_or_join(d))
+			return;
 	} else {
 		/* A new round: layouts never change once written, but
 		 * trunc_gen and the map may have. */
@@ -905,6 +1059,17 @@ static void write_issue(struct fc_op *op)
 			if (d->pieces[i].status != 0)
 				d->pieces[i].status = 1;
 	}
+	write_send(op);
+}
+
+/* Send every piece of d that has not answered yet (status 1). */
+static void write_send(struct fc_op *op)
+{
+	struct dop *d = (struct dop *)op;
+	struct fc_client *cl = op->cl;
+	uint64_t left;
+	int i;
+
 	left = attempt_ms(d);
 	d->pending = 1;   /* guard while issuing */
 	for (i = 0; i < d->npieces; i++) {
@@ -1197,6 +1362,7 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
 		if (d->wbuf) {
 			d->wbuf->refs = 1;
+			d->wbuf->cap = size;
 			/* Summed as the bytes enter, from the kernel's
 			 * buffer: the WRITEs' data_crc (dcrc.c). */
 			d->wbuf->crc = bench_no_csum() ? NULL :

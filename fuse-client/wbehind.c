@@ -38,6 +38,12 @@
  *     it to that file before it sent FSYNC).  The
  *     record stays while the client runs (a map entry, at most 32 bytes,
  *     an inode that ever failed a write).
+ *   - Joining.  A small write answered early may be parked (fc_wb_park):
+ *     it holds its range but is not sent yet, so that the next write of
+ *     its file can ride in the same WRITE (ops_data.c).  An operation that
+ *     must wait for a parked write's range kicks it out at once
+ *     (fc_wb_enter), so no read, flush, fsync, release, truncate or lock
+ *     ever waits for the park; ops_data.c bounds the rest.
  *   - Memory.  At most FC_WB_MAX_BYTES and FC_WB_MAX_OPS are answered
  *     early at a time; past that a write is answered when it lands, which
  *     throttles the writer.
@@ -125,7 +131,66 @@ bool fc_wb_enter(struct fc_client *cl, struct fc_wb *w, struct fc_op *op,
 	else
 		cl->wb_wait_head = w;
 	cl->wb_wait_tail = w;
+	/* What it waits for may be parked: send it now.  After queuing, so
+	 * that even a send ending at once (it never does: fc_call defers its
+	 * failures) would find w in place. */
+	if (cl->wb_parked)
+		fc_wb_kick(cl, ino);
 	return false;
+}
+
+static void unpark(struct fc_client *cl, struct fc_wb *w)
+{
+	assert(w->parked);
+	if (w->park_prev)
+		w->park_prev->park_next = w->park_next;
+	else
+		cl->wb_parked = w->park_next;
+	if (w->park_next)
+		w->park_next->park_prev = w->park_prev;
+	else
+		cl->wb_parked_tail = w->park_prev;
+	w->park_prev = w->park_next = NULL;
+	w->parked = false;
+}
+
+void fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send)
+{
+	assert(w->held && w->behind && !w->parked);
+	assert(!fc_wb_parked(cl, w->ino));
+	w->send = send;
+	w->parked = true;
+	w->park_next = NULL;
+	w->park_prev = cl->wb_parked_tail;
+	if (cl->wb_parked_tail)
+		cl->wb_parked_tail->park_next = w;
+	else
+		cl->wb_parked = w;
+	cl->wb_parked_tail = w;
+}
+
+struct fc_op *fc_wb_parked(const struct fc_client *cl, uint64_t ino)
+{
+	for (const struct fc_wb *w = cl->wb_parked; w; w = w->park_next)
+		if (w->ino == ino)
+			return w->op;
+	return NULL;
+}
+
+void fc_wb_kick(struct fc_client *cl, uint64_t ino)
+{
+	struct fc_wb *w = cl->wb_parked, *next;
+
+	/* Unlinked before it is sent: a send may park nothing, but it may
+	 * end ops (a failed piece), which may kick again. */
+	for (; w; w = next) {
+		next = w->park_next;
+		if (ino && w->ino != ino)
+			continue;
+		unpark(cl, w);
+		w->send(w->op);
+		next = cl->wb_parked;   /* the list may have changed */
+	}
 }
 
 /* Start every waiter that nothing before it blocks any more, in order. */
@@ -220,6 +285,8 @@ void fc_wb_release(struct fc_client *cl, struct fc_wb *w, int err)
 {
 	if (!w->held)
 		return;
+	if (w->parked)
+		unpark(cl, w);
 	if (w->prev)
 		w->prev->next = w->next;
 	else

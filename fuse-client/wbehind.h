@@ -20,9 +20,12 @@ struct fc_wb {
 	bool held;                 /* on cl->wb_held */
 	bool waiting;              /* on the wait FIFO */
 	bool behind;               /* answered before it landed */
+	bool parked;               /* on cl->wb_parked: held, not sent */
 	size_t bytes;              /* counted in cl->wb_bytes while behind */
 	struct fc_wb *prev, *next; /* wb_held (doubly) or the FIFO (next) */
 	struct fc_wb *ready_next;  /* wake()'s local list */
+	struct fc_wb *park_prev, *park_next;  /* cl->wb_parked (doubly) */
+	fc_op_fn send;             /* parked: sends the op (fc_wb_kick) */
 };
 
 /* Run next(op) once no earlier data operation of ino (0: of any inode)
@@ -64,6 +67,19 @@ bool fc_wb_writer(const struct fc_client *cl, struct fc_file *f);
 int fc_wb_take_err(struct fc_client *cl, struct fc_file *f, bool for_fsync);
 /* What a handle of ino opened now has seen (fc_file.err_seen). */
 uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino);
+/* Parking (ops_data.c joins a file's small sequential writes into one
+ * WRITE): a write answered early that holds its range may wait unsent for
+ * the next write of its file, until fc_wb_kick runs send(op).  Whoever
+ * must wait for a parked write's range kicks it (fc_wb_enter); the caller
+ * bounds the rest (ops_data.c: FC_JOIN_WAIT_MS, a SETATTR of the inode,
+ * stopping). */
+void fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send);
+/* The parked write of ino, or NULL (at most one per inode: ops_data.c
+ * kicks one before it parks the next). */
+struct fc_op *fc_wb_parked(const struct fc_client *cl, uint64_t ino);
+/* Send every parked write of ino (0: of every inode), in the order they
+ * were parked. */
+void fc_wb_kick(struct fc_client *cl, uint64_t ino);
 /* No write in flight and nobody waiting. */
 bool fc_wb_idle(const struct fc_client *cl);
 

@@ -12,6 +12,10 @@
 #     nor an explicit mtime set right after them (tar x), also with two
 #     writers whose reports ride inside that SETATTR, and over many files
 #     written as tar x writes them;
+#   - small sequential writes are joined into fewer WRITEs (the iods'
+#     forward count shows it), and every byte lands, seen from the other
+#     mount, also when a read, a rewrite or an fsync comes while a write
+#     is held back to be joined;
 #   - a write answered early that cannot land (both twins of its group
 #     down) fails the close, with EIO, instead of vanishing; closing an
 #     idle second handle of the file first does not take that error; of
@@ -239,6 +243,71 @@ if bad:
     sys.exit("%d files differ, e.g. %s" % (len(bad), bad[:3]))
 EOF
 
+# 5e. Joining (fuse-client/ops_data.c): 64 sequential writes of 1,000
+# bytes in one stripe unit.  Each would be a WRITE and its forward to the
+# twin; joined, a few.  The count is the iods' twinfs_iod_forwarded_total
+# (nothing else writes now).  Then joined writes meet what must wait for
+# them: reads of their bytes, rewrites, fsync, against a local copy.
+forwards() {
+	local p s=0 v
+	for p in 6 7 8 9; do
+		v=$("$PY" "$E2E_DIR/metrics.py" get "http://127.0.0.1:$((TWINFS_PORT + p))/metrics" |
+			awk '/^twinfs_iod_forwarded_total/ { print $2 }')
+		s=$((s + ${v%.*}))
+	done
+	echo "$s"
+}
+f0=$(forwards)
+"$PY" - "$M/join" "$T/join" <<'EOF' || fail wbehind-join-write "writer failed"
+import os, random, sys
+data = random.Random(3).randbytes(64000)
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for i in range(64):
+    os.write(fd, data[i * 1000:(i + 1) * 1000])
+os.close(fd)
+open(sys.argv[2], "wb").write(data)
+EOF
+f1=$(forwards)
+echo "# 64 writes of 1000 bytes: $((f1 - f0)) forwards to a twin"
+if ((f1 - f0 > 0 && f1 - f0 < 32)); then pass wbehind-join-fewer-writes
+else fail wbehind-join-fewer-writes "$((f1 - f0)) forwards for 64 writes (want 1-31)"; fi
+assert_eq wbehind-join-other-mount "$(sha "$T/join")" "$(sha "$M2/join")"
+"$PY" - "$M/join2" "$T/join2" "$N" <<'EOF' && pass wbehind-join-mixed || fail wbehind-join-mixed "read back differs"
+import os, random, sys
+path, ref, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rnd = random.Random(17)
+fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+data = bytearray()
+pos = 0
+for i in range(n):
+    chunk = rnd.randbytes(rnd.choice((1, 500, 3000, 10240)))
+    what = rnd.randrange(40)
+    # Rewrite bytes a held-back write may cover (pwrite: the offset of
+    # the next write stays), or write on.
+    off = rnd.randrange(max(0, len(data) - 4000), len(data)) \
+        if what == 0 and data else None
+    if off is None:
+        off = pos
+        os.write(fd, chunk)
+        pos += len(chunk)
+    else:
+        os.pwrite(fd, chunk, off)
+    if off + len(chunk) > len(data):
+        data += bytes(off + len(chunk) - len(data))
+    data[off:off + len(chunk)] = chunk
+    if what == 1:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        off = max(0, len(data) - 5000)
+        if os.pread(fd, 6000, off) != bytes(data[off:off + 6000]):
+            print(f"# mismatch at {off} after {i} writes", file=sys.stderr)
+            sys.exit(1)
+    elif what == 2:
+        os.fsync(fd)
+os.close(fd)
+open(ref, "wb").write(data)
+EOF
+assert_eq wbehind-join-mixed-other-mount "$(sha "$T/join2")" "$(sha "$M2/join2")"
+
 check wbehind-sync ctl sync
 e2e_verify wbehind-verify-twins
 cd /
@@ -246,6 +315,7 @@ lc umount "$M2" >/dev/null
 e2e_remount
 assert_eq wbehind-remount-own "$(sha "$T/own")" "$(sha "$M/own")"
 assert_eq wbehind-remount-ovl "$(sha "$T/ovl")" "$(sha "$M/ovl")"
+assert_eq wbehind-remount-join "$(sha "$T/join2")" "$(sha "$M/join2")"
 assert_eq wbehind-remount-tr 3000 "$(stat -c %s "$M/tr")"
 assert_eq wbehind-remount-mtime 981173106.123456789 "$(stat -c %.9Y "$M/mt")"
 # 5d. (5c after a remount)

@@ -4,6 +4,8 @@
  * only; a whole-file wait (flush, fsync) waits for every write of the inode
  * and nothing else; waiters keep FIFO order among themselves; the caps on
  * early answers hold, also for the FUSE worker's reservations; the error of a failed early write is reported once;
+ * a parked write (held back to be joined) is sent as soon as anything must
+ * wait for its range, and only then;
  * and a random model check compares every start with a reference rule. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@ struct top {
 	struct fc_wb wb;
 	int id;
 	bool started;
+	bool sent;                 /* parked, then sent by fc_wb_kick */
 };
 
 static int order[4096];
@@ -141,6 +144,82 @@ Test(client_wbehind, whole_file_wait_and_fifo)
 	cr_assert(!all.started);
 	fc_wb_release(cl, &w3.wb, 0);
 	cr_assert(all.started);
+	client_free(cl);
+}
+
+static int sent_order[16];
+static int n_sent;
+
+static void send_parked(struct fc_op *op)
+{
+	struct top *t = (struct top *)op;
+
+	cr_assert(!t->sent, "op %d sent twice", t->id);
+	cr_assert(!t->wb.parked);
+	t->sent = true;
+	sent_order[n_sent++] = t->id;
+}
+
+/* An early-answered write of ino held back unsent (ops_data.c joins). */
+static void park(struct fc_client *cl, struct top *t, int id, uint64_t ino,
+		 uint64_t off, uint64_t end)
+{
+	enter(cl, t, id, ino, off, end, true);
+	cr_assert(t->started);
+	cr_assert(fc_wb_detach(cl, &t->wb, end - off));
+	fc_wb_park(cl, &t->wb, send_parked);
+	cr_assert_eq(fc_wb_parked(cl, ino), &t->op);
+}
+
+Test(client_wbehind, parked_writes_go_when_waited_for)
+{
+	struct fc_client *cl = client_new();
+	struct top a, b, c, r1, r2, fl, all;
+
+	n_sent = 0;
+	park(cl, &a, 1, 7, 0, 10240);
+	park(cl, &b, 2, 8, 0, 4096);
+	park(cl, &c, 3, 9, 0, 4096);
+	/* What does not overlap it leaves it parked: a read elsewhere. */
+	enter(cl, &r1, 10, 7, 20000, 30000, false);
+	cr_assert(r1.started && !a.sent);
+	/* A read of its bytes waits, and sends it: the read is not held up
+	 * by the park. */
+	enter(cl, &r2, 11, 7, 100, 200, false);
+	cr_assert(!r2.started && a.sent && !b.sent && !c.sent);
+	cr_assert_null(fc_wb_parked(cl, 7));
+	fc_wb_release(cl, &a.wb, 0);
+	cr_assert(r2.started);
+	/* A flush of ino 8 sends ino 8's only. */
+	enter(cl, &fl, 12, 8, 0, UINT64_MAX, false);
+	cr_assert(!fl.started && b.sent && !c.sent);
+	fc_wb_release(cl, &b.wb, 0);
+	cr_assert(fl.started);
+	/* A parked write released unsent (the client stopping) leaves the
+	 * list. */
+	fc_wb_release(cl, &c.wb, 5);
+	cr_assert_null(fc_wb_parked(cl, 9));
+	cr_assert_null(cl->wb_parked);
+	/* ino 0 (shutdown) sends every one, oldest first. */
+	n_sent = 0;
+	park(cl, &a, 20, 7, 0, 100);
+	park(cl, &b, 21, 8, 0, 100);
+	enter(cl, &all, 22, 0, 0, UINT64_MAX, false);
+	cr_assert(!all.started && a.sent && b.sent);
+	cr_assert_eq(sent_order[0], 20);
+	cr_assert_eq(sent_order[1], 21);
+	fc_wb_release(cl, &b.wb, 0);
+	fc_wb_release(cl, &a.wb, 0);
+	cr_assert(all.started);
+	/* fc_wb_kick by hand: the inode asked for, then all. */
+	park(cl, &a, 30, 7, 0, 100);
+	park(cl, &b, 31, 8, 0, 100);
+	fc_wb_kick(cl, 8);
+	cr_assert(b.sent && !a.sent);
+	fc_wb_kick(cl, 0);
+	cr_assert(a.sent);
+	fc_wb_release(cl, &a.wb, 0);
+	fc_wb_release(cl, &b.wb, 0);
 	client_free(cl);
 }
 
