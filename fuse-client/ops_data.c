@@ -114,6 +114,7 @@ static void dop_cleanup(struct fc_op *op)
 {
 	struct dop *d = (struct dop *)op;
 
+	assert(!d->riders);                 /* ended with d (write_end) */
 	fc_wb_release(op->cl, &d->wb, 0);   /* normally released already */
 	if (d->f)
 		fc_file_put(op->cl, d->f);
@@ -513,6 +514,10 @@ static void write_end(struct dop *d, int err)
 	 * landed (or failed) on its own, in their order. */
 	while ((r = d->riders)) {
 		d->riders = r->rider_next;
+		/* Its bytes landed under d's trunc_gen, which a stale round
+		 * may have moved on since r joined: r's own would take the
+		 * open file's end back to the older one (report.c). */
+		r->attr.trunc_gen = d->attr.trunc_gen;
 		if (err == 0)
 			write_landed(r);
 		write_end(r, err);
@@ -864,8 +869,11 @@ static bool piece_crc(struct dop *d, struct piece *pc)
  * flush, fsync, release, truncate or lock: fc_wb_enter kicks it), at a
  * SETATTR of its inode (tar's utimensat, fchown, fchmod: the data lands
  * while they run), when the client stops, and FC_JOIN_WAIT_MS after it
- * was parked at the latest.  Nothing waits for it that was not already
- * told the write is done: it was answered early. */
+ * was parked at the latest.  A write never parks while an operation of
+ * its inode waits (fc_wb_park), so the park delays only the landing of
+ * writes already answered, never an operation someone waits for.  A
+ * rider's bytes land under the trunc_gen its WRITE carried, the parked
+ * write's (write_end). */
 #define FC_JOIN_MAX     (64u << 10)
 #define FC_JOIN_WAIT_MS 1
 
@@ -971,7 +979,8 @@ static bool park_or_join(struct dop *d)
 		join_kick(cl, d->ino);
 	if (d->pieces[0].status != 1)
 		return false;   /* its bytes changed (join): fails unsent */
-	fc_wb_park(cl, &d->wb, write_send);
+	if (!fc_wb_park(cl, &d->wb, write_send))
+		return false;   /* someone waits for the inode: send now */
 	if (!uv_is_active((uv_handle_t *)&cl->park_timer))
 		uv_timer_start(&cl->park_timer, park_timer_cb,
 			       FC_JOIN_WAIT_MS, 0);

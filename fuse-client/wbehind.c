@@ -154,10 +154,15 @@ static void unpark(struct fc_client *cl, struct fc_wb *w)
 	w->parked = false;
 }
 
-void fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send)
+bool fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send)
 {
 	assert(w->held && w->behind && !w->parked);
 	assert(!fc_wb_parked(cl, w->ino));
+	/* A waiter queued before w held its range (it waited for an earlier
+	 * write, which w's range may block now) kicked nothing: w goes. */
+	for (const struct fc_wb *q = cl->wb_wait_head; q; q = q->next)
+		if (!q->ino || q->ino == w->ino)
+			return false;
 	w->send = send;
 	w->parked = true;
 	w->park_next = NULL;
@@ -167,6 +172,7 @@ void fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send)
 	else
 		cl->wb_parked = w;
 	cl->wb_parked_tail = w;
+	return true;
 }
 
 struct fc_op *fc_wb_parked(const struct fc_client *cl, uint64_t ino)

@@ -70,10 +70,11 @@ uint64_t fc_wb_err_seq(const struct fc_client *cl, uint64_t ino);
 /* Parking (ops_data.c joins a file's small sequential writes into one
  * WRITE): a write answered early that holds its range may wait unsent for
  * the next write of its file, until fc_wb_kick runs send(op).  Whoever
- * must wait for a parked write's range kicks it (fc_wb_enter); the caller
- * bounds the rest (ops_data.c: FC_JOIN_WAIT_MS, a SETATTR of the inode,
- * stopping). */
-void fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send);
+ * must wait for a parked write's range kicks it (fc_wb_enter), and no
+ * write parks while an operation of its inode (or of every inode) waits:
+ * false, and the caller sends it now.  The caller bounds the rest
+ * (ops_data.c: FC_JOIN_WAIT_MS, a SETATTR of the inode, stopping). */
+bool fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send);
 /* The parked write of ino, or NULL (at most one per inode: ops_data.c
  * kicks one before it parks the next). */
 struct fc_op *fc_wb_parked(const struct fc_client *cl, uint64_t ino);

@@ -167,7 +167,7 @@ static void park(struct fc_client *cl, struct top *t, int id, uint64_t ino,
 	enter(cl, t, id, ino, off, end, true);
 	cr_assert(t->started);
 	cr_assert(fc_wb_detach(cl, &t->wb, end - off));
-	fc_wb_park(cl, &t->wb, send_parked);
+	cr_assert(fc_wb_park(cl, &t->wb, send_parked));
 	cr_assert_eq(fc_wb_parked(cl, ino), &t->op);
 }
 
@@ -220,6 +220,30 @@ Test(client_wbehind, parked_writes_go_when_waited_for)
 	cr_assert(a.sent);
 	fc_wb_release(cl, &a.wb, 0);
 	fc_wb_release(cl, &b.wb, 0);
+	/* No park while something of the inode waits: a write in flight, a
+	 * write behind it, a read behind that; the second write, once it
+	 * holds its range, would block the read, which kicked nothing. */
+	{
+		struct top w1, w2, rd, other;
+
+		enter(cl, &w1, 40, 7, 0, 8192, true);
+		enter(cl, &w2, 41, 7, 4096, 12288, true);
+		enter(cl, &rd, 42, 7, 8192, 12288, false);
+		cr_assert(w1.started && !w2.started && !rd.started);
+		fc_wb_release(cl, &w1.wb, 0);
+		cr_assert(w2.started && !rd.started);
+		cr_assert(fc_wb_detach(cl, &w2.wb, 8192));
+		cr_assert(!fc_wb_park(cl, &w2.wb, send_parked));
+		cr_assert_null(cl->wb_parked);
+		/* Another inode's write still parks. */
+		enter(cl, &other, 43, 8, 0, 100, true);
+		cr_assert(fc_wb_detach(cl, &other.wb, 100));
+		cr_assert(fc_wb_park(cl, &other.wb, send_parked));
+		fc_wb_kick(cl, 0);
+		fc_wb_release(cl, &other.wb, 0);
+		fc_wb_release(cl, &w2.wb, 0);
+		cr_assert(rd.started);
+	}
 	client_free(cl);
 }
 
