@@ -566,7 +566,9 @@ struct iod {
 	uint64_t mem_peak;         /* most copies + forwards since a trim */
 	uint64_t n_trims;          /* malloc_trim calls, ever */
 	uint64_t mem_commits;      /* jbd_stats commits at mem_commit_ms */
-	uint64_t mem_commit_ms;    /* when a commit was last seen */
+	uint64_t mem_commit_ms;    /* when a commit was last seen (or the
+				    * idle checkpoint started) */
+	uint64_t mem_commit_seen_ms; /* when a commit was last seen */
 
 	/* main.c: the journal's loop hooks */
 	uv_poll_t jnl_poll;
@@ -717,9 +719,11 @@ void iod_mem_fini(struct iod *d);
  * commit, checkpoint what the journal holds (its copies are freed); give
  * freed copies back to the system (malloc_trim) once the copies and
  * forwards held are at most a quarter of their peak since the last trim
- * and at least 32 MiB below it (iod_mem_trim_due): after a burst, not
- * at every checkpoint of a stream. */
-bool iod_mem_trim_due(uint64_t peak, uint64_t now);
+ * and at least 32 MiB below it, and the journal has not committed for a
+ * commit_interval (quiet; iod_mem_trim_due): after a burst, not at a
+ * checkpoint of a stream, whose next writes would fault every page back
+ * in. */
+bool iod_mem_trim_due(uint64_t peak, uint64_t now, bool quiet);
 void iod_mem_tick(struct iod *d);
 
 /* twin.c */

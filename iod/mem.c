@@ -21,8 +21,10 @@
  * the middle of it.  iod_mem_tick checkpoints an idle journal (after
  * 2 x commit_interval without a commit, else its copies wait for the next
  * writes) and gives the freed copies back (malloc_trim) once those held
- * have fallen well below their peak, so an idle iod's resident memory
- * comes down after a burst instead of staying at the peak.
+ * have fallen well below their peak and the journal is quiet, so an idle
+ * iod's resident memory comes down after a burst instead of staying at
+ * the peak, and a stream does not fault its pages in again after each
+ * trim.
  *
  * Not here: the reply queues (max_queued_reply_bytes per connection) and
  * the frame each connection's reader holds.
@@ -130,9 +132,10 @@ void iod_mem_fini(struct iod *d)
  * heap (it costs about a millisecond per 100 MiB of free chunks). */
 #define MEM_TRIM_MIN (32ull << 20)
 
-bool iod_mem_trim_due(uint64_t peak, uint64_t now)
+bool iod_mem_trim_due(uint64_t peak, uint64_t now, bool quiet)
 {
-	return peak > now && peak - now >= MEM_TRIM_MIN && now <= peak / 4;
+	return quiet && peak > now && peak - now >= MEM_TRIM_MIN &&
+	       now <= peak / 4;
 }
 
 void iod_mem_tick(struct iod *d)
@@ -145,19 +148,26 @@ void iod_mem_tick(struct iod *d)
 	/* An idle journal keeps up to its size in copies until the next
 	 * writes fill it to half: put them home instead. */
 	uint64_t ms = tw_now_ms();
+	uint64_t interval = tw_ms_or(d->conf->commit_interval_ms,
+				     TW_COMMIT_INTERVAL_MS);
 	if (js.commits != d->mem_commits) {
 		d->mem_commits = js.commits;
 		d->mem_commit_ms = ms;
+		d->mem_commit_seen_ms = ms;
 	} else if (js.copy_bytes > 0 && ms - d->mem_commit_ms >=
-		   2ull * tw_ms_or(d->conf->commit_interval_ms,
-				   TW_COMMIT_INTERVAL_MS)) {
+		   2ull * interval) {
 		iod_store_journal_home(d->store);
 		d->mem_commit_ms = ms;    /* once per idle period */
 	}
 	uint64_t now = js.copy_bytes + d->fwd_bytes;
 	if (now > d->mem_peak)
 		d->mem_peak = now;
-	if (!iod_mem_trim_due(d->mem_peak, now))
+	/* A trim while writes still commit hands back pages the next
+	 * transactions fault in again at once: during a 1 GiB write those
+	 * faults were a sixth of an iod's CPU (test/bench/RESULTS.md,
+	 * "Session 38"). */
+	if (!iod_mem_trim_due(d->mem_peak, now,
+			      ms - d->mem_commit_seen_ms >= interval))
 		return;
 	malloc_trim(0);
 	d->mem_peak = now;

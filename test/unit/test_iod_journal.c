@@ -1262,16 +1262,20 @@ Test(iod_journal, memory_bound_rule)
 	cr_assert(!iod_mem_may_release(lim * 3 / 4, 0, lim));
 }
 
-/* ... and its trim: only once the copies fell well below their peak. */
+/* ... and its trim: only once the copies fell well below their peak,
+ * and the journal is quiet. */
 Test(iod_journal, memory_trim_rule)
 {
 	const uint64_t M = 1ull << 20;
 
-	cr_assert(!iod_mem_trim_due(0, 0));
-	cr_assert(!iod_mem_trim_due(20 * M, 0), "a small peak: not worth it");
-	cr_assert(iod_mem_trim_due(256 * M, 64 * M));
-	cr_assert(iod_mem_trim_due(64 * M, 0));
-	cr_assert(!iod_mem_trim_due(256 * M, 128 * M), "a stream's "
+	cr_assert(!iod_mem_trim_due(0, 0, true));
+	cr_assert(!iod_mem_trim_due(20 * M, 0, true), "a small peak: not "
+		  "worth it");
+	cr_assert(iod_mem_trim_due(256 * M, 64 * M, true));
+	cr_assert(iod_mem_trim_due(64 * M, 0, true));
+	cr_assert(!iod_mem_trim_due(256 * M, 128 * M, true), "a stream's "
 		  "checkpoint: still half");
-	cr_assert(!iod_mem_trim_due(64 * M, 64 * M));
+	cr_assert(!iod_mem_trim_due(64 * M, 64 * M, true));
+	cr_assert(!iod_mem_trim_due(256 * M, 0, false), "the journal still "
+		  "commits: its next writes would fault the pages in again");
 }
