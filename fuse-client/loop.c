@@ -447,7 +447,6 @@ static void stop_now(struct fc_client *cl)
 	/* Writes held back to be joined go out now, and end with the peers
 	 * below. */
 	fc_wb_kick(cl, 0);
-	uv_timer_stop(&cl->park_timer);
 	/* Sent, then failed with the peer below: every one is freed. */
 	fc_mgr_release_flush(cl);
 	fc_mgr_shutdown(cl);

@@ -345,7 +345,8 @@ struct fc_client {
 	struct fc_wb *wb_held;             /* [loop] writes in flight */
 	struct fc_wb *wb_wait_head, *wb_wait_tail; /* [loop] FIFO */
 	/* [loop] writes held back to be joined (wbehind.c fc_wb_park),
-	 * oldest first, and the timer that sends them (ops_data.c) */
+	 * oldest first, and the timer that sends them: started at a park
+	 * (ops_data.c), stopped once none is left (wbehind.c) */
 	struct fc_wb *wb_parked, *wb_parked_tail;
 	uv_timer_t park_timer;
 	/* [atomic] writes answered (or reserved to be, fc_wb_reserve) and not

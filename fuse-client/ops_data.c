@@ -502,10 +502,10 @@ static void log_piece_err(struct dop *d, const char *what,
 			  d->attr.layout.groups[pc->p.column]);
 }
 
-/* The end of a write or fallocate: give up its place in the inode's
- * order, then answer (an early-answered write is only freed). */
 static void write_landed(struct dop *d);
 
+/* The end of a write or fallocate: give up its place in the inode's
+ * order, then answer (an early-answered write is only freed). */
 static void write_end(struct dop *d, int err)
 {
 	struct dop *r;
@@ -901,13 +901,6 @@ static void park_timer_cb(uv_timer_t *t)
 	fc_wb_kick(t->data, 0);
 }
 
-static void join_kick(struct fc_client *cl, uint64_t ino)
-{
-	fc_wb_kick(cl, ino);
-	if (!cl->wb_parked)
-		uv_timer_stop(&cl->park_timer);
-}
-
 /* Join d, a parkable write, into p, the parked write of its inode, when d
  * continues p in p's stripe unit through the same open file: true, and d
  * rides with p from now on.  False: nothing changed, or (a piece's bytes
@@ -964,21 +957,18 @@ static bool park_or_join(struct dop *d)
 {
 	struct fc_client *cl = d->op.cl;
 	struct dop *p = (struct dop *)fc_wb_parked(cl, d->ino);
+	bool may = parkable(d);
 
-	if (!parkable(d)) {
-		if (p)
-			join_kick(cl, d->ino);   /* goes out before d */
-		return false;
-	}
-	if (p && join(p, d)) {
+	if (p && may && join(p, d)) {
 		if (!join_open(p))
-			join_kick(cl, d->ino);
+			fc_wb_kick(cl, d->ino);
 		return true;
 	}
 	if (p)
-		join_kick(cl, d->ino);
-	if (d->pieces[0].status != 1)
-		return false;   /* its bytes changed (join): fails unsent */
+		fc_wb_kick(cl, d->ino);   /* goes out before d */
+	/* Its bytes changed in our buffer (join): it fails unsent. */
+	if (!may || d->pieces[0].status != 1)
+		return false;
 	if (!fc_wb_park(cl, &d->wb, write_send))
 		return false;   /* someone waits for the inode: send now */
 	if (!uv_is_active((uv_handle_t *)&cl->park_timer))

@@ -690,8 +690,7 @@ static void setattr_run(struct fc_op *op)
 	/* A write of the inode held back to be joined (ops_data.c) goes
 	 * out now: the writer has moved on (tar's utimensat, fchown and
 	 * fchmod), and its data lands while this runs. */
-	if (op->cl->wb_parked)
-		fc_wb_kick(op->cl, m->ino);
+	fc_wb_kick(op->cl, m->ino);
 	/* An mtime set takes its place now: earlier writes still in flight
 	 * keep the mtime it sets when they land (report.c, fc_times_set). */
 	if ((m->m.setattr.valid & TWINFS__SETATTR_VALID__SA_MTIME) &&

@@ -134,8 +134,7 @@ bool fc_wb_enter(struct fc_client *cl, struct fc_wb *w, struct fc_op *op,
 	/* What it waits for may be parked: send it now.  After queuing, so
 	 * that even a send ending at once (it never does: fc_call defers its
 	 * failures) would find w in place. */
-	if (cl->wb_parked)
-		fc_wb_kick(cl, ino);
+	fc_wb_kick(cl, ino);
 	return false;
 }
 
@@ -152,6 +151,10 @@ static void unpark(struct fc_client *cl, struct fc_wb *w)
 		cl->wb_parked_tail = w->park_prev;
 	w->park_prev = w->park_next = NULL;
 	w->parked = false;
+	/* None left: the next park starts a whole FC_JOIN_WAIT_MS of its
+	 * own (a no-op on a timer never started, as in the unit tests). */
+	if (!cl->wb_parked)
+		uv_timer_stop(&cl->park_timer);
 }
 
 bool fc_wb_park(struct fc_client *cl, struct fc_wb *w, fc_op_fn send)
