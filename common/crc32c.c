@@ -66,20 +66,9 @@ static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t len)
 	return crc;
 }
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-
-/* The crc32 instruction takes 3 cycles but can start one per cycle, so
- * the hardware path runs three streams over three adjacent spans and
- * joins them: crc(A || B) = shift(crc(A), |B|) ^ crc(B) on the raw
- * register, where shift appends |B| zero bytes, a linear map over GF(2)
- * tabulated for the two span lengths (the method of zlib's
- * crc32_combine).  About 3x one stream: the block checksums of every
- * read and checkpoint (docs/ARCHITECTURE.md "Integrity") ride on it. */
-#define CRC_LONG  8192u
-#define CRC_SHORT 256u
-static uint32_t crc_long[4][256], crc_short[4][256];
-
+/* The map that appends len zero bytes to a CRC register is linear over
+ * GF(2): a 32x32 bit matrix, squared to double len (the method of zlib's
+ * crc32_combine), then tabulated a byte of the register at a time. */
 static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
 {
 	uint32_t sum = 0;
@@ -131,6 +120,25 @@ static uint32_t crc_shift(uint32_t tab[4][256], uint32_t crc)
 	return tab[0][crc & 0xff] ^ tab[1][(crc >> 8) & 0xff] ^
 	       tab[2][(crc >> 16) & 0xff] ^ tab[3][crc >> 24];
 }
+
+/* Appending a whole journal block (4 KiB) is what the journal's commit
+ * sum does once per block (tw_crc32c_combine's fast case). */
+#define CRC_BLOCK 4096u
+static uint32_t crc_block[4][256];
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+/* The crc32 instruction takes 3 cycles but can start one per cycle, so
+ * the hardware path runs three streams over three adjacent spans and
+ * joins them: crc(A || B) = shift(crc(A), |B|) ^ crc(B) on the raw
+ * register, where shift appends |B| zero bytes, a linear map over GF(2)
+ * tabulated for the two span lengths (the method of zlib's
+ * crc32_combine).  About 3x one stream: the block checksums of every
+ * read and checkpoint (docs/ARCHITECTURE.md "Integrity") ride on it. */
+#define CRC_LONG  8192u
+#define CRC_SHORT 256u
+static uint32_t crc_long[4][256], crc_short[4][256];
 
 /* Compiled for SSE4.2 only in this function, so the rest of the library
  * still runs on CPUs without it; it is called only when the CPU has it. */
@@ -186,6 +194,7 @@ static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t len)
 static void crc_init(void)
 {
 	build_tables();
+	zeros_table(crc_block, CRC_BLOCK);
 	crc_impl = crc_sw;
 #if defined(__x86_64__)
 	__builtin_cpu_init();
@@ -201,6 +210,51 @@ uint32_t tw_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc_once, crc_init);
 	return ~crc_impl(~crc, buf, len);
+}
+
+/* a * b mod P, in the reflected order tw_crc32c uses (bit 31 is x^0);
+ * a != 0. */
+static uint32_t multmodp(uint32_t a, uint32_t b)
+{
+	uint32_t m = 1u << 31, p = 0;
+
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8 * len) mod P, reflected: never 0 (x is a unit mod P). */
+static uint32_t x8nmodp(uint64_t len)
+{
+	uint32_t p = 1u << 31;        /* x^0 */
+	uint32_t sq = 1u << 23;       /* x^8, then x^16, x^32, ... */
+
+	while (len) {
+		if (len & 1)
+			p = multmodp(sq, p);
+		sq = multmodp(sq, sq);
+		len >>= 1;
+	}
+	return p;
+}
+
+/* Without its pre- and post-inversion CRC32C is linear over GF(2), and
+ * for the conditioned sum crc(a || b) = crc(a) * x^(8|b|) mod P  xor
+ * crc(b): the two conditionings cancel. */
+uint32_t tw_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+	if (len2 == CRC_BLOCK) {
+		pthread_once(&crc_once, crc_init);
+		return crc_shift(crc_block, crc1) ^ crc2;
+	}
+	return multmodp(x8nmodp(len2), crc1) ^ crc2;
 }
 
 /* For the unit tests: force one implementation (hw = true needs SSE4.2).

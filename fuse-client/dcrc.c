@@ -6,11 +6,7 @@
  * taken of the buffer later, so bytes damaged in the client between entry
  * and send are refused by the iod (Write.data_crc) instead of stored.
  *
- * Combining: CRC32C without its pre- and post-inversion is linear over
- * GF(2), and for the conditioned sum crc(a || b) = crc(a) * x^(8|b|)
- * mod P  xor  crc(b) (the two conditionings cancel), P the Castagnoli
- * polynomial; the product is taken in the reflected bit order tw_crc32c
- * uses (bit 31 is x^0).  Pure; any thread.
+ * Sums of adjacent chunks join with tw_crc32c_combine.  Pure; any thread.
  */
 #include <assert.h>
 #include <errno.h>
@@ -18,45 +14,6 @@
 
 #include "common.h"
 #include "dcrc.h"
-
-#define CRC32C_POLY 0x82f63b78u   /* reflected Castagnoli polynomial */
-
-/* a * b mod P, reflected; a != 0. */
-static uint32_t multmodp(uint32_t a, uint32_t b)
-{
-	uint32_t m = 1u << 31, p = 0;
-
-	for (;;) {
-		if (a & m) {
-			p ^= b;
-			if ((a & (m - 1)) == 0)
-				break;
-		}
-		m >>= 1;
-		b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
-	}
-	return p;
-}
-
-/* x^(8 * len) mod P, reflected: never 0 (x is a unit mod P). */
-static uint32_t x8nmodp(uint64_t len)
-{
-	uint32_t p = 1u << 31;        /* x^0 */
-	uint32_t sq = 1u << 23;       /* x^8, then x^16, x^32, ... */
-
-	while (len) {
-		if (len & 1)
-			p = multmodp(sq, p);
-		sq = multmodp(sq, sq);
-		len >>= 1;
-	}
-	return p;
-}
-
-uint32_t fc_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
-{
-	return multmodp(x8nmodp(len2), crc1) ^ crc2;
-}
 
 /* Chunk i's bytes of the buffer: [*s, *e). */
 static void chunk_bounds(const struct fc_dcrc *c, uint32_t i, size_t *s,
@@ -117,12 +74,12 @@ int fc_dcrc_range(const struct fc_dcrc *c, const void *buf, size_t from,
 			uint32_t tail = tw_crc32c(0, b + to, e - to);
 
 			part = tw_crc32c(0, b + pos, to - pos);
-			if (fc_crc32c_combine(fc_crc32c_combine(head, part,
+			if (tw_crc32c_combine(tw_crc32c_combine(head, part,
 								to - pos),
 					      tail, e - to) != c->crc[i])
 				return -EBADMSG;
 		}
-		sum = fc_crc32c_combine(sum, part, to - pos);
+		sum = tw_crc32c_combine(sum, part, to - pos);
 		pos = to;
 	}
 	*crc = sum;

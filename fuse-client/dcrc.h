@@ -35,8 +35,5 @@ struct fc_dcrc *fc_dcrc_new(const void *buf, size_t len, uint64_t off);
  * *crc, or -EBADMSG: the bytes of such a chunk changed since they entered. */
 int fc_dcrc_range(const struct fc_dcrc *c, const void *buf, size_t from,
 		  size_t len, uint32_t *crc);
-/* tw_crc32c(0, a || b) from crc1 = tw_crc32c(0, a), crc2 = tw_crc32c(0, b)
- * and len2 = the length of b. */
-uint32_t fc_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
 
 #endif

@@ -861,7 +861,7 @@ static bool piece_crc(struct dop *d, struct piece *pc)
  * When that one continues it in the same stripe unit, its bytes are
  * copied behind the parked write's and it rides in the same WRITE: one
  * piece, one Write.data_crc combined from the two sums taken as the bytes
- * entered (fc_crc32c_combine: the data is never summed again from our
+ * entered (tw_crc32c_combine: the data is never summed again from our
  * copy), ended with it (write_end), success or failure, as if each had
  * landed on its own.  A parked write goes out when it cannot grow any
  * more (FC_JOIN_MAX, the end of its unit), when a write that does not
@@ -937,7 +937,7 @@ static bool join(struct dop *p, struct dop *d)
 	}
 	memcpy(p->buf + p->size, d->buf, d->size);
 	if (a->has_crc)
-		a->crc = fc_crc32c_combine(a->crc, b->crc, b->p.len);
+		a->crc = tw_crc32c_combine(a->crc, b->crc, b->p.len);
 	a->p.len += b->p.len;
 	p->size = total;
 	wbuf_put(d->wbuf);

@@ -67,11 +67,15 @@ static uint32_t csum_raw(const void *buf, size_t len)
 	return tw_crc32c(tw_crc32c(0, buf, len), zeros, CSUM_BS - len);
 }
 
+/* A CRC as stored: never 0 or CSUM_MARK (C4). */
+static uint32_t csum_stored(uint32_t crc)
+{
+	return crc && crc != CSUM_MARK ? crc : UINT32_MAX;
+}
+
 uint32_t store_csum_block(const void *buf, size_t len)
 {
-	uint32_t crc = csum_raw(buf, len);
-
-	return crc && crc != CSUM_MARK ? crc : UINT32_MAX;
+	return csum_stored(csum_raw(buf, len));
 }
 
 void store_csum_range(uint64_t off, uint64_t len, uint64_t *first,
@@ -178,7 +182,7 @@ static int csum_load(int fd, uint64_t first, size_t n, uint32_t *e)
 }
 
 int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
-		    const struct iovec *iov, int n)
+		    const struct iovec *iov, int n, const uint32_t *sums)
 {
 	uint32_t e[256];
 	int fd, rc = 0;
@@ -192,9 +196,17 @@ int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
 	for (int done = 0; rc == 0 && done < n;) {
 		int k = TW_MIN(n - done, (int)TW_ARRAY_SIZE(e));
 
-		for (int i = 0; i < k; i++)
-			e[i] = htole32(store_csum_block(iov[done + i].iov_base,
-							iov[done + i].iov_len));
+		for (int i = 0; i < k; i++) {
+			const struct iovec *v = &iov[done + i];
+			/* A full block's sum came with it (journal.h
+			 * ops.home_blocks); a short one's bytes past the end
+			 * count as zeros, which its buffer need not hold. */
+			uint32_t c = sums && v->iov_len == CSUM_BS ?
+				     csum_stored(sums[done + i]) :
+				     store_csum_block(v->iov_base, v->iov_len);
+
+			e[i] = htole32(c);
+		}
 		rc = tw_pwrite_all(fd, e, (size_t)k * 4, (blk + (uint64_t)done) * 4);
 		done += k;
 	}
@@ -570,7 +582,7 @@ static int csum_compute(struct iod_store *s, uint64_t ino, uint32_t column,
 			n++;
 		}
 		if (rc == 0)
-			rc = store_csum_home(s, obj, off / CSUM_BS, v, n);
+			rc = store_csum_home(s, obj, off / CSUM_BS, v, n, NULL);
 	}
 	return rc;
 }

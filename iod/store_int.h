@@ -226,7 +226,7 @@ int store_csum_open(struct iod_store *s, bool journal_mode);
 int store_csum_upgrade(struct iod_store *s);
 void store_csum_close(struct iod_store *s);
 int store_csum_home(struct iod_store *s, uint64_t obj, uint64_t blk,
-		    const struct iovec *iov, int n);
+		    const struct iovec *iov, int n, const uint32_t *sums);
 int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 		     uint64_t off, const void *buf, size_t len);
 int store_csum_cut(struct iod_store *s, uint64_t ino, uint32_t column,

@@ -416,9 +416,9 @@ static int op_home_bg(void *arg)
 
 /* Block checksums (store_csum.c C1). */
 static int op_home_blocks(void *arg, uint64_t obj, uint64_t blk,
-			  const struct iovec *iov, int n)
+			  const struct iovec *iov, int n, const uint32_t *sums)
 {
-	return store_csum_home(arg, obj, blk, iov, n);
+	return store_csum_home(arg, obj, blk, iov, n, sums);
 }
 
 static int op_home_check(void *arg, uint64_t obj, int fd, uint64_t hsize,

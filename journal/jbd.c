@@ -604,6 +604,9 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 			}
 		}
 		memcpy(blk + (lo - b0), src + (lo - off), hi - lo);
+		/* J5: the block's one pass, while it is in the cache; the
+		 * commit sum and the home checksum are built from it. */
+		uint32_t crc = tw_crc32c(0, blk, JBD_BLOCK_SIZE);
 		struct jbd_item *it = h_push(h);
 		if (it == NULL) {
 			free(blk);
@@ -614,6 +617,7 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 		it->obj = obj;
 		it->blk = b;
 		it->buf = blk;
+		it->crc = crc;
 		it->len = (uint32_t)TW_MIN((uint64_t)JBD_BLOCK_SIZE, new_size - b0);
 		uint32_t m;
 		memcpy(&m, blk, 4);
@@ -932,6 +936,7 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 			if (e != NULL && e->txn == t && !e->frozen) {
 				struct jbd_item *old = &t->items[e->item];
 				memcpy(old->buf, it->buf, JBD_BLOCK_SIZE);
+				old->crc = it->crc;
 				old->len = TW_MAX(old->len, it->len);
 				old->escaped = it->escaped;
 				e->valid = old->len;

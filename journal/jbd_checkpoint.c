@@ -202,6 +202,26 @@ static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 	return d;
 }
 
+/* J18: ops.home_blocks for a run of data items, it[0..run), with each
+ * block's sum taken at jbd_write, a stack's worth at a time. */
+static int cp_home_blocks(struct jbd *j, const struct jbd_item *it,
+			  const struct iovec *iov, size_t run)
+{
+	uint32_t sums[256];
+	int rc = 0;
+
+	for (size_t done = 0; rc == 0 && done < run;) {
+		size_t k = TW_MIN(run - done, TW_ARRAY_SIZE(sums));
+
+		for (size_t i = 0; i < k; i++)
+			sums[i] = it[done + i].crc;
+		rc = j->ops.home_blocks(j->ops.arg, it->obj, it->blk + done,
+					iov + done, (int)k, sums);
+		done += k;
+	}
+	return rc;
+}
+
 /* Does a home write in flight touch blocks [lo, hi) of obj? */
 static bool cp_is_busy(const struct jbd_cp *cp, uint64_t obj, uint64_t lo,
 		       uint64_t hi)
@@ -564,9 +584,7 @@ static void cp_step(struct jbd *j)
 			io->iovcnt = (int)run;
 			io->obj = it->obj;
 			if (j->ops.home_blocks) {
-				rc = j->ops.home_blocks(j->ops.arg, it->obj,
-							it->blk, io->iov,
-							(int)run);
+				rc = cp_home_blocks(j, it, io->iov, run);
 				if (rc < 0) {
 					jbd__io_free(io);
 					if (cp_set_aside(j, cp, it->obj, rc))

@@ -193,17 +193,20 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	assert(j->synced_seq < t->seq);
 	c->synced_to = htole64(j->synced_seq);
 	/* J5: CRC32C seeded with the UUID over every block, then commit
-	 * bytes 0..19 and synced_to. */
+	 * bytes 0..19 and synced_to.  A data block joins by its own sum,
+	 * taken when jbd_write filled it (items of a closing transaction no
+	 * longer change: only the running one is updated in place). */
 	uint32_t crc = j->crc_seed;
 	for (size_t k = 0; k + 1 < n; k++) {
-		const uint8_t *b;
 		if (slots[k].meta >= 0)
-			b = t->meta + (size_t)slots[k].meta * JBD_BLOCK_SIZE;
+			crc = tw_crc32c(crc, t->meta + (size_t)slots[k].meta *
+					JBD_BLOCK_SIZE, JBD_BLOCK_SIZE);
 		else if (t->esc[k])
-			b = t->esc[k];
+			crc = tw_crc32c(crc, t->esc[k], JBD_BLOCK_SIZE);
 		else
-			b = t->items[slots[k].item].buf;
-		crc = tw_crc32c(crc, b, JBD_BLOCK_SIZE);
+			crc = tw_crc32c_combine(crc,
+						t->items[slots[k].item].crc,
+						JBD_BLOCK_SIZE);
 	}
 	crc = tw_crc32c(crc, cb, offsetof(struct jbd_commit_disk, crc));
 	crc = tw_crc32c(crc, &c->synced_to, sizeof(c->synced_to));

@@ -119,6 +119,8 @@ struct jbd_item {
 	uint64_t cut;            /* REC */
 	uint64_t hole_off, hole_len;  /* REC: punches this range (jbd_hole) */
 	uint8_t *buf;            /* DATA: 4096 bytes; REC: payload (owned) */
+	uint32_t crc;            /* DATA: tw_crc32c(0, buf, 4096), taken as
+				  * buf was filled (J5, J18) */
 };
 
 /* Incremental layout of a transaction in log blocks (descriptors, data,

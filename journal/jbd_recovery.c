@@ -433,7 +433,7 @@ static int replay_txn(struct rscan *s, const struct txn_ext *t,
 
 				rc = j->ops.home_blocks(j->ops.arg, obj,
 							le64toh(tags[i].blk),
-							&v, 1);
+							&v, 1, NULL);
 				if (rc < 0)
 					close(fd);
 			}

@@ -289,9 +289,13 @@ struct jbd_ops {
 	 * the write is issued; the tail moves only after home_sync (or the
 	 * syncfs) that follows, so whatever the caller writes here with the
 	 * data (the iod's block checksums) is redone by replay after any
-	 * crash in between.  An error is handled as a failed home write. */
+	 * crash in between.  An error is handled as a failed home write.
+	 * sums, when not NULL: sums[i] = tw_crc32c(0) of block blk + i's
+	 * whole 4096 bytes as journaled, so a full block (iov_len 4096)
+	 * need not be read again; replay passes NULL. */
 	int (*home_blocks)(void *arg, uint64_t obj, uint64_t blk,
-			   const struct iovec *iov, int n);
+			   const struct iovec *iov, int n,
+			   const uint32_t *sums);
 	/* Optional: jbd_read read len bytes of obj at off from home (fd,
 	 * home size hsize) into buf, before patching in journal-resident
 	 * blocks: a negative errno (the iod's -EBADMSG for a block whose

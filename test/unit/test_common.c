@@ -85,6 +85,34 @@ Test(crc32c, chaining)
 	cr_assert_eq(c, whole);
 }
 
+/* The journal's commit sum: a seeded chain over whole 4 KiB blocks, each
+ * summed once on its own (the fast case), must equal one pass over all. */
+Test(crc32c, combine_whole_blocks)
+{
+	enum { NB = 9, BS = 4096 };
+	unsigned char *buf = malloc(NB * BS + 1);
+
+	cr_assert_not_null(buf);
+	for (size_t i = 0; i < NB * BS + 1; i++)
+		buf[i] = (unsigned char)rng();
+	uint32_t seed = (uint32_t)rng();
+	uint32_t chain = seed;
+
+	for (int b = 0; b < NB; b++)
+		chain = tw_crc32c_combine(chain, tw_crc32c(0, buf + b * BS, BS),
+					  BS);
+	cr_assert_eq(chain, tw_crc32c(seed, buf, NB * BS));
+	/* Lengths next to the fast case take the general path. */
+	for (size_t len = BS - 1; len <= BS + 1; len++) {
+		uint32_t a = tw_crc32c(0, buf, 100);
+
+		cr_assert_eq(tw_crc32c_combine(a, tw_crc32c(0, buf + 100, len),
+					       len),
+			     tw_crc32c(0, buf, 100 + len), "len %zu", len);
+	}
+	free(buf);
+}
+
 Test(crc32c, sse_equals_software)
 {
 	unsigned char *buf = malloc(70000);
