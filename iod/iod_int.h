@@ -214,6 +214,8 @@ struct jbd_stats;
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
 /* Checkpoint what the journal holds now (jbd_want_home; data=journal). */
 void iod_store_journal_home(struct iod_store *s);
+/* Free the journal's cache of spare blocks (jbd_drop_cache). */
+void iod_store_journal_drop_cache(struct iod_store *s);
 /* Time the journal's closes and checkpoints into these histograms
  * (journal.h jbd_set_latency_hists; NULL, NULL stops). */
 struct tw_hist;

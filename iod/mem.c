@@ -169,6 +169,7 @@ void iod_mem_tick(struct iod *d)
 	if (!iod_mem_trim_due(d->mem_peak, now,
 			      ms - d->mem_commit_seen_ms >= interval))
 		return;
+	iod_store_journal_drop_cache(d->store);
 	malloc_trim(0);
 	d->mem_peak = now;
 	d->n_trims++;

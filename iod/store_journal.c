@@ -827,6 +827,11 @@ void iod_store_journal_home(struct iod_store *s)
 	jbd_want_home(s->j);
 }
 
+void iod_store_journal_drop_cache(struct iod_store *s)
+{
+	jbd_drop_cache(s->j);
+}
+
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st)
 {
 	jbd_stats(s->j, st);

@@ -162,7 +162,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 			slots[s].item = (int32_t)i;
 			if (it->escaped) {
 				/* J4: the log copy starts with zeros */
-				t->esc[s] = jbd__blk_alloc(1);
+				t->esc[s] = jbd__blk_get(j);
 				if (t->esc[s] == NULL) {
 					free(slots);
 					return -ENOMEM;
@@ -216,13 +216,13 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	return 0;
 }
 
-static void free_close_bufs(struct jbd_txn *t)
+static void free_close_bufs(struct jbd *j, struct jbd_txn *t)
 {
 	free(t->meta);
 	t->meta = NULL;
 	if (t->esc) {
 		for (size_t i = 0; i < t->nblocks; i++)
-			free(t->esc[i]);
+			jbd__blk_put(j, t->esc[i]);
 		free(t->esc);
 		t->esc = NULL;
 	}
@@ -242,7 +242,7 @@ static void close_finish(struct jbd *j, struct jbd_txn *t)
 		tw_hist_observe_ns(j->commit_hist, tw_now_ns() - j->close_start_ns);
 	j->st.log_blocks += t->nblocks;
 	j->unsynced_blocks += t->nblocks;
-	free_close_bufs(t);
+	free_close_bufs(j, t);
 	/* ordered / writeback: the records take effect now, in log order
 	 * (FORMAT.md (part 2) "Records"). */
 	if (j->opts.mode != JBD_MODE_JOURNAL && j->ops.apply != NULL) {

@@ -268,6 +268,8 @@ struct jbd {
 	                          * JBD_DIRECT_MIN full blocks go home with
 	                          * O_DIRECT (dfd is held by the ring) */
 	int efd;                 /* eventfd */
+	void **cache;            /* freed 4 KiB blocks (jbd.c "block cache") */
+	size_t n_cache, cap_cache;
 	struct io_uring ring;
 	bool ring_ok;
 	uint8_t uuid[16];
@@ -384,6 +386,8 @@ struct jbd {
 /* jbd.c */
 int jbd__reopen_direct(int fd);
 void *jbd__blk_alloc(size_t nblocks);
+void *jbd__blk_get(struct jbd *j);
+void jbd__blk_put(struct jbd *j, void *blk);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);

@@ -574,6 +574,11 @@ struct jbd_stats {
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);
+/* Give back the freed 4 KiB blocks the journal keeps for its next writes
+ * (not counted in copy_bytes; with the copies, never more than copy_bytes
+ * was at its peak): for an owner about to return an idle process's free
+ * memory (malloc_trim). */
+void jbd_drop_cache(struct jbd *j);
 /* Time every close (its log writes: start to CLOSED) into commit and
  * every checkpoint (start to the tail moved) into checkpoint, seconds;
  * either may be NULL (untimed).  Both complete on the owner's thread, so
