@@ -111,7 +111,8 @@ static void repair_block(struct heal *h, uint32_t k,
 		return;
 	*w = (struct rewrite){ d, h->ino, h->column, b };
 	if (iod_store_write(d->store, h->ino, h->column, b,
-			    h->twin + (uint64_t)k * HEAL_BS, len, st->trunc_gen,
+			    h->twin + (uint64_t)k * HEAL_BS, len, NULL,
+			    st->trunc_gen,
 			    NULL, false, NULL, rewrite_done, w) < 0) {
 		tw_log_rl(TW_LOG_ERR, "iod %" PRIu32 ": subfile ino %" PRIu64
 			  " column %" PRIu32 ": cannot rewrite the bad block "

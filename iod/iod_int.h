@@ -299,6 +299,7 @@ typedef void (*iod_store_cb)(void *arg, int rc);
  * buf is copied (journal mode) or written in place before the return. */
 int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, const void *buf, size_t len,
+		    const uint32_t *sums,
 		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
 		    bool sync, struct iod_sub_stat *st, iod_store_cb cb,
 		    void *arg);
@@ -808,8 +809,10 @@ bool iod_rs_cursor_ack(struct iod_rs_cursor *c, uint64_t id);
 
 /* WRITE, TRUNCATE, FALLOCATE, DELETE, FSYNC after validation: apply (and
  * forward when we are the primary), reply exactly once.  Takes ownership
- * of m. */
-void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m);
+ * of m.  sums: a WRITE's data by journal block (jbd_sums, taken as its
+ * data_crc was checked), or NULL; used only during the call. */
+void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m,
+		      const uint32_t *sums);
 /* CHECKSUM with `both` (twinfsctl verify): our checksums and the twin's,
  * taken at the same point of our write order.  Answers the request. */
 void iod_twin_checksum(struct iod *d, struct wire_conn *c,

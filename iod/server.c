@@ -14,6 +14,7 @@
  * Once the journal has aborted, PING is answered -EIO (mgrd demotes us).
  */
 #include "iod_int.h"
+#include "journal.h"     /* jbd_sums: a WRITE's data by journal block */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -754,16 +755,31 @@ refuse:
 
 /* docs/ARCHITECTURE.md "Integrity": a WRITE's data must match the CRC its
  * sender took (Write.data_crc) before anything is journaled: -EBADMSG,
- * and the client sends it once more. */
+ * and the client sends it once more.  The sum is combined from the
+ * data's sums by journal block, which *sums (the caller frees it) gives
+ * the journal, so the bytes are read once (journal/FORMAT.md J5); NULL
+ * when there is no data_crc or no memory for them. */
 static int check_data_crc(struct iod *d, struct wire_conn *c,
-			  const struct wire_msg *m)
+			  const struct wire_msg *m, uint32_t **sums)
 {
 	const Twinfs__Write *w = (const Twinfs__Write *)m->body;
+	uint32_t crc;
 
-	if (m->hdr.type != TWINFS__MSG_TYPE__MSG_WRITE || !w->has_crc ||
-	    tw_crc32c(0, m->data_len ? m->data : (const uint8_t *)"",
-		      m->data_len) == w->data_crc)
+	*sums = NULL;
+	if (m->hdr.type != TWINFS__MSG_TYPE__MSG_WRITE || !w->has_crc)
 		return 0;
+	if (m->data_len > 0)
+		*sums = malloc(jbd_sums_count(w->offset, m->data_len) *
+			       sizeof(**sums));
+	if (*sums)
+		crc = jbd_sums(w->offset, m->data, m->data_len, *sums);
+	else
+		crc = tw_crc32c(0, m->data_len ? m->data : (const uint8_t *)"",
+				m->data_len);
+	if (crc == w->data_crc)
+		return 0;
+	free(*sums);
+	*sums = NULL;
 	iod_store_csum_stats(d->store)->wire_mismatches++;
 	tw_log_rl(TW_LOG_WARN, "%s: WRITE of ino %" PRIu64 " column %" PRIu32
 		  " at %" PRIu64 " (%zu bytes) refused: its data does not "
@@ -934,12 +950,15 @@ static void on_request(struct wire_conn *c, struct wire_msg *m, void *arg)
 			iod_reply_status(c, m, rc);
 			break;
 		}
-		rc = check_data_crc(d, c, m);
+		uint32_t *sums;
+
+		rc = check_data_crc(d, c, m, &sums);
 		if (rc < 0) {
 			iod_reply_status(c, m, rc);
 			break;
 		}
-		iod_twin_request(d, c, m);   /* takes m */
+		iod_twin_request(d, c, m, sums);   /* takes m */
+		free(sums);
 		if (type == TWINFS__MSG_TYPE__MSG_WRITE)
 			iod_mem_after_request(d, c);
 		return;

@@ -879,6 +879,7 @@ int store_rec_mark(struct jbd_handle *h, uint64_t obj, uint64_t gen,
 
 int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, const void *buf, size_t len,
+		    const uint32_t *sums,
 		    uint64_t trunc_gen, const struct iod_sub_layout *layout,
 		    bool sync, struct iod_sub_stat *st, iod_store_cb cb,
 		    void *arg)
@@ -929,7 +930,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		nrec++;
 	}
 	if (s->mode == JBD_MODE_JOURNAL) {
-		rc = jbd_write(h, obj, off, buf, len);
+		rc = jbd_write_sums(h, obj, off, buf, len, sums);
 		if (rc < 0)
 			goto fail;
 	} else {
@@ -1007,8 +1008,8 @@ int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
 		return -EINVAL;
 	/* 1: the copy, as any write; its callback is the mark's (below,
 	 * closed after it: transactions close in order). */
-	rc = iod_store_write(s, ino, column, off, buf, len, trunc_gen, layout,
-			     false, NULL, write_bad_noop, NULL);
+	rc = iod_store_write(s, ino, column, off, buf, len, NULL, trunc_gen,
+			     layout, false, NULL, write_bad_noop, NULL);
 	if (rc < 0)
 		return rc;
 	/* 2: the mark, in the same call, so nothing comes between.  A crash

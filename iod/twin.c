@@ -469,7 +469,8 @@ static uint32_t col_mask(const uint32_t *columns, size_t n)
 /* Commit a validated mutation to the local store (its transaction closes
  * later: on_local_done(o) runs then, T5).  Fills o->st for WRITE and
  * TRUNCATE.  Returns 0, or -errno and on_local_done never runs. */
-static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
+static int apply_local(struct iod *d, struct wire_msg *m,
+		       const uint32_t *sums, struct op *o)
 {
 	switch (m->hdr.type) {
 	case TWINFS__MSG_TYPE__MSG_WRITE: {
@@ -488,8 +489,9 @@ static int apply_local(struct iod *d, struct wire_msg *m, struct op *o)
 						   &l, &o->st, on_local_done,
 						   o);
 		return iod_store_write(d->store, w->ino, w->column, w->offset,
-				       m->data, m->data_len, w->trunc_gen, &l,
-				       w->sync, &o->st, on_local_done, o);
+				       m->data, m->data_len, sums,
+				       w->trunc_gen, &l, w->sync, &o->st,
+				       on_local_done, o);
 	}
 	case TWINFS__MSG_TYPE__MSG_TRUNCATE: {
 		const Twinfs__Truncate *t = (const Twinfs__Truncate *)m->body;
@@ -651,7 +653,8 @@ static bool fenced_request(struct iod *d, struct wire_conn *c,
 	return true;
 }
 
-void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
+void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m,
+		      const uint32_t *sums)
 {
 	const struct iod_conn *ic = wire_conn_get_data(c);
 	uint16_t type = m->hdr.type;
@@ -744,7 +747,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 			goto reply;
 		}
 		o->pending = 1;
-		rc = apply_local(d, m, o);
+		rc = apply_local(d, m, sums, o);
 		if (rc < 0) {
 			if (rc == -ENOSPC)
 				log_refusal(d, type, ino, column, rc, true);
@@ -804,7 +807,7 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	 * uv_prepare), so the forward is on the wire first. */
 	o->pending = 1;
 	o->seq = ++d->fwd_seq;
-	rc = apply_local(d, m, o);
+	rc = apply_local(d, m, sums, o);
 	if (rc < 0) {
 		if (rc != -ESTALE)
 			log_refusal(d, type, ino, column, rc, false);

@@ -601,8 +601,39 @@ int jbd_admit(struct jbd *j, uint64_t bytes)
 	return admit(j, bytes);
 }
 
+size_t jbd_sums_count(uint64_t off, size_t len)
+{
+	if (len == 0)
+		return 0;
+	return (size_t)((off + len - 1) / JBD_BLOCK_SIZE - off / JBD_BLOCK_SIZE
+			+ 1);
+}
+
+uint32_t jbd_sums(uint64_t off, const void *buf, size_t len, uint32_t *sums)
+{
+	const uint8_t *p = buf;
+	uint32_t crc = 0;
+
+	for (size_t k = 0, pos = 0; pos < len; k++) {
+		size_t piece = (size_t)TW_MIN((uint64_t)(len - pos),
+					      JBD_BLOCK_SIZE -
+					      (off + pos) % JBD_BLOCK_SIZE);
+
+		sums[k] = tw_crc32c(0, p + pos, piece);
+		crc = tw_crc32c_combine(crc, sums[k], piece);
+		pos += piece;
+	}
+	return crc;
+}
+
 int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 	      const void *buf, size_t len)
+{
+	return jbd_write_sums(h, obj, off, buf, len, NULL);
+}
+
+int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
+		   const void *buf, size_t len, const uint32_t *sums)
 {
 	struct jbd *j = h->j;
 	if (j->aborted)
@@ -651,9 +682,12 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 			}
 		}
 		memcpy(blk + (lo - b0), src + (lo - off), hi - lo);
-		/* J5: the block's one pass, while it is in the cache; the
-		 * commit sum and the home checksum are built from it. */
-		uint32_t crc = tw_crc32c(0, blk, JBD_BLOCK_SIZE);
+		/* J5: the block's one sum, for the commit and the home
+		 * checksum: the caller's when it took one of this whole
+		 * block, else taken now, while the block is in the cache. */
+		uint32_t crc = sums && hi - lo == JBD_BLOCK_SIZE ?
+			       sums[b - first] :
+			       tw_crc32c(0, blk, JBD_BLOCK_SIZE);
 		struct jbd_item *it = h_push(h);
 		if (it == NULL) {
 			jbd__blk_put(j, blk);

@@ -393,6 +393,18 @@ int jbd_begin(struct jbd *j, struct jbd_handle **out);
 int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 	      const void *buf, size_t len);
 
+/* Sums of a write's data by journal block, so each byte is read once
+ * (J5).  jbd_sums_count: the blocks [off, off + len) touches.  jbd_sums:
+ * sums[k] = tw_crc32c(0) of buf's bytes in block off / 4096 + k (whole
+ * blocks, the first and last maybe in part); returns tw_crc32c(0, buf,
+ * len), combined from them.  Pure; any thread.  jbd_write_sums: jbd_write
+ * with sums that jbd_sums took of this same buf (NULL: none); a block the
+ * write covers whole takes its sum from them instead of summing it. */
+size_t jbd_sums_count(uint64_t off, size_t len);
+uint32_t jbd_sums(uint64_t off, const void *buf, size_t len, uint32_t *sums);
+int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
+		   const void *buf, size_t len, const uint32_t *sums);
+
 /* A metadata record for obj (len <= JBD_REC_MAX, copied).  cut is the size
  * obj has after this record when it truncates (0 for a delete), else
  * JBD_NO_CUT; the library uses it for reads, sizes and the replay rule R

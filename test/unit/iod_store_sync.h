@@ -31,7 +31,7 @@ static inline int s_write_x(struct iod_store *s, uint64_t ino, uint32_t col,
 			    bool sync, struct iod_sub_stat *st)
 {
 	int flag = 0;
-	int rc = iod_store_write(s, ino, col, off, buf, len, gen, l, sync, st,
+	int rc = iod_store_write(s, ino, col, off, buf, len, NULL, gen, l, sync, st,
 				 sync_cb, &flag);
 
 	return rc < 0 ? rc : sync_wait(s, &flag);

@@ -410,7 +410,7 @@ Test(iod_journal, ordered_commit_fsyncs_its_subfiles)
 	int wf = 0, df = 0;
 
 	iod_store_journal_stats(st, &j0);
-	cr_assert_eq(iod_store_write(st, 61, 0, 0, a, 4096, 0, &L, false,
+	cr_assert_eq(iod_store_write(st, 61, 0, 0, a, 4096, NULL, 0, &L, false,
 				     NULL, sync_cb, &wf), 0);
 	cr_assert_eq(iod_store_delete(st, 61, NULL, 0, sync_cb, &df), 0);
 	cr_assert_eq(sync_wait(st, &wf), 0);

@@ -163,14 +163,14 @@ Test(iod_space, punch_orders_with_resident_blocks)
 	/* W0, the punch and W1 all join one running transaction (another
 	 * one is closing meanwhile): W1 must not update W0's copy of block 1
 	 * in place, before the punch record. */
-	cr_assert_eq(iod_store_write(st, 21, 0, 0, want, B, 1, &L, false,
+	cr_assert_eq(iod_store_write(st, 21, 0, 0, want, B, NULL, 1, &L, false,
 				     NULL, sync_cb, &preflag), 0);
-	cr_assert_eq(iod_store_write(st, 20, 0, 0, want, sizeof(want), 1, &L,
+	cr_assert_eq(iod_store_write(st, 20, 0, 0, want, sizeof(want), NULL, 1, &L,
 				     false, NULL, sync_cb, &w0flag), 0);
 	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, false, NULL, sync_cb,
 				     &pflag), 0);
 	fill(w1, sizeof(w1), 9);
-	cr_assert_eq(iod_store_write(st, 20, 0, B, w1, sizeof(w1), 1, &L,
+	cr_assert_eq(iod_store_write(st, 20, 0, B, w1, sizeof(w1), NULL, 1, &L,
 				     false, NULL, sync_cb, &wflag), 0);
 	memset(want, 0, 4 * B);
 	memcpy(want + B, w1, sizeof(w1));
@@ -189,7 +189,7 @@ Test(iod_space, punch_orders_with_resident_blocks)
 	cr_assert_eq(iod_store_punch(st, 20, 0, 0, 4 * B, 1, false, NULL, sync_cb,
 				     &p2flag), 0);
 	wflag = 0;
-	cr_assert_eq(iod_store_write(st, 20, 0, 2 * B, w1, sizeof(w1), 1, &L,
+	cr_assert_eq(iod_store_write(st, 20, 0, 2 * B, w1, sizeof(w1), NULL, 1, &L,
 				     false, NULL, sync_cb, &wflag), 0);
 	memset(want, 0, 4 * B);
 	memcpy(want + 2 * B, w1, sizeof(w1));
@@ -336,10 +336,10 @@ Test(iod_space, partial_write_after_pending_punch_sees_zeros)
 	cr_assert_eq(iod_store_punch(st, 30, 0, 0, 4 * B, 1, false, NULL,
 				     sync_cb, &pflag), 0);
 	fill(part, sizeof(part), 11);
-	cr_assert_eq(iod_store_write(st, 30, 0, 100, part, sizeof(part), 1, &L,
+	cr_assert_eq(iod_store_write(st, 30, 0, 100, part, sizeof(part), NULL, 1, &L,
 				     false, NULL, sync_cb, &w0flag), 0);
 	cr_assert_eq(iod_store_write(st, 30, 0, 2 * B + 100, part,
-				     sizeof(part), 1, &L, false, NULL, sync_cb,
+				     sizeof(part), NULL, 1, &L, false, NULL, sync_cb,
 				     &w2flag), 0);
 	memset(want, 0, sizeof(want));
 	memcpy(want + 100, part, sizeof(part));

@@ -1037,6 +1037,49 @@ Test(jbd, reused_blocks_start_clean)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* Sums taken by the caller (the iod's, as it checks a WRITE's data_crc):
+ * jbd_sums combines to the whole sum, and a write that uses them leaves a
+ * log whose commit checksums replay accepts (a wrong sum would make it
+ * drop the transaction), escaped block and unaligned ends included. */
+Test(jbd, caller_sums_replay)
+{
+	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	enum { OFF = 3000, LEN = 5 * BS + 123 };
+	uint8_t a[LEN], r[OFF + LEN], want[OFF + LEN];
+	uint32_t sums[8];
+	uint32_t mg = htole32(MAGIC_LE);
+	int cnt = 0;
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i * 13 + 5);
+	memcpy(a + 2 * BS - OFF, &mg, 4);     /* block 2 starts with it */
+	cr_assert_eq(jbd_sums_count(OFF, LEN), 6);
+	cr_assert_eq(jbd_sums_count(0, BS), 1);
+	cr_assert_eq(jbd_sums_count(BS - 1, 2), 2);
+	cr_assert_eq(jbd_sums_count(5, 0), 0);
+	cr_assert_eq(jbd_sums(OFF, a, LEN, sums), tw_crc32c(0, a, LEN));
+	cr_assert_eq(sums[0], tw_crc32c(0, a, BS - OFF));
+	cr_assert_eq(sums[1], tw_crc32c(0, a + BS - OFF, BS));
+	cr_assert_eq(sums[5], tw_crc32c(0, a + 5 * BS - OFF,
+					 OFF + LEN - 5 * BS));
+
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write_sums(h, 1, OFF, a, LEN, sums), 0);
+	cr_assert(jbd_commit(h, JBD_COMMIT_SYNC, cnt_cb, &cnt) > 0);
+	drain(j);
+	cr_assert_eq(cnt, 1);
+	jbd_abandon(j);                      /* nothing home: replay it */
+	memset(want, 0, sizeof(want));
+	memcpy(want + OFF, a, LEN);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	cr_assert_eq(jbd_read(j, 1, 0, r, sizeof(r)), (long)sizeof(r));
+	cr_assert_eq(memcmp(r, want, sizeof(r)), 0);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* io_uring path: overlay reads before the checkpoint, group commit, the
  * escape, the data home after close, and across a reopen. */
 Test(jbd, uring_basic)
