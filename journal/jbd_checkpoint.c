@@ -203,7 +203,7 @@ static int cp_dfd(struct jbd *j, struct jbd_cp *cp, uint64_t obj, int fd)
 }
 
 /* J18: ops.home_blocks for a run of data items, it[0..run), with each
- * block's sum taken at jbd_write, a stack's worth at a time. */
+ * block's own sum (J5), a stack's worth at a time. */
 static int cp_home_blocks(struct jbd *j, const struct jbd_item *it,
 			  const struct iovec *iov, size_t run)
 {

@@ -194,8 +194,9 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	c->synced_to = htole64(j->synced_seq);
 	/* J5: CRC32C seeded with the UUID over every block, then commit
 	 * bytes 0..19 and synced_to.  A data block joins by its own sum,
-	 * taken when jbd_write filled it (items of a closing transaction no
-	 * longer change: only the running one is updated in place). */
+	 * the caller's or taken when jbd_write filled it (items of a closing
+	 * transaction no longer change: only the running one is updated in
+	 * place). */
 	uint32_t crc = j->crc_seed;
 	for (size_t k = 0; k + 1 < n; k++) {
 		if (slots[k].meta >= 0)
