@@ -338,6 +338,17 @@ wait_log() {
 	done
 }
 
+# iod_restart N: kill -9 iod N, start it again and wait (up to 30 s) for
+# its new registration, which follows its replay.  mgrd may still call
+# it up from before the kill, so a wait_state '^up' right after the start
+# could return before the new iod served anything; returns 1 on timeout.
+iod_restart() {
+	local log=$TWINFS_RUN_DIR/logs/iod$1.log lines
+	lines=$(wc -l <"$log")
+	lc kill-iod "$1" >/dev/null && lc start-iod "$1" >/dev/null &&
+		wait_log "$log" "$lines" "iod $1 registered with mgrd" 30000
+}
+
 # e2e_remount: unmount and mount again, so reads cannot come from any cache.
 e2e_remount() {
 	cd / && lc umount >/dev/null && lc mount >/dev/null && cd "$M"

@@ -28,13 +28,8 @@ ino=$(stat -c %i "$M/g0/f")
 # kill -9 and restart iod 1: its replay puts the file home (and it
 # rejoins); then make that home file immutable, so the next journaled
 # write of it cannot be brought home.
-# mgrd may still call it up from before the kill: wait for the new
-# iod's registration, which follows its replay, before its state.
 cd /
-lines=$(wc -l <"$TWINFS_RUN_DIR/logs/iod1.log")
-lc kill-iod 1 >/dev/null && lc start-iod 1 >/dev/null
-wait_log "$TWINFS_RUN_DIR/logs/iod1.log" "$lines" "iod 1 registered with mgrd" 30000 ||
-	fail lost-rejoin "iod 1 did not register again"
+iod_restart 1 || fail lost-rejoin "iod 1 did not register again"
 out=$(wait_state 1 '^up$' 60000) || fail lost-rejoin "iod 1: $out"
 sub=$(find "$TWINFS_RUN_DIR/iod1/subfiles" -name "$(printf %016x "$ino").0" | head -n 1)
 [[ -n $sub ]] && pass lost-subfile-found || { fail lost-subfile-found "no $ino.0 under iod1"; e2e_end; }

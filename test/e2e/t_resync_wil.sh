@@ -111,7 +111,7 @@ for f in "$T/shrink" "$M/g0/shrink"; do
 		fail wil-shrink-cut "$f"
 done
 sync
-(cd / && lc kill-iod 2 >/dev/null && lc start-iod 2 >/dev/null)
+(cd / && iod_restart 2) || fail wil-shrink-survivor-back "iod 2 did not register again"
 out=$(wait_state 2 '^up' 20000) && pass wil-shrink-survivor-back ||
 	fail wil-shrink-survivor-back "$out"
 (cd / && lc start-iod 1 >/dev/null)
