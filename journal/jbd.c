@@ -460,14 +460,21 @@ int jbd_begin(struct jbd *j, struct jbd_handle **out)
 	return 0;
 }
 
+/* Release one item's buffer: a data block goes back to the block cache,
+ * anything else (a record) to the heap. */
+static void item_release(struct jbd *j, struct jbd_item *it)
+{
+	if (it->kind == ITEM_DATA)
+		jbd__blk_put(j, it->buf);
+	else
+		free(it->buf);
+	it->buf = NULL;
+}
+
 static void items_free(struct jbd *j, struct jbd_item *items, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (items[i].kind == ITEM_DATA)
-			jbd__blk_put(j, items[i].buf);
-		else
-			free(items[i].buf);
-	}
+	for (size_t i = 0; i < n; i++)
+		item_release(j, &items[i]);
 	free(items);
 }
 
@@ -710,7 +717,7 @@ int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
 	return 0;
 undo:
 	for (size_t i = n0; i < h->n_items; i++)
-		jbd__blk_put(j, h->items[i].buf);
+		item_release(j, &h->items[i]);
 	h->n_items = n0;
 	/* layout is conservative after an undo: recompute */
 	memset(&h->lay, 0, sizeof(h->lay));
@@ -1032,13 +1039,8 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 		if (txn_push(t, it) < 0) {
 			/* Out of memory half-way: we cannot take back what
 			 * is already in the running txn; abort (J12). */
-			for (size_t k = i; k < h->n_items; k++) {
-				if (h->items[k].kind == ITEM_DATA)
-					jbd__blk_put(j, h->items[k].buf);
-				else
-					free(h->items[k].buf);
-				h->items[k].buf = NULL;
-			}
+			for (size_t k = i; k < h->n_items; k++)
+				item_release(j, &h->items[k]);
 			jbd__abort(j, -ENOMEM, "commit (out of memory)");
 			rc = -EIO;
 			free(w);
