@@ -16,15 +16,16 @@
  * they wait for a full journal.  docs/OPERATIONS.md "Memory" gives the
  * ceiling this makes of the whole process.
  *
- * Freed copies stay in the heap: glibc returns only its top past
- * M_TRIM_THRESHOLD (tw_malloc_tune), and checkpointed copies are freed in
- * the middle of it.  iod_mem_tick checkpoints an idle journal (after
- * 2 x commit_interval without a commit, else its copies wait for the next
- * writes) and gives the freed copies back (malloc_trim) once those held
- * have fallen well below their peak and the journal is quiet, so an idle
- * iod's resident memory comes down after a burst instead of staying at
- * the peak, and a stream does not fault its pages in again after each
- * trim.
+ * Checkpointed copies stay mapped as the journal's spare blocks
+ * (journal/jbd_blocks.c), and what else a burst freed stays in the heap:
+ * glibc returns only its top past M_TRIM_THRESHOLD (tw_malloc_tune).
+ * iod_mem_tick checkpoints an idle journal (after 2 x commit_interval
+ * without a commit, else its copies wait for the next writes), unmaps the
+ * spare slabs and trims the heap (malloc_trim) once the copies held have
+ * fallen well below their peak and the journal is quiet, and unmaps the
+ * rest once no copy is left, so an idle iod's resident memory comes down
+ * after a burst instead of staying at the peak, and a stream does not
+ * fault its pages in again after each trim.
  *
  * Not here: the reply queues (max_queued_reply_bytes per connection) and
  * the frame each connection's reader holds.
@@ -166,8 +167,12 @@ void iod_mem_tick(struct iod *d)
 	 * transactions fault in again at once: during a 1 GiB write those
 	 * faults were a sixth of an iod's CPU (test/bench/RESULTS.md,
 	 * "Session 38"). */
-	if (!iod_mem_trim_due(d->mem_peak, now,
-			      ms - d->mem_commit_seen_ms >= interval))
+	bool quiet = ms - d->mem_commit_seen_ms >= interval;
+	/* Every copy home: the journal's slabs go back as well (unmapped,
+	 * no walk of the heap), also after a trim that came before. */
+	if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0)
+		iod_store_journal_drop_cache(d->store);
+	if (!iod_mem_trim_due(d->mem_peak, now, quiet))
 		return;
 	iod_store_journal_drop_cache(d->store);
 	malloc_trim(0);

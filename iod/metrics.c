@@ -97,6 +97,10 @@ static int render(struct tw_mx *x, void *arg)
 		     "checkpointed (data=journal; docs/OPERATIONS.md "
 		     "\"Memory\").");
 	tw_mx_u64(x, "twinfs_iod_journal_memory_bytes", id, 1, js.copy_bytes);
+	tw_mx_family(x, "twinfs_iod_journal_cache_bytes", TW_MX_GAUGE,
+		     "Memory of the journal's block cache: the copies and the "
+		     "spare blocks kept for the next writes (data=journal).");
+	tw_mx_u64(x, "twinfs_iod_journal_cache_bytes", id, 1, js.cache_bytes);
 	tw_mx_family(x, "twinfs_iod_journal_unlogged_bytes", TW_MX_GAUGE,
 		     "Of those, copies waiting for log space (at most a "
 		     "quarter of the journal, then senders are held).");

@@ -405,49 +405,6 @@ void *jbd__blk_alloc(size_t nblocks)
 	return aligned_alloc(JBD_BUF_ALIGN, nblocks * JBD_BLOCK_SIZE);
 }
 
-/* Block cache.  A stream allocates a 4 KiB aligned copy per block in
- * jbd_write and frees it at checkpoint, many transactions at a time:
- * through malloc, whose aligned allocations split and coalesce chunks,
- * that was a tenth of an iod's CPU.  Freed blocks wait here for the next
- * writes instead.  It needs no bound of its own: a block is allocated
- * only when the cache is empty, so copies and cache together never
- * exceed the most copies held at once (jbd_stats copy_bytes), which the
- * heap would keep anyway until a trim; jbd_drop_cache gives them back
- * when the owner trims an idle process.  Owner thread only. */
-void *jbd__blk_get(struct jbd *j)
-{
-	if (j->n_cache > 0)
-		return j->cache[--j->n_cache];
-	return jbd__blk_alloc(1);
-}
-
-void jbd__blk_put(struct jbd *j, void *blk)
-{
-	if (blk == NULL)
-		return;
-	if (j->n_cache == j->cap_cache) {
-		size_t cap = j->cap_cache ? j->cap_cache * 2 : 256;
-		void **n = realloc(j->cache, cap * sizeof(*n));
-
-		if (n == NULL) {
-			free(blk);
-			return;
-		}
-		j->cache = n;
-		j->cap_cache = cap;
-	}
-	j->cache[j->n_cache++] = blk;
-}
-
-void jbd_drop_cache(struct jbd *j)
-{
-	while (j->n_cache > 0)
-		free(j->cache[--j->n_cache]);
-	free(j->cache);
-	j->cache = NULL;
-	j->cap_cache = 0;
-}
-
 int jbd_begin(struct jbd *j, struct jbd_handle **out)
 {
 	if (j->aborted)
@@ -1207,6 +1164,7 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 	st->head = j->head;
 	st->pending_home = j->pending_home;
 	st->copy_bytes = j->copy_blocks * JBD_BLOCK_SIZE;
+	st->cache_bytes = (uint64_t)j->n_slabs * JBD_SLAB_BYTES;
 	st->unlogged_bytes = j->unlogged_blocks * JBD_BLOCK_SIZE;
 	st->aborted = j->aborted;
 	st->direct_home = j->direct_home;
@@ -1473,7 +1431,7 @@ void jbd_abandon(struct jbd *j)
 		free(w);
 	}
 	free_index(j);
-	jbd_drop_cache(j);
+	jbd__blocks_fini(j);
 	if (j->dfd >= 0)
 		close(j->dfd);
 	if (j->fd >= 0)

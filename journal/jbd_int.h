@@ -268,7 +268,11 @@ struct jbd {
 	                          * JBD_DIRECT_MIN full blocks go home with
 	                          * O_DIRECT (dfd is held by the ring) */
 	int efd;                 /* eventfd */
-	void **cache;            /* freed 4 KiB blocks (jbd.c "block cache") */
+	/* The block cache (jbd_blocks.c): slabs of data-block buffers and
+	 * a stack of the blocks given back, with room for all of them. */
+	uint8_t **slabs;
+	size_t n_slabs, cap_slabs;
+	void **cache;
 	size_t n_cache, cap_cache;
 	struct io_uring ring;
 	bool ring_ok;
@@ -383,11 +387,17 @@ struct jbd {
  * O_DIRECT (jbd_checkpoint.c). */
 #define JBD_DIRECT_MIN     16u
 
+/* jbd_blocks.c: a 4 KiB block buffer (aligned to its size, so O_DIRECT
+ * takes it) for a data item or an escaped copy, or NULL; given back with
+ * jbd__blk_put, never free().  jbd__blocks_fini at close. */
+#define JBD_SLAB_BYTES     (2u << 20)
+void *jbd__blk_get(struct jbd *j);
+void jbd__blk_put(struct jbd *j, void *blk);
+void jbd__blocks_fini(struct jbd *j);
+
 /* jbd.c */
 int jbd__reopen_direct(int fd);
 void *jbd__blk_alloc(size_t nblocks);
-void *jbd__blk_get(struct jbd *j);
-void jbd__blk_put(struct jbd *j, void *blk);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);

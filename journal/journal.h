@@ -583,13 +583,17 @@ struct jbd_stats {
 	                              * owner bounds them (iod: a quarter of
 	                              * the journal) by reading no more
 	                              * requests */
+	uint64_t cache_bytes;        /* the block cache's slabs: copy_bytes,
+	                              * escaped copies in flight and the
+	                              * spare blocks (jbd_drop_cache) */
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);
 /* Give back the freed 4 KiB blocks the journal keeps for its next writes
  * (not counted in copy_bytes; with the copies, never more than copy_bytes
- * was at its peak): for an owner about to return an idle process's free
- * memory (malloc_trim). */
+ * was at its peak, plus a slab): every slab of the cache whose blocks are
+ * all spare is unmapped.  For an owner about to return an idle process's
+ * free memory (malloc_trim). */
 void jbd_drop_cache(struct jbd *j);
 /* Time every close (its log writes: start to CLOSED) into commit and
  * every checkpoint (start to the tail moved) into checkpoint, seconds;

@@ -15,7 +15,8 @@
 # quarantine (288 MiB with its shadow) and every live byte costs about
 # twice, so the ceiling there is 2 x that + 288 MiB (t_bounds.sh).  The
 # small journal also makes the big file below go through many full
-# journals and held connections.
+# journals and held connections.  Last, once idle, every iod unmaps its
+# journal's slabs.
 . "$(dirname "$0")/lib.sh"
 export TWINFS_JOURNAL_SIZE=16M
 e2e_begin bigfile
@@ -75,4 +76,20 @@ e2e_remount || fail bigfile-remount2 "remount failed"
 assert_eq bigfile-overwrite "$(sha "$T/big")" "$(sha "$M/big")"
 check bigfile-sync ctl sync
 e2e_verify
+
+# Back down after writes (docs/OPERATIONS.md "Memory"): once idle, each
+# iod checkpoints and unmaps every slab of its journal's block cache.
+t0=$(now_ms)
+for n in 1 2 3 4; do
+	url="http://127.0.0.1:$((TWINFS_PORT + 5 + n))/metrics"
+	while :; do
+		"$PY" "$E2E_DIR/metrics.py" get "$url" >"$T/m$n"
+		cache=$("$PY" "$E2E_DIR/metrics.py" sum "$T/m$n" twinfs_iod_journal_cache_bytes)
+		((cache == 0 || $(now_ms) - t0 > 60000)) && break
+		sleep 0.5
+	done
+	((cache == 0)) && pass "mem-iod$n-idle-slabs" ||
+		fail "mem-iod$n-idle-slabs" "$cache bytes of journal slabs still mapped 60 s after the writes"
+done
+echo "# slabs unmapped $(($(now_ms) - t0)) ms after the verify"
 e2e_end

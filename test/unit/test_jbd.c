@@ -1037,6 +1037,61 @@ Test(jbd, reused_blocks_start_clean)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* The block cache's slabs (jbd_blocks.c): a stream maps them as it needs
+ * blocks, jbd_drop_cache unmaps every slab whose blocks are all back and
+ * keeps one that still holds a copy, whose bytes stay readable. */
+Test(jbd, block_cache_slabs)
+{
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	const uint64_t slab = 2 << 20;
+	static uint8_t a[256 * BS];
+	uint8_t r[BS];
+	struct jbd *j;
+	struct jbd_stats st;
+	int cnt = 0;
+
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 0, "no slab before a write");
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i * 7 + i / BS);
+	/* 768 blocks in three transactions: two slabs of 512 */
+	for (int k = 0; k < 3; k++)
+		write1(j, 1, (uint64_t)k * sizeof(a), a, sizeof(a), &cnt);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.copy_bytes, 3 * sizeof(a));
+	cr_assert_eq(st.cache_bytes, 2 * slab, "%llu bytes of slabs",
+		     (unsigned long long)st.cache_bytes);
+	jbd_drop_cache(j);    /* every block is out: nothing to unmap */
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 2 * slab);
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.copy_bytes, 0);
+	/* one copy out again: its slab stays, the other goes */
+	write1(j, 2, 0, a + BS, BS, &cnt);
+	drain(j);
+	jbd_drop_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, slab, "%llu bytes of slabs",
+		     (unsigned long long)st.cache_bytes);
+	cr_assert_eq(jbd_read(j, 2, 0, r, BS), BS);
+	cr_assert_eq(memcmp(r, a + BS, BS), 0);
+	cr_assert_eq(jbd_read(j, 1, 2 * sizeof(a) + 5 * BS, r, BS), BS);
+	cr_assert_eq(memcmp(r, a + 5 * BS, BS), 0);
+	checkpoint_all(j, &st);
+	jbd_drop_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 0, "all back: all unmapped");
+	/* and the cache maps again for the next write */
+	write1(j, 3, 0, a, 2 * BS, &cnt);
+	drain(j);
+	cr_assert_eq(jbd_read(j, 3, BS, r, BS), BS);
+	cr_assert_eq(memcmp(r, a + BS, BS), 0);
+	cr_assert_eq(cnt, 5);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* Sums taken by the caller (the iod's, as it checks a WRITE's data_crc):
  * jbd_sums combines to the whole sum, and a write that uses them leaves a
  * log whose commit checksums replay accepts (a wrong sum would make it
