@@ -168,14 +168,15 @@ void iod_mem_tick(struct iod *d)
 	 * faults were a sixth of an iod's CPU (test/bench/RESULTS.md,
 	 * "Session 38"). */
 	bool quiet = ms - d->mem_commit_seen_ms >= interval;
-	/* Every copy home: the journal's slabs go back as well (unmapped,
-	 * no walk of the heap), also after a trim that came before. */
-	if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0)
+	if (iod_mem_trim_due(d->mem_peak, now, quiet)) {
 		iod_store_journal_drop_cache(d->store);
-	if (!iod_mem_trim_due(d->mem_peak, now, quiet))
-		return;
-	iod_store_journal_drop_cache(d->store);
-	malloc_trim(0);
-	d->mem_peak = now;
-	d->n_trims++;
+		malloc_trim(0);
+		d->mem_peak = now;
+		d->n_trims++;
+	} else if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0) {
+		/* Every copy home: the journal's slabs go back as well
+		 * (unmapped, no walk of the heap), also after a trim that
+		 * came before. */
+		iod_store_journal_drop_cache(d->store);
+	}
 }

@@ -124,6 +124,16 @@ void jbd__blk_put(struct jbd *j, void *blk)
 	j->cache[j->n_cache++] = blk;
 }
 
+/* The slab list and the stack, empty; the slabs are not touched. */
+static void arrays_free(struct jbd *j)
+{
+	free(j->slabs);
+	free(j->cache);
+	j->slabs = NULL;
+	j->cache = NULL;
+	j->n_slabs = j->cap_slabs = j->n_cache = j->cap_cache = 0;
+}
+
 static int ptr_cmp(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(void *const *)a;
@@ -162,13 +172,8 @@ void jbd_drop_cache(struct jbd *j)
 	assert(c == j->n_cache);
 	j->n_cache = kept_c;
 	j->n_slabs = kept_s;
-	if (j->n_slabs == 0) {
-		free(j->slabs);
-		free(j->cache);
-		j->slabs = NULL;
-		j->cache = NULL;
-		j->cap_slabs = j->cap_cache = 0;
-	}
+	if (j->n_slabs == 0)
+		arrays_free(j);
 }
 
 void jbd__blocks_fini(struct jbd *j)
@@ -176,9 +181,5 @@ void jbd__blocks_fini(struct jbd *j)
 	jbd_drop_cache(j);
 	/* Blocks still out (none, once every transaction and handle is
 	 * freed) keep their slabs mapped: whoever holds one may use it. */
-	free(j->slabs);
-	free(j->cache);
-	j->slabs = NULL;
-	j->cache = NULL;
-	j->n_slabs = j->cap_slabs = j->n_cache = j->cap_cache = 0;
+	arrays_free(j);
 }
