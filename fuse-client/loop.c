@@ -1,5 +1,5 @@
-/* loop.c - the client's I/O loop thread, the handoff queue and, with
- * -o io_thread_reads, the reading of /dev/fuse.
+/* loop.c - the client's I/O loop thread, the handoff queue and the
+ * reading of /dev/fuse.
  *
  * Handlers never block on the network: a handler packs its request into
  * an op and calls fc_loop_submit(), which appends it to a mutex-protected
@@ -8,17 +8,16 @@
  * fc_op_reply_*() functions answers the kernel and frees it.
  *
  * Who reads /dev/fuse (docs/ARCHITECTURE.md "Threads and ownership"):
- *   - By default libfuse's workers read it, and each submission wakes the
- *     loop with uv_async_send().
- *   - With -o io_thread_reads the loop itself (fc_loop_serve): the FUSE
- *     fd is one more handle of the loop, non-blocking, polled for input.
- *     A handler then runs on the loop, and what it queued runs as soon as
- *     it returns, in the same turn: a request that needs mgrd is on the
- *     wire without a second thread being woken (five context switches
- *     of the mount per create instead of ten).  Not the default: on a
- *     2-vCPU VM whose idle vCPUs halt, the application and the one
- *     reading thread settle on different CPUs, and creates got slower
- *     (test/bench/RESULTS.md "Session 37").
+ *   - By default the loop itself (fc_loop_serve): the FUSE fd is one more
+ *     handle of the loop, non-blocking, polled for input.  A handler then
+ *     runs on the loop, and what it queued runs as soon as it returns, in
+ *     the same turn: a request that needs a server is on the wire without
+ *     a second thread being woken (test/bench/RESULTS.md "Session 41").
+ *   - With -o worker_reads libfuse's workers read it, and each submission
+ *     wakes the loop with uv_async_send().  On a VM whose idle vCPUs halt
+ *     and whose scheduler parts the application from the one reading
+ *     thread, the workers can be faster for requests answered without a
+ *     server (RESULTS.md "Session 37").
  * This file also owns deferred callbacks (fc_call: a wire_call that fails
  * at once still completes through its callback, later) and the orderly
  * stop of the loop.

@@ -9,7 +9,8 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
- * nostatahead, nonamelease, io_thread_reads and the atime options:
+ * nostatahead, nonamelease, io_thread_reads, worker_reads and the atime
+ * options:
  * relatime, noatime, strictatime, atime, norelatime, nodiratime,
  * diratime, lazytime, nolazytime) are taken here (the three timers, when
  * not given, from the cluster's map at the first contact:
@@ -141,6 +142,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
 	OPT("io_thread_reads", io_thread_reads),
+	{ "worker_reads", offsetof(struct cmdline, io_thread_reads), 0 },
 	OPT("keyfile=%s", keyfile),
 	OPT("subdir=%s", subdir),
 	FUSE_OPT_KEY("relatime", KEY_RELATIME),
@@ -246,12 +248,13 @@ static void usage(const char *prog)
 	       "                             from directories this mount "
 	       "made\n"
 	       "    -o io_thread_reads       the I/O thread reads /dev/fuse "
-	       "itself (default:\n"
-	       "                             libfuse's worker threads read "
-	       "it and hand each\n"
-	       "                             request over; -o max_threads "
-	       "and -o clone_fd\n"
-	       "                             apply only to those)\n"
+	       "itself (default)\n"
+	       "    -o worker_reads          libfuse's worker threads read "
+	       "/dev/fuse and hand\n"
+	       "                             each request to the I/O thread; "
+	       "-o max_threads\n"
+	       "                             and -o clone_fd apply only to "
+	       "those\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -613,6 +616,7 @@ int main(int argc, char *argv[])
 	c.attr_timeout = 1.0;
 	c.entry_timeout = 1.0;
 	c.readahead = FC_READAHEAD_KB;
+	c.io_thread_reads = 1;   /* -o worker_reads: libfuse's workers */
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -799,8 +803,9 @@ int main(int argc, char *argv[])
 		tw_log_init(NULL, log_level);
 	}
 
-	/* -o io_thread_reads: the I/O thread reads /dev/fuse itself
-	 * (loop.c fc_loop_serve), no hand-off between threads. */
+	/* By default the I/O thread reads /dev/fuse itself (loop.c
+	 * fc_loop_serve), no hand-off between threads; -o worker_reads
+	 * leaves it to libfuse's workers. */
 	if (c.io_thread_reads) {
 		rc = fc_loop_serve(cl);
 		if (rc < 0)
