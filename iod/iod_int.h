@@ -13,6 +13,7 @@
  *   intent_list.c    a sorted copy of its marks (resync, INTENTS)
  *   store_space.c    fallocate, hole punching, SEEK_DATA/SEEK_HOLE
  *   store_lost.c     subfiles whose journaled changes could not go home
+ *   ra.c      read-ahead of a twin's every-other-row reads (ra.h, pure)
  *   twin.c    the server-driven twin protocol (primary applies, forwards)
  *   stale_fwd.c      forwards the twin refused as stale, until healed
  *   resync.c  the source side of a twin's resync (copy, live writes)

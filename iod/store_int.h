@@ -19,6 +19,7 @@
 #include "iod_int.h"
 #include "journal.h"
 #include "oset.h"
+#include "ra.h"
 
 #define SUB_XATTR        "user.twinfs.sub"
 #define WIL_XATTR        "user.twinfs.wil"
@@ -45,6 +46,7 @@ struct sub {
 	                            * (store_inplace), cleared when
 	                            * store_sync_fds or store_sync_objs_fds
 	                            * took it (S6) */
+	struct iod_ra ra;          /* strided reads of it (ra.h) */
 	struct sub *hnext;         /* hash chain */
 	struct sub *prev, *next;   /* LRU list: head = most recent */
 };

@@ -317,7 +317,7 @@ int store_meta_keep(struct iod_store *s, uint64_t obj)
  * a read passes on to jbd_read_home: one fstat per read. */
 static int stat_logical_home(struct iod_store *s, uint64_t ino,
 			     uint32_t column, struct iod_sub_stat *st,
-			     int *home_fd, uint64_t *home_size)
+			     struct sub **home_sub, uint64_t *home_size)
 {
 	struct iod_sub_stat home = { 0 };
 	struct store_lstate ls;
@@ -325,7 +325,7 @@ static int stat_logical_home(struct iod_store *s, uint64_t ino,
 	uint64_t size;
 	int rc;
 
-	*home_fd = -1;
+	*home_sub = NULL;
 	*home_size = 0;
 	rc = store_logical(s, ino, column, &ls);
 	if (rc < 0)
@@ -337,8 +337,9 @@ static int stat_logical_home(struct iod_store *s, uint64_t ino,
 	rc = store_get_sub(s, ino, column, NULL, 0, &e);
 	if (rc == 0) {
 		rc = store_home_stat(e, &home);
-		*home_fd = e->fd;
 		*home_size = home.size;
+		if (rc == 0)
+			*home_sub = e;
 	} else if (rc == -ENOENT) {
 		rc = 0;
 	}
@@ -366,10 +367,10 @@ static int stat_logical_home(struct iod_store *s, uint64_t ino,
 int store_stat_logical(struct iod_store *s, uint64_t ino, uint32_t column,
 			struct iod_sub_stat *st)
 {
+	struct sub *e;
 	uint64_t hsize;
-	int fd;
 
-	return stat_logical_home(s, ino, column, st, &fd, &hsize);
+	return stat_logical_home(s, ino, column, st, &e, &hsize);
 }
 
 /* ------------------------------------------------ journal callbacks */
@@ -1051,15 +1052,30 @@ int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
 	return 0;
 }
 
+/* Prefetch what a strided stream of reads will ask next (ra.h), from
+ * the home file only: what the journal holds is in memory already.  A
+ * hint: a failure costs only the wait it would have saved. */
+static void read_ahead(struct sub *e, uint64_t off, uint64_t len,
+		       uint64_t home_size)
+{
+	struct iod_ra_range pf[IOD_RA_MAX];
+	int n = iod_ra_note(&e->ra, off, len, home_size, IOD_RA_WINDOW, pf);
+
+	for (int i = 0; i < n; i++)
+		(void)posix_fadvise(e->fd, (off_t)pf[i].off, (off_t)pf[i].len,
+				    POSIX_FADV_WILLNEED);
+}
+
 long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, size_t len, uint8_t **out,
 		    struct iod_sub_stat *st)
 {
 	struct iod_sub_stat local;
 	uint64_t want, hsize;
+	struct sub *e;
 	uint8_t *buf;
 	long n;
-	int rc, fd;
+	int rc;
 
 	*out = NULL;
 	if (!st)
@@ -1070,7 +1086,7 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	rc = store_lost_check(s, ino, column);
 	if (rc < 0)
 		return rc;
-	rc = stat_logical_home(s, ino, column, st, &fd, &hsize);
+	rc = stat_logical_home(s, ino, column, st, &e, &hsize);
 	if (rc < 0)
 		return rc;
 	if (!st->exists || off >= st->size || len == 0)
@@ -1081,7 +1097,9 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	if (!buf)
 		return -ENOMEM;
 	n = jbd_read_home(s->j, store_obj(ino, column), off, buf,
-			  (size_t)want, fd, hsize);
+			  (size_t)want, e ? e->fd : -1, hsize);
+	if (e)
+		read_ahead(e, off, want, hsize);
 	if (n > 0) {
 		rc = store_csum_pend_check(s, store_obj(ino, column), off,
 					   (uint64_t)n);
