@@ -26,16 +26,8 @@ LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$REPO/test/bench/benchtool.py")
 BENCH_WHO=channel_modes
 . "$REPO/test/bench/lib.sh"
-QUICK=0 OUT= MODES="none integrity encrypt"
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	--modes) MODES=${2:?--modes LIST}; shift ;;
-	*) echo "usage: $0 [--quick] [--out DIR] [--modes LIST]" >&2; exit 2 ;;
-	esac
-	shift
-done
+MODES="none integrity encrypt"
+BENCH_OPTS="quick out modes:MODES:LIST" bench_args "$@"
 if ((QUICK)); then SEQ=64 RT=2; else SEQ=512 RT=10; fi
 OUT=${OUT:-/var/tmp/twinfs-chan-$(date -u +%Y%m%dT%H%M%SZ)}
 bench_start
@@ -46,18 +38,8 @@ PORT=$(bench_port_block 31200 31295)
 [[ -n $PORT ]] || die "no free port block in 31200-31299"
 export TWINFS_PORT=$PORT TWINFS_BUILD_DIR=$BUILD TWINFS_NO_BUILD=1 TWINFS_NO_APT=1
 export TWINFS_CLUSTER=chan-$PORT TWINFS_SECRET=bench-$RANDOM-$RANDOM
-CLUSTER_UP=0
-cleanup() {
-	local rc=$?
-	set +e
-	trap - EXIT INT TERM
-	((CLUSTER_UP)) && "$LC" down >>"$OUT/cluster.log" 2>&1
-	bench_remove_work channel_modes
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+CLUSTER_UP=0 BENCH_DOWN_LOG=$OUT/cluster.log
+bench_traps
 
 RAW=$OUT/raw.tsv
 printf 'mode\tworkload\tvalue\tunit\n' >"$RAW"

@@ -20,16 +20,10 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LC=$REPO/deploy/local-cluster
-QUICK=0 ROUNDS=2 OUT=
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--rounds) ROUNDS=${2:?--rounds N}; shift ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	*) echo "usage: $0 [--quick] [--rounds N] [--out DIR]" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH_WHO=csum_cost.sh
+. "$REPO/test/bench/lib.sh"
+ROUNDS=2
+bench_args "$@"
 if ((QUICK)); then SIZE=64M RT=3; else SIZE=512M RT=15; fi
 OUT=${OUT:-/var/tmp/twinfs-csum-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
@@ -38,7 +32,8 @@ export TWINFS_RUN_DIR=$(mktemp -d /var/tmp/twinfs-csum-run.XXXXXX)
 export TWINFS_MOUNT=$TWINFS_RUN_DIR/mnt TWINFS_PORT=${TWINFS_PORT:-31300}
 export TWINFS_COMMIT_INTERVAL=1s TWINFS_CLUSTER=csum-cost
 M=$TWINFS_MOUNT
-trap '(cd / && "$LC" down >/dev/null 2>&1); rm -rf "$TWINFS_RUN_DIR"' EXIT
+WORK=$TWINFS_RUN_DIR
+bench_traps
 
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # home: wait (at most 60 s) until every iod's journal is empty

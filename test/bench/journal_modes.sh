@@ -39,21 +39,9 @@ TOOL=(python3 "$HERE/benchtool.py")
 BENCH_WHO=journal_modes
 . "$HERE/lib.sh"
 
-QUICK=0
 BURST_OPT=
-OUT=
 MODES="journal ordered writeback"
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	--modes) MODES=${2:?--modes LIST}; shift ;;
-	--burst) BURST_OPT=${2:?--burst MIB}; shift ;;
-	-h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "usage: $0 [--quick] [--out DIR] [--modes LIST] [--burst MIB]" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH_OPTS="quick out modes:MODES:LIST burst:BURST_OPT:MIB help" bench_args "$@"
 for m in $MODES; do
 	case $m in journal | ordered | writeback) ;; *) echo "journal_modes: bad mode $m" >&2; exit 2 ;; esac
 done
@@ -84,19 +72,17 @@ CLUSTER_UP=0
 BG_PID=
 STREAM_PID=
 
+# On exit: the measurement, the streamer, the cluster (its logs kept), then
+# the rest of lib.sh bench_cleanup.
 cleanup() {
-	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	[[ -n $BG_PID ]] && { kill -TERM "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; }
+	bench_stop_bg
 	[[ -n $STREAM_PID ]] && { kill -TERM "$STREAM_PID" 2>/dev/null; wait "$STREAM_PID" 2>/dev/null; }
 	((CLUSTER_UP)) && cluster_down
-	bench_remove_work journal_modes
-	exit $rc
+	bench_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps cleanup
 
 cluster_up() { # MODE
 	export TWINFS_RUN_DIR=$WORK/cluster-$1 TWINFS_MOUNT=$WORK/mnt-$1 TWINFS_JOURNAL_MODE=$1

@@ -27,11 +27,7 @@ WORK=$(mktemp -d /var/tmp/twinfs-mount-mem.XXXXXX)
 export TWINFS_BUILD_DIR=$BUILD TWINFS_NO_BUILD=1 TWINFS_NO_APT=1 TWINFS_PORT=$PORT
 export TWINFS_CLUSTER=mount-mem TWINFS_RUN_DIR=$WORK/run TWINFS_MOUNT=$WORK/mnt
 export TWINFS_MGRDS=1
-cleanup() {
-	(cd / && "$LC" down >/dev/null 2>&1) || echo "$BENCH_WHO: local-cluster down failed" >&2
-	bench_remove_work "$BENCH_WHO"
-}
-trap cleanup EXIT
+bench_traps
 
 (cd / && "$LC" up >"$WORK/up.log" 2>&1) || die "local-cluster up failed ($WORK/up.log)"
 pid=$(cat "$TWINFS_RUN_DIR/pids/mgrd.pid")

@@ -31,17 +31,7 @@ LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$REPO/test/bench/benchtool.py")
 BENCH_WHO=pair_cost.sh
 . "$REPO/test/bench/lib.sh"
-QUICK=0 ROUNDS=3 OUT= ARGS="$*"
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--rounds) ROUNDS=${2:?--rounds N}; shift ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	*) echo "usage: $0 [--quick] [--rounds N] [--out DIR]" >&2; exit 2 ;;
-	esac
-	shift
-done
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds wants a positive number"
+bench_args "$@"
 if ((QUICK)); then
 	ROUNDS=1 RND=64 RT=2 NMETA=500 TREE=/usr/include/linux TMO=120 QUIESCE=20
 else
@@ -62,20 +52,10 @@ export TWINFS_CLUSTER=pair-cost TWINFS_RUN_DIR=$WORK/none TWINFS_MOUNT=$WORK/mnt
 TARBALL=$WORK/tree.tar RAW=$OUT/raw.tsv
 mkdir -p "$OUT/fio"
 
-# Stop the running measurement, then the cluster of the current run dir
-# (local-cluster down signals only the PIDs it recorded), then remove WORK.
+# On exit (lib.sh bench_cleanup): stop the running measurement, then the
+# cluster of the current run dir, then remove WORK.
 BG_PID=
-cleanup() {
-	trap - EXIT INT TERM
-	if [[ -n $BG_PID ]]; then kill "$BG_PID" 2>/dev/null || true; wait "$BG_PID" 2>/dev/null || true; fi
-	if [[ -d $TWINFS_RUN_DIR ]]; then
-		(cd / && "$LC" down >/dev/null 2>&1) || echo "$BENCH_WHO: local-cluster down failed" >&2
-	fi
-	bench_remove_work "$BENCH_WHO"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 rec() { # ROUND SETTING WORKLOAD VALUE UNIT
 	printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RAW"

@@ -29,17 +29,7 @@ LC=$REPO/deploy/local-cluster
 TOOL=(python3 "$REPO/test/bench/benchtool.py")
 BENCH_WHO=readers.sh
 . "$REPO/test/bench/lib.sh"
-QUICK=0 ROUNDS=3 OUT= ARGS="$*"
-while (($#)); do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--rounds) ROUNDS=${2:?--rounds N}; shift ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	*) echo "usage: $0 [--quick] [--rounds N] [--out DIR]" >&2; exit 2 ;;
-	esac
-	shift
-done
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds wants a positive number"
+bench_args "$@"
 if ((QUICK)); then
 	ROUNDS=1 RND=32 RT=2 SEQ=64 NMETA=300 TMO=120
 else
@@ -59,17 +49,7 @@ RAW=$OUT/raw.tsv
 mkdir -p "$OUT"
 
 BG_PID=
-cleanup() {
-	trap - EXIT INT TERM
-	if [[ -n $BG_PID ]]; then kill "$BG_PID" 2>/dev/null || true; wait "$BG_PID" 2>/dev/null || true; fi
-	if [[ -d $TWINFS_RUN_DIR ]]; then
-		(cd / && "$LC" down >/dev/null 2>&1) || echo "$BENCH_WHO: local-cluster down failed" >&2
-	fi
-	bench_remove_work "$BENCH_WHO"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 rec() { # ROUND WAY WORKLOAD VALUE UNIT
 	printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RAW"

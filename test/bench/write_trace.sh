@@ -20,19 +20,12 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$REPO/test/bench
 LC=$REPO/deploy/local-cluster
 BENCH_WHO=write_trace.sh
-SECS=4 OUT=
-while (($#)); do
-	case $1 in
-	--seconds) SECS=${2:?--seconds S}; shift ;;
-	--out) OUT=${2:?--out DIR}; shift ;;
-	*) echo "usage: $0 [--seconds S] [--out DIR]" >&2; exit 2 ;;
-	esac
-	shift
-done
-OUT=${OUT:-/var/tmp/twinfs-wtrace-$(date -u +%Y%m%dT%H%M%SZ)}
 TOOL=(python3 "$HERE/benchtool.py")
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
+SECS=4
+BENCH_OPTS="seconds:SECS:S out" bench_args "$@"
+OUT=${OUT:-/var/tmp/twinfs-wtrace-$(date -u +%Y%m%dT%H%M%SZ)}
 bench_start
 export TWINFS_BUILD_DIR=$BUILD TWINFS_NO_BUILD=1 TWINFS_NO_APT=1
 WORK=$(mktemp -d /var/tmp/twinfs-wtrace-work.XXXXXX)
@@ -42,21 +35,19 @@ export TWINFS_RUN_DIR=$WORK/cluster TWINFS_MOUNT=$WORK/mnt TWINFS_PORT=$PORT
 export TWINFS_CLUSTER=wtrace-$PORT TWINFS_MGRDS=1
 TR=/sys/kernel/tracing
 TR_MOUNTED=0
-BG_PID=
+BG_PID=''
+BENCH_DOWN_LOG=$OUT/cluster.log
+# On exit: fio, the tracing (off, tracefs unmounted if mounted here), then
+# the rest of lib.sh bench_cleanup.
 cleanup() {
-	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	[[ -n $BG_PID ]] && { kill "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null; }
+	bench_stop_bg
 	[[ -f $TR/tracing_on ]] && { echo 0 >"$TR/tracing_on"; : >"$TR/set_event"; : >"$TR/set_event_pid"; }
 	((TR_MOUNTED)) && umount "$TR"
-	(cd / && "$LC" down >>"$OUT/cluster.log" 2>&1)
-	bench_remove_work "$BENCH_WHO"
-	exit $rc
+	bench_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps cleanup
 
 if [[ ! -f $TR/trace ]]; then
 	mount -t tracefs nodev "$TR" || die "cannot mount tracefs at $TR"
