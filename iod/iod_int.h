@@ -323,6 +323,13 @@ int iod_store_write_bad(struct iod_store *s, uint64_t ino, uint32_t column,
 long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, size_t len, uint8_t **out,
 		    struct iod_sub_stat *st);
+/* iod_store_read, and *crc the CRC32C of the bytes returned (0 bytes:
+ * 0), mostly combined from the block checksums the read verified
+ * instead of summed again (a READ's data_crc, proto/FORMAT.md
+ * "Integrity"). */
+long iod_store_read_crc(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, size_t len, uint8_t **out,
+			struct iod_sub_stat *st, uint32_t *crc);
 
 /* Cut (or extend with a hole) subfile (ino, column) to size and record
  * trunc_gen.  An absent subfile is left absent (cb still runs, with 0, as a

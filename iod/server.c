@@ -349,6 +349,8 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 	struct iod_sub_stat st;
 	struct wire_zdata z;
 	uint8_t *buf = NULL;
+	uint32_t crc = 0;
+	bool sum;
 	long n;
 
 	if (!body_is(m, &twinfs__read__descriptor) || r->ino == 0 ||
@@ -368,8 +370,9 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		iod_reply_status(c, m, -ESTALE);
 		return;
 	}
-	n = iod_store_read(d->store, r->ino, r->column, r->offset, r->length,
-			   &buf, &st);
+	sum = !iod_store_csum_stats(d->store)->bench_off;
+	n = iod_store_read_crc(d->store, r->ino, r->column, r->offset,
+			       r->length, &buf, &st, sum ? &crc : NULL);
 	if (n == -EBADMSG) {
 		/* docs/ARCHITECTURE.md "Integrity": from the twin */
 		const struct iod_conn *ic = wire_conn_get_data(c);
@@ -385,9 +388,8 @@ static void on_read(struct iod *d, struct wire_conn *c, struct wire_msg *m)
 		return;
 	}
 	rr.sub_size = st.size;
-	if (!iod_store_csum_stats(d->store)->bench_off) {
-		rr.data_crc = tw_crc32c(0, buf ? buf : (const uint8_t *)"",
-					(size_t)n);
+	if (sum) {
+		rr.data_crc = crc;
 		rr.has_crc = true;
 	}
 	/* The data leaves from buf itself, freed once written. */

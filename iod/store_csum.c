@@ -406,15 +406,39 @@ int store_csum_sync(struct iod_store *s, uint64_t ino, uint32_t column)
 
 /* ----------------------------------------------------------- checking */
 
+/* Room for n sums of the blocks a check matches (csum_rd); false when
+ * there is none: then the read's data_crc is summed again, nothing
+ * else changes. */
+static bool rd_reserve(struct iod_store *s, size_t n)
+{
+	uint32_t *sums;
+	bool *ok;
+
+	if (n <= s->cap_csum_rd)
+		return true;
+	sums = realloc(s->csum_rd, n * sizeof(*sums));
+	if (!sums)
+		return false;
+	s->csum_rd = sums;
+	ok = realloc(s->csum_rd_ok, n * sizeof(*ok));
+	if (!ok)
+		return false;
+	s->csum_rd_ok = ok;
+	s->cap_csum_rd = n;
+	return true;
+}
+
 int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 		     uint64_t off, const void *buf, size_t len)
 {
 	uint64_t first, last, end;
 	uint32_t *e = NULL;
+	bool rd;
 	uint8_t *tmp = NULL;
 	size_t n;
 	int cfd, rc = 0, bad = 0;
 
+	s->csum_rd_buf = NULL;
 	if (!s->csum_check || len == 0 || off >= hsize)
 		return 0;
 	end = TW_MIN(off + len, hsize);
@@ -431,14 +455,19 @@ int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 		goto out;
 	}
 	rc = csum_load(cfd, first, n, e);
+	rd = rd_reserve(s, n);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		uint64_t b = first + i, bs = b * CSUM_BS;
 		size_t valid = (size_t)TW_MIN((uint64_t)CSUM_BS, hsize - bs);
+		bool inside = bs >= off && bs + valid <= off + len;
 		const uint8_t *p;
+		uint32_t raw;
 
+		if (rd)
+			s->csum_rd_ok[i] = false;
 		if (e[i] == 0 || jbd_resident_has(s->j, obj, b))
 			continue;
-		if (bs >= off && bs + valid <= off + len) {
+		if (inside) {
 			p = (const uint8_t *)buf + (bs - off);
 		} else {
 			if (!tmp && !(tmp = malloc(CSUM_BS))) {
@@ -455,8 +484,14 @@ int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 			p = tmp;
 		}
 		s->csum_blocks_checked++;
-		if (store_csum_block(p, valid) == e[i])
+		raw = csum_raw(p, valid);
+		if (csum_stored(raw) == e[i]) {
+			if (rd && inside && valid == CSUM_BS) {
+				s->csum_rd[i] = raw;
+				s->csum_rd_ok[i] = true;
+			}
 			continue;
+		}
 		if (s->csum_soft) {
 			s->csum_soft_bad++;
 			continue;
@@ -469,6 +504,12 @@ int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 	}
 	if (rc == 0 && bad)
 		rc = -EBADMSG;
+	if (rc == 0 && rd) {
+		s->csum_rd_buf = buf;
+		s->csum_rd_off = off;
+		s->csum_rd_first = first;
+		s->n_csum_rd = n;
+	}
 out:
 	free(tmp);
 	free(e);
@@ -548,6 +589,12 @@ void store_csum_close(struct iod_store *s)
 	if (s->csum_fd >= 0)
 		close(s->csum_fd);
 	s->csum_fd = -1;
+	free(s->csum_rd);
+	free(s->csum_rd_ok);
+	s->csum_rd = NULL;
+	s->csum_rd_ok = NULL;
+	s->cap_csum_rd = 0;
+	s->csum_rd_buf = NULL;
 }
 
 /* Compute every entry of one subfile from what home holds. */

@@ -162,6 +162,16 @@ struct iod_store {
 	 * few (a resync's unrepairable blocks), so a plain array. */
 	struct csum_pend *csum_pend;
 	size_t n_csum_pend, cap_csum_pend;
+	/* The plain CRC32C of each whole block the last store_csum_check
+	 * matched inside the buffer it checked (csum_rd_buf at csum_rd_off,
+	 * NULL: none), block csum_rd_first first, 0 where it matched none:
+	 * a READ's data_crc is combined from them (store_journal.c), so the
+	 * bytes are summed once.  Only valid until the next check. */
+	const void *csum_rd_buf;
+	uint64_t csum_rd_off, csum_rd_first;
+	size_t n_csum_rd, cap_csum_rd;
+	uint32_t *csum_rd;
+	bool *csum_rd_ok;
 };
 
 /* A subfile held as lost (store_lost.c). */

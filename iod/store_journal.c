@@ -1066,9 +1066,47 @@ static void read_ahead(struct sub *e, uint64_t off, uint64_t len,
 				    POSIX_FADV_WILLNEED);
 }
 
+/* The CRC32C of the n bytes read at off into buf.  Where the journal
+ * changed none of them (jbd_overlay_none), the sums the checksum check
+ * took of the whole blocks it matched in this buffer are combined;
+ * every other block (resident, punched, cut, partial, without a
+ * checksum) is summed here. */
+static uint32_t read_crc(struct iod_store *s, uint64_t obj,
+			 const uint8_t *buf, uint64_t off, size_t n)
+{
+	bool have = s->csum_rd_buf == buf && s->csum_rd_off == off &&
+		    jbd_overlay_none(s->j, obj, off, n);
+	uint32_t crc = 0;
+
+	for (size_t pos = 0; pos < n;) {
+		uint64_t b = (off + pos) / JBD_BLOCK_SIZE;
+		size_t piece = (size_t)TW_MIN((uint64_t)(n - pos),
+					      JBD_BLOCK_SIZE -
+					      (off + pos) % JBD_BLOCK_SIZE);
+		uint64_t i = b - s->csum_rd_first;
+		uint32_t c;
+
+		if (have && piece == JBD_BLOCK_SIZE && b >= s->csum_rd_first &&
+		    i < s->n_csum_rd && s->csum_rd_ok[i])
+			c = s->csum_rd[i];
+		else
+			c = tw_crc32c(0, buf + pos, piece);
+		crc = tw_crc32c_combine(crc, c, piece);
+		pos += piece;
+	}
+	return crc;
+}
+
 long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		    uint64_t off, size_t len, uint8_t **out,
 		    struct iod_sub_stat *st)
+{
+	return iod_store_read_crc(s, ino, column, off, len, out, st, NULL);
+}
+
+long iod_store_read_crc(struct iod_store *s, uint64_t ino, uint32_t column,
+			uint64_t off, size_t len, uint8_t **out,
+			struct iod_sub_stat *st, uint32_t *crc)
 {
 	struct iod_sub_stat local;
 	uint64_t want, hsize;
@@ -1078,6 +1116,8 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 	int rc;
 
 	*out = NULL;
+	if (crc)
+		*crc = 0;   /* of no bytes */
 	if (!st)
 		st = &local;
 	rc = iod_check_range(column, off, len);
@@ -1110,6 +1150,8 @@ long iod_store_read(struct iod_store *s, uint64_t ino, uint32_t column,
 		free(buf);
 		return n;
 	}
+	if (crc)
+		*crc = read_crc(s, store_obj(ino, column), buf, off, (size_t)n);
 	*out = buf;
 	return n;
 }

@@ -313,6 +313,35 @@ static void overlay_block(struct jbd_obj *o, uint64_t blk, uint8_t *out)
 	memset(out + keep, 0, JBD_BLOCK_SIZE - keep);
 }
 
+/* Whether overlay_block leaves block blk of o as home has it: no copy in
+ * the index, no pending punch over it, no pending cut (cut: min_cut(o))
+ * before its end. */
+static bool block_plain(const struct jbd_obj *o, uint64_t blk, uint64_t cut)
+{
+	uint64_t base = blk * JBD_BLOCK_SIZE;
+
+	if (cut != JBD_NO_CUT && cut < base + JBD_BLOCK_SIZE)
+		return false;
+	for (size_t i = 0; i < o->n_holes; i++)
+		if (o->holes[i].off < base + JBD_BLOCK_SIZE &&
+		    o->holes[i].end > base)
+			return false;
+	return tw_hmap_get(&o->blocks, blk + 1) == NULL;
+}
+
+bool jbd_overlay_none(struct jbd *j, uint64_t obj, uint64_t off, size_t len)
+{
+	const struct jbd_obj *o = jbd__obj(j, obj, false);
+	if (o == NULL || len == 0)
+		return true;
+	uint64_t cut = min_cut(o);
+	for (uint64_t blk = off / JBD_BLOCK_SIZE;
+	     blk * JBD_BLOCK_SIZE < off + len; blk++)
+		if (!block_plain(o, blk, cut))
+			return false;
+	return true;
+}
+
 void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 		 size_t len)
 {
@@ -321,11 +350,15 @@ void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 		return;
 	uint8_t blockbuf[JBD_BLOCK_SIZE];
 	uint8_t *p = buf;
-	uint64_t end = off + len;
+	uint64_t end = off + len, cut = min_cut(o);
 	for (uint64_t blk = off / JBD_BLOCK_SIZE;
 	     blk * JBD_BLOCK_SIZE < end; blk++) {
 		uint64_t b0 = blk * JBD_BLOCK_SIZE;
 		uint64_t lo = TW_MAX(b0, off), hi = TW_MIN(b0 + JBD_BLOCK_SIZE, end);
+		/* Home's bytes stand: no round trip through blockbuf (a
+		 * stream of a subfile still known to the journal). */
+		if (block_plain(o, blk, cut))
+			continue;
 		memset(blockbuf, 0, sizeof(blockbuf));
 		memcpy(blockbuf + (lo - b0), p + (lo - off), hi - lo);
 		overlay_block(o, blk, blockbuf);

@@ -516,6 +516,10 @@ uint64_t jbd_min_cut(struct jbd *j, uint64_t obj);
  * past the home end) with the journal-resident blocks and pending cuts. */
 void jbd_overlay(struct jbd *j, uint64_t obj, uint64_t off, void *buf,
 		 size_t len);
+/* Whether jbd_overlay leaves [off, off + len) of obj as home has it (no
+ * resident block, pending punch or pending cut in it): then what was
+ * computed over those home bytes still holds after the overlay. */
+bool jbd_overlay_none(struct jbd *j, uint64_t obj, uint64_t off, size_t len);
 
 /* Read from home (pread on home_fd) and overlay: the newest content.
  * Returns the bytes up to the logical size (short at the end, 0 past it)
