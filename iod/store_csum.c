@@ -506,6 +506,7 @@ int store_csum_check(struct iod_store *s, uint64_t obj, int fd, uint64_t hsize,
 		rc = -EBADMSG;
 	if (rc == 0 && rd) {
 		s->csum_rd_buf = buf;
+		s->csum_rd_obj = obj;
 		s->csum_rd_off = off;
 		s->csum_rd_first = first;
 		s->n_csum_rd = n;

@@ -163,12 +163,14 @@ struct iod_store {
 	struct csum_pend *csum_pend;
 	size_t n_csum_pend, cap_csum_pend;
 	/* The plain CRC32C of each whole block the last store_csum_check
-	 * matched inside the buffer it checked (csum_rd_buf at csum_rd_off,
-	 * NULL: none), block csum_rd_first first, 0 where it matched none:
-	 * a READ's data_crc is combined from them (store_journal.c), so the
-	 * bytes are summed once.  Only valid until the next check. */
+	 * matched inside the buffer it checked (csum_rd_buf, of object
+	 * csum_rd_obj at csum_rd_off; NULL: none), block csum_rd_first
+	 * first, csum_rd_ok false where it matched none: a READ's data_crc
+	 * is combined from them (store_journal.c), so the bytes are summed
+	 * once.  Valid only within the read that made them: every read
+	 * clears csum_rd_buf before its own check. */
 	const void *csum_rd_buf;
-	uint64_t csum_rd_off, csum_rd_first;
+	uint64_t csum_rd_obj, csum_rd_off, csum_rd_first;
 	size_t n_csum_rd, cap_csum_rd;
 	uint32_t *csum_rd;
 	bool *csum_rd_ok;

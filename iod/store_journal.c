@@ -1074,8 +1074,8 @@ static void read_ahead(struct sub *e, uint64_t off, uint64_t len,
 static uint32_t read_crc(struct iod_store *s, uint64_t obj,
 			 const uint8_t *buf, uint64_t off, size_t n)
 {
-	bool have = s->csum_rd_buf == buf && s->csum_rd_off == off &&
-		    jbd_overlay_none(s->j, obj, off, n);
+	bool have = s->csum_rd_buf == buf && s->csum_rd_obj == obj &&
+		    s->csum_rd_off == off && jbd_overlay_none(s->j, obj, off, n);
 	uint32_t crc = 0;
 
 	for (size_t pos = 0; pos < n;) {
@@ -1136,6 +1136,9 @@ long iod_store_read_crc(struct iod_store *s, uint64_t ino, uint32_t column,
 	buf = malloc((size_t)want);
 	if (!buf)
 		return -ENOMEM;
+	/* A read without a home file runs no check: no sums of an earlier
+	 * buffer at the same address may pass for this one's. */
+	s->csum_rd_buf = NULL;
 	n = jbd_read_home(s->j, store_obj(ino, column), off, buf,
 			  (size_t)want, e ? e->fd : -1, hsize);
 	if (e)
