@@ -49,6 +49,7 @@ struct dop {
 		Twinfs__Getattr getattr;
 		Twinfs__AppendReserve append;
 		Twinfs__Setattr setattr;     /* write: kill_privs */
+		Twinfs__Xattr xattr;         /* write: kill_cap */
 	} m;
 	/* read / write */
 	uint64_t off;
@@ -86,6 +87,7 @@ struct dop {
 	int flags;               /* write: the descriptor's flags now */
 	bool kill;               /* write: set mode kill_mode first */
 	uint32_t kill_mode;
+	bool kill_cap;           /* write: drop security.capability first */
 	int wb_err;              /* flush/release/fsync: a write-behind's */
 	bool any_err;            /* fsync: also when this handle never wrote */
 	fc_op_fn after;          /* after_writes: the step to run then */

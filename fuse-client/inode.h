@@ -101,8 +101,9 @@ bool fc_inode_times_end(struct fc_client *cl, uint64_t ino, uint64_t seq,
 			bool ok);
 uint64_t fc_inode_times_seq(struct fc_client *cl, uint64_t ino);
 bool fc_inode_times_pending(struct fc_client *cl, uint64_t ino);
-/* Absence cache for the xattr names the kernel asks for all the time:
- * security.capability (before every write) and security.selinux (ls -l).
+/* Absence cache for the xattr names asked for all the time:
+ * security.capability (before a write: the kernel's or ours,
+ * ops_data.c) and security.selinux (ls -l).
  * fc_xattr_cache_index: the name's bit, or -1 when it is not cached. */
 int fc_xattr_cache_index(const char *name);
 bool fc_inode_xattr_absent(struct fc_client *cl, uint64_t ino, int idx);

@@ -1,20 +1,33 @@
 /* kio.c - the client's I/O on /dev/fuse: libfuse's own read and writev,
- * except that the INIT reply also asks the kernel for
- * FUSE_DIRECT_IO_ALLOW_MMAP when the kernel offers it.
+ * except that the INIT reply also asks the kernel for two flags libfuse
+ * 3.14, Debian 12's, cannot ask for, and that each request read leaves
+ * behind the one field of it that libfuse does not pass on.
  *
- * Why: a file opened O_APPEND is direct_io (ops_file.c fc_open_direct_io:
- * each append is reserved at mgrd, whole), and without that flag the
- * kernel refuses a shared mmap of a direct_io descriptor with ENODEV,
- * where ext4 allows it.  With it (protocol 7.39, Linux 6.6 and later) the
- * kernel maps such a file through its page cache, as any other.  libfuse
- * 3.14, Debian 12's, cannot ask for it (FUSE_CAP_DIRECT_IO_ALLOW_MMAP came
- * in 3.16), so this file asks in its place; with a libfuse that can, it
- * goes away.  A kernel that does not offer the flag gets the reply
- * libfuse wrote, byte for byte.
+ * - FUSE_DIRECT_IO_ALLOW_MMAP: a file opened O_APPEND is direct_io
+ *   (ops_file.c fc_open_direct_io: each append is reserved at mgrd,
+ *   whole), and without the flag the kernel refuses a shared mmap of a
+ *   direct_io descriptor with ENODEV, where ext4 allows it.  With it
+ *   (protocol 7.39, Linux 6.6 and later) the kernel maps such a file
+ *   through its page cache, as any other.  (FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+ *   came in libfuse 3.16.)
+ * - FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33, Linux 5.11 and later): the
+ *   file system, not the kernel, clears setuid, setgid and
+ *   security.capability when a file's data changes
+ *   (docs/ARCHITECTURE.md "Client", "Privileges on a write").  Without it
+ *   the kernel asks for security.capability with a GETXATTR before every
+ *   write, one more round trip through this process each time.  The
+ *   kernel tells who lacks CAP_FSETID in FUSE_WRITE_KILL_SUIDGID (WRITE)
+ *   and FATTR_KILL_SUIDGID (SETATTR), which libfuse 3.14 drops: kio_read
+ *   keeps that bit for the handler the same thread runs next
+ *   (fc_kio_kill_suidgid).  libfuse reads a request and runs its handler
+ *   on one thread, without reading another in between, both on the loop
+ *   (fc_loop_serve) and on its workers (-o worker_reads).
  *
- * The only state is the INIT request's unique id and whether the kernel
- * offered the flag, written by the one read that carries INIT, before any
- * other request exists (FUSE sends nothing else until INIT is answered).
+ * A kernel that offers neither flag gets the reply libfuse wrote, byte
+ * for byte.  The state is the INIT request's unique id and what the
+ * kernel offered, written by the one read that carries INIT, before any
+ * other request exists (FUSE sends nothing else until INIT is answered),
+ * and what was negotiated, written with the reply.
  */
 #include "kio.h"
 
@@ -38,7 +51,32 @@
 #define INIT_OUT_FLAGS2  offsetof(struct fuse_init_out, flags2)
 
 static _Atomic uint64_t init_unique;   /* 0: INIT not seen (or done) */
-static atomic_bool kernel_offers;
+static atomic_bool offers_mmap;        /* FUSE_DIRECT_IO_ALLOW_MMAP */
+static atomic_bool offers_killpriv;    /* FUSE_HANDLE_KILLPRIV_V2 */
+static atomic_bool killpriv_v2;        /* negotiated */
+/* The kill bit of the request this thread read last (see the top). */
+static _Thread_local bool kill_suidgid;
+
+/* The kill bit of a WRITE or SETATTR of n bytes, header included. */
+static bool request_kills(const struct fuse_in_header *ih, ssize_t n)
+{
+	const size_t hdr = sizeof(*ih);
+
+	if (ih->opcode == FUSE_WRITE &&
+	    (size_t)n >= hdr + offsetof(struct fuse_write_in, write_flags) +
+			 sizeof(uint32_t)) {
+		const struct fuse_write_in *in = (const void *)(ih + 1);
+
+		return (in->write_flags & FUSE_WRITE_KILL_SUIDGID) != 0;
+	}
+	if (ih->opcode == FUSE_SETATTR &&
+	    (size_t)n >= hdr + sizeof(struct fuse_setattr_in)) {
+		const struct fuse_setattr_in *in = (const void *)(ih + 1);
+
+		return (in->valid & FATTR_KILL_SUIDGID) != 0;
+	}
+	return false;
+}
 
 static ssize_t kio_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -46,20 +84,22 @@ static ssize_t kio_read(int fd, void *buf, size_t len, void *userdata)
 	const struct fuse_in_header *ih = buf;
 
 	(void)userdata;
+	kill_suidgid = n >= (ssize_t)sizeof(*ih) && request_kills(ih, n);
 	if (n >= (ssize_t)(sizeof(*ih) + sizeof(struct fuse_init_in)) &&
 	    ih->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(ih + 1);
-		bool offers = (in->flags & FUSE_INIT_EXT) &&
-			      (in->flags2 & ALLOW_MMAP_FLAGS2);
 
-		atomic_store(&kernel_offers, offers);
+		atomic_store(&offers_mmap, (in->flags & FUSE_INIT_EXT) &&
+					   (in->flags2 & ALLOW_MMAP_FLAGS2));
+		atomic_store(&offers_killpriv,
+			     (in->flags & FUSE_HANDLE_KILLPRIV_V2) != 0);
 		atomic_store(&init_unique, ih->unique);
 	}
 	return n;
 }
 
-/* The INIT reply, if this is it: ask for the flag (its flags2 field is
- * read by the kernel only with FUSE_INIT_EXT set in flags). */
+/* The INIT reply, if this is it: ask for the flags the kernel offers
+ * (flags2 is read by the kernel only with FUSE_INIT_EXT set in flags). */
 static void patch_init_reply(struct iovec *iov, int count)
 {
 	const struct fuse_out_header *oh;
@@ -73,17 +113,34 @@ static void patch_init_reply(struct iovec *iov, int count)
 	if (oh->unique != want)
 		return;
 	atomic_store(&init_unique, 0);
-	if (oh->error != 0 || !atomic_load(&kernel_offers) ||
+	if (oh->error != 0 ||
 	    iov[1].iov_len < INIT_OUT_FLAGS2 + sizeof(flags2))
 		return;
 	out = iov[1].iov_base;
 	memcpy(&flags, out + INIT_OUT_FLAGS, sizeof(flags));
 	memcpy(&flags2, out + INIT_OUT_FLAGS2, sizeof(flags2));
-	flags |= FUSE_INIT_EXT;
-	flags2 |= ALLOW_MMAP_FLAGS2;
+	if (atomic_load(&offers_mmap)) {
+		flags |= FUSE_INIT_EXT;
+		flags2 |= ALLOW_MMAP_FLAGS2;
+		tw_debug("INIT: asked the kernel for FUSE_DIRECT_IO_ALLOW_MMAP");
+	}
+	if (atomic_load(&offers_killpriv)) {
+		flags |= FUSE_HANDLE_KILLPRIV_V2;
+		atomic_store(&killpriv_v2, true);
+		tw_debug("INIT: asked the kernel for FUSE_HANDLE_KILLPRIV_V2");
+	}
 	memcpy(out + INIT_OUT_FLAGS, &flags, sizeof(flags));
 	memcpy(out + INIT_OUT_FLAGS2, &flags2, sizeof(flags2));
-	tw_debug("INIT: asked the kernel for FUSE_DIRECT_IO_ALLOW_MMAP");
+}
+
+bool fc_kio_killpriv_v2(void)
+{
+	return atomic_load(&killpriv_v2);
+}
+
+bool fc_kio_kill_suidgid(void)
+{
+	return kill_suidgid;
 }
 
 static ssize_t kio_writev(int fd, struct iovec *iov, int count,

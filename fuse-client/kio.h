@@ -4,9 +4,20 @@
 
 #include "mount.h"
 
+#include <stdbool.h>
+
 /* After fuse_session_mount, before the session loop: our own
  * read/writev on /dev/fuse, so that INIT asks the kernel to allow a shared
- * mmap of direct_io (O_APPEND) descriptors.  0 or -errno. */
+ * mmap of direct_io (O_APPEND) descriptors and to leave the clearing of
+ * privileges on a write to us (FUSE_HANDLE_KILLPRIV_V2).  0 or -errno. */
 int fc_kio_install(struct fuse_session *se);
+/* Whether FUSE_HANDLE_KILLPRIV_V2 was negotiated: then this client clears
+ * setuid, setgid and security.capability on writes, truncates and
+ * fallocates (docs/ARCHITECTURE.md "Client").  Any thread, after INIT. */
+bool fc_kio_killpriv_v2(void);
+/* In a WRITE's or SETATTR's handler: whether the kernel said the caller
+ * lacks CAP_FSETID (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID).  Only
+ * on the thread that read the request, before it reads another. */
+bool fc_kio_kill_suidgid(void);
 
 #endif

@@ -14,13 +14,28 @@ void fc_forget_multi(fuse_req_t req, size_t count,
 		     struct fuse_forget_data *forgets);
 void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Worker thread (ops_meta.c): whether a write by the caller of req must
- * clear setuid or setgid of ino, as Linux's setattr_should_drop_suidgid
- * (root stands for CAP_FSETID, which the request does not carry): setuid
- * always, setgid with group execute or when the caller is outside the
- * file's group.  *mode gets the mode to set. */
-bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, uint32_t *mode);
+ * clear setuid or setgid of ino, as Linux's setattr_should_drop_suidgid:
+ * never when the caller has CAP_FSETID (fsetid: the kernel's word,
+ * fc_kio_kill_suidgid, or root where the request does not say); else
+ * setuid always, setgid with group execute or when the caller is outside
+ * the file's group.  *mode gets the mode to set. */
+bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, bool fsetid,
+			  uint32_t *mode);
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
+/* With FUSE_HANDLE_KILLPRIV_V2 (kio.c) a change of a file's data (write,
+ * truncate, fallocate) drops its security.capability first, for any
+ * caller, as Linux's file_remove_privs does; the kernel no longer does.
+ * fc_may_have_cap: whether ino may have one (it is not known absent).
+ * fc_kill_cap_send: the REMOVEXATTR for op, in x through mc, cb(mc, ...)
+ * with arg.  fc_kill_cap_done, in cb: 0 once it is gone (absent counts),
+ * else -errno; frees reply. */
+bool fc_may_have_cap(struct fc_client *cl, fuse_ino_t ino);
+void fc_kill_cap_send(struct fc_op *op, struct fc_mgr_call *mc,
+		      Twinfs__Xattr *x, fuse_ino_t ino, fc_mgr_cb cb,
+		      void *arg);
+int fc_kill_cap_done(struct fc_client *cl, fuse_ino_t ino, int status,
+		     struct wire_msg *reply);
 void fc_readlink(fuse_req_t req, fuse_ino_t ino);
 void fc_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev);

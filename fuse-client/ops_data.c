@@ -72,6 +72,7 @@
 #include "dpath.h"
 #include "file.h"
 #include "inode.h"
+#include "kio.h"
 #include "loop.h"
 #include "mgr.h"
 #include "mount.h"
@@ -780,7 +781,8 @@ static void maybe_behind(struct dop *d)
 	struct fc_client *cl = d->op.cl;
 
 	if (d->kind != DOP_WRITE || !d->op.req || d->writepage ||
-	    d->append || d->kill || (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
+	    d->append || d->kill || d->kill_cap ||
+	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)))
 		return;
 	if (!fc_wb_detach(cl, &d->wb, d->size))
@@ -1201,11 +1203,33 @@ static void write_begin(struct fc_op *op)
 		write_issue(op);
 }
 
-/* The kernel clears setuid/setgid before a write through its cache
- * (file_remove_privs, by a SETATTR of the mode), but leaves it to the file
- * system for a direct_io handle (FUSE_WRITE_KILL_SUIDGID, which libfuse
- * does not pass on): such a write (O_APPEND, ops_file.c) sets the mode at
- * mgrd before its data goes out, as the kernel's SETATTR would. */
+/* Privileges on a write (docs/ARCHITECTURE.md "Client").  Without
+ * FUSE_HANDLE_KILLPRIV_V2 the kernel clears setuid/setgid and
+ * security.capability before a write through its cache
+ * (file_remove_privs), but leaves setuid/setgid to the file system for a
+ * direct_io handle (FUSE_WRITE_KILL_SUIDGID, which libfuse does not pass
+ * on).  With it (kio.c) every write is ours.  Such a write drops
+ * security.capability at mgrd (kill_cap), then sets the mode (kill_privs),
+ * before its data goes out, as the kernel's requests would. */
+static void kill_privs(struct fc_op *op);
+
+static void kill_cap_done(struct fc_mgr_call *mc, int status,
+			  struct wire_msg *reply)
+{
+	struct dop *d = mc->arg;
+
+	status = fc_kill_cap_done(d->op.cl, d->ino, status, reply);
+	if (status < 0) {
+		write_end(d, fc_errno(status));
+		return;
+	}
+	d->kill_cap = false;
+	if (d->kill)
+		kill_privs(&d->op);
+	else
+		write_begin(&d->op);
+}
+
 static void kill_done(struct fc_mgr_call *mc, int status,
 		      struct wire_msg *reply)
 {
@@ -1264,7 +1288,10 @@ static void write_start(struct fc_op *op)
 
 	d->deadline = tw_now_ms() +
 		      FC_OP_DEADLINE(op->cl->opts.request_timeout_ms);
-	if (d->kill)
+	if (d->kill_cap)
+		fc_kill_cap_send(op, &d->mc, &d->m.xattr, d->ino,
+				 kill_cap_done, d);
+	else if (d->kill)
 		kill_privs(op);
 	else
 		write_begin(op);
@@ -1325,6 +1352,7 @@ static bool early_ok(struct dop *d)
 	struct fc_client *cl = d->op.cl;
 
 	if (d->size == 0 || d->append || d->writepage || d->kill ||
+	    d->kill_cap ||
 	    (d->flags & (O_DIRECT | O_DSYNC | O_APPEND)) ||
 	    (d->f->flags & (O_DIRECT | O_DSYNC)) ||
 	    d->off + d->size > early_limit(cl) ||
@@ -1336,6 +1364,19 @@ static bool early_ok(struct dop *d)
 		return false;
 	}
 	return true;
+}
+
+/* What a change of d's data by the caller of req must drop first (see
+ * kill_cap_done): fsetid, whether the caller has CAP_FSETID.  Without
+ * FUSE_HANDLE_KILLPRIV_V2 only a direct_io handle's setuid/setgid. */
+static void data_kills(fuse_req_t req, struct dop *d, bool fsetid)
+{
+	bool v2 = fc_kio_killpriv_v2();
+
+	if (v2 || fc_open_direct_io(d->f->flags))
+		d->kill = fc_write_kills_privs(req, d->ino, fsetid,
+					       &d->kill_mode);
+	d->kill_cap = v2 && fc_may_have_cap(d->op.cl, d->ino);
 }
 
 void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -1355,9 +1396,10 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->writepage = fi->writepage != 0;
 		d->flags = fi->flags;
-		d->kill = !d->writepage && size > 0 &&
-			  fc_open_direct_io(d->f->flags) &&
-			  fc_write_kills_privs(req, ino, &d->kill_mode);
+		if (!d->writepage && size > 0)
+			data_kills(req, d, fc_kio_killpriv_v2() ?
+				   !fc_kio_kill_suidgid() :
+				   fuse_req_ctx(req)->uid == 0);
 		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
 		if (d->wbuf) {
 			d->wbuf->refs = 1;
@@ -1416,6 +1458,12 @@ void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	if (d) {
 		d->kind = kind;
 		d->keep_size = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+		/* Linux drops privileges on fallocate as on a write
+		 * (file_modified); FALLOCATE says nothing of CAP_FSETID, so
+		 * root stands for it.  Without KILLPRIV_V2 it is the
+		 * kernel's. */
+		if (fc_kio_killpriv_v2())
+			data_kills(req, d, fuse_req_ctx(req)->uid == 0);
 	}
 	fc_dop_submit(req, d, true);
 }

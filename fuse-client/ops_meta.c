@@ -23,6 +23,7 @@
 #include "dpath.h"
 #include "file.h"
 #include "inode.h"
+#include "kio.h"
 #include "loop.h"
 #include "mgr.h"
 #include "mount.h"
@@ -65,6 +66,8 @@ struct mop {
 	uint64_t times_seq;      /* setattr of mtime: fc_times_set's, or 0 */
 	uint64_t fh_session;     /* ftruncate: its open's session, or 0 */
 	bool fresh;              /* setattr: the answer's attributes are fresh */
+	bool kill_cap;           /* setattr: drop security.capability first */
+	Twinfs__Xattr kill_x;    /* setattr: its REMOVEXATTR */
 	uint64_t dl_ticket, dl_sent_ms;   /* name-adding ops: dlease.c */
 };
 
@@ -206,7 +209,9 @@ void fc_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	/* O_TRUNC must arrive as setattr(size) so it goes through mgrd's
-	 * truncate (trunc_gen); suid/sgid clearing is left to the kernel. */
+	 * truncate (trunc_gen).  Not HANDLE_KILLPRIV (v1): the clearing of
+	 * privileges is the kernel's, or ours with HANDLE_KILLPRIV_V2
+	 * (kio.c, docs/ARCHITECTURE.md "Privileges on a write"). */
 	conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_EXPORT_SUPPORT |
 			FUSE_CAP_HANDLE_KILLPRIV);
 	/* POSIX ACLs: the kernel caches and enforces them and leaves the
@@ -539,6 +544,8 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* ------------------------------------------------------------- setattr */
 
 static void setattr_run(struct fc_op *op);
+static void setattr_cap_done(struct fc_mgr_call *mc, int status,
+			     struct wire_msg *reply);
 
 /* mop.kind of a SETATTR */
 enum { REPORTED = 1, KILL_SGID };
@@ -561,12 +568,13 @@ static bool outside_group(fuse_req_t req, uint32_t gid)
 	return true;
 }
 
-bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
+bool fc_write_kills_privs(fuse_req_t req, fuse_ino_t ino, bool fsetid,
+			  uint32_t *mode)
 {
 	struct fc_attr a;
 	uint32_t kill = 0;
 
-	if (fuse_req_ctx(req)->uid == 0 ||
+	if (fsetid ||
 	    !fc_inode_get(client(req), ino, &a, NULL) || !S_ISREG(a.mode))
 		return false;
 	if (a.mode & S_ISUID)
@@ -595,6 +603,39 @@ static bool drop_sgid(fuse_req_t req, fuse_ino_t ino, uint32_t *mode)
 		return false;
 	*mode = a.mode & 07777;
 	return true;
+}
+
+static const char cap_name[] = "security.capability";
+
+bool fc_may_have_cap(struct fc_client *cl, fuse_ino_t ino)
+{
+	return !fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(cap_name));
+}
+
+void fc_kill_cap_send(struct fc_op *op, struct fc_mgr_call *mc,
+		      Twinfs__Xattr *x, fuse_ino_t ino, fc_mgr_cb cb,
+		      void *arg)
+{
+	twinfs__xattr__init(x);
+	x->ino = ino;
+	x->name = (char *)cap_name;
+	/* mgrd lets anyone who may write remove it (perm.c). */
+	fc_mgr_send(op->cl, mc, TWINFS__MSG_TYPE__MSG_REMOVEXATTR, &x->base,
+		    &x->ctx, op, 0, cb, arg);
+}
+
+int fc_kill_cap_done(struct fc_client *cl, fuse_ino_t ino, int status,
+		     struct wire_msg *reply)
+{
+	if (reply)
+		wire_msg_free(reply);
+	if (status == 0)
+		fc_inode_unfresh(cl, ino);   /* the ctime moved */
+	if (status != 0 && status != -ENODATA)
+		return status;
+	fc_inode_set_xattr_absent(cl, ino, fc_xattr_cache_index(cap_name),
+				  true);
+	return 0;
 }
 
 /* Whether a SETATTR is the kernel's writeback cache writing an inode's
@@ -686,6 +727,13 @@ static void setattr_run(struct fc_op *op)
 		fc_op_reply_err(op, EIO);
 		return;
 	}
+	/* A truncate drops security.capability before anything else
+	 * (fc_setattr). */
+	if (m->kill_cap) {
+		fc_kill_cap_send(op, &m->mc, &m->kill_x, m->ino,
+				 setattr_cap_done, m);
+		return;
+	}
 
 	/* A write of the inode held back to be joined (ops_data.c) goes
 	 * out now: the writer has moved on (tar's utimensat, fchown and
@@ -737,6 +785,20 @@ static void setattr_run(struct fc_op *op)
 	m->m.setattr.n_reports = m->reports.n;
 	m->m.setattr.reports = m->reports.n ? m->reports.sr : NULL;
 	SEND(m, SETATTR, setattr, setattr_done);
+}
+
+static void setattr_cap_done(struct fc_mgr_call *mc, int status,
+			     struct wire_msg *reply)
+{
+	struct mop *m = mc->arg;
+
+	status = fc_kill_cap_done(m->op.cl, m->ino, status, reply);
+	if (status < 0) {
+		fc_op_reply_err(&m->op, fc_errno(status));
+		return;
+	}
+	m->kill_cap = false;
+	setattr_run(&m->op);
 }
 
 void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -820,6 +882,22 @@ void fc_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			m->kind = KILL_SGID;
 			m->size = mode;
 		}
+	}
+	/* FUSE_HANDLE_KILLPRIV_V2 (kio.c): a truncate by a caller the
+	 * kernel says lacks CAP_FSETID drops setuid and setgid in the same
+	 * SETATTR, and security.capability, for anyone, before it.  chown's
+	 * are mgrd's (perm.c) and the kernel's. */
+	if ((s->valid & TWINFS__SETATTR_VALID__SA_SIZE) &&
+	    fc_kio_killpriv_v2()) {
+		uint32_t mode;
+
+		if (!(s->valid & TWINFS__SETATTR_VALID__SA_MODE) &&
+		    fc_kio_kill_suidgid() &&
+		    fc_write_kills_privs(req, ino, false, &mode)) {
+			s->valid |= TWINFS__SETATTR_VALID__SA_MODE;
+			s->mode = mode;
+		}
+		m->kill_cap = fc_may_have_cap(client(req), ino);
 	}
 	submit(m);
 }
@@ -1304,8 +1382,9 @@ void fc_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	/* The kernel asks for security.capability before every write, and
-	 * for the ACLs of every inode it checks: absence is answered from
+	/* The kernel asks for security.capability before a write (every
+	 * write without HANDLE_KILLPRIV_V2, kio.c), and for the ACLs of
+	 * every inode it checks: absence is answered from
 	 * the cache (docs/ARCHITECTURE.md "Client"; acl_sig, FORMAT.md
 	 * "POSIX ACLs"). */
 	if (fc_inode_xattr_absent(cl, ino, fc_xattr_cache_index(name)) ||

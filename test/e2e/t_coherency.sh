@@ -133,6 +133,43 @@ echo more >>"$M2/w"
 printf 'x' | dd of="$M2/w" bs=1 seek=1 conv=notrunc status=none
 assert_eq write-after-replace-reaches-new "$(printf 'nxw\nmore')" "$(cat w 2>&1)"
 
+# Privileges on a write (docs/ARCHITECTURE.md "Privileges on a write"):
+# with FUSE_HANDLE_KILLPRIV_V2 the kernel stops looking for setuid, setgid
+# and security.capability once an inode had none, and leaves them to the
+# client.  So: a write by uid 65534 on mount X first (nothing to drop: the
+# kernel marks the inode), then mount Y sets them, then X writes or
+# truncates again: each must go, seen from both mounts.  Both ways round,
+# so both ways of reading /dev/fuse pass the kernel's kill bit on.
+CAP=0x0100000200200000000000000000000000000000   # v2, cap_net_raw=p
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+privs() { # FILE: mode and whether it has a capability
+	local c=none
+	getfattr -n security.capability "$1" >/dev/null 2>&1 && c=cap
+	echo "$(stat -c %a "$1") $c"
+}
+priv_round() { # X Y NAME: write, then truncate, after Y set them
+	local x=$1 y=$2 n=$3
+	printf 'data' >"$x/$n" && chmod 0777 "$x/$n"
+	printf 'a' | as_nobody dd of="$x/$n" bs=1 conv=notrunc status=none
+	chmod 4777 "$y/$n" && setfattr -n security.capability -v $CAP "$y/$n"
+	sleep "$ENTRY_WAIT"
+	assert_eq "$n-set-seen" "4777 cap" "$(privs "$x/$n")"
+	printf 'b' | as_nobody dd of="$x/$n" bs=1 seek=1 conv=notrunc status=none
+	assert_eq "$n-write-drops" "777 none" "$(privs "$x/$n")"
+	sleep "$ENTRY_WAIT"
+	assert_eq "$n-write-drops-other" "777 none" "$(privs "$y/$n")"
+	chmod 2777 "$y/$n" && setfattr -n security.capability -v $CAP "$y/$n"
+	sleep "$ENTRY_WAIT"
+	as_nobody truncate -s 2 "$x/$n"
+	assert_eq "$n-truncate-drops" "777 none" "$(privs "$x/$n")"
+	sleep "$ENTRY_WAIT"
+	assert_eq "$n-truncate-drops-other" "777 none 2" \
+		"$(privs "$y/$n") $(stat -c %s "$y/$n")"
+	assert_eq "$n-bytes" "ab" "$(cat "$y/$n")"
+}
+priv_round "$M" "$M2" priv-io-thread
+priv_round "$M2" "$M" priv-workers
+
 cd /
 lc umount "$M2" >/dev/null && pass coherency-umount2 || fail coherency-umount2 "unmount failed"
 e2e_verify
