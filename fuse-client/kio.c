@@ -17,7 +17,7 @@
  *   the kernel asks for security.capability with a GETXATTR before every
  *   write, one more round trip through this process each time.  The
  *   kernel tells who lacks CAP_FSETID in FUSE_WRITE_KILL_SUIDGID (WRITE)
- *   and FATTR_KILL_SUIDGID (SETATTR), which libfuse 3.14 drops: kio_read
+ *   and FATTR_KILL_SUIDGID (SETATTR), which libfuse 3.14 drops: fc_kio_read
  *   keeps that bit for the handler the same thread runs next
  *   (fc_kio_kill_suidgid).  libfuse reads a request and runs its handler
  *   on one thread, without reading another in between, both on the loop
@@ -78,7 +78,7 @@ static bool request_kills(const struct fuse_in_header *ih, ssize_t n)
 	return false;
 }
 
-static ssize_t kio_read(int fd, void *buf, size_t len, void *userdata)
+ssize_t fc_kio_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 	const struct fuse_in_header *ih = buf;
@@ -143,8 +143,8 @@ bool fc_kio_kill_suidgid(void)
 	return kill_suidgid;
 }
 
-static ssize_t kio_writev(int fd, struct iovec *iov, int count,
-			  void *userdata)
+ssize_t fc_kio_writev(int fd, struct iovec *iov, int count,
+		      void *userdata)
 {
 	(void)userdata;
 	patch_init_reply(iov, count);
@@ -154,8 +154,8 @@ static ssize_t kio_writev(int fd, struct iovec *iov, int count,
 int fc_kio_install(struct fuse_session *se)
 {
 	static const struct fuse_custom_io io = {
-		.read = kio_read,
-		.writev = kio_writev,
+		.read = fc_kio_read,
+		.writev = fc_kio_writev,
 	};
 	int fd = fuse_session_fd(se);
 

@@ -5,6 +5,8 @@
 #include "mount.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 /* After fuse_session_mount, before the session loop: our own
  * read/writev on /dev/fuse, so that INIT asks the kernel to allow a shared
@@ -13,11 +15,16 @@
 int fc_kio_install(struct fuse_session *se);
 /* Whether FUSE_HANDLE_KILLPRIV_V2 was negotiated: then this client clears
  * setuid, setgid and security.capability on writes, truncates and
- * fallocates (docs/ARCHITECTURE.md "Client").  Any thread, after INIT. */
+ * fallocates (docs/ARCHITECTURE.md "Privileges on a write").  Any
+ * thread, after INIT. */
 bool fc_kio_killpriv_v2(void);
 /* In a WRITE's or SETATTR's handler: whether the kernel said the caller
  * lacks CAP_FSETID (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID).  Only
  * on the thread that read the request, before it reads another. */
 bool fc_kio_kill_suidgid(void);
+/* The read and writev fc_kio_install gives libfuse (fuse_custom_io);
+ * public for test_client_kio.c. */
+ssize_t fc_kio_read(int fd, void *buf, size_t len, void *userdata);
+ssize_t fc_kio_writev(int fd, struct iovec *iov, int count, void *userdata);
 
 #endif
