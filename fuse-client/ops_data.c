@@ -1203,7 +1203,8 @@ static void write_begin(struct fc_op *op)
 		write_issue(op);
 }
 
-/* Privileges on a write (docs/ARCHITECTURE.md "Client").  Without
+/* Privileges on a write (docs/ARCHITECTURE.md "Privileges on a
+ * write").  Without
  * FUSE_HANDLE_KILLPRIV_V2 the kernel clears setuid/setgid and
  * security.capability before a write through its cache
  * (file_remove_privs), but leaves setuid/setgid to the file system for a
@@ -1367,16 +1368,15 @@ static bool early_ok(struct dop *d)
 }
 
 /* What a change of d's data by the caller of req must drop first (see
- * kill_cap_done): fsetid, whether the caller has CAP_FSETID.  Without
- * FUSE_HANDLE_KILLPRIV_V2 only a direct_io handle's setuid/setgid. */
-static void data_kills(fuse_req_t req, struct dop *d, bool fsetid)
+ * kill_cap_done): fsetid, whether the caller has CAP_FSETID; all, whether
+ * the kernel leaves all of it to us, else only a direct_io handle's
+ * setuid/setgid is ours. */
+static void data_kills(fuse_req_t req, struct dop *d, bool fsetid, bool all)
 {
-	bool v2 = fc_kio_killpriv_v2();
-
-	if (v2 || fc_open_direct_io(d->f->flags))
+	if (all || fc_open_direct_io(d->f->flags))
 		d->kill = fc_write_kills_privs(req, d->ino, fsetid,
 					       &d->kill_mode);
-	d->kill_cap = v2 && fc_may_have_cap(d->op.cl, d->ino);
+	d->kill_cap = all && fc_may_have_cap(d->op.cl, d->ino);
 }
 
 void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -1396,10 +1396,12 @@ void fc_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		d->append = (fi->flags & O_APPEND) != 0 && !fi->writepage;
 		d->writepage = fi->writepage != 0;
 		d->flags = fi->flags;
-		if (!d->writepage && size > 0)
-			data_kills(req, d, fc_kio_killpriv_v2() ?
-				   !fc_kio_kill_suidgid() :
-				   fuse_req_ctx(req)->uid == 0);
+		if (!d->writepage && size > 0) {
+			bool v2 = fc_kio_killpriv_v2();
+
+			data_kills(req, d, v2 ? !fc_kio_kill_suidgid() :
+					   fuse_req_ctx(req)->uid == 0, v2);
+		}
 		d->wbuf = malloc(sizeof(*d->wbuf) + (size ? size : 1));
 		if (d->wbuf) {
 			d->wbuf->refs = 1;
@@ -1458,12 +1460,11 @@ void fc_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 	if (d) {
 		d->kind = kind;
 		d->keep_size = (mode & FALLOC_FL_KEEP_SIZE) != 0;
-		/* Linux drops privileges on fallocate as on a write
-		 * (file_modified); FALLOCATE says nothing of CAP_FSETID, so
-		 * root stands for it.  Without KILLPRIV_V2 it is the
-		 * kernel's. */
-		if (fc_kio_killpriv_v2())
-			data_kills(req, d, fuse_req_ctx(req)->uid == 0);
+		/* ext4 drops privileges on fallocate as on a write
+		 * (file_modified); FUSE's kernel side never checks, with or
+		 * without KILLPRIV_V2, and FALLOCATE says nothing of
+		 * CAP_FSETID: root stands for it. */
+		data_kills(req, d, fuse_req_ctx(req)->uid == 0, true);
 	}
 	fc_dop_submit(req, d, true);
 }

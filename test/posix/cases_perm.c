@@ -476,6 +476,39 @@ static void chown_clears_capability(void)
 	pt_rc("get_after_chown", getxattr("f", "security.capability", buf, sizeof(buf)));
 }
 
+static void nb_fallocate(void *arg)
+{
+	int fd = open(arg, O_WRONLY);
+
+	pt_rc("open", fd);
+	pt_rc("fallocate", fallocate(fd, 0, 0, 8192));
+	close(fd);
+}
+
+static void fallocate_kills_suid_and_capability(void)
+{
+	/* fallocate changes the data as a write does (file_modified). */
+	static const uint32_t cap[5] = { 0x02000001, 1u << 13, 0, 0, 0 };
+	char buf[64];
+
+	pt_mkfile("f", 06777, "data", 4);
+	pt_rc("set", setxattr("f", "security.capability", cap, sizeof(cap), 0));
+	pt_as_nobody(nb_fallocate, "f");
+	pt_res("mode=0%03lo", pt_mode("f"));
+	pt_rc("get_after_fallocate", getxattr("f", "security.capability", buf, sizeof(buf)));
+}
+
+static void fallocate_root_keeps_suid(void)
+{
+	int fd;
+
+	pt_mkfile("f", 04777, "data", 4);
+	fd = open("f", O_WRONLY);
+	pt_rc("fallocate", fallocate(fd, 0, 0, 8192));
+	close(fd);
+	pt_res("mode=0%03lo", pt_mode("f"));
+}
+
 /* =================================================================== setgid */
 
 static void mk_sgid_dir(const char *path, gid_t gid)
@@ -757,6 +790,9 @@ const struct pt_case pt_cases_perm[] = {
 	{ "write/security_capability_cleared", write_security_capability_cleared },
 	{ "write/truncate_clears_capability", truncate_clears_capability },
 	{ "write/chown_clears_capability", chown_clears_capability },
+	{ "write/fallocate_kills_suid_and_capability",
+	  fallocate_kills_suid_and_capability },
+	{ "write/fallocate_root_keeps_suid", fallocate_root_keeps_suid },
 
 	{ "setgid/file_inherits", setgid_file_inherits },
 	{ "setgid/subdir_inherits", setgid_subdir_inherits },
