@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,17 +437,29 @@ static void write_mmap_suid(void)
 	pt_res("mode=0%03lo", pt_mode("f"));
 }
 
-static void write_security_capability_cleared(void)
+/* A v2 file capability (cap_net_raw=ep) on f, made with mode and data;
+ * then change(arg "f") as uid 65534 (or as root, nobody false); then
+ * whether the capability is still there and the mode. */
+static void cap_after(mode_t mode, const char *data, void (*change)(void *),
+		      bool nobody, const char *what)
 {
-	/* A v2 file capability (cap_net_raw=ep): cleared by a write from
-	 * an unprivileged user, like the suid bit. */
 	static const uint32_t cap[5] = { 0x02000001, 1u << 13, 0, 0, 0 };
 	char buf[64];
 
-	pt_mkfile("f", 0777, NULL, 0);
+	pt_mkfile("f", mode, data, data ? strlen(data) : 0);
 	pt_rc("set", setxattr("f", "security.capability", cap, sizeof(cap), 0));
-	pt_as_nobody(nb_write_one, "f");
-	pt_rc("get_after_write", getxattr("f", "security.capability", buf, sizeof(buf)));
+	if (nobody)
+		pt_as_nobody(change, "f");
+	else
+		change("f");
+	pt_rc(what, getxattr("f", "security.capability", buf, sizeof(buf)));
+	pt_res("mode=0%03lo", pt_mode("f"));
+}
+
+static void write_security_capability_cleared(void)
+{
+	/* Cleared by a write from an unprivileged user, like setuid. */
+	cap_after(0777, NULL, nb_write_one, true, "get_after_write");
 }
 
 static void nb_truncate_one(void *arg)
@@ -456,24 +469,17 @@ static void nb_truncate_one(void *arg)
 
 static void truncate_clears_capability(void)
 {
-	static const uint32_t cap[5] = { 0x02000001, 1u << 13, 0, 0, 0 };
-	char buf[64];
+	cap_after(0777, "data", nb_truncate_one, true, "get_after_truncate");
+}
 
-	pt_mkfile("f", 0777, "data", 4);
-	pt_rc("set", setxattr("f", "security.capability", cap, sizeof(cap), 0));
-	pt_as_nobody(nb_truncate_one, "f");
-	pt_rc("get_after_truncate", getxattr("f", "security.capability", buf, sizeof(buf)));
+static void chown_to_nobody(void *arg)
+{
+	pt_rc("chown", chown(arg, PT_NOBODY, PT_NOBODY));
 }
 
 static void chown_clears_capability(void)
 {
-	static const uint32_t cap[5] = { 0x02000001, 1u << 13, 0, 0, 0 };
-	char buf[64];
-
-	pt_mkfile("f", 0755, NULL, 0);
-	pt_rc("set", setxattr("f", "security.capability", cap, sizeof(cap), 0));
-	pt_rc("chown", chown("f", PT_NOBODY, PT_NOBODY));
-	pt_rc("get_after_chown", getxattr("f", "security.capability", buf, sizeof(buf)));
+	cap_after(0755, NULL, chown_to_nobody, false, "get_after_chown");
 }
 
 static void nb_fallocate(void *arg)
@@ -488,14 +494,7 @@ static void nb_fallocate(void *arg)
 static void fallocate_kills_suid_and_capability(void)
 {
 	/* fallocate changes the data as a write does (file_modified). */
-	static const uint32_t cap[5] = { 0x02000001, 1u << 13, 0, 0, 0 };
-	char buf[64];
-
-	pt_mkfile("f", 06777, "data", 4);
-	pt_rc("set", setxattr("f", "security.capability", cap, sizeof(cap), 0));
-	pt_as_nobody(nb_fallocate, "f");
-	pt_res("mode=0%03lo", pt_mode("f"));
-	pt_rc("get_after_fallocate", getxattr("f", "security.capability", buf, sizeof(buf)));
+	cap_after(06777, "data", nb_fallocate, true, "get_after_fallocate");
 }
 
 static void fallocate_root_keeps_suid(void)
