@@ -46,21 +46,27 @@ static void kernel_sends(const void *req, size_t len)
 	cr_assert_eq(memcmp(buf, req, len), 0, "the request is passed on");
 }
 
+/* The kernel sends request opcode with body in (len bytes). */
+static void send_op(uint32_t opcode, uint64_t unique, const void *in,
+		    size_t len)
+{
+	uint8_t buf[256];
+	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len),
+				    .opcode = opcode, .unique = unique };
+
+	cr_assert_leq(sizeof(h) + len, sizeof(buf));
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), in, len);
+	kernel_sends(buf, sizeof(h) + len);
+}
+
 static void send_init(uint64_t unique, uint32_t flags, uint32_t flags2)
 {
-	struct {
-		struct fuse_in_header h;
-		struct fuse_init_in in;
-	} r = { 0 };
+	struct fuse_init_in in = { .major = 7, .minor = 38, .flags = flags,
+				   .flags2 = flags2 };
 
-	r.h.len = sizeof(r);
-	r.h.opcode = FUSE_INIT;
-	r.h.unique = unique;
-	r.in.major = 7;
-	r.in.minor = 38;
-	r.in.flags = flags;
-	r.in.flags2 = flags2;
-	kernel_sends(&r, sizeof(r));
+	send_op(FUSE_INIT, unique, &in, sizeof(in));
 }
 
 /* libfuse answers INIT (request unique) with flags; what reaches the
@@ -137,19 +143,6 @@ Test(client_kio, an_init_that_failed_asks_for_nothing)
 	cr_assert(!fc_kio_killpriv_v2());
 }
 
-/* The kernel sends request opcode with body in (len bytes). */
-static void send_op(uint32_t opcode, const void *in, size_t len)
-{
-	uint8_t buf[256];
-	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len),
-				    .opcode = opcode, .unique = 20 };
-
-	cr_assert_leq(sizeof(h) + len, sizeof(buf));
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), in, len);
-	kernel_sends(buf, sizeof(h) + len);
-}
-
 static void send_write(uint32_t write_flags)
 {
 	struct {
@@ -158,14 +151,14 @@ static void send_write(uint32_t write_flags)
 	} w = { .in = { .size = 4, .write_flags = write_flags },
 		.data = "abc" };
 
-	send_op(FUSE_WRITE, &w, sizeof(w));
+	send_op(FUSE_WRITE, 20, &w, sizeof(w));
 }
 
 static void send_setattr(uint32_t valid)
 {
 	struct fuse_setattr_in in = { .valid = valid };
 
-	send_op(FUSE_SETATTR, &in, sizeof(in));
+	send_op(FUSE_SETATTR, 21, &in, sizeof(in));
 }
 
 static void send_getattr(void)
@@ -174,7 +167,7 @@ static void send_getattr(void)
 	 * would carry it: only a WRITE's counts. */
 	struct fuse_getattr_in in = { .getattr_flags = FUSE_WRITE_KILL_SUIDGID };
 
-	send_op(FUSE_GETATTR, &in, sizeof(in));
+	send_op(FUSE_GETATTR, 22, &in, sizeof(in));
 }
 
 Test(client_kio, each_request_leaves_its_own_kill_bit)
@@ -193,10 +186,7 @@ Test(client_kio, each_request_leaves_its_own_kill_bit)
 
 Test(client_kio, a_short_write_request_kills_nothing)
 {
-	struct fuse_in_header h = { .len = sizeof(h), .opcode = FUSE_WRITE,
-				    .unique = 30 };
-
 	send_write(FUSE_WRITE_KILL_SUIDGID);
-	kernel_sends(&h, sizeof(h));
+	send_op(FUSE_WRITE, 30, NULL, 0);
 	cr_assert(!fc_kio_kill_suidgid());
 }
