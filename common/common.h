@@ -213,6 +213,10 @@ static inline uint64_t tw_get_le64(const uint8_t *p)
 #define TW_MONITOR_INTERVAL_MS  30000u
 /* [mgrd] snapshot_timeout: why 10 minutes, mgrd/snapfork.c. */
 #define TW_SNAPSHOT_TIMEOUT_MS  600000u
+/* [iod] twin_spin_us: a twin on the same switch answers a 4 KiB forward
+ * in 20-30 us, so 40 catches it; a farther one fails the average and
+ * costs nothing (common/spin.h). */
+#define TW_TWIN_SPIN_US         40u
 
 static inline uint32_t tw_ms_or(uint32_t ms, uint32_t dflt)
 {
@@ -297,6 +301,11 @@ struct tw_conf {
 	/* [iod] scrub_rate, MB/s, default 32: of a scheduled scrub and of
 	 * twinfsctl scrub without --rate. */
 	uint32_t scrub_rate_mb;
+	/* [iod] twin_spin_us, default TW_TWIN_SPIN_US (0: off, at most
+	 * TW_SPIN_MAX_US): how long a primary polls for its twin's answer
+	 * before its loop sleeps (docs/ARCHITECTURE.md "Waiting without
+	 * sleeping"). */
+	uint32_t twin_spin_us;
 
 	int n_iods;
 	int n_groups;
@@ -317,7 +326,7 @@ void tw_conf_defaults(struct tw_conf *conf);
  *   [mgrd N]   host, port, dir, metrics of mgrd N of a pair (N = 1, 2;
  *              both or neither; then [mgrd] holds none of these four)
  *   [iod]      journal_mode, journal_size, reserve, scrub_interval,
- *              scrub_rate (for every iod)
+ *              scrub_rate, twin_spin_us (for every iod)
  *   [iod N]    host, port, dir, group, metrics (N = 1, 2, ...)
  *   [client NAME] key | key_file, export, access, squash, anonuid,
  *              anongid, networks

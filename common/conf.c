@@ -30,6 +30,7 @@
  * a secret that is printed in the source tree.
  */
 #include "common.h"
+#include "spin.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -244,6 +245,7 @@ void tw_conf_defaults(struct tw_conf *conf)
 	conf->iod_reserve = 64ull << 20;
 	conf->scrub_interval_ms = 7u * 24 * 3600 * 1000;
 	conf->scrub_rate_mb = 32;
+	conf->twin_spin_us = TW_TWIN_SPIN_US;
 	conf->max_connections = 4096;
 	conf->hello_timeout_ms = 5 * 1000;
 	conf->max_queued_reply_bytes = 32ull << 20;
@@ -637,13 +639,23 @@ static int iod_all_key(struct parse *p, int idx, const char *key,
 		c->scrub_rate_mb = (uint32_t)v;
 		return 0;
 	}
+	case 5: {
+		char *end;
+		long v = strtol(val, &end, 10);
+
+		if (*val == '\0' || *end || v < 0 || v > TW_SPIN_MAX_US)
+			return fail(p, p->line, "%s: '%s' is not 0..%u "
+				    "(microseconds)", key, val, TW_SPIN_MAX_US);
+		c->twin_spin_us = (uint32_t)v;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
 
 static const char *const iod_all_keys[] = { "journal_mode", "journal_size",
 					    "reserve", "scrub_interval",
-					    "scrub_rate" };
+					    "scrub_rate", "twin_spin_us" };
 
 static int iod_key(struct parse *p, int idx, const char *key, const char *val)
 {

@@ -27,9 +27,12 @@
  * for byte.  The state is the INIT request's unique id and what the
  * kernel offered, written by the one read that carries INIT, before any
  * other request exists (FUSE sends nothing else until INIT is answered),
- * and what was negotiated, written with the reply.
+ * and what was negotiated, written with the reply.  Each reply also
+ * leaves its time (fc_kio_last_reply_ns), for the loop's polling
+ * (docs/ARCHITECTURE.md "Waiting without sleeping").
  */
 #include "kio.h"
+#include "common.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -54,6 +57,7 @@ static _Atomic uint64_t init_unique;   /* 0: INIT not seen (or done) */
 static atomic_bool offers_mmap;        /* FUSE_DIRECT_IO_ALLOW_MMAP */
 static atomic_bool offers_killpriv;    /* FUSE_HANDLE_KILLPRIV_V2 */
 static atomic_bool killpriv_v2;        /* negotiated */
+static _Atomic uint64_t last_reply_ns; /* tw_now_ns of the last reply */
 /* The kill bit of the request this thread read last (see the top). */
 static _Thread_local bool kill_suidgid;
 
@@ -133,6 +137,11 @@ static void patch_init_reply(struct iovec *iov, int count)
 	memcpy(out + INIT_OUT_FLAGS2, &flags2, sizeof(flags2));
 }
 
+uint64_t fc_kio_last_reply_ns(void)
+{
+	return atomic_load_explicit(&last_reply_ns, memory_order_relaxed);
+}
+
 bool fc_kio_killpriv_v2(void)
 {
 	return atomic_load(&killpriv_v2);
@@ -146,9 +155,13 @@ bool fc_kio_kill_suidgid(void)
 ssize_t fc_kio_writev(int fd, struct iovec *iov, int count,
 		      void *userdata)
 {
+	ssize_t n;
+
 	(void)userdata;
 	patch_init_reply(iov, count);
-	return writev(fd, iov, count);
+	n = writev(fd, iov, count);
+	atomic_store_explicit(&last_reply_ns, tw_now_ns(), memory_order_relaxed);
+	return n;
 }
 
 int fc_kio_install(struct fuse_session *se)

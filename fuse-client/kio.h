@@ -22,6 +22,8 @@ bool fc_kio_killpriv_v2(void);
  * lacks CAP_FSETID (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID).  Only
  * on the thread that read the request, before it reads another. */
 bool fc_kio_kill_suidgid(void);
+/* tw_now_ns when the last reply was written to the kernel, 0 before. */
+uint64_t fc_kio_last_reply_ns(void);
 /* The read and writev fc_kio_install gives libfuse (fuse_custom_io);
  * public for test_client_kio.c. */
 ssize_t fc_kio_read(int fd, void *buf, size_t len, void *userdata);

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ident.h"
+#include "kio.h"
 #include "locks.h"
 #include "loop.h"
 #include "mgr.h"
@@ -417,6 +418,7 @@ static void maybe_close_handles(struct fc_client *cl)
 	uv_close((uv_handle_t *)&cl->rel_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->later_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->park_timer, close_cb);
+	uv_close((uv_handle_t *)&cl->spin_prepare, close_cb);
 	uv_close((uv_handle_t *)&cl->async, close_cb);
 	if (cl->fuse_polling)
 		uv_close((uv_handle_t *)&cl->fuse_poll, close_cb);
@@ -532,6 +534,8 @@ static void fuse_read_cb(uv_poll_t *h, int status, int events)
 		}
 		if (rc <= 0 || fuse_session_exited(cl->se))
 			break;
+		cl->spin_read_ns = tw_now_ns();
+		tw_spin_done(&cl->spin, cl->spin_read_ns);
 		in_handler = true;
 		fuse_session_process_buf(cl->se, &cl->fuse_buf);
 		in_handler = false;
@@ -550,6 +554,22 @@ static void fuse_read_cb(uv_poll_t *h, int status, int events)
 	fuse_wake_main(cl);
 }
 
+/* docs/ARCHITECTURE.md "Waiting without sleeping": a reply sent after
+ * the last request read means the loop waits for the kernel's next
+ * request, which a caller in a loop sends within a few us; poll for it
+ * before sleeping, while such waits stay within -o spin_us. */
+static void spin_prepare_cb(uv_prepare_t *p)
+{
+	struct fc_client *cl = p->data;
+	uint64_t reply = fc_kio_last_reply_ns(), until;
+
+	if (reply > cl->spin_read_ns)
+		tw_spin_arm(&cl->spin, reply);
+	until = tw_spin_until(&cl->spin, tw_now_ns());
+	if (until)
+		(void)tw_spin_poll(uv_backend_fd(&cl->loop), until);
+}
+
 static void fuse_poll_start(struct fc_client *cl)
 {
 	int fd = fuse_session_fd(cl->se);
@@ -562,6 +582,8 @@ static void fuse_poll_start(struct fc_client *cl)
 		cl->handles_open++;
 		rc = uv_poll_start(&cl->fuse_poll, UV_READABLE, fuse_read_cb);
 	}
+	if (rc == 0 && cl->opts.spin_us)
+		rc = uv_prepare_start(&cl->spin_prepare, spin_prepare_cb);
 	if (rc < 0) {
 		tw_err("cannot read /dev/fuse on the I/O loop: %s",
 			 uv_strerror(rc));
@@ -649,7 +671,10 @@ int fc_loop_start(struct fc_client *cl)
 	cl->rel_timer.data = cl;
 	uv_timer_init(&cl->loop, &cl->park_timer);
 	cl->park_timer.data = cl;
-	cl->handles_open = 7;
+	uv_prepare_init(&cl->loop, &cl->spin_prepare);
+	cl->spin_prepare.data = cl;
+	tw_spin_init(&cl->spin, cl->opts.spin_us);
+	cl->handles_open = 8;
 	rc = fc_mgr_init(cl);
 	if (rc < 0)
 		return rc;

@@ -8,7 +8,7 @@
  *
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
- * attr_timeout=, entry_timeout=, writeback_cache, readahead=,
+ * attr_timeout=, entry_timeout=, writeback_cache, readahead=, spin_us=,
  * nostatahead, nonamelease, io_thread_reads, worker_reads and the atime
  * options:
  * relatime, noatime, strictatime, atime, norelatime, nodiratime,
@@ -114,6 +114,7 @@ struct cmdline {
 	double entry_timeout;
 	int writeback_cache;
 	unsigned readahead;
+	unsigned spin_us;
 	int nostatahead;
 	int nonamelease;
 	int io_thread_reads;
@@ -139,6 +140,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("writeback_cache", writeback_cache),
 	OPT("readahead=%u", readahead),
+	OPT("spin_us=%u", spin_us),
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
 	OPT("io_thread_reads", io_thread_reads),
@@ -241,6 +243,11 @@ static void usage(const char *prog)
 	       "nodiratime)\n"
 	       "    -o readahead=KIB         kernel readahead window (default "
 	       "4096; 0: the kernel's 128)\n"
+	       "    -o spin_us=US            poll up to US microseconds for "
+	       "the kernel's next\n"
+	       "                             request after a reply before "
+	       "sleeping (default 20;\n"
+	       "                             0: never; at most 1000)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
 	       "lookups\n"
 	       "    -o nonamelease           ask mgrd every lookup, also of "
@@ -616,6 +623,7 @@ int main(int argc, char *argv[])
 	c.attr_timeout = 1.0;
 	c.entry_timeout = 1.0;
 	c.readahead = FC_READAHEAD_KB;
+	c.spin_us = FC_SPIN_US;
 	c.io_thread_reads = 1;   /* -o worker_reads: libfuse's workers */
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
@@ -698,6 +706,11 @@ int main(int argc, char *argv[])
 			"positive, monitor_interval >= 100 ms)\n", prog);
 		return 1;
 	}
+	if (c.spin_us > TW_SPIN_MAX_US) {
+		fprintf(stderr, "%s: bad spin_us=%u (0..%u microseconds)\n",
+			prog, c.spin_us, TW_SPIN_MAX_US);
+		return 1;
+	}
 	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
 		fprintf(stderr, "%s: bad channel '%s' (integrity, encrypt or "
 			"none)\n", prog, c.channel);
@@ -714,6 +727,7 @@ int main(int argc, char *argv[])
 	cl->opts.entry_timeout = c.entry_timeout;
 	cl->opts.writeback_cache = c.writeback_cache;
 	cl->opts.readahead_kb = c.readahead;
+	cl->opts.spin_us = c.spin_us;
 	cl->opts.atime = c.atime;
 	/* Answers fetched ahead live as long as the shorter kernel cache. */
 	fc_sa_init(&cl->sa, c.nostatahead ? 0 : (uint64_t)(1000.0 *

@@ -70,11 +70,13 @@
 #include "common.h"
 #include "mgrlist.h"
 #include "raid.h"
+#include "spin.h"
 #include "wire.h"
 
 #define FC_SA_DIRS             4            /* statahead: directories */
 #define FC_SA_RM_RING          64           /* ... removals remembered */
 #define FC_DL_DIRS             64           /* name leases held at once */
+#define FC_SPIN_US             20           /* -o spin_us default */
 
 /* ------------------------------------------------------------- options */
 
@@ -102,6 +104,7 @@ struct fc_opts {
 					 * noatime, strictatime */
 	char *mountpoint;
 	unsigned readahead_kb;          /* -o readahead=, KiB; 0 kernel's */
+	unsigned spin_us;               /* -o spin_us=, FC_SPIN_US; 0 off */
 	/* -o keyfile=: the identity proved to mgrd ("client:NAME"; ident.c),
 	 * has_ident false without one.  -o subdir=: the subtree mounted. */
 	bool has_ident;
@@ -349,6 +352,11 @@ struct fc_client {
 	 * (ops_data.c), stopped once none is left (wbehind.c) */
 	struct fc_wb *wb_parked, *wb_parked_tail;
 	uv_timer_t park_timer;
+	/* docs/ARCHITECTURE.md "Waiting without sleeping": the kernel's next
+	 * request after a reply, polled for before the loop sleeps. */
+	uv_prepare_t spin_prepare;
+	struct tw_spin spin;
+	uint64_t spin_read_ns;          /* when the last request was read */
 	/* [atomic] writes answered (or reserved to be, fc_wb_reserve) and not
 	 * landed, and their bytes */
 	atomic_uint wb_ops;

@@ -121,12 +121,17 @@ static void on_jnl_poll(uv_poll_t *p, int status, int events)
 static void on_jnl_prepare(uv_prepare_t *p)
 {
 	struct iod *d = p->data;
+	uint64_t until;
 
 	/* First: the requests a release delivers commit, and their closes
 	 * wait for the iod_store_process below (owner_drains). */
 	iod_mem_poll(d);
 	if (iod_store_ready(d->store))
 		iod_store_process(d->store);
+	/* Last: the journal's writes are out, the twin's answer is next. */
+	until = tw_spin_until(&d->twin_spin, tw_now_ns());
+	if (until)
+		(void)tw_spin_poll(uv_backend_fd(d->loop), until);
 }
 
 static void on_jnl_tick(uv_timer_t *t)
@@ -286,6 +291,7 @@ int main(int argc, char **argv)
 	}
 	memset(d, 0, sizeof(*d));
 	d->conf = conf;
+	tw_spin_init(&d->twin_spin, conf->twin_spin_us);
 	d->id = (uint32_t)id;
 	d->me = tw_conf_iod(conf, (int)id);
 	d->no_mgr = no_mgr;

@@ -412,6 +412,9 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	assert(d->fwd_unanswered > 0);
 	d->fwd_unanswered--;
+	tw_spin_done(&d->twin_spin, tw_now_ns());
+	if (d->fwd_unanswered > 0)
+		tw_spin_arm(&d->twin_spin, tw_now_ns());
 	assert(d->fwd_bytes >= f->fwd_len);
 	d->fwd_bytes -= f->fwd_len;
 	/* -ESTALE: the twin holds a newer map (or trunc_gen); the sender
@@ -848,7 +851,8 @@ void iod_twin_request(struct iod *d, struct wire_conn *c, struct wire_msg *m,
 		op_done(o, -EIO, rc == -ENOTCONN ? d->twin_id : d->id);
 	} else {
 		d->n_forwarded++;
-		d->fwd_unanswered++;
+		if (d->fwd_unanswered++ == 0)
+			tw_spin_arm(&d->twin_spin, tw_now_ns());
 	}
 	wire_msg_free(m);    /* wire_call_z packed the body */
 	return;

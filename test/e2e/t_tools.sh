@@ -110,5 +110,11 @@ for b in fuse-client/twinfs mgrd/twinfs-mgrd iod/twinfs-iod cli/twinfsctl; do
 	[[ $out =~ ^$n\ $ver\ \(protocol\ [0-9]+\) ]] && pass "tools-$n-version" ||
 		fail "tools-$n-version" "'$(head -n 1 <<<"$out")', want '$n $ver (protocol N)'"
 done
+# A polling budget past its limit is refused before anything is mounted
+# (docs/ARCHITECTURE.md "Waiting without sleeping").
+e2e_tmpdir spin_mp
+out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o spin_us=1001 127.0.0.1:1 "$spin_mp" 2>&1) &&
+	fail tools-twinfs-spin-limit "accepted spin_us=1001" ||
+	assert_eq tools-twinfs-spin-limit "twinfs: bad spin_us=1001 (0..1000 microseconds)" "$out"
 e2e_verify
 e2e_end

@@ -13,6 +13,7 @@
 
 #include <linux/fuse.h>
 
+#include "common.h"
 #include "kio.h"
 
 #define MMAP_FLAGS2 (1u << 4)   /* FUSE_DIRECT_IO_ALLOW_MMAP >> 32 */
@@ -126,6 +127,22 @@ Test(client_kio, only_the_init_reply_is_patched)
 	reply_init(11, 0, &got);
 	cr_assert_eq(got.flags, FUSE_HANDLE_KILLPRIV_V2);
 	cr_assert(fc_kio_killpriv_v2());
+}
+
+/* The loop polls for the next request after the last reply
+ * (docs/ARCHITECTURE.md "Waiting without sleeping"): every reply leaves
+ * its time, whether or not it is INIT's. */
+Test(client_kio, each_reply_leaves_its_time)
+{
+	struct fuse_init_out got;
+	uint64_t t0 = tw_now_ns(), t1;
+
+	send_init(13, 0, 0);
+	reply_init(14, 0, &got);
+	t1 = fc_kio_last_reply_ns();
+	cr_assert(t1 >= t0 && t1 <= tw_now_ns());
+	reply_init(13, 0, &got);
+	cr_assert(fc_kio_last_reply_ns() >= t1);
 }
 
 Test(client_kio, an_init_that_failed_asks_for_nothing)

@@ -1,7 +1,8 @@
 /* test_common.c - unit tests of libcommon: CRC32C (vectors, chaining, the
  * SSE4.2 path against the table path), the hash map against a reference
  * array, the config parser (a good file and each kind of error) and the
- * size/time parsers.  No root, no network.
+ * size/time parsers, the adaptive polling policy (spin.h).  No root, no
+ * network.
  */
 #include <criterion/criterion.h>
 
@@ -16,6 +17,7 @@
 
 #include "common.h"
 #include "oset.h"
+#include "spin.h"
 #include "vote.h"
 
 /* Internal test hooks of crc32c.c (not in common.h). */
@@ -419,6 +421,7 @@ Test(conf, defaults)
 	cr_assert_eq(c.iod_reserve, 64ull << 20);
 	cr_assert_eq(c.scrub_interval_ms, 7u * 24 * 3600 * 1000);
 	cr_assert_eq(c.scrub_rate_mb, 32);
+	cr_assert_eq(c.twin_spin_us, 40);
 	cr_assert_eq(c.n_iods, 0);
 }
 
@@ -452,6 +455,7 @@ Test(conf, good_file)
 		"reserve = 2G\n"
 		"scrub_interval = 1d\n"
 		"scrub_rate = 100\n"
+		"twin_spin_us = 0\n"
 		/* out of order and with explicit groups: 1+3, 2+4 */
 		"[iod 2]\nhost = h2\nport = 7002\ndir = /d2\ngroup = 1\n"
 		"[iod 1]\nhost = h1\nport = 7001\ndir = /d1\ngroup = 0\n"
@@ -481,6 +485,7 @@ Test(conf, good_file)
 	cr_assert_eq(c.iod_reserve, 2ull << 30);
 	cr_assert_eq(c.scrub_interval_ms, 24u * 3600 * 1000);
 	cr_assert_eq(c.scrub_rate_mb, 100);
+	cr_assert_eq(c.twin_spin_us, 0);
 	cr_assert_eq(c.n_iods, 4);
 	cr_assert_eq(c.n_groups, 2);
 	for (int i = 0; i < 4; i++) {
@@ -544,6 +549,8 @@ Test(conf, errors)
 	expect_error("[iod]\nreserve = lots\n" FOUR_IODS, 2, "bad size");
 	expect_error("[iod]\nreserve = 8M\n" FOUR_IODS, 2, "minimum 16M");
 	expect_error("[iod]\nscrub_rate = 0\n" FOUR_IODS, 2, "1..10000");
+	expect_error("[iod]\ntwin_spin_us = 1001\n" FOUR_IODS, 2, "0..1000");
+	expect_error("[iod]\ntwin_spin_us = 20us\n" FOUR_IODS, 2, "0..1000");
 	expect_error("[iod]\nscrub_interval = weekly\n" FOUR_IODS, 2,
 		     "bad time");
 	expect_error("[cluster]\nmonitor_interval = 5w\n" FOUR_IODS, 2, "bad time");
@@ -1094,4 +1101,97 @@ Test(oset, against_a_model)
 	cr_assert(tw_oset_del(&s, UINT64_MAX));
 	tw_oset_free(&s);
 	cr_assert_eq(s.count, 0);
+}
+
+/* ------------------------------------------------------------------ spin */
+
+#define US 1000ull   /* ns */
+
+Test(spin, off_never_polls)
+{
+	struct tw_spin s;
+
+	tw_spin_init(&s, 0);
+	tw_spin_arm(&s, 1000 * US);
+	cr_assert_eq(tw_spin_until(&s, 1000 * US), 0);
+}
+
+Test(spin, armed_wait_polls_until_its_budget)
+{
+	struct tw_spin s;
+
+	tw_spin_init(&s, 20);
+	cr_assert_eq(tw_spin_until(&s, 1000 * US), 0, "nothing armed");
+	tw_spin_arm(&s, 1000 * US);
+	cr_assert(tw_spin_armed(&s));
+	cr_assert_eq(tw_spin_until(&s, 1005 * US), 1020 * US,
+		     "from the wait's start, not from now");
+	cr_assert_eq(tw_spin_until(&s, 1020 * US), 0, "budget spent");
+	tw_spin_done(&s, 1008 * US);
+	cr_assert(!tw_spin_armed(&s));
+	cr_assert_eq(tw_spin_until(&s, 1009 * US), 0, "disarmed");
+	cr_assert_eq(s.score, TW_SPIN_SCORE_MAX, "an 8 us wait fits in 20");
+	tw_spin_done(&s, 2000 * US);   /* no wait armed: nothing counted */
+	cr_assert_eq(s.score, TW_SPIN_SCORE_MAX);
+}
+
+/* One wait in three beyond the budget keeps the polling; waits that
+ * mostly outgrow it stop it; after that only every TW_SPIN_PROBE-th wait
+ * polls, and quick ones bring polling back at once. */
+Test(spin, adapts_to_the_waits_measured)
+{
+	struct tw_spin s;
+	uint64_t t = 1000 * US;
+	int polled = 0;
+
+	tw_spin_init(&s, 40);
+	for (int i = 0; i < 30; i++, t += 1000 * US) {
+		tw_spin_arm(&s, t);
+		cr_assert_neq(tw_spin_until(&s, t), 0, "wait %d polls", i);
+		tw_spin_done(&s, t + (i % 3 == 2 ? 90 : 25) * US);
+	}
+
+	/* A peer gone slow or a caller gone idle: three long waits. */
+	for (int i = 0; i < 3; i++, t += 1000 * US) {
+		tw_spin_arm(&s, t);
+		tw_spin_done(&s, t + 50000 * US);
+	}
+	for (int i = 0; i < 3 * (int)TW_SPIN_PROBE; i++, t += 1000 * US) {
+		tw_spin_arm(&s, t);
+		if (tw_spin_until(&s, t))
+			polled++;
+		tw_spin_done(&s, t + 50000 * US);
+	}
+	cr_assert_eq(polled, 3, "one probe in every %u waits", TW_SPIN_PROBE);
+
+	/* Quick again: the next probe finds it, and polling goes on. */
+	polled = 0;
+	for (int i = 0; i < (int)TW_SPIN_PROBE + 5; i++, t += 1000 * US) {
+		tw_spin_arm(&s, t);
+		if (tw_spin_until(&s, t))
+			polled++;
+		tw_spin_done(&s, t + 3 * US);
+	}
+	cr_assert_geq(polled, 5, "polling came back (%d polled)", polled);
+	tw_spin_arm(&s, t);
+	cr_assert_neq(tw_spin_until(&s, t), 0);
+}
+
+Test(spin, poll_returns_when_readable_or_at_the_deadline)
+{
+	int p[2];
+	uint64_t t0;
+
+	cr_assert_eq(pipe(p), 0);
+	t0 = tw_now_ns();
+	cr_assert(!tw_spin_poll(p[0], t0 + 300 * US), "nothing to read");
+	cr_assert(tw_now_ns() >= t0 + 300 * US, "polled to the deadline");
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	t0 = tw_now_ns();
+	cr_assert(tw_spin_poll(p[0], t0 + 1000000 * US), "readable");
+	cr_assert(tw_now_ns() - t0 < 500000 * US, "at once, not at the "
+		  "deadline");
+	cr_assert(tw_spin_poll(p[0], 0), "a deadline passed still looks once");
+	close(p[0]);
+	close(p[1]);
 }
