@@ -9,7 +9,7 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=, spin_us=,
- * nostatahead, nonamelease, io_thread_reads, worker_reads and the atime
+ * mgr_spin_us=, nostatahead, nonamelease, io_thread_reads, worker_reads and the atime
  * options:
  * relatime, noatime, strictatime, atime, norelatime, nodiratime,
  * diratime, lazytime, nolazytime) are taken here (the three timers, when
@@ -115,6 +115,7 @@ struct cmdline {
 	int writeback_cache;
 	unsigned readahead;
 	unsigned spin_us;
+	unsigned mgr_spin_us;
 	int nostatahead;
 	int nonamelease;
 	int io_thread_reads;
@@ -141,6 +142,7 @@ static const struct fuse_opt optspec[] = {
 	OPT("writeback_cache", writeback_cache),
 	OPT("readahead=%u", readahead),
 	OPT("spin_us=%u", spin_us),
+	OPT("mgr_spin_us=%u", mgr_spin_us),
 	OPT("nostatahead", nostatahead),
 	OPT("nonamelease", nonamelease),
 	OPT("io_thread_reads", io_thread_reads),
@@ -248,6 +250,8 @@ static void usage(const char *prog)
 	       "                             request after a reply before "
 	       "sleeping (default 20;\n"
 	       "                             0: never; at most 1000)\n"
+	       "    -o mgr_spin_us=US        the same for mgrd's answer to a "
+	       "request (default 40)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
 	       "lookups\n"
 	       "    -o nonamelease           ask mgrd every lookup, also of "
@@ -624,6 +628,7 @@ int main(int argc, char *argv[])
 	c.entry_timeout = 1.0;
 	c.readahead = FC_READAHEAD_KB;
 	c.spin_us = FC_SPIN_US;
+	c.mgr_spin_us = FC_MGR_SPIN_US;
 	c.io_thread_reads = 1;   /* -o worker_reads: libfuse's workers */
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
@@ -706,9 +711,11 @@ int main(int argc, char *argv[])
 			"positive, monitor_interval >= 100 ms)\n", prog);
 		return 1;
 	}
-	if (c.spin_us > TW_SPIN_MAX_US) {
-		fprintf(stderr, "%s: bad spin_us=%u (0..%u microseconds)\n",
-			prog, c.spin_us, TW_SPIN_MAX_US);
+	if (c.spin_us > TW_SPIN_MAX_US || c.mgr_spin_us > TW_SPIN_MAX_US) {
+		fprintf(stderr, "%s: bad %s=%u (0..%u microseconds)\n", prog,
+			c.spin_us > TW_SPIN_MAX_US ? "spin_us" : "mgr_spin_us",
+			c.spin_us > TW_SPIN_MAX_US ? c.spin_us : c.mgr_spin_us,
+			TW_SPIN_MAX_US);
 		return 1;
 	}
 	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
@@ -728,6 +735,7 @@ int main(int argc, char *argv[])
 	cl->opts.writeback_cache = c.writeback_cache;
 	cl->opts.readahead_kb = c.readahead;
 	cl->opts.spin_us = c.spin_us;
+	cl->opts.mgr_spin_us = c.mgr_spin_us;
 	cl->opts.atime = c.atime;
 	/* Answers fetched ahead live as long as the shorter kernel cache. */
 	fc_sa_init(&cl->sa, c.nostatahead ? 0 : (uint64_t)(1000.0 *

@@ -46,6 +46,7 @@
  *
  * Everything here runs on the loop thread.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -70,6 +71,7 @@
 
 struct fc_mgr_flight {
 	struct fc_mgr_call *mc;    /* NULL once abandoned */
+	struct fc_client *cl;
 };
 
 bool fc_is_transport_err(int status)
@@ -425,6 +427,22 @@ static void mgr_finish(struct fc_mgr_call *mc, int status,
 	mc->cb(mc, status, reply);
 }
 
+/* docs/ARCHITECTURE.md "Waiting without sleeping": mgrd's answer is
+ * polled for (loop.c) from the oldest attempt in flight. */
+static void mgr_flight_sent(struct fc_client *cl)
+{
+	if (cl->mgr_flights++ == 0)
+		tw_spin_arm(&cl->mgr_spin, tw_now_ns());
+}
+
+static void mgr_flight_landed(struct fc_client *cl)
+{
+	assert(cl->mgr_flights > 0);
+	tw_spin_done(&cl->mgr_spin, tw_now_ns());
+	if (--cl->mgr_flights > 0)
+		tw_spin_arm(&cl->mgr_spin, tw_now_ns());
+}
+
 static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
 {
 	struct fc_mgr_flight *fl = arg;
@@ -432,7 +450,9 @@ static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)
 	struct fc_client *cl;
 	uint64_t now = tw_now_ms();
 
+	cl = fl->cl;
 	free(fl);
+	mgr_flight_landed(cl);
 	if (!mc) {
 		/* Abandoned after an interrupt: nobody waits any more. */
 		if (reply)
@@ -561,6 +581,8 @@ static void mgr_attempt(struct fc_mgr_call *mc)
 		return;
 	}
 	mc->flight->mc = mc;
+	mc->flight->cl = cl;
+	mgr_flight_sent(cl);
 	fc_call(cl, cl->mgr, mc->type, mc->body, NULL, 0, (uint32_t)attempt,
 		mgr_reply_cb, mc->flight);
 }

@@ -77,6 +77,7 @@
 #define FC_SA_RM_RING          64           /* ... removals remembered */
 #define FC_DL_DIRS             64           /* name leases held at once */
 #define FC_SPIN_US             20           /* -o spin_us default */
+#define FC_MGR_SPIN_US         40           /* -o mgr_spin_us default */
 
 /* ------------------------------------------------------------- options */
 
@@ -105,6 +106,7 @@ struct fc_opts {
 	char *mountpoint;
 	unsigned readahead_kb;          /* -o readahead=, KiB; 0 kernel's */
 	unsigned spin_us;               /* -o spin_us=, FC_SPIN_US; 0 off */
+	unsigned mgr_spin_us;           /* -o mgr_spin_us=, FC_MGR_SPIN_US */
 	/* -o keyfile=: the identity proved to mgrd ("client:NAME"; ident.c),
 	 * has_ident false without one.  -o subdir=: the subtree mounted. */
 	bool has_ident;
@@ -353,10 +355,13 @@ struct fc_client {
 	struct fc_wb *wb_parked, *wb_parked_tail;
 	uv_timer_t park_timer;
 	/* docs/ARCHITECTURE.md "Waiting without sleeping": the kernel's next
-	 * request after a reply, polled for before the loop sleeps. */
+	 * request after a reply, and mgrd's answer, polled for before the
+	 * loop sleeps. */
 	uv_prepare_t spin_prepare;
 	struct tw_spin spin;
 	uint64_t spin_read_ns;          /* when the last request was read */
+	struct tw_spin mgr_spin;        /* armed from the oldest flight */
+	uint32_t mgr_flights;           /* attempts sent, not yet answered */
 	/* [atomic] writes answered (or reserved to be, fc_wb_reserve) and not
 	 * landed, and their bytes */
 	atomic_uint wb_ops;

@@ -116,5 +116,8 @@ e2e_tmpdir spin_mp
 out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o spin_us=1001 127.0.0.1:1 "$spin_mp" 2>&1) &&
 	fail tools-twinfs-spin-limit "accepted spin_us=1001" ||
 	assert_eq tools-twinfs-spin-limit "twinfs: bad spin_us=1001 (0..1000 microseconds)" "$out"
+out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o mgr_spin_us=5000 127.0.0.1:1 "$spin_mp" 2>&1) &&
+	fail tools-twinfs-mgr-spin-limit "accepted mgr_spin_us=5000" ||
+	assert_eq tools-twinfs-mgr-spin-limit "twinfs: bad mgr_spin_us=5000 (0..1000 microseconds)" "$out"
 e2e_verify
 e2e_end
