@@ -554,18 +554,18 @@ static void fuse_read_cb(uv_poll_t *h, int status, int events)
 	fuse_wake_main(cl);
 }
 
-/* docs/ARCHITECTURE.md "Waiting without sleeping": a reply sent after
- * the last request read means the loop waits for the kernel's next
- * request, which a caller in a loop sends within a few us; an mgrd
- * request in flight, for an answer that comes within tens of us.  Poll
- * for them before sleeping, while such waits stay within -o spin_us and
- * -o mgr_spin_us. */
+/* docs/ARCHITECTURE.md "Waiting without sleeping": where the loop reads
+ * /dev/fuse, a reply sent after the last request read means it waits for
+ * the kernel's next request, which a caller in a loop sends within a few
+ * us; an mgrd request in flight, for an answer that comes within tens of
+ * us.  Poll for them before sleeping, while such waits stay within -o
+ * spin_us and -o mgr_spin_us. */
 static void spin_prepare_cb(uv_prepare_t *p)
 {
 	struct fc_client *cl = p->data;
 	uint64_t reply = fc_kio_last_reply_ns(), now = tw_now_ns(), until;
 
-	if (reply > cl->spin_read_ns)
+	if (cl->fuse_polling && reply > cl->spin_read_ns)
 		tw_spin_arm(&cl->spin, reply);
 	until = TW_MAX(tw_spin_until(&cl->spin, now),
 		       tw_spin_until(&cl->mgr_spin, now));
@@ -585,8 +585,6 @@ static void fuse_poll_start(struct fc_client *cl)
 		cl->handles_open++;
 		rc = uv_poll_start(&cl->fuse_poll, UV_READABLE, fuse_read_cb);
 	}
-	if (rc == 0 && (cl->opts.spin_us || cl->opts.mgr_spin_us))
-		rc = uv_prepare_start(&cl->spin_prepare, spin_prepare_cb);
 	if (rc < 0) {
 		tw_err("cannot read /dev/fuse on the I/O loop: %s",
 			 uv_strerror(rc));
@@ -678,6 +676,8 @@ int fc_loop_start(struct fc_client *cl)
 	cl->spin_prepare.data = cl;
 	tw_spin_init(&cl->spin, cl->opts.spin_us);
 	tw_spin_init(&cl->mgr_spin, cl->opts.mgr_spin_us);
+	if (cl->opts.spin_us || cl->opts.mgr_spin_us)
+		uv_prepare_start(&cl->spin_prepare, spin_prepare_cb);
 	cl->handles_open = 8;
 	rc = fc_mgr_init(cl);
 	if (rc < 0)
