@@ -606,6 +606,25 @@ static void detach_stdio(void)
 	}
 }
 
+/* Nothing started yet (help, version, a bad option): free what parsing
+ * made, so that a leak checker has nothing to say either; rc. */
+static int unstarted_exit(struct fc_client *cl, struct cmdline *c,
+			  struct fuse_args *args, int rc)
+{
+	fc_inodes_free(cl);
+	tw_hmap_free(&cl->reports_inflight);
+	tw_hmap_free(&cl->wb_errs);
+	fc_caps_free(cl);
+	fuse_opt_free_args(args);
+	free(c->mgr_addr);
+	free(c->cluster);
+	free(c->channel);
+	free(c->keyfile);
+	free(c->subdir);
+	free(cl);
+	return rc;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -653,20 +672,7 @@ int main(int argc, char *argv[])
 			       WIRE_VERSION);
 			printf("FUSE library version %s\n", fuse_pkgversion());
 		}
-		/* Nothing started yet: free what parsing made, so that a
-		 * leak checker has nothing to say either. */
-		fc_inodes_free(cl);
-		tw_hmap_free(&cl->reports_inflight);
-		tw_hmap_free(&cl->wb_errs);
-		fc_caps_free(cl);
-		fuse_opt_free_args(&args);
-		free(c.mgr_addr);
-		free(c.cluster);
-		free(c.channel);
-		free(c.keyfile);
-		free(c.subdir);
-		free(cl);
-		return 0;
+		return unstarted_exit(cl, &c, &args, 0);
 	}
 	if (c.keyfile) {
 		char kerr[512];
@@ -675,7 +681,7 @@ int main(int argc, char *argv[])
 					   cl->opts.ident_key, kerr,
 					   sizeof(kerr)) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, kerr);
-			return 1;
+			return unstarted_exit(cl, &c, &args, 1);
 		}
 		cl->opts.has_ident = true;
 		free(c.keyfile);
@@ -686,13 +692,13 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "%s: missing MGRHOST[:PORT]\n", prog);
 		fprintf(stderr, "usage: %s MGRHOST[:PORT] MOUNTPOINT "
 			"[-o OPTIONS] [-f] [-d]\n", prog);
-		return 1;
+		return unstarted_exit(cl, &c, &args, 1);
 	}
 	if (tw_mgrlist_parse(&cl->mgrs, c.mgr_addr, FC_DEFAULT_PORT) < 0) {
 		fprintf(stderr, "%s: bad mgrd address '%s' (want "
 			"HOST[:PORT] or, for an mgrd pair, "
 			"HOST1[:PORT1],HOST2[:PORT2])\n", prog, c.mgr_addr);
-		return 1;
+		return unstarted_exit(cl, &c, &args, 1);
 	}
 	cl->opts.mgr_source = c.mgr_addr;
 	cl->opts.request_timeout_set = c.request_timeout != OPT_UNSET;
@@ -709,20 +715,19 @@ int main(int argc, char *argv[])
 	    c.entry_timeout < 0) {
 		fprintf(stderr, "%s: bad option value (timeouts must be "
 			"positive, monitor_interval >= 100 ms)\n", prog);
-		return 1;
+		return unstarted_exit(cl, &c, &args, 1);
 	}
 	if (c.spin_us > TW_SPIN_MAX_US || c.mgr_spin_us > TW_SPIN_MAX_US) {
 		fprintf(stderr, "%s: bad %s=%u (0..%u microseconds)\n", prog,
 			c.spin_us > TW_SPIN_MAX_US ? "spin_us" : "mgr_spin_us",
 			c.spin_us > TW_SPIN_MAX_US ? c.spin_us : c.mgr_spin_us,
 			TW_SPIN_MAX_US);
-		return 1;
+		return unstarted_exit(cl, &c, &args, 1);
 	}
 	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
 		fprintf(stderr, "%s: bad channel '%s' (integrity, encrypt or "
 			"none)\n", prog, c.channel);
-		free(c.channel);
-		return 1;
+		return unstarted_exit(cl, &c, &args, 1);
 	}
 	free(c.channel);
 	cl->opts.cluster = c.cluster ? c.cluster : strdup("twinfs");

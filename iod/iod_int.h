@@ -599,11 +599,11 @@ struct iod {
 	uint64_t fwd_seq;          /* mutations ordered here (stale_fwd.c) */
 	uint64_t n_pins;           /* mutations the twin did not apply */
 	uint64_t fwd_unanswered;   /* forwards to the twin awaiting a reply */
+	uint64_t fwd_bytes;        /* ... and their data bytes (mem.c) */
 	/* The twin's answer, polled for before the loop sleeps while it
 	 * comes quickly ([iod] twin_spin_us; docs/ARCHITECTURE.md "Waiting
 	 * without sleeping"): armed from the oldest forward unanswered. */
 	struct tw_spin twin_spin;
-	uint64_t fwd_bytes;        /* ... and their data bytes (mem.c) */
 	/* Forwards the twin refused as stale, waiting for the sender's
 	 * retry to heal them (twin.c "Stale forwards"). */
 	struct iod_stale_list stale;
