@@ -599,6 +599,7 @@ static int iod_all_key(struct parse *p, int idx, const char *key,
 		       const char *val)
 {
 	struct tw_conf *c = p->conf;
+	long v;
 
 	switch (idx) {
 	case 0:
@@ -631,24 +632,20 @@ static int iod_all_key(struct parse *p, int idx, const char *key,
 		return set_ms(p, key, val, &c->scrub_interval_ms);
 	case 4: {
 		char *end;
-		long v = strtol(val, &end, 10);
 
+		v = strtol(val, &end, 10);
 		if (*val == '\0' || *end || v < 1 || v > 10000)
 			return fail(p, p->line, "%s: '%s' is not 1..10000 (MB/s)",
 				    key, val);
 		c->scrub_rate_mb = (uint32_t)v;
 		return 0;
 	}
-	case 5: {
-		char *end;
-		long v = strtol(val, &end, 10);
-
-		if (*val == '\0' || *end || v < 0 || v > TW_SPIN_MAX_US)
+	case 5:
+		if (parse_int_range(val, 0, TW_SPIN_MAX_US, &v) < 0)
 			return fail(p, p->line, "%s: '%s' is not 0..%u "
 				    "(microseconds)", key, val, TW_SPIN_MAX_US);
 		c->twin_spin_us = (uint32_t)v;
 		return 0;
-	}
 	}
 	return -EINVAL;
 }

@@ -41,6 +41,13 @@ void tw_spin_done(struct tw_spin *s, uint64_t now_ns)
 	s->since_ns = 0;
 }
 
+void tw_spin_landed(struct tw_spin *s, uint64_t left, uint64_t now_ns)
+{
+	tw_spin_done(s, now_ns);
+	if (left > 0)
+		tw_spin_arm(s, now_ns);
+}
+
 uint64_t tw_spin_until(const struct tw_spin *s, uint64_t now_ns)
 {
 	uint64_t until = s->since_ns + s->budget_ns;

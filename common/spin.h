@@ -17,9 +17,9 @@
 
 struct tw_spin {
 	uint64_t budget_ns;   /* how long one wait may poll; 0: never */
+	uint64_t since_ns;    /* when the armed wait began; 0: none armed */
 	uint32_t score;       /* 0..TW_SPIN_SCORE_MAX: recent waits within
 			       * the budget, the newest weighing 1/4 */
-	uint64_t since_ns;    /* when the armed wait began; 0: none armed */
 	uint32_t skipped;     /* waits not polled since the last one polled */
 };
 
@@ -44,6 +44,11 @@ static inline bool tw_spin_armed(const struct tw_spin *s)
  * joins the score, and the wait is disarmed.  Nothing when none is
  * armed. */
 void tw_spin_done(struct tw_spin *s, uint64_t now_ns);
+
+/* Of several requests in flight, the one awaited was answered at now_ns
+ * and `left` are still in flight: tw_spin_done, then, when left > 0, a
+ * wait armed from now_ns for the next answer. */
+void tw_spin_landed(struct tw_spin *s, uint64_t left, uint64_t now_ns);
 
 /* Until when to poll at now_ns: the armed wait's start plus the budget,
  * or 0 (do not poll) when none is armed, the budget is spent or 0, or

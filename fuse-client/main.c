@@ -9,8 +9,8 @@
  * Also run by mount.fuse3 for fstab entries of type fuse.twinfs.  Custom
  * options (cluster=, request_timeout=, mgr_timeout=, monitor_interval=,
  * attr_timeout=, entry_timeout=, writeback_cache, readahead=, spin_us=,
- * mgr_spin_us=, nostatahead, nonamelease, io_thread_reads, worker_reads and the atime
- * options:
+ * mgr_spin_us=, nostatahead, nonamelease, io_thread_reads, worker_reads
+ * and the atime options:
  * relatime, noatime, strictatime, atime, norelatime, nodiratime,
  * diratime, lazytime, nolazytime) are taken here (the three timers, when
  * not given, from the cluster's map at the first contact:

@@ -438,9 +438,7 @@ static void mgr_flight_sent(struct fc_client *cl)
 static void mgr_flight_landed(struct fc_client *cl)
 {
 	assert(cl->mgr_flights > 0);
-	tw_spin_done(&cl->mgr_spin, tw_now_ns());
-	if (--cl->mgr_flights > 0)
-		tw_spin_arm(&cl->mgr_spin, tw_now_ns());
+	tw_spin_landed(&cl->mgr_spin, --cl->mgr_flights, tw_now_ns());
 }
 
 static void mgr_reply_cb(int status, struct wire_msg *reply, void *arg)

@@ -412,9 +412,7 @@ static void on_forward_reply(int status, struct wire_msg *reply, void *arg)
 		wire_msg_free(reply);
 	assert(d->fwd_unanswered > 0);
 	d->fwd_unanswered--;
-	tw_spin_done(&d->twin_spin, tw_now_ns());
-	if (d->fwd_unanswered > 0)
-		tw_spin_arm(&d->twin_spin, tw_now_ns());
+	tw_spin_landed(&d->twin_spin, d->fwd_unanswered, tw_now_ns());
 	assert(d->fwd_bytes >= f->fwd_len);
 	d->fwd_bytes -= f->fwd_len;
 	/* -ESTALE: the twin holds a newer map (or trunc_gen); the sender

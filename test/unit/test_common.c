@@ -1177,6 +1177,24 @@ Test(spin, adapts_to_the_waits_measured)
 	cr_assert_neq(tw_spin_until(&s, t), 0);
 }
 
+/* Requests in flight: each answer ends the wait of the oldest and arms
+ * one for the next while any is left. */
+Test(spin, landed_rearms_while_requests_are_in_flight)
+{
+	struct tw_spin s;
+
+	tw_spin_init(&s, 40);
+	tw_spin_arm(&s, 1000 * US);
+	tw_spin_landed(&s, 1, 1010 * US);
+	cr_assert(tw_spin_armed(&s), "one left: armed again");
+	cr_assert_eq(tw_spin_until(&s, 1011 * US), 1050 * US,
+		     "from the answer, not from the first send");
+	tw_spin_landed(&s, 0, 1100 * US);
+	cr_assert(!tw_spin_armed(&s), "none left");
+	cr_assert_eq(s.score, (3 * TW_SPIN_SCORE_MAX + 0) / 4,
+		     "the 90 us wait missed the 40 us budget");
+}
+
 Test(spin, poll_returns_when_readable_or_at_the_deadline)
 {
 	int p[2];
