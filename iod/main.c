@@ -349,8 +349,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (rc < 0) {
+		/* Busy: another process owns it, and quarantining a live
+		 * journal would lose what that process acknowledged. */
 		tw_err("iod %ld: cannot use data directory %s: %s%s", id,
 		       d->me->dir, strerror(-rc), rc == -EBADMSG ? "" :
+		       rc == -EBUSY ? "; another process holds its journal "
+		       "(stop the other twinfs-iod on it first)" :
 		       "; if its journal cannot be replayed, start it once "
 		       "with --quarantine-journal (the journal is kept aside "
 		       "and the iod is rebuilt from its twin)");

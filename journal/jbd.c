@@ -1284,6 +1284,42 @@ static int wait_old_direct_writes(struct jbd *j)
 	}
 }
 
+/* One owner per journal: a second iod on the same directory would
+ * interleave two logs.  The flock is on fd, which the io_uring ring also
+ * holds while requests on it are in flight; a dead owner's ring is torn
+ * down by the kernel after the process is gone, so its flock can outlive
+ * it by a moment (a restart right after a stop, or after kill -9).  So a
+ * held lock is waited for as long as the direct writes are
+ * (DFD_WAIT_MS) before the journal counts as in use. */
+static int lock_owner(struct jbd *j)
+{
+	for (int waited = 0;; waited += 10) {
+		if (flock(j->fd, LOCK_EX | LOCK_NB) == 0) {
+			if (waited > 0)
+				tw_info("journal %s: its previous owner let it "
+					"go after %d ms", j->opts.path, waited);
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			int rc = -errno;
+
+			tw_err("journal %s: flock: %s", j->opts.path,
+			       strerror(-rc));
+			return rc;
+		}
+		if (waited >= DFD_WAIT_MS) {
+			tw_err("journal %s: in use by another process (still "
+			       "locked after %d ms): is another iod running on "
+			       "this data directory?", j->opts.path,
+			       DFD_WAIT_MS);
+			return -EBUSY;
+		}
+		usleep(10 * 1000);
+	}
+}
+
 /* A second descriptor with O_DIRECT for the log writes of batched
  * transactions (jbd_commit.c), when the file system takes buffers and
  * offsets aligned as ours are (statx STATX_DIOALIGN, Linux 6.1) and a
@@ -1365,14 +1401,9 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 		tw_err("journal %s: open: %s", opts->path, strerror(-rc));
 		goto fail;
 	}
-	/* One owner per journal: a second iod on the same directory would
-	 * interleave two logs. */
-	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		tw_err("journal %s: in use by another process (%s)", opts->path,
-		       strerror(-rc));
+	rc = lock_owner(j);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = wait_old_direct_writes(j);
 	if (rc < 0)
 		goto fail;

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -1641,7 +1642,10 @@ static void *unlock_later(void *arg)
 	return NULL;
 }
 
-Test(jbd, open_waits_for_old_direct_writes)
+/* A journal made and closed, then held by lock(fd) on a descriptor of
+ * its own, which a thread closes 300 ms later: jbd_open must wait for
+ * that and then open. */
+static void open_after_unlock(int (*lock)(int fd))
 {
 	struct jbd_opts o = mkopts(1 << 20, JBD_MODE_JOURNAL, false);
 	struct jbd *j;
@@ -1649,12 +1653,7 @@ Test(jbd, open_waits_for_old_direct_writes)
 	cr_assert_eq(jbd_close(j), 0);
 	int lfd = open(F.path, O_WRONLY);
 	cr_assert(lfd >= 0);
-	struct flock l = {
-		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
-	};
-	/* waits: the closed journal's io_uring ring, torn down in the
-	 * background, still holds its O_DIRECT descriptor for a moment */
-	cr_assert_eq(fcntl(lfd, F_OFD_SETLKW, &l), 0);
+	cr_assert_eq(lock(lfd), 0);
 	pthread_t th;
 	atomic_store(&unlocked, 0);
 	cr_assert_eq(pthread_create(&th, NULL, unlock_later,
@@ -1663,6 +1662,35 @@ Test(jbd, open_waits_for_old_direct_writes)
 	cr_assert_eq(atomic_load(&unlocked), 1, "opened under the lock");
 	pthread_join(th, NULL);
 	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* the closed journal's io_uring ring, torn down in the background,
+ * still holds its O_DIRECT descriptor, and its byte lock, for a moment */
+static int lock_direct_byte(int fd)
+{
+	struct flock l = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
+	};
+	return fcntl(fd, F_OFD_SETLKW, &l);
+}
+
+Test(jbd, open_waits_for_old_direct_writes)
+{
+	open_after_unlock(lock_direct_byte);
+}
+
+/* The owner's flock (jbd.c lock_owner): a dead owner's io_uring ring
+ * holds the journal's descriptor, and so its flock, until the kernel has
+ * torn the ring down; jbd_open waits for the lock instead of calling the
+ * journal in use. */
+static int lock_owner_flock(int fd)
+{
+	return flock(fd, LOCK_EX);
+}
+
+Test(jbd, open_waits_for_old_owner_lock)
+{
+	open_after_unlock(lock_owner_flock);
 }
 
 /* A full journal makes writers wait for the checkpoint; none fails. */
