@@ -628,7 +628,7 @@ static int unstarted_exit(struct fc_client *cl, struct cmdline *c,
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts fopts;
+	struct fuse_cmdline_opts fopts = { 0 };
 	struct cmdline c;
 	struct fc_client *cl;
 	struct fuse_session *se = NULL;
@@ -758,15 +758,16 @@ int main(int argc, char *argv[])
 			 tw_mgr_addr_str(&cl->mgrs.addr[0], a, sizeof(a)),
 			 tw_mgr_addr_str(&cl->mgrs.addr[1], b, sizeof(b)));
 	}
+	/* From here a refusal goes through out, which frees all of it. */
 	if (fuse_opt_insert_arg(&args, 1, opt) < 0 ||
 	    fuse_opt_insert_arg(&args, 2, "-osubtype=twinfs") < 0 ||
 	    fuse_opt_insert_arg(&args, 3, "-odefault_permissions") < 0)
-		return 1;
+		goto out;
 	if (fuse_parse_cmdline(&args, &fopts) != 0)
-		return 1;
+		goto out;
 	if (!fopts.mountpoint) {
 		fprintf(stderr, "%s: missing MOUNTPOINT\n", prog);
-		return 1;
+		goto out;
 	}
 	cl->opts.mountpoint = fopts.mountpoint;
 	cl->opts.foreground = fopts.foreground;
@@ -783,7 +784,7 @@ int main(int argc, char *argv[])
 	se = fuse_session_new(&args, &fc_ops, sizeof(fc_ops), cl);
 	cl->se = se;   /* for kernel cache invalidations */
 	if (!se)
-		return 1;   /* libfuse printed why */
+		goto out;   /* libfuse printed why */
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!fopts.foreground) {

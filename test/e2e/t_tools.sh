@@ -119,5 +119,13 @@ out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o spin_us=1001 127.0.0.1:1 "$spin_
 out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o mgr_spin_us=5000 127.0.0.1:1 "$spin_mp" 2>&1) &&
 	fail tools-twinfs-mgr-spin-limit "accepted mgr_spin_us=5000" ||
 	assert_eq tools-twinfs-mgr-spin-limit "twinfs: bad mgr_spin_us=5000 (0..1000 microseconds)" "$out"
+# Refusals after the options are parsed free what was made too (under the
+# sanitizer build a leak would add its report to the output).
+out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" 127.0.0.1:1 2>&1) &&
+	fail tools-twinfs-no-mountpoint "mounted without a mount point" ||
+	assert_eq tools-twinfs-no-mountpoint "twinfs: missing MOUNTPOINT" "$out"
+out=$("$TWINFS_BUILD_DIR/fuse-client/twinfs" -o no_such_option 127.0.0.1:1 "$spin_mp" 2>&1) &&
+	fail tools-twinfs-unknown-option "accepted -o no_such_option" ||
+	assert_eq tools-twinfs-unknown-option "fuse: unknown option(s): \`-o no_such_option'" "$out"
 e2e_verify
 e2e_end
