@@ -1266,22 +1266,55 @@ static const struct flock dfd_lock = {
 };
 #define DFD_WAIT_MS 10000
 
-static int wait_old_direct_writes(struct jbd *j)
+/* Ask is_free(j) every 10 ms for at most DFD_WAIT_MS: its 1 (free) ends the
+ * wait with 0, a negative errno with that; still 0 (held) at the end
+ * gives -ETIMEDOUT.  *waited_ms says how long it waited. */
+static int wait_until_free(struct jbd *j, int (*is_free)(struct jbd *),
+			   int *waited_ms)
 {
-	for (int waited = 0;; waited += 10) {
-		struct flock l = dfd_lock;
-		if (fcntl(j->fd, F_OFD_GETLK, &l) < 0)
-			return errno == EINVAL ? 0 : -errno; /* no OFD locks: no dfd */
-		if (l.l_type == F_UNLCK)
-			return 0;
-		if (waited >= DFD_WAIT_MS) {
-			tw_err("journal %s: O_DIRECT writes of its previous owner "
-			       "still in flight after %d ms", j->opts.path,
-			       DFD_WAIT_MS);
-			return -EBUSY;
-		}
+	for (*waited_ms = 0;; *waited_ms += 10) {
+		int rc = is_free(j);
+
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		if (*waited_ms >= DFD_WAIT_MS)
+			return -ETIMEDOUT;
 		usleep(10 * 1000);
 	}
+}
+
+static int direct_writes_done(struct jbd *j)
+{
+	struct flock l = dfd_lock;
+
+	if (fcntl(j->fd, F_OFD_GETLK, &l) < 0)
+		return errno == EINVAL ? 1 : -errno; /* no OFD locks: no dfd */
+	return l.l_type == F_UNLCK;
+}
+
+static int wait_old_direct_writes(struct jbd *j)
+{
+	int waited, rc = wait_until_free(j, direct_writes_done, &waited);
+
+	if (rc == -ETIMEDOUT) {
+		tw_err("journal %s: O_DIRECT writes of its previous owner "
+		       "still in flight after %d ms", j->opts.path, waited);
+		return -EBUSY;
+	}
+	return rc;
+}
+
+/* LOCK_NB: flock never sleeps, so it never fails with EINTR. */
+static int owner_lock_taken(struct jbd *j)
+{
+	if (flock(j->fd, LOCK_EX | LOCK_NB) == 0)
+		return 1;
+	if (errno == EWOULDBLOCK)
+		return 0;
+	int rc = -errno;
+
+	tw_err("journal %s: flock: %s", j->opts.path, strerror(-rc));
+	return rc;
 }
 
 /* One owner per journal: a second iod on the same directory would
@@ -1293,31 +1326,18 @@ static int wait_old_direct_writes(struct jbd *j)
  * (DFD_WAIT_MS) before the journal counts as in use. */
 static int lock_owner(struct jbd *j)
 {
-	for (int waited = 0;; waited += 10) {
-		if (flock(j->fd, LOCK_EX | LOCK_NB) == 0) {
-			if (waited > 0)
-				tw_info("journal %s: its previous owner let it "
-					"go after %d ms", j->opts.path, waited);
-			return 0;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EWOULDBLOCK) {
-			int rc = -errno;
+	int waited, rc = wait_until_free(j, owner_lock_taken, &waited);
 
-			tw_err("journal %s: flock: %s", j->opts.path,
-			       strerror(-rc));
-			return rc;
-		}
-		if (waited >= DFD_WAIT_MS) {
-			tw_err("journal %s: in use by another process (still "
-			       "locked after %d ms): is another iod running on "
-			       "this data directory?", j->opts.path,
-			       DFD_WAIT_MS);
-			return -EBUSY;
-		}
-		usleep(10 * 1000);
+	if (rc == -ETIMEDOUT) {
+		tw_err("journal %s: in use by another process (still locked "
+		       "after %d ms): is another iod running on this data "
+		       "directory?", j->opts.path, waited);
+		return -EBUSY;
 	}
+	if (rc == 0 && waited > 0)
+		tw_info("journal %s: its previous owner let it go after %d ms",
+			j->opts.path, waited);
+	return rc;
 }
 
 /* A second descriptor with O_DIRECT for the log writes of batched

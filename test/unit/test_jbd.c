@@ -35,9 +35,9 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/file.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
