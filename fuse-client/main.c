@@ -606,9 +606,10 @@ static void detach_stdio(void)
 	}
 }
 
-/* Nothing started yet (help, version, a bad option): free what parsing
- * made, so that a leak checker has nothing to say either; rc. */
-static int unstarted_exit(struct fc_client *cl, struct cmdline *c,
+/* Free what parsing made and the client itself, so that a leak checker
+ * has nothing to say either; rc.  Alone where nothing started yet (help,
+ * version, a bad option); the end of main's out path otherwise. */
+static int free_and_exit(struct fc_client *cl, struct cmdline *c,
 			  struct fuse_args *args, int rc)
 {
 	fc_inodes_free(cl);
@@ -672,7 +673,7 @@ int main(int argc, char *argv[])
 			       WIRE_VERSION);
 			printf("FUSE library version %s\n", fuse_pkgversion());
 		}
-		return unstarted_exit(cl, &c, &args, 0);
+		return free_and_exit(cl, &c, &args, 0);
 	}
 	if (c.keyfile) {
 		char kerr[512];
@@ -681,7 +682,7 @@ int main(int argc, char *argv[])
 					   cl->opts.ident_key, kerr,
 					   sizeof(kerr)) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, kerr);
-			return unstarted_exit(cl, &c, &args, 1);
+			return free_and_exit(cl, &c, &args, 1);
 		}
 		cl->opts.has_ident = true;
 		free(c.keyfile);
@@ -692,13 +693,13 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "%s: missing MGRHOST[:PORT]\n", prog);
 		fprintf(stderr, "usage: %s MGRHOST[:PORT] MOUNTPOINT "
 			"[-o OPTIONS] [-f] [-d]\n", prog);
-		return unstarted_exit(cl, &c, &args, 1);
+		return free_and_exit(cl, &c, &args, 1);
 	}
 	if (tw_mgrlist_parse(&cl->mgrs, c.mgr_addr, FC_DEFAULT_PORT) < 0) {
 		fprintf(stderr, "%s: bad mgrd address '%s' (want "
 			"HOST[:PORT] or, for an mgrd pair, "
 			"HOST1[:PORT1],HOST2[:PORT2])\n", prog, c.mgr_addr);
-		return unstarted_exit(cl, &c, &args, 1);
+		return free_and_exit(cl, &c, &args, 1);
 	}
 	cl->opts.mgr_source = c.mgr_addr;
 	cl->opts.request_timeout_set = c.request_timeout != OPT_UNSET;
@@ -715,22 +716,24 @@ int main(int argc, char *argv[])
 	    c.entry_timeout < 0) {
 		fprintf(stderr, "%s: bad option value (timeouts must be "
 			"positive, monitor_interval >= 100 ms)\n", prog);
-		return unstarted_exit(cl, &c, &args, 1);
+		return free_and_exit(cl, &c, &args, 1);
 	}
 	if (c.spin_us > TW_SPIN_MAX_US || c.mgr_spin_us > TW_SPIN_MAX_US) {
 		fprintf(stderr, "%s: bad %s=%u (0..%u microseconds)\n", prog,
 			c.spin_us > TW_SPIN_MAX_US ? "spin_us" : "mgr_spin_us",
 			c.spin_us > TW_SPIN_MAX_US ? c.spin_us : c.mgr_spin_us,
 			TW_SPIN_MAX_US);
-		return unstarted_exit(cl, &c, &args, 1);
+		return free_and_exit(cl, &c, &args, 1);
 	}
 	if (c.channel && tw_channel_parse(c.channel, &cl->opts.channel) < 0) {
 		fprintf(stderr, "%s: bad channel '%s' (integrity, encrypt or "
 			"none)\n", prog, c.channel);
-		return unstarted_exit(cl, &c, &args, 1);
+		return free_and_exit(cl, &c, &args, 1);
 	}
 	free(c.channel);
+	c.channel = NULL;
 	cl->opts.cluster = c.cluster ? c.cluster : strdup("twinfs");
+	c.cluster = NULL;   /* cl->opts owns it now (subdir, mgr_addr: c) */
 	cl->opts.request_timeout_ms = c.request_timeout;
 	cl->map_changed = fc_data_map_changed;
 	cl->opts.mgr_timeout_ms = c.mgr_timeout;
@@ -863,18 +866,10 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	fc_files_free(cl);
-	fc_inodes_free(cl);
 	fc_sa_free(&cl->sa);
 	fc_dl_free(&cl->dl);
-	tw_hmap_free(&cl->reports_inflight);
-	tw_hmap_free(&cl->wb_errs);
-	fc_caps_free(cl);
-	fuse_opt_free_args(&args);
 	free(fopts.mountpoint);
-	free(c.mgr_addr);
 	free(cl->opts.cluster);
-	free(cl->opts.subdir);
 	explicit_bzero(cl->opts.ident_key, sizeof(cl->opts.ident_key));
-	free(cl);
-	return ret;
+	return free_and_exit(cl, &c, &args, ret);
 }
