@@ -7,9 +7,11 @@
  * pair, the addresses in order (common/mgrlist.h): an mgrd that answers
  * MSG_MGRD_STATUS with role "active" is used; one that answers with
  * another role (standby, syncing: an election may be under way) or
- * -EREMOTE sends us to the other, with mgrlist's backoff, until
- * mgr_timeout.  A round in which no mgrd could be reached at all ends at
- * once: nothing would change by waiting.
+ * -EREMOTE sends us to the other, with mgrlist's backoff capped at
+ * CTL_BACKOFF_MAX_MS (someone is waiting at the prompt, and an election
+ * ends a lease after it starts, not 2 s later), until mgr_timeout.  A
+ * round in which no mgrd could be reached at all ends at once: nothing
+ * would change by waiting.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include "ctl_int.h"
+
+#define CTL_BACKOFF_MAX_MS 250u
 
 /* MSG_MGRD_STATUS on s into *st (role copied): 0, or the call's -errno.
  * An mgrd without the pair (an older one: -EOPNOTSUPP) is the active of
@@ -97,7 +101,7 @@ const char *ctl_mgrd_addr(struct ctl *ctl)
 
 int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 {
-	uint64_t deadline;
+	uint64_t deadline, left;
 	int rc, unreachable = 0, tries = 0;
 	char why[TW_MGRLIST_MAX + 1][200];
 
@@ -156,8 +160,10 @@ int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 			}
 			return rc < 0 ? rc : -EREMOTE;
 		}
+		left = deadline - TW_MIN(deadline - 1, tw_now_ms());
 		delay = tw_mgrlist_failed(&ctl->mgrs, o, why[i], NULL,
-					  (uint32_t)(deadline - tw_now_ms()));
+					  (uint32_t)TW_MIN(left,
+							   CTL_BACKOFF_MAX_MS));
 		if (delay)
 			usleep(delay * 1000u);
 	}
