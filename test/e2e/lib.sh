@@ -47,27 +47,49 @@ scale() {
 
 # A free block of 12 consecutive loopback ports: mgrd + 4 iods, then
 # their metrics endpoints (deploy/local-cluster metrics_port), then a
-# second mgrd and its metrics (TWINFS_MGRDS=2).
+# second mgrd and its metrics (TWINFS_MGRDS=2).  test/run-all -j runs
+# scripts side by side: a block handed out in the last 15 minutes (listed,
+# under a lock, in /tmp/twinfs-e2e-ports) is never handed out again, so
+# two scripts cannot both find one free before either binds it, nor take
+# the ports of a cluster whose daemons are all down for a moment.
 pick_ports() {
 	"$PY" - <<'EOF'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 30000, 20)
-    socks = []
-    try:
-        for p in range(base, base + 12):
-            s = socket.socket()
-            s.bind(("127.0.0.1", p))
-            socks.append(s)
-    except OSError:
-        continue
-    finally:
-        for s in socks:
-            s.close()
-    print(base)
-    break
-else:
-    raise SystemExit("no free port block")
+import fcntl, random, socket, time
+now = int(time.time())
+with open("/tmp/twinfs-e2e-ports", "a+") as reg:
+    fcntl.flock(reg, fcntl.LOCK_EX)
+    reg.seek(0)
+    recent = {}
+    for line in reg:
+        try:
+            base, when = (int(x) for x in line.split())
+        except ValueError:
+            continue
+        if now - when < 900:
+            recent[base] = when
+    for _ in range(200):
+        base = random.randrange(20000, 30000, 20)
+        if base in recent:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + 12):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        recent[base] = now
+        reg.seek(0)
+        reg.truncate()
+        reg.writelines(f"{b} {w}\n" for b, w in recent.items())
+        print(base)
+        break
+    else:
+        raise SystemExit("no free port block")
 EOF
 }
 

@@ -21,6 +21,7 @@
 # the daemon by what it sends (we send up to 256 MiB).  Under ASan freed
 # memory sits in a quarantine (256 MiB by default) that the mount's I/O
 # fills too, so the bound there is that quarantine plus the 64 MiB.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 export TWINFS_MAX_CONNECTIONS=512
 export TWINFS_HELLO_TIMEOUT=2s

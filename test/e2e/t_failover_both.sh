@@ -5,6 +5,7 @@
 # return, the group serves again without a remount (the twin demoted first
 # is stale and rejoins as resyncing; the other comes back up).  Then the
 # same with both twins of the other group hung by SIGSTOP.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_both

@@ -4,6 +4,7 @@
 # longest 1 MiB write is timed), the bytes are right, the map says down and
 # needing resync, and SIGCONT brings it back as `resyncing` (at mgrd's next
 # answered ping: within monitor_interval).
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_hang

@@ -3,6 +3,7 @@
 # monitor_interval 500 ms and nobody writing, a killed iod is `down` in the
 # map within 2 x monitor_interval + request_timeout (mgrd's own pings: two
 # misses), and a hung one (SIGSTOP) within the same bound.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_idle

@@ -7,6 +7,7 @@
 # and needs resync; when the link comes back it rejoins as `resyncing`,
 # never read before it is resynced.  All traffic stays inside the two
 # namespaces (10.231.x.0/24 exists only there).
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 

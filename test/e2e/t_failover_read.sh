@@ -5,6 +5,7 @@
 # a failed piece goes at once to the other readable twin.  Then the same
 # with a twin hung by SIGSTOP: the read still completes, within the op
 # deadline (2 x request_timeout) of its slowest piece.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_read

@@ -5,6 +5,7 @@
 # epoch); mgrd retries at the primary of the next map, so truncate(1) right
 # after kill -9 or SIGSTOP of an iod succeeds, the size is right, and the
 # bytes below it are intact.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 # The last drill needs twins that stay `resyncing` (not readable): no

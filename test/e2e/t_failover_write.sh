@@ -7,6 +7,7 @@
 # finishes without an error, every byte matches, the map marks iod 2 down
 # and needing resync, and the restarted iods rejoin as `resyncing` (a new
 # incarnation is a failure plus a rejoin) while reads stay correct.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_write

@@ -28,6 +28,7 @@
 # active's.
 # MGRD_V=-v in the environment starts the mgrds this test starts with debug
 # logs.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 e2e_before_up() { export TWINFS_MGRD_PAIR=127.0.0.2; }
 e2e_begin mgrd-elect

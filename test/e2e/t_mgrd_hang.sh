@@ -3,6 +3,7 @@
 # stay open, nothing answers) while a client writes and reads; see
 # mgrd_outage_lib.sh for what is checked: data I/O goes on, metadata waits
 # up to mgr_timeout then fails with EIO, nothing hangs.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 . "$(dirname "$0")/mgrd_outage_lib.sh"

@@ -4,6 +4,7 @@
 # the client) and no I/O: a killed iod is reported `down` within
 # 2 x 30 s + 5 s.  About 70 s, so run-all skips it unless TWINFS_SLOW=1.
 # e2e: slow
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 unset TWINFS_MONITOR_INTERVAL TWINFS_REQUEST_TIMEOUT TWINFS_DOWN_AFTER
 export TWINFS_MOUNT_OPTS=allow_other

@@ -7,6 +7,7 @@
 # found by mgrd's pings: `down` after its second missed ping, so within
 # 2 x interval + request_timeout and not before about one interval.  The
 # scaled-down twin of t_monitor_default.sh.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 export TWINFS_MONITOR_INTERVAL=2s TWINFS_REQUEST_TIMEOUT=1s TWINFS_DOWN_AFTER=2
 export TWINFS_MOUNT_OPTS=allow_other,monitor_interval=60000

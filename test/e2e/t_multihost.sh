@@ -18,6 +18,7 @@
 # and at the end both clients list the same tree with the same bytes.  All
 # traffic stays inside the namespaces this test makes (10.x exists only
 # there); one cluster for every check.
+# e2e: alone (network namespaces, eight hosts)
 . "$(dirname "$0")/lib.sh"
 
 E2E_NAME=multihost

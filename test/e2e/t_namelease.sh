@@ -14,6 +14,7 @@
 #   - -o nonamelease turns it off; an unmount gives its leases back (no
 #     create elsewhere waits for them to expire); the client counts its
 #     answers at unmount.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 e2e_begin namelease
 ROUNDS=$(scale 60)

@@ -14,6 +14,7 @@
 # note, where there is no dpkg, or where a twinfs package or a file the
 # packages install is already there (purging would not leave the machine
 # as found).
+# e2e: alone (installs packages system-wide)
 . "$(dirname "$0")/lib.sh"
 
 PKGS=(twinfs-server twinfs-client twinfs-tools)

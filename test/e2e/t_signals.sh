@@ -5,6 +5,7 @@
 # the result a local file system gives, and leave exactly what they made
 # (sigstorm.py).  The other half, that a wait for a hung or unreachable
 # mgrd can be interrupted, is in mgrd_outage_lib.sh.
+# e2e: alone (checks a time bound)
 . "$(dirname "$0")/lib.sh"
 e2e_begin signals
 
