@@ -374,7 +374,7 @@ int iod_store_seek(struct iod_store *s, uint64_t ino, uint32_t column,
 		   uint64_t off, int whence, uint64_t *res, uint64_t *size);
 
 /* Delete subfiles (ino, columns[0..n-1]); n = 0: every column of ino.
- * Absent ones are fine. */
+ * Absent ones are fine (a named one is journaled as deleted unasked). */
 int iod_store_delete(struct iod_store *s, uint64_t ino,
 		     const uint32_t *columns, size_t n, iod_store_cb cb,
 		     void *arg);

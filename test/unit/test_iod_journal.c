@@ -675,6 +675,44 @@ Test(iod_journal, absent_then_created)
 	}
 }
 
+/* A column named in a delete is journaled as deleted without asking
+ * whether its subfile exists (iod_store_delete): in every mode, deleting
+ * an absent column succeeds, leaves the file's other column alone, and
+ * its replay (after a death) and its checkpoint (a clean close) meet
+ * ENOENT without an error. */
+Test(iod_journal, delete_of_an_absent_column)
+{
+	static uint8_t a[6000];
+
+	fill(a, sizeof(a), 5);
+	for (int mode = 0; mode < 3; mode++) {
+		fresh(mode);
+		cr_assert_eq(s_write(st, 90, 0, 0, a, sizeof(a), 0, &L, NULL),
+			     0);
+		cr_assert_eq(s_delete(st, 90, 1), 0, "%s", mode_names[mode]);
+		cr_assert_eq(s_delete(st, 91, 0), 0, "%s", mode_names[mode]);
+		expect_absent(90, 1);
+		expect_absent(91, 0);
+		expect(90, 0, a, sizeof(a));
+		restart_dead();
+		expect(90, 0, a, sizeof(a));
+		expect_absent(90, 1);
+		expect_absent(91, 0);
+		restart_clean();
+		cr_assert(on_disk(90, 0), "%s: 90.0 not home",
+			  mode_names[mode]);
+		cr_assert_not(on_disk(90, 1));
+		cr_assert_not(on_disk(91, 0));
+		expect(90, 0, a, sizeof(a));
+		/* and a real delete after them still removes the file */
+		cr_assert_eq(s_delete(st, 90, 0), 0);
+		restart_clean();
+		cr_assert_not(on_disk(90, 0), "%s: 90.0 still home",
+			      mode_names[mode]);
+		expect_absent(90, 0);
+	}
+}
+
 Test(iod_journal, listing_sees_the_journal)
 {
 	uint8_t b[10] = { 1 };
