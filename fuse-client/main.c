@@ -610,7 +610,7 @@ static void detach_stdio(void)
  * has nothing to say either; rc.  Alone where nothing started yet (help,
  * version, a bad option); the end of main's out path otherwise. */
 static int free_and_exit(struct fc_client *cl, struct cmdline *c,
-			  struct fuse_args *args, int rc)
+			 struct fuse_args *args, int rc)
 {
 	fc_inodes_free(cl);
 	tw_hmap_free(&cl->reports_inflight);
