@@ -101,7 +101,7 @@ const char *ctl_mgrd_addr(struct ctl *ctl)
 
 int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 {
-	uint64_t deadline, left;
+	uint64_t deadline, now, left;
 	int rc, unreachable = 0, tries = 0;
 	char why[TW_MGRLIST_MAX + 1][200];
 
@@ -160,7 +160,9 @@ int ctl_connect_mgrd_q(struct ctl *ctl, bool quiet, struct wire_sync **out)
 			}
 			return rc < 0 ? rc : -EREMOTE;
 		}
-		left = deadline - TW_MIN(deadline - 1, tw_now_ms());
+		/* never 0: tw_mgrlist_failed takes 0 for its own 2 s cap */
+		now = tw_now_ms();
+		left = now < deadline ? deadline - now : 1;
 		delay = tw_mgrlist_failed(&ctl->mgrs, o, why[i], NULL,
 					  (uint32_t)TW_MIN(left,
 							   CTL_BACKOFF_MAX_MS));
