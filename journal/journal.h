@@ -15,7 +15,8 @@
  * The ext3-style block journal of the iods is the second half of this
  * header ("Block journal (iod)"); both formats: journal/FORMAT.md.
  *
- * Not thread-safe: one owner thread per log.
+ * Not thread-safe: one owner thread per log (jnl_rec_sync_run is the one
+ * step that runs elsewhere).
  */
 #ifndef TWINFS_JOURNAL_H
 #define TWINFS_JOURNAL_H
@@ -70,6 +71,31 @@ int jnl_rec_append(struct jnl_rec *j, const void *buf, size_t len,
 
 /* fdatasync the log: every record appended so far survives power loss. */
 int jnl_rec_sync(struct jnl_rec *j);
+
+/* jnl_rec_sync in three steps, so that the fdatasync runs on another
+ * thread while the owner goes on appending (a periodic commit must not
+ * stop the owner's requests behind a disk flush):
+ *   jnl_rec_sync_start (owner): takes the records appended so far; 1 when
+ *     there is something to sync (then run and done must follow), 0 when
+ *     they are synced already, -errno (-EIO once aborted).
+ *   jnl_rec_sync_run (any thread): the fdatasync, of its own descriptor of
+ *     the log file (the owner may close or replace its own meanwhile).
+ *   jnl_rec_sync_done (owner): records the result; the records taken count
+ *     as synced only now (FORMAT.md invariant 12), and only if the log file
+ *     is still the one synced (a newer one was synced when it took over).
+ *     A failed fdatasync aborts the log, as jnl_rec_sync's would.
+ *   jnl_rec_sync_forget: instead of done, when the log is closed. */
+struct jnl_rec_bgsync {
+	int fd;                  /* a dup of the log file's descriptor */
+	uint64_t upto;           /* the last record taken */
+	uint8_t log_id[16];      /* of the log file synced */
+	int fault;               /* fault injection, taken at start */
+	int rc;                  /* the fdatasync's result */
+};
+int jnl_rec_sync_start(struct jnl_rec *j, struct jnl_rec_bgsync *b);
+void jnl_rec_sync_run(struct jnl_rec_bgsync *b);
+int jnl_rec_sync_done(struct jnl_rec *j, struct jnl_rec_bgsync *b);
+void jnl_rec_sync_forget(struct jnl_rec_bgsync *b);
 
 /* Bytes in the log since the last snapshot (the caller decides when to
  * snapshot); with `journal.next`, of both files. */

@@ -245,10 +245,8 @@ static int op_write(struct jnl_rec *j, int fd, const struct iovec *iov, int cnt,
 
 /* For the operations below, tear means "took effect, then reported -EIO":
  * the caller cannot know whether it happened, as after a real error. */
-static int op_fsync(struct jnl_rec *j, int fd, bool data_only)
+static int fsync_faulted(int mode, int fd, bool data_only)
 {
-	int mode = fault_take(j);
-
 	if (mode == FAULT_FAIL)
 		return -EIO;
 	if (mode == FAULT_DROP)
@@ -256,6 +254,11 @@ static int op_fsync(struct jnl_rec *j, int fd, bool data_only)
 	if ((data_only ? fdatasync(fd) : fsync(fd)) < 0)
 		return -errno;
 	return mode == FAULT_TEAR ? -EIO : 0;
+}
+
+static int op_fsync(struct jnl_rec *j, int fd, bool data_only)
+{
+	return fsync_faulted(fault_take(j), fd, data_only);
 }
 
 static int op_rename(struct jnl_rec *j, int dirfd, const char *from,
@@ -1340,6 +1343,58 @@ int jnl_rec_sync(struct jnl_rec *j)
 	/* invariant 12: only a returned fdatasync moves synced_seq */
 	j->synced_seq = j->next_seq - 1;
 	return 0;
+}
+
+int jnl_rec_sync_start(struct jnl_rec *j, struct jnl_rec_bgsync *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+	if (j->aborted)
+		return -EIO;                     /* invariant 5 */
+	b->upto = j->next_seq - 1;
+	if (b->upto <= j->synced_seq)
+		return 0;
+	b->fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0);
+	if (b->fd < 0)
+		return -errno;
+	memcpy(b->log_id, j->log_id, sizeof(b->log_id));
+	b->fault = fault_take(j);
+	return 1;
+}
+
+void jnl_rec_sync_run(struct jnl_rec_bgsync *b)
+{
+	assert(b->fd >= 0);
+	b->rc = fsync_faulted(b->fault, b->fd, true);
+}
+
+int jnl_rec_sync_done(struct jnl_rec *j, struct jnl_rec_bgsync *b)
+{
+	int rc = b->rc;
+
+	jnl_rec_sync_forget(b);
+	if (rc < 0) {
+		log_abort(j, "fdatasync", rc);
+		return rc;
+	}
+	if (j->aborted)
+		return -EIO;
+	/* invariant 12: only a returned fdatasync moves synced_seq, and only
+	 * for the file it synced.  A log that took over since (a snapshot's
+	 * fresh log, journal.next) began with everything before it synced. */
+	if (memcmp(b->log_id, j->log_id, sizeof(b->log_id)) == 0 &&
+	    b->upto > j->synced_seq) {
+		assert(b->upto < j->next_seq);
+		j->synced_seq = b->upto;
+	}
+	return 0;
+}
+
+void jnl_rec_sync_forget(struct jnl_rec_bgsync *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
 }
 
 uint64_t jnl_rec_log_bytes(const struct jnl_rec *j)

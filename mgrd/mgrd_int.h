@@ -901,7 +901,9 @@ struct mgr_journal {
 	                           * written since start) */
 	uint64_t records;         /* replayed + appended */
 	uint64_t snapshots;       /* written since start (metrics) */
-	bool dirty;               /* appended since the last sync */
+	bool dirty;               /* appended since the last sync began */
+	bool bg_syncing;          /* a sync started off the loop thread
+	                           * (mgr_journal_sync_start) is not done */
 	/* The periodic snapshot is written by a child (snapfork.c) as of
 	 * seq bg_seq while the log goes on (journal.h jnl_rec_snap_begin). */
 	pid_t bg_child;           /* 0 = none running */
@@ -940,6 +942,14 @@ int mgr_journal_install(struct mgr_journal *j, const void *snap,
 int mgr_journal_install_at(struct mgr_journal *j, const void *snap,
 			   size_t len, uint64_t seq);
 int mgr_journal_sync(struct mgr_journal *j);
+/* mgr_journal_sync with its fdatasync on another thread (the periodic
+ * commit: the loop goes on serving meanwhile; journal.h
+ * jnl_rec_sync_start): 1 when *b is to be run there and then given back
+ * to mgr_journal_sync_done (or, once the journal is closed, to
+ * jnl_rec_sync_forget), 0 when nothing is to be synced, -errno. */
+struct jnl_rec_bgsync;
+int mgr_journal_sync_start(struct mgr_journal *j, struct jnl_rec_bgsync *b);
+int mgr_journal_sync_done(struct mgr_journal *j, struct jnl_rec_bgsync *b);
 /* A snapshot written now, on this thread (shutdown, the space check):
  * a snapshot being written in the background is given up first. */
 int mgr_journal_snapshot(struct mgr_journal *j);

@@ -19,6 +19,7 @@
 #include "mgrd_int.h"
 #include "journal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -1413,12 +1414,36 @@ int mgr_journal_sync(struct mgr_journal *j)
 {
 	int rc;
 
-	if (!j->dirty)
+	/* A sync still running elsewhere may cover the records, but its
+	 * caller is not told when: this one syncs on its own. */
+	if (!j->dirty && !j->bg_syncing)
 		return 0;
 	rc = jnl_rec_sync(j->log);
 	if (rc == 0)
 		j->dirty = false;
 	return rc;
+}
+
+int mgr_journal_sync_start(struct mgr_journal *j, struct jnl_rec_bgsync *b)
+{
+	int rc;
+
+	assert(!j->bg_syncing);
+	if (!j->dirty)
+		return 0;
+	rc = jnl_rec_sync_start(j->log, b);
+	if (rc < 0)
+		return rc;
+	j->dirty = false;
+	j->bg_syncing = rc == 1;
+	return rc;
+}
+
+int mgr_journal_sync_done(struct mgr_journal *j, struct jnl_rec_bgsync *b)
+{
+	assert(j->bg_syncing);
+	j->bg_syncing = false;
+	return jnl_rec_sync_done(j->log, b);
 }
 
 int mgr_journal_snapshot(struct mgr_journal *j)

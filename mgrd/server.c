@@ -1751,13 +1751,61 @@ void mgr_server_lost_lease(struct mgr_server *s)
 	_exit(3);
 }
 
+static void stop_step(void *arg);
+
+static void commit_work(uv_work_t *w)
+{
+	struct mgr_server *s = w->data;
+
+	jnl_rec_sync_run(&s->commit_sync);
+}
+
+static void commit_work_done(uv_work_t *w, int status)
+{
+	struct mgr_server *s = w->data;
+	int rc;
+
+	(void)status;   /* never cancelled */
+	s->commit_running = false;
+	if (s->stopping) {
+		/* the journal is closed, synced before (mgr_server_stop) */
+		jnl_rec_sync_forget(&s->commit_sync);
+		stop_step(s);
+		return;
+	}
+	rc = mgr_journal_sync_done(&s->jnl, &s->commit_sync);
+	if (rc < 0)
+		mgr_srv_fatal(s, "sync", rc);
+}
+
+/* The periodic commit: what was journaled since the last one is made
+ * durable by an fdatasync on libuv's thread pool, so that requests go on
+ * meanwhile (a flush behind a busy disk took up to 0.4 s on the loop).
+ * A tick while the last one runs is skipped; the next takes its records. */
 static void on_commit_timer(uv_timer_t *t)
 {
 	struct mgr_server *s = t->data;
-	int rc = mgr_journal_sync(&s->jnl);
+	int rc;
 
+	if (s->commit_running)
+		return;
+	rc = mgr_journal_sync_start(&s->jnl, &s->commit_sync);
 	if (rc < 0)
 		mgr_srv_fatal(s, "sync", rc);
+	if (rc == 0)
+		return;
+	s->commit_work.data = s;
+	rc = uv_queue_work(s->loop, &s->commit_work, commit_work,
+			   commit_work_done);
+	if (rc < 0) {
+		/* cannot happen with these arguments; sync here instead */
+		jnl_rec_sync_run(&s->commit_sync);
+		rc = mgr_journal_sync_done(&s->jnl, &s->commit_sync);
+		if (rc < 0)
+			mgr_srv_fatal(s, "sync", rc);
+		return;
+	}
+	s->commit_running = true;
 }
 
 int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
@@ -1961,7 +2009,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
 	mgr_dl_stop(s);
-	s->closing = 4;
+	s->closing = 4 + s->commit_running;
 	uv_timer_stop(&s->commit_timer);
 	uv_timer_stop(&s->sweep_timer);
 	uv_timer_stop(&s->dl_timer);

@@ -8,6 +8,7 @@
 #ifndef TWINFS_MGRD_SERVER_INT_H
 #define TWINFS_MGRD_SERVER_INT_H
 
+#include "journal.h"
 #include "lock.h"
 #include "mgrd_int.h"
 #include "wire.h"
@@ -72,6 +73,11 @@ struct mgr_server {
 	uv_timer_t dl_timer;          /* dlease.c */
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
+	/* The periodic commit's fdatasync, on libuv's thread pool while
+	 * commit_running (mgr_journal_sync_start). */
+	uv_work_t commit_work;
+	struct jnl_rec_bgsync commit_sync;
+	bool commit_running;
 	uv_timer_t sweep_timer;
 	struct mgr_conn *conns;
 	struct mgr_inflight *inflight;

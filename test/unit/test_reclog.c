@@ -14,8 +14,10 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,6 +436,136 @@ Test(reclog, record_of_4MiB)
 	assert_hist_eq(&got, &want, want.n, "4 MiB record");
 	jnl_rec_close(j);
 	free(big);
+	hist_free(&want);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
+/* ---------------------------------------- a sync off the owner thread */
+
+/* synced_to of record k (0-based) of a log whose records are 0.. */
+static uint64_t synced_to_of(const uint8_t *image, size_t len, unsigned k)
+{
+	uint64_t off = rec_off(0, k) + 16, v;
+
+	cr_assert_leq(off + 8, len);
+	memcpy(&v, image + off, 8);
+	return le64toh(v);
+}
+
+static void *run_sync(void *arg)
+{
+	jnl_rec_sync_run(arg);
+	return NULL;
+}
+
+/* Records appended while the fdatasync runs on another thread are not
+ * counted as synced by it (inv 12); those taken at the start are, once
+ * done. */
+Test(reclog, background_sync_counts_only_what_it_took)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 };
+	struct jnl_rec_bgsync b;
+	struct jnl_rec *j;
+	pthread_t t;
+	uint8_t *image;
+	size_t len;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 0, "nothing to sync yet");
+	append_n(j, &want, 0, 3);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	cr_assert_eq(b.upto, 3);
+	cr_assert_eq(pthread_create(&t, NULL, run_sync, &b), 0);
+	append_n(j, &want, 3, 2);       /* seqs 4, 5 while it runs */
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	append_n(j, &want, 5, 1);       /* before done: still unsynced */
+	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
+	cr_assert_eq(b.fd, -1, "its descriptor closed");
+	append_n(j, &want, 6, 1);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	cr_assert_eq(b.upto, 7);
+	jnl_rec_sync_run(&b);
+	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 0, "all synced");
+	append_n(j, &want, 7, 1);
+	jnl_rec_close(j);
+
+	image = read_whole(dir, "journal", &len);
+	for (unsigned k = 0; k <= 5; k++)
+		cr_assert_eq(synced_to_of(image, len, k), 0, "record %u", k);
+	cr_assert_eq(synced_to_of(image, len, 6), 3);
+	cr_assert_eq(synced_to_of(image, len, 7), 7);
+	free(image);
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	assert_hist_eq(&got, &want, want.n, "reopen");
+	jnl_rec_close(j);
+	hist_free(&want);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
+/* A log replaced between start and done (here by another mgrd's snapshot
+ * at a lower seq, inv 14) keeps its own synced_seq: the sync was of a
+ * file no longer in use, and its seqs are another history's. */
+Test(reclog, background_sync_of_a_replaced_log)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 }, other = { 0 };
+	struct jnl_rec_bgsync b;
+	struct jnl_rec *j;
+	uint8_t *state, *image;
+	size_t len;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 0, 10);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	cr_assert_eq(b.upto, 10);
+	for (unsigned i = 0; i < 2; i++)
+		hist_push(&other, i + 1, "z", 1);
+	state = hist_serialise(&other, &len);
+	cr_assert_eq(jnl_rec_snapshot_at(j, state, len, 2), 0);
+	free(state);
+	jnl_rec_sync_run(&b);
+	cr_assert_eq(b.rc, 0);
+	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
+	cr_assert_eq(jnl_rec_append(j, "a", 1, NULL), 0);   /* seq 3 */
+	jnl_rec_close(j);
+	image = read_whole(dir, "journal", &len);
+	cr_assert_eq(len, LOG_HDR + REC_HDR + 1);
+	cr_assert_eq(synced_to_of(image, len, 0), 2,
+		     "the snapshot's seq, not the old log's 10");
+	free(image);
+	hist_free(&want);
+	hist_free(&got);
+	hist_free(&other);
+	rm_dir(dir);
+}
+
+/* A failed fdatasync aborts the log as jnl_rec_sync's would (inv 5); a
+ * forgotten one just closes its descriptor. */
+Test(reclog, background_sync_failure_aborts)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 };
+	struct jnl_rec_bgsync b;
+	struct jnl_rec *j;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 0, 2);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	jnl_rec_sync_forget(&b);
+	cr_assert_eq(b.fd, -1);
+	jnl_rec_inject_fault(j, 1, FAULT_TEAR);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	jnl_rec_sync_run(&b);
+	cr_assert_eq(b.rc, -EIO);
+	cr_assert_eq(jnl_rec_sync_done(j, &b), -EIO);
+	cr_assert_eq(jnl_rec_append(j, "x", 1, NULL), -EIO, "aborted");
+	cr_assert_eq(jnl_rec_sync_start(j, &b), -EIO);
+	cr_assert_eq(b.fd, -1);
+	jnl_rec_close(j);
 	hist_free(&want);
 	hist_free(&got);
 	rm_dir(dir);
