@@ -419,6 +419,16 @@ int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
  * "PATH.corrupt-<unix time>" (mode 0600; written to out), fsync the copy
  * and its directory.  0 or -errno (-EEXIST when that name exists). */
 int tw_copy_aside(const char *path, char *out, size_t outlen);
+/* Asks is_free(arg) every 10 ms for at most max_ms (0: once): its 1
+ * (free) ends the wait with 0, a negative errno with that; still 0 (held)
+ * at the end gives -ETIMEDOUT.  *waited_ms says how long it waited.  For
+ * a lock a dead owner's leftovers hold a moment longer (a child that
+ * inherited the descriptor, io_uring requests in flight). */
+int tw_wait_free(int (*is_free)(void *arg), void *arg, unsigned max_ms,
+		 unsigned *waited_ms);
+/* flock(*fd, LOCK_EX | LOCK_NB) as an is_free for tw_wait_free: 1 taken,
+ * 0 held by another open file, -errno. */
+int tw_flock_free(void *fd);
 /* The address a server binds: host is an IPv4 or IPv6 literal,
  * "localhost" (127.0.0.1) or a name, resolved here (blocking: call it at
  * start only).  0 or -EINVAL. */

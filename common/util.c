@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -241,6 +242,28 @@ int tw_fd_budget(const char *who, uint32_t want_conns, uint32_t reserve,
 			reserve, *conns);
 	}
 	return 0;
+}
+
+int tw_wait_free(int (*is_free)(void *arg), void *arg, unsigned max_ms,
+		 unsigned *waited_ms)
+{
+	for (*waited_ms = 0;; *waited_ms += 10) {
+		int rc = is_free(arg);
+
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		if (*waited_ms >= max_ms)
+			return -ETIMEDOUT;
+		usleep(10 * 1000);
+	}
+}
+
+/* LOCK_NB: flock never sleeps, so it never fails with EINTR. */
+int tw_flock_free(void *fd)
+{
+	if (flock(*(int *)fd, LOCK_EX | LOCK_NB) == 0)
+		return 1;
+	return errno == EWOULDBLOCK ? 0 : -errno;
 }
 
 int tw_copy_aside(const char *path, char *out, size_t outlen)

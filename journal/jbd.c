@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1266,25 +1265,9 @@ static const struct flock dfd_lock = {
 };
 #define DFD_WAIT_MS 10000
 
-/* Ask is_free(j) every 10 ms for at most DFD_WAIT_MS: its 1 (free) ends the
- * wait with 0, a negative errno with that; still 0 (held) at the end
- * gives -ETIMEDOUT.  *waited_ms says how long it waited. */
-static int wait_until_free(struct jbd *j, int (*is_free)(struct jbd *),
-			   int *waited_ms)
+static int direct_writes_done(void *arg)
 {
-	for (*waited_ms = 0;; *waited_ms += 10) {
-		int rc = is_free(j);
-
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
-		if (*waited_ms >= DFD_WAIT_MS)
-			return -ETIMEDOUT;
-		usleep(10 * 1000);
-	}
-}
-
-static int direct_writes_done(struct jbd *j)
-{
+	struct jbd *j = arg;
 	struct flock l = dfd_lock;
 
 	if (fcntl(j->fd, F_OFD_GETLK, &l) < 0)
@@ -1294,26 +1277,14 @@ static int direct_writes_done(struct jbd *j)
 
 static int wait_old_direct_writes(struct jbd *j)
 {
-	int waited, rc = wait_until_free(j, direct_writes_done, &waited);
+	unsigned waited;
+	int rc = tw_wait_free(direct_writes_done, j, DFD_WAIT_MS, &waited);
 
 	if (rc == -ETIMEDOUT) {
 		tw_err("journal %s: O_DIRECT writes of its previous owner "
-		       "still in flight after %d ms", j->opts.path, waited);
+		       "still in flight after %u ms", j->opts.path, waited);
 		return -EBUSY;
 	}
-	return rc;
-}
-
-/* LOCK_NB: flock never sleeps, so it never fails with EINTR. */
-static int owner_lock_taken(struct jbd *j)
-{
-	if (flock(j->fd, LOCK_EX | LOCK_NB) == 0)
-		return 1;
-	if (errno == EWOULDBLOCK)
-		return 0;
-	int rc = -errno;
-
-	tw_err("journal %s: flock: %s", j->opts.path, strerror(-rc));
 	return rc;
 }
 
@@ -1326,16 +1297,19 @@ static int owner_lock_taken(struct jbd *j)
  * (DFD_WAIT_MS) before the journal counts as in use. */
 static int lock_owner(struct jbd *j)
 {
-	int waited, rc = wait_until_free(j, owner_lock_taken, &waited);
+	unsigned waited;
+	int rc = tw_wait_free(tw_flock_free, &j->fd, DFD_WAIT_MS, &waited);
 
 	if (rc == -ETIMEDOUT) {
 		tw_err("journal %s: in use by another process (still locked "
-		       "after %d ms): is another iod running on this data "
+		       "after %u ms): is another iod running on this data "
 		       "directory?", j->opts.path, waited);
 		return -EBUSY;
 	}
-	if (rc == 0 && waited > 0)
-		tw_info("journal %s: its previous owner let it go after %d ms",
+	if (rc < 0)
+		tw_err("journal %s: flock: %s", j->opts.path, strerror(-rc));
+	else if (waited > 0)
+		tw_info("journal %s: its previous owner let it go after %u ms",
 			j->opts.path, waited);
 	return rc;
 }

@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -1124,6 +1123,7 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 	void *snap = NULL;
 	uint64_t snap_len = 0, last = 0;
 	bool have_snap = false, committed;
+	unsigned waited;
 	int rc;
 
 	if (dir == NULL || out == NULL ||
@@ -1157,22 +1157,21 @@ int jnl_rec_open_flags(const char *dir, unsigned flags, jnl_snap_cb snap_cb,
 	/* Two owners of one log would interleave records.  A child of a
 	 * killed owner keeps the lock (an inherited descriptor) until it is
 	 * gone, which a sync in progress may delay: the caller may wait. */
-	for (unsigned i = 0; flock(j->dirfd, LOCK_EX | LOCK_NB) < 0 &&
-	     errno == EWOULDBLOCK && (flags & JNL_REC_WAIT_LOCK) &&
-	     i < LOCK_WAIT_MS / 10; i++) {
-		if (i == 0)
-			tw_warn("journal %s: locked by another process; "
-				"waiting up to %u s for it to end", dir,
-				LOCK_WAIT_MS / 1000);
-		usleep(10000);
-	}
-	if (flock(j->dirfd, LOCK_EX | LOCK_NB) < 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	rc = tw_wait_free(tw_flock_free, &j->dirfd,
+			  (flags & JNL_REC_WAIT_LOCK) ? LOCK_WAIT_MS : 0,
+			  &waited);
+	if (rc < 0) {
+		if (rc == -ETIMEDOUT)
+			rc = -EBUSY;
 		tw_err("journal %s: cannot lock: %s", dir,
-		       rc == -EBUSY ? "already open by another owner"
-				    : strerror(-rc));
+		       rc != -EBUSY ? strerror(-rc) : waited > 0 ?
+		       "still open by another owner after the wait" :
+		       "already open by another owner");
 		goto out;
 	}
+	if (waited > 0)
+		tw_info("journal %s: its previous owner let it go after %u ms",
+			dir, waited);
 	/* Temporaries are never part of the state (invariant 7). */
 	rc = unlink_tmp(j->dirfd, SNAP_TMP_NAME);
 	if (rc == 0)

@@ -1213,3 +1213,62 @@ Test(spin, poll_returns_when_readable_or_at_the_deadline)
 	close(p[0]);
 	close(p[1]);
 }
+
+/* ------------------------------------------------------- tw_wait_free */
+
+static int free_on_third(void *arg)
+{
+	int *calls = arg;
+
+	return ++*calls == 3 ? 1 : 0;
+}
+
+static int fails(void *arg)
+{
+	(void)arg;
+	return -EIO;
+}
+
+Test(wait_free, asks_until_free_or_the_bound)
+{
+	unsigned waited;
+	int calls = 0;
+
+	cr_assert_eq(tw_wait_free(free_on_third, &calls, 1000, &waited), 0);
+	cr_assert_eq(calls, 3);
+	cr_assert_eq(waited, 20, "two 10 ms waits");
+	calls = -100;
+	cr_assert_eq(tw_wait_free(free_on_third, &calls, 0, &waited),
+		     -ETIMEDOUT, "0: asked once");
+	cr_assert_eq(calls, -99);
+	cr_assert_eq(waited, 0);
+	calls = -100;
+	cr_assert_eq(tw_wait_free(free_on_third, &calls, 30, &waited),
+		     -ETIMEDOUT);
+	cr_assert_eq(calls, -96, "at 0, 10, 20 and 30 ms");
+	cr_assert_eq(waited, 30);
+	cr_assert_eq(tw_wait_free(fails, NULL, 1000, &waited), -EIO);
+	cr_assert_eq(waited, 0);
+}
+
+Test(wait_free, flock_free_tells_held_from_taken)
+{
+	char path[] = "/tmp/twinfs-flock-XXXXXX";
+	int a = mkstemp(path), b, bad = -1;
+	unsigned waited;
+
+	cr_assert(a >= 0);
+	b = open(path, O_RDONLY);
+	cr_assert(b >= 0);
+	cr_assert_eq(tw_flock_free(&a), 1);
+	cr_assert_eq(tw_flock_free(&a), 1, "its own lock again");
+	cr_assert_eq(tw_flock_free(&b), 0, "another open file holds it");
+	cr_assert_eq(tw_wait_free(tw_flock_free, &b, 20, &waited),
+		     -ETIMEDOUT);
+	close(a);
+	cr_assert_eq(tw_wait_free(tw_flock_free, &b, 20, &waited), 0);
+	cr_assert_eq(waited, 0);
+	cr_assert_eq(tw_flock_free(&bad), -EBADF);
+	close(b);
+	unlink(path);
+}
