@@ -77,16 +77,18 @@ int jnl_rec_sync(struct jnl_rec *j);
  * stop the owner's requests behind a disk flush):
  *   jnl_rec_sync_start (owner): takes the records appended so far; 1 when
  *     there is something to sync (then run and done must follow), 0 when
- *     they are synced already, -errno (-EIO once aborted).
- *   jnl_rec_sync_run (any thread): the fdatasync, of its own descriptor of
- *     the log file (the owner may close or replace its own meanwhile).
+ *     they are synced already, -EIO once aborted, another -errno when the
+ *     log file cannot be opened again (the caller may jnl_rec_sync).
+ *   jnl_rec_sync_run (any thread): the fdatasync, of an open file of its
+ *     own on the log file (the owner may close or replace its own
+ *     meanwhile; a writeback error is reported to both).
  *   jnl_rec_sync_done (owner): records the result; the records taken count
  *     as synced only now (FORMAT.md invariant 12), and only if the log file
  *     is still the one synced (a newer one was synced when it took over).
  *     A failed fdatasync aborts the log, as jnl_rec_sync's would.
  *   jnl_rec_sync_forget: instead of done, when the log is closed. */
 struct jnl_rec_bgsync {
-	int fd;                  /* a dup of the log file's descriptor */
+	int fd;                  /* the log file, opened again */
 	uint64_t upto;           /* the last record taken */
 	uint8_t log_id[16];      /* of the log file synced */
 	int fault;               /* fault injection, taken at start */

@@ -1346,6 +1346,8 @@ int jnl_rec_sync(struct jnl_rec *j)
 
 int jnl_rec_sync_start(struct jnl_rec *j, struct jnl_rec_bgsync *b)
 {
+	char path[64];
+
 	memset(b, 0, sizeof(*b));
 	b->fd = -1;
 	if (j->aborted)
@@ -1353,7 +1355,11 @@ int jnl_rec_sync_start(struct jnl_rec *j, struct jnl_rec_bgsync *b)
 	b->upto = j->next_seq - 1;
 	if (b->upto <= j->synced_seq)
 		return 0;
-	b->fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0);
+	/* An open file of its own, not a dup: the kernel reports a failed
+	 * writeback once per open file, and the owner's own fdatasync (a
+	 * client's fsync meanwhile) must see it too. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", j->fd);
+	b->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (b->fd < 0)
 		return -errno;
 	memcpy(b->log_id, j->log_id, sizeof(b->log_id));

@@ -1790,6 +1790,8 @@ static void on_commit_timer(uv_timer_t *t)
 	if (s->commit_running)
 		return;
 	rc = mgr_journal_sync_start(&s->jnl, &s->commit_sync);
+	if (rc < 0 && rc != -EIO)
+		rc = mgr_journal_sync(&s->jnl);   /* no descriptor: here */
 	if (rc < 0)
 		mgr_srv_fatal(s, "sync", rc);
 	if (rc == 0)

@@ -477,6 +477,9 @@ Test(reclog, background_sync_counts_only_what_it_took)
 	append_n(j, &want, 0, 3);
 	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
 	cr_assert_eq(b.upto, 3);
+	/* an open file of its own (the log's is read-write): a writeback
+	 * error then reaches the owner's fdatasync as well as this one */
+	cr_assert_eq(fcntl(b.fd, F_GETFL) & O_ACCMODE, O_RDONLY);
 	cr_assert_eq(pthread_create(&t, NULL, run_sync, &b), 0);
 	append_n(j, &want, 3, 2);       /* seqs 4, 5 while it runs */
 	cr_assert_eq(pthread_join(t, NULL), 0);
