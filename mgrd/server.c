@@ -32,6 +32,7 @@
 #include "elect.h"
 #include "server_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 
@@ -1766,7 +1767,6 @@ static void commit_work_done(uv_work_t *w, int status)
 	int rc;
 
 	(void)status;   /* never cancelled */
-	s->commit_running = false;
 	if (s->stopping) {
 		/* the journal is closed, synced before (mgr_server_stop) */
 		jnl_rec_sync_forget(&s->commit_sync);
@@ -1787,7 +1787,7 @@ static void on_commit_timer(uv_timer_t *t)
 	struct mgr_server *s = t->data;
 	int rc;
 
-	if (s->commit_running)
+	if (s->jnl.bg_syncing)
 		return;
 	rc = mgr_journal_sync_start(&s->jnl, &s->commit_sync);
 	if (rc < 0 && rc != -EIO)
@@ -1799,15 +1799,7 @@ static void on_commit_timer(uv_timer_t *t)
 	s->commit_work.data = s;
 	rc = uv_queue_work(s->loop, &s->commit_work, commit_work,
 			   commit_work_done);
-	if (rc < 0) {
-		/* cannot happen with these arguments; sync here instead */
-		jnl_rec_sync_run(&s->commit_sync);
-		rc = mgr_journal_sync_done(&s->jnl, &s->commit_sync);
-		if (rc < 0)
-			mgr_srv_fatal(s, "sync", rc);
-		return;
-	}
-	s->commit_running = true;
+	assert(rc == 0);        /* fails only without a work callback */
 }
 
 int mgr_server_start(struct uv_loop_s *loop, const struct tw_conf *conf,
@@ -2011,7 +2003,7 @@ void mgr_server_stop(struct mgr_server *s, void (*done)(void *arg),
 	mgr_journal_close(&s->jnl);
 	mgr_locks_free(s);
 	mgr_dl_stop(s);
-	s->closing = 4 + s->commit_running;
+	s->closing = 4 + s->jnl.bg_syncing;
 	uv_timer_stop(&s->commit_timer);
 	uv_timer_stop(&s->sweep_timer);
 	uv_timer_stop(&s->dl_timer);

@@ -74,10 +74,9 @@ struct mgr_server {
 	uint64_t incarnation;
 	uv_timer_t commit_timer;
 	/* The periodic commit's fdatasync, on libuv's thread pool while
-	 * commit_running (mgr_journal_sync_start). */
+	 * jnl.bg_syncing (mgr_journal_sync_start). */
 	uv_work_t commit_work;
 	struct jnl_rec_bgsync commit_sync;
-	bool commit_running;
 	uv_timer_t sweep_timer;
 	struct mgr_conn *conns;
 	struct mgr_inflight *inflight;
