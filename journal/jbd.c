@@ -1014,6 +1014,13 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 				struct jbd_item *old = &t->items[e->item];
 				memcpy(old->buf, it->buf, JBD_BLOCK_SIZE);
 				old->crc = it->crc;
+				/* Longer now: count what it adds, as for a new
+				 * item, so the checkpoint takes off what was
+				 * counted. */
+				if (it->len > old->len) {
+					t->data_bytes += it->len - old->len;
+					j->pending_home += it->len - old->len;
+				}
 				old->len = TW_MAX(old->len, it->len);
 				old->escaped = it->escaped;
 				e->valid = old->len;

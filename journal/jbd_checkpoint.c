@@ -354,6 +354,13 @@ static void cp_finish(struct jbd *j)
 		assert(t->state == TXN_CHECKPOINTING);
 		for (size_t i = 0; i < t->n_items; i++) {
 			struct jbd_item *it = &t->items[i];
+			/* What the commit counted (data=journal only),
+			 * whatever became of the object's index since. */
+			if (it->kind == ITEM_DATA &&
+			    j->opts.mode == JBD_MODE_JOURNAL) {
+				assert(j->pending_home >= it->len);
+				j->pending_home -= it->len;
+			}
 			struct jbd_obj *o = jbd__obj(j, it->obj, false);
 			if (o == NULL)
 				continue;   /* writeback/ordered keep no index */
@@ -363,7 +370,6 @@ static void cp_finish(struct jbd *j)
 					tw_hmap_del(&o->blocks, it->blk + 1);
 					free(e);
 				}
-				j->pending_home -= it->len;
 			}
 			if (it->kind == ITEM_REC && it->hole_len > 0) {
 				for (size_t k = 0; k < o->n_holes; k++)

@@ -2951,6 +2951,40 @@ Test(jbd, enospc_checkpoints_pending_rewrites)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* A write that lengthens a block the running transaction already holds
+ * (a short write, then a longer one: an appending writer) updates that
+ * copy in place; pending_home counts the longer length, which the
+ * checkpoint takes off again.  It counted only the first, and the
+ * checkpoint's larger subtraction wrapped it: statfs then showed no free
+ * space at all on an iod with most of its disk free. */
+Test(jbd, pending_home_counts_a_lengthened_block)
+{
+	struct jbd_opts o = mkopts(256 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	uint8_t buf[BS];
+	memset(buf, 'p', sizeof(buf));
+	int cnt = 0;
+	/* The first closes its transaction; the two after it share the
+	 * next one, where the third lengthens the second's copy. */
+	write1(j, 1, 0, buf, 100, &cnt);
+	write1(j, 1, 0, buf, 2000, &cnt);
+	write1(j, 1, 0, buf, 3000, &cnt);
+	struct jbd_stats st;
+	jbd_stats(j, &st);
+	cr_assert_eq(st.pending_home, 100 + 3000, "each transaction's "
+		     "longest copy: %llu", (unsigned long long)st.pending_home);
+	drain(j);
+	cr_assert_eq(cnt, 3);
+	checkpoint_all(j, &st);
+	cr_assert_eq(st.pending_home, 0, "all home: %llu",
+		     (unsigned long long)st.pending_home);
+	struct stat sb;
+	cr_assert_eq(fstat(F.obj[1].fd, &sb), 0);
+	cr_assert_eq(sb.st_size, 3000, "home holds the longest");
+	cr_assert_eq(jbd_close(j), 0);
+}
+
 /* jbd_want_home (a statfs short of space) checkpoints what the log holds,
  * and is a no-op when nothing new was journaled since. */
 Test(jbd, want_home_checkpoints)
