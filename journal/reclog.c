@@ -1693,6 +1693,11 @@ uint64_t jnl_rec_last_seq(const struct jnl_rec *j)
 	return j->next_seq - 1;
 }
 
+uint64_t jnl_rec_synced_seq(const struct jnl_rec *j)
+{
+	return j->synced_seq;
+}
+
 uint64_t jnl_rec_first_seq(const struct jnl_rec *j)
 {
 	return j->prev != NULL ? j->prev->base_seq : j->base_seq;

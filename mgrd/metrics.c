@@ -147,6 +147,10 @@ static int render(struct tw_mx *x, void *arg)
 	tw_mx_family(x, "twinfs_mgrd_snapshots_total", TW_MX_COUNTER,
 		     "State snapshots written since start.");
 	tw_mx_u64(x, "twinfs_mgrd_snapshots_total", NULL, 0, s->jnl.snapshots);
+	tw_mx_family(x, "twinfs_mgrd_inode_range_waits_total", TW_MX_COUNTER,
+		     "Creates that waited for the sync of a new inode range.");
+	tw_mx_u64(x, "twinfs_mgrd_inode_range_waits_total", NULL, 0,
+		  s->ino_waits);
 	tw_mx_family(x, "twinfs_mgrd_snapshot_timeouts_total", TW_MX_COUNTER,
 		     "Snapshot children killed after snapshot_timeout.");
 	tw_mx_u64(x, "twinfs_mgrd_snapshot_timeouts_total", NULL, 0,

@@ -957,6 +957,10 @@ int mgr_journal_snapshot(struct mgr_journal *j);
  * installs its snapshot (or retries later); called at each append and
  * from a timer (server.c). */
 void mgr_journal_poll(struct mgr_journal *j);
+/* The seq of the last record appended, and the seq up to which every
+ * record is durable (journal.h jnl_rec_last_seq, jnl_rec_synced_seq). */
+uint64_t mgr_journal_last_seq(const struct mgr_journal *j);
+uint64_t mgr_journal_synced_seq(const struct mgr_journal *j);
 /* Bytes in the log since the last snapshot. */
 uint64_t mgr_journal_log_bytes(const struct mgr_journal *j);
 void mgr_journal_close(struct mgr_journal *j);

@@ -1465,6 +1465,16 @@ int mgr_journal_snapshot(struct mgr_journal *j)
 	return rc;
 }
 
+uint64_t mgr_journal_last_seq(const struct mgr_journal *j)
+{
+	return jnl_rec_last_seq(j->log);
+}
+
+uint64_t mgr_journal_synced_seq(const struct mgr_journal *j)
+{
+	return jnl_rec_synced_seq(j->log);
+}
+
 uint64_t mgr_journal_log_bytes(const struct mgr_journal *j)
 {
 	return jnl_rec_log_bytes(j->log);

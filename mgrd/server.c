@@ -313,23 +313,44 @@ int mgr_srv_space(struct mgr_server *s, uint64_t parent, const char *name)
 	return -ENOSPC;
 }
 
+static void commit_soon(struct mgr_server *s);
+
 /* Before a create may use inode number next_ino, the limit above it must
  * be durable: inode numbers come from a range whose bound is journaled
  * (docs/ARCHITECTURE.md "Metadata") and synced before its first number is
- * used. */
+ * used.  The next range is journaled once half of the current one is
+ * used, and a background commit started at once makes it durable, so a
+ * create waits for that sync only when creates outran it (a busy disk
+ * made the wait 5 to 11 ms, once every INO_RESERVE_CHUNK creates). */
 void mgr_srv_ino_reserve(struct mgr_server *s)
 {
-	struct mgr_op op = { .type = MGR_OP_INO_RESERVE };
+	struct mgr_ns *ns = &s->st.ns;
 	int rc;
 
-	if (s->st.ns.next_ino < s->st.ns.ino_limit)
+	if (ns->next_ino + INO_RESERVE_CHUNK / 2 >= ns->ino_limit) {
+		struct mgr_op op = { .type = MGR_OP_INO_RESERVE };
+
+		op.new_ino = TW_MAX(ns->next_ino, ns->ino_limit) +
+			     INO_RESERVE_CHUNK;
+		if (mgr_srv_internal(s, &op) < 0)
+			mgr_srv_fatal(s, "reserve", -ENOMEM);
+		assert(ns->ino_limit == op.new_ino);
+		s->ino_reserved = op.new_ino;
+		s->ino_reserved_seq = mgr_journal_last_seq(&s->jnl);
+		commit_soon(s);
+	}
+	if (s->ino_reserved_seq &&
+	    mgr_journal_synced_seq(&s->jnl) >= s->ino_reserved_seq)
+		s->ino_durable = s->ino_reserved;
+	if (ns->next_ino < s->ino_durable)
 		return;
-	op.new_ino = s->st.ns.next_ino + INO_RESERVE_CHUNK;
-	if (mgr_srv_internal(s, &op) < 0)
-		mgr_srv_fatal(s, "reserve", -ENOMEM);
+	s->ino_waits++;
 	rc = mgr_journal_sync(&s->jnl);
 	if (rc < 0)
 		mgr_srv_fatal(s, "sync", rc);
+	assert(mgr_journal_synced_seq(&s->jnl) >= s->ino_reserved_seq);
+	s->ino_durable = s->ino_reserved;
+	assert(ns->next_ino < s->ino_durable);
 }
 
 static void on_pdel_queued(void *arg, struct mgr_pdel *pd)
@@ -1753,6 +1774,7 @@ void mgr_server_lost_lease(struct mgr_server *s)
 }
 
 static void stop_step(void *arg);
+static void commit_start(struct mgr_server *s);
 
 static void commit_work(uv_work_t *w)
 {
@@ -1776,6 +1798,10 @@ static void commit_work_done(uv_work_t *w, int status)
 	rc = mgr_journal_sync_done(&s->jnl, &s->commit_sync);
 	if (rc < 0)
 		mgr_srv_fatal(s, "sync", rc);
+	if (s->commit_again) {
+		s->commit_again = false;
+		commit_start(s);
+	}
 }
 
 /* The periodic commit: what was journaled since the last one is made
@@ -1785,10 +1811,27 @@ static void commit_work_done(uv_work_t *w, int status)
 static void on_commit_timer(uv_timer_t *t)
 {
 	struct mgr_server *s = t->data;
+
+	if (!s->jnl.bg_syncing)
+		commit_start(s);
+}
+
+/* A commit now, not at the next tick (an inode range reserved ahead):
+ * after the running one, if one runs, since it may not cover the newest
+ * records. */
+static void commit_soon(struct mgr_server *s)
+{
+	if (s->jnl.bg_syncing)
+		s->commit_again = true;
+	else
+		commit_start(s);
+}
+
+static void commit_start(struct mgr_server *s)
+{
 	int rc;
 
-	if (s->jnl.bg_syncing)
-		return;
+	assert(!s->jnl.bg_syncing);
 	rc = mgr_journal_sync_start(&s->jnl, &s->commit_sync);
 	if (rc < 0 && rc != -EIO)
 		rc = mgr_journal_sync(&s->jnl);   /* no descriptor: here */

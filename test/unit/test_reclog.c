@@ -484,14 +484,17 @@ Test(reclog, background_sync_counts_only_what_it_took)
 	append_n(j, &want, 3, 2);       /* seqs 4, 5 while it runs */
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	append_n(j, &want, 5, 1);       /* before done: still unsynced */
+	cr_assert_eq(jnl_rec_synced_seq(j), 0, "not before done");
 	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
 	cr_assert_eq(b.fd, -1, "its descriptor closed");
+	cr_assert_eq(jnl_rec_synced_seq(j), 3, "only what it took");
 	append_n(j, &want, 6, 1);
 	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
 	cr_assert_eq(b.upto, 7);
 	jnl_rec_sync_run(&b);
 	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
 	cr_assert_eq(jnl_rec_sync_start(j, &b), 0, "all synced");
+	cr_assert_eq(jnl_rec_synced_seq(j), 7);
 	append_n(j, &want, 7, 1);
 	jnl_rec_close(j);
 
