@@ -1017,10 +1017,8 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 				/* Longer now: count what it adds, as for a new
 				 * item, so the checkpoint takes off what was
 				 * counted. */
-				if (it->len > old->len) {
-					t->data_bytes += it->len - old->len;
+				if (it->len > old->len)
 					j->pending_home += it->len - old->len;
-				}
 				old->len = TW_MAX(old->len, it->len);
 				old->escaped = it->escaped;
 				e->valid = old->len;
@@ -1052,7 +1050,6 @@ int64_t jbd_commit(struct jbd_handle *h, unsigned flags, jbd_done_cb cb,
 				j->copy_blocks++;
 				j->unlogged_blocks++;
 				r = index_data(j, t, idx);
-				t->data_bytes += t->items[idx].len;
 				j->pending_home += t->items[idx].len;
 			} else if (t->items[idx].kind == ITEM_REC) {
 				r = index_cut(j, t, &t->items[idx]);

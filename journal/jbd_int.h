@@ -155,7 +155,6 @@ struct jbd_txn {
 	struct jbd_item *items;
 	size_t n_items, cap_items;
 	struct jbd_layout lay;
-	uint64_t data_bytes;     /* admission accounting */
 	uint64_t data_blocks;    /* DATA items: block copies held in memory
 	                          * (jbd_stats copy_bytes, unlogged_bytes) */
 	uint64_t start;          /* first log block (from CLOSING on) */

@@ -149,8 +149,8 @@ uint64_t jnl_rec_snap_len(const struct jnl_rec *j);
 /* The seq of the last record appended or replayed (the snapshot's when
  * none follows it; 0 for an empty journal). */
 uint64_t jnl_rec_last_seq(const struct jnl_rec *j);
-/* The seq up to which every record is durable (invariant 12: moved only
- * by a returned fdatasync, or by open). */
+/* The seq up to which every record is durable (invariant 12: set by
+ * open, by a returned fdatasync, and by a snapshot to its seq). */
 uint64_t jnl_rec_synced_seq(const struct jnl_rec *j);
 /* The seq of the first record the log files hold (records below it are
  * only in the snapshot). */

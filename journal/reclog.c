@@ -1563,10 +1563,12 @@ int jnl_rec_snapshot_at(struct jnl_rec *j, const void *buf, size_t len,
 	rc = create_log(j, seq + 1, 0, &committed);
 	if (rc < 0 && committed)
 		log_abort(j, "log replacement after snapshot", rc);
-	if (rc == 0 && moved) {
-		/* Another log's seq (invariant 14) continues from it; the
-		 * snapshot holds everything up to it, synced. */
-		j->next_seq = seq + 1;
+	if (rc == 0) {
+		/* The snapshot holds everything up to seq, synced
+		 * (invariant 12); another log's seq (invariant 14) is
+		 * continued from. */
+		if (moved)
+			j->next_seq = seq + 1;
 		j->synced_seq = seq;
 	}
 	if (rc == 0)

@@ -103,7 +103,8 @@ assert_eq build-info 1 "$(mx "$T/iod1.after" twinfs_build_info daemon=iod)"
 # current one is journaled once half of it is used and synced in the
 # background, so 4,200 creates, more than a range of 4,096, wait for no
 # sync of their own (one create first: the first after a start waits).
-# The pauses between batches leave that sync its time on a loaded machine.
+# The pauses between batches (1 s in the 2,048 creates after a range is
+# journaled) leave that sync its time on a loaded machine.
 mkdir "$M/ranges" && : >"$M/ranges/first"
 "$PY" "$MX" get "http://${ADDRS[0]}/metrics" >"$T/mgrd.preino"
 "$PY" - "$M/ranges" <<'EOF'
@@ -112,7 +113,7 @@ for b in range(0, 4200, 100):
     for i in range(b, b + 100):
         os.close(os.open(os.path.join(sys.argv[1], "f%d" % i),
                          os.O_CREAT | os.O_WRONLY, 0o644))
-    time.sleep(0.02)
+    time.sleep(0.05)
 EOF
 "$PY" "$MX" get "http://${ADDRS[0]}/metrics" >"$T/mgrd.postino"
 assert_eq inode-ranges-created 4201 "$(ls "$M/ranges" | wc -l)"

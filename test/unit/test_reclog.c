@@ -549,6 +549,42 @@ Test(reclog, background_sync_of_a_replaced_log)
 	rm_dir(dir);
 }
 
+/* A snapshot at the current seq, installed while a background sync of the
+ * log it replaces runs, counts as synced up to its seq: that sync's done
+ * is ignored (another log), and the snapshot holds those records synced.
+ * mgrd's inode ranges count on it (server.c mgr_srv_ino_reserve). */
+Test(reclog, snapshot_counts_as_synced)
+{
+	char *dir = make_dir();
+	struct hist want = { 0 }, got = { 0 };
+	struct jnl_rec_bgsync b;
+	struct jnl_rec *j;
+	uint8_t *state;
+	size_t len;
+
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	append_n(j, &want, 0, 4);
+	cr_assert_eq(jnl_rec_sync_start(j, &b), 1);
+	append_n(j, &want, 4, 2);
+	cr_assert_eq(jnl_rec_synced_seq(j), 0);
+	state = hist_serialise(&want, &len);
+	cr_assert_eq(jnl_rec_snapshot(j, state, len), 0);
+	free(state);
+	cr_assert_eq(jnl_rec_synced_seq(j), 6, "the snapshot's seq");
+	jnl_rec_sync_run(&b);
+	cr_assert_eq(jnl_rec_sync_done(j, &b), 0);
+	cr_assert_eq(jnl_rec_synced_seq(j), 6, "not lowered by the old sync");
+	append_n(j, &want, 6, 1);
+	cr_assert_eq(jnl_rec_synced_seq(j), 6);
+	jnl_rec_close(j);
+	cr_assert_eq(open_into(dir, &got, &j), 0);
+	assert_hist_eq(&got, &want, want.n, "reopen");
+	jnl_rec_close(j);
+	hist_free(&want);
+	hist_free(&got);
+	rm_dir(dir);
+}
+
 /* A failed fdatasync aborts the log as jnl_rec_sync's would (inv 5); a
  * forgotten one just closes its descriptor. */
 Test(reclog, background_sync_failure_aborts)
