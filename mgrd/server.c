@@ -335,13 +335,12 @@ void mgr_srv_ino_reserve(struct mgr_server *s)
 		if (mgr_srv_internal(s, &op) < 0)
 			mgr_srv_fatal(s, "reserve", -ENOMEM);
 		assert(ns->ino_limit == op.new_ino);
-		s->ino_reserved = op.new_ino;
 		s->ino_reserved_seq = mgr_journal_last_seq(&s->jnl);
 		commit_soon(s);
 	}
 	if (s->ino_reserved_seq &&
 	    mgr_journal_synced_seq(&s->jnl) >= s->ino_reserved_seq)
-		s->ino_durable = s->ino_reserved;
+		s->ino_durable = ns->ino_limit;
 	if (ns->next_ino < s->ino_durable)
 		return;
 	s->ino_waits++;
@@ -349,7 +348,7 @@ void mgr_srv_ino_reserve(struct mgr_server *s)
 	if (rc < 0)
 		mgr_srv_fatal(s, "sync", rc);
 	assert(mgr_journal_synced_seq(&s->jnl) >= s->ino_reserved_seq);
-	s->ino_durable = s->ino_reserved;
+	s->ino_durable = ns->ino_limit;
 	assert(ns->next_ino < s->ino_durable);
 }
 

@@ -78,10 +78,11 @@ struct mgr_server {
 	uv_work_t commit_work;
 	struct jnl_rec_bgsync commit_sync;
 	bool commit_again;            /* start another when this one ends */
-	/* Inode numbers (mgr_srv_ino_reserve): the limit the last
-	 * INO_RESERVE record set, that record's seq, and the limit known
-	 * durable (0 until a sync covered a record of this process). */
-	uint64_t ino_reserved, ino_reserved_seq, ino_durable;
+	/* Inode numbers (mgr_srv_ino_reserve): the seq of the last
+	 * INO_RESERVE record this process wrote (it set ns.ino_limit, which
+	 * only those records move on the active), and the limit known
+	 * durable (0 until a sync covered one). */
+	uint64_t ino_reserved_seq, ino_durable;
 	uint64_t ino_waits;           /* creates that waited for that sync */
 	uv_timer_t sweep_timer;
 	struct mgr_conn *conns;
