@@ -54,8 +54,9 @@ static int fetch(struct ctl *ctl, struct wire_sync *mgr, const char *addr,
 	 * state (about 10 s per million inodes on a busy machine), far
 	 * past request_timeout: unless -t says otherwise, wait as long as
 	 * mgrd lets the child run, and a little more for the answer.  A
-	 * snapshot_timeout of 0 (none) waits an hour. */
-	if (!ctl->timeout_ms)
+	 * snapshot_timeout of 0 (none) waits an hour.  (ctl_load_conf has
+	 * filled timeout_ms with request_timeout by now: -t is timeout_set.) */
+	if (!ctl->timeout_set)
 		wire_sync_set_timeout(mgr, ctl->conf.snapshot_timeout_ms ?
 				      ctl->conf.snapshot_timeout_ms + 30000 :
 				      3600000);

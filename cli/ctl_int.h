@@ -19,6 +19,7 @@ struct ctl {
 	struct tw_conf conf;
 	bool conf_loaded;
 	uint32_t timeout_ms;      /* 0 = from the config (request_timeout) */
+	bool timeout_set;         /* timeout_ms is -t's, not the config's */
 	uint64_t incarnation;
 	/* mgrd.c: the config's mgrds; mgr_addr: the one in use ("" until a
 	 * command connects; ctl_mgrd_addr) */

@@ -1623,6 +1623,7 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			ctl.timeout_ms = (uint32_t)v;
+			ctl.timeout_set = true;
 			break;
 		}
 		case 'h':

@@ -728,6 +728,10 @@ static void on_tick(uv_timer_t *t)
 	uint64_t now = tw_now_ms();
 
 	if (!r->active) {
+		/* A snapshot child that ended while no record came: else
+		 * it holds snapfork.c's one place, and a backup-meta waits
+		 * for it, until the next record (none while clients rest). */
+		mgr_journal_poll(&r->s->jnl);
 		/* The active sends at least every REPL_HEARTBEAT_MS: three
 		 * missed and the election hears that it is silent. */
 		if (r->last_contact_ms && !r->s_lost &&

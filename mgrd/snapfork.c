@@ -90,16 +90,27 @@ static bool test_hang(void)
 	return env && *env && strtoul(env, NULL, 10) == forks;
 }
 
+/* Test hook: TWINFS_TEST_SNAP_SLOW_MS=M makes every child sleep M ms
+ * before it encodes (a disk slower than a request's timeout). */
+static unsigned test_slow_ms(void)
+{
+	const char *env = getenv("TWINFS_TEST_SNAP_SLOW_MS");
+
+	return env && *env ? (unsigned)strtoul(env, NULL, 10) : 0;
+}
+
 pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 		       void *arg, const char *what)
 {
 	pid_t parent = getpid(), pid;
 	bool hang;
+	unsigned slow_ms;
 
 	if (running > 0)
 		return -EBUSY;
 	forks++;
 	hang = test_hang();
+	slow_ms = test_slow_ms();
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -116,6 +127,8 @@ pid_t mgr_snap_fork_fn(const struct mgr_state *st, mgr_snap_fn fn,
 			_exit(1);
 		if (hang)
 			raise(SIGSTOP);
+		if (slow_ms)
+			usleep(slow_ms * 1000u);
 		rc = mgr_state_encode(st, &buf, &len);
 
 		/* _exit: no atexit handler and no leak check of the
