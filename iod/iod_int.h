@@ -198,8 +198,9 @@ const uint8_t *iod_store_uuid(const struct iod_store *s);
 bool iod_store_is_new(const struct iod_store *s);
 
 /* The journal's event loop hooks (journal.h "Event loop"): poll the fd
- * for UV_READABLE and call iod_store_process; call it as well before the
- * loop sleeps whenever iod_store_ready (the journal's owner_drains: a
+ * for UV_READABLE and call iod_store_process; call
+ * iod_store_process_ready before the loop sleeps whenever
+ * iod_store_ready (the journal's owner_drains: a
  * request's transaction is closed there, after its handler returned,
  * and an inline close completes there without a wakeup); call
  * iod_store_tick a few times per second.  iod_store_wait blocks until
@@ -207,6 +208,7 @@ bool iod_store_is_new(const struct iod_store *s);
 int iod_store_event_fd(const struct iod_store *s);
 bool iod_store_ready(const struct iod_store *s);
 void iod_store_process(struct iod_store *s);
+void iod_store_process_ready(struct iod_store *s);
 void iod_store_tick(struct iod_store *s);
 int iod_store_wait(struct iod_store *s);
 /* 0, or -EIO once the journal has aborted (sticky). */

@@ -127,7 +127,7 @@ static void on_jnl_prepare(uv_prepare_t *p)
 	 * wait for the iod_store_process below (owner_drains). */
 	iod_mem_poll(d);
 	if (iod_store_ready(d->store))
-		iod_store_process(d->store);
+		iod_store_process_ready(d->store);
 	/* Last: the journal's writes are out, the twin's answer is next. */
 	until = tw_spin_until(&d->twin_spin, tw_now_ns());
 	if (until)

@@ -314,16 +314,60 @@ int store_meta_keep(struct iod_store *s, uint64_t obj)
 	return store_meta_install(s, obj, ls.exists, ls.trunc_gen, NULL, 1);
 }
 
+/* The subfile at home: its stat and *e, or a zero stat and *e NULL when
+ * it is absent. */
+static int home_stat(struct iod_store *s, uint64_t ino, uint32_t column,
+		     struct iod_sub_stat *home, struct sub **e)
+{
+	int rc = store_get_sub(s, ino, column, NULL, 0, e);
+
+	*home = (struct iod_sub_stat){ 0 };
+	if (rc == 0)
+		rc = store_home_stat(*e, home);
+	if (rc < 0)
+		*e = NULL;
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* store_stat_logical from the logical state ls and the home's stat
+ * (home_stat). */
+static void stat_logical_of(struct iod_store *s, uint64_t ino,
+			    uint32_t column, const struct store_lstate *ls,
+			    const struct iod_sub_stat *home,
+			    struct iod_sub_stat *st)
+{
+	uint64_t size;
+
+	if (!ls->exists) {
+		*st = (struct iod_sub_stat){ .exists = false };
+		return;
+	}
+	size = jbd_size(s->j, store_obj(ino, column), home->size);
+	st->exists = true;
+	st->size = size;
+	st->trunc_gen = ls->trunc_gen;
+	st->blocks = home->blocks;
+	if (size > home->size) {
+		/* Journal-resident blocks past the home end will be allocated
+		 * after the checkpoint; count those, not the whole span, so a
+		 * sparse file looks sparse before its checkpoint too.  (A
+		 * resident overwrite inside the home range is counted as well:
+		 * an estimate until the checkpoint makes it exact.) */
+		uint64_t span = (size + 4095) / 4096 - (home->size + 4095) / 4096;
+		uint64_t res = jbd_resident(s->j, store_obj(ino, column));
+
+		st->blocks += TW_MIN(span, res) * 8;
+	}
+}
+
 /* store_stat_logical, also giving the home's fd (-1: none) and size, which
  * a read passes on to jbd_read_home: one fstat per read. */
 static int stat_logical_home(struct iod_store *s, uint64_t ino,
 			     uint32_t column, struct iod_sub_stat *st,
 			     struct sub **home_sub, uint64_t *home_size)
 {
-	struct iod_sub_stat home = { 0 };
+	struct iod_sub_stat home;
 	struct store_lstate ls;
-	struct sub *e;
-	uint64_t size;
 	int rc;
 
 	*home_sub = NULL;
@@ -335,33 +379,11 @@ static int stat_logical_home(struct iod_store *s, uint64_t ino,
 		*st = (struct iod_sub_stat){ .exists = false };
 		return 0;
 	}
-	rc = store_get_sub(s, ino, column, NULL, 0, &e);
-	if (rc == 0) {
-		rc = store_home_stat(e, &home);
-		*home_size = home.size;
-		if (rc == 0)
-			*home_sub = e;
-	} else if (rc == -ENOENT) {
-		rc = 0;
-	}
+	rc = home_stat(s, ino, column, &home, home_sub);
 	if (rc < 0)
 		return rc;
-	size = jbd_size(s->j, store_obj(ino, column), home.size);
-	st->exists = true;
-	st->size = size;
-	st->trunc_gen = ls.trunc_gen;
-	st->blocks = home.blocks;
-	if (size > home.size) {
-		/* Journal-resident blocks past the home end will be allocated
-		 * after the checkpoint; count those, not the whole span, so a
-		 * sparse file looks sparse before its checkpoint too.  (A
-		 * resident overwrite inside the home range is counted as well:
-		 * an estimate until the checkpoint makes it exact.) */
-		uint64_t span = (size + 4095) / 4096 - (home.size + 4095) / 4096;
-		uint64_t res = jbd_resident(s->j, store_obj(ino, column));
-
-		st->blocks += TW_MIN(span, res) * 8;
-	}
+	*home_size = home.size;
+	stat_logical_of(s, ino, column, &ls, &home, st);
 	return 0;
 }
 
@@ -805,6 +827,12 @@ void iod_store_process(struct iod_store *s)
 	store_check_abort(s);
 }
 
+void iod_store_process_ready(struct iod_store *s)
+{
+	jbd_process_ready(s->j);
+	store_check_abort(s);
+}
+
 void iod_store_tick(struct iod_store *s)
 {
 	jbd_tick(s->j);
@@ -892,7 +920,8 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	struct jbd_handle *h = NULL;
 	struct sreq *r = NULL;
 	struct store_lstate ls;
-	bool create, mark;
+	struct iod_sub_stat home;
+	bool create, mark, have_home = false;
 	uint64_t gen;
 	unsigned nrec = 0;
 	int rc;
@@ -932,9 +961,18 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 		nrec++;
 	}
 	if (s->mode == JBD_MODE_JOURNAL) {
-		rc = jbd_write_sums(h, obj, off, buf, len, sums);
+		/* One fstat for the journal's size and the reply's stat:
+		 * home does not move before the stat below (a commit only
+		 * queues the close; checkpoints run from jbd_process). */
+		struct sub *e;
+
+		rc = home_stat(s, ino, column, &home, &e);
+		if (rc == 0)
+			rc = jbd_write_home(h, obj, off, buf, len, sums,
+					    home.size);
 		if (rc < 0)
 			goto fail;
+		have_home = true;
 	} else {
 		struct sub *e;
 
@@ -975,8 +1013,14 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	}
 	store_track(s, obj, gen, create ? layout : NULL, nrec, len > 0,
 		    first, last);
-	if (st && store_stat_logical(s, ino, column, st) < 0)
+	if (st && have_home) {
+		if (store_logical(s, ino, column, &ls) == 0)
+			stat_logical_of(s, ino, column, &ls, &home, st);
+		else
+			memset(st, 0, sizeof(*st));
+	} else if (st && store_stat_logical(s, ino, column, st) < 0) {
 		memset(st, 0, sizeof(*st));
+	}
 	return 0;
 fail:
 	req_cancel(h, r);

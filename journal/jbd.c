@@ -430,11 +430,13 @@ int jbd__reopen_direct(int fd)
 	return open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
 }
 
-/* Block buffers the log may be written from with O_DIRECT (JBD_BUF_ALIGN);
- * freed with free(). */
-void *jbd__blk_alloc(size_t nblocks)
+void jbd__meta_free(struct jbd *j, struct jbd_txn *t)
 {
-	return aligned_alloc(JBD_BUF_ALIGN, nblocks * JBD_BLOCK_SIZE);
+	for (size_t i = 0; i < t->n_meta; i++)
+		jbd__blk_put(j, t->meta[i]);
+	free(t->meta);
+	t->meta = NULL;
+	t->n_meta = 0;
 }
 
 int jbd_begin(struct jbd *j, struct jbd_handle **out)
@@ -509,13 +511,19 @@ static uint64_t h_cut(const struct jbd_handle *h, uint64_t obj)
 	return m;
 }
 
-/* Logical size of obj as this handle sees it so far. */
-static int h_size(struct jbd_handle *h, uint64_t obj, uint64_t *size)
+/* Logical size of obj as this handle sees it so far; known: obj's size at
+ * home when the caller has it (jbd_write_home), else NULL. */
+static int h_size(struct jbd_handle *h, uint64_t obj, const uint64_t *known,
+		  uint64_t *size)
 {
 	uint64_t hs;
-	int rc = home_size_of(h->j, obj, &hs, NULL);
-	if (rc < 0)
-		return rc;
+	if (known != NULL) {
+		hs = *known;
+	} else {
+		int rc = home_size_of(h->j, obj, &hs, NULL);
+		if (rc < 0)
+			return rc;
+	}
 	uint64_t s = jbd_size(h->j, obj, hs);
 	/* the handle's own cuts and writes, in order */
 	for (size_t i = 0; i < h->n_items; i++) {
@@ -565,14 +573,33 @@ static int h_old_block(struct jbd_handle *h, uint64_t obj, uint64_t blk,
 	return 0;
 }
 
+/* How long admission trusts a free_space() answer, and how far above the
+ * line it must stay to be trusted at all: a statvfs per 4 KiB write was a
+ * tenth of an iod's system calls.  Our own use of the space is counted
+ * exactly (pending_home, the bytes admitted since, a checkpoint's home
+ * writes), so only other writers of the file system go unseen, for at
+ * most JBD_FREE_TTL_MS; near the line every write asks again. */
+#define JBD_FREE_TTL_MS  100u
+#define JBD_FREE_SLACK   (64ull << 20)
+
 static int admit(struct jbd *j, uint64_t bytes)
 {
 	if (j->ops.free_space == NULL)
 		return 0;
-	int64_t free_b = j->ops.free_space(j->ops.arg);
-	if (free_b < 0)
-		return (int)free_b;
-	if ((uint64_t)free_b < j->opts.reserve + j->pending_home + bytes) {
+	uint64_t need = j->opts.reserve + j->pending_home + bytes;
+	uint64_t now = tw_now_ms();
+	if (!j->free_valid || now - j->free_ms >= JBD_FREE_TTL_MS ||
+	    j->free_left < 0 ||
+	    (uint64_t)j->free_left < need + JBD_FREE_SLACK) {
+		int64_t f = j->ops.free_space(j->ops.arg);
+		if (f < 0)
+			return (int)f;
+		j->free_left = f;
+		j->free_ms = now;
+		j->free_valid = true;
+	}
+	int64_t free_b = j->free_left;
+	if ((uint64_t)free_b < need) {
 		/* Checkpoint the cuts now, not a commit interval later: the
 		 * writer that retries finds the space (ext3 commits and retries
 		 * an allocation that found the disk full). */
@@ -587,6 +614,9 @@ static int admit(struct jbd *j, uint64_t bytes)
 			jbd_want_home(j);
 		return -ENOSPC;
 	}
+	/* Counted again by pending_home at commit in journal mode: a worst
+	 * case that only brings the next fresh answer sooner. */
+	j->free_left -= (int64_t)bytes;
 	return 0;
 }
 
@@ -628,8 +658,9 @@ int jbd_write(struct jbd_handle *h, uint64_t obj, uint64_t off,
 	return jbd_write_sums(h, obj, off, buf, len, NULL);
 }
 
-int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
-		   const void *buf, size_t len, const uint32_t *sums)
+static int write_items(struct jbd_handle *h, uint64_t obj, uint64_t off,
+		       const void *buf, size_t len, const uint32_t *sums,
+		       const uint64_t *home_size)
 {
 	struct jbd *j = h->j;
 	if (j->aborted)
@@ -656,7 +687,7 @@ int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
 			return -E2BIG;
 	}
 	uint64_t size;
-	rc = h_size(h, obj, &size);
+	rc = h_size(h, obj, home_size, &size);
 	if (rc < 0)
 		return rc;
 	uint64_t new_size = TW_MAX(size, off + len);
@@ -713,6 +744,19 @@ undo:
 	for (size_t i = 0; i < h->n_items; i++)
 		jbd__layout_add(&h->lay, &h->items[i]);
 	return rc;
+}
+
+int jbd_write_sums(struct jbd_handle *h, uint64_t obj, uint64_t off,
+		   const void *buf, size_t len, const uint32_t *sums)
+{
+	return write_items(h, obj, off, buf, len, sums, NULL);
+}
+
+int jbd_write_home(struct jbd_handle *h, uint64_t obj, uint64_t off,
+		   const void *buf, size_t len, const uint32_t *sums,
+		   uint64_t home_size)
+{
+	return write_items(h, obj, off, buf, len, sums, &home_size);
 }
 
 int jbd_hole(struct jbd_handle *h, uint64_t obj, uint64_t off, uint64_t len)
@@ -811,7 +855,7 @@ void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
 			jbd__blk_put(j, t->esc[i]);
 		free(t->esc);
 	}
-	free(t->meta);
+	jbd__meta_free(j, t);
 	struct jbd_waiter *w;
 	while ((w = t->waiters) != NULL) {
 		t->waiters = w->next;
@@ -1101,13 +1145,14 @@ int jbd_event_fd(const struct jbd *j)
 	return j->efd;
 }
 
-void jbd_process(struct jbd *j)
+static void process(struct jbd *j, bool clear_event)
 {
 	if (j->in_process)
 		return;
 	j->in_process = true;
 	j->kick_deferred = false;   /* the loop below kicks the close */
-	jbd__io_clear_event(j);
+	if (clear_event)
+		jbd__io_clear_event(j);
 	for (;;) {
 		jbd__io_pump(j);
 		int n = jbd__io_reap(j, false);
@@ -1122,6 +1167,16 @@ void jbd_process(struct jbd *j)
 	}
 	j->in_process = false;
 	run_cbs(j);
+}
+
+void jbd_process(struct jbd *j)
+{
+	process(j, true);
+}
+
+void jbd_process_ready(struct jbd *j)
+{
+	process(j, false);
 }
 
 bool jbd_ready(const struct jbd *j)

@@ -1,6 +1,7 @@
 /* jbd_blocks.c - the block cache: the 4 KiB buffers of journaled data
- * blocks and escaped copies (jbd_write, the commit), taken and given back
- * by the owner's thread only.
+ * blocks, escaped copies and the metadata blocks of a closing transaction
+ * (jbd_write, the commit), taken and given back by the owner's thread
+ * only.
  *
  * A stream takes a block per written block and gives it back at
  * checkpoint, many transactions at a time.  Through malloc, aligned
@@ -15,7 +16,8 @@
  *
  * No bound of its own: a slab is mapped only when the stack is empty, so
  * blocks out and blocks waiting together never exceed the most held at
- * once (jbd_stats copy_bytes) by more than one slab.  jbd_drop_cache, for
+ * once (jbd_stats copy_bytes, and the few metadata blocks of the
+ * transactions being written) by more than one slab.  jbd_drop_cache, for
  * an owner trimming an idle process, unmaps every slab whose blocks are
  * all back; the stack always has room for every block of every slab, so
  * giving one back never allocates.  Under AddressSanitizer a block on the

@@ -360,6 +360,7 @@ static void cp_finish(struct jbd *j)
 			    j->opts.mode == JBD_MODE_JOURNAL) {
 				assert(j->pending_home >= it->len);
 				j->pending_home -= it->len;
+				j->free_valid = false;   /* J13: taken home */
 			}
 			struct jbd_obj *o = jbd__obj(j, it->obj, false);
 			if (o == NULL)

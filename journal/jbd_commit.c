@@ -84,11 +84,20 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 		if (t->items[i].kind == ITEM_DATA)
 			ndata++;
 	nmeta = n - ndata;
-	t->meta = jbd__blk_alloc(nmeta);
-	if (t->meta != NULL)
-		memset(t->meta, 0, nmeta * JBD_BLOCK_SIZE);
+	/* From the block cache like the data: a fresh aligned allocation
+	 * per commit landed on pages a trim had handed back, one page fault
+	 * each (a twelfth of a primary iod's CPU on 4 KiB writes). */
+	t->meta = calloc(nmeta, sizeof(*t->meta));
+	for (size_t i = 0; t->meta != NULL && i < nmeta; i++) {
+		t->meta[i] = jbd__blk_get(j);
+		if (t->meta[i] == NULL)
+			break;
+		t->n_meta++;
+		memset(t->meta[i], 0, JBD_BLOCK_SIZE);
+	}
 	t->esc = calloc(n, sizeof(*t->esc));
-	if (slots == NULL || t->meta == NULL || t->esc == NULL) {
+	if (slots == NULL || t->meta == NULL || t->n_meta < nmeta ||
+	    t->esc == NULL) {
 		free(slots);
 		return -ENOMEM;
 	}
@@ -107,7 +116,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 					last_tag->flags |= htole32(JBD_TAG_LAST);
 				last_tag = NULL;
 				cur = JBD_T_RECORD;
-				recb = t->meta + m * JBD_BLOCK_SIZE;
+				recb = t->meta[m];
 				hdr_put(recb, JBD_T_RECORD, t->seq);
 				rec_used = sizeof(struct jbd_rechdr_disk);
 				nrec = 0;
@@ -133,7 +142,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 			if (last_tag)
 				last_tag->flags |= htole32(JBD_TAG_LAST);
 			cur = JBD_T_DESC;
-			desc = t->meta + m * JBD_BLOCK_SIZE;
+			desc = t->meta[m];
 			hdr_put(desc, JBD_T_DESC, t->seq);
 			ntags = 0;
 			slots[s].meta = (int32_t)m++;
@@ -176,7 +185,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	if (last_tag)
 		last_tag->flags |= htole32(JBD_TAG_LAST);
 	/* commit block */
-	uint8_t *cb = t->meta + m * JBD_BLOCK_SIZE;
+	uint8_t *cb = t->meta[m];
 	slots[s].meta = (int32_t)m++;
 	slots[s].item = -1;
 	s++;
@@ -200,8 +209,8 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	uint32_t crc = j->crc_seed;
 	for (size_t k = 0; k + 1 < n; k++) {
 		if (slots[k].meta >= 0)
-			crc = tw_crc32c(crc, t->meta + (size_t)slots[k].meta *
-					JBD_BLOCK_SIZE, JBD_BLOCK_SIZE);
+			crc = tw_crc32c(crc, t->meta[slots[k].meta],
+					JBD_BLOCK_SIZE);
 		else if (t->esc[k])
 			crc = tw_crc32c(crc, t->esc[k], JBD_BLOCK_SIZE);
 		else
@@ -219,8 +228,7 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 
 static void free_close_bufs(struct jbd *j, struct jbd_txn *t)
 {
-	free(t->meta);
-	t->meta = NULL;
+	jbd__meta_free(j, t);
 	if (t->esc) {
 		for (size_t i = 0; i < t->nblocks; i++)
 			jbd__blk_put(j, t->esc[i]);
@@ -518,7 +526,7 @@ void jbd__commit_kick(struct jbd *j)
 			struct slot *sl = &slots[k + b];
 			void *p;
 			if (sl->meta >= 0)
-				p = t->meta + (size_t)sl->meta * JBD_BLOCK_SIZE;
+				p = t->meta[sl->meta];
 			else if (t->esc[k + b])
 				p = t->esc[k + b];
 			else

@@ -163,7 +163,9 @@ struct jbd_txn {
 	                          * part of a stream (jbd__commit_kick) */
 	struct jbd_waiter *waiters;   /* handle callbacks */
 	/* CLOSING: */
-	uint8_t *meta;           /* metadata blocks, in log order */
+	uint8_t **meta;          /* metadata blocks, in log order, from the
+	                          * block cache (jbd__meta_free) */
+	size_t n_meta;
 	uint8_t **esc;           /* escaped copies (NULL where none) */
 	unsigned ios_pending;
 	struct jbd_txn *next;    /* seq order */
@@ -346,6 +348,13 @@ struct jbd {
 	 * so that pending_home, which counts every journaled byte as new
 	 * home space, shrinks to what home really takes. */
 	uint64_t home_seq;
+	/* Admission's last free_space() answer, less what it admitted since
+	 * (jbd.c, admit), and when it was read.  free_valid is cleared when
+	 * a checkpoint lowers pending_home: the space it took at home was
+	 * counted there until then. */
+	int64_t free_left;
+	uint64_t free_ms;
+	bool free_valid;
 
 	/* jbd_set_latency_hists: the owner's histograms (NULL: untimed) and
 	 * when the current close and checkpoint started (owner thread). */
@@ -387,7 +396,7 @@ struct jbd {
 #define JBD_DIRECT_MIN     16u
 
 /* jbd_blocks.c: a 4 KiB block buffer (aligned to its size, so O_DIRECT
- * takes it) for a data item or an escaped copy, or NULL; given back with
+ * takes it) for a data item, an escaped copy or a metadata block, or NULL; given back with
  * jbd__blk_put, never free().  jbd__blocks_fini at close. */
 #define JBD_SLAB_BYTES     (2u << 20)
 void *jbd__blk_get(struct jbd *j);
@@ -396,7 +405,8 @@ void jbd__blocks_fini(struct jbd *j);
 
 /* jbd.c */
 int jbd__reopen_direct(int fd);
-void *jbd__blk_alloc(size_t nblocks);
+/* Give a closing transaction's metadata blocks back to the cache. */
+void jbd__meta_free(struct jbd *j, struct jbd_txn *t);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);

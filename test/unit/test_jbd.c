@@ -85,6 +85,7 @@ struct fault {
 	/* ordering probes */
 	unsigned home_syncs, log_writes_after_home_sync;
 	int64_t free_space;      /* < 0: no admission */
+	unsigned free_calls;     /* free_space() asked */
 	/* Every home write of object home_err_obj fails with home_err (an
 	 * error of the object's own, such as EFBIG); 0: none. */
 	int home_err;
@@ -308,6 +309,7 @@ static int h_apply(void *arg, enum jbd_phase phase, uint64_t seq,
 
 static int64_t h_free_space(void *arg)
 {
+	F.free_calls++;
 	return F.free_space < 0 ? INT64_MAX / 2 : F.free_space;
 }
 
@@ -1752,6 +1754,44 @@ Test(jbd, enospc_admission)
 	cr_assert(jbd_commit(h, 0, cnt_cb, &cnt) == (int64_t)seq);
 	drain(j);
 	cr_assert_eq(cnt, 2);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Admission asks the free space once per JBD_FREE_TTL_MS (100 ms) while
+ * far from the line, at every write near it, and an answer it trusted
+ * ages out: a disk filled by someone else refuses writes from then on. */
+Test(jbd, admission_free_space_cached)
+{
+	struct jbd_opts o = mkopts(64 * BS, JBD_MODE_JOURNAL, false);
+	o.reserve = 8 * BS;
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	F.free_space = 1ll << 30;
+	uint8_t buf[BS];
+	memset(buf, 5, sizeof(buf));
+	int cnt = 0;
+	for (int i = 0; i < 8; i++)
+		write1(j, 1, (uint64_t)i * BS, buf, sizeof(buf), &cnt);
+	cr_assert_eq(F.free_calls, 1, "far from the line: asked once, not "
+		     "%u times", F.free_calls);
+	F.free_space = 16 << 20;    /* within JBD_FREE_SLACK of the line */
+	usleep(110 * 1000);
+	for (int i = 0; i < 4; i++)
+		write1(j, 1, (uint64_t)i * BS, buf, sizeof(buf), &cnt);
+	cr_assert_eq(F.free_calls, 5, "near the line: asked at each write "
+		     "(%u)", F.free_calls);
+	F.free_space = 1ll << 30;
+	usleep(110 * 1000);
+	write1(j, 1, 0, buf, sizeof(buf), &cnt);
+	F.free_space = 9 * BS;      /* filled by another writer */
+	usleep(110 * 1000);
+	struct jbd_handle *h;
+	cr_assert_eq(jbd_begin(j, &h), 0);
+	cr_assert_eq(jbd_write(h, 2, 0, buf, sizeof(buf)), -ENOSPC,
+		     "an answer older than the TTL is asked again");
+	jbd_cancel(h);
+	drain(j);
+	cr_assert_eq(cnt, 13);
 	cr_assert_eq(jbd_close(j), 0);
 }
 
