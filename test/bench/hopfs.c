@@ -5,6 +5,14 @@
  *       Serve DIR on 127.0.0.1:PORT.  With TWIN_PORT, every WRITE is also
  *       sent to the hopfs server there (TWRITE) and answered only when
  *       both copies are written: TwinFS's primary -> twin chain.
+ *   hopfs serve -j DIR PORT [TWIN_PORT]
+ *       The same, each server journaling every write first as TwinFS's
+ *       iods do in data=journal: a descriptor block, the data and a
+ *       commit block (CRC32C of the data and of the descriptor) in one
+ *       pwritev to a 64 MiB circular log, before the answer; the write
+ *       home after it (TwinFS's checkpoint, done later).  What TwinFS's
+ *       guarantee "acknowledged = in the journal of both twins" adds to
+ *       the hops at the least: no sync, replay or index.
  *   hopfs mount MOUNTPOINT PORT [FUSE options]
  *       Mount the server on 127.0.0.1:PORT (runs in the foreground).
  *
@@ -203,12 +211,18 @@ static int hop_call(int fd, struct hop_req *q, const void *p1, size_t n1,
  * it closes them all and starts again (bounded, and rare in a run). */
 #define HOP_TWIN_FDS 1024
 
+/* -j: the log's size; it wraps, as TwinFS's does once checkpointed. */
+#define HOP_LOG_BYTES (64ull << 20)
+#define HOP_BLK 4096u
+
 struct srv {
 	int dir_fd;
 	int twin_port;          /* 0: no twin */
-	pthread_mutex_t lock;   /* twin_fds, n_twin_fds */
+	pthread_mutex_t lock;   /* twin_fds, n_twin_fds, log_pos, log_seq */
 	struct tw_hmap twin_fds; /* ino -> fd + 1, on the twin side */
 	size_t n_twin_fds;
+	int log_fd;             /* -j: an unnamed file in DIR, else -1 */
+	uint64_t log_pos, log_seq;
 };
 
 static struct srv S;
@@ -251,6 +265,59 @@ static int twin_fd(uint64_t ino)
 	return fd;
 }
 
+/* -j: journal len bytes of p, to be written at off of file ino (the
+ * descriptor's tag), as one transaction: descriptor, data (the last block
+ * padded with zeros), commit.  Returns 0 or -errno. */
+static int log_append(const void *p, size_t len, uint64_t ino, uint64_t off)
+{
+	static const uint8_t zeros[HOP_BLK];
+	uint8_t desc[HOP_BLK], commit[HOP_BLK];
+	size_t nblk = (len + HOP_BLK - 1) / HOP_BLK;
+	size_t pad = nblk * HOP_BLK - len;
+	uint64_t need = (nblk + 2) * HOP_BLK, pos, seq, hdr[6];
+	uint32_t crc = tw_crc32c(0, p, len);
+	struct iovec iov[4];
+	int n = 0;
+	ssize_t w;
+
+	pthread_mutex_lock(&S.lock);
+	if (S.log_pos + need > HOP_LOG_BYTES)
+		S.log_pos = 0;
+	pos = S.log_pos;
+	S.log_pos += need;
+	seq = ++S.log_seq;
+	pthread_mutex_unlock(&S.lock);
+	memset(desc, 0, sizeof(desc));
+	hdr[0] = 0x4a504f48; /* "HOPJ" */
+	hdr[1] = seq;
+	hdr[2] = ino;
+	hdr[3] = off;
+	hdr[4] = len;
+	hdr[5] = crc;
+	memcpy(desc, hdr, sizeof(hdr));
+	memset(commit, 0, sizeof(commit));
+	hdr[0] = 0x43504f48; /* "HOPC" */
+	hdr[2] = tw_crc32c(crc, desc, sizeof(desc));
+	memcpy(commit, hdr, 3 * sizeof(hdr[0]));
+	iov[n++] = (struct iovec){ desc, sizeof(desc) };
+	iov[n++] = (struct iovec){ (void *)p, len };
+	if (pad)
+		iov[n++] = (struct iovec){ (void *)zeros, pad };
+	iov[n++] = (struct iovec){ commit, sizeof(commit) };
+	w = pwritev(S.log_fd, iov, n, (off_t)pos);
+	if (w < 0)
+		return -errno;
+	return (uint64_t)w == need ? 0 : -EIO;
+}
+
+/* A write home left for after the answer (-j): TwinFS's checkpoint. */
+struct hop_home {
+	int fd;
+	const void *p;          /* in the connection's request buffer */
+	size_t len;
+	uint64_t off;
+};
+
 /* The path in a payload: "" is the served directory itself. */
 static const char *rel(const char *p)
 {
@@ -265,9 +332,10 @@ static int stat_of(int fd, const char *path, struct stat *st)
 	return rc < 0 ? -errno : 0;
 }
 
-/* Serve one request; the reply payload goes to out (*olen bytes). */
+/* Serve one request; the reply payload goes to out (*olen bytes), a
+ * write home left for after the answer to *home (-j). */
 static int serve_one(const struct hop_req *q, char *p, char *out,
-		     size_t *olen, int *twin)
+		     size_t *olen, int *twin, struct hop_home *home)
 {
 	struct stat *st = (struct stat *)out;
 	int rc = 0, fd;
@@ -378,8 +446,17 @@ static int serve_one(const struct hop_req *q, char *p, char *out,
 			}
 		}
 		fd = q->op == HOP_TWRITE ? twin_fd(q->u2) : (int)q->fd;
-		n = fd < 0 ? fd : pwrite(fd, p, q->len, (off_t)q->u1);
-		rc = n < 0 ? (fd < 0 ? fd : -errno) : (int)n;
+		if (fd >= 0 && S.log_fd >= 0) {
+			rc = log_append(p, q->len, q->u2, q->u1);
+			if (rc == 0) {
+				*home = (struct hop_home){ fd, p, q->len,
+							   q->u1 };
+				rc = (int)q->len;
+			}
+		} else {
+			n = fd < 0 ? fd : pwrite(fd, p, q->len, (off_t)q->u1);
+			rc = n < 0 ? (fd < 0 ? fd : -errno) : (int)n;
+		}
 		if (fwd) {
 			struct hop_rep r;
 			int e = read_full(*twin, &r, sizeof(r));
@@ -491,12 +568,19 @@ static void *serve_conn(void *arg)
 		if (q.len > HOP_BUF - 1 || read_full(fd, in, q.len) < 0)
 			break;
 		in[q.len] = 0;  /* paths end within the payload */
-		r.status = serve_one(&q, in, out, &olen, &twin);
+		struct hop_home home = { .fd = -1 };
+		r.status = serve_one(&q, in, out, &olen, &twin, &home);
 		r.len = (uint32_t)olen;
 		struct iovec iov[2] = { { &r, sizeof(r) }, { out, olen } };
 
 		if (writev_full(fd, iov, 2) < 0)
 			break;
+		/* Journaled and answered: home now, before the next request
+		 * of this connection can read it. */
+		if (home.fd >= 0 &&
+		    pwrite(home.fd, home.p, home.len, (off_t)home.off) < 0)
+			fprintf(stderr, "hopfs: a write home: %s\n",
+				strerror(errno));
 	}
 	if (twin >= 0)
 		close(twin);
@@ -506,7 +590,7 @@ static void *serve_conn(void *arg)
 	return NULL;
 }
 
-static int serve(const char *dir, int port, int twin_port)
+static int serve(const char *dir, int port, int twin_port, bool journal)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons((uint16_t)port),
@@ -520,6 +604,16 @@ static int serve(const char *dir, int port, int twin_port)
 		return 1;
 	}
 	S.twin_port = twin_port;
+	S.log_fd = -1;
+	if (journal) {
+		S.log_fd = openat(S.dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
+				  0600);
+		if (S.log_fd < 0 || ftruncate(S.log_fd, HOP_LOG_BYTES) < 0) {
+			fprintf(stderr, "hopfs: the log in %s: %s\n", dir,
+				strerror(errno));
+			return 1;
+		}
+	}
 	pthread_mutex_init(&S.lock, NULL);
 	tw_hmap_init(&S.twin_fds);
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1135,12 +1229,14 @@ static int mount_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc >= 4 && !strcmp(argv[1], "serve"))
-		return serve(argv[2], atoi(argv[3]),
-			     argc > 4 ? atoi(argv[4]) : 0);
+	bool j = argc >= 3 && !strcmp(argv[2], "-j");
+
+	if (argc >= 4 + j && !strcmp(argv[1], "serve"))
+		return serve(argv[2 + j], atoi(argv[3 + j]),
+			     argc > 4 + j ? atoi(argv[4 + j]) : 0, j);
 	if (argc >= 4 && !strcmp(argv[1], "mount"))
 		return mount_main(argc - 2, argv + 2);
-	fprintf(stderr, "usage: hopfs serve DIR PORT [TWIN_PORT]\n"
+	fprintf(stderr, "usage: hopfs serve [-j] DIR PORT [TWIN_PORT]\n"
 			"       hopfs mount MOUNTPOINT PORT [FUSE options]\n");
 	return 2;
 }
