@@ -10,9 +10,12 @@
  *       iods do in data=journal: a descriptor block, the data and a
  *       commit block (CRC32C of the data and of the descriptor) in one
  *       pwritev to a 64 MiB circular log, before the answer; the write
- *       home after it (TwinFS's checkpoint, done later).  What TwinFS's
- *       guarantee "acknowledged = in the journal of both twins" adds to
- *       the hops at the least: no sync, replay or index.
+ *       home after it (TwinFS's checkpoint, done later), and a thread
+ *       syncs the file system every 5 s (TwinFS's commit_interval: the
+ *       log synced, the checkpoints' home writes synced).  What TwinFS's
+ *       guarantee "acknowledged = in the journal of both twins, synced
+ *       within commit_interval" adds to the hops at the least: no
+ *       replay, index or checksum check.
  *   hopfs mount MOUNTPOINT PORT [FUSE options]
  *       Mount the server on 127.0.0.1:PORT (runs in the foreground).
  *
@@ -308,6 +311,19 @@ static int log_append(const void *p, size_t len, uint64_t ino, uint64_t off)
 	if (w < 0)
 		return -errno;
 	return (uint64_t)w == need ? 0 : -EIO;
+}
+
+/* -j: every TW_COMMIT_INTERVAL_MS, what the log and home hold goes to
+ * the disk, as TwinFS's journal syncs its log and checkpoints home. */
+static void *log_syncer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		usleep(TW_COMMIT_INTERVAL_MS * 1000u);
+		if (syncfs(S.log_fd) < 0)
+			fprintf(stderr, "hopfs: syncfs: %s\n", strerror(errno));
+	}
+	return NULL;
 }
 
 /* A write home left for after the answer (-j): TwinFS's checkpoint. */
@@ -613,6 +629,13 @@ static int serve(const char *dir, int port, int twin_port, bool journal)
 				strerror(errno));
 			return 1;
 		}
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, log_syncer, NULL)) {
+			fprintf(stderr, "hopfs: cannot start the syncer\n");
+			return 1;
+		}
+		pthread_detach(t);
 	}
 	pthread_mutex_init(&S.lock, NULL);
 	tw_hmap_init(&S.twin_fds);
