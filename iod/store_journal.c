@@ -360,6 +360,19 @@ static void stat_logical_of(struct iod_store *s, uint64_t ino,
 	}
 }
 
+/* store_stat_logical with the home's stat already taken (home_stat). */
+static int stat_logical_with(struct iod_store *s, uint64_t ino,
+			     uint32_t column, const struct iod_sub_stat *home,
+			     struct iod_sub_stat *st)
+{
+	struct store_lstate ls;
+	int rc = store_logical(s, ino, column, &ls);
+
+	if (rc == 0)
+		stat_logical_of(s, ino, column, &ls, home, st);
+	return rc;
+}
+
 /* store_stat_logical, also giving the home's fd (-1: none) and size, which
  * a read passes on to jbd_read_home: one fstat per read. */
 static int stat_logical_home(struct iod_store *s, uint64_t ino,
@@ -921,7 +934,7 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	struct sreq *r = NULL;
 	struct store_lstate ls;
 	struct iod_sub_stat home;
-	bool create, mark, have_home = false;
+	bool create, mark;
 	uint64_t gen;
 	unsigned nrec = 0;
 	int rc;
@@ -972,7 +985,6 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 					    home.size);
 		if (rc < 0)
 			goto fail;
-		have_home = true;
 	} else {
 		struct sub *e;
 
@@ -1013,14 +1025,10 @@ int iod_store_write(struct iod_store *s, uint64_t ino, uint32_t column,
 	}
 	store_track(s, obj, gen, create ? layout : NULL, nrec, len > 0,
 		    first, last);
-	if (st && have_home) {
-		if (store_logical(s, ino, column, &ls) == 0)
-			stat_logical_of(s, ino, column, &ls, &home, st);
-		else
-			memset(st, 0, sizeof(*st));
-	} else if (st && store_stat_logical(s, ino, column, st) < 0) {
+	if (st && (s->mode == JBD_MODE_JOURNAL ?
+		   stat_logical_with(s, ino, column, &home, st) :
+		   store_stat_logical(s, ino, column, st)) < 0)
 		memset(st, 0, sizeof(*st));
-	}
 	return 0;
 fail:
 	req_cancel(h, r);

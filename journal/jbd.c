@@ -430,13 +430,19 @@ int jbd__reopen_direct(int fd)
 	return open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
 }
 
-void jbd__meta_free(struct jbd *j, struct jbd_txn *t)
+void jbd__close_bufs_free(struct jbd *j, struct jbd_txn *t)
 {
 	for (size_t i = 0; i < t->n_meta; i++)
 		jbd__blk_put(j, t->meta[i]);
 	free(t->meta);
 	t->meta = NULL;
 	t->n_meta = 0;
+	if (t->esc) {
+		for (size_t i = 0; i < t->nblocks; i++)
+			jbd__blk_put(j, t->esc[i]);
+		free(t->esc);
+		t->esc = NULL;
+	}
 }
 
 int jbd_begin(struct jbd *j, struct jbd_handle **out)
@@ -588,8 +594,9 @@ static int admit(struct jbd *j, uint64_t bytes)
 		return 0;
 	uint64_t need = j->opts.reserve + j->pending_home + bytes;
 	uint64_t now = tw_now_ms();
+	/* only what it admitted comes off, and never more than it held */
+	assert(!j->free_valid || j->free_left >= 0);
 	if (!j->free_valid || now - j->free_ms >= JBD_FREE_TTL_MS ||
-	    j->free_left < 0 ||
 	    (uint64_t)j->free_left < need + JBD_FREE_SLACK) {
 		int64_t f = j->ops.free_space(j->ops.arg);
 		if (f < 0)
@@ -850,12 +857,7 @@ void jbd__txn_free(struct jbd *j, struct jbd_txn *t)
 	if (t->state == TXN_RUNNING || t->state == TXN_SEALED)
 		j->unlogged_blocks -= t->data_blocks;
 	items_free(j, t->items, t->n_items);
-	if (t->esc) {
-		for (size_t i = 0; i < t->nblocks; i++)
-			jbd__blk_put(j, t->esc[i]);
-		free(t->esc);
-	}
-	jbd__meta_free(j, t);
+	jbd__close_bufs_free(j, t);
 	struct jbd_waiter *w;
 	while ((w = t->waiters) != NULL) {
 		t->waiters = w->next;

@@ -226,17 +226,6 @@ static int build(struct jbd *j, struct jbd_txn *t, struct slot **slots_out)
 	return 0;
 }
 
-static void free_close_bufs(struct jbd *j, struct jbd_txn *t)
-{
-	jbd__meta_free(j, t);
-	if (t->esc) {
-		for (size_t i = 0; i < t->nblocks; i++)
-			jbd__blk_put(j, t->esc[i]);
-		free(t->esc);
-		t->esc = NULL;
-	}
-}
-
 static void sync_done(struct jbd *j, uint64_t target);
 
 static void close_finish(struct jbd *j, struct jbd_txn *t)
@@ -251,7 +240,7 @@ static void close_finish(struct jbd *j, struct jbd_txn *t)
 		tw_hist_observe_ns(j->commit_hist, tw_now_ns() - j->close_start_ns);
 	j->st.log_blocks += t->nblocks;
 	j->unsynced_blocks += t->nblocks;
-	free_close_bufs(j, t);
+	jbd__close_bufs_free(j, t);
 	/* ordered / writeback: the records take effect now, in log order
 	 * (FORMAT.md (part 2) "Records"). */
 	if (j->opts.mode != JBD_MODE_JOURNAL && j->ops.apply != NULL) {

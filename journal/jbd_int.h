@@ -164,7 +164,7 @@ struct jbd_txn {
 	struct jbd_waiter *waiters;   /* handle callbacks */
 	/* CLOSING: */
 	uint8_t **meta;          /* metadata blocks, in log order, from the
-	                          * block cache (jbd__meta_free) */
+	                          * block cache (jbd__close_bufs_free) */
 	size_t n_meta;
 	uint8_t **esc;           /* escaped copies (NULL where none) */
 	unsigned ios_pending;
@@ -396,8 +396,9 @@ struct jbd {
 #define JBD_DIRECT_MIN     16u
 
 /* jbd_blocks.c: a 4 KiB block buffer (aligned to its size, so O_DIRECT
- * takes it) for a data item, an escaped copy or a metadata block, or NULL; given back with
- * jbd__blk_put, never free().  jbd__blocks_fini at close. */
+ * takes it) for a data item, an escaped copy or a metadata block, or
+ * NULL; given back with jbd__blk_put, never free().  jbd__blocks_fini at
+ * close. */
 #define JBD_SLAB_BYTES     (2u << 20)
 void *jbd__blk_get(struct jbd *j);
 void jbd__blk_put(struct jbd *j, void *blk);
@@ -405,8 +406,9 @@ void jbd__blocks_fini(struct jbd *j);
 
 /* jbd.c */
 int jbd__reopen_direct(int fd);
-/* Give a closing transaction's metadata blocks back to the cache. */
-void jbd__meta_free(struct jbd *j, struct jbd_txn *t);
+/* Give a closing transaction's metadata blocks and escaped copies back
+ * to the block cache (once written, or when it is freed). */
+void jbd__close_bufs_free(struct jbd *j, struct jbd_txn *t);
 void jbd__seal(struct jbd *j);
 struct jbd_obj *jbd__obj(struct jbd *j, uint64_t obj, bool create);
 void jbd__obj_maybe_free(struct jbd *j, struct jbd_obj *o);

@@ -385,8 +385,8 @@ def ceiling_report(vals, out):
     TwinFS comes to it (rates: < 1 is slower; times: > 1 is slower).  Both
     are ratios of the medians, as "met" in the main table.  hopj (random
     writes only) is hopfs journaling each write first (hopfs -j), tw/hopj
-    how close TwinFS comes to the hops plus what its guarantee costs.  Written to
-    out as TSV too."""
+    how close TwinFS comes to the hops plus what its guarantee costs.
+    Written to out as TSV too."""
     rows = []
     med = lambda d: statistics.median(d.values()) if d else None
     div = lambda a, b: a / b if a is not None and b else None
