@@ -1424,6 +1424,19 @@ static void open_direct(struct jbd *j)
 		"take the descriptor)" : "");
 }
 
+/* Drop the journal file's page cache once it is created or replayed
+ * (docs/ARCHITECTURE.md "The block journal", Page cache).  The zero fill of
+ * create_journal and replay's reads leave it in large folios (up to 1 MiB
+ * here); each later append of a few blocks into such a folio walks all its
+ * buffer heads twice and dirties the whole folio, about 20 us of system
+ * time per 4 KiB write over the four iods of a local cluster.  Appends then
+ * make folios of their own size.  Only advice: dirty pages stay, and a
+ * refusal costs nothing but that time. */
+static void drop_log_cache(struct jbd *j)
+{
+	(void)posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	     struct jbd **out)
 {
@@ -1486,6 +1499,7 @@ int jbd_open(const struct jbd_opts *opts, struct jbd_replay_info *info,
 	rc = jbd__recover(j, info);
 	if (rc < 0)
 		goto fail;
+	drop_log_cache(j);
 	j->max_txn = j->nlog / 4;
 	j->last_sync_ms = tw_now_ms();
 	open_direct(j);

@@ -39,6 +39,8 @@
 #include <stdint.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -1792,6 +1794,39 @@ Test(jbd, admission_free_space_cached)
 	jbd_cancel(h);
 	drain(j);
 	cr_assert_eq(cnt, 13);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* Page cache (docs/ARCHITECTURE.md "The block journal"): a new journal's zero
+ * fill is not left in the page cache, where its large folios would make
+ * every append walk and dirty a whole folio.  Counted with mincore; tmpfs
+ * keeps its pages whatever the advice. */
+Test(jbd, open_leaves_log_uncached)
+{
+	struct statfs sf;
+	cr_assert_eq(statfs(tmpdir, &sf), 0);
+	if (sf.f_type == TMPFS_MAGIC)
+		cr_skip_test("%s is tmpfs: no page cache to drop", tmpdir);
+	struct jbd_opts o = mkopts(1024 * BS, JBD_MODE_JOURNAL, false);
+	struct jbd *j;
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	int fd = open(F.path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	size_t len = 1024 * BS;
+	void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *vec = calloc(len / pg, 1);
+	cr_assert_not_null(vec);
+	cr_assert_eq(mincore(m, len, vec), 0);
+	size_t resident = 0;
+	for (size_t i = 0; i < len / pg; i++)
+		resident += vec[i] & 1;
+	cr_assert_lt(resident, 16, "%zu of %zu pages of a new journal stay "
+		     "cached", resident, len / pg);
+	free(vec);
+	munmap(m, len);
+	close(fd);
 	cr_assert_eq(jbd_close(j), 0);
 }
 
