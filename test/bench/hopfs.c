@@ -9,8 +9,10 @@
  *       The same, each server journaling every write first as TwinFS's
  *       iods do in data=journal: a descriptor block, the data and a
  *       commit block (CRC32C of the data and of the descriptor) in one
- *       pwritev to a 64 MiB circular log, before the answer; the write
- *       home after it (TwinFS's checkpoint, done later), and a thread
+ *       pwritev to a 64 MiB circular log, before the answer.  The data
+ *       goes home later, from a copy kept in memory, as TwinFS's
+ *       checkpoint does: on another thread once half the log's worth
+ *       waits, and before any request that is not a write.  That thread
  *       syncs the file system every 5 s (TwinFS's commit_interval: the
  *       log synced, the checkpoints' home writes synced).  What TwinFS's
  *       guarantee "acknowledged = in the journal of both twins, synced
@@ -218,17 +220,39 @@ static int hop_call(int fd, struct hop_req *q, const void *p1, size_t n1,
 #define HOP_LOG_BYTES (64ull << 20)
 #define HOP_BLK 4096u
 
+/* -j: the checkpoint starts when the writes waiting to go home hold half
+ * the log, as TwinFS's does at half of its journal; a server that finds
+ * the whole log's worth waiting writes them home itself. */
+#define HOP_CK_START (HOP_LOG_BYTES / 2)
+
+/* -j: a write journaled and answered, waiting to go home. */
+struct hop_home {
+	struct hop_home *next;
+	int fd;
+	uint64_t off;
+	size_t len;
+	uint8_t data[];         /* a copy, as an iod keeps journaled blocks */
+};
+
 struct srv {
 	int dir_fd;
 	int twin_port;          /* 0: no twin */
-	pthread_mutex_t lock;   /* twin_fds, n_twin_fds, log_pos, log_seq */
+	pthread_mutex_t lock;   /* twin_fds, n_twin_fds, log_pos, log_seq,
+				 * ck_* */
 	struct tw_hmap twin_fds; /* ino -> fd + 1, on the twin side */
 	size_t n_twin_fds;
 	int log_fd;             /* -j: an unnamed file in DIR, else -1 */
 	uint64_t log_pos, log_seq;
+	struct hop_home *ck_head, *ck_tail; /* waiting to go home, in order */
+	uint64_t ck_bytes;
+	pthread_cond_t ck_cond; /* ck_bytes reached HOP_CK_START */
+	pthread_mutex_t ck_run; /* one checkpoint at a time: writes home in
+				 * the order they were answered */
 };
 
 static struct srv S;
+
+static void checkpoint(void);
 
 static int twin_fd(uint64_t ino)
 {
@@ -241,6 +265,11 @@ static int twin_fd(uint64_t ino)
 	if (!v && S.n_twin_fds >= HOP_TWIN_FDS) {
 		uint64_t k;
 		void *fv;
+
+		/* the writes waiting to go home hold these descriptors */
+		pthread_mutex_unlock(&S.lock);
+		checkpoint();
+		pthread_mutex_lock(&S.lock);
 
 		for (size_t it = 0; tw_hmap_next(&S.twin_fds, &it, &k, &fv);) {
 			close((int)(intptr_t)fv - 1);
@@ -313,26 +342,91 @@ static int log_append(const void *p, size_t len, uint64_t ino, uint64_t off)
 	return (uint64_t)w == need ? 0 : -EIO;
 }
 
-/* -j: every TW_COMMIT_INTERVAL_MS, what the log and home hold goes to
- * the disk, as TwinFS's journal syncs its log and checkpoints home. */
+/* -j: the writes waiting to go home, written there in the order they
+ * were answered (TwinFS's checkpoint). */
+static void checkpoint(void)
+{
+	pthread_mutex_lock(&S.ck_run);
+	pthread_mutex_lock(&S.lock);
+	struct hop_home *h = S.ck_head;
+
+	S.ck_head = S.ck_tail = NULL;
+	S.ck_bytes = 0;
+	pthread_mutex_unlock(&S.lock);
+	while (h) {
+		struct hop_home *next = h->next;
+
+		if (pwrite(h->fd, h->data, h->len, (off_t)h->off) < 0)
+			fprintf(stderr, "hopfs: a write home: %s\n",
+				strerror(errno));
+		free(h);
+		h = next;
+	}
+	pthread_mutex_unlock(&S.ck_run);
+}
+
+/* -j: a write journaled and answered goes home later: on the
+ * checkpointer's thread once half the log waits, or here when the whole
+ * log does (the checkpointer is behind). */
+static void home_later(int fd, const void *p, size_t len, uint64_t off)
+{
+	struct hop_home *h = malloc(sizeof(*h) + len);
+	bool self;
+
+	if (h == NULL) {
+		if (pwrite(fd, p, len, (off_t)off) < 0)
+			fprintf(stderr, "hopfs: a write home: %s\n",
+				strerror(errno));
+		return;
+	}
+	*h = (struct hop_home){ .fd = fd, .off = off, .len = len };
+	memcpy(h->data, p, len);
+	pthread_mutex_lock(&S.lock);
+	if (S.ck_tail)
+		S.ck_tail->next = h;
+	else
+		S.ck_head = h;
+	S.ck_tail = h;
+	S.ck_bytes += len;
+	self = S.ck_bytes >= HOP_LOG_BYTES;
+	if (S.ck_bytes >= HOP_CK_START)
+		pthread_cond_signal(&S.ck_cond);
+	pthread_mutex_unlock(&S.lock);
+	if (self)
+		checkpoint();
+}
+
+/* -j: every TW_COMMIT_INTERVAL_MS the log goes to the disk (syncfs), as
+ * TwinFS's journal syncs its log; the checkpoint runs then too, and as
+ * soon as half the log waits for it. */
 static void *log_syncer(void *arg)
 {
+	struct timespec next, now;
+
 	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &next);
+	next.tv_sec += TW_COMMIT_INTERVAL_MS / 1000u;
 	for (;;) {
-		usleep(TW_COMMIT_INTERVAL_MS * 1000u);
-		if (syncfs(S.log_fd) < 0)
-			fprintf(stderr, "hopfs: syncfs: %s\n", strerror(errno));
+		int rc = 0;
+
+		pthread_mutex_lock(&S.lock);
+		while (S.ck_bytes < HOP_CK_START && rc == 0)
+			rc = pthread_cond_timedwait(&S.ck_cond, &S.lock, &next);
+		pthread_mutex_unlock(&S.lock);
+		clock_gettime(CLOCK_REALTIME, &now);
+		/* on time whatever the checkpoints in between */
+		if (now.tv_sec > next.tv_sec ||
+		    (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec)) {
+			if (syncfs(S.log_fd) < 0)
+				fprintf(stderr, "hopfs: syncfs: %s\n",
+					strerror(errno));
+			next = now;
+			next.tv_sec += TW_COMMIT_INTERVAL_MS / 1000u;
+		}
+		checkpoint();
 	}
 	return NULL;
 }
-
-/* A write home left for after the answer (-j): TwinFS's checkpoint. */
-struct hop_home {
-	int fd;
-	const void *p;          /* in the connection's request buffer */
-	size_t len;
-	uint64_t off;
-};
 
 /* The path in a payload: "" is the served directory itself. */
 static const char *rel(const char *p)
@@ -348,10 +442,18 @@ static int stat_of(int fd, const char *path, struct stat *st)
 	return rc < 0 ? -errno : 0;
 }
 
+/* A write journaled, to go home once answered (-j). */
+struct hop_later {
+	int fd;                 /* -1: none */
+	const void *p;          /* in the connection's request buffer */
+	size_t len;
+	uint64_t off;
+};
+
 /* Serve one request; the reply payload goes to out (*olen bytes), a
  * write home left for after the answer to *home (-j). */
 static int serve_one(const struct hop_req *q, char *p, char *out,
-		     size_t *olen, int *twin, struct hop_home *home)
+		     size_t *olen, int *twin, struct hop_later *home)
 {
 	struct stat *st = (struct stat *)out;
 	int rc = 0, fd;
@@ -465,8 +567,8 @@ static int serve_one(const struct hop_req *q, char *p, char *out,
 		if (fd >= 0 && S.log_fd >= 0) {
 			rc = log_append(p, q->len, q->u2, q->u1);
 			if (rc == 0) {
-				*home = (struct hop_home){ fd, p, q->len,
-							   q->u1 };
+				*home = (struct hop_later){ fd, p, q->len,
+							    q->u1 };
 				rc = (int)q->len;
 			}
 		} else {
@@ -584,19 +686,20 @@ static void *serve_conn(void *arg)
 		if (q.len > HOP_BUF - 1 || read_full(fd, in, q.len) < 0)
 			break;
 		in[q.len] = 0;  /* paths end within the payload */
-		struct hop_home home = { .fd = -1 };
+		/* -j: what any other request sees (a read, a size, a
+		 * release of the descriptor) is home first */
+		if (S.log_fd >= 0 && q.op != HOP_WRITE && q.op != HOP_TWRITE)
+			checkpoint();
+		struct hop_later home = { .fd = -1 };
 		r.status = serve_one(&q, in, out, &olen, &twin, &home);
 		r.len = (uint32_t)olen;
 		struct iovec iov[2] = { { &r, sizeof(r) }, { out, olen } };
 
 		if (writev_full(fd, iov, 2) < 0)
 			break;
-		/* Journaled and answered: home now, before the next request
-		 * of this connection can read it. */
-		if (home.fd >= 0 &&
-		    pwrite(home.fd, home.p, home.len, (off_t)home.off) < 0)
-			fprintf(stderr, "hopfs: a write home: %s\n",
-				strerror(errno));
+		/* Journaled and answered: home at the checkpoint. */
+		if (home.fd >= 0)
+			home_later(home.fd, home.p, home.len, home.off);
 	}
 	if (twin >= 0)
 		close(twin);
@@ -621,6 +724,9 @@ static int serve(const char *dir, int port, int twin_port, bool journal)
 	}
 	S.twin_port = twin_port;
 	S.log_fd = -1;
+	pthread_mutex_init(&S.lock, NULL);
+	pthread_mutex_init(&S.ck_run, NULL);
+	pthread_cond_init(&S.ck_cond, NULL);
 	if (journal) {
 		S.log_fd = openat(S.dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
 				  0600);
@@ -637,7 +743,6 @@ static int serve(const char *dir, int port, int twin_port, bool journal)
 		}
 		pthread_detach(t);
 	}
-	pthread_mutex_init(&S.lock, NULL);
 	tw_hmap_init(&S.twin_fds);
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0) {
