@@ -342,6 +342,13 @@ static int log_append(const void *p, size_t len, uint64_t ino, uint64_t off)
 	return (uint64_t)w == need ? 0 : -EIO;
 }
 
+/* -j: one write home (logged, not returned: the answer has gone). */
+static void write_home(int fd, const void *p, size_t len, uint64_t off)
+{
+	if (pwrite(fd, p, len, (off_t)off) < 0)
+		fprintf(stderr, "hopfs: a write home: %s\n", strerror(errno));
+}
+
 /* -j: the writes waiting to go home, written there in the order they
  * were answered (TwinFS's checkpoint). */
 static void checkpoint(void)
@@ -356,9 +363,7 @@ static void checkpoint(void)
 	while (h) {
 		struct hop_home *next = h->next;
 
-		if (pwrite(h->fd, h->data, h->len, (off_t)h->off) < 0)
-			fprintf(stderr, "hopfs: a write home: %s\n",
-				strerror(errno));
+		write_home(h->fd, h->data, h->len, h->off);
 		free(h);
 		h = next;
 	}
@@ -374,9 +379,7 @@ static void home_later(int fd, const void *p, size_t len, uint64_t off)
 	bool self;
 
 	if (h == NULL) {
-		if (pwrite(fd, p, len, (off_t)off) < 0)
-			fprintf(stderr, "hopfs: a write home: %s\n",
-				strerror(errno));
+		write_home(fd, p, len, off);
 		return;
 	}
 	*h = (struct hop_home){ .fd = fd, .off = off, .len = len };
