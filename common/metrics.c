@@ -13,6 +13,7 @@
  */
 #include "metrics.h"
 #include "common.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -266,6 +267,7 @@ void tw_mx_process(struct tw_mx *x, const char *daemon, double start_s)
 		{ "version", TW_VERSION },
 		{ "daemon", daemon },
 	};
+	const struct tw_stall *st = tw_stall_get();
 	unsigned long size = 0, resident = 0;
 	FILE *f = fopen("/proc/self/statm", "re");
 
@@ -284,4 +286,12 @@ void tw_mx_process(struct tw_mx *x, const char *daemon, double start_s)
 		     "Resident set size (/proc/self/statm), bytes.");
 	tw_mx_u64(x, "twinfs_process_resident_memory_bytes", NULL, 0,
 		  (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE));
+	tw_mx_family(x, "twinfs_loop_stalls_total", TW_MX_COUNTER,
+		     "Times the event loop was held for 100 ms or more "
+		     "(every request waited; the log says why).");
+	tw_mx_u64(x, "twinfs_loop_stalls_total", NULL, 0, st->count);
+	tw_mx_family(x, "twinfs_loop_stall_max_seconds", TW_MX_GAUGE,
+		     "The longest of those stalls, seconds.");
+	tw_mx_f64(x, "twinfs_loop_stall_max_seconds", NULL, 0,
+		  (double)st->max_ms / 1000.0);
 }

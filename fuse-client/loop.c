@@ -45,6 +45,7 @@
 #include "loop.h"
 #include "mgr.h"
 #include "mount.h"
+#include "stall.h"
 #include "wbehind.h"
 
 struct fc_deferred {
@@ -420,6 +421,7 @@ static void maybe_close_handles(struct fc_client *cl)
 	uv_close((uv_handle_t *)&cl->park_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->spin_prepare, close_cb);
 	uv_close((uv_handle_t *)&cl->async, close_cb);
+	tw_stall_stop();
 	if (cl->fuse_polling)
 		uv_close((uv_handle_t *)&cl->fuse_poll, close_cb);
 }
@@ -640,6 +642,9 @@ static void *loop_main(void *arg)
 {
 	struct fc_client *cl = arg;
 
+	/* On this thread: the watch reads the CPU time of its caller. */
+	if (tw_stall_start(&cl->loop) < 0)
+		tw_warn("cannot watch the I/O loop for stalls");
 	uv_run(&cl->loop, UV_RUN_DEFAULT);
 	return NULL;
 }

@@ -97,14 +97,21 @@ bool fc_mgr_retryable(int status)
 	return status == -EREMOTE || fc_is_transport_err(status);
 }
 
-const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len)
+const char *fc_cause_after(int status, uint32_t timeout_ms, char *buf,
+			   size_t len)
 {
-	if (status == -ETIMEDOUT)
-		snprintf(buf, len, "timed out after %u s",
-			 (cl->opts.request_timeout_ms + 999) / 1000);
+	if (status == -ETIMEDOUT && timeout_ms % 1000 == 0)
+		snprintf(buf, len, "timed out after %u s", timeout_ms / 1000);
+	else if (status == -ETIMEDOUT)
+		snprintf(buf, len, "timed out after %u ms", timeout_ms);
 	else
 		snprintf(buf, len, "failed: %s", strerror(-status));
 	return buf;
+}
+
+const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len)
+{
+	return fc_cause_after(status, cl->opts.request_timeout_ms, buf, len);
 }
 
 const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len)
@@ -1074,6 +1081,12 @@ struct fc_ping {
 	uint64_t sent_ms;
 };
 
+static uint32_t ping_timeout_ms(const struct fc_client *cl)
+{
+	return TW_MIN(cl->opts.request_timeout_ms,
+		      cl->opts.monitor_interval_ms);
+}
+
 static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 {
 	struct fc_ping *pg = arg;
@@ -1098,7 +1111,8 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 
 			tw_log_rl(TW_LOG_WARN, "mgrd %s: ping %s",
 				  cl->ctl ? wire_peer_name(cl->ctl) : "?",
-				  fc_cause(cl, status, cause, sizeof(cause)));
+				  fc_cause_after(status, ping_timeout_ms(cl),
+						 cause, sizeof(cause)));
 		}
 		if (status == -ETIMEDOUT)
 			mgr_addr_failed(cl, cl->ctl, status, NULL);
@@ -1111,7 +1125,8 @@ static void ping_reply_cb(int status, struct wire_msg *reply, void *arg)
 		if (cl->iods[id].id) {
 			tw_log_rl(TW_LOG_WARN, "%s: ping %s; reported to mgrd",
 				  fc_iod_name(&cl->iods[id], name, sizeof(name)),
-				  fc_cause(cl, status, cause, sizeof(cause)));
+				  fc_cause_after(status, ping_timeout_ms(cl),
+						 cause, sizeof(cause)));
 			fc_report(cl, &cl->iods[id], status);
 		}
 	}
@@ -1133,9 +1148,8 @@ static void send_ping(struct fc_client *cl, struct fc_iod *iod)
 	pg->body.epoch = cl->epoch;
 	pg->body.incarnation = cl->incarnation;
 	fc_call(cl, iod ? iod->peer : cl->ctl, TWINFS__MSG_TYPE__MSG_PING,
-		&pg->body.base, NULL, 0,
-		TW_MIN(cl->opts.request_timeout_ms,
-		       cl->opts.monitor_interval_ms), ping_reply_cb, pg);
+		&pg->body.base, NULL, 0, ping_timeout_ms(cl), ping_reply_cb,
+		pg);
 }
 
 static void ping_timer_cb(uv_timer_t *t)

@@ -82,5 +82,9 @@ const char *fc_iod_name(const struct fc_iod *iod, char *buf, size_t len);
 /* Human cause of a data-path error: "timed out after 5 s", "Connection
  * refused", ... into buf. */
 const char *fc_cause(struct fc_client *cl, int status, char *buf, size_t len);
+/* The same for a call whose deadline was timeout_ms ("timed out after
+ * 200 ms": a ping's is the shorter of the interval and the timeout). */
+const char *fc_cause_after(int status, uint32_t timeout_ms, char *buf,
+			   size_t len);
 
 #endif

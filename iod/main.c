@@ -25,6 +25,7 @@
  */
 #include "iod_int.h"
 #include "journal.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -192,6 +193,7 @@ static void shutdown_daemon(struct iod *d)
 		return;
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
+	tw_stall_stop();
 	iod_metrics_stop(d);
 	iod_scrub_stop(d);
 	iod_mem_fini(d);
@@ -380,7 +382,8 @@ int main(int argc, char **argv)
 			"client write (failure drills only)", id);
 	}
 
-	if (jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
+	if (tw_stall_start(d->loop) < 0 ||
+	    jnl_handles_start(d) < 0 || iod_mgr_start(d) < 0 ||
 	    iod_twin_start(d) < 0 || iod_twin_intent_start(d) < 0 ||
 	    iod_vote_open(d) < 0 || iod_server_start(d) < 0 || iod_metrics_start(d) < 0 ||
 	    iod_scrub_init(d) < 0) {

@@ -21,6 +21,7 @@
  */
 #include "mgrd_int.h"
 #include "journal.h"
+#include "stall.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -74,6 +75,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	tw_info("mgrd: %s received, stopping", strsignal(signum));
 	uv_signal_stop(&sig_term);
 	uv_signal_stop(&sig_int);
+	tw_stall_stop();
 	mgr_metrics_stop(metrics);
 	metrics = NULL;
 	if (server)
@@ -252,11 +254,16 @@ int main(int argc, char **argv)
 		return restore_state(&conf, restore);
 	signal(SIGPIPE, SIG_IGN);
 	loop = uv_default_loop();
-	rc = mgr_server_start(loop, &conf, jnl_flags, &server);
-	if (rc < 0)
+	rc = tw_stall_start(loop);
+	if (rc == 0)
+		rc = mgr_server_start(loop, &conf, jnl_flags, &server);
+	if (rc < 0) {
+		tw_stall_stop();
 		return 1;
+	}
 	rc = mgr_metrics_start(loop, server, &metrics);
 	if (rc < 0) {
+		tw_stall_stop();
 		mgr_server_stop(server, NULL, NULL);
 		uv_run(loop, UV_RUN_DEFAULT);
 		return 1;

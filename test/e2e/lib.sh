@@ -17,6 +17,7 @@
 #   TWINFS_TEST_SCALE     multiplies data sizes (default 1; 0.125 under ASan)
 #   TWINFS_E2E_ARTIFACTS  where logs of failed tests go (default /var/tmp/twinfs-e2e-logs)
 #   TWINFS_E2E_KEEP=1     leave the cluster running and the run dir in place
+#   TWINFS_E2E_KEEP_LOGS=1  keep the logs of passing tests too (as above)
 
 set -u -o pipefail
 
@@ -126,11 +127,12 @@ e2e_cleanup() {
 			grep -m 5 -E 'ERROR: |runtime error:' "$f" | sed 's/^/#   /'
 		fi
 	done
-	if ((E2E_FAIL)) && [[ -d $TWINFS_RUN_DIR/logs ]]; then
+	if { ((E2E_FAIL)) || [[ ${TWINFS_E2E_KEEP_LOGS:-0} == 1 ]]; } &&
+		[[ -d $TWINFS_RUN_DIR/logs ]]; then
 		local dest=${TWINFS_E2E_ARTIFACTS:-/var/tmp/twinfs-e2e-logs}/$E2E_NAME
 		mkdir -p "$dest" && cp -r "$TWINFS_RUN_DIR"/logs/. "$dest"/ 2>/dev/null &&
 			echo "# logs of $E2E_NAME kept in $dest"
-		e2e_logs_tail | sed 's/^/# /'
+		((E2E_FAIL)) && e2e_logs_tail | sed 's/^/# /'
 	fi
 	if [[ ${TWINFS_E2E_KEEP:-0} != 1 ]]; then
 		# Never remove anything under a mount that is still there.

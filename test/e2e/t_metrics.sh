@@ -98,6 +98,9 @@ assert_eq iods-twin-up 4 "$(iods_sum after twinfs_iod_twin_state state=up)"
 at_least mgrd-mknod-counted 1 "$(mx "$T/mgrd.after" twinfs_requests_total type=MKNOD)" \
 	"mgrd's MKNOD requests"
 assert_eq build-info 1 "$(mx "$T/iod1.after" twinfs_build_info daemon=iod)"
+# Each daemon watches its loop (OPERATIONS.md "Loop stalls").
+check loop-stalls-mgrd grep -q '^twinfs_loop_stalls_total [0-9]' "$T/mgrd.after"
+check loop-stalls-iod grep -q '^twinfs_loop_stall_max_seconds [0-9]' "$T/iod1.after"
 
 # Inode ranges (docs/ARCHITECTURE.md "Namespace"): the range after the
 # current one is journaled once half of it is used and synced in the

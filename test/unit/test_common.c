@@ -1,8 +1,8 @@
 /* test_common.c - unit tests of libcommon: CRC32C (vectors, chaining, the
  * SSE4.2 path against the table path), the hash map against a reference
  * array, the config parser (a good file and each kind of error) and the
- * size/time parsers, the adaptive polling policy (spin.h).  No root, no
- * network.
+ * size/time parsers, the adaptive polling policy (spin.h), the loop stall
+ * watch (stall.h).  No root, no network.
  */
 #include <criterion/criterion.h>
 
@@ -18,6 +18,7 @@
 #include "common.h"
 #include "oset.h"
 #include "spin.h"
+#include "stall.h"
 #include "vote.h"
 
 /* Internal test hooks of crc32c.c (not in common.h). */
@@ -1271,4 +1272,90 @@ Test(wait_free, flock_free_tells_held_from_taken)
 	cr_assert_eq(tw_flock_free(&bad), -EBADF);
 	close(b);
 	unlink(path);
+}
+
+/* ------------------------------------------------------------ stall watch */
+
+static struct tw_cpu cpu_at(uint64_t user_ms, uint64_t sys_ms, uint64_t waits,
+			    uint64_t preempts)
+{
+	return (struct tw_cpu){ user_ms * 1000, sys_ms * 1000, waits,
+				preempts };
+}
+
+Test(stall, late_ticks_are_stalls_with_what_the_thread_did)
+{
+	struct tw_stall s = { 0 };
+	struct tw_cpu c, spent = { 0 };
+
+	c = cpu_at(10, 5, 100, 3);
+	cr_assert_eq(tw_stall_note(&s, 5000, &c, &spent), 0, "first: records");
+	c = cpu_at(11, 5, 104, 3);
+	cr_assert_eq(tw_stall_note(&s, 5100, &c, &spent), 0, "on time");
+	c = cpu_at(12, 6, 110, 3);
+	cr_assert_eq(tw_stall_note(&s, 5100 + TW_STALL_PERIOD_MS +
+				   TW_STALL_WARN_MS - 1, &c, &spent), 0,
+		     "late, but by less than the warning");
+	cr_assert_eq(s.count, 0);
+	/* held 412 ms: 30 ms of CPU, 2 sleeps, 40 preemptions */
+	s.last_ms = 6000;
+	c = cpu_at(32, 16, 112, 43);
+	cr_assert_eq(tw_stall_note(&s, 6000 + TW_STALL_PERIOD_MS + 412, &c,
+				   &spent), 412);
+	cr_assert_eq(spent.user_us, 20000);
+	cr_assert_eq(spent.sys_us, 10000);
+	cr_assert_eq(spent.waits, 2);
+	cr_assert_eq(spent.preempts, 40);
+	cr_assert_eq(s.count, 1);
+	cr_assert_eq(s.max_ms, 412);
+	c = cpu_at(33, 16, 113, 43);
+	cr_assert_eq(tw_stall_note(&s, s.last_ms + TW_STALL_PERIOD_MS + 150,
+				   &c, &spent), 150);
+	cr_assert_eq(s.count, 2);
+	cr_assert_eq(s.max_ms, 412, "the longest stays");
+	/* a counter that went back (it cannot, but never wraps) */
+	c = cpu_at(0, 0, 0, 0);
+	cr_assert_eq(tw_stall_note(&s, s.last_ms + TW_STALL_PERIOD_MS + 200,
+				   &c, &spent), 200);
+	cr_assert_eq(spent.user_us, 0);
+	cr_assert_eq(spent.waits, 0);
+}
+
+static void hold_loop(uv_timer_t *t)
+{
+	(void)t;
+	usleep(350 * 1000);     /* a callback that blocks the loop */
+}
+
+static void end_loop(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+/* The watch on a real loop sees a callback that sleeps 350 ms as a
+ * stall of about that long (the tick due inside it runs 250-350 ms
+ * late). */
+Test(stall, a_blocking_callback_is_seen)
+{
+	uv_loop_t loop;
+	uv_timer_t hold, end;
+	const struct tw_stall *s;
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	cr_assert_eq(tw_stall_start(&loop), 0);
+	uv_timer_init(&loop, &hold);
+	uv_timer_init(&loop, &end);
+	uv_timer_start(&hold, hold_loop, 250, 0);
+	uv_timer_start(&end, end_loop, 900, 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	s = tw_stall_get();
+	cr_assert_geq(s->count, 1);
+	cr_assert_geq(s->max_ms, 200, "held %lu ms", (unsigned long)s->max_ms);
+	cr_assert_leq(s->max_ms, 350 + 500, "held %lu ms",
+		      (unsigned long)s->max_ms);
+	tw_stall_stop();
+	uv_close((uv_handle_t *)&hold, NULL);
+	uv_close((uv_handle_t *)&end, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
 }

@@ -158,6 +158,9 @@ Test(metrics, process_families)
 	cr_assert(strstr(x.buf, "twinfs_process_start_time_seconds 1700000000.25\n"));
 	cr_assert(strstr(x.buf, "twinfs_process_resident_memory_bytes "));
 	cr_assert_null(strstr(x.buf, "twinfs_process_resident_memory_bytes 0\n"));
+	/* no watch started in this process: none seen */
+	cr_assert(strstr(x.buf, "twinfs_loop_stalls_total 0\n"));
+	cr_assert(strstr(x.buf, "twinfs_loop_stall_max_seconds 0\n"));
 	tw_mx_free(&x);
 }
 
