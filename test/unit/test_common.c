@@ -1351,7 +1351,8 @@ Test(stall, a_blocking_callback_is_seen)
 	s = tw_stall_get();
 	cr_assert_geq(s->count, 1);
 	cr_assert_geq(s->max_ms, 200, "held %lu ms", (unsigned long)s->max_ms);
-	cr_assert_leq(s->max_ms, 350 + 500, "held %lu ms",
+	/* not the whole run either (a loaded host only adds to it) */
+	cr_assert_leq(s->max_ms, 350 + 1500, "held %lu ms",
 		      (unsigned long)s->max_ms);
 	tw_stall_stop();
 	uv_close((uv_handle_t *)&hold, NULL);
