@@ -127,6 +127,13 @@ e2e_cleanup() {
 			grep -m 5 -E 'ERROR: |runtime error:' "$f" | sed 's/^/#   /'
 		fi
 	done
+	# Loop stalls (docs/OPERATIONS.md "Loop stalls") are reported, not
+	# failed: how often the host held a daemon off its CPU, for the day a
+	# timing check fails.
+	local stalls
+	stalls=$(grep -ho 'event loop held for [0-9]* ms' "$TWINFS_RUN_DIR"/logs/*.log 2>/dev/null |
+		awk '{ n++; if ($5 > m) m = $5 } END { if (n) print n " (longest " m " ms)" }')
+	[[ -n $stalls ]] && echo "# loop stalls logged by the daemons: $stalls"
 	if { ((E2E_FAIL)) || [[ ${TWINFS_E2E_KEEP_LOGS:-0} == 1 ]]; } &&
 		[[ -d $TWINFS_RUN_DIR/logs ]]; then
 		local dest=${TWINFS_E2E_ARTIFACTS:-/var/tmp/twinfs-e2e-logs}/$E2E_NAME
