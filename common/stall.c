@@ -98,9 +98,9 @@ int tw_stall_start(uv_loop_t *loop)
 	return 0;
 }
 
-void tw_stall_stop(void)
+void tw_stall_stop(uv_loop_t *loop)
 {
-	if (!started)
+	if (!started || timer.loop != loop)
 		return;
 	started = false;
 	uv_timer_stop(&timer);

@@ -43,8 +43,10 @@ uint64_t tw_stall_note(struct tw_stall *s, uint64_t now_ms,
  * ones read).  Its timer does not keep the loop alive (uv_unref).  A
  * second call is a no-op; 0 or a negative errno. */
 int tw_stall_start(uv_loop_t *loop);
-/* Close the timer (before the loop's last run). */
-void tw_stall_stop(void);
+/* Close the timer (before the loop's last run), when the watch is on
+ * loop: a second loop of the process, which the watch never started on,
+ * does not close the first one's timer from its own thread. */
+void tw_stall_stop(uv_loop_t *loop);
 /* The process's watch (zeros when not started), for /metrics. */
 const struct tw_stall *tw_stall_get(void);
 

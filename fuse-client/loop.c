@@ -421,7 +421,7 @@ static void maybe_close_handles(struct fc_client *cl)
 	uv_close((uv_handle_t *)&cl->park_timer, close_cb);
 	uv_close((uv_handle_t *)&cl->spin_prepare, close_cb);
 	uv_close((uv_handle_t *)&cl->async, close_cb);
-	tw_stall_stop();
+	tw_stall_stop(&cl->loop);
 	if (cl->fuse_polling)
 		uv_close((uv_handle_t *)&cl->fuse_poll, close_cb);
 }

@@ -193,7 +193,7 @@ static void shutdown_daemon(struct iod *d)
 		return;
 	d->closing = true;
 	tw_info("iod %" PRIu32 ": shutting down", d->id);
-	tw_stall_stop();
+	tw_stall_stop(d->loop);
 	iod_metrics_stop(d);
 	iod_scrub_stop(d);
 	iod_mem_fini(d);

@@ -75,7 +75,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	tw_info("mgrd: %s received, stopping", strsignal(signum));
 	uv_signal_stop(&sig_term);
 	uv_signal_stop(&sig_int);
-	tw_stall_stop();
+	tw_stall_stop(h->loop);
 	mgr_metrics_stop(metrics);
 	metrics = NULL;
 	if (server)
@@ -258,12 +258,12 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = mgr_server_start(loop, &conf, jnl_flags, &server);
 	if (rc < 0) {
-		tw_stall_stop();
+		tw_stall_stop(loop);
 		return 1;
 	}
 	rc = mgr_metrics_start(loop, server, &metrics);
 	if (rc < 0) {
-		tw_stall_stop();
+		tw_stall_stop(loop);
 		mgr_server_stop(server, NULL, NULL);
 		uv_run(loop, UV_RUN_DEFAULT);
 		return 1;

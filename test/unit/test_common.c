@@ -1354,7 +1354,20 @@ Test(stall, a_blocking_callback_is_seen)
 	/* not the whole run either (a loaded host only adds to it) */
 	cr_assert_leq(s->max_ms, 350 + 1500, "held %lu ms",
 		      (unsigned long)s->max_ms);
-	tw_stall_stop();
+	/* Another loop's stop leaves this watch running. */
+	{
+		uv_loop_t other;
+		uint64_t seen = s->count;
+
+		cr_assert_eq(uv_loop_init(&other), 0);
+		tw_stall_stop(&other);
+		cr_assert_eq(uv_loop_close(&other), 0);
+		uv_timer_start(&hold, hold_loop, 150, 0);
+		uv_timer_start(&end, end_loop, 800, 0);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		cr_assert_gt(s->count, seen);
+	}
+	tw_stall_stop(&loop);
 	uv_close((uv_handle_t *)&hold, NULL);
 	uv_close((uv_handle_t *)&end, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
