@@ -431,6 +431,35 @@ static void json_csums(const struct iod_probe *p)
 		printf(",\"last_done\":null}");
 }
 
+/* Fetch the map again and keep it if it lists the same iods in the same
+ * order (the probes are indexed like the first one); else keep the first. */
+static void refresh_map(struct ctl *ctl, struct wire_sync *mgr,
+			struct wire_msg **reply, Twinfs__ClusterMap **map)
+{
+	Twinfs__Empty empty = TWINFS__EMPTY__INIT;
+	struct wire_msg *r2 = NULL;
+	Twinfs__ClusterMap *m2;
+	bool same;
+
+	if (ctl_call(mgr, "mgrd", ctl_mgrd_addr(ctl),
+		     TWINFS__MSG_TYPE__MSG_GET_MAP, &empty.base, &r2, true) < 0) {
+		if (r2)
+			wire_msg_free(r2);
+		return;
+	}
+	m2 = (Twinfs__ClusterMap *)r2->body;
+	same = m2->n_iods == (*map)->n_iods;
+	for (size_t i = 0; same && i < m2->n_iods; i++)
+		same = m2->iods[i]->id == (*map)->iods[i]->id;
+	if (!same) {
+		wire_msg_free(r2);
+		return;
+	}
+	wire_msg_free(*reply);
+	*reply = r2;
+	*map = m2;
+}
+
 static int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -480,10 +509,15 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", progname);
 		goto out;
 	}
+	for (i = 0; i < map->n_iods; i++)
+		probe_iod(ctl, map->iods[i], map->epoch, &probes[i]);
+	/* A hung iod holds its probe for the whole timeout, and mgrd may
+	 * change its state meanwhile: print the states as they are when
+	 * the probes end, not as they were before them. */
+	refresh_map(ctl, mgr, &reply, &map);
 	for (i = 0; i < map->n_iods; i++) {
 		const Twinfs__IodInfo *io = map->iods[i];
 
-		probe_iod(ctl, io, map->epoch, &probes[i]);
 		if (!probes[i].reachable)
 			n_unreachable++;
 		if ((io->state != TWINFS__IOD_STATE__IOD_UP || io->needs_resync) &&

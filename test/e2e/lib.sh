@@ -358,6 +358,19 @@ wait_state() {
 	done
 }
 
+# state_change_ms N REGEX T0: the milliseconds from T0 (a now_ms) to the
+# first line of mgrd's log at or after T0 where iod N's state changed to
+# one matching REGEX ("mgrd: iod N (ADDR, group G) OLD -> NEW ..."); empty
+# if there is none.  Status polls cannot time a change: each pings every
+# iod, and a hung one holds it for request_timeout.
+state_change_ms() {
+	local n=$1 re=$2 t0=$3 line ms
+	while IFS= read -r line; do
+		ms=$(date -d "${line:0:23}" +%s%3N 2>/dev/null) || continue
+		((ms >= t0)) && { echo $((ms - t0)); return 0; }
+	done < <(grep -E "mgrd: iod $n \(.*\) [a-z]+ -> ($re)" "$TWINFS_RUN_DIR/logs/mgrd.log")
+}
+
 # wait_log LOG N PATTERN MS: 0 once LOG says PATTERN after its first N
 # lines (waiting up to MS), 1 if not.
 wait_log() {
