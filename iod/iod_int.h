@@ -218,7 +218,9 @@ struct jbd_stats;
 void iod_store_journal_stats(const struct iod_store *s, struct jbd_stats *st);
 /* Checkpoint what the journal holds now (jbd_want_home; data=journal). */
 void iod_store_journal_home(struct iod_store *s);
-/* Free the journal's cache of spare blocks (jbd_drop_cache). */
+/* Mark the journal's spare blocks free (jbd_free_cache), or unmap them
+ * (jbd_drop_cache). */
+void iod_store_journal_free_cache(struct iod_store *s);
 void iod_store_journal_drop_cache(struct iod_store *s);
 /* Time the journal's closes and checkpoints into these histograms
  * (journal.h jbd_set_latency_hists; NULL, NULL stops). */
@@ -734,13 +736,16 @@ void iod_mem_poll(struct iod *d);
 void iod_mem_release_all(struct iod *d);
 void iod_mem_fini(struct iod *d);
 /* Every journal tick (200 ms): after 2 x commit_interval without a
- * commit, checkpoint what the journal holds (its copies are freed); give
- * freed copies back to the system (malloc_trim) once the copies and
- * forwards held are at most a quarter of their peak since the last trim
- * and at least 32 MiB below it, and the journal has not committed for a
- * commit_interval (quiet; iod_mem_trim_due): after a burst, not at a
- * checkpoint of a stream, whose next writes would fault every page back
- * in. */
+ * commit, checkpoint what the journal holds (its copies are freed); once
+ * no copy is left and no commit came for a commit_interval, mark the
+ * journal's spare slabs free (MADV_FREE); unmap them and give freed
+ * memory back to the system (malloc_trim) once the copies and forwards
+ * held are at most a quarter of their peak since the last trim and at
+ * least 32 MiB below it, and no commit came for IOD_MEM_REST_INTERVALS
+ * commit_intervals (rested; iod_mem_trim_due): after a burst, not at a
+ * checkpoint of a stream or between bursts, whose next writes would fault
+ * every page back in. */
+#define IOD_MEM_REST_INTERVALS 12u
 bool iod_mem_trim_due(uint64_t peak, uint64_t now, bool quiet);
 void iod_mem_tick(struct iod *d);
 

@@ -20,12 +20,18 @@
  * (journal/jbd_blocks.c), and what else a burst freed stays in the heap:
  * glibc returns only its top past M_TRIM_THRESHOLD (tw_malloc_tune).
  * iod_mem_tick checkpoints an idle journal (after 2 x commit_interval
- * without a commit, else its copies wait for the next writes), unmaps the
- * spare slabs and trims the heap (malloc_trim) once the copies held have
- * fallen well below their peak and the journal is quiet, and unmaps the
- * rest once no copy is left, so an idle iod's resident memory comes down
- * after a burst instead of staying at the peak, and a stream does not
- * fault its pages in again after each trim.
+ * without a commit, else its copies wait for the next writes).  Once no
+ * copy is left and the journal has not committed for a commit_interval,
+ * it marks the spare slabs free (MADV_FREE: the kernel's to take, and
+ * reused without a fault if it has not).  After IOD_MEM_REST_INTERVALS
+ * commit_intervals without a commit it unmaps them and trims the heap
+ * (malloc_trim), when the copies held have fallen well below their peak,
+ * so an idle iod's resident memory comes down after a burst instead of
+ * staying at the peak.  Neither happens during a stream, whose next
+ * writes would fault every page in again, nor between bursts that come
+ * within a minute of each other (at the default commit_interval): the
+ * first journal's worth of writes after a rest cost a tenth more CPU
+ * when each fresh page had to be cleared by a fault.
  *
  * Not here: the reply queues (max_queued_reply_bytes per connection) and
  * the frame each connection's reader holds.
@@ -168,12 +174,16 @@ void iod_mem_tick(struct iod *d)
 	 * faults were a sixth of an iod's CPU (test/bench/RESULTS.md,
 	 * "Session 38"). */
 	bool quiet = ms - d->mem_commit_seen_ms >= interval;
-	if (iod_mem_trim_due(d->mem_peak, now, quiet)) {
+	bool rested = ms - d->mem_commit_seen_ms >=
+		      IOD_MEM_REST_INTERVALS * interval;
+	if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0)
+		iod_store_journal_free_cache(d->store);
+	if (iod_mem_trim_due(d->mem_peak, now, rested)) {
 		iod_store_journal_drop_cache(d->store);
 		malloc_trim(0);
 		d->mem_peak = now;
 		d->n_trims++;
-	} else if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0) {
+	} else if (rested && js.copy_bytes == 0 && js.cache_bytes > 0) {
 		/* Every copy home: the journal's slabs go back as well
 		 * (unmapped, no walk of the heap), also after a trim that
 		 * came before. */

@@ -101,6 +101,11 @@ static int render(struct tw_mx *x, void *arg)
 		     "Memory of the journal's block cache: the copies and the "
 		     "spare blocks kept for the next writes (data=journal).");
 	tw_mx_u64(x, "twinfs_iod_journal_cache_bytes", id, 1, js.cache_bytes);
+	tw_mx_family(x, "twinfs_iod_journal_cache_free_bytes", TW_MX_GAUGE,
+		     "Of those, spare slabs marked free while idle (MADV_FREE): "
+		     "the kernel takes their pages when it needs memory.");
+	tw_mx_u64(x, "twinfs_iod_journal_cache_free_bytes", id, 1,
+		  js.cache_free_bytes);
 	tw_mx_family(x, "twinfs_iod_journal_unlogged_bytes", TW_MX_GAUGE,
 		     "Of those, copies waiting for log space (at most a "
 		     "quarter of the journal, then senders are held).");

@@ -870,6 +870,11 @@ void iod_store_journal_home(struct iod_store *s)
 	jbd_want_home(s->j);
 }
 
+void iod_store_journal_free_cache(struct iod_store *s)
+{
+	jbd_free_cache(s->j);
+}
+
 void iod_store_journal_drop_cache(struct iod_store *s)
 {
 	jbd_drop_cache(s->j);

@@ -1258,6 +1258,7 @@ void jbd_stats(const struct jbd *j, struct jbd_stats *st)
 	st->pending_home = j->pending_home;
 	st->copy_bytes = j->copy_blocks * JBD_BLOCK_SIZE;
 	st->cache_bytes = (uint64_t)j->n_slabs * JBD_SLAB_BYTES;
+	st->cache_free_bytes = j->cache_free_bytes;
 	st->unlogged_bytes = j->unlogged_blocks * JBD_BLOCK_SIZE;
 	st->aborted = j->aborted;
 	st->direct_home = j->direct_home;

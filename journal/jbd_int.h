@@ -275,6 +275,10 @@ struct jbd {
 	size_t n_slabs, cap_slabs;
 	void **cache;
 	size_t n_cache, cap_cache;
+	uint64_t cache_free_bytes;  /* slabs jbd_free_cache marked, none
+	                             * of whose blocks was taken since */
+	bool cache_marked;          /* jbd_free_cache ran, and no block was
+	                             * taken or given back since */
 	struct io_uring ring;
 	bool ring_ok;
 	uint8_t uuid[16];

@@ -632,14 +632,21 @@ struct jbd_stats {
 	uint64_t cache_bytes;        /* the block cache's slabs: copy_bytes,
 	                              * escaped copies in flight and the
 	                              * spare blocks (jbd_drop_cache) */
+	uint64_t cache_free_bytes;   /* of cache_bytes, slabs marked free
+	                              * (jbd_free_cache) and not used since:
+	                              * the kernel may have taken their pages */
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);
 /* Give back the freed 4 KiB blocks the journal keeps for its next writes
  * (not counted in copy_bytes; with the copies, never more than copy_bytes
- * was at its peak, plus a slab): every slab of the cache whose blocks are
- * all spare is unmapped.  For an owner about to return an idle process's
- * free memory (malloc_trim). */
+ * was at its peak, plus a slab), for an owner whose process is idle.
+ * jbd_free_cache marks every slab whose blocks are all spare free
+ * (MADV_FREE): still mapped, its pages are the kernel's to take when it
+ * needs memory, and writes that come before it does reuse them without a
+ * fault.  jbd_drop_cache unmaps those slabs: for an owner about to return
+ * its free memory (malloc_trim) after a longer rest. */
+void jbd_free_cache(struct jbd *j);
 void jbd_drop_cache(struct jbd *j);
 /* Time every close (its log writes: start to CLOSED) into commit and
  * every checkpoint (start to the tail moved) into checkpoint, seconds;

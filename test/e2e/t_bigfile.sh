@@ -15,10 +15,10 @@
 # quarantine (288 MiB with its shadow) and every live byte costs about
 # twice, so the ceiling there is 2 x that + 288 MiB (t_bounds.sh).  The
 # small journal also makes the big file below go through many full
-# journals and held connections.  Last, once idle, every iod unmaps its
-# journal's slabs.
+# journals and held connections.  Last, once idle, every iod marks its
+# journal's slabs free, then unmaps them (commit_interval 1 s: after 12 s).
 . "$(dirname "$0")/lib.sh"
-export TWINFS_JOURNAL_SIZE=16M
+export TWINFS_JOURNAL_SIZE=16M TWINFS_COMMIT_INTERVAL=1s
 e2e_begin bigfile
 e2e_tmpdir T
 
@@ -77,19 +77,30 @@ assert_eq bigfile-overwrite "$(sha "$T/big")" "$(sha "$M/big")"
 check bigfile-sync ctl sync
 e2e_verify
 
-# Back down after writes (docs/OPERATIONS.md "Memory"): once idle, each
-# iod checkpoints and unmaps every slab of its journal's block cache.
+# Back down after writes (docs/OPERATIONS.md "Memory"): once idle (the
+# journal checkpointed, no commit for a commit_interval), each iod marks
+# its journal's spare slabs free (MADV_FREE), and after 12
+# commit_intervals it unmaps them.
 t0=$(now_ms)
-for n in 1 2 3 4; do
-	url="http://127.0.0.1:$((TWINFS_PORT + 5 + n))/metrics"
-	while :; do
-		"$PY" "$E2E_DIR/metrics.py" get "$url" >"$T/m$n"
+declare -A seen_free=() gone=() left=()
+while ((${#gone[@]} < 4 && $(now_ms) - t0 < 60000)); do
+	for n in 1 2 3 4; do
+		[[ -n ${gone[$n]:-} ]] && continue
+		"$PY" "$E2E_DIR/metrics.py" get "http://127.0.0.1:$((TWINFS_PORT + 5 + n))/metrics" >"$T/m$n"
 		cache=$("$PY" "$E2E_DIR/metrics.py" sum "$T/m$n" twinfs_iod_journal_cache_bytes)
-		((cache == 0 || $(now_ms) - t0 > 60000)) && break
-		sleep 0.5
+		free=$("$PY" "$E2E_DIR/metrics.py" sum "$T/m$n" twinfs_iod_journal_cache_free_bytes)
+		((cache > 0 && free == cache)) && [[ -z ${seen_free[$n]:-} ]] &&
+			seen_free[$n]=$(($(now_ms) - t0))
+		left[$n]=$cache
+		((cache == 0)) && gone[$n]=$(($(now_ms) - t0))
 	done
-	((cache == 0)) && pass "mem-iod$n-idle-slabs" ||
-		fail "mem-iod$n-idle-slabs" "$cache bytes of journal slabs still mapped 60 s after the writes"
+	sleep 0.2
 done
-echo "# slabs unmapped $(($(now_ms) - t0)) ms after the verify"
+for n in 1 2 3 4; do
+	[[ -n ${seen_free[$n]:-} ]] && pass "mem-iod$n-idle-free" ||
+		fail "mem-iod$n-idle-free" "its slabs were never all marked free before they were unmapped"
+	[[ -n ${gone[$n]:-} ]] && pass "mem-iod$n-idle-slabs" ||
+		fail "mem-iod$n-idle-slabs" "${left[$n]} bytes of journal slabs still mapped 60 s after the writes"
+	echo "# iod $n: slabs marked free ${seen_free[$n]:-?} ms, unmapped ${gone[$n]:-?} ms after the verify"
+done
 e2e_end

@@ -1042,12 +1042,32 @@ Test(jbd, reused_blocks_start_clean)
 	cr_assert_eq(jbd_close(j), 0);
 }
 
+/* A journal whose block cache holds two slabs: `a` (len bytes, filled
+ * here) written three times to object 1, in three transactions: 768
+ * blocks, two slabs of 512.  No slab before the first write. */
+static struct jbd *open_two_slabs(uint8_t *a, size_t len, int *cnt)
+{
+	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
+	struct jbd_stats st;
+	struct jbd *j;
+
+	cr_assert_eq(len, 256 * BS);
+	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 0, "no slab before a write");
+	for (size_t i = 0; i < len; i++)
+		a[i] = (uint8_t)(i * 7 + i / BS);
+	for (int k = 0; k < 3; k++)
+		write1(j, 1, (uint64_t)k * len, a, len, cnt);
+	drain(j);
+	return j;
+}
+
 /* The block cache's slabs (jbd_blocks.c): a stream maps them as it needs
  * blocks, jbd_drop_cache unmaps every slab whose blocks are all back and
  * keeps one that still holds a copy, whose bytes stay readable. */
 Test(jbd, block_cache_slabs)
 {
-	struct jbd_opts o = mkopts(8 << 20, JBD_MODE_JOURNAL, false);
 	const uint64_t slab = 2 << 20;
 	static uint8_t a[256 * BS];
 	uint8_t r[BS];
@@ -1055,15 +1075,7 @@ Test(jbd, block_cache_slabs)
 	struct jbd_stats st;
 	int cnt = 0;
 
-	cr_assert_eq(jbd_open(&o, NULL, &j), 0);
-	jbd_stats(j, &st);
-	cr_assert_eq(st.cache_bytes, 0, "no slab before a write");
-	for (size_t i = 0; i < sizeof(a); i++)
-		a[i] = (uint8_t)(i * 7 + i / BS);
-	/* 768 blocks in three transactions: two slabs of 512 */
-	for (int k = 0; k < 3; k++)
-		write1(j, 1, (uint64_t)k * sizeof(a), a, sizeof(a), &cnt);
-	drain(j);
+	j = open_two_slabs(a, sizeof(a), &cnt);
 	jbd_stats(j, &st);
 	cr_assert_eq(st.copy_bytes, 3 * sizeof(a));
 	cr_assert_eq(st.cache_bytes, 2 * slab, "%llu bytes of slabs",
@@ -1094,6 +1106,52 @@ Test(jbd, block_cache_slabs)
 	cr_assert_eq(jbd_read(j, 3, BS, r, BS), BS);
 	cr_assert_eq(memcmp(r, a + BS, BS), 0);
 	cr_assert_eq(cnt, 5);
+	cr_assert_eq(jbd_close(j), 0);
+}
+
+/* jbd_free_cache marks the spare slabs free but keeps them: the next
+ * writes take their blocks without a new slab, and jbd_drop_cache still
+ * unmaps them. */
+Test(jbd, block_cache_marked_free_is_reused)
+{
+	static uint8_t a[256 * BS];
+	int cnt = 0;
+	struct jbd *j = open_two_slabs(a, sizeof(a), &cnt);
+	const uint64_t slab = 2 << 20;
+	struct jbd_stats st;
+	uint8_t r[BS];
+
+	jbd_free_cache(j);     /* every block is out: nothing to mark */
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 2 * slab);
+	cr_assert_eq(st.cache_free_bytes, 0);
+	checkpoint_all(j, &st);
+	jbd_free_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 2 * slab, "marked free, still mapped");
+	cr_assert_eq(st.cache_free_bytes, 2 * slab);
+	/* the next write reuses a marked block: no new slab, none free */
+	write1(j, 2, 0, a + 3 * BS, 2 * BS, &cnt);
+	drain(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 2 * slab, "%llu bytes of slabs",
+		     (unsigned long long)st.cache_bytes);
+	cr_assert_eq(st.cache_free_bytes, 0);
+	cr_assert_eq(jbd_read(j, 2, BS, r, BS), BS);
+	cr_assert_eq(memcmp(r, a + 4 * BS, BS), 0);
+	/* the slab without a copy is marked again; the drop unmaps it */
+	jbd_free_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_free_bytes, slab);
+	jbd_drop_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, slab);
+	cr_assert_eq(st.cache_free_bytes, 0);
+	checkpoint_all(j, &st);
+	jbd_drop_cache(j);
+	jbd_stats(j, &st);
+	cr_assert_eq(st.cache_bytes, 0, "all back: all unmapped");
+	cr_assert_eq(cnt, 4);
 	cr_assert_eq(jbd_close(j), 0);
 }
 
