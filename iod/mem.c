@@ -176,17 +176,18 @@ void iod_mem_tick(struct iod *d)
 	bool quiet = ms - d->mem_commit_seen_ms >= interval;
 	bool rested = ms - d->mem_commit_seen_ms >=
 		      IOD_MEM_REST_INTERVALS * interval;
-	if (quiet && js.copy_bytes == 0 && js.cache_bytes > 0)
-		iod_store_journal_free_cache(d->store);
+	bool spare = js.copy_bytes == 0 && js.cache_bytes > 0;
 	if (iod_mem_trim_due(d->mem_peak, now, rested)) {
 		iod_store_journal_drop_cache(d->store);
 		malloc_trim(0);
 		d->mem_peak = now;
 		d->n_trims++;
-	} else if (rested && js.copy_bytes == 0 && js.cache_bytes > 0) {
+	} else if (rested && spare) {
 		/* Every copy home: the journal's slabs go back as well
 		 * (unmapped, no walk of the heap), also after a trim that
 		 * came before. */
 		iod_store_journal_drop_cache(d->store);
+	} else if (quiet && spare) {
+		iod_store_journal_free_cache(d->store);
 	}
 }

@@ -632,9 +632,10 @@ struct jbd_stats {
 	uint64_t cache_bytes;        /* the block cache's slabs: copy_bytes,
 	                              * escaped copies in flight and the
 	                              * spare blocks (jbd_drop_cache) */
-	uint64_t cache_free_bytes;   /* of cache_bytes, slabs marked free
-	                              * (jbd_free_cache) and not used since:
-	                              * the kernel may have taken their pages */
+	uint64_t cache_free_bytes;   /* of cache_bytes, the slabs the last
+	                              * jbd_free_cache marked free (the kernel
+	                              * may have taken their pages); 0 again
+	                              * once any block is taken */
 	int aborted;                 /* 0 or -EIO */
 };
 void jbd_stats(const struct jbd *j, struct jbd_stats *st);

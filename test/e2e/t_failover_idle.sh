@@ -8,7 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/failover_lib.sh"
 e2e_begin failover_idle
-trap 'rc=$?; (cd / && lc cont-iod 3 >/dev/null 2>&1); (exit $rc); e2e_cleanup' EXIT
 
 LIMIT=$((2 * MI_MS + RT_MS))
 # How long to poll for a state: the bound, plus a status poll that began

@@ -26,16 +26,15 @@ SLACK=$((MI / 10))
 # change (status polls are slow while an iod hangs: they ping it) and the
 # last state seen.
 down_in() {
-	local st= ts
+	local st= el
 	while (($(now_ms) - t0 <= 2 * MI + RT + 3000)); do
 		st=$(state_of "$1")
 		[[ $st == down* ]] && break
 		sleep 0.05
 	done
-	ts=$(grep -E "mgrd: iod $1 \(.*-> down" "$TWINFS_RUN_DIR/logs/mgrd.log" |
-		tail -n 1 | cut -c1-23)
-	if [[ $st == down* && -n $ts ]]; then
-		echo "$(($(date -d "$ts" +%s%3N) - t0)) $st"
+	el=$(state_change_ms "$1" 'down' "$t0")
+	if [[ $st == down* && -n $el ]]; then
+		echo "$el $st"
 	else
 		echo "$(($(now_ms) - t0)) $st"
 	fi
