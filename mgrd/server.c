@@ -250,22 +250,34 @@ int mgr_srv_internal(struct mgr_server *s, struct mgr_op *op)
 #define SPACE_SNAP_MS   1000u
 #define SPACE_SNAP_MIN  (1ull << 20)    /* a smaller log is not worth it */
 #define SPACE_PER_INODE 256u            /* snapshot bytes, before the first */
+/* statvfs is a few microseconds of every create: far from the line its
+ * answer is reused for SPACE_READ_MS; within SPACE_RESERVE of the line it
+ * is read at every change, as an iod reads its own (journal/FORMAT.md
+ * J13). */
+#define SPACE_READ_MS   100u
 
 /* Whether the free space (*free_out, -1 unknown) is below what mgrd
- * keeps. */
-static bool space_short(const struct mgr_server *s, int64_t *free_out)
+ * keeps.  fresh: read it now, whatever was read before. */
+static bool space_short(struct mgr_server *s, bool fresh, int64_t *free_out)
 {
 	struct statvfs sv;
-	uint64_t fr, need, snap;
+	uint64_t fr, need, snap, now = tw_now_ms();
 
-	*free_out = -1;
-	if (statvfs(s->conf->mgr_dir, &sv) < 0)
-		return false;   /* unknown: the append itself will tell */
-	fr = (uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
-	*free_out = (int64_t)fr;
 	snap = TW_MAX(s->jnl.snap_len,
 		      (uint64_t)s->st.ns.inodes.count * SPACE_PER_INODE);
 	need = SPACE_RESERVE + snap;
+	if (!fresh && s->space_read_ms &&
+	    now - s->space_read_ms < SPACE_READ_MS && s->space_free >= 0 &&
+	    (uint64_t)s->space_free >= need + SPACE_RESERVE) {
+		*free_out = s->space_free;
+		return false;
+	}
+	s->space_read_ms = now;
+	*free_out = s->space_free = -1;
+	if (statvfs(s->conf->mgr_dir, &sv) < 0)
+		return false;   /* unknown: the append itself will tell */
+	fr = (uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
+	*free_out = s->space_free = (int64_t)fr;
 	return fr < need;
 }
 
@@ -289,10 +301,10 @@ static void space_compact(struct mgr_server *s, int64_t fr)
 /* Whether mgrd is still short after the compaction, if one was due. */
 static bool space_short_now(struct mgr_server *s, int64_t *free_out)
 {
-	if (!space_short(s, free_out))
+	if (!space_short(s, false, free_out))
 		return false;
 	space_compact(s, *free_out);
-	return space_short(s, free_out);
+	return space_short(s, true, free_out);
 }
 
 int mgr_srv_space(struct mgr_server *s, uint64_t parent, const char *name)

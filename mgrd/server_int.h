@@ -91,6 +91,8 @@ struct mgr_server {
 	uint64_t last_sweep_ms;       /* conns_liveness: when it last ran */
 	uint64_t awake_since_ms;      /* the end of mgrd's last stall */
 	uint64_t space_snap_ms;       /* last snapshot for space (Space) */
+	uint64_t space_read_ms;       /* when space_free was read (0 never) */
+	int64_t space_free;           /* mgr_dir's free bytes then, -1 unknown */
 	/* (Expired session id, the secret its HELLO presented) -> the id of
 	 * the session h_hello gave in its place (volatile; keys are
 	 * replaced_key(), values ids, not pointers): the client's other
