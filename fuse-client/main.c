@@ -249,7 +249,8 @@ static void usage(const char *prog)
 	       "the kernel's next\n"
 	       "                             request after a reply before "
 	       "sleeping (default 20;\n"
-	       "                             0: never; at most 1000)\n"
+	       "                             0: never; at most 1000; only "
+	       "with io_thread_reads)\n"
 	       "    -o mgr_spin_us=US        the same for mgrd's answer to a "
 	       "request (default 40)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
@@ -259,13 +260,13 @@ static void usage(const char *prog)
 	       "                             from directories this mount "
 	       "made\n"
 	       "    -o io_thread_reads       the I/O thread reads /dev/fuse "
-	       "itself (default)\n"
+	       "itself\n"
 	       "    -o worker_reads          libfuse's worker threads read "
 	       "/dev/fuse and hand\n"
-	       "                             each request to the I/O thread; "
-	       "-o max_threads\n"
-	       "                             and -o clone_fd apply only to "
-	       "those\n"
+	       "                             each request to the I/O thread "
+	       "(default);\n"
+	       "                             -o max_threads and -o clone_fd "
+	       "apply only to those\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -649,7 +650,7 @@ int main(int argc, char *argv[])
 	c.readahead = FC_READAHEAD_KB;
 	c.spin_us = FC_SPIN_US;
 	c.mgr_spin_us = FC_MGR_SPIN_US;
-	c.io_thread_reads = 1;   /* -o worker_reads: libfuse's workers */
+	c.io_thread_reads = 0;   /* -o io_thread_reads: the I/O thread */
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -834,9 +835,11 @@ int main(int argc, char *argv[])
 		tw_log_init(NULL, log_level);
 	}
 
-	/* By default the I/O thread reads /dev/fuse itself (loop.c
-	 * fc_loop_serve), no hand-off between threads; -o worker_reads
-	 * leaves it to libfuse's workers. */
+	/* By default libfuse's workers read /dev/fuse and hand each request
+	 * to the I/O thread; -o io_thread_reads has the I/O thread read it
+	 * itself (loop.c fc_loop_serve), no hand-off between threads
+	 * (docs/ARCHITECTURE.md "Threads and ownership" says which is faster
+	 * where). */
 	if (c.io_thread_reads) {
 		rc = fc_loop_serve(cl);
 		if (rc < 0)

@@ -16,8 +16,12 @@
 #   seq_read      reading it back (caches dropped first)               MB/s
 #   meta_create   benchtool.py meta-create: 3,000 (300) empty files   ops/s
 #   meta_unlink   benchtool.py meta-unlink of them, 1.5 s later       ops/s
-# Prints every round's figures and the median of each per way, with
-# io/workers as a rate ratio (above 1: the I/O thread is faster).
+#   tree_extract  tar xf of /usr/include (--quick: /usr/include/linux)   s
+#   ls_lR         ls -laR of the tree, the kernel's caches dropped first s
+#   tree_rm       rm -rf of it                                          s
+# Prints every round's figures and the median of each per way, with a
+# ratio that is above 1 where the I/O thread is faster (rates io/workers,
+# times workers/io).
 # Writes raw.tsv (round way workload value unit), table.txt and env.txt to
 # --out (default /var/tmp/twinfs-readers-<UTC date>).  Ports: the first
 # free block of 10 in 31200-31299 (lib.sh bench_port_block).  Never a
@@ -35,6 +39,8 @@ if ((QUICK)); then
 else
 	RND=256 RT=8 SEQ=512 NMETA=3000 TMO=600
 fi
+TREE=/usr/include
+((QUICK)) && TREE=/usr/include/linux
 OUT=${OUT:-/var/tmp/twinfs-readers-$(date -u +%Y%m%dT%H%M%SZ)}
 bench_start
 
@@ -95,6 +101,22 @@ measure() { # ROUND WAY
 		else rec $r $w meta_unlink fail ops/s; fi
 	else rec $r $w meta_create fail ops/s; fi
 	rm -rf "$m/meta"
+	timed $r $w tree_extract tar xf "$WORK/tree.tar" -C "$m"
+	echo 3 >/proc/sys/vm/drop_caches
+	timed $r $w ls_lR bash -c 'ls -laR "$1" >/dev/null' _ "$m"
+	timed $r $w tree_rm rm -rf "$m/$(basename "$TREE")"
+}
+
+timed() { # ROUND WAY WORKLOAD CMD...: CMD's wall time, in s
+	local r=$1 w=$2 name=$3 t0 t1
+	shift 3
+	t0=$(date +%s.%N)
+	if timeout "$TMO" "$@"; then
+		t1=$(date +%s.%N)
+		rec $r $w $name "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')" s
+	else
+		rec $r $w $name fail s
+	fi
 }
 
 {
@@ -103,9 +125,11 @@ measure() { # ROUND WAY
 	echo "command $0 $ARGS (quick=$QUICK rounds=$ROUNDS)"
 	echo "nproc $(nproc)  mem $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)  kernel $(uname -r)"
 	echo "fio $(fio --version)  build $BUILD"
-	echo "sizes rand ${RND}M ${RT}s, seq ${SEQ}M, meta $NMETA"
+	echo "sizes rand ${RND}M ${RT}s, seq ${SEQ}M, meta $NMETA, tree $TREE"
 	echo "ports $PORT-$((PORT + 9))"
 } >"$OUT/env.txt"
+tar cf "$WORK/tree.tar" -C "$(dirname "$TREE")" "$(basename "$TREE")" 2>/dev/null ||
+	[[ -s $WORK/tree.tar ]] || die "could not make the tarball of $TREE"
 (cd / && timeout "$TMO" "$LC" up >"$OUT/up.log" 2>&1) || die "local-cluster up failed ($OUT/up.log)"
 TWINFS_MOUNT_OPTS=allow_other,worker_reads "$LC" mount "${MNT[workers]}" >>"$OUT/up.log" 2>&1 ||
 	die "the second mount failed ($OUT/up.log)"
@@ -139,8 +163,10 @@ for w in works:
     if not med["io"] or not med["workers"]:
         print("%-13s %s" % (w, "no figure (failed)"))
         continue
-    print("%-13s %12.1f %12.1f %-6s %11.2f" % (w, med["io"], med["workers"], unit,
-          med["io"] / med["workers"]))
-print("\n(%d rounds; medians; rates, so above 1 the I/O thread is faster)"
+    ratio = (med["workers"] / med["io"] if unit == "s"
+             else med["io"] / med["workers"])
+    print("%-13s %12.2f %12.2f %-6s %11.2f" % (w, med["io"], med["workers"], unit,
+          ratio))
+print("\n(%d rounds; medians; above 1 the I/O thread is faster)"
       % len({r for r, *_ in rows}))
 EOF
