@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # readers.sh - who should read /dev/fuse (docs/ARCHITECTURE.md "Threads
-# and ownership"): the client's I/O thread itself (the default) or
-# libfuse's worker threads that hand each request to it (-o
-# worker_reads).  Two mounts of one private deploy/local-cluster (one
+# and ownership"): the client's I/O thread itself (-o io_thread_reads)
+# or libfuse's worker threads that hand each request to it (-o
+# worker_reads, the default).  Two mounts of one private deploy/local-cluster (one
 # mgrd, as test/bench/run), one per way, side by side, ROUNDS rounds, the
 # order alternating (io-workers, workers-io, ...) so that a shared
 # machine's drift hits both alike.  As root:
@@ -130,7 +130,9 @@ timed() { # ROUND WAY WORKLOAD CMD...: CMD's wall time, in s
 } >"$OUT/env.txt"
 tar cf "$WORK/tree.tar" -C "$(dirname "$TREE")" "$(basename "$TREE")" 2>/dev/null ||
 	[[ -s $WORK/tree.tar ]] || die "could not make the tarball of $TREE"
-(cd / && timeout "$TMO" "$LC" up >"$OUT/up.log" 2>&1) || die "local-cluster up failed ($OUT/up.log)"
+# Each mount names its way: neither depends on the client's default.
+(cd / && TWINFS_MOUNT_OPTS=allow_other,io_thread_reads timeout "$TMO" "$LC" up >"$OUT/up.log" 2>&1) ||
+	die "local-cluster up failed ($OUT/up.log)"
 TWINFS_MOUNT_OPTS=allow_other,worker_reads "$LC" mount "${MNT[workers]}" >>"$OUT/up.log" 2>&1 ||
 	die "the second mount failed ($OUT/up.log)"
 : >"$RAW"
