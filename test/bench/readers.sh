@@ -2,10 +2,10 @@
 # readers.sh - who should read /dev/fuse (docs/ARCHITECTURE.md "Threads
 # and ownership"): the client's I/O thread itself (-o io_thread_reads)
 # or libfuse's worker threads that hand each request to it (-o
-# worker_reads, the default).  Two mounts of one private deploy/local-cluster (one
-# mgrd, as test/bench/run), one per way, side by side, ROUNDS rounds, the
-# order alternating (io-workers, workers-io, ...) so that a shared
-# machine's drift hits both alike.  As root:
+# worker_reads, the default).  Two mounts of one private
+# deploy/local-cluster (one mgrd, as test/bench/run), one per way, side by
+# side, ROUNDS rounds, the order alternating (io-workers, workers-io,
+# ...) so that a shared machine's drift hits both alike.  As root:
 #
 #   test/bench/readers.sh [--quick] [--rounds N] [--out DIR]
 #
@@ -110,9 +110,9 @@ measure() { # ROUND WAY
 timed() { # ROUND WAY WORKLOAD CMD...: CMD's wall time, in s
 	local r=$1 w=$2 name=$3 t0 t1
 	shift 3
-	t0=$(date +%s.%N)
-	if timeout "$TMO" "$@"; then
-		t1=$(date +%s.%N)
+	t0=$EPOCHREALTIME
+	if bg_wait timeout "$TMO" "$@"; then
+		t1=$EPOCHREALTIME
 		rec $r $w $name "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')" s
 	else
 		rec $r $w $name fail s

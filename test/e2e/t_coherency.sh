@@ -13,8 +13,8 @@ M2=$TWINFS_RUN_DIR/mnt2
 TWINFS_MOUNT_OPTS=allow_other,io_thread_reads lc mount "$M2" >/dev/null ||
 	{ fail coherency-mount2 "second mount failed"; exit 1; }
 pass coherency-mount2
-# Threads: main, the I/O thread and, but with io_thread_reads, libfuse's
-# workers.
+# Threads: main, the I/O thread and libfuse's workers (none with
+# io_thread_reads).
 nthreads() { ls "/proc/$(client_pid "$1")/task" 2>/dev/null | wc -l; }
 [[ $(nthreads "$M") -ge 3 ]] && pass default-worker-reads ||
 	fail default-worker-reads "$(nthreads "$M") threads in the first mount"
