@@ -245,8 +245,35 @@ static uint64_t store_attr_locked(struct fc_inode *in, const struct fc_attr *a)
 
 enum entry_kind { ENTRY_ANY, ENTRY_NEW, ENTRY_NOT_OLDER };
 
+/* Mark in fresh (fc_inode_fresh) for attr_timeout from now, if it holds
+ * a itself (store_attr_locked keeps newer attributes it already had). */
+static void mark_fresh_locked(struct fc_client *cl, struct fc_inode *in,
+			      const struct fc_attr *a)
+{
+	uint64_t ms = (uint64_t)(cl->opts.attr_timeout * 1000.0);
+
+	if (!ms || ctime_before(a, &in->attr))
+		return;
+	in->fresh_until_ms = tw_now_ms() + ms;
+	in->fresh_gen = cl->fresh_gen;
+}
+
+/* Directory attributes mgrd has just answered with are as good as those
+ * the kernel caches for attr_timeout: only requests answered by mgrd
+ * change a directory, and this mount's own ones update or void the mark
+ * (fc_inode_update_fresh, fc_inode_unfresh).  So a GETATTR the kernel
+ * sends inside that time for another reason than expiry (after every
+ * READDIR it drops the atime) is answered from them.  A file's size and
+ * times also move with writes, so its mark comes only with its own
+ * SETATTR's answer. */
+static bool fresh_on_arrival(const struct fc_attr *a)
+{
+	return S_ISDIR(a->mode);
+}
+
 static int entry(struct fc_client *cl, const struct fc_attr *a,
-		 struct fuse_entry_param *e, enum entry_kind kind)
+		 struct fuse_entry_param *e, enum entry_kind kind,
+		 bool arrived)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
@@ -277,6 +304,8 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		in->nlookup++;
+		if (arrived && fresh_on_arrival(a))
+			mark_fresh_locked(cl, in, a);
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
 	/* Without memory for the table the entry is still answered: the
@@ -292,23 +321,29 @@ static int entry(struct fc_client *cl, const struct fc_attr *a,
 void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 		    struct fuse_entry_param *e)
 {
-	(void)entry(cl, a, e, ENTRY_ANY);
+	(void)entry(cl, a, e, ENTRY_ANY, false);
+}
+
+void fc_inode_entry_arrived(struct fc_client *cl, const struct fc_attr *a,
+			    struct fuse_entry_param *e)
+{
+	(void)entry(cl, a, e, ENTRY_ANY, true);
 }
 
 int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
 		       struct fuse_entry_param *e)
 {
-	return entry(cl, a, e, ENTRY_NEW);
+	return entry(cl, a, e, ENTRY_NEW, false);
 }
 
 int fc_inode_entry_not_older(struct fc_client *cl, const struct fc_attr *a,
 			     struct fuse_entry_param *e)
 {
-	return entry(cl, a, e, ENTRY_NOT_OLDER);
+	return entry(cl, a, e, ENTRY_NOT_OLDER, false);
 }
 
 static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
-		       struct stat *st, bool fresh)
+		       struct stat *st, bool fresh, bool arrived)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
@@ -323,6 +358,8 @@ static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
 		if (fresh) {
 			in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
 			in->fresh_gen = cl->fresh_gen;
+		} else if (arrived && fresh_on_arrival(a)) {
+			mark_fresh_locked(cl, in, a);
 		}
 	}
 	pthread_mutex_unlock(&cl->ino_lock);
@@ -334,13 +371,19 @@ static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st)
 {
-	return update(cl, a, st, false);
+	return update(cl, a, st, false, false);
+}
+
+uint64_t fc_inode_update_arrived(struct fc_client *cl, const struct fc_attr *a,
+				 struct stat *st)
+{
+	return update(cl, a, st, false, true);
 }
 
 uint64_t fc_inode_update_fresh(struct fc_client *cl, const struct fc_attr *a,
 			       struct stat *st)
 {
-	return update(cl, a, st, true);
+	return update(cl, a, st, true, false);
 }
 
 bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,

@@ -19,6 +19,11 @@ void fc_attr_to_stat(struct fc_client *cl, const struct fc_attr *a,
  * did not take the reply. */
 void fc_inode_entry(struct fc_client *cl, const struct fc_attr *a,
 		    struct fuse_entry_param *e);
+/* fc_inode_entry for attributes mgrd has just answered with (LOOKUP, an
+ * Entry, a READDIR plus batch as it arrives): a directory's are also fresh
+ * for attr_timeout (fc_inode_fresh). */
+void fc_inode_entry_arrived(struct fc_client *cl, const struct fc_attr *a,
+			    struct fuse_entry_param *e);
 /* fc_inode_entry for an inode this mount does not know yet; -EEXIST (and
  * nothing changed) if it does. */
 int fc_inode_entry_new(struct fc_client *cl, const struct fc_attr *a,
@@ -33,12 +38,17 @@ int fc_inode_entry_not_older(struct fc_client *cl, const struct fc_attr *a,
  * size. */
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st);
+/* fc_inode_update for attributes mgrd has just answered with (GETATTR):
+ * a directory's are also fresh for attr_timeout (fc_inode_fresh). */
+uint64_t fc_inode_update_arrived(struct fc_client *cl, const struct fc_attr *a,
+				 struct stat *st);
 /* fc_inode_update for attributes that came with a change this mount made
  * (a SETATTR's answer, an Entry's parent_attr): they are also fresh for
  * attr_timeout (fc_inode_fresh). */
 uint64_t fc_inode_update_fresh(struct fc_client *cl, const struct fc_attr *a,
 			       struct stat *st);
-/* Any thread: if ino's attributes are fresh (fc_inode_update_fresh) and
+/* Any thread: if ino's attributes are fresh (fc_inode_update_fresh, or a
+ * directory's from fc_inode_entry_arrived, fc_inode_update_arrived) and
  * its ACLs are not stale, fill *st and *timeout (what is left of the
  * freshness, so the kernel keeps them no longer than attr_timeout from
  * mgrd's answer) and return true. */
@@ -47,7 +57,8 @@ bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,
 /* The directory changed in a way whose attributes we did not get (rename,
  * xattrs): the next GETATTR asks mgrd. */
 void fc_inode_unfresh(struct fc_client *cl, uint64_t ino);
-/* An unlink, rmdir or rename succeeded: no fresh mark made before holds. */
+/* A rename succeeded, or an unlink or rmdir whose answer did not name its
+ * victim: no fresh mark made before holds. */
 void fc_inodes_unfresh_all(struct fc_client *cl);
 /* Whether the inode's ACLs changed since the last call (clears it). */
 bool fc_inode_take_acl_stale(struct fc_client *cl, uint64_t ino);

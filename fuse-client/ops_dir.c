@@ -133,8 +133,9 @@ static size_t add_dot(struct rdop *r, char *buf, size_t left,
 				 (off_t)next_off);
 }
 
-/* Fill the reply from the batch starting at index `from`. */
-static void reply_from_batch(struct rdop *r, int from)
+/* Fill the reply from the batch starting at index `from`; arrived: the
+ * batch is mgrd's answer to this very request (fc_inode_entry_arrived). */
+static void reply_from_batch(struct rdop *r, int from, bool arrived)
 {
 	struct fc_client *cl = r->op.cl;
 	const Twinfs__ReaddirReply *rep = NULL;
@@ -177,7 +178,10 @@ static void reply_from_batch(struct rdop *r, int from)
 				break;
 			if (de->attr && fc_attr_from_pb(de->attr, &a) == 0 &&
 			    a.ino == de->ino) {
-				fc_inode_entry(cl, &a, &e);
+				if (arrived)
+					fc_inode_entry_arrived(cl, &a, &e);
+				else
+					fc_inode_entry(cl, &a, &e);
 				fc_inode_named(cl, a.ino, r->ino, de->name);
 			} else {
 				/* No attributes: a plain entry (nodeid 0
@@ -228,7 +232,7 @@ static void readdir_done(struct fc_mgr_call *mc, int status,
 	r->dir->batch = reply;
 	r->dir->batch_from = r->rd.cookie;
 	r->dir->batch_plus = r->plus;
-	reply_from_batch(r, 0);
+	reply_from_batch(r, 0, true);
 }
 
 static void readdir_run(struct fc_op *op)
@@ -242,7 +246,7 @@ static void readdir_run(struct fc_op *op)
 		/* Serve from the batch while it has entries past off; at its
 		 * end ask mgrd for more unless it said eof. */
 		if ((size_t)idx < rep->n_entries || rep->eof) {
-			reply_from_batch(r, idx);
+			reply_from_batch(r, idx, false);
 			return;
 		}
 	}

@@ -284,7 +284,7 @@ static void reply_entry_from(struct mop *m, int status, struct wire_msg *reply)
 		fc_op_reply_err(&m->op, -status);
 		return;
 	}
-	fc_inode_entry(cl, &a, &e);
+	fc_inode_entry_arrived(cl, &a, &e);
 	fc_inode_named(cl, a.ino, m->ino, m->name);   /* LINK: the new one */
 	forget_stale_acl(cl, a.ino);
 	if (fc_op_reply_entry(&m->op, &e) < 0)
@@ -307,6 +307,30 @@ static void empty_done(struct fc_mgr_call *mc, int status,
 	fc_op_reply_err(&m->op, status < 0 ? -status : 0);
 }
 
+/* The victim of a successful UNLINK or RMDIR changed (its nlink and
+ * ctime, or it is gone): its fresh mark must not answer for it.  mgrd
+ * names it (Entry.gone_ino, or Entry.attr when it lives on); an older
+ * mgrd does not, and then no fresh mark holds. */
+static void victim_changed(struct fc_client *cl, const struct wire_msg *reply)
+{
+	const Twinfs__Entry *e = NULL;
+	struct fc_attr a;
+
+	if (reply && reply->body->descriptor == &twinfs__entry__descriptor)
+		e = (const void *)reply->body;
+	if (e && e->gone_ino) {
+		/* Before the kernel has the answer: it writes the victim's
+		 * ctime back next (fc_setattr answers it). */
+		fc_inode_set_gone(cl, e->gone_ino);
+		fc_inode_unfresh(cl, e->gone_ino);
+	} else if (e && e->attr && fc_attr_from_pb(e->attr, &a) == 0) {
+		fc_inode_unfresh(cl, a.ino);
+		fc_inode_update(cl, &a, NULL);
+	} else {
+		fc_inodes_unfresh_all(cl);
+	}
+}
+
 /* UNLINK, RMDIR: the parent's new attributes come with the answer. */
 static void unlink_done(struct fc_mgr_call *mc, int status,
 			struct wire_msg *reply)
@@ -314,18 +338,10 @@ static void unlink_done(struct fc_mgr_call *mc, int status,
 	struct mop *m = mc->arg;
 
 	if (status == 0) {
-		fc_inodes_unfresh_all(mc->cl);   /* the victim's nlink */
+		victim_changed(mc->cl, reply);
 		fc_parent_from_reply(mc->cl, reply);
 		fc_dl_removed(&mc->cl->dl, m->ino, m->name);
 		fc_inode_unnamed(mc->cl, m->ino, m->name);
-		/* Before the kernel has the answer: it writes the victim's
-		 * ctime back next (fc_setattr answers it). */
-		if (reply && reply->body->descriptor == &twinfs__entry__descriptor) {
-			const Twinfs__Entry *e = (const void *)reply->body;
-
-			if (e->gone_ino)
-				fc_inode_set_gone(mc->cl, e->gone_ino);
-		}
 	}
 	empty_done(mc, status, reply);
 }
@@ -455,7 +471,7 @@ static void attr_done(struct fc_mgr_call *mc, int status,
 	if (m->fresh)
 		fc_inode_update_fresh(cl, &a, &st);
 	else
-		fc_inode_update(cl, &a, &st);
+		fc_inode_update_arrived(cl, &a, &st);
 	forget_stale_acl(cl, a.ino);
 	fc_op_reply_attr(&m->op, &st, cl->opts.attr_timeout);
 }
@@ -530,8 +546,9 @@ void fc_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)fi;
 	fc_tune_once(client(req));
-	/* The directory's attributes came with our own change in it a moment
-	 * ago (the kernel dropped its copy because of that change). */
+	/* The attributes came with our own change a moment ago, or are a
+	 * directory's that mgrd sent less than attr_timeout ago (the kernel
+	 * dropped its copy because of that change, or of a READDIR's atime). */
 	if (fc_inode_fresh(client(req), ino, &st, &timeout)) {
 		fuse_reply_attr(req, &st, timeout);
 		return;

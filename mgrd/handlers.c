@@ -687,6 +687,7 @@ static void h_unlink(struct mgr_server *s, struct wire_conn *c,
 	struct mgr_op op = { .type = rmdir ? MGR_OP_RMDIR : MGR_OP_UNLINK };
 	uint32_t groups[MGR_CRED_GROUPS_MAX];
 	struct mgr_inode *victim;
+	const struct mgr_inode *alive = NULL;
 	struct mgr_cred cr;
 	uint64_t vino = 0;
 	int rc;
@@ -696,16 +697,18 @@ static void h_unlink(struct mgr_server *s, struct wire_conn *c,
 	cred_of(s, q->ctx, &cr, groups);
 	op.parent = q->parent;
 	op.name = q->name;
-	if (!rmdir && q->name &&
+	if (q->name &&
 	    mgr_ns_lookup(&s->st.ns, q->parent, q->name, &victim) == 0)
 		vino = victim->ino;
 	rc = may_delete(s, &cr, q->parent, q->name);
 	if (rc == 0)
 		rc = mgr_op_apply(&s->st, &op);
-	/* Gone: no open handle kept it as an orphan (Entry.gone_ino). */
-	if (rc == 0 && vino && !mgr_ns_get(&s->st.ns, vino))
+	/* The client must know which inode changed: gone (its last name, no
+	 * handle kept it as an orphan: Entry.gone_ino), or living on with a
+	 * new nlink and ctime (Entry.attr). */
+	if (rc == 0 && vino && !(alive = mgr_ns_get(&s->st.ns, vino)))
 		op.gone_ino = vino;
-	reply_entry_in(s, c, &m->hdr, &op, rc, NULL, 0, op.parent);
+	reply_entry_in(s, c, &m->hdr, &op, rc, alive, 0, op.parent);
 }
 
 static void h_link(struct mgr_server *s, struct wire_conn *c,

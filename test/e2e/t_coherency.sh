@@ -75,6 +75,19 @@ rm -rf "$M2/moved"
 sleep "$ENTRY_WAIT"
 assert_eq delete-seen no "$([[ -e moved ]] && echo yes || echo no)"
 assert_eq delete-ls "a big" "$(ls | tr '\n' ' ' | sed 's/ $//')"
+# A directory's attributes that came with a listing answer this mount's
+# GETATTRs (the kernel drops the atime after every READDIR) no longer than
+# the attribute timeout: a subdirectory the other mount makes shows in its
+# nlink, and a change this mount makes at once.
+mkdir dattr
+ls -la . dattr >/dev/null
+"$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.listdir(fd); print(os.fstat(fd).st_nlink)' dattr >/dev/null
+mkdir "$M2/dattr/sub"
+sleep "$ENTRY_WAIT"
+assert_eq dir-attr-other-seen 3 "$("$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.listdir(fd); print(os.fstat(fd).st_nlink)' dattr)"
+mkdir dattr/sub2
+assert_eq dir-attr-own-seen 4 "$(stat -c %h dattr)"
+rmdir dattr/sub dattr/sub2 dattr
 chmod 600 a
 chown 42:43 a
 sleep "$ENTRY_WAIT"

@@ -120,6 +120,22 @@ static void link_unlink_one(void)
 	pt_res("nlink=%ld content=%s", pt_nlink("g"), pt_contents("g"));
 }
 
+/* The other name of a file whose attributes this mount set a moment ago
+ * (a chmod's answer is cached) shows the unlink's new nlink and ctime. */
+static void link_unlink_other_name(void)
+{
+	struct stat a, b;
+
+	pt_mkfile("f", 0644, "abc", 3);
+	link("f", "g");
+	chmod("f", 0600);
+	a = pt_stat("f");
+	pt_rc(NULL, unlink("g"));
+	b = pt_stat("f");
+	pt_res("nlink_before=%ld nlink=%ld ctime_changed=%d", (long)a.st_nlink,
+	       (long)b.st_nlink, pt_tscmp(a.st_ctim, b.st_ctim) < 0);
+}
+
 static void link_enametoolong(void)
 {
 	pt_mkfile("f", 0644, NULL, 0);
@@ -523,6 +539,40 @@ static void rmdir_basic(void)
 	mkdir("d", 0755);
 	pt_rc(NULL, rmdir("d"));
 	pt_res("d=%s", pt_type("d"));
+}
+
+/* A directory listed a moment ago (its attributes came with its parent's
+ * listing and its own), removed while open: fstat of the open descriptor
+ * shows nlink 0, and the parent's nlink drops. */
+static void rmdir_open_fstat(void)
+{
+	struct stat a, b;
+	DIR *d;
+	int fd;
+
+	mkdir("p", 0755);
+	mkdir("p/d", 0755);
+	if ((d = opendir("p"))) {
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	fd = open("p/d", O_RDONLY | O_DIRECTORY);
+	if (fd < 0) {
+		pt_res("open=%s", pt_errname(errno));
+		return;
+	}
+	if ((d = fdopendir(dup(fd)))) {
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	fstat(fd, &a);
+	pt_rc(NULL, rmdir("p/d"));
+	fstat(fd, &b);
+	close(fd);
+	pt_res("nlink_before=%ld nlink=%ld parent_nlink=%ld", (long)a.st_nlink,
+	       (long)b.st_nlink, pt_nlink("p"));
 }
 
 static void rmdir_enotempty(void)
@@ -936,6 +986,7 @@ const struct pt_case pt_cases_names[] = {
 	{ "link/symlink_follow", link_symlink_follow },
 	{ "link/ctime", link_ctime },
 	{ "link/unlink_one", link_unlink_one },
+	{ "link/unlink_other_name", link_unlink_other_name },
 	{ "link/enametoolong", link_enametoolong },
 	{ "link/fifo", link_fifo },
 	{ "link/special", link_special },
@@ -983,6 +1034,7 @@ const struct pt_case pt_cases_names[] = {
 	{ "mknod/socket_connect", mknod_socket_connect },
 
 	{ "rmdir/basic", rmdir_basic },
+	{ "rmdir/open_fstat", rmdir_open_fstat },
 	{ "rmdir/enotempty", rmdir_enotempty },
 	{ "rmdir/enotempty_subdir", rmdir_enotempty_subdir },
 	{ "rmdir/enotdir", rmdir_enotdir },
