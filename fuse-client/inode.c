@@ -342,8 +342,15 @@ int fc_inode_entry_not_older(struct fc_client *cl, const struct fc_attr *a,
 	return entry(cl, a, e, ENTRY_NOT_OLDER, false);
 }
 
+/* What update() marks fresh besides storing the attributes. */
+enum fresh_mark {
+	MARK_NONE,
+	MARK_ARRIVED,    /* mgrd's answer just now: a directory's */
+	MARK_OWN_CHANGE, /* they came with a change this mount made */
+};
+
 static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
-		       struct stat *st, bool fresh, bool arrived)
+		       struct stat *st, enum fresh_mark mark)
 {
 	struct fc_inode *in;
 	uint64_t size = a->size;
@@ -355,10 +362,10 @@ static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
 	if (in) {
 		size = store_attr_locked(in, a);
 		cur = in->attr;
-		if (fresh) {
+		if (mark == MARK_OWN_CHANGE) {
 			in->fresh_until_ms = ms ? tw_now_ms() + ms : 0;
 			in->fresh_gen = cl->fresh_gen;
-		} else if (arrived && fresh_on_arrival(a)) {
+		} else if (mark == MARK_ARRIVED && fresh_on_arrival(a)) {
 			mark_fresh_locked(cl, in, a);
 		}
 	}
@@ -371,19 +378,19 @@ static uint64_t update(struct fc_client *cl, const struct fc_attr *a,
 uint64_t fc_inode_update(struct fc_client *cl, const struct fc_attr *a,
 			 struct stat *st)
 {
-	return update(cl, a, st, false, false);
+	return update(cl, a, st, MARK_NONE);
 }
 
 uint64_t fc_inode_update_arrived(struct fc_client *cl, const struct fc_attr *a,
 				 struct stat *st)
 {
-	return update(cl, a, st, false, true);
+	return update(cl, a, st, MARK_ARRIVED);
 }
 
 uint64_t fc_inode_update_fresh(struct fc_client *cl, const struct fc_attr *a,
 			       struct stat *st)
 {
-	return update(cl, a, st, true, false);
+	return update(cl, a, st, MARK_OWN_CHANGE);
 }
 
 bool fc_inode_fresh(struct fc_client *cl, uint64_t ino, struct stat *st,

@@ -79,12 +79,15 @@ assert_eq delete-ls "a big" "$(ls | tr '\n' ' ' | sed 's/ $//')"
 # GETATTRs (the kernel drops the atime after every READDIR) no longer than
 # the attribute timeout: a subdirectory the other mount makes shows in its
 # nlink, and a change this mount makes at once.
+listed_nlink() { # DIR: list it through an open descriptor, then fstat that
+	"$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.listdir(fd); print(os.fstat(fd).st_nlink)' "$1"
+}
 mkdir dattr
 ls -la . dattr >/dev/null
-"$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.listdir(fd); print(os.fstat(fd).st_nlink)' dattr >/dev/null
+listed_nlink dattr >/dev/null
 mkdir "$M2/dattr/sub"
 sleep "$ENTRY_WAIT"
-assert_eq dir-attr-other-seen 3 "$("$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.listdir(fd); print(os.fstat(fd).st_nlink)' dattr)"
+assert_eq dir-attr-other-seen 3 "$(listed_nlink dattr)"
 mkdir dattr/sub2
 assert_eq dir-attr-own-seen 4 "$(stat -c %h dattr)"
 rmdir dattr/sub dattr/sub2 dattr

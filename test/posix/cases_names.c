@@ -541,32 +541,33 @@ static void rmdir_basic(void)
 	pt_res("d=%s", pt_type("d"));
 }
 
+/* Read d to its end and close it (NULL: nothing). */
+static void read_listing(DIR *d)
+{
+	if (!d)
+		return;
+	while (readdir(d))
+		;
+	closedir(d);
+}
+
 /* A directory listed a moment ago (its attributes came with its parent's
  * listing and its own), removed while open: fstat of the open descriptor
  * shows nlink 0, and the parent's nlink drops. */
 static void rmdir_open_fstat(void)
 {
 	struct stat a, b;
-	DIR *d;
 	int fd;
 
 	mkdir("p", 0755);
 	mkdir("p/d", 0755);
-	if ((d = opendir("p"))) {
-		while (readdir(d))
-			;
-		closedir(d);
-	}
+	read_listing(opendir("p"));
 	fd = open("p/d", O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
 		pt_res("open=%s", pt_errname(errno));
 		return;
 	}
-	if ((d = fdopendir(dup(fd)))) {
-		while (readdir(d))
-			;
-		closedir(d);
-	}
+	read_listing(fdopendir(dup(fd)));
 	fstat(fd, &a);
 	pt_rc(NULL, rmdir("p/d"));
 	fstat(fd, &b);
