@@ -58,6 +58,7 @@
 #include "statahead.h"
 #include "tune.h"
 #include "wbehind.h"
+#include "wake.h"
 
 #define FC_DEFAULT_PORT        7500
 
@@ -607,6 +608,34 @@ static void detach_stdio(void)
 	}
 }
 
+/* Neither io_thread_reads nor worker_reads given: 1 when the I/O thread
+ * should read /dev/fuse, 0 for the workers.  A handoff to the I/O thread
+ * costs a wakeup of an idle CPU; where that is cheap the I/O thread's
+ * reads win, where it is dear the workers, that run on the application's
+ * CPU, do (docs/ARCHITECTURE.md "Threads and ownership"). */
+static int choose_readers(void)
+{
+	uint64_t ns = 0;
+	int rc = tw_wake_probe(&ns);
+	bool io = tw_wake_is_cheap(rc, ns);
+
+	if (rc == -ENOTSUP)
+		tw_info("reading /dev/fuse on the I/O thread: this process may "
+			"use one CPU only (-o worker_reads overrides)");
+	else if (rc < 0)
+		tw_warn("cannot measure what waking an idle CPU costs (%s): "
+			"libfuse's workers read /dev/fuse (-o io_thread_reads "
+			"overrides)", strerror(-rc));
+	else
+		tw_info("%s /dev/fuse: waking an idle CPU takes %.1f us "
+			"here (median of %u; up to %.1f us is cheap; -o %s "
+			"overrides)", io ? "the I/O thread reads"
+			: "libfuse's workers read", (double)ns / 1000.0,
+			TW_WAKE_SAMPLES, TW_WAKE_CHEAP_NS / 1000.0,
+			io ? "worker_reads" : "io_thread_reads");
+	return io;
+}
+
 /* Free what parsing made and the client itself, so that a leak checker
  * has nothing to say either; rc.  Alone where nothing started yet (help,
  * version, a bad option); the end of main's out path otherwise. */
@@ -650,7 +679,7 @@ int main(int argc, char *argv[])
 	c.readahead = FC_READAHEAD_KB;
 	c.spin_us = FC_SPIN_US;
 	c.mgr_spin_us = FC_MGR_SPIN_US;
-	c.io_thread_reads = 0;   /* -o io_thread_reads: the I/O thread */
+	c.io_thread_reads = -1;  /* neither option: chosen by wake cost */
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -835,11 +864,13 @@ int main(int argc, char *argv[])
 		tw_log_init(NULL, log_level);
 	}
 
-	/* By default libfuse's workers read /dev/fuse and hand each request
-	 * to the I/O thread; -o io_thread_reads has the I/O thread read it
-	 * itself (loop.c fc_loop_serve), no hand-off between threads
-	 * (docs/ARCHITECTURE.md "Threads and ownership" says which is faster
-	 * where). */
+	/* Either libfuse's workers read /dev/fuse and hand each request to
+	 * the I/O thread, or the I/O thread reads it itself (loop.c
+	 * fc_loop_serve), no handoff between threads.  Unless an option
+	 * says which, the cost of a wakeup here decides
+	 * (docs/ARCHITECTURE.md "Threads and ownership"). */
+	if (c.io_thread_reads < 0)
+		c.io_thread_reads = choose_readers();
 	if (c.io_thread_reads) {
 		rc = fc_loop_serve(cl);
 		if (rc < 0)

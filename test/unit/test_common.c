@@ -2,10 +2,12 @@
  * SSE4.2 path against the table path), the hash map against a reference
  * array, the config parser (a good file and each kind of error) and the
  * size/time parsers, the adaptive polling policy (spin.h), the loop stall
- * watch (stall.h).  No root, no network.
+ * watch (stall.h), the wakeup probe and its policy (wake.h).  No root, no
+ * network.
  */
 #include <criterion/criterion.h>
 
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "spin.h"
 #include "stall.h"
 #include "vote.h"
+#include "wake.h"
 
 /* Internal test hooks of crc32c.c (not in common.h). */
 uint32_t tw__crc32c_sw(uint32_t crc, const void *buf, size_t len);
@@ -1372,4 +1375,50 @@ Test(stall, a_blocking_callback_is_seen)
 	uv_close((uv_handle_t *)&end, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+/* ------------------------------------------------------------------ wake */
+
+Test(wake, median)
+{
+	uint64_t one[] = { 7 }, odd[] = { 30, 10, 20 }, even[] = { 4, 1, 3, 2 };
+
+	cr_assert_eq(tw_wake_median(NULL, 0), 0);
+	cr_assert_eq(tw_wake_median(one, 1), 7);
+	cr_assert_eq(tw_wake_median(odd, 3), 20);
+	cr_assert_eq(odd[0], 10);   /* sorted in place */
+	cr_assert_eq(tw_wake_median(even, 4), 3);   /* the upper middle */
+}
+
+Test(wake, policy)
+{
+	/* Cheap: a polling idle (3 us) and session 41's VM (6-8 us). */
+	cr_assert(tw_wake_is_cheap(0, 2500));
+	cr_assert(tw_wake_is_cheap(0, 8000));
+	cr_assert(tw_wake_is_cheap(0, TW_WAKE_CHEAP_NS));
+	/* Dear: a halting idle (20-30 us). */
+	cr_assert_not(tw_wake_is_cheap(0, TW_WAKE_CHEAP_NS + 1));
+	cr_assert_not(tw_wake_is_cheap(0, 22400));
+	/* One CPU: no idle exit in a handoff. */
+	cr_assert(tw_wake_is_cheap(-ENOTSUP, 0));
+	/* A failed probe says nothing: the workers, whatever the figure. */
+	cr_assert_not(tw_wake_is_cheap(-ENOMEM, 1000));
+	cr_assert_not(tw_wake_is_cheap(-EINVAL, 0));
+}
+
+/* The probe itself runs: two threads that wake each other 32 times.  Not
+ * a timing check (the figure is the host's), only that it measures. */
+Test(wake, probe_measures)
+{
+	cpu_set_t set;
+	uint64_t ns = 0;
+	int rc = tw_wake_probe(&ns);
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	if (CPU_COUNT(&set) < 2) {
+		cr_assert_eq(rc, -ENOTSUP);
+		return;
+	}
+	cr_assert_eq(rc, 0, "probe: %s", strerror(-rc));
+	cr_assert_gt(ns, 0);
 }
