@@ -10,33 +10,39 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The probe: TW_WAKE_SAMPLES wakeups, each TW_WAKE_GAP_US after the
- * previous answer, the gap of a program's requests in a stream: long
- * enough that the woken CPU has gone idle, short enough that one that
- * polls before halting is still polling. */
-#define TW_WAKE_SAMPLES 32u
+/* The probe: TW_WAKE_ROUNDS rounds of TW_WAKE_SAMPLES wakeups, each
+ * TW_WAKE_GAP_US after the previous answer (the gap of a program's
+ * requests in a stream: long enough that the woken CPU has gone idle,
+ * short enough that one that polls before halting still polls), the
+ * rounds TW_WAKE_PAUSE_MS apart; about 40 ms in all.  A round's median
+ * is what an idle CPU costs unless something else held the CPUs then
+ * (daemons starting beside a mount: a busy CPU costs about 20 us, idle
+ * setting or not); the least of the rounds' medians is the figure. */
+#define TW_WAKE_ROUNDS   4u
+#define TW_WAKE_SAMPLES 16u
 #define TW_WAKE_GAP_US  50u
+#define TW_WAKE_PAUSE_MS 10u
 
-/* Median ns at or below which a wakeup counts as cheap: between the
- * 3 us of a polling idle and the 20-30 us of a halting one, and above
- * the 6-8 us that favoured the I/O thread's reads (test/bench/RESULTS.md
- * "Session 41"). */
-#define TW_WAKE_CHEAP_NS 12000u
+/* A figure at or below which a wakeup counts as cheap: between the
+ * 3 us of an idle CPU that polls and the 20-30 us of one that halts or
+ * is busy, and above the 6-8 us that favoured the I/O thread's reads
+ * (test/bench/RESULTS.md "Session 41"). */
+#define TW_WAKE_CHEAP_NS 10000u
 
 /* Wake a thread pinned to one allowed CPU from a thread pinned to
- * another, TW_WAKE_SAMPLES times (about 3 ms), and set *median_ns to the
- * median time from the eventfd write to the sleeper running.  Returns 0;
- * -ENOTSUP when the process may use only one CPU (no other CPU to wake:
- * a handoff costs a context switch, never an idle exit); or -errno when a
+ * another, as above, and set *ns to the least round median of the time
+ * from the eventfd write to the sleeper running.  Returns 0; -ENOTSUP
+ * when the process may use only one CPU (no other CPU to wake: a
+ * handoff costs a context switch, never an idle exit); or -errno when a
  * thread, an eventfd or the pinning fails. */
-int tw_wake_probe(uint64_t *median_ns);
+int tw_wake_probe(uint64_t *ns);
 
 /* Whether a handoff between threads is cheap here, from the probe's
- * result: a median at or below TW_WAKE_CHEAP_NS, or one CPU only (the
+ * result: a figure at or below TW_WAKE_CHEAP_NS, or one CPU only (the
  * handoff is a context switch, no idle exit).  A probe that failed says
  * no: the choice that loses less where it is wrong (RESULTS.md "Session
  * 54").  Pure. */
-bool tw_wake_is_cheap(int probe_rc, uint64_t median_ns);
+bool tw_wake_is_cheap(int probe_rc, uint64_t ns);
 
 /* The median of n samples (sorts them in place); 0 when n is 0.  Pure. */
 uint64_t tw_wake_median(uint64_t *samples, unsigned n);

@@ -8,17 +8,19 @@
  * fc_op_reply_*() functions answers the kernel and frees it.
  *
  * Who reads /dev/fuse (docs/ARCHITECTURE.md "Threads and ownership"):
- *   - By default libfuse's workers (-o worker_reads), and each submission
+ *   - libfuse's workers (-o worker_reads), and each submission
  *     wakes the loop with uv_async_send().  Where waking an idle vCPU is
  *     dear, a worker that only the application wakes tends to run on the
  *     application's vCPU, and requests answered without a server cost no
  *     such wakeup (test/bench/RESULTS.md "Session 54").
- *   - With -o io_thread_reads the loop itself (fc_loop_serve): the FUSE
+ *   - The loop itself (-o io_thread_reads, fc_loop_serve): the FUSE
  *     fd is one more handle of the loop, non-blocking, polled for input.
  *     A handler then runs on the loop, and what it queued runs as soon as
  *     it returns, in the same turn: a request that needs a server is on
  *     the wire without a second thread being woken, faster where wakeups
- *     are cheap (RESULTS.md "Session 41").
+ *     are cheap (RESULTS.md "Session 41" and "Session 56").
+ *   Without either option main.c measures a wakeup (common/wake.h) and
+ *   takes the loop where it is cheap.
  * This file also owns deferred callbacks (fc_call: a wire_call that fails
  * at once still completes through its callback, later) and the orderly
  * stop of the loop.

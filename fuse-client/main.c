@@ -251,7 +251,8 @@ static void usage(const char *prog)
 	       "                             request after a reply before "
 	       "sleeping (default 20;\n"
 	       "                             0: never; at most 1000; only "
-	       "with io_thread_reads)\n"
+	       "where the\n"
+	       "                             I/O thread reads)\n"
 	       "    -o mgr_spin_us=US        the same for mgrd's answer to a "
 	       "request (default 40)\n"
 	       "    -o nostatahead           no listing fetched ahead of "
@@ -264,10 +265,14 @@ static void usage(const char *prog)
 	       "itself\n"
 	       "    -o worker_reads          libfuse's worker threads read "
 	       "/dev/fuse and hand\n"
-	       "                             each request to the I/O thread "
-	       "(default);\n"
-	       "                             -o max_threads and -o clone_fd "
-	       "apply only to those\n"
+	       "                             each request to the I/O thread; "
+	       "-o max_threads\n"
+	       "                             and -o clone_fd apply only to "
+	       "those\n"
+	       "                             (neither: the I/O thread where "
+	       "waking an idle\n"
+	       "                             CPU is measured cheap, else the "
+	       "workers)\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -628,10 +633,10 @@ static int choose_readers(void)
 			"overrides)", strerror(-rc));
 	else
 		tw_info("%s /dev/fuse: waking an idle CPU takes %.1f us "
-			"here (median of %u; up to %.1f us is cheap; -o %s "
-			"overrides)", io ? "the I/O thread reads"
+			"here (the least median of %u rounds; up to %.1f us is "
+			"cheap; -o %s overrides)", io ? "the I/O thread reads"
 			: "libfuse's workers read", (double)ns / 1000.0,
-			TW_WAKE_SAMPLES, TW_WAKE_CHEAP_NS / 1000.0,
+			TW_WAKE_ROUNDS, TW_WAKE_CHEAP_NS / 1000.0,
 			io ? "worker_reads" : "io_thread_reads");
 	return io;
 }

@@ -6,9 +6,10 @@
  *
  * Threads and who owns what (docs/ARCHITECTURE.md "Client"):
  *   - The fc_<op> handlers run on the thread that read the request from
- *     /dev/fuse: by default libfuse's worker threads
- *     (fuse_session_loop_mt), with -o io_thread_reads the I/O loop thread
- *     itself (loop.c fc_loop_serve).  Either way a handler never touches the
+ *     /dev/fuse: libfuse's worker threads (fuse_session_loop_mt) or the
+ *     I/O loop thread itself (loop.c fc_loop_serve), as -o worker_reads
+ *     or -o io_thread_reads says, else as main.c chooses by what a
+ *     wakeup costs (common/wake.h).  Either way a handler never touches the
  *     network: it copies what it needs into an op (struct fc_op and a
  *     per-kind extension) and hands it to the loop with fc_loop_submit(),
  *     which on the loop runs it as soon as the handler returns.  A few

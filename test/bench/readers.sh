@@ -2,7 +2,7 @@
 # readers.sh - who should read /dev/fuse (docs/ARCHITECTURE.md "Threads
 # and ownership"): the client's I/O thread itself (-o io_thread_reads)
 # or libfuse's worker threads that hand each request to it (-o
-# worker_reads, the default).  Two mounts of one private
+# worker_reads), each named on its mount.  Two mounts of one private
 # deploy/local-cluster (one mgrd, as test/bench/run), one per way, side by
 # side, ROUNDS rounds, the order alternating (io-workers, workers-io,
 # ...) so that a shared machine's drift hits both alike.  As root:

@@ -1393,11 +1393,13 @@ Test(wake, median)
 Test(wake, policy)
 {
 	/* Cheap: a polling idle (3 us) and session 41's VM (6-8 us). */
-	cr_assert(tw_wake_is_cheap(0, 2500));
+	cr_assert(tw_wake_is_cheap(0, 2600));
 	cr_assert(tw_wake_is_cheap(0, 8000));
 	cr_assert(tw_wake_is_cheap(0, TW_WAKE_CHEAP_NS));
-	/* Dear: a halting idle (20-30 us). */
+	/* Dear: a halting idle or a busy CPU (20-30 us), and the 12.7 us
+	 * that some rounds of a polling idle show beside daemons. */
 	cr_assert_not(tw_wake_is_cheap(0, TW_WAKE_CHEAP_NS + 1));
+	cr_assert_not(tw_wake_is_cheap(0, 12700));
 	cr_assert_not(tw_wake_is_cheap(0, 22400));
 	/* One CPU: no idle exit in a handoff. */
 	cr_assert(tw_wake_is_cheap(-ENOTSUP, 0));
@@ -1406,7 +1408,7 @@ Test(wake, policy)
 	cr_assert_not(tw_wake_is_cheap(-EINVAL, 0));
 }
 
-/* The probe itself runs: two threads that wake each other 32 times.  Not
+/* The probe itself runs: two threads that wake each other 64 times.  Not
  * a timing check (the figure is the host's), only that it measures. */
 Test(wake, probe_measures)
 {
