@@ -7,15 +7,22 @@
  * answer on a second one.  The sleeper notes when it runs; the difference
  * is one wakeup: the eventfd write, the IPI, the idle exit, the switch.
  * Between rounds the waker sleeps, so that a round that met other work
- * on the CPUs is followed by one that may not. */
+ * on the CPUs is followed by one that may not.
+ *
+ * The mount waits for the probe, so it must end whatever the CPUs do: the
+ * waker waits for each answer at most TW_WAKE_WAIT_MS, and a sleeper that
+ * cannot run (its CPU held by a real-time task) is left behind, detached,
+ * with what it uses. */
 #include "wake.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -39,6 +46,21 @@ static int pin(int cpu)
 	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* Wait until fd is readable, at most TW_WAKE_WAIT_MS: 0, -ETIMEDOUT or
+ * -errno. */
+static int efd_wait(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&p, 1, TW_WAKE_WAIT_MS);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
 /* One 8-byte eventfd transfer, retried on EINTR. */
 static int efd_io(int fd, uint64_t *v, bool out)
 {
@@ -59,6 +81,9 @@ static void *sleeper(void *arg)
 
 	/* Unpinned, it would still answer, only less truthfully. */
 	(void)pin(w->cpu_sleeper);
+	v = 1;   /* ready: the first sample finds it pinned and waiting */
+	if (efd_io(w->back, &v, true) < 0)
+		return NULL;
 	for (;;) {
 		if (efd_io(w->go, &v, false) < 0 || v >= WAKE_STOP)
 			break;
@@ -78,6 +103,10 @@ static void *waker(void *arg)
 	int rc;
 
 	rc = pin(w->cpu_waker);
+	if (rc == 0)
+		rc = efd_wait(w->back);   /* the sleeper is ready */
+	if (rc == 0)
+		rc = efd_io(w->back, &v, false);
 	for (i = 0; rc == 0 && i < TW_WAKE_ROUNDS * TW_WAKE_SAMPLES; i++) {
 		if (i && i % TW_WAKE_SAMPLES == 0)
 			usleep(TW_WAKE_PAUSE_MS * 1000u);
@@ -87,6 +116,8 @@ static void *waker(void *arg)
 		t0 = tw_now_ns();
 		v = 1;
 		rc = efd_io(w->go, &v, true);
+		if (rc == 0)
+			rc = efd_wait(w->back);
 		if (rc == 0)
 			rc = efd_io(w->back, &v, false);
 		if (rc == 0) {
@@ -142,11 +173,39 @@ uint64_t tw_wake_median(uint64_t *samples, unsigned n)
 	return samples[n / 2];
 }
 
+uint64_t tw_wake_figure(uint64_t rounds[][TW_WAKE_SAMPLES], unsigned n)
+{
+	uint64_t least = 0;
+	unsigned r;
+
+	for (r = 0; r < n; r++) {
+		uint64_t m = tw_wake_median(rounds[r], TW_WAKE_SAMPLES);
+
+		if (r == 0 || m < least)
+			least = m;
+	}
+	return least;
+}
+
+/* Join t, waiting at most TW_WAKE_WAIT_MS; false: detached instead. */
+static bool join_or_leave(pthread_t t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(TW_WAKE_WAIT_MS % 1000u) * 1000000L;
+	ts.tv_sec += TW_WAKE_WAIT_MS / 1000u + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(t, NULL, &ts) == 0)
+		return true;
+	pthread_detach(t);
+	return false;
+}
+
 int tw_wake_probe(uint64_t *ns)
 {
 	struct wake_run *w;
 	pthread_t ts, tw;
-	unsigned r;
 	int rc;
 
 	w = calloc(1, sizeof(*w));
@@ -157,8 +216,7 @@ int tw_wake_probe(uint64_t *ns)
 	if (rc < 0)
 		goto out;
 	w->go = eventfd(0, EFD_CLOEXEC);
-	w->back = eventfd(0, EFD_CLOEXEC);
-	if (w->go < 0 || w->back < 0) {
+	if (w->go < 0 || (w->back = eventfd(0, EFD_CLOEXEC)) < 0) {
 		rc = -errno;
 		goto out;
 	}
@@ -170,18 +228,14 @@ int tw_wake_probe(uint64_t *ns)
 		uint64_t v = WAKE_STOP;
 
 		(void)efd_io(w->go, &v, true);
-		pthread_join(ts, NULL);
-		goto out;
+	} else {
+		pthread_join(tw, NULL);   /* it ends: every wait is bounded */
+		rc = w->err;
 	}
-	pthread_join(tw, NULL);
-	pthread_join(ts, NULL);
-	rc = w->err;
-	for (r = 0; rc == 0 && r < TW_WAKE_ROUNDS; r++) {
-		uint64_t m = tw_wake_median(w->samples[r], TW_WAKE_SAMPLES);
-
-		if (r == 0 || m < *ns)
-			*ns = m;
-	}
+	if (!join_or_leave(ts))
+		return rc < 0 ? rc : -ETIMEDOUT;   /* w is the sleeper's now */
+	if (rc == 0)
+		*ns = tw_wake_figure(w->samples, TW_WAKE_ROUNDS);
 out:
 	if (w->go >= 0)
 		close(w->go);

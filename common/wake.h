@@ -22,6 +22,9 @@
 #define TW_WAKE_SAMPLES 16u
 #define TW_WAKE_GAP_US  50u
 #define TW_WAKE_PAUSE_MS 10u
+/* The longest wait for one answer (and for the sleeper to end): past it
+ * the probe gives up with -ETIMEDOUT. */
+#define TW_WAKE_WAIT_MS 200u
 
 /* A figure at or below which a wakeup counts as cheap: between the
  * 3 us of an idle CPU that polls and the 20-30 us of one that halts or
@@ -33,8 +36,9 @@
  * another, as above, and set *ns to the least round median of the time
  * from the eventfd write to the sleeper running.  Returns 0; -ENOTSUP
  * when the process may use only one CPU (no other CPU to wake: a
- * handoff costs a context switch, never an idle exit); or -errno when a
- * thread, an eventfd or the pinning fails. */
+ * handoff costs a context switch, never an idle exit); -ETIMEDOUT when
+ * an answer took longer than TW_WAKE_WAIT_MS; or -errno when a thread,
+ * an eventfd or the pinning fails. */
 int tw_wake_probe(uint64_t *ns);
 
 /* Whether a handoff between threads is cheap here, from the probe's
@@ -46,5 +50,8 @@ bool tw_wake_is_cheap(int probe_rc, uint64_t ns);
 
 /* The median of n samples (sorts them in place); 0 when n is 0.  Pure. */
 uint64_t tw_wake_median(uint64_t *samples, unsigned n);
+/* The probe's figure from n rounds of samples: the least of the rounds'
+ * medians (sorts each round in place); 0 when n is 0.  Pure. */
+uint64_t tw_wake_figure(uint64_t rounds[][TW_WAKE_SAMPLES], unsigned n);
 
 #endif

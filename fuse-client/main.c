@@ -271,8 +271,9 @@ static void usage(const char *prog)
 	       "those\n"
 	       "                             (neither: the I/O thread where "
 	       "waking an idle\n"
-	       "                             CPU is measured cheap, else the "
-	       "workers)\n"
+	       "                             CPU is measured cheap or there "
+	       "is one CPU,\n"
+	       "                             else the workers)\n"
 	       "    -o keyfile=FILE          prove the client identity in FILE "
 	       "(lines 'name = NAME',\n"
 	       "                             'key = HEX'; twinfsctl keygen "
@@ -613,29 +614,41 @@ static void detach_stdio(void)
 	}
 }
 
-/* Neither io_thread_reads nor worker_reads given: 1 when the I/O thread
- * should read /dev/fuse, 0 for the workers.  A handoff to the I/O thread
+/* Neither io_thread_reads nor worker_reads given: the probe's result
+ * (probe_readers, before the I/O thread starts, so that it has the CPUs
+ * to itself) decides who reads /dev/fuse.  A handoff to the I/O thread
  * costs a wakeup of an idle CPU; where that is cheap the I/O thread's
  * reads win, where it is dear the workers, that run on the application's
  * CPU, do (docs/ARCHITECTURE.md "Threads and ownership"). */
-static int choose_readers(void)
-{
-	uint64_t ns = 0;
-	int rc = tw_wake_probe(&ns);
-	bool io = tw_wake_is_cheap(rc, ns);
+struct readers_probe {
+	int rc;          /* tw_wake_probe's */
+	uint64_t ns;     /* its figure when rc is 0 */
+};
 
-	if (rc == -ENOTSUP)
-		tw_info("reading /dev/fuse on the I/O thread: this process may "
-			"use one CPU only (-o worker_reads overrides)");
-	else if (rc < 0)
-		tw_warn("cannot measure what waking an idle CPU costs (%s): "
-			"libfuse's workers read /dev/fuse (-o io_thread_reads "
-			"overrides)", strerror(-rc));
+static void probe_readers(struct readers_probe *p)
+{
+	p->ns = 0;
+	p->rc = tw_wake_probe(&p->ns);
+}
+
+/* 1: the I/O thread reads, 0: the workers; logged, once the log is the
+ * daemon's.  Every line starts with the way, for the log's readers. */
+static int choose_readers(const struct readers_probe *p)
+{
+	bool io = tw_wake_is_cheap(p->rc, p->ns);
+
+	if (p->rc == -ENOTSUP)
+		tw_info("the I/O thread reads /dev/fuse: this process may use "
+			"one CPU only (-o worker_reads overrides)");
+	else if (p->rc < 0)
+		tw_warn("libfuse's workers read /dev/fuse: cannot measure "
+			"what waking an idle CPU costs (%s; -o io_thread_reads "
+			"overrides)", strerror(-p->rc));
 	else
 		tw_info("%s /dev/fuse: waking an idle CPU takes %.1f us "
 			"here (the least median of %u rounds; up to %.1f us is "
 			"cheap; -o %s overrides)", io ? "the I/O thread reads"
-			: "libfuse's workers read", (double)ns / 1000.0,
+			: "libfuse's workers read", (double)p->ns / 1000.0,
 			TW_WAKE_ROUNDS, TW_WAKE_CHEAP_NS / 1000.0,
 			io ? "worker_reads" : "io_thread_reads");
 	return io;
@@ -670,6 +683,7 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *cfg;
 	char opt[TW_MGRLIST_MAX * (TW_HOST_MAX + 24) + 32];
+	struct readers_probe probe = { .rc = -EAGAIN };
 	int notify_fd = -1, rc, ret = 1;
 	enum tw_log_level log_level;
 	const char *prog = "twinfs";
@@ -840,6 +854,8 @@ int main(int argc, char *argv[])
 	if (gethostname(cl->hostname, sizeof(cl->hostname) - 1) < 0)
 		snprintf(cl->hostname, sizeof(cl->hostname), "?");
 
+	if (c.io_thread_reads < 0)
+		probe_readers(&probe);
 	rc = fc_loop_start(cl);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", prog,
@@ -875,7 +891,7 @@ int main(int argc, char *argv[])
 	 * says which, the cost of a wakeup here decides
 	 * (docs/ARCHITECTURE.md "Threads and ownership"). */
 	if (c.io_thread_reads < 0)
-		c.io_thread_reads = choose_readers();
+		c.io_thread_reads = choose_readers(&probe);
 	if (c.io_thread_reads) {
 		rc = fc_loop_serve(cl);
 		if (rc < 0)

@@ -204,8 +204,8 @@ priv_round() { # X Y NAME: write, then truncate, after Y set them
 		"$(privs "$y/$n") $(stat -c %s "$y/$n")"
 	assert_eq "$n-bytes" "ab" "$(cat "$y/$n")"
 }
-priv_round "$M" "$M2" priv-workers
-priv_round "$M2" "$M" priv-io-thread
+priv_round "$M" "$M2" "priv-${way:-default}"
+priv_round "$M2" "$M" "priv-$other"
 
 cd /
 lc umount "$M2" >/dev/null && pass coherency-umount2 || fail coherency-umount2 "unmount failed"

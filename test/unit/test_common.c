@@ -1390,6 +1390,23 @@ Test(wake, median)
 	cr_assert_eq(tw_wake_median(even, 4), 3);   /* the upper middle */
 }
 
+Test(wake, figure_is_least_median)
+{
+	uint64_t r[3][TW_WAKE_SAMPLES];
+	unsigned i;
+
+	/* A busy round (20 us), a quiet one with a cold start (3 us, its
+	 * first five samples 30 us), a middling one (12 us). */
+	for (i = 0; i < TW_WAKE_SAMPLES; i++) {
+		r[0][i] = 20000 + i;
+		r[1][i] = i < 5 ? 30000 : 3000;
+		r[2][i] = 12000;
+	}
+	cr_assert_eq(tw_wake_figure(r, 3), 3000);
+	cr_assert_eq(tw_wake_figure(r, 1), 20000 + TW_WAKE_SAMPLES / 2);
+	cr_assert_eq(tw_wake_figure(r, 0), 0);
+}
+
 Test(wake, policy)
 {
 	/* Cheap: a polling idle (3 us) and session 41's VM (6-8 us). */
@@ -1405,11 +1422,13 @@ Test(wake, policy)
 	cr_assert(tw_wake_is_cheap(-ENOTSUP, 0));
 	/* A failed probe says nothing: the workers, whatever the figure. */
 	cr_assert_not(tw_wake_is_cheap(-ENOMEM, 1000));
+	cr_assert_not(tw_wake_is_cheap(-ETIMEDOUT, 0));
 	cr_assert_not(tw_wake_is_cheap(-EINVAL, 0));
 }
 
-/* The probe itself runs: two threads that wake each other 64 times.  Not
- * a timing check (the figure is the host's), only that it measures. */
+/* The probe itself runs: two threads that wake each other 64 times, and
+ * end.  Not a timing check (the figure is the host's), only that it
+ * measures. */
 Test(wake, probe_measures)
 {
 	cpu_set_t set;
