@@ -46,21 +46,6 @@ static int pin(int cpu)
 	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* Wait until fd is readable, at most TW_WAKE_WAIT_MS: 0, -ETIMEDOUT or
- * -errno. */
-static int efd_wait(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n;
-
-	do {
-		n = poll(&p, 1, TW_WAKE_WAIT_MS);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == 0 ? -ETIMEDOUT : 0;
-}
-
 /* One 8-byte eventfd transfer, retried on EINTR. */
 static int efd_io(int fd, uint64_t *v, bool out)
 {
@@ -72,6 +57,21 @@ static int efd_io(int fd, uint64_t *v, bool out)
 	if (n == (ssize_t)sizeof(*v))
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+/* Read fd once it is readable, waiting at most TW_WAKE_WAIT_MS: 0,
+ * -ETIMEDOUT or -errno. */
+static int efd_take(int fd, uint64_t *v)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&p, 1, TW_WAKE_WAIT_MS);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : efd_io(fd, v, false);
 }
 
 static void *sleeper(void *arg)
@@ -104,9 +104,7 @@ static void *waker(void *arg)
 
 	rc = pin(w->cpu_waker);
 	if (rc == 0)
-		rc = efd_wait(w->back);   /* the sleeper is ready */
-	if (rc == 0)
-		rc = efd_io(w->back, &v, false);
+		rc = efd_take(w->back, &v);   /* the sleeper is ready */
 	for (i = 0; rc == 0 && i < TW_WAKE_ROUNDS * TW_WAKE_SAMPLES; i++) {
 		if (i && i % TW_WAKE_SAMPLES == 0)
 			usleep(TW_WAKE_PAUSE_MS * 1000u);
@@ -117,9 +115,7 @@ static void *waker(void *arg)
 		v = 1;
 		rc = efd_io(w->go, &v, true);
 		if (rc == 0)
-			rc = efd_wait(w->back);
-		if (rc == 0)
-			rc = efd_io(w->back, &v, false);
+			rc = efd_take(w->back, &v);
 		if (rc == 0) {
 			uint64_t t1 = __atomic_load_n(&w->woke_ns,
 						      __ATOMIC_ACQUIRE);

@@ -615,8 +615,8 @@ static void detach_stdio(void)
 }
 
 /* Neither io_thread_reads nor worker_reads given: the probe's result
- * (probe_readers, before the I/O thread starts, so that it has the CPUs
- * to itself) decides who reads /dev/fuse.  A handoff to the I/O thread
+ * (taken before the I/O thread starts, so that it has the CPUs to
+ * itself) decides who reads /dev/fuse.  A handoff to the I/O thread
  * costs a wakeup of an idle CPU; where that is cheap the I/O thread's
  * reads win, where it is dear the workers, that run on the application's
  * CPU, do (docs/ARCHITECTURE.md "Threads and ownership"). */
@@ -624,12 +624,6 @@ struct readers_probe {
 	int rc;          /* tw_wake_probe's */
 	uint64_t ns;     /* its figure when rc is 0 */
 };
-
-static void probe_readers(struct readers_probe *p)
-{
-	p->ns = 0;
-	p->rc = tw_wake_probe(&p->ns);
-}
 
 /* 1: the I/O thread reads, 0: the workers; logged, once the log is the
  * daemon's.  Every line starts with the way, for the log's readers. */
@@ -855,7 +849,7 @@ int main(int argc, char *argv[])
 		snprintf(cl->hostname, sizeof(cl->hostname), "?");
 
 	if (c.io_thread_reads < 0)
-		probe_readers(&probe);
+		probe.rc = tw_wake_probe(&probe.ns);
 	rc = fc_loop_start(cl);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", prog,

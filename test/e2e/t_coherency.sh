@@ -32,9 +32,12 @@ case $choice in
 *workers*) way=worker_reads other=io_thread_reads ;;
 *) way='' other=io_thread_reads ;;
 esac
-[[ -n $way ]] && pass default-readers-logged ||
+if [[ -n $way ]]; then
+	pass default-readers-logged
+	check_readers default-readers-threads "$M" "$way"
+else
 	fail default-readers-logged "the mount's log names no way of reading /dev/fuse"
-[[ -n $way ]] && check_readers default-readers-threads "$M" "$way"
+fi
 TWINFS_MOUNT_OPTS=allow_other,$other lc mount "$M2" >/dev/null ||
 	{ fail coherency-mount2 "second mount failed"; exit 1; }
 pass coherency-mount2
